@@ -1,0 +1,39 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1:8000
+
+.PHONY: run test bench bench-quick lint install install-dev indexes clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+## make run: virtualenv, install, migrate, demo content, serve on http://$(HOST)/
+run: install
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
+	DEBUG=$${DEBUG:-1} $(PY) manage.py mongo_indexes
+	DEBUG=$${DEBUG:-1} $(PY) manage.py rundemo $(HOST)
+
+## make test: the same set-up, then the whole suite
+test: install-dev
+	$(PY) manage.py check --settings=tests.settings
+	$(PY) -m pytest
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) db.sqlite3 .pytest_cache .hypothesis

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CmsSiteConfig(AppConfig):
+    name = "cms_site"
+    verbose_name = "CMS"

@@ -1,0 +1,30 @@
+"""Apply the declared shard keys on a sharded cluster (connect MONGODB_URI to a mongos)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from cms_site.managers import declared_shard_keys
+from cms_site.mongo import get_client, get_db, is_embedded
+
+
+class Command(BaseCommand):
+    help = "Enable sharding for MONGODB_DB and shard every collection on its declared key (mongos only)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--dry-run", action="store_true", help="Print the shard keys without applying them.")
+
+    def handle(self, *args, **options):
+        keys = declared_shard_keys()
+        db = get_db()
+        for collection, key in keys.items():
+            self.stdout.write(f"{db.name}.{collection}: {key}")
+        if options["dry_run"]:
+            return
+        if is_embedded():
+            raise CommandError("The embedded engine cannot shard; set MONGODB_URI to a mongos.")
+        admin = get_client().admin
+        if admin.command("hello").get("msg") != "isdbgrid":
+            raise CommandError("MONGODB_URI does not point at a mongos; nothing sharded.")
+        admin.command("enableSharding", db.name)
+        for collection, key in keys.items():
+            admin.command("shardCollection", f"{db.name}.{collection}", key=key)
+            self.stdout.write(self.style.SUCCESS(f"sharded {collection}"))

@@ -1,0 +1,29 @@
+"""Load the demo content and serve the site in this same process.
+
+The embedded MongoDB engine lives in process memory, so the content must be loaded
+by the process that serves it: this command loads, then runs Django's development
+server without the autoreloader (which would fork a fresh, empty process).
+"""
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from cms_site.demo import load_demo
+from cms_site.managers import ensure_indexes
+from cms_site.mongo import is_embedded
+
+
+class Command(BaseCommand):
+    help = "Load demo content, then serve the site (development server, no autoreload)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+
+    def handle(self, *args, **options):
+        engine = "embedded mongomock (in memory: nothing is kept after exit)" if is_embedded() else "MongoDB at MONGODB_URI"
+        self.stdout.write(f"MongoDB engine: {engine}")
+        ensure_indexes()
+        self.stdout.write("Loading demo content…")
+        load_demo(out=lambda line: (self.stdout.write(f"  {line}"), self.stdout.flush()))
+        self.stdout.write(self.style.SUCCESS("Demo ready. Log in as editor / alice … with password 'commons-demo'."))
+        call_command("runserver", options["addrport"], use_reloader=False)

@@ -1,0 +1,116 @@
+"""The one place that creates a MongoDB client.
+
+`get_db()` returns the pymongo `Database` named by `settings.MONGODB_DB` on the
+server given by `settings.MONGODB_URI`. With no URI it returns a database of the
+embedded engine, mongomock, in process: data lives as long as the process.
+
+Settings are read at call time, so tests can switch databases per test. One client
+is kept per URI (clients are thread-safe connection pools).
+
+Every known difference between mongomock and MongoDB is bridged here, so that the
+managers are written to MongoDB's documented semantics only:
+
+- pymongo >= 4.11 passes a `sort` argument to the bulk operation builder for
+  `UpdateOne`/`ReplaceOne`; mongomock 4.3 does not accept it. We accept it and
+  refuse a non-empty sort, which mongomock could not honour.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from pymongo import MongoClient, ReadPreference, WriteConcern
+from pymongo.database import Database
+
+_clients: dict[str, MongoClient] = {}
+_lock = threading.Lock()
+
+_READ_PREFERENCES = {
+    "primary": ReadPreference.PRIMARY,
+    "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
+    "secondary": ReadPreference.SECONDARY,
+    "secondaryPreferred": ReadPreference.SECONDARY_PREFERRED,
+    "nearest": ReadPreference.NEAREST,
+}
+
+
+def is_embedded() -> bool:
+    """True when running on the in-process engine (no MONGODB_URI)."""
+    return not settings.MONGODB_URI
+
+
+def get_client() -> MongoClient:
+    uri = settings.MONGODB_URI
+    with _lock:
+        client = _clients.get(uri)
+        if client is None:
+            client = _clients[uri] = _new_embedded_client() if not uri else MongoClient(uri, tz_aware=True)
+        return client
+
+
+def get_db(*, stale_ok: bool = False) -> Database:
+    """The database in use.
+
+    `stale_ok=True` is for reads that may lag behind the latest write (listing
+    pages, feeds): they use `MONGODB_STALE_READ_PREFERENCE`. Everything else reads
+    from and writes to the primary with `MONGODB_WRITE_CONCERN`.
+    """
+    w = settings.MONGODB_WRITE_CONCERN
+    write_concern = WriteConcern(
+        w=int(w) if str(w).isdigit() else w,
+        wtimeout=settings.MONGODB_WRITE_TIMEOUT_MS,
+    )
+    read_preference = ReadPreference.PRIMARY
+    if stale_ok:
+        name = settings.MONGODB_STALE_READ_PREFERENCE
+        if name not in _READ_PREFERENCES:
+            raise ValueError(f"MONGODB_STALE_READ_PREFERENCE must be one of {sorted(_READ_PREFERENCES)}, got {name!r}")
+        read_preference = _READ_PREFERENCES[name]
+    client = get_client()
+    if is_embedded():
+        # mongomock ignores read preference and write concern; keep the handle plain.
+        return client[settings.MONGODB_DB]
+    return client.get_database(settings.MONGODB_DB, read_preference=read_preference, write_concern=write_concern)
+
+
+def drop_db(name: str) -> None:
+    """Drop a whole database (tests and benchmark clean-up)."""
+    get_client().drop_database(name)
+
+
+# --- the embedded engine -------------------------------------------------------
+
+
+def _new_embedded_client():
+    import mongomock
+
+    _bridge_mongomock(mongomock)
+    return mongomock.MongoClient(tz_aware=True)
+
+
+_bridged = False
+
+
+def _bridge_mongomock(mongomock) -> None:
+    global _bridged
+    if _bridged:
+        return
+    from mongomock.collection import BulkOperationBuilder
+
+    original_update = BulkOperationBuilder.add_update
+    original_replace = BulkOperationBuilder.add_replace
+
+    def add_update(self, selector, doc, multi=False, upsert=False, collation=None, array_filters=None, hint=None, sort=None):
+        if sort:
+            raise NotImplementedError("mongomock cannot sort inside a bulk update")
+        return original_update(self, selector, doc, multi, upsert, collation=collation, array_filters=array_filters, hint=hint)
+
+    def add_replace(self, selector, doc, upsert, collation=None, hint=None, sort=None):
+        if sort:
+            raise NotImplementedError("mongomock cannot sort inside a bulk replace")
+        return original_replace(self, selector, doc, upsert, collation=collation, hint=hint)
+
+    BulkOperationBuilder.add_update = add_update
+    BulkOperationBuilder.add_replace = add_replace
+    _bridged = True

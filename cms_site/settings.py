@@ -1,0 +1,173 @@
+"""Settings, all from the environment.
+
+Relational data (users, topics, sessions, admin) lives in the Django database
+(`DATABASE_URL`, SQLite by default). Comments, the follow graph and feeds live in
+MongoDB (`MONGODB_URI` / `MONGODB_DB`; with no URI an in-process mongomock engine,
+see `cms_site/mongo.py`).
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+
+
+DEBUG = env_bool("DEBUG", False)
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "cms_site",
+    "comments",
+    "social",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "cms_site.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "cms_site.wsgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+    )
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+# --- MongoDB -------------------------------------------------------------------
+# With no MONGODB_URI the project runs on mongomock, in process: nothing is kept
+# across restarts. Point MONGODB_URI at a replica set or mongos for real storage.
+MONGODB_URI = os.environ.get("MONGODB_URI", "")
+MONGODB_DB = os.environ.get("MONGODB_DB", "cms")
+# Read preference for reads that may be stale (listing pages, feeds, follower pages).
+# Writes and read-your-own-write paths always use the primary. Seed 004 reads from
+# secondaries: set "secondaryPreferred" on a replica set.
+MONGODB_STALE_READ_PREFERENCE = os.environ.get("MONGODB_STALE_READ_PREFERENCE", "primary")
+# Write concern "w" for every write: "majority", or a number of members.
+MONGODB_WRITE_CONCERN = os.environ.get("MONGODB_WRITE_CONCERN", "majority")
+MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
+
+# --- Comments ------------------------------------------------------------------
+COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seed 000/003
+COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # deeper replies attach at this depth
+COMMENTS_MAX_TEXT = env_int("COMMENTS_MAX_TEXT", 10_000)  # characters, after stripping
+# The embedded strategy keeps one document per discussion; refuse comments well
+# below MongoDB's 16 MB document limit.
+COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)
+
+# --- Social graph and feeds ----------------------------------------------------
+SOCIAL_IDS_PER_DOC = env_int("SOCIAL_IDS_PER_DOC", 1000)  # ids per followers/following document
+FEED_STRATEGY = os.environ.get("FEED_STRATEGY", "write")  # read | write | bucket
+FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seed 001: 50 activities per bucket
+
+# --- API -----------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "cms_site.api_errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "cms_site.paging.PageNumberPagination",
+    "PAGE_SIZE": 20,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "CMS comments and social API",
+    "DESCRIPTION": (
+        "Topics with MongoDB-backed comment threads (three storage strategies), "
+        "a follow graph with tbc continuation documents, and activity feeds."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

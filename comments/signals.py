@@ -1,0 +1,14 @@
+"""Signals of the comments app. Sent by services after the write succeeded.
+
+comment_posted(sender=Comment, topic=Topic, comment=Comment, author=User)
+    A new comment or reply was stored. The social app turns it into a `comment`
+    activity in the feeds of the author's followers.
+
+comment_liked(sender=Comment, topic=Topic, comment=Comment, user=User)
+    `user` liked `comment` for the first time.
+"""
+
+from django.dispatch import Signal
+
+comment_posted = Signal()
+comment_liked = Signal()

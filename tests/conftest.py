@@ -1,0 +1,65 @@
+"""Suite-wide fixtures.
+
+Every test gets a fresh MongoDB database with every declared index, dropped
+afterwards: mongomock in process by default, a real server when MONGODB_URI is set.
+"""
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from cms_site.managers import ensure_indexes
+from cms_site.mongo import drop_db, get_db
+
+# Property tests isolate each example themselves (a new discussion or user per
+# example), so the per-test database fixture is safe to share across examples.
+hypothesis_settings.register_profile(
+    "project", deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("project")
+
+
+@pytest.fixture(autouse=True)
+def mongo_db(settings):
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    settings.MONGODB_DB = name
+    db = get_db()
+    ensure_indexes(db)
+    yield db
+    drop_db(name)
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    counter = iter(range(1, 10**9))
+
+    def make(username=None, **fields):
+        username = username or f"user{next(counter)}"
+        return django_user_model.objects.create_user(username=username, password="pw-for-tests", **fields)
+
+    return make
+
+
+@pytest.fixture
+def editor(make_user):
+    return make_user("editor", is_staff=True)
+
+
+@pytest.fixture
+def make_topic(editor):
+    from cms_site.services import topic_create
+
+    def make(storage="document", order=None, title=None, **kwargs):
+        return topic_create(author=editor, title=title or f"Topic {storage} {order or ''}", comment_storage=storage,
+                            comment_order=order, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def api_client():
+    from rest_framework.test import APIClient
+
+    return APIClient()

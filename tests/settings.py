@@ -1,0 +1,12 @@
+"""Settings for the test suite: the project's settings with test-only defaults."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "insecure-key-for-tests-only")
+
+from cms_site.settings import *  # noqa: E402,F403
+
+# Fast password hashing; nothing here is a real credential.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests use a fresh MongoDB database each (tests/conftest.py); this is only the prefix.
+MONGODB_DB = "test"
