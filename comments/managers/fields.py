@@ -1,0 +1,115 @@
+"""What every comment storage strategy shares: placing a new comment, and array elements.
+
+Placement (the depth bound) is decided here and nowhere else: `place()` is a pure
+function from the parent to the new comment's (parent, path, depth, sort_key). A
+comment's `depth` never exceeds `COMMENTS_MAX_DEPTH - 1`: a reply to a comment at that
+depth attaches to the deepest allowed ancestor instead (it becomes a sibling of the
+comment it answers, and `parent` names that ancestor). Paths and sort keys therefore hold
+at most `COMMENTS_MAX_DEPTH` levels (17 + 1 + 12 bytes each), far below the 1,024-byte
+index key limit.
+
+The embedded and bucketed strategies store a comment as an element of an array with the
+same fields as `Comment` (`to_element`/`from_element`); the document strategy stores the
+seed's field names (`cid`, `slug`, `full_slug`, `parent_id`) and converts on its own.
+Like updates (`like_update`) are shared: +1 pushes the liker onto the latest likers,
+capped to the newest LATEST_LIKERS; -1 removes it (`$pullAll`, which is `$pull` of equal
+values and also works on explicit `a.3.b` paths in the embedded engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from comments.clock import monotonic_now, sort_stamp
+from comments.managers.base import LATEST_LIKERS, VISIBLE, Author, Comment
+
+
+@dataclass(frozen=True)
+class Placement:
+    parent: str | None
+    path: str
+    depth: int
+    sort_key: str
+
+
+def place(*, comment_id: str, posted: datetime, parent: Comment | None, max_depth: int) -> Placement:
+    """Where a new comment goes. `max_depth` is the number of levels (COMMENTS_MAX_DEPTH, >= 1)."""
+    level = f"{sort_stamp(posted)}:{comment_id}"
+    if parent is None:
+        return Placement(parent=None, path=comment_id, depth=0, sort_key=level)
+    deepest = max(1, max_depth) - 1  # the largest depth a comment may have
+    ancestors = parent.path.split("/")[:deepest]  # the parent, or its ancestor at depth `deepest - 1`
+    ancestor_keys = parent.sort_key.split("/")[:deepest]
+    if not ancestors:
+        return Placement(parent=None, path=comment_id, depth=0, sort_key=level)
+    return Placement(
+        parent=ancestors[-1],
+        path="/".join([*ancestors, comment_id]),
+        depth=len(ancestors),
+        sort_key="/".join([*ancestor_keys, level]),
+    )
+
+
+def new_comment(*, discussion_id: int, comment_id: str, author: Author, text: str, parent: Comment | None,
+                posted: datetime | None = None) -> Comment:
+    """A new comment, placed under `parent` with the depth bound of the settings (read now)."""
+    posted = posted or monotonic_now()
+    where = place(comment_id=comment_id, posted=posted, parent=parent, max_depth=settings.COMMENTS_MAX_DEPTH)
+    return Comment(id=comment_id, discussion_id=discussion_id, parent=where.parent, path=where.path, depth=where.depth,
+                   sort_key=where.sort_key, author=author, text=text, posted=posted)
+
+
+def to_element(comment: Comment) -> dict:
+    """A comment as an element of an embedded or bucketed `comments`/`replies` array."""
+    return {
+        "id": comment.id,
+        "parent": comment.parent,
+        "path": comment.path,
+        "depth": comment.depth,
+        "sort_key": comment.sort_key,
+        "posted": comment.posted,
+        "author": {"id": comment.author.id, "name": comment.author.name},
+        "text": comment.text,
+        "status": comment.status,
+        "pinned": comment.pinned,
+        "likes": comment.likes,
+        "latest_likers": list(comment.latest_likers),
+    }
+
+
+def from_element(element: dict, discussion_id: int) -> Comment:
+    return Comment(
+        id=element["id"],
+        discussion_id=discussion_id,
+        parent=element.get("parent"),
+        path=element["path"],
+        depth=element["depth"],
+        sort_key=element["sort_key"],
+        author=Author(id=element["author"]["id"], name=element["author"]["name"]),
+        text=element["text"],
+        posted=element["posted"],
+        status=element.get("status", VISIBLE),
+        pinned=bool(element.get("pinned", False)),
+        likes=int(element.get("likes", 0)),
+        latest_likers=list(element.get("latest_likers", [])),
+    )
+
+
+def like_update(prefix: str, *, username: str, delta: int, extra_inc: dict | None = None) -> dict:
+    """The update document adding `delta` likes to the comment at `prefix` ("" or "comments.$.")."""
+    if delta not in (1, -1):
+        raise ValueError(f"delta must be +1 or -1, got {delta!r}")
+    update: dict = {"$inc": {f"{prefix}likes": delta, **(extra_inc or {})}}
+    if delta > 0:
+        update["$push"] = {f"{prefix}latest_likers": {"$each": [username], "$slice": -LATEST_LIKERS}}
+    else:
+        update["$pullAll"] = {f"{prefix}latest_likers": [username]}
+    return update
+
+
+def check_order(manager, order: str) -> None:
+    if order not in manager.orders:
+        raise ValueError(f"{type(manager).__name__} does not support order {order!r}; it offers {manager.orders}")

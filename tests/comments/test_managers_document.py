@@ -1,0 +1,83 @@
+"""What only the one-document-per-comment strategy does: id collisions, hot order, its indexes."""
+
+import itertools
+
+from cms_site.paging import PageRequest
+from comments.managers import document as document_module
+from comments.managers.base import CHRONOLOGICAL, HOT, Author
+from comments.managers.document import HOT_PINNED, DocumentCommentManager
+from tests.contract.conftest import new_discussion_id
+
+ALICE = Author(id=1, name="alice")
+
+
+def test_a_colliding_random_id_is_retried_and_never_lost(mongo_db, monkeypatch):
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    first = manager.post(discussion_id=d, author=ALICE, text="first")
+    # The id generator repeats `first.id` twice before producing a fresh one.
+    ids = itertools.chain([first.id, first.id], (f"fresh{n:03d}" for n in itertools.count()))
+    drawn = []
+    monkeypatch.setattr(document_module, "new_comment_id", lambda: drawn.append(next(ids)) or drawn[-1])
+    second = manager.post(discussion_id=d, author=ALICE, text="second")
+    assert drawn == [first.id, first.id, "fresh000"]
+    assert second.id == "fresh000" and second.path == "fresh000" and second.sort_key.endswith(":fresh000")
+    assert manager.count(discussion_id=d) == 2
+    assert manager.get(discussion_id=d, comment_id=first.id).text == "first"
+    assert manager.get(discussion_id=d, comment_id="fresh000").text == "second"
+    # A reply whose id collides is retried the same way.
+    ids = iter([first.id, "fresh999"])
+    reply = manager.post(discussion_id=d, author=ALICE, text="reply", parent=second)
+    assert reply.path == "fresh000/fresh999" and manager.count(discussion_id=d) == 3
+
+
+def test_the_same_id_may_exist_in_two_discussions(mongo_db, monkeypatch):
+    manager = DocumentCommentManager(db=mongo_db)
+    monkeypatch.setattr(document_module, "new_comment_id", lambda: "sameid00")
+    d1, d2 = new_discussion_id(), new_discussion_id()
+    assert manager.post(discussion_id=d1, author=ALICE, text="a").id == "sameid00"
+    assert manager.post(discussion_id=d2, author=ALICE, text="b").id == "sameid00"
+
+
+def test_hot_order_is_pinned_first_then_most_liked_then_newest(mongo_db):
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    c = [manager.post(discussion_id=d, author=ALICE, text=str(n)) for n in range(6)]
+    for n, likes in enumerate([3, 0, 5, 0, 3, 1]):
+        for u in range(likes):
+            manager.add_like(discussion_id=d, comment_id=c[n].id, username=f"u{u}")
+    manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=True)
+    manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=True)  # idempotent: the flag is added once
+    manager.add_like(discussion_id=d, comment_id=c[5].id, username="x")
+    manager.add_like(discussion_id=d, comment_id=c[5].id, username="x", delta=-1)
+    expected = [c[1], c[2], c[4], c[0], c[5], c[3]]  # pinned; 5 likes; 3 likes newest first; 1; 0
+    page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=100))
+    assert [x.id for x in page.items] == [x.id for x in expected]
+    assert [manager.position(discussion_id=d, comment=x, order=HOT) for x in expected] == list(range(6))
+    stored = {doc["cid"]: doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
+    assert stored[c[1].id] == HOT_PINNED and stored[c[2].id] == 5 and stored[c[5].id] == 1
+    manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=False)
+    page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2))
+    assert [x.id for x in page.items] == [c[2].id, c[4].id] and page.count == 6
+
+
+def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
+    info = mongo_db.comments.index_information()
+    keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
+    assert keys["discussion_posted"] == ((("discussion_id", 1), ("posted", 1), ("_id", 1)), False)
+    assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1)), False)
+    assert keys["discussion_slug"] == ((("discussion_id", 1), ("slug", 1)), True)
+    assert keys["discussion_cid"] == ((("discussion_id", 1), ("cid", 1)), True)
+    assert keys["discussion_hot"][0][:3] == (("discussion_id", 1), ("hot", -1), ("posted", -1))
+    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": 1, "full_slug": 1}}
+
+
+def test_stored_document_uses_the_seed_field_names(mongo_db):
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="root")
+    reply = manager.post(discussion_id=d, author=ALICE, text="reply", parent=root)
+    doc = mongo_db.comments.find_one({"discussion_id": d, "cid": reply.id})
+    assert doc["slug"] == f"{root.id}/{reply.id}" and doc["parent_id"] == root.id and doc["depth"] == 1
+    assert doc["full_slug"] == reply.sort_key and doc["author"] == {"id": 1, "name": "alice"}
+    assert manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest()).count == 2
