@@ -7,9 +7,11 @@ tests/contract.
 
 from comments.managers.base import CommentManager
 from comments.managers.document import DocumentCommentManager
+from comments.managers.embedded import EmbeddedCommentManager
 
 STRATEGIES: dict[str, type[CommentManager]] = {
     DocumentCommentManager.storage: DocumentCommentManager,
+    EmbeddedCommentManager.storage: EmbeddedCommentManager,
 }
 
 

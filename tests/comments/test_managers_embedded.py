@@ -1,0 +1,129 @@
+"""What only the embedded strategy does: layouts, the size bound, race-safe creation."""
+
+import bson
+import pytest
+
+from cms_site.paging import PageRequest
+from comments.managers.base import CHRONOLOGICAL, THREADED, Author, DiscussionFull
+from comments.managers.embedded import EmbeddedCommentManager, element_paths
+from tests.contract.conftest import CountingDB, new_discussion_id
+
+ALICE = Author(id=1, name="alice")
+
+
+def test_chronological_topic_uses_one_flat_array(mongo_db):
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    a = manager.post(discussion_id=d, author=ALICE, text="a")
+    b = manager.post(discussion_id=d, author=ALICE, text="b", parent=a)
+    doc = mongo_db.comment_discussions.find_one({"_id": d})
+    assert doc["layout"] == "flat" and doc["count"] == 2 and "replies" not in doc
+    assert [e["id"] for e in doc["comments"]] == [a.id, b.id] and doc["comments"][1]["parent"] == a.id
+    assert doc["bytes"] == sum(len(bson.encode(e)) for e in doc["comments"])
+    assert len(a.id) == 12
+
+
+def test_threaded_topic_nests_replies_under_their_parent(mongo_db):
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    a = manager.post(discussion_id=d, author=ALICE, text="a", threaded=True)
+    b = manager.post(discussion_id=d, author=ALICE, text="b", threaded=True)
+    a1 = manager.post(discussion_id=d, author=ALICE, text="a1", parent=a, threaded=True)
+    b1 = manager.post(discussion_id=d, author=ALICE, text="b1", parent=b, threaded=True)
+    b11 = manager.post(discussion_id=d, author=ALICE, text="b11", parent=b1, threaded=True)
+    doc = mongo_db.comment_discussions.find_one({"_id": d})
+    assert doc["layout"] == "nested" and doc["count"] == 5 and "comments" not in doc
+    assert doc["replies"][1]["replies"][0]["replies"][0]["id"] == b11.id
+    assert element_paths(doc) == {a.id: "replies.0", b.id: "replies.1", a1.id: "replies.0.replies.0",
+                                  b1.id: "replies.1.replies.0", b11.id: "replies.1.replies.0.replies.0"}
+
+
+def test_the_layout_chosen_first_is_kept_whatever_later_calls_say(mongo_db):
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    a = manager.post(discussion_id=d, author=ALICE, text="a", threaded=True)
+    b = manager.post(discussion_id=d, author=ALICE, text="b", parent=a, threaded=False)
+    c = manager.post(discussion_id=d, author=ALICE, text="c", threaded=False)
+    doc = mongo_db.comment_discussions.find_one({"_id": d})
+    assert doc["layout"] == "nested" and [e["id"] for e in doc["replies"]] == [a.id, c.id]
+    assert doc["replies"][0]["replies"][0]["id"] == b.id
+    assert manager.add_like(discussion_id=d, comment_id=b.id, username="u", threaded=False)
+    assert manager.get(discussion_id=d, comment_id=b.id, threaded=False).likes == 1
+    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(), threaded=False)
+    assert [x.id for x in page.items] == [a.id, b.id, c.id]
+
+
+def test_posting_past_the_size_bound_raises_and_stores_nothing(mongo_db, settings):
+    manager = EmbeddedCommentManager(db=mongo_db)
+    for threaded in (False, True):
+        d = new_discussion_id()
+        settings.COMMENTS_EMBEDDED_MAX_BYTES = 1500
+        posted = []
+        with pytest.raises(DiscussionFull):
+            for n in range(100):
+                parent = posted[-1] if threaded and posted else None
+                posted.append(manager.post(discussion_id=d, author=ALICE, text=f"comment {n} " + "x" * 100, parent=parent,
+                                           threaded=threaded))
+        assert 3 <= len(posted) < 100
+        before = mongo_db.comment_discussions.find_one({"_id": d})
+        assert before["count"] == len(posted) and before["bytes"] <= 1500
+        with pytest.raises(DiscussionFull):
+            manager.post(discussion_id=d, author=ALICE, text="one more " + "x" * 100, parent=posted[0], threaded=threaded)
+        assert mongo_db.comment_discussions.find_one({"_id": d}) == before
+        # A short comment that still fits is accepted, up to the bound.
+        settings.COMMENTS_EMBEDDED_MAX_BYTES = before["bytes"] + 10_000
+        manager.post(discussion_id=d, author=ALICE, text="room again", threaded=threaded)
+        assert manager.count(discussion_id=d) == len(posted) + 1
+
+
+def test_a_comment_larger_than_the_bound_is_refused_even_first(mongo_db, settings):
+    settings.COMMENTS_EMBEDDED_MAX_BYTES = 100
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    with pytest.raises(DiscussionFull):
+        manager.post(discussion_id=d, author=ALICE, text="too long for a hundred bytes")
+    assert manager.count(discussion_id=d) == 0
+
+
+def test_first_post_survives_a_concurrent_creation(mongo_db, monkeypatch):
+    """Another writer creates the discussion between our failed push and our insert."""
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    original_insert = type(mongo_db.comment_discussions).insert_one
+    rival_done = []
+
+    def insert_after_rival(self, document, *args, **kwargs):
+        if not rival_done:
+            rival_done.append(True)
+            original_insert(self, dict(document), *args, **kwargs)  # the rival's insert wins
+        return original_insert(self, document, *args, **kwargs)  # ours then hits the duplicate _id
+
+    monkeypatch.setattr(type(mongo_db.comment_discussions), "insert_one", insert_after_rival)
+    c = manager.post(discussion_id=d, author=ALICE, text="first")
+    assert rival_done and manager.count(discussion_id=d) == 1
+    assert manager.get(discussion_id=d, comment_id=c.id) == c
+
+
+def test_a_flat_chronological_page_is_one_round_trip_carrying_only_its_slice(mongo_db):
+    counter = CountingDB(mongo_db)
+    manager = EmbeddedCommentManager(db=counter, read_db=counter)
+    d = new_discussion_id()
+    comments = [manager.post(discussion_id=d, author=ALICE, text=str(n)) for n in range(30)]
+    counter.reset()
+    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=3, page_size=7))
+    assert counter.calls == [("comment_discussions", "find_one")]
+    assert [c.id for c in page.items] == [c.id for c in comments[14:21]] and page.count == 30
+    counter.reset()
+    manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=2, page_size=7))
+    manager.count(discussion_id=d)
+    assert len(counter.calls) == 2
+
+
+def test_unknown_parent_is_refused(mongo_db):
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="root", threaded=True)
+    other = manager.post(discussion_id=new_discussion_id(), author=ALICE, text="elsewhere", threaded=True)
+    with pytest.raises(LookupError):
+        manager.post(discussion_id=d, author=ALICE, text="lost", parent=other, threaded=True)
+    assert manager.count(discussion_id=d) == 1 and manager.thread(discussion_id=d, comment_id=root.id, threaded=True)
