@@ -1,0 +1,179 @@
+"""What every feed strategy shares: the activity, the opaque cursor, the interface.
+
+An activity is denormalized so that a feed page needs no per-item query: it carries
+the actor's id and username, and per type the topic (slug, title), the comment (id,
+excerpt) or the followed user (id, username), plus the link to show.
+
+Feeds are newest first, ordered by a unique, stable key, and paged with an opaque
+cursor like DRF's CursorPagination: the cursor names the last item shown, the next
+page is everything strictly older, so new activity never shifts a page. A cursor is
+URL-safe base64 of a small JSON object whose fields are validated (types and ranges)
+before use; anything else is `InvalidInput` (a 400).
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import ClassVar
+
+from bson import ObjectId
+
+from cms_site.errors import InvalidInput
+from cms_site.managers import MongoManager
+
+PUBLISH = "publish"
+COMMENT = "comment"
+FOLLOW = "follow"
+ACTIVITY_TYPES = (PUBLISH, COMMENT, FOLLOW)
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_HEX24 = re.compile(r"^[0-9a-f]{24}$")
+MAX_CURSOR_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class Activity:
+    id: str  # ObjectId hex of the activity in the author log
+    type: str
+    actor_id: int
+    actor: str  # username
+    date: datetime
+    url: str
+    topic_slug: str = ""
+    topic_title: str = ""
+    comment_id: str = ""
+    excerpt: str = ""
+    target_id: int | None = None
+    target: str = ""  # the followed user's username
+
+    def to_fields(self) -> dict:
+        """The stored fields (without the id: each collection keys it its own way)."""
+        fields = {"type": self.type, "author": self.actor_id, "author_name": self.actor, "date": self.date, "url": self.url}
+        for name in ("topic_slug", "topic_title", "comment_id", "excerpt", "target"):
+            if getattr(self, name):
+                fields[name] = getattr(self, name)
+        if self.target_id is not None:
+            fields["target_id"] = self.target_id
+        return fields
+
+    @classmethod
+    def from_fields(cls, doc: dict, *, id: ObjectId | str) -> Activity:
+        return cls(
+            id=str(id), type=doc["type"], actor_id=doc["author"], actor=doc.get("author_name", ""), date=doc["date"],
+            url=doc.get("url", ""), topic_slug=doc.get("topic_slug", ""), topic_title=doc.get("topic_title", ""),
+            comment_id=doc.get("comment_id", ""), excerpt=doc.get("excerpt", ""), target_id=doc.get("target_id"),
+            target=doc.get("target", ""),
+        )
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    items: list[Activity]  # newest first
+    next_cursor: str | None  # None on the last page
+
+
+# --- cursors ---------------------------------------------------------------------
+
+
+def encode_cursor(position: dict) -> str:
+    raw = json.dumps(position, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> dict | None:
+    """The cursor's JSON object, or None for the first page. Structure only: callers validate fields."""
+    if cursor is None or cursor == "":
+        return None
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_LENGTH or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
+        raise InvalidInput("cursor is not valid.", field="cursor")
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not valid.", field="cursor") from None
+    if not isinstance(data, dict):
+        raise InvalidInput("cursor is not valid.", field="cursor")
+    return data
+
+
+def _whole(value, *, minimum: int = 0, maximum: int = 2**53) -> int:
+    if type(value) is not int or not minimum <= value <= maximum:
+        raise InvalidInput("cursor is not valid.", field="cursor")
+    return value
+
+
+def time_cursor(item_date: datetime, item_id: str) -> str:
+    """Cursor of a (date, id) keyed feed: milliseconds since the epoch and the ObjectId hex."""
+    ms = (item_date - EPOCH) // timedelta(milliseconds=1)
+    return encode_cursor({"k": "t", "d": ms, "i": item_id})
+
+
+def parse_time_cursor(cursor: str | None) -> tuple[datetime, ObjectId] | None:
+    data = decode_cursor(cursor)
+    if data is None:
+        return None
+    if set(data) != {"k", "d", "i"} or data["k"] != "t" or not isinstance(data["i"], str) or not _HEX24.match(data["i"]):
+        raise InvalidInput("cursor is not valid.", field="cursor")
+    return EPOCH + timedelta(milliseconds=_whole(data["d"], maximum=253402300799999)), ObjectId(data["i"])
+
+
+def older_than(date_field: str, id_field: str, position: tuple[datetime, ObjectId] | None) -> dict:
+    """Filter for items strictly after `position` in (date, id) descending order."""
+    if position is None:
+        return {}
+    date, oid = position
+    return {"$or": [{date_field: {"$lt": date}}, {date_field: date, id_field: {"$lt": oid}}]}
+
+
+def bucket_cursor(sequence: int, position: int) -> str:
+    return encode_cursor({"k": "b", "s": sequence, "p": position})
+
+
+def parse_bucket_cursor(cursor: str | None) -> tuple[int, int] | None:
+    data = decode_cursor(cursor)
+    if data is None:
+        return None
+    if set(data) != {"k", "s", "p"} or data["k"] != "b":
+        raise InvalidInput("cursor is not valid.", field="cursor")
+    return _whole(data["s"]), _whole(data["p"], maximum=10**6)
+
+
+# --- the interface ---------------------------------------------------------------
+
+FollowerChunks = Iterable[Sequence[int]]
+
+
+class FeedManager(MongoManager, abc.ABC):
+    """One feed strategy. `post` delivers an activity already stored in the author log;
+    `page` reads one page of a user's feed."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def post(self, activity: Activity, *, followers: Callable[[], FollowerChunks]) -> int:
+        """Deliver `activity`. `followers()` yields the actor's follower ids in chunks
+        (called only by strategies that fan out on write). Returns copies written."""
+
+    @abc.abstractmethod
+    def page(self, *, owner: int, following: Callable[[], list[int]], cursor: str | None, limit: int) -> FeedPage:
+        """`limit` activities newest first, strictly older than `cursor`. `following()` returns
+        the ids `owner` follows (called only by fan-out on read)."""
+
+    @staticmethod
+    def batched(chunks: FollowerChunks, size: int = 1000) -> Iterable[list[int]]:
+        """Re-cut follower chunks into batches of `size` ids: one bulk round trip each."""
+        batch: list[int] = []
+        for chunk in chunks:
+            for follower in chunk:
+                batch.append(follower)
+                if len(batch) >= size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch

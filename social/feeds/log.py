@@ -1,0 +1,59 @@
+"""The author log: every activity stored once, keyed by its author (seed 001's
+fan-out-on-read `activity` collection).
+
+    {_id: ObjectId, type, author: int, author_name, date, url, topic_slug?, topic_title?,
+     comment_id?, excerpt?, target_id?, target?}
+
+Sharded by author so a write touches one shard; index (author, date, _id) serves both
+a profile's recent activity and fan-out on read's `{author: {$in: following}}` query.
+Every strategy records here first: the profile page reads it, and fan-out on read is
+nothing but a query over it. Order: (date, _id) descending; `date` has millisecond
+precision and `_id` breaks ties, so the order is total and stable.
+"""
+
+from __future__ import annotations
+
+from bson import ObjectId
+from pymongo import DESCENDING, IndexModel
+
+from cms_site.managers import MongoManager
+from social.feeds.base import Activity, FeedPage, older_than, parse_time_cursor, time_cursor
+
+NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]
+
+
+class ActivityLogManager(MongoManager):
+    collection_name = "social_activities"
+
+    @property
+    def collection(self):
+        return self.db[self.collection_name]
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("author", 1), ("date", DESCENDING), ("_id", DESCENDING)], name="author_date"),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"author": 1}}
+
+    def record(self, activity: Activity) -> Activity:
+        """Store the activity once; returns it with its id. One round trip."""
+        oid = ObjectId(activity.id) if activity.id else ObjectId()
+        self.collection.insert_one({"_id": oid, **activity.to_fields()})
+        return Activity.from_fields(activity.to_fields(), id=oid)
+
+    def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:
+        """Activities of `authors`, newest first, strictly older than `cursor`. One query."""
+        position = parse_time_cursor(cursor)
+        if not authors:
+            return FeedPage([], None)
+        query = {"author": authors[0] if len(authors) == 1 else {"$in": authors}, **older_than("date", "_id", position)}
+        docs = list(self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1))
+        items = [Activity.from_fields(d, id=d["_id"]) for d in docs[:limit]]
+        more = len(docs) > limit
+        return FeedPage(items, time_cursor(items[-1].date, items[-1].id) if more else None)

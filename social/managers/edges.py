@@ -1,0 +1,108 @@
+"""Follow edges: one document per (follower, followee) pair, the source of truth.
+
+    {_id: ObjectId, follower: int, followee: int, since: datetime}
+
+Django user ids are ints. A unique index on (follower, followee) makes a follow
+idempotent even when two requests race: the second insert fails with a duplicate key
+and the caller learns the edge already existed. The paged followers/following lists
+(`lists.FollowListManager`) are derived from these edges and can be rebuilt from them
+(`followers_of`/`following_of` return ids oldest first, the lists' order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from pymongo import ASCENDING, IndexModel
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+DUPLICATE_KEY = 11000
+
+
+def now_ms() -> datetime:
+    """UTC now truncated to milliseconds, the precision MongoDB stores."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+class FollowEdgeManager(MongoManager):
+    collection_name = "social_follow_edges"
+
+    @property
+    def collection(self):
+        return self.db[self.collection_name]
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("follower", ASCENDING), ("followee", ASCENDING)], name="follower_followee_unique", unique=True),
+                IndexModel([("followee", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="followee_since"),
+                IndexModel([("follower", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="follower_since"),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        # The unique index is prefixed by the shard key, as MongoDB requires.
+        return {cls.collection_name: {"follower": 1}}
+
+    def create(self, *, follower: int, followee: int) -> bool:
+        """Insert the edge; False if it already existed (idempotent, race-safe)."""
+        try:
+            self.collection.insert_one({"follower": follower, "followee": followee, "since": now_ms()})
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def delete(self, *, follower: int, followee: int) -> bool:
+        """Remove the edge; False if there was none."""
+        return self.collection.delete_one({"follower": follower, "followee": followee}).deleted_count == 1
+
+    def exists(self, *, follower: int, followee: int) -> bool:
+        return self.read_db[self.collection_name].count_documents({"follower": follower, "followee": followee}, limit=1) == 1
+
+    def insert_many(self, pairs: Iterable[tuple[int, int]], *, chunk: int = 1000) -> int:
+        """Bulk path: insert (follower, followee) edges, skipping existing ones. Returns how many were new."""
+        inserted = 0
+        batch: list[dict] = []
+
+        def flush():
+            nonlocal inserted
+            if not batch:
+                return
+            try:
+                inserted += len(self.collection.insert_many(batch, ordered=False).inserted_ids)
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(e.get("code") != DUPLICATE_KEY for e in errors):
+                    raise
+                inserted += exc.details.get("nInserted", 0)
+            batch.clear()
+
+        since = now_ms()
+        for follower, followee in pairs:
+            batch.append({"follower": int(follower), "followee": int(followee), "since": since})
+            if len(batch) >= chunk:
+                flush()
+        flush()
+        return inserted
+
+    def followers_of(self, owners: list[int]) -> dict[int, list[int]]:
+        """{followee: [follower ids, oldest edge first]} for each owner, in one query."""
+        result: dict[int, list[int]] = {owner: [] for owner in owners}
+        cursor = self.collection.find({"followee": {"$in": owners}}, {"follower": 1, "followee": 1, "_id": 0})
+        for edge in cursor.sort([("followee", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)]):
+            result[edge["followee"]].append(edge["follower"])
+        return result
+
+    def following_of(self, owners: list[int]) -> dict[int, list[int]]:
+        """{follower: [followee ids, oldest edge first]} for each owner, in one query."""
+        result: dict[int, list[int]] = {owner: [] for owner in owners}
+        cursor = self.collection.find({"follower": {"$in": owners}}, {"follower": 1, "followee": 1, "_id": 0})
+        for edge in cursor.sort([("follower", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)]):
+            result[edge["follower"]].append(edge["followee"])
+        return result

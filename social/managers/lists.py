@@ -1,0 +1,252 @@
+"""Followers and following lists with `tbc` continuation documents (seed 002).
+
+One collection holds both kinds of list. A user's list is a head document plus
+continuations, in placement order (oldest first):
+
+    head  {_id: "followers:42", owner: 42, kind: "followers", seq: 0,
+           ids: [int, ...], n: len(ids),              # the head's own ids
+           count: total over every document,
+           tbc: [{_id: "followers:42:1", n: ...},     # continuation k is tbc[k-1]
+                 {_id: "followers:42:2", n: ...}]}
+    cont  {_id: "followers:42:1", owner: 42, kind: "followers", seq: 1, ids: [...], n: len(ids)}
+
+Invariants:
+- No document holds more than `SOCIAL_IDS_PER_DOC` ids: an append is guarded in its
+  update filter by `"ids.<N-1>": {$exists: false}` (the array has a free slot), so the
+  bound holds whatever the concurrency.
+- Appends go to the last document only (the head while it has no continuation): a
+  list's order is placement order and pages are newest first. When the last document is
+  full a new continuation is registered in the head with `$push` guarded by
+  `"tbc.<k>": {$exists: false}` (exactly one racer wins), then created by the first
+  upsert that pushes into it. Holes left by removals are never refilled, so the order
+  never changes; a document may become empty and stays listed (n = 0, skipped by reads).
+- Counts: the head's own `n` and `count` change atomically with its `ids`. A
+  continuation's `n` changes atomically with its `ids`, and the head's mirror
+  (`tbc.<k>.n`, `count`) follows in a second update. If the process dies between the
+  two, the mirror is off by one until `replace()` rebuilds the list from the edges.
+- Paging: the head alone (read without its ids) gives every document's count, so page
+  N is located arithmetically: 2 round trips (head, then the one or few documents the
+  page overlaps) for page 1 and page 10,000 alike. A page that falls in one document is
+  read with `$slice`; a page spanning documents reads those documents in one query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+from pymongo import ASCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.errors import Conflict
+from cms_site.managers import MongoManager
+
+FOLLOWERS = "followers"
+FOLLOWING = "following"
+KINDS = (FOLLOWERS, FOLLOWING)
+MAX_APPEND_ATTEMPTS = 50  # each failed attempt means another writer made progress
+
+
+def ids_per_doc() -> int:
+    return max(1, int(settings.SOCIAL_IDS_PER_DOC))
+
+
+@dataclass(frozen=True)
+class IdPage:
+    ids: list[int]  # newest first
+    count: int  # the list's total
+
+
+class FollowListManager(MongoManager):
+    collection_name = "social_follow_lists"
+
+    @property
+    def collection(self):
+        return self.db[self.collection_name]
+
+    @property
+    def read_collection(self):
+        return self.read_db[self.collection_name]
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("owner", ASCENDING), ("kind", ASCENDING), ("seq", ASCENDING)], name="owner_kind_seq", unique=True),
+                # Multikey: finds the document holding an id, for removal.
+                IndexModel([("owner", ASCENDING), ("kind", ASCENDING), ("ids", ASCENDING)], name="owner_kind_ids"),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"owner": 1}}
+
+    @staticmethod
+    def head_id(owner: int, kind: str) -> str:
+        return f"{kind}:{owner}"
+
+    @staticmethod
+    def part_id(owner: int, kind: str, seq: int) -> str:
+        return f"{kind}:{owner}" if seq == 0 else f"{kind}:{owner}:{seq}"
+
+    # --- writes ---------------------------------------------------------------
+
+    def append(self, *, owner: int, kind: str, member: int) -> int:
+        """Append `member` to the end of the list; returns the seq of the document used.
+
+        Round trips: 2 (read head, guarded push) when the last document has room, plus
+        one to update the head's mirror when it is a continuation, plus one per
+        continuation created. The caller (the edge) guarantees `member` is not listed.
+        """
+        size = ids_per_doc()
+        hid = self.head_id(owner, kind)
+        room = {f"ids.{size - 1}": {"$exists": False}}
+        for _ in range(MAX_APPEND_ATTEMPTS):
+            head = self.collection.find_one({"_id": hid, "owner": owner}, {"ids": 0})
+            if head is None:
+                try:
+                    self.collection.insert_one(
+                        {"_id": hid, "owner": owner, "kind": kind, "seq": 0, "ids": [member], "n": 1, "count": 1, "tbc": []}
+                    )
+                    return 0
+                except DuplicateKeyError:
+                    continue
+            last = len(head.get("tbc", []))
+            if last == 0:
+                pushed = self.collection.update_one(
+                    {"_id": hid, "owner": owner, "tbc.0": {"$exists": False}, **room},
+                    {"$push": {"ids": member}, "$inc": {"n": 1, "count": 1}},
+                )
+                if pushed.matched_count:
+                    return 0
+            else:
+                cid = head["tbc"][-1]["_id"]
+                try:
+                    self.collection.update_one(
+                        {"_id": cid, "owner": owner, **room},
+                        {"$push": {"ids": member}, "$inc": {"n": 1}, "$setOnInsert": {"kind": kind, "seq": last}},
+                        upsert=True,
+                    )
+                except DuplicateKeyError:
+                    pass  # the continuation exists and is full
+                else:
+                    self.collection.update_one({"_id": hid, "owner": owner}, {"$inc": {"count": 1, f"tbc.{last - 1}.n": 1}})
+                    return last
+            # The last document is full: register continuation `last + 1` (one racer wins).
+            self.collection.update_one(
+                {"_id": hid, "owner": owner, f"tbc.{last}": {"$exists": False}},
+                {"$push": {"tbc": {"_id": self.part_id(owner, kind, last + 1), "n": 0}}},
+            )
+        raise Conflict("The list is busy; try again.")
+
+    def remove(self, *, owner: int, kind: str, member: int) -> bool:
+        """Remove `member` wherever it is (leaves a hole); False if it was not listed. 2 round trips."""
+        doc = self.collection.find_one_and_update(
+            {"owner": owner, "kind": kind, "ids": member},
+            {"$pull": {"ids": member}, "$inc": {"n": -1}},
+            projection={"seq": 1},
+        )
+        if doc is None:
+            return False
+        seq = doc["seq"]
+        inc = {"count": -1} if seq == 0 else {"count": -1, f"tbc.{seq - 1}.n": -1}
+        self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner}, {"$inc": inc})
+        return True
+
+    def replace(self, *, kind: str, lists: dict[int, list[int]], chunk: int = 1000) -> int:
+        """Rebuild whole lists ({owner: ids oldest first}) from the edges: the bulk path
+        (demo loading) and the repair path. Not for use while the owners follow or
+        unfollow. Round trips: one delete, then one insert per `chunk` documents."""
+        size = ids_per_doc()
+        owners = list(lists)
+        if not owners:
+            return 0
+        self.collection.delete_many({"owner": {"$in": owners}, "kind": kind})
+        docs: list[dict] = []
+        written = 0
+        for owner, ids in lists.items():
+            parts = [ids[i : i + size] for i in range(0, len(ids), size)] or [[]]
+            head = {"_id": self.head_id(owner, kind), "owner": owner, "kind": kind, "seq": 0, "ids": parts[0],
+                    "n": len(parts[0]), "count": len(ids),
+                    "tbc": [{"_id": self.part_id(owner, kind, s), "n": len(p)} for s, p in enumerate(parts[1:], start=1)]}
+            docs.append(head)
+            for s, part in enumerate(parts[1:], start=1):
+                docs.append({"_id": self.part_id(owner, kind, s), "owner": owner, "kind": kind, "seq": s, "ids": part,
+                             "n": len(part)})
+            while len(docs) >= chunk:
+                self.collection.insert_many(docs[:chunk])
+                written += chunk
+                del docs[:chunk]
+        if docs:
+            self.collection.insert_many(docs)
+            written += len(docs)
+        return written
+
+    # --- reads ----------------------------------------------------------------
+
+    def counts(self, *, owners: list[int], kind: str) -> dict[int, int]:
+        """{owner: list size}, one query for any number of owners (heads only, no ids)."""
+        heads = self.read_collection.find({"_id": {"$in": [self.head_id(o, kind) for o in owners]}}, {"owner": 1, "count": 1})
+        found = {h["owner"]: max(0, h.get("count", 0)) for h in heads}
+        return {o: found.get(o, 0) for o in owners}
+
+    def sizes(self, *, owner: int) -> dict[str, int]:
+        """{"followers": n, "following": m} of one user: both heads in one query, without their ids."""
+        heads = self.read_collection.find({"_id": {"$in": [self.head_id(owner, k) for k in KINDS]}, "owner": owner},
+                                          {"kind": 1, "count": 1})
+        found = {h["kind"]: max(0, h.get("count", 0)) for h in heads}
+        return {k: found.get(k, 0) for k in KINDS}
+
+    def page(self, *, owner: int, kind: str, skip: int, limit: int) -> IdPage:
+        """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most."""
+        head = self.read_collection.find_one({"_id": self.head_id(owner, kind), "owner": owner}, {"ids": 0})
+        if head is None:
+            return IdPage([], 0)
+        parts = [(head["_id"], head.get("n", 0))] + [(t["_id"], t["n"]) for t in head.get("tbc", [])]
+        # Walk the documents newest first; position counts from the newest id.
+        wanted: list[tuple[str, int, int]] = []  # (doc id, array start, length)
+        pos, end = 0, skip + limit
+        for doc_id, n in reversed(parts):
+            if n <= 0:
+                continue
+            lo, hi = pos, pos + n
+            a, b = max(lo, skip), min(hi, end)
+            if a < b:
+                wanted.append((doc_id, n - (b - lo), b - a))
+            pos = hi
+            if pos >= end:
+                break
+        count = max(0, head.get("count", 0))
+        if not wanted:
+            return IdPage([], count)
+        if len(wanted) == 1:
+            doc_id, start, length = wanted[0]
+            if start < 0:
+                start, length = 0, length + start
+            doc = self.read_collection.find_one({"_id": doc_id, "owner": owner}, {"ids": {"$slice": [start, max(length, 0)]}})
+            return IdPage(list(reversed((doc or {}).get("ids", []))), count)
+        docs = {d["_id"]: d.get("ids", []) for d in self.read_collection.find(
+            {"_id": {"$in": [w[0] for w in wanted]}, "owner": owner}, {"ids": 1})}
+        ids: list[int] = []
+        for doc_id, start, length in wanted:  # newest document first
+            stored = docs.get(doc_id, [])
+            ids.extend(reversed(stored[max(start, 0) : max(start + length, 0)]))
+        return IdPage(ids, count)
+
+    def all_ids(self, *, owner: int, kind: str) -> list[int]:
+        """Every id of the list (placement order), in one query: ceil(n / SOCIAL_IDS_PER_DOC) documents."""
+        docs = self.read_collection.find({"owner": owner, "kind": kind}, {"ids": 1, "seq": 1}).sort("seq", ASCENDING)
+        return [i for d in docs for i in d.get("ids", [])]
+
+    def iter_id_chunks(self, *, owner: int, kind: str) -> Iterator[list[int]]:
+        """The list one document at a time (for fan-out): one cursor, batches of documents."""
+        docs = self.collection.find({"owner": owner, "kind": kind}, {"ids": 1}).batch_size(100)
+        for doc in docs:
+            if doc.get("ids"):
+                yield doc["ids"]
+
+    def documents(self, *, owner: int, kind: str) -> list[dict]:
+        """Every document of the list, head first (inspection and tests)."""
+        return list(self.read_collection.find({"owner": owner, "kind": kind}).sort("seq", ASCENDING))

@@ -1,0 +1,81 @@
+"""Reads of the social app: profiles, followers/following pages, feeds.
+
+Every read costs a constant number of round trips: a profile reads two list heads in
+one query (plus one for "do I follow them"); a followers page reads the head and the
+one or few documents the page overlaps, then one SQL query for the usernames on the
+page; a feed page is one or two queries depending on the strategy.
+
+Followers and following pages are newest first (most recent follow first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+
+from cms_site.errors import InvalidInput, NotFound
+from cms_site.paging import Page, PageRequest
+from social.feeds import get_feed
+from social.feeds.base import FeedPage
+from social.feeds.log import ActivityLogManager
+from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
+
+FEED_DEFAULT_SIZE = 20
+FEED_MAX_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Profile:
+    user: object
+    followers_count: int
+    following_count: int
+    is_following: bool | None  # None when the viewer is anonymous or the user themself
+
+
+def profile_get(*, user, viewer=None) -> Profile:
+    sizes = FollowListManager().sizes(owner=user.pk)
+    is_following = None
+    if viewer is not None and viewer.is_authenticated and viewer.pk != user.pk:
+        is_following = FollowEdgeManager().exists(follower=viewer.pk, followee=user.pk)
+    return Profile(user=user, followers_count=sizes[FOLLOWERS], following_count=sizes[FOLLOWING], is_following=is_following)
+
+
+def _people_page(*, user, kind: str, request: PageRequest) -> Page:
+    ids_page = FollowListManager().page(owner=user.pk, kind=kind, skip=request.skip, limit=request.page_size)
+    page = Page(items=[], count=ids_page.count, page=request.page, page_size=request.page_size)
+    if request.page > page.num_pages:
+        raise NotFound(f"Page {request.page} does not exist; there are {page.num_pages}.")
+    users = get_user_model().objects.in_bulk(ids_page.ids)
+    page.items = [users[i] for i in ids_page.ids if i in users]
+    return page
+
+
+def followers_page(*, user, request: PageRequest) -> Page:
+    """Who follows `user`, newest follower first. Items are User objects."""
+    return _people_page(user=user, kind=FOLLOWERS, request=request)
+
+
+def following_page(*, user, request: PageRequest) -> Page:
+    """Whom `user` follows, most recently followed first. Items are User objects."""
+    return _people_page(user=user, kind=FOLLOWING, request=request)
+
+
+def feed_size(raw) -> int:
+    if raw is None or raw == "":
+        return FEED_DEFAULT_SIZE
+    if not isinstance(raw, str) or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= FEED_MAX_SIZE:
+        raise InvalidInput(f"page_size must be a whole number from 1 to {FEED_MAX_SIZE}.", field="page_size")
+    return int(raw)
+
+
+def feed_page(*, user, cursor: str | None = None, limit: int = FEED_DEFAULT_SIZE) -> FeedPage:
+    """`user`'s feed (activities of the people they follow), newest first, with the configured strategy."""
+    lists = FollowListManager()
+    return get_feed().page(owner=user.pk, following=lambda: lists.all_ids(owner=user.pk, kind=FOLLOWING),
+                           cursor=cursor, limit=limit)
+
+
+def activity_by_user(*, user, cursor: str | None = None, limit: int = 10) -> FeedPage:
+    """What `user` did (their own activities), newest first: the profile's recent activity."""
+    return ActivityLogManager().by_authors(authors=[user.pk], cursor=cursor, limit=limit)

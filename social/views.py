@@ -1,0 +1,96 @@
+"""Pages of the social app: profile, followers/following, feed. Thin: parse, call, render."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from cms_site.errors import InvalidInput, NotFound, ServiceError
+from cms_site.paging import parse_page_request
+from social import selectors, services
+
+
+def _user_or_404(username):
+    try:
+        return services.user_by_username(username)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+
+
+def profile(request, username):
+    user = _user_or_404(username)
+    try:
+        recent = selectors.activity_by_user(user=user, cursor=request.GET.get("cursor"), limit=10)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("social-profile", username=user.username)
+    context = {"profile": selectors.profile_get(user=user, viewer=request.user), "recent": recent,
+               "older": request.GET.get("cursor") is not None}
+    return render(request, "social/profile.html", context)
+
+
+def _people(request, username, kind):
+    user = _user_or_404(username)
+    try:
+        page_request = parse_page_request(request.GET, default_size=20)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect(f"social-{kind}", username=user.username)
+    select = selectors.followers_page if kind == "followers" else selectors.following_page
+    try:
+        page = select(user=user, request=page_request)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    profile = selectors.profile_get(user=user, viewer=request.user)
+    return render(request, "social/people.html", {"profile": profile, "page": page, "kind": kind})
+
+
+def followers(request, username):
+    return _people(request, username, "followers")
+
+
+def following(request, username):
+    return _people(request, username, "following")
+
+
+def _back(request, user):
+    target = request.POST.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect("social-profile", username=user.username)
+
+
+@login_required
+@require_POST
+def follow(request, username):
+    user = _user_or_404(username)
+    try:
+        if services.follow_create(follower=request.user, followee=user):
+            messages.success(request, f"You follow {user.username} now.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return _back(request, user)
+
+
+@login_required
+@require_POST
+def unfollow(request, username):
+    user = _user_or_404(username)
+    try:
+        if services.follow_delete(follower=request.user, followee=user):
+            messages.success(request, f"You no longer follow {user.username}.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return _back(request, user)
+
+
+@login_required
+def feed(request):
+    try:
+        page = selectors.feed_page(user=request.user, cursor=request.GET.get("cursor"))
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("social-feed")
+    return render(request, "social/feed.html", {"feed": page, "older": request.GET.get("cursor") is not None})
