@@ -1,0 +1,99 @@
+"""Comment API: one APIView per operation; rules live in services, reads in selectors.
+
+Every bad input is a 4xx JSON body with `detail` (cms_site.api_errors) and stores
+nothing: services validate before they write, and no request value reaches a query but
+as a validated scalar (page numbers parsed to ints, ids checked against a whitelist).
+"""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from cms_site.paging import DEFAULT_PAGE_SIZE, page_payload, paginated_schema, parse_page_request
+from comments import selectors, services
+from comments.serializers import (
+    CommentCreateSerializer,
+    CommentListQuerySerializer,
+    CommentPermalinkSerializer,
+    CommentSerializer,
+    CommentThreadSerializer,
+)
+
+ERROR = OpenApiResponse(
+    response={"type": "object", "required": ["detail"], "properties": {
+        "detail": {"type": "string"}, "code": {"type": "string"},
+        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},
+    description="What is wrong, in `detail`.",
+)
+COMMENT_PAGE = paginated_schema({"type": "array", "items": {"$ref": "#/components/schemas/Comment"}})
+SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="The topic's slug.")
+COMMENT_ID = OpenApiParameter("comment_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A comment id ([a-z0-9]).")
+
+
+class CommentListApi(APIView):
+    """A topic's comments, one page at a time; POST adds a comment or a reply."""
+
+    @extend_schema(
+        operation_id="topic_comments_list", parameters=[SLUG, CommentListQuerySerializer], tags=["comments"],
+        responses={200: OpenApiResponse(response=COMMENT_PAGE, description="One page of comments."), 400: ERROR, 404: ERROR},
+    )
+    def get(self, request, slug):
+        topic = selectors.topic_get(slug=slug)
+        page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
+                                      request=parse_page_request(request.query_params), viewer=request.user)
+        return Response(page_payload(page, CommentSerializer(page.items, many=True).data))
+
+    @extend_schema(
+        operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],
+        responses={201: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+    )
+    def post(self, request, slug):
+        topic = selectors.topic_get(slug=slug)
+        data = CommentCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        comment = services.comment_create(topic=topic, author=request.user, text=data.validated_data["text"],
+                                          parent=data.validated_data.get("parent") or None)
+        return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+
+class CommentDetailApi(APIView):
+    """One comment (permalink), with the page that holds it in the topic's order."""
+
+    @extend_schema(operation_id="topic_comments_retrieve", parameters=[SLUG, COMMENT_ID], tags=["comments"],
+                   responses={200: CommentPermalinkSerializer, 404: ERROR})
+    def get(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        comment = selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
+        number = selectors.comment_page_of(topic=topic, comment=comment, page_size=DEFAULT_PAGE_SIZE)
+        return Response({**CommentSerializer(comment).data, "page": number, "order": topic.comment_order})
+
+
+class CommentThreadApi(APIView):
+    """The comment and all its descendants, in threaded order."""
+
+    @extend_schema(operation_id="topic_comments_thread", parameters=[SLUG, COMMENT_ID], tags=["comments"],
+                   responses={200: CommentThreadSerializer, 404: ERROR})
+    def get(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        thread = selectors.comment_thread(topic=topic, comment_id=comment_id, viewer=request.user)
+        return Response({"count": len(thread), "results": CommentSerializer(thread, many=True).data})
+
+
+class CommentLikeApi(APIView):
+    """POST likes the comment, DELETE takes the like back; both are idempotent."""
+
+    @extend_schema(operation_id="topic_comments_like", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
+                   responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def post(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        comment = services.comment_like(topic=topic, comment_id=comment_id, user=request.user)
+        return Response(CommentSerializer(comment).data)
+
+    @extend_schema(operation_id="topic_comments_unlike", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
+                   responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def delete(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        comment = services.comment_unlike(topic=topic, comment_id=comment_id, user=request.user)
+        return Response(CommentSerializer(comment).data)

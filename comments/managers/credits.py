@@ -1,0 +1,147 @@
+"""Comment credit flows (seed 004 "comment task system"): daily and monthly counters.
+
+Two collections, one document per key and period, created on first use by upserts:
+
+- `credit_user_flows`     {user_id, period, ts, posts, replies}
+  unique (user_id, period, ts): what a user wrote that day / that month;
+- `credit_comment_flows`  {user_id, discussion_id, comment_id, period, ts, likes, likers}
+  unique (user_id, discussion_id, comment_id, period, ts): likes a user's comment
+  received that day / that month; the month document also keeps the latest
+  `LATEST_LIKERS` liker ids ($push with $each and $slice: -20).
+
+`period` is "day" or "month" and `ts` the UTC start of that day or month. A TTL index on
+`ts` expires flows a year after their period started (seed 004: keep one year of flows).
+Each event is ONE `bulk_write` of upserts to one collection (the day and the month
+document together, `$inc` so concurrent events never lose a count): one round trip.
+
+The flows hold raw counts only. Points, and the caps on them, are business rules that
+services derive from the counts when reading (`comments.services.credit_summary`), so a
+cap holds under concurrency without any read-modify-write here. Both collections are
+keyed by user first, so a user's flows stay on one shard (hashed `user_id`, as the seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pymongo import IndexModel, UpdateOne
+
+from cms_site.managers import MongoManager
+from comments.managers.base import LATEST_LIKERS
+
+DAY = "day"
+MONTH = "month"
+FLOW_TTL_SECONDS = 365 * 24 * 3600
+
+
+def day_start(at: datetime) -> datetime:
+    at = at.astimezone(UTC)
+    return datetime(at.year, at.month, at.day, tzinfo=UTC)
+
+
+def month_start(at: datetime) -> datetime:
+    at = at.astimezone(UTC)
+    return datetime(at.year, at.month, 1, tzinfo=UTC)
+
+
+def next_month(start: datetime) -> datetime:
+    return datetime(start.year + start.month // 12, start.month % 12 + 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class UserFlow:
+    period: str
+    ts: datetime
+    posts: int
+    replies: int
+
+
+@dataclass(frozen=True)
+class LikeTotals:
+    likes: int  # likes received this month, over all comments
+    capped: int  # the same, each comment counted at most `per_comment_cap`
+    comments: int  # comments that received a like this month
+
+
+class CreditFlowManager(MongoManager):
+    user_flows = "credit_user_flows"
+    comment_flows = "credit_comment_flows"
+
+    @classmethod
+    def indexes(cls):
+        ttl = IndexModel([("ts", 1)], expireAfterSeconds=FLOW_TTL_SECONDS, name="ts_ttl_one_year")
+        return {
+            cls.user_flows: [
+                IndexModel([("user_id", 1), ("period", 1), ("ts", 1)], unique=True, name="user_period_ts_unique"),
+                ttl,
+            ],
+            cls.comment_flows: [
+                IndexModel([("user_id", 1), ("period", 1), ("ts", 1), ("discussion_id", 1), ("comment_id", 1)],
+                           unique=True, name="user_period_ts_comment_unique"),
+                ttl,
+            ],
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.user_flows: {"user_id": "hashed"}, cls.comment_flows: {"user_id": "hashed"}}
+
+    # --- writes: one bulk_write per event -------------------------------------------
+
+    def record_comment(self, *, user_id: int, reply: bool, at: datetime) -> None:
+        """A comment (or a reply) was posted by `user_id` at `at`."""
+        counter = "replies" if reply else "posts"
+        ops = [
+            UpdateOne({"user_id": int(user_id), "period": period, "ts": ts}, {"$inc": {counter: 1}}, upsert=True)
+            for period, ts in ((DAY, day_start(at)), (MONTH, month_start(at)))
+        ]
+        self.db[self.user_flows].bulk_write(ops, ordered=False)
+
+    def record_like(self, *, author_id: int, discussion_id: int, comment_id: str, liker_id: int, at: datetime) -> None:
+        """`liker_id` liked a comment of `author_id` at `at` (seed 004's bulkWrite, verbatim in spirit)."""
+        key = {"user_id": int(author_id), "discussion_id": int(discussion_id), "comment_id": str(comment_id)}
+        ops = [
+            UpdateOne({**key, "period": DAY, "ts": day_start(at)}, {"$inc": {"likes": 1}}, upsert=True),
+            UpdateOne(
+                {**key, "period": MONTH, "ts": month_start(at)},
+                {"$inc": {"likes": 1}, "$push": {"likers": {"$each": [int(liker_id)], "$slice": -LATEST_LIKERS}}},
+                upsert=True,
+            ),
+        ]
+        self.db[self.comment_flows].bulk_write(ops, ordered=False)
+
+    # --- reads -------------------------------------------------------------------
+
+    def user_month(self, *, user_id: int, at: datetime) -> list[UserFlow]:
+        """The month document and every day document of the month holding `at` (at most 32)."""
+        start = month_start(at)
+        cursor = self.db[self.user_flows].find(
+            {"user_id": int(user_id), "period": {"$in": [DAY, MONTH]}, "ts": {"$gte": start, "$lt": next_month(start)}},
+            projection={"_id": 0, "period": 1, "ts": 1, "posts": 1, "replies": 1},
+        )
+        return [UserFlow(period=d["period"], ts=d["ts"], posts=d.get("posts", 0), replies=d.get("replies", 0)) for d in cursor]
+
+    def like_totals(self, *, user_id: int, at: datetime, per_comment_cap: int) -> LikeTotals:
+        """Likes received this month by the user's comments, summed on the server: one round trip."""
+        pipeline = [
+            {"$match": {"user_id": int(user_id), "period": MONTH, "ts": month_start(at)}},
+            {"$group": {
+                "_id": None,
+                "likes": {"$sum": "$likes"},
+                "capped": {"$sum": {"$min": ["$likes", int(per_comment_cap)]}},
+                "comments": {"$sum": 1},
+            }},
+        ]
+        rows = list(self.db[self.comment_flows].aggregate(pipeline))
+        if not rows:
+            return LikeTotals(likes=0, capped=0, comments=0)
+        return LikeTotals(likes=rows[0]["likes"], capped=rows[0]["capped"], comments=rows[0]["comments"])
+
+    def comment_month(self, *, author_id: int, discussion_id: int, comment_id: str, at: datetime) -> dict | None:
+        """The month flow of one comment: {likes, likers} or None."""
+        return self.db[self.comment_flows].find_one(
+            {"user_id": int(author_id), "period": MONTH, "ts": month_start(at),
+             "discussion_id": int(discussion_id), "comment_id": str(comment_id)},
+            projection={"_id": 0, "likes": 1, "likers": 1},
+        )

@@ -1,0 +1,96 @@
+"""Who liked which comment: the like edges, collection `comment_likes`.
+
+One document per (discussion_id, comment_id, user_id), enforced by a unique index, is
+what makes a like idempotent whatever the storage strategy: the comment's own counter
+(`likes`, `latest_likers`, kept by the storage manager's `add_like`) only moves when an
+edge changes state here, so a second like or a second unlike is a no-op.
+
+An edge is never deleted on unlike, only switched off (`active: false`): `like()` can
+then tell a first like from a like-again, and the credit rules reward a given user's
+like of a given comment once (seed 004 "simple anti-abuse" of likes).
+
+Every method is one round trip; `liked_ids()` answers for a whole page of comments at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymongo import IndexModel, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+
+@dataclass(frozen=True)
+class LikeChange:
+    changed: bool  # the edge switched state (the comment's counter must follow)
+    first: bool = False  # a like by this user of this comment for the first time ever
+
+
+class CommentLikeManager(MongoManager):
+    collection_name = "comment_likes"
+
+    @property
+    def collection(self):
+        return self.db[self.collection_name]
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("discussion_id", 1), ("comment_id", 1), ("user_id", 1)], unique=True, name="like_edge_unique"),
+                # "which of these comments did I like" for one page, and a user's likes.
+                IndexModel([("user_id", 1), ("discussion_id", 1), ("comment_id", 1)], name="likes_by_user"),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"discussion_id": 1, "comment_id": 1}}
+
+    @staticmethod
+    def _key(discussion_id: int, comment_id: str, user_id: int) -> dict:
+        return {"discussion_id": int(discussion_id), "comment_id": str(comment_id), "user_id": int(user_id)}
+
+    def like(self, *, discussion_id: int, comment_id: str, user_id: int, at=None) -> LikeChange:
+        """Switch the edge on. One round trip: an upsert that only matches a switched-off edge.
+
+        - no edge yet: the upsert inserts one (changed, first);
+        - a switched-off edge: it is switched on (changed, not first);
+        - an active edge: the filter does not match, the upsert collides with the unique
+          index and nothing changes.
+        """
+        key = self._key(discussion_id, comment_id, user_id)
+        try:
+            before = self.collection.find_one_and_update(
+                {**key, "active": {"$ne": True}},
+                {"$set": {"active": True, "liked": at}, "$setOnInsert": {"first_liked": at}},
+                upsert=True,
+                return_document=ReturnDocument.BEFORE,
+                projection={"_id": 1},
+            )
+        except DuplicateKeyError:
+            return LikeChange(changed=False)
+        return LikeChange(changed=True, first=before is None)
+
+    def unlike(self, *, discussion_id: int, comment_id: str, user_id: int) -> LikeChange:
+        """Switch an active edge off; no-op when there is none."""
+        result = self.collection.update_one(
+            {**self._key(discussion_id, comment_id, user_id), "active": True}, {"$set": {"active": False}}
+        )
+        return LikeChange(changed=result.modified_count == 1)
+
+    def liked_ids(self, *, discussion_id: int, user_id: int, comment_ids: list[str]) -> set[str]:
+        """Which of `comment_ids` the user currently likes: one query for a whole page."""
+        if not comment_ids:
+            return set()
+        cursor = self.read_db[self.collection_name].find(
+            {"user_id": int(user_id), "discussion_id": int(discussion_id),
+             "comment_id": {"$in": [str(c) for c in comment_ids]}, "active": True},
+            projection={"comment_id": 1, "_id": 0},
+        )
+        return {doc["comment_id"] for doc in cursor}
+
+    def drop_discussion(self, *, discussion_id: int) -> None:
+        self.collection.delete_many({"discussion_id": int(discussion_id)})

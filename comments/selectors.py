@@ -1,0 +1,114 @@
+"""Comment reads for pages, the API and the admin: what a given viewer may see.
+
+Status masking: a `removed` comment is shown to everyone but staff as a "[removed]"
+placeholder without text, author or likers; an `author_only` comment (seed 004
+"self-visible") shows its text only to its author and to staff, a placeholder to
+others. Placeholders keep their place, so counts, pages and thread shapes are the
+same for every viewer.
+
+Costs: a page is the strategy's `page()` (a small constant number of round trips) plus
+one query for the viewer's likes on that page; a permalink is `get()` plus `position()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cms_site.errors import InvalidInput, NotFound
+from cms_site.models import Topic
+from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
+from comments.ids import is_comment_id
+from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, HOT, REMOVED, THREADED, Comment
+from comments.managers.likes import CommentLikeManager
+from comments.services import can_see, comment_manager, is_threaded
+
+PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]"}
+ORDER_LABELS = {CHRONOLOGICAL: "Chronological", THREADED: "Threaded", HOT: "Hot"}
+
+
+def topic_get(*, slug) -> Topic:
+    if not isinstance(slug, str):
+        raise NotFound("No such topic.")
+    topic = Topic.objects.select_related("author").filter(slug=slug).first()
+    if topic is None:
+        raise NotFound(f"No topic {slug!r}.")
+    return topic
+
+
+def comment_orders(*, topic) -> tuple[str, ...]:
+    """The orders this topic's storage can page in."""
+    return tuple(comment_manager(topic).orders)
+
+
+def _order(topic, order) -> str:
+    if order in (None, ""):
+        return topic.comment_order
+    supported = comment_orders(topic=topic)
+    if not isinstance(order, str) or order not in (CHRONOLOGICAL, THREADED, HOT):
+        raise InvalidInput(f"order must be one of {', '.join(supported)}.", field="order")
+    if order not in supported:
+        raise InvalidInput(f"{topic.comment_storage} storage supports {' and '.join(supported)} order only.", field="order")
+    return order
+
+
+def mask(comment: Comment, viewer) -> Comment:
+    """The comment as `viewer` may see it."""
+    if can_see(comment, viewer):
+        return comment
+    return replace(comment, text=PLACEHOLDERS.get(comment.status, "[hidden]"), author=None, latest_likers=[])
+
+
+def comment_page(*, topic, order=None, request: PageRequest, viewer=None) -> Page[Comment]:
+    """One page of the topic's comments in `order` (default: the topic's order).
+
+    `page.extra`: `order`, `liked` (ids on this page the viewer likes). A page past the
+    last one is NotFound (page 1 of an empty discussion is an empty page).
+    """
+    order = _order(topic, order)
+    page = comment_manager(topic).page(
+        discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic)
+    )
+    if request.page > page.num_pages:
+        raise NotFound(f"There is no page {request.page}: this discussion has {page.num_pages}.")
+    page.items = [mask(c, viewer) for c in page.items]
+    liked: set[str] = set()
+    if viewer is not None and getattr(viewer, "is_authenticated", False) and page.items:
+        liked = CommentLikeManager().liked_ids(
+            discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=[c.id for c in page.items]
+        )
+    page.extra = {**page.extra, "order": order, "liked": liked}
+    return page
+
+
+def comment_get(*, topic, comment_id, viewer=None) -> Comment:
+    if not is_comment_id(comment_id):
+        raise NotFound("No such comment in this topic.")
+    comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
+    if comment is None:
+        raise NotFound(f"No comment {comment_id} in this topic.")
+    return mask(comment, viewer)
+
+
+def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
+    """The comment and all its descendants in threaded order."""
+    if not is_comment_id(comment_id):
+        raise NotFound("No such comment in this topic.")
+    thread = comment_manager(topic).thread(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
+    if not thread:
+        raise NotFound(f"No comment {comment_id} in this topic.")
+    return [mask(c, viewer) for c in thread]
+
+
+def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:
+    """The number of the page (of `page_size`, in `order`) that holds `comment`."""
+    order = _order(topic, order)
+    position = comment_manager(topic).position(
+        discussion_id=topic.discussion_id, comment=comment, order=order, threaded=is_threaded(topic)
+    )
+    return position // page_size + 1
+
+
+def comment_liked_ids(*, topic, comment_ids: list[str], viewer) -> set[str]:
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        return set()
+    return CommentLikeManager().liked_ids(discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=comment_ids)

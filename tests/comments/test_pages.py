@@ -1,0 +1,180 @@
+"""Comment pages: topic page and permalink for every strategy, forms with CSRF, escaping."""
+
+import re
+
+import pytest
+from django.test import Client
+
+from comments import services
+from comments.managers import manager_for
+
+pytestmark = pytest.mark.django_db
+
+LAYOUTS = [("document", "threaded"), ("document", "chronological"), ("embedded", "threaded"),
+           ("embedded", "chronological"), ("bucketed", "chronological")]
+
+
+@pytest.fixture(params=LAYOUTS, ids=[f"{s}-{o}" for s, o in LAYOUTS])
+def topic(request, make_topic):
+    return make_topic(*request.param)
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+def stored(topic):
+    return manager_for(topic.comment_storage).count(discussion_id=topic.discussion_id)
+
+
+def csrf_client(user=None) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def csrf_token(client, url) -> str:
+    html = client.get(url).content.decode()
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]] if response.context else []
+
+
+def test_topic_page_renders_comments_for_every_strategy(client, topic, alice, make_user):
+    root = services.comment_create(topic=topic, author=alice, text="root comment")
+    reply = services.comment_create(topic=topic, author=make_user("bob"), text="a reply", parent=root.id)
+    services.comment_like(topic=topic, comment_id=root.id, user=make_user("carol"))
+    r = client.get(f"/t/{topic.slug}/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "root comment" in html and "a reply" in html and "2 comments" in html
+    assert f'id="c-{root.id}"' in html and f'href="/t/{topic.slug}/c/{reply.id}/"' in html
+    assert 'href="/u/alice/"' in html and "1 like" in html and 'href="/u/carol/"' in html
+    assert "Log in to comment" in html and 'name="csrfmiddlewaretoken"' not in html
+    if topic.comment_order == "threaded":
+        assert re.search(rf'id="c-{reply.id}"[^>]*margin-left: 24px', html)
+    else:
+        assert not re.search(rf'id="c-{reply.id}"[^>]*margin-left', html)
+
+
+def test_order_toggle_shows_only_supported_orders(client, make_topic):
+    pages = {s: client.get(f"/t/{make_topic(s).slug}/").content.decode() for s in ("document", "embedded", "bucketed")}
+    assert "?order=hot" in pages["document"] and "?order=chronological" in pages["document"]
+    assert "?order=hot" not in pages["embedded"] and "?order=chronological" in pages["embedded"]
+    assert "?order=" not in pages["bucketed"]
+
+
+def test_pager_keeps_the_order(client, topic, alice):
+    for i in range(23):
+        services.comment_create(topic=topic, author=alice, text=f"comment number {i}")
+    html = client.get(f"/t/{topic.slug}/?page=2").content.decode()
+    assert "comment number 22" in html and "comment number 0<" not in html
+    assert f'href="?order={topic.comment_order}&amp;page=1"' in html
+
+
+def test_bad_page_and_order_redirect_with_a_message_and_past_the_end_is_404(client, topic, alice):
+    services.comment_create(topic=topic, author=alice, text="x")
+    for query in ("page=0", "page=abc", "page_size=1000", "order=nonsense"):
+        r = client.get(f"/t/{topic.slug}/?{query}", follow=True)
+        assert r.redirect_chain == [(f"/t/{topic.slug}/", 302)], query
+        assert messages_of(r), query
+    assert client.get(f"/t/{topic.slug}/?page=2").status_code == 404
+    assert client.get("/t/no-such-topic/").status_code == 404
+
+
+def test_post_and_reply_through_the_forms_with_csrf(topic, alice):
+    client = csrf_client(alice)
+    page_url = f"/t/{topic.slug}/"
+    html = client.get(page_url).content.decode()
+    assert 'name="csrfmiddlewaretoken"' in html and f'action="/t/{topic.slug}/comments/"' in html
+    assert client.post(f"/t/{topic.slug}/comments/", {"text": "no token"}).status_code == 403
+    assert stored(topic) == 0
+    token = csrf_token(client, page_url)
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "via the form", "csrfmiddlewaretoken": token, "next": page_url})
+    assert r.status_code == 302 and stored(topic) == 1
+    comment_id = r["Location"].rsplit("#c-", 1)[1]
+    (comment,) = manager_for(topic.comment_storage).thread(
+        discussion_id=topic.discussion_id, comment_id=comment_id, threaded=topic.comment_order == "threaded")
+    assert comment.text == "via the form"
+    assert r["Location"] == f"/t/{topic.slug}/?page=1&order={topic.comment_order}#c-{comment.id}"
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "a reply", "parent": comment.id, "csrfmiddlewaretoken": token},
+                    follow=True)
+    assert "Your reply was posted." in messages_of(r) and stored(topic) == 2
+    assert "in reply to" in r.content.decode() or topic.comment_order == "threaded"
+
+
+def test_bad_form_input_stores_nothing_and_says_why(topic, alice, settings):
+    settings.COMMENTS_MAX_TEXT = 20
+    client = csrf_client(alice)
+    token = csrf_token(client, f"/t/{topic.slug}/")
+    for data, expected in (({"text": "   "}, "must not be empty"), ({"text": "x" * 21}, "at most 20"),
+                           ({"text": "x", "parent": "zzzzzzzz"}, "unknown parent"), ({"text": "x", "parent": "<b>"}, "parent")):
+        r = client.post(f"/t/{topic.slug}/comments/", {**data, "csrfmiddlewaretoken": token}, follow=True)
+        assert r.status_code == 200 and any(expected in m for m in messages_of(r)), (data, messages_of(r))
+    assert stored(topic) == 0
+
+
+def test_anonymous_post_goes_to_login_and_stores_nothing(client, topic):
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "anon"})
+    assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+    assert stored(topic) == 0
+    assert client.get(f"/t/{topic.slug}/comments/").status_code == 405
+
+
+def test_comment_text_is_escaped(client, topic, alice):
+    services.comment_create(topic=topic, author=alice, text='<script>alert("x")</script> & <b>bold</b>')
+    for url in (f"/t/{topic.slug}/",):
+        html = client.get(url).content.decode()
+        assert "<script>alert" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;" in html
+
+
+def test_permalink_shows_the_sub_thread_and_links_to_its_page(client, topic, alice):
+    comments = [services.comment_create(topic=topic, author=alice, text=f"c{i}") for i in range(22)]
+    target = comments[21]
+    reply = services.comment_create(topic=topic, author=alice, text="under the target", parent=target.id)
+    r = client.get(f"/t/{topic.slug}/c/{target.id}/")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f'class="comment highlight" id="c-{target.id}"' in html.replace(f'id="c-{target.id}" class="comment highlight"',
+                                                                             f'class="comment highlight" id="c-{target.id}"')
+    assert "under the target" in html and f'id="c-{reply.id}"' in html and ">c0<" not in html
+    link = f"/t/{topic.slug}/?page=2&amp;order={topic.comment_order}#c-{target.id}"
+    assert link in html
+    page2 = client.get(f"/t/{topic.slug}/?page=2&order={topic.comment_order}").content.decode()
+    assert f'id="c-{target.id}"' in page2
+    assert client.get(f"/t/{topic.slug}/c/zzzzzzzz/").status_code == 404
+    assert client.get(f"/t/{topic.slug}/c/BAD.ID/").status_code == 404
+
+
+def test_like_and_unlike_through_the_form(topic, alice, make_user):
+    comment = services.comment_create(topic=topic, author=alice, text="likeable")
+    bob = make_user("bob")
+    client = csrf_client(bob)
+    page_url = f"/t/{topic.slug}/"
+    token = csrf_token(client, page_url)
+    like_url = f"/t/{topic.slug}/c/{comment.id}/like/"
+    assert client.post(like_url, {"action": "like"}).status_code == 403  # no CSRF token
+    for _ in range(2):
+        r = client.post(like_url, {"action": "like", "csrfmiddlewaretoken": token, "next": page_url})
+        assert r.status_code == 302 and r["Location"] == f"{page_url}#c-{comment.id}"
+    html = client.get(page_url).content.decode()
+    assert "1 like" in html and 'value="unlike"' in html and 'href="/u/bob/"' in html
+    client.post(like_url, {"action": "unlike", "csrfmiddlewaretoken": token})
+    assert "0 likes" in client.get(page_url).content.decode()
+    r = client.post(like_url, {"action": "like", "csrfmiddlewaretoken": token, "next": "https://evil.example/"})
+    assert r["Location"] == f"/t/{topic.slug}/c/{comment.id}/#c-{comment.id}"
+    assert csrf_client().post(like_url, {"action": "like"}).status_code == 403
+
+
+def test_removed_comment_is_a_placeholder_on_the_page(client, make_topic, alice, editor):
+    topic = make_topic("document", "threaded")
+    comment = services.comment_create(topic=topic, author=alice, text="rude words")
+    services.comment_set_status(topic=topic, comment_id=comment.id, status="removed", moderator=editor)
+    html = client.get(f"/t/{topic.slug}/").content.decode()
+    assert "rude words" not in html and "[removed]" in html and "1 comment" in html
+    client.force_login(editor)
+    assert "rude words" in client.get(f"/t/{topic.slug}/").content.decode()
