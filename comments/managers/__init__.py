@@ -6,12 +6,14 @@ tests/contract.
 """
 
 from comments.managers.base import CommentManager
+from comments.managers.bucketed import BucketedCommentManager
 from comments.managers.document import DocumentCommentManager
 from comments.managers.embedded import EmbeddedCommentManager
 
 STRATEGIES: dict[str, type[CommentManager]] = {
     DocumentCommentManager.storage: DocumentCommentManager,
     EmbeddedCommentManager.storage: EmbeddedCommentManager,
+    BucketedCommentManager.storage: BucketedCommentManager,
 }
 
 
