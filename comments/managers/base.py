@@ -11,9 +11,11 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
 
 - A comment's `id` is URL-safe ([a-z0-9]), stable, and unique within its discussion.
 - `path` is the ids from the root comment down to this one, joined by "/";
-  `depth` is `path.count("/")`, 0 for a top-level comment. A reply deeper than
-  `COMMENTS_MAX_DEPTH` is attached to the ancestor at the deepest allowed level,
-  so paths and sort keys stay bounded (far below the 1,024-byte index key limit).
+  `depth` is `path.count("/")`, 0 for a top-level comment, and never exceeds
+  `COMMENTS_MAX_DEPTH - 1`: a reply to a comment at that depth is attached to the
+  deepest allowed ancestor instead (it becomes a sibling, and `parent` names that
+  ancestor), so paths and sort keys stay bounded (far below the 1,024-byte index key
+  limit). The rule lives in one place, `comments.managers.fields.place()`.
 - `sort_key` is the seed's `full_slug`: per level, the posting time to the
   millisecond and the id ("20240101120000123:k3x9"), joined by "/". Threaded order
   is the order of `sort_key`; chronological order is posting order (`posted`, then
