@@ -130,7 +130,7 @@ MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
 
 # --- Comments ------------------------------------------------------------------
 COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seed 000/003
-COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # deeper replies attach at this depth
+COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # levels; depth runs 0..MAX-1, deeper replies attach at the last
 COMMENTS_MAX_TEXT = env_int("COMMENTS_MAX_TEXT", 10_000)  # characters, after stripping
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.

@@ -7,8 +7,12 @@ key), `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pi
 plus the like count, so `hot` descending lists pinned comments first, then the most liked).
 
 Invariants:
-- (discussion_id, cid) and (discussion_id, slug) are unique; a random id that collides
-  is retried with a new id (the comment is never lost).
+- (discussion_id, cid) is unique; a random id that collides is retried with a new id
+  (the comment is never lost). Slugs are unique too, since a slug ends with its cid.
+- Shard key (discussion_id, cid), not the seed's (discussion_id, full_slug): MongoDB
+  allows only unique indexes prefixed by the shard key, and cid uniqueness is what
+  needs enforcing. A busy discussion still splits across chunks (random cids), and
+  permalinks and single-comment updates name the whole key, so they go to one shard.
 - Chronological order is (`posted`, `_id`); threaded order is `full_slug`; hot order is
   (`hot` desc, `posted` desc, `_id` desc). Each has its index, so a page is
   count_documents + one find with skip/limit: 2 round trips at any depth.
@@ -62,7 +66,7 @@ class DocumentCommentManager(CommentManager):
         return {cls.collection_name: [
             IndexModel([("discussion_id", ASCENDING), ("posted", ASCENDING), ("_id", ASCENDING)], name="discussion_posted"),
             IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING)], name="discussion_full_slug"),
-            IndexModel([("discussion_id", ASCENDING), ("slug", ASCENDING)], name="discussion_slug", unique=True),
+            IndexModel([("discussion_id", ASCENDING), ("slug", ASCENDING)], name="discussion_slug"),
             IndexModel([("discussion_id", ASCENDING), ("cid", ASCENDING)], name="discussion_cid", unique=True),
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("posted", DESCENDING), ("_id", DESCENDING)],
                        name="discussion_hot"),
@@ -70,7 +74,7 @@ class DocumentCommentManager(CommentManager):
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": 1, "full_slug": 1}}
+        return {cls.collection_name: {"discussion_id": 1, "cid": 1}}
 
     # --- documents ---------------------------------------------------------------
 

@@ -66,10 +66,10 @@ def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
     assert keys["discussion_posted"] == ((("discussion_id", 1), ("posted", 1), ("_id", 1)), False)
     assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1)), False)
-    assert keys["discussion_slug"] == ((("discussion_id", 1), ("slug", 1)), True)
+    assert keys["discussion_slug"] == ((("discussion_id", 1), ("slug", 1)), False)
     assert keys["discussion_cid"] == ((("discussion_id", 1), ("cid", 1)), True)
     assert keys["discussion_hot"][0][:3] == (("discussion_id", 1), ("hot", -1), ("posted", -1))
-    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": 1, "full_slug": 1}}
+    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": 1, "cid": 1}}
 
 
 def test_stored_document_uses_the_seed_field_names(mongo_db):
