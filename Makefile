@@ -18,6 +18,10 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
+$(VENV)/.installed-bench: requirements.txt requirements-bench.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
@@ -31,6 +35,17 @@ run: install
 test: install-dev
 	$(PY) manage.py check --settings=tests.settings
 	$(PY) -m pytest
+
+## make bench: full-size benchmark; rewrites docs/benchmarks.md and its plots in docs/bench/
+# The bench runs with its own throw-away databases; SECRET_KEY only has to exist.
+BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0
+bench: $(VENV)/.installed-bench
+	$(BENCH_ENV) $(PY) manage.py bench --json docs/bench/benchmarks.json --plots docs/bench --docs docs/benchmarks.md
+
+## make bench-quick: small sizes (a few minutes), rows in bench-out/
+bench-quick: $(VENV)/.installed-bench
+	mkdir -p bench-out
+	$(BENCH_ENV) $(PY) manage.py bench --quick --json bench-out/quick.json --plots bench-out
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

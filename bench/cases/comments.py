@@ -1,0 +1,109 @@
+"""comments.page and comments.post for every storage strategy.
+
+comments.page: one discussion of `sizes.comments` comments per strategy (a threaded
+shape: replies to recent comments, down to the depth bound), bulk-loaded in the
+strategy's layout, then the selector `comment_page()` (what a page view and the API
+call) at page 1, a few deeper pages, the middle and the last page, in every order the
+strategy pages in among chronological and threaded. `depth` is the page number.
+
+comments.post: the service `comment_create()` (what a POST costs: the strategy's
+write plus the credit flow and signal receivers), a top-level comment and a reply to
+a comment in the middle of the loaded discussion.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from bench import loaders, people
+from cms_site.paging import PageRequest
+from comments.managers.base import CHRONOLOGICAL, THREADED
+
+PAGE_ORDERS = (CHRONOLOGICAL, THREADED)
+
+
+def page_depths(num_pages: int) -> list[int]:
+    """Page 1, 10, 100, 1000 (those that exist), the middle and the last page."""
+    depths = {1, max(1, (num_pages + 1) // 2), num_pages}
+    depths.update(d for d in (10, 100, 1000) if d < num_pages)
+    return sorted(depths)
+
+
+def strategies() -> list[str]:
+    from comments.managers import STRATEGIES
+
+    return [s for s in ("document", "embedded", "bucketed") if s in STRATEGIES]
+
+
+def topic_order(storage: str) -> str:
+    from comments.managers import manager_for
+
+    return THREADED if THREADED in manager_for(storage).orders else CHRONOLOGICAL
+
+
+def load_discussion(bench, *, storage: str, size: int, editor, authors, title: str | None = None):
+    """A topic of `storage` holding a bulk-loaded threaded discussion; (topic, comments in posting order)."""
+    from comments.managers import manager_for
+
+    order = topic_order(storage)
+    topic = people.topic(author=editor, storage=storage, order=order, title=title)
+    comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
+                                  id_length=loaders.ID_LENGTH.get(storage, 8))
+    if storage == "embedded":
+        fits = loaders.embedded_capacity(comments, threaded=order == THREADED)
+        if fits < size:
+            bench.note(f"embedded: a discussion document holds {fits:,} of these comments under "
+                       f"COMMENTS_EMBEDDED_MAX_BYTES ({settings.COMMENTS_EMBEDDED_MAX_BYTES:,} bytes); "
+                       f"loaded {fits:,} instead of {size:,}")
+            comments = comments[:fits]
+    loader = loaders.COMMENT_LOADERS.get(storage)
+    if loader is None:
+        raise LookupError(f"no bulk loader for comment storage {storage!r}")
+    with bench.counter.paused():
+        loader(manager_for(storage), comments, threaded=order == THREADED)
+    return topic, comments
+
+
+def run(bench) -> None:
+    with bench.counter.paused():
+        editor = people.editor()
+        writers = people.users(50, "writer")
+    authors = people.authors(writers)
+    for storage in strategies():
+        with bench.fresh_db():
+            _page_and_post(bench, storage=storage, editor=editor, writers=writers, authors=authors)
+    missing = sorted({"document", "embedded", "bucketed"} - set(strategies()))
+    if missing:
+        bench.note(f"comment strategies not available in this build: {', '.join(missing)}")
+
+
+def _page_and_post(bench, *, storage, editor, writers, authors) -> None:
+    from comments.managers import manager_for
+    from comments.selectors import comment_page
+    from comments.services import comment_create
+
+    sizes = bench.sizes
+    try:
+        topic, comments = load_discussion(bench, storage=storage, size=sizes.comments, editor=editor, authors=authors)
+    except LookupError as exc:
+        bench.note(str(exc))
+        return
+    with bench.counter.paused():
+        bench.create_indexes()
+    size = len(comments)
+    num_pages = -(-size // sizes.page_size)
+    orders = [o for o in PAGE_ORDERS if o in manager_for(storage).orders]
+    for order in orders:
+        for depth in page_depths(num_pages):
+            request = PageRequest(page=depth, page_size=sizes.page_size)
+            m, page, varies = bench.measure(lambda r=request, o=order: comment_page(topic=topic, order=o, request=r))
+            assert page.count == size and len(page.items) == min(sizes.page_size, size - request.skip), (storage, order, depth)
+            bench.row("comments.page", storage, size, depth, m, varies=varies, order=order, page_size=sizes.page_size,
+                      num_pages=num_pages, topic_order=topic.comment_order)
+    middle = comments[len(comments) // 2]
+    writer = writers[0]
+    for kind, parent in (("top-level", None), ("reply", middle.id)):
+        m, posted, varies = bench.measure(lambda p=parent: comment_create(topic=topic, author=writer, text="A new comment.",
+                                                                          parent=p), repeats=sizes.post_repeats)
+        bench.row("comments.post", storage, size, posted.depth, m, varies=varies, kind=kind, layer="service",
+                  topic_order=topic.comment_order)

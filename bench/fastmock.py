@@ -1,0 +1,193 @@
+"""Hash lookups for mongomock during a bench run: same results, without whole-collection scans.
+
+mongomock finds documents by scanning: every update filter, and every unique-index
+check on insert, walks the whole collection. That makes a fan-out to 200,000
+followers quadratic on mongomock, though it is a sequence of index lookups on a
+server. While a bench run is active (never in the product or the test suite) this
+module gives mongomock what a server has, hash lookups, without changing what any
+query returns:
+
+- Unique indexes (not sparse, not partial) get a map {key values: {_id, ...}}, built
+  by one scan when first needed and extended by every write that passes through
+  mongomock's `_ensure_uniques` (every insert, upsert and modifying update does). The
+  map is a superset: entries left behind by deletes or changed keys are filtered out by
+  re-checking each candidate against the current document.
+- The unique check of a new or modified document looks up its key in that map and
+  re-checks the candidates with mongomock's own `filter_applies`, as mongomock does.
+- `_iter_documents(filter)`, the scan behind find, update and count, uses a lookup
+  when the filter pins `_id` to a value (or `$in` a list of values) or pins every field
+  of such a unique index to plain values; candidates are again re-checked with
+  `filter_applies`. Any other filter, and any index whose documents hold arrays or
+  sub-documents in an indexed field, falls back to mongomock's scan.
+
+Documents matched through a lookup come in lookup order rather than insertion order:
+MongoDB promises no order without a sort either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from contextlib import contextmanager
+
+_SCALARS_EXCLUDED = (dict, list, tuple, set, re.Pattern)
+_UNSAFE = object()
+
+
+def _plain(value) -> bool:
+    if isinstance(value, _SCALARS_EXCLUDED) or type(value).__name__ == "Regex":
+        return False
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _internal_id(value, helpers):
+    return helpers.hashdict(value) if isinstance(value, dict) else value
+
+
+class _KeyMap:
+    __slots__ = ("fields", "ids", "safe")
+
+    def __init__(self, fields: tuple[str, ...]):
+        self.fields = fields
+        self.ids: dict[tuple, set] = defaultdict(set)
+        self.safe = True
+
+    def key(self, doc, helpers):
+        values = []
+        for name in self.fields:
+            try:
+                value = helpers.get_value_by_dot(doc, name)
+            except KeyError:
+                value = None
+            if not _plain(value):
+                return _UNSAFE
+            values.append(value)
+        return tuple(values)
+
+    def add(self, internal_id, doc, helpers) -> None:
+        key = self.key(doc, helpers)
+        if key is _UNSAFE:
+            self.safe = False
+        else:
+            self.ids[key].add(internal_id)
+
+
+def install():
+    """Patch mongomock's Collection; returns a function that restores it."""
+    from mongomock import collection as mcoll
+    from mongomock import helpers
+    from mongomock.filtering import filter_applies
+    from pymongo.errors import DuplicateKeyError
+
+    Collection = mcoll.Collection
+    original_iter = Collection.__dict__["_iter_documents"]
+    original_uniques = Collection.__dict__["_ensure_uniques"]
+
+    def maps(collection) -> tuple[list[_KeyMap], bool]:
+        """The key maps of the collection's fast unique indexes; and whether every unique index is fast."""
+        store = collection._store
+        cache = store.__dict__.setdefault("_bench_key_maps", {})
+        documents = store._documents
+        found, all_fast = [], True
+        for name, index in list(store.indexes.items()):
+            if not index.get("unique"):
+                continue
+            if index.get("sparse") or index.get("partialFilterExpression") is not None:
+                all_fast = False
+                continue
+            token = (name, id(index), id(documents))
+            keymap = cache.get(token)
+            if keymap is None:
+                keymap = _KeyMap(tuple(k for k, _ in index["key"]))
+                for internal_id, doc in list(documents.items()):
+                    keymap.add(internal_id, doc, helpers)
+                    if not keymap.safe:
+                        break
+                cache[token] = keymap
+            if keymap.safe:
+                found.append(keymap)
+            else:
+                all_fast = False
+        return found, all_fast
+
+    def lookup(collection, ids) -> list:
+        documents = collection._store._documents
+        out, seen = [], set()
+        for internal_id in ids:
+            if internal_id in seen:
+                continue
+            seen.add(internal_id)
+            doc = documents.get(internal_id)
+            if doc is not None:
+                out.append(doc)
+        return out
+
+    def candidates(collection, spec):
+        """Documents that may match `spec` (a superset of the matches), or None to scan."""
+        if not isinstance(spec, dict) or not spec or any(k.startswith("$") for k in spec):
+            return None
+        if "_id" in spec:
+            value = spec["_id"]
+            if isinstance(value, dict) and set(value) == {"$in"} and isinstance(value["$in"], list | tuple) \
+                    and all(_plain(v) for v in value["$in"]):
+                return lookup(collection, [_internal_id(v, helpers) for v in value["$in"]])
+            if _plain(value):
+                return lookup(collection, [value])
+        fast, _ = maps(collection)
+        for keymap in fast:
+            if all(name in spec and _plain(spec[name]) for name in keymap.fields):
+                return lookup(collection, keymap.ids.get(tuple(spec[name] for name in keymap.fields), ()))
+        return None
+
+    def _iter_documents(self, filter):
+        if self._store.is_empty:
+            return original_iter(self, filter)
+        found = candidates(self, filter)
+        if found is None:
+            return original_iter(self, filter)
+        return (doc for doc in found if filter_applies(filter, doc))
+
+    def _ensure_uniques(self, new_data):
+        fast, all_fast = maps(self)
+        new_id = _internal_id(new_data.get("_id"), helpers)
+        documents = self._store._documents
+        for keymap in fast:
+            key = keymap.key(new_data, helpers)
+            if key is _UNSAFE:
+                keymap.safe = False
+                all_fast = False
+                continue
+            spec = dict(zip(keymap.fields, key, strict=True))
+            for other in keymap.ids.get(key, ()):
+                if other == new_id:
+                    continue
+                doc = documents.get(other)
+                if doc is not None and filter_applies(spec, doc):
+                    raise DuplicateKeyError("E11000 Duplicate Key Error", 11000)
+        for keymap in fast:  # before the scan below, which may look candidates up in these maps
+            if keymap.safe:
+                keymap.add(new_id, new_data, helpers)
+        if not all_fast:
+            original_uniques(self, new_data)
+
+    Collection._iter_documents = _iter_documents
+    Collection._ensure_uniques = _ensure_uniques
+
+    def uninstall():
+        Collection._iter_documents = original_iter
+        Collection._ensure_uniques = original_uniques
+
+    return uninstall
+
+
+@contextmanager
+def faster_mongomock():
+    uninstall = install()
+    try:
+        yield
+    finally:
+        uninstall()

@@ -1,0 +1,38 @@
+"""Django users and topics for the cases, created in bulk in the bench's test database."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+
+from comments.managers.base import Author
+
+_serial = 0
+
+
+def users(n: int, prefix: str = "u", *, staff: bool = False) -> list:
+    """`n` new active users (one password hash for all: none of them ever logs in with it)."""
+    global _serial
+    _serial += 1
+    User = get_user_model()
+    password = make_password("bench-only-password")
+    stem = f"{prefix}{_serial}x"
+    for start in range(0, n, 5000):
+        batch = [User(username=f"{stem}{i}", password=password, is_staff=staff) for i in range(start, min(n, start + 5000))]
+        User.objects.bulk_create(batch, batch_size=1000)
+    return list(User.objects.filter(username__startswith=stem).order_by("id"))
+
+
+def editor():
+    return users(1, "editor", staff=True)[0]
+
+
+def authors(people: list) -> list[Author]:
+    return [Author(id=u.pk, name=u.username) for u in people]
+
+
+def topic(*, author, storage: str, order: str | None = None, title: str | None = None):
+    from cms_site.services import topic_create
+
+    return topic_create(author=author, title=title or f"Bench {storage} {order or ''}", comment_storage=storage,
+                        comment_order=order)

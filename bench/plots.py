@@ -1,0 +1,157 @@
+"""PNG plots of a bench result (matplotlib, Agg backend; imported only when plots are asked for).
+
+- comments_depth.png   round trips and time against page depth, per strategy and order
+- followers_depth.png  the same for the followers list (tbc)
+- fanout.png           feed.post round trips and time against follower count, per strategy
+- feed_read.png        feed.read round trips and time against people followed
+- peer.png             first / middle / last page: time and queries, ours vs django-comments-xtd
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+COLORS = {"document": "#1f77b4", "embedded": "#ff7f0e", "bucketed": "#2ca02c", "tbc": "#9467bd",
+          "read": "#1f77b4", "write": "#ff7f0e", "bucket": "#2ca02c", "xtd": "#d62728"}
+MARKERS = {"chronological": "o", "threaded": "s"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _series(rows, case, key_fn, x="depth"):
+    series = defaultdict(list)
+    for r in rows:
+        if r["case"] == case:
+            series[key_fn(r)].append(r)
+    return {k: sorted(v, key=lambda r: r[x]) for k, v in sorted(series.items())}
+
+
+def _two_panels(plt, title):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.suptitle(title)
+    return fig, left, right
+
+
+def _save(fig, directory, name) -> str:
+    path = os.path.join(directory, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def draw(result: dict, directory: str) -> dict[str, str]:
+    plt = _pyplot()
+    os.makedirs(directory, exist_ok=True)
+    rows = result["rows"]
+    engine = result["info"]["machine"]["engine"]
+    out: dict[str, str] = {}
+
+    comments = _series(rows, "comments.page", lambda r: (r["strategy"], r.get("order", "")))
+    if comments:
+        fig, left, right = _two_panels(plt, f"comments.page: one page of {rows_size(comments)} comments ({engine})")
+        for (strategy, order), rs in comments.items():
+            style = dict(color=COLORS.get(strategy), marker=MARKERS.get(order, "o"),
+                         linestyle="-" if order == "chronological" else "--", label=f"{strategy} {order}")
+            left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
+            right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
+        _axes(left, "page number", "MongoDB round trips per page", log_x=True, zero=True)
+        _axes(right, "page number", "ms per page (median)", log_x=True)
+        left.legend(fontsize=8)
+        out["comments_depth"] = _save(fig, directory, "comments_depth.png")
+        plt.close(fig)
+
+    followers = _series(rows, "followers.page", lambda r: r["strategy"])
+    if followers:
+        fig, left, right = _two_panels(plt, f"followers.page: a user with {rows_size(followers)} followers ({engine})")
+        for strategy, rs in followers.items():
+            style = dict(color=COLORS.get(strategy), marker="o", label=strategy)
+            left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
+            right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
+        _axes(left, "page number", "MongoDB round trips per page", log_x=True, zero=True)
+        _axes(right, "page number", "ms per page (median)", log_x=True)
+        left.legend(fontsize=8)
+        out["followers_depth"] = _save(fig, directory, "followers_depth.png")
+        plt.close(fig)
+
+    fanout = _series(rows, "feed.post", lambda r: r["strategy"], x="size")
+    if fanout:
+        fig, left, right = _two_panels(plt, f"feed.post: fan-out cost against follower count ({engine})")
+        for strategy, rs in fanout.items():
+            style = dict(color=COLORS.get(strategy), marker="o", label=strategy)
+            left.plot([r["size"] for r in rs], [r["round_trips"] for r in rs], **style)
+            right.plot([r["size"] for r in rs], [max(r["ms"], 0.01) for r in rs], **style)
+        _axes(left, "followers of the author", "MongoDB round trips per post", log_x=True, log_y=True)
+        _axes(right, "followers of the author", "ms per post", log_x=True, log_y=True)
+        left.legend(fontsize=8)
+        out["fanout"] = _save(fig, directory, "fanout.png")
+        plt.close(fig)
+
+    reads = _series(rows, "feed.read", lambda r: (r["strategy"], r["depth"] == 1), x="size")
+    if reads:
+        fig, left, right = _two_panels(plt, f"feed.read: one page against people followed ({engine})")
+        for (strategy, first), rs in reads.items():
+            style = dict(color=COLORS.get(strategy), marker="o" if first else "s", linestyle="-" if first else "--",
+                         label=f"{strategy}, {'page 1' if first else 'deeper page (cursor)'}")
+            left.plot([r["size"] for r in rs], [r["round_trips"] for r in rs], **style)
+            right.plot([r["size"] for r in rs], [r["ms"] for r in rs], **style)
+        _axes(left, "people the reader follows", "MongoDB round trips per page", log_x=True, zero=True)
+        _axes(right, "people the reader follows", "ms per page (median)", log_x=True)
+        left.legend(fontsize=8)
+        out["feed_read"] = _save(fig, directory, "feed_read.png")
+        plt.close(fig)
+
+    peer_rows = [r for r in rows if r["case"] == "peer.page"]
+    if peer_rows:
+        strategies = sorted({r["strategy"] for r in peer_rows}, key=lambda s: (s == "xtd", s))
+        depths = sorted({r["depth"] for r in peer_rows})
+        by = {(r["strategy"], r["depth"]): r for r in peer_rows}
+        fig, left, right = _two_panels(plt, f"Rendering a page of a {peer_rows[0]['size']:,}-comment discussion "
+                                            f"(ours on {engine}, django-comments-xtd on SQLite)")
+        width = 0.8 / len(strategies)
+        for i, strategy in enumerate(strategies):
+            xs = [d + (i - (len(strategies) - 1) / 2) * width for d in range(len(depths))]
+            ms = [by.get((strategy, d), {}).get("ms", 0) for d in depths]
+            ops = [_queries(by.get((strategy, d), {})) for d in depths]
+            label = "django-comments-xtd" if strategy == "xtd" else strategy
+            left.bar(xs, ms, width, color=COLORS.get(strategy), label=label)
+            right.bar(xs, ops, width, color=COLORS.get(strategy), label=label)
+        for ax, ylabel in ((left, "ms per page (median, test client)"), (right, "database operations per page")):
+            ax.set_xticks(range(len(depths)))
+            ax.set_xticklabels([f"page {d}" for d in depths])
+            ax.set_ylabel(ylabel)
+            ax.grid(axis="y", alpha=0.3)
+        right.set_title("ours: MongoDB round trips + SQL queries; xtd: SQL queries", fontsize=9)
+        left.legend(fontsize=8)
+        out["peer"] = _save(fig, directory, "peer.png")
+        plt.close(fig)
+    return out
+
+
+def _queries(row: dict) -> int:
+    return row.get("round_trips", 0) + row.get("sql_queries", 0)
+
+
+def rows_size(series: dict) -> str:
+    sizes = sorted({r["size"] for rs in series.values() for r in rs})
+    return " / ".join(f"{s:,}" for s in sizes)
+
+
+def _axes(ax, xlabel, ylabel, *, log_x=False, log_y=False, zero=False):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if log_x:
+        ax.set_xscale("log")
+    if log_y:
+        ax.set_yscale("log")
+    if zero:
+        ax.set_ylim(bottom=0, top=max(4, ax.get_ylim()[1] * 1.15))
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)

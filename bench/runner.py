@@ -1,0 +1,242 @@
+"""The bench run: an isolated environment, the cases, JSON rows, plots and the report.
+
+Isolation: a run never touches the developer's data. Django rows (users, topics) go
+to a throw-away test database (Django's test-database machinery: in-memory for
+SQLite), and MongoDB data to databases named `bench_<random>_<n>`, one per case
+group, dropped at the end (`cms_site.mongo.drop_db`). Each case group loads its data
+before the group's indexes exist and then creates every declared index
+(`ensure_indexes`): the fast way on a server, and the only feasible one on mongomock,
+which checks unique indexes by scanning the collection on every insert.
+
+A row is `{case, strategy, size, depth, round_trips, docs_read, ms, ...}`; round
+trips and documents are those of one call (every repetition must agree, else the row
+carries the maximum and `"varies": true`), `ms` is the median of `repeats` calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db import connection
+from django.test.utils import override_settings, setup_test_environment, teardown_test_environment
+
+from bench.counting import Measurement, OpCounter, counting
+
+
+@dataclass(frozen=True)
+class Sizes:
+    comments: int  # comments.page discussion size
+    followers: int  # followers.page
+    feed_followers: int  # feed.post fan-out
+    following: tuple[int, ...] = (10, 100, 1000)  # feed.read: people the reader follows
+    peer_comments: int = 10_000  # the peer comparison's threaded discussion
+    page_size: int = 20
+    repeats: int = 3
+    post_repeats: int = 5
+    feed_activities_per_author: int = 3  # feed.read: recent activities of each followed author
+
+
+QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000)
+FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000)
+TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, repeats=1,
+             post_repeats=2, feed_activities_per_author=2)
+
+
+@dataclass
+class Bench:
+    """What every case gets: sizes, the counter, the rows, a log."""
+
+    sizes: Sizes
+    counter: OpCounter
+    mode: str
+    log: Callable[[str], None] = print
+    rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _db_serial: int = 0
+    _db_prefix: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
+    _dbs: list[str] = field(default_factory=list)
+
+    # --- measuring -------------------------------------------------------------
+
+    def measure(self, fn: Callable[[], object], repeats: int | None = None, before: Callable[[], None] | None = None
+                ) -> tuple[Measurement, object, bool]:
+        """Call `fn` `repeats` times; (measurement, last result, whether counts varied)."""
+        repeats = repeats or self.sizes.repeats
+        runs, result = [], None
+        for _ in range(repeats):
+            if before is not None:
+                before()
+            with self.counter.measure() as m:
+                result = fn()
+            runs.append(m)
+        varies = len({(m.round_trips, m.docs_read) for m in runs}) > 1
+        worst = max(runs, key=lambda m: (m.round_trips, m.docs_read))
+        out = Measurement(round_trips=worst.round_trips, docs_read=worst.docs_read, bytes_read=worst.bytes_read,
+                          ms=statistics.median(m.ms for m in runs), commands=worst.commands,
+                          engine_ms=statistics.median(m.engine_ms for m in runs))
+        out.round_trips_min = min(m.round_trips for m in runs)
+        return out, result, varies
+
+    def row(self, case: str, strategy: str, size: int, depth: int, m: Measurement, *, varies: bool = False, **extra) -> dict:
+        row = {"case": case, "strategy": strategy, "size": size, "depth": depth, "round_trips": m.round_trips,
+               "docs_read": m.docs_read, "ms": round(m.ms, 3), "bytes_read": m.bytes_read,
+               "engine_ms": round(m.engine_ms, 3),
+               "commands": m.commands, **extra}
+        if varies:
+            row["varies"] = True
+            row["round_trips_min"] = m.round_trips if m.round_trips_min is None else m.round_trips_min
+        self.rows.append(row)
+        detail = " ".join(f"{k}={v}" for k, v in extra.items() if k not in ("engine",))
+        self.log(f"  {case:<16} {strategy:<10} size={size:<8} depth={depth:<6} rt={m.round_trips:<3} "
+                 f"docs={m.docs_read:<5} kB={m.bytes_read // 1024:<6} {m.ms:9.2f} ms {detail}")
+        return row
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        self.log(f"  note: {text}")
+
+    # --- MongoDB databases -----------------------------------------------------
+
+    @contextmanager
+    def fresh_db(self):
+        """A new, empty MongoDB database for one case group, dropped afterwards."""
+        from cms_site.mongo import drop_db
+
+        self._db_serial += 1
+        name = f"{self._db_prefix}_{self._db_serial}"
+        self._dbs.append(name)
+        with override_settings(MONGODB_DB=name):
+            if self.counter.engine == "server":
+                from bench.counting import install_server_counting
+
+                install_server_counting(self.counter, name)
+            try:
+                yield name
+            finally:
+                drop_db(name)
+
+    def create_indexes(self) -> None:
+        from cms_site.managers import ensure_indexes
+
+        ensure_indexes()
+
+
+@contextmanager
+def django_test_database():
+    """Users and topics in Django's throw-away test database (in memory for SQLite)."""
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        yield
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        teardown_test_environment()
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "engine": "mongodb server" if settings.MONGODB_URI else "mongomock (in process)",
+    }
+
+
+CASE_GROUPS = ("comments", "social", "feeds", "peer")
+
+
+@contextmanager
+def engine_speedups(server: bool):
+    """On mongomock, hash lookups instead of whole-collection scans (bench/fastmock.py)."""
+    if server:
+        yield
+        return
+    from bench.fastmock import faster_mongomock
+
+    with faster_mongomock():
+        yield
+
+
+def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | None = None, plots_dir: str | None = None,
+        docs_path: str | None = None, only: tuple[str, ...] | None = None, log: Callable[[str], None] = print,
+        own_database: bool = True) -> dict:
+    """Run the cases; write JSON, plots and the report when asked. Returns the result dict.
+
+    `own_database=False` uses the Django database already set up (the test suite's)."""
+    from bench.cases import comments as comment_cases
+    from bench.cases import feeds as feed_cases
+    from bench.cases import social as social_cases
+
+    sizes = sizes or (FULL if mode == "full" else QUICK)
+    groups = only or CASE_GROUPS
+    counter = OpCounter()
+    bench = Bench(sizes=sizes, counter=counter, mode=mode, log=log)
+    started = time.perf_counter()
+    info = {"mode": mode, "sizes": asdict(sizes), "machine": machine(),
+            "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
+    log(f"bench: {mode} mode on {info['machine']['engine']}, {info['machine']['cpus']} CPUs")
+    passwords = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # bench users only; nothing here is a credential
+    server = bool(settings.MONGODB_URI)
+    with override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()), \
+            counting(counter, server=server, database=f"{bench._db_prefix}_0"), engine_speedups(server):
+        for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
+            if group in groups:
+                t0 = time.perf_counter()
+                log(f"[{group}]")
+                module.run(bench)
+                log(f"[{group}] {time.perf_counter() - t0:.1f} s")
+        peer = None
+        if "peer" in groups:
+            from bench import peer as peer_cases
+
+            t0 = time.perf_counter()
+            log("[peer]")
+            peer = peer_cases.run(bench)
+            log(f"[peer] {time.perf_counter() - t0:.1f} s")
+    info["seconds"] = round(time.perf_counter() - started, 1)
+    result = {"info": info, "rows": bench.rows, "notes": bench.notes, "peer": peer}
+    if json_path:
+        if json_path != "-" and os.path.dirname(json_path):
+            os.makedirs(os.path.dirname(json_path), exist_ok=True)
+        target = sys.stdout if json_path == "-" else open(json_path, "w")
+        try:
+            json.dump(result, target, indent=1, default=str)
+            target.write("\n")
+        finally:
+            if target is not sys.stdout:
+                target.close()
+        log(f"bench: wrote {len(bench.rows)} rows to {json_path}")
+    plots = {}
+    if plots_dir:
+        from bench import plots as plotting
+
+        plots = plotting.draw(result, plots_dir)
+        log(f"bench: wrote {len(plots)} plots to {plots_dir}")
+    if docs_path:
+        from bench import report
+
+        report.write(result, plots, docs_path)
+        log(f"bench: wrote {docs_path}")
+    log(f"bench: done in {info['seconds']} s")
+    return result

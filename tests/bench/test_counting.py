@@ -1,0 +1,112 @@
+"""The round-trip model of bench/counting.py: what pymongo would send, counted on mongomock."""
+
+from types import SimpleNamespace
+
+import pytest
+from django.conf import settings
+from pymongo import DeleteOne, InsertOne, UpdateOne
+
+from bench.counting import OpCounter, _bulk_runs, _Listener, _write_batches, counting
+
+pytestmark = pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the mongomock wrappers are for the embedded engine")
+
+
+@pytest.fixture
+def counted(mongo_db):
+    counter = OpCounter()
+    mongo_db.items.insert_many([{"i": i} for i in range(250)])
+    with counting(counter, server=False, database=mongo_db.name):
+        yield counter, mongo_db
+
+
+def test_a_limited_find_is_one_round_trip(counted):
+    counter, db = counted
+    with counter.measure() as m:
+        docs = list(db.items.find({}).sort("i", 1).skip(100).limit(20))
+    assert [d["i"] for d in docs] == list(range(100, 120))
+    assert (m.round_trips, m.docs_read) == (1, 20)
+    assert m.bytes_read > 0
+
+
+def test_a_long_cursor_pays_get_mores(counted):
+    counter, db = counted
+    with counter.measure() as m:
+        assert len(list(db.items.find({}))) == 250
+    assert (m.round_trips, m.docs_read) == (2, 250)  # first batch of 101, then one getMore for the rest
+    assert m.commands == {"find": 1, "getMore": 1}
+    with counter.measure() as m:
+        assert len(list(db.items.find({}).batch_size(50))) == 250
+    assert m.round_trips == 5
+
+
+def test_an_empty_result_still_costs_its_round_trip(counted):
+    counter, db = counted
+    with counter.measure() as m:
+        assert list(db.items.find({"i": -1})) == []
+        assert db.items.find_one({"i": -1}) is None
+    assert (m.round_trips, m.docs_read) == (2, 0)
+
+
+def test_internal_calls_are_not_counted_twice(counted):
+    counter, db = counted
+    with counter.measure() as m:
+        db.items.find_one_and_update({"i": 3}, {"$set": {"x": 1}})
+        db.items.update_one({"i": 4}, {"$set": {"x": 1}}, upsert=True)
+        assert db.items.count_documents({"x": 1}) == 2
+    assert m.round_trips == 3
+    assert m.commands == {"findAndModify": 1, "update": 1, "aggregate": 1}
+
+
+def test_bulk_writes_count_runs_of_one_kind(counted):
+    counter, db = counted
+    ops = [InsertOne({"a": 1}), UpdateOne({"i": 1}, {"$set": {"b": 1}}), UpdateOne({"i": 2}, {"$set": {"b": 1}}),
+           InsertOne({"a": 2})]
+    with counter.measure() as m:
+        db.items.bulk_write(ops)
+    assert m.round_trips == 3
+    with counter.measure() as m:
+        db.items.bulk_write([InsertOne({"a": 3}), UpdateOne({"i": 5}, {"$set": {"b": 1}}), InsertOne({"a": 4})],
+                            ordered=False)
+    assert m.round_trips == 2
+
+
+def test_paused_counts_nothing(counted):
+    counter, db = counted
+    with counter.measure() as m, counter.paused():
+        list(db.items.find({}))
+        db.items.insert_one({"z": 1})
+    assert (m.round_trips, m.docs_read) == (0, 0)
+
+
+def test_counting_is_removed_after_the_run(mongo_db):
+    counter = OpCounter()
+    with counting(counter, server=False, database=mongo_db.name):
+        mongo_db.items.insert_one({"a": 1})
+    mongo_db.items.find_one({})
+    assert counter.tally.round_trips == 1
+
+
+def test_write_batches_and_bulk_runs():
+    assert _write_batches([10] * 100_000) == 1
+    assert _write_batches([10] * 100_001) == 2
+    assert _write_batches([30_000_000, 30_000_000]) == 2
+    assert _bulk_runs([InsertOne({}), DeleteOne({}), InsertOne({})], True) == [("insert", 1), ("delete", 1), ("insert", 1)]
+    assert sorted(_bulk_runs([InsertOne({}), DeleteOne({}), InsertOne({})], False)) == [("delete", 1), ("insert", 1)]
+
+
+def test_the_server_listener_counts_commands_and_reply_documents():
+    counter = OpCounter()
+    listener = _Listener(counter, "benchdb")
+
+    def event(name, db="benchdb", reply=None):
+        return SimpleNamespace(command_name=name, database_name=db, reply=reply, duration_micros=1500)
+
+    listener.started(event("find"))
+    listener.succeeded(event("find", reply={"cursor": {"firstBatch": [{"a": 1}, {"a": 2}], "id": 7}}))
+    listener.started(event("getMore"))
+    listener.succeeded(event("getMore", reply={"cursor": {"nextBatch": [{"a": 3}], "id": 0}}))
+    listener.started(event("findAndModify"))
+    listener.succeeded(event("findAndModify", reply={"value": None}))
+    listener.started(event("insert", db="other"))
+    assert (counter.tally.round_trips, counter.tally.docs_read) == (3, 3)
+    assert dict(counter.tally.commands) == {"find": 1, "getMore": 1, "findAndModify": 1}

@@ -1,0 +1,75 @@
+"""The harness end to end on tiny sizes: every case writes rows of the documented schema,
+and paged reads cost the same number of round trips at every depth."""
+
+import json
+from collections import defaultdict
+
+import pytest
+
+from bench.peer import ratios
+from bench.report import write as write_report
+from bench.runner import TINY, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCHEMA = {"case": str, "strategy": str, "size": int, "depth": int, "round_trips": int, "docs_read": int, "ms": float}
+
+
+def _run(tmp_path):
+    out = tmp_path / "rows.json"
+    result = run(mode="quick", sizes=TINY, json_path=str(out), only=("comments", "social", "feeds"), log=lambda _: None,
+                 own_database=False)
+    return result, json.loads(out.read_text())
+
+
+def test_the_harness_writes_every_case_with_constant_page_costs(tmp_path):
+    result, written = _run(tmp_path)
+    rows = written["rows"]
+    assert len(rows) == len(result["rows"]) > 0
+    for row in rows:
+        for name, kind in SCHEMA.items():
+            assert isinstance(row[name], kind) or (kind is float and isinstance(row[name], int)), (name, row)
+        assert row["round_trips"] >= 1
+    cases = {(r["case"], r["strategy"]) for r in rows}
+    for strategy in ("document", "embedded", "bucketed"):
+        assert ("comments.page", strategy) in cases
+        assert ("comments.post", strategy) in cases
+    assert {("followers.page", "tbc"), ("follow", "tbc"), ("unfollow", "tbc")} <= cases
+    for strategy in ("read", "write", "bucket"):
+        assert ("feed.read", strategy) in cases and ("feed.post", strategy) in cases
+    assert all("followers" in r for r in rows if r["case"] == "feed.post")
+    kinds = {r["kind"] for r in rows if r["case"] == "comments.post"}
+    assert kinds == {"top-level", "reply"}
+
+    series = defaultdict(set)
+    depths = defaultdict(set)
+    for r in rows:
+        if r["case"] in ("comments.page", "followers.page"):
+            key = (r["case"], r["strategy"], r.get("order"))
+            series[key].add(r["round_trips"])
+            depths[key].add(r["depth"])
+    assert series
+    for key, trips in series.items():
+        assert len(depths[key]) >= 3, key  # first, middle and last page at least
+        assert len(trips) == 1, (key, trips)  # the same cost at every depth
+
+    fanout = sorted((r["size"], r["round_trips"]) for r in rows if r["case"] == "feed.post" and r["strategy"] == "read")
+    assert len({trips for _, trips in fanout}) == 1  # fan-out on read writes once whatever the audience
+
+    page = tmp_path / "benchmarks.md"
+    write_report(result, {}, str(page))
+    text = page.read_text()
+    assert "## Comment pages against depth" in text and "## Closing note" in text
+    assert f"{len(series)} of {len(series)} paged series keep the same number of round trips" in text
+
+
+def test_peer_ratios_compare_each_strategy_with_the_peer_page_by_page():
+    rows = [
+        {"case": "peer.page", "strategy": "xtd", "depth": 1, "ms": 30.0, "sql_queries": 3},
+        {"case": "peer.page", "strategy": "document", "depth": 1, "ms": 10.0, "engine_ms": 5.0, "round_trips": 2,
+         "sql_queries": 1},
+        {"case": "peer.page", "strategy": "document", "depth": 9, "ms": 10.0, "round_trips": 2, "sql_queries": 1},
+    ]
+    [ratio] = ratios(rows)
+    assert ratio["time_ratio"] == 3.0 and ratio["time_ratio_outside_engine"] == 6.0
+    assert (ratio["ours_round_trips"], ratio["ours_sql"], ratio["xtd_sql"]) == (2, 1, 3)
