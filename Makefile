@@ -38,7 +38,7 @@ test: install-dev
 
 ## make bench: full-size benchmark; rewrites docs/benchmarks.md and its plots in docs/bench/
 # The bench runs with its own throw-away databases; SECRET_KEY only has to exist.
-BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0
+BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0 PYTHONUNBUFFERED=1
 bench: $(VENV)/.installed-bench
 	$(BENCH_ENV) $(PY) manage.py bench --json docs/bench/benchmarks.json --plots docs/bench --docs docs/benchmarks.md
 

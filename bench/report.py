@@ -40,6 +40,11 @@ def _group(rows, case, key):
     return {k: sorted(v, key=lambda r: (r["size"], r["depth"])) for k, v in out.items()}
 
 
+def _n(count, word: str) -> str:
+    """'1 round trip', '2 round trips', '1–3 round trips'."""
+    return f"{count} {word}" + ("" if str(count) == "1" else "s")
+
+
 def _span(values) -> str:
     lo, hi = min(values), max(values)
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
@@ -239,6 +244,15 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
                 "whole discussion in Python); the operation counts are the comparable part.\n")
 
     # --- findings and closing note ---------------------------------------------------------
+    add("## What the counts do not show\n")
+    add("- A page read with `skip` (the document strategy, fan-out on read) is one round trip, but the server still "
+        "walks the skipped index entries: its work grows with the page number while the round trips and documents "
+        "returned do not. A server's `explain` shows it as keys examined.")
+    add("- A constant number of round trips can still move a lot of data: the kB column shows when a strategy reads "
+        "more than the page it returns (the embedded strategy loads its discussion document, the bucketed strategy "
+        "the `{bucket, count}` directory of the discussion).")
+    add("- Round trips to the Django database are not in the MongoDB counts; the peer comparison counts them as SQL "
+        "queries.\n")
     add("## Findings\n")
     for line in findings(rows):
         add(f"- {line}")
@@ -283,8 +297,9 @@ def findings(rows: list[dict]) -> list[str]:
             if not v["constant"]:
                 out.append(f"{case} {name}: round trips vary with depth ({v['round_trips']}) — not constant.")
             else:
-                out.append(f"{case} {name}: {v['round_trips']} round trips at every depth "
-                           f"({v['depths'].replace('–', ' to ')}, {v['size']:,} items), {v['docs']} documents, {v['kb']} kB.")
+                out.append(f"{case} {name}: {_n(v['round_trips'], 'round trip')} at every depth "
+                           f"(pages {v['depths'].replace('–', ' to ')}, {v['size']:,} items), "
+                           f"{_n(v['docs'], 'document')}, {v['kb']} kB per page.")
     for strategy, rs in _group(rows, "comments.page", lambda r: r["strategy"]).items():
         big = max(rs, key=lambda r: r.get("bytes_read", 0))
         if big.get("docs_read", 0) and big.get("bytes_read", 0) > 1024 * 1024:
@@ -298,11 +313,11 @@ def findings(rows: list[dict]) -> list[str]:
                        f"(page size {page_size}): the per-page directory read grows with the discussion.")
     for strategy, rs in _group(rows, "feed.read", lambda r: r["strategy"]).items():
         trips = {r["round_trips"] for r in rs}
-        out.append(f"feed.read {strategy}: {_span(sorted(trips))} round trips per page for readers following "
+        out.append(f"feed.read {strategy}: {_n(_span(sorted(trips)), 'round trip')} per page for readers following "
                    f"{', '.join(f'{n:,}' for n in sorted({r['size'] for r in rs}))} people.")
     for strategy, rs in _group(rows, "feed.post", lambda r: r["strategy"]).items():
         first, last = rs[0], rs[-1]
-        out.append(f"feed.post {strategy}: {first['round_trips']} round trips at {first['size']:,} followers, "
+        out.append(f"feed.post {strategy}: {_n(first['round_trips'], 'round trip')} at {first['size']:,} followers, "
                    f"{last['round_trips']} at {last['size']:,}.")
     return out or ["(no rows)"]
 
@@ -318,12 +333,22 @@ def closing(rows: list[dict], peer: dict) -> str:
                      + ").")
     ratios = (peer or {}).get("ratios") or []
     if ratios:
-        quoted = "; ".join(f"{r['strategy']} page {r['page']}: xtd/ours time {r['time_ratio']}× "
-                           f"({r.get('time_ratio_outside_engine') or '–'}× outside the engine), "
-                           f"{r['ours_round_trips']} MongoDB + {r['ours_sql']} SQL vs {r['xtd_sql']} SQL" for r in ratios)
-        parts.append(f"Against django-comments-xtd on the same discussion: {quoted}.")
+        last_page = max(r["page"] for r in ratios)
+        quoted = "; ".join(
+            f"{r['strategy']} page {r['page']}: {r['ours_round_trips']} MongoDB + {r['ours_sql']} SQL against "
+            f"{r['xtd_sql']} SQL, the peer's time {r['time_ratio']}× ours "
+            f"({r.get('time_ratio_outside_engine') or '–'}× outside the MongoDB engine)"
+            for r in ratios if r["page"] in (1, last_page))
+        parts.append(f"Against django-comments-xtd on the same {peer_size(peer)} discussion (ratios are the peer's "
+                     f"figure over ours): {quoted}.")
     fan = _group(rows, "feed.post", lambda r: r["strategy"])
     if fan:
         parts.append("Fan-out at the largest audience: " + "; ".join(
-            f"{s} {rs[-1]['round_trips']} round trips for {rs[-1]['size']:,} followers" for s, rs in sorted(fan.items())) + ".")
+            f"{s} {_n(rs[-1]['round_trips'], 'round trip')} for {rs[-1]['size']:,} followers"
+            for s, rs in sorted(fan.items())) + ".")
     return " ".join(parts) or "No rows."
+
+
+def peer_size(peer: dict) -> str:
+    sizes = {r["size"] for r in (peer or {}).get("ours", [])}
+    return f"{max(sizes):,}-comment" if sizes else "threaded"

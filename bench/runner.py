@@ -47,7 +47,7 @@ class Sizes:
     feed_activities_per_author: int = 3  # feed.read: recent activities of each followed author
 
 
-QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000)
+QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, repeats=1, post_repeats=3)
 FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000)
 TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, repeats=1,
              post_repeats=2, feed_activities_per_author=2)
@@ -198,6 +198,12 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     log(f"bench: {mode} mode on {info['machine']['engine']}, {info['machine']['cpus']} CPUs")
     passwords = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # bench users only; nothing here is a credential
     server = bool(settings.MONGODB_URI)
+    if server:
+        from cms_site import mongo
+
+        if settings.MONGODB_URI in mongo._clients:
+            bench.note("the MongoDB client was created before the bench registered its command listener, so this "
+                       "process cannot count round trips: run `python manage.py bench` in a fresh process")
     with override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()), \
             counting(counter, server=server, database=f"{bench._db_prefix}_0"), engine_speedups(server):
         for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
