@@ -13,6 +13,12 @@ managers are written to MongoDB's documented semantics only:
 - pymongo >= 4.11 passes a `sort` argument to the bulk operation builder for
   `UpdateOne`/`ReplaceOne`; mongomock 4.3 does not accept it. We accept it and
   refuse a non-empty sort, which mongomock could not honour.
+- mongomock has no indexes: every query scans the whole collection, and `$in` compares
+  each document with each listed value. Two speed-ups keep the embedded demo usable at
+  thousands of users (results are unchanged; every candidate still goes through
+  mongomock's own filter): a filter on one scalar `_id`, or on `_id: {$in: [...]}`, looks
+  the documents up directly (in `_id` order, as a server walking the `_id` index would
+  return them), and `$in` over plain ints/strings/ObjectIds tests membership in a set.
 """
 
 from __future__ import annotations
@@ -113,4 +119,81 @@ def _bridge_mongomock(mongomock) -> None:
 
     BulkOperationBuilder.add_update = add_update
     BulkOperationBuilder.add_replace = add_replace
+    _bridge_lookup_speed()
     _bridged = True
+
+
+_PLAIN_TYPES = (int, str)
+
+
+def _plain(value) -> bool:
+    from bson import ObjectId
+
+    return type(value) in _PLAIN_TYPES or type(value) is ObjectId
+
+
+class _InSet(list):
+    """A `$in` list of plain values, carrying its set (built once per query, not per document)."""
+
+    def __init__(self, values):
+        super().__init__(values)
+        self.values = frozenset(values)
+
+
+def _id_order(keys: set) -> list:
+    """Keys in `_id` index order, as a server scanning the `_id` index returns them."""
+    try:
+        return sorted(keys)
+    except TypeError:  # mixed types: order by BSON type bracket (numbers, strings, ObjectIds), then value
+        return sorted(keys, key=lambda k: (0 if type(k) is int else 1 if type(k) is str else 2, k))
+
+
+def _with_in_sets(spec):
+    """A copy of the filter whose large plain `$in` lists are `_InSet`s; the caller's filter is untouched."""
+    if isinstance(spec, dict):
+        out = {}
+        for key, value in spec.items():
+            if key == "$in" and isinstance(value, list | tuple) and len(value) > 8 and all(_plain(v) for v in value):
+                out[key] = _InSet(value)
+            else:
+                out[key] = _with_in_sets(value)
+        return out
+    if isinstance(spec, list) and not isinstance(spec, _InSet):
+        return [_with_in_sets(item) for item in spec]
+    return spec
+
+
+def _bridge_lookup_speed() -> None:
+    """Direct `_id` lookups and set-based `$in` (see the module docstring)."""
+    from mongomock import filtering
+    from mongomock.collection import Collection
+
+    original_iter = Collection._iter_documents
+
+    def _iter_documents(self, filter):
+        key = filter.get("_id") if isinstance(filter, dict) else None
+        if key is not None and _plain(key):
+            keys = [key]
+        elif isinstance(key, dict) and set(key) == {"$in"} and isinstance(key["$in"], list | tuple) \
+                and all(_plain(k) for k in key["$in"]):
+            keys = _id_order(set(key["$in"]))
+        else:
+            return original_iter(self, _with_in_sets(filter))
+        store = self._store
+        candidates = [store[k] for k in keys if k in store]
+        return (doc for doc in candidates if filtering.filter_applies(filter, doc))
+
+    Collection._iter_documents = _iter_documents
+
+    operators = filtering._filterer_inst._operator_map
+    original_in = operators["$in"]
+
+    def fast_in(doc_val, search_val):
+        if isinstance(search_val, _InSet):
+            items = doc_val if isinstance(doc_val, list | tuple) else (doc_val,)
+            if all(_plain(v) for v in items):
+                return any(v in search_val.values for v in items)
+        return original_in(doc_val, search_val)
+
+    operators["$in"] = fast_in
+    operators["$nin"] = lambda dv, sv: not fast_in(dv, sv)

@@ -1,6 +1,6 @@
 """Writes of the social app: follow, unfollow, and activities into feeds.
 
-Follow: the edge is written first (its unique (follower, followee) index makes a follow
+Follow: the edge is written first (its `_id` is the (follower, followee) pair, which makes a follow
 idempotent and race-safe: of two concurrent follows of the same pair exactly one
 inserts the edge and appends to the lists), then the followee's followers list and the
 follower's following list. If a list append fails, the edge and any list entry

@@ -2,7 +2,7 @@
 is a series of buckets of about `FEED_BUCKET_SIZE` (50) activities.
 
     counters  {_id: owner, activityCount: int}
-    buckets   {owner: int, sequence: int, activities: [{aid, type, author, ..., date}, ...]}
+    buckets   {_id: "<owner>:<sequence>", owner: int, sequence: int, activities: [{aid, type, author, ..., date}, ...]}
 
 Write, per batch of 1,000 followers (three round trips, never one per follower):
 `bulk_write` of `$inc: {activityCount: 1}` upserts on the counters, one `find` of those
@@ -45,7 +45,8 @@ class BucketedFanoutFeed(FeedManager):
     def indexes(cls):
         return {
             cls.buckets_name: [
-                IndexModel([("owner", 1), ("sequence", DESCENDING)], name="owner_sequence_unique", unique=True),
+                # `_id` ("<owner>:<sequence>") makes (owner, sequence) unique; this index serves the reads.
+                IndexModel([("owner", 1), ("sequence", DESCENDING)], name="owner_sequence"),
             ]
         }
 
@@ -62,15 +63,19 @@ class BucketedFanoutFeed(FeedManager):
             counters.bulk_write([UpdateOne({"_id": owner}, {"$inc": {"activityCount": 1}}, upsert=True) for owner in batch],
                                 ordered=False)
             counts = {d["_id"]: d["activityCount"] for d in counters.find({"_id": {"$in": batch}}, {"activityCount": 1})}
-            ops = [UpdateOne({"owner": owner, "sequence": (counts[owner] - 1) // size}, {"$push": {"activities": item}},
-                             upsert=True) for owner in batch if owner in counts]
+            ops = []
+            for owner in batch:
+                if owner in counts:
+                    sequence = (counts[owner] - 1) // size
+                    ops.append(UpdateOne({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence},
+                                         {"$push": {"activities": item}}, upsert=True))
             written += self._bulk(buckets, ops)
         return written
 
     @staticmethod
     def _bulk(collection, ops: list) -> int:
-        """Bulk upserts; two racing upserts of a new bucket can collide on the unique index:
-        the losers are retried once (the bucket exists by then)."""
+        """Bulk upserts; two racing upserts of a new bucket can collide on `_id`: the losers
+        are retried once (the bucket exists by then)."""
         try:
             result = collection.bulk_write(ops, ordered=False)
             return result.modified_count + result.upserted_count

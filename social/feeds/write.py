@@ -1,10 +1,10 @@
 """Fan-out on write (seed 001, "写时整合"): one copy of the activity per follower.
 
-    {_id: ObjectId, owner: int, aid: ObjectId (the log's id), type, author, ..., date}
+    {_id: "<owner>:<aid>", owner: int, aid: ObjectId (the log's id), type, author, ..., date}
 
 Write: one `insert_many` per 1,000 followers (never a round trip per follower);
-ordered=False, and the unique (owner, aid) index makes a retried fan-out harmless
-(duplicates are skipped). Read: 1 query on (owner, date, aid) desc, one shard when
+ordered=False, and the `_id` made of (owner, aid) makes a retried fan-out harmless
+(duplicates are skipped; equal `_id`s share the owner, hence the shard). Read: 1 query on (owner, date, aid) desc, one shard when
 sharded by owner. Fast reads, slow and storage-hungry writes for celebrities.
 Order: (date, aid) descending; the cursor holds the last item's (date, aid).
 """
@@ -34,7 +34,6 @@ class FanoutOnWriteFeed(FeedManager):
         return {
             cls.collection_name: [
                 IndexModel([("owner", 1), ("date", DESCENDING), ("aid", DESCENDING)], name="owner_date"),
-                IndexModel([("owner", 1), ("aid", 1)], name="owner_aid_unique", unique=True),
             ]
         }
 
@@ -47,7 +46,7 @@ class FanoutOnWriteFeed(FeedManager):
         aid = ObjectId(activity.id)
         written = 0
         for batch in self.batched(followers(), BATCH):
-            docs = [{"owner": owner, "aid": aid, **fields} for owner in batch]
+            docs = [{"_id": f"{owner}:{aid}", "owner": owner, "aid": aid, **fields} for owner in batch]
             try:
                 written += len(self.collection.insert_many(docs, ordered=False).inserted_ids)
             except BulkWriteError as exc:

@@ -1,10 +1,13 @@
 """Follow edges: one document per (follower, followee) pair, the source of truth.
 
-    {_id: ObjectId, follower: int, followee: int, since: datetime}
+    {_id: "<follower>:<followee>", follower: int, followee: int, since: datetime}
 
-Django user ids are ints. A unique index on (follower, followee) makes a follow
-idempotent even when two requests race: the second insert fails with a duplicate key
-and the caller learns the edge already existed. The paged followers/following lists
+Django user ids are ints. The `_id` is the pair itself, so MongoDB's `_id` uniqueness
+makes a follow idempotent even when two requests race: the second insert fails with a
+duplicate key and the caller learns the edge already existed. (On a cluster sharded by
+follower, equal `_id`s have the same follower, hence the same shard, so the guarantee
+holds there too; it needs no secondary unique index, which a sharded collection could
+only have if prefixed by the shard key.) The paged followers/following lists
 (`lists.FollowListManager`) are derived from these edges and can be rebuilt from them
 (`followers_of`/`following_of` return ids oldest first, the lists' order).
 """
@@ -39,7 +42,6 @@ class FollowEdgeManager(MongoManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("follower", ASCENDING), ("followee", ASCENDING)], name="follower_followee_unique", unique=True),
                 IndexModel([("followee", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="followee_since"),
                 IndexModel([("follower", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="follower_since"),
             ]
@@ -47,23 +49,29 @@ class FollowEdgeManager(MongoManager):
 
     @classmethod
     def shard_keys(cls):
-        # The unique index is prefixed by the shard key, as MongoDB requires.
         return {cls.collection_name: {"follower": 1}}
+
+    @staticmethod
+    def edge_id(follower: int, followee: int) -> str:
+        return f"{int(follower)}:{int(followee)}"
 
     def create(self, *, follower: int, followee: int) -> bool:
         """Insert the edge; False if it already existed (idempotent, race-safe)."""
         try:
-            self.collection.insert_one({"follower": follower, "followee": followee, "since": now_ms()})
+            self.collection.insert_one({"_id": self.edge_id(follower, followee), "follower": follower, "followee": followee,
+                                        "since": now_ms()})
         except DuplicateKeyError:
             return False
         return True
 
     def delete(self, *, follower: int, followee: int) -> bool:
         """Remove the edge; False if there was none."""
-        return self.collection.delete_one({"follower": follower, "followee": followee}).deleted_count == 1
+        query = {"_id": self.edge_id(follower, followee), "follower": follower}
+        return self.collection.delete_one(query).deleted_count == 1
 
     def exists(self, *, follower: int, followee: int) -> bool:
-        return self.read_db[self.collection_name].count_documents({"follower": follower, "followee": followee}, limit=1) == 1
+        query = {"_id": self.edge_id(follower, followee), "follower": follower}
+        return self.read_db[self.collection_name].count_documents(query, limit=1) == 1
 
     def insert_many(self, pairs: Iterable[tuple[int, int]], *, chunk: int = 1000) -> int:
         """Bulk path: insert (follower, followee) edges, skipping existing ones. Returns how many were new."""
@@ -85,7 +93,8 @@ class FollowEdgeManager(MongoManager):
 
         since = now_ms()
         for follower, followee in pairs:
-            batch.append({"follower": int(follower), "followee": int(followee), "since": since})
+            batch.append({"_id": self.edge_id(follower, followee), "follower": int(follower), "followee": int(followee),
+                          "since": since})
             if len(batch) >= chunk:
                 flush()
         flush()

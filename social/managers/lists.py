@@ -73,7 +73,8 @@ class FollowListManager(MongoManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("owner", ASCENDING), ("kind", ASCENDING), ("seq", ASCENDING)], name="owner_kind_seq", unique=True),
+                # `_id` ("<kind>:<owner>[:<seq>]") already makes (owner, kind, seq) unique.
+                IndexModel([("owner", ASCENDING), ("kind", ASCENDING), ("seq", ASCENDING)], name="owner_kind_seq"),
                 # Multikey: finds the document holding an id, for removal.
                 IndexModel([("owner", ASCENDING), ("kind", ASCENDING), ("ids", ASCENDING)], name="owner_kind_ids"),
             ]
@@ -235,15 +236,25 @@ class FollowListManager(MongoManager):
             ids.extend(reversed(stored[max(start, 0) : max(start + length, 0)]))
         return IdPage(ids, count)
 
+    def _documents(self, collection, *, owner: int, kind: str, batch: int | None = None):
+        """The list's documents (ids only): the head by `_id`, then its continuations in one
+        query by the `_id`s the head lists. 1 round trip, 2 with continuations."""
+        head = collection.find_one({"_id": self.head_id(owner, kind), "owner": owner}, {"ids": 1, "tbc": 1})
+        if head is None:
+            return
+        yield head
+        tbc = [t["_id"] for t in head.get("tbc", [])]
+        if tbc:
+            cursor = collection.find({"_id": {"$in": tbc}, "owner": owner}, {"ids": 1}).sort("seq", ASCENDING)
+            yield from (cursor.batch_size(batch) if batch else cursor)
+
     def all_ids(self, *, owner: int, kind: str) -> list[int]:
-        """Every id of the list (placement order), in one query: ceil(n / SOCIAL_IDS_PER_DOC) documents."""
-        docs = self.read_collection.find({"owner": owner, "kind": kind}, {"ids": 1, "seq": 1}).sort("seq", ASCENDING)
-        return [i for d in docs for i in d.get("ids", [])]
+        """Every id of the list (placement order): ceil(n / SOCIAL_IDS_PER_DOC) documents in 1-2 queries."""
+        return [i for d in self._documents(self.read_collection, owner=owner, kind=kind) for i in d.get("ids", [])]
 
     def iter_id_chunks(self, *, owner: int, kind: str) -> Iterator[list[int]]:
-        """The list one document at a time (for fan-out): one cursor, batches of documents."""
-        docs = self.collection.find({"owner": owner, "kind": kind}, {"ids": 1}).batch_size(100)
-        for doc in docs:
+        """The list one document at a time (for fan-out), from the primary, streamed in batches."""
+        for doc in self._documents(self.collection, owner=owner, kind=kind, batch=100):
             if doc.get("ids"):
                 yield doc["ids"]
 

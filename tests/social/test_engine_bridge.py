@@ -1,0 +1,56 @@
+"""The embedded engine's lookup speed-ups (cms_site/mongo.py) keep MongoDB's results.
+
+Added with the social graph, whose demo (thousands of users) needs direct `_id` lookups
+and set-based `$in` on mongomock. On a real server (MONGODB_URI) these run unchanged.
+"""
+
+import pytest
+from bson import ObjectId
+
+
+@pytest.fixture
+def coll(mongo_db):
+    c = mongo_db["bridge_check"]
+    c.insert_many([{"_id": i, "tag": f"t{i % 3}", "ids": [i, i + 100], "n": i} for i in range(30)])
+    c.insert_many([{"_id": f"s{i}", "tag": "str", "ids": [], "n": i} for i in range(5)])
+    c.insert_one({"_id": ObjectId(), "tag": "oid", "n": 1.0})
+    return c
+
+
+def ids(cursor):
+    return [d["_id"] for d in cursor]
+
+
+def test_id_equality_still_applies_the_rest_of_the_filter(coll):
+    assert ids(coll.find({"_id": 4})) == [4]
+    assert ids(coll.find({"_id": 4, "tag": "t1"})) == [4]
+    assert ids(coll.find({"_id": 4, "tag": "t0"})) == []
+    assert ids(coll.find({"_id": 999})) == []
+    assert ids(coll.find({"_id": "s2"})) == ["s2"]
+    assert coll.update_one({"_id": 5, "n": {"$lt": 5}}, {"$set": {"x": 1}}).matched_count == 0
+    assert coll.update_one({"_id": 5, "n": 5}, {"$set": {"x": 1}}).matched_count == 1
+
+
+def test_id_in_returns_every_match_once_in_id_order(coll):
+    wanted = [20, 3, 3, 999, "s1", 7, "s0"]
+    assert ids(coll.find({"_id": {"$in": wanted}})) == [3, 7, 20, "s0", "s1"]
+    assert ids(coll.find({"_id": {"$in": wanted}, "tag": "t1"})) == [7]
+    assert ids(coll.find({"_id": {"$in": []}})) == []
+
+
+def test_large_in_lists_match_like_a_scan(coll):
+    many = list(range(0, 200, 7))  # more than 8 values: the set path
+    assert sorted(ids(coll.find({"n": {"$in": many}})), key=str) == sorted([0, 7, 14, 21, 28, "s0"], key=str)
+    # Array fields match when any element is listed; $nin is the complement.
+    assert sorted(ids(coll.find({"ids": {"$in": list(range(120, 140))}}))) == list(range(20, 30))
+    nin = ids(coll.find({"tag": {"$nin": [f"t{i}" for i in range(12)]}}))
+    assert len(nin) == 6 and all(not isinstance(i, int) for i in nin)
+    # Floats take mongomock's own path: 1.0 matches 1 as on a server.
+    assert len(ids(coll.find({"n": {"$in": [1, *range(1000, 1010)]}}))) == 3
+
+
+def test_the_callers_filter_is_not_changed(coll):
+    query = {"n": {"$in": list(range(10))}, "$or": [{"tag": {"$in": [f"t{i}" for i in range(10)]}}]}
+    before = repr(query)
+    assert len(ids(coll.find(query))) == 10
+    assert repr(query) == before and type(query["n"]["$in"]) is list
