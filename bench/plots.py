@@ -1,6 +1,7 @@
 """PNG plots of a bench result (matplotlib, Agg backend; imported only when plots are asked for).
 
 - comments_depth.png   round trips and time against page depth, per strategy and order
+- comments_size.png    round trips and kB per page against discussion size (first and last page)
 - followers_depth.png  the same for the followers list (tbc)
 - fanout.png           feed.post round trips and time against follower count, per strategy
 - feed_read.png        feed.read round trips and time against people followed
@@ -54,7 +55,8 @@ def draw(result: dict, directory: str) -> dict[str, str]:
     engine = result["info"]["machine"]["engine"]
     out: dict[str, str] = {}
 
-    comments = _series(rows, "comments.page", lambda r: (r["strategy"], r.get("order", "")))
+    comments = _series([r for r in rows if not r.get("sweep")], "comments.page",
+                       lambda r: (r["strategy"], r.get("order", "")))
     if comments:
         fig, left, right = _two_panels(plt, f"comments.page: one page of {rows_size(comments)} comments ({engine})")
         for (strategy, order), rs in comments.items():
@@ -66,6 +68,22 @@ def draw(result: dict, directory: str) -> dict[str, str]:
         _axes(right, "page number", "ms per page (median)", log_x=True)
         left.legend(fontsize=8)
         out["comments_depth"] = _save(fig, directory, "comments_depth.png")
+        plt.close(fig)
+
+    sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")
+             and r["depth"] in (1, r.get("num_pages"))]
+    if any(r.get("sweep") for r in sized):
+        fig, left, right = _two_panels(plt, f"comments.page against discussion size, first and last page ({engine})")
+        for (strategy, last), rs in sorted(_series(sized, "comments.page",
+                                                   lambda r: (r["strategy"], r["depth"] != 1), x="size").items()):
+            style = dict(color=COLORS.get(strategy), marker="s" if last else "o", linestyle="--" if last else "-",
+                         label=f"{strategy}, {'last' if last else 'first'} page")
+            left.plot([r["size"] for r in rs], [r["round_trips"] for r in rs], **style)
+            right.plot([r["size"] for r in rs], [max(r.get("bytes_read", 0) / 1024, 0.1) for r in rs], **style)
+        _axes(left, "comments in the discussion", "MongoDB round trips per page", log_x=True, zero=True)
+        _axes(right, "comments in the discussion", "kB read per page", log_x=True, log_y=True)
+        left.legend(fontsize=8)
+        out["comments_size"] = _save(fig, directory, "comments_size.png")
         plt.close(fig)
 
     followers = _series(rows, "followers.page", lambda r: r["strategy"])

@@ -51,8 +51,9 @@ def _span(values) -> str:
 
 
 def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
-    """For each series of a paged case: round trips at every depth, and whether they are constant."""
+    """For each series of a paged case (the main size, not the sweep): round trips at every depth, constant or not."""
     verdicts = []
+    rows = [r for r in rows if not r.get("sweep")]
     for k, rs in sorted(_group(rows, case, key).items()):
         trips = [r["round_trips"] for r in rs]
         docs = [r["docs_read"] for r in rs]
@@ -152,6 +153,25 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
             + (f"; they vary for {', '.join(varying)}." if varying else ".") + " What does change is listed in the "
             "documents and kB columns: a strategy that reads more than the page shows it there.\n")
         add(_detail_table(rows, "comments.page", ["strategy", "order"]))
+    sweep = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")]
+    if any(r.get("sweep") for r in sweep):
+        add("\n### Against discussion size\n")
+        add(img("comments_size", "Round trips per comment page against discussion size"))
+        add("First and last page in each topic's own order, for discussions of growing size:\n")
+        add(_table(["strategy", "order", "comments", "page", "round trips", "documents", "kB read", "ms"],
+                   [[r["strategy"], r.get("order", ""), r["size"], r["depth"], _trips(r), r["docs_read"],
+                     r.get("bytes_read", 0) // 1024, r["ms"]]
+                    for r in sorted(sweep, key=lambda r: (r["strategy"], r["size"], r["depth"]))
+                    if r["depth"] in (1, r.get("num_pages"))]))
+        add("")
+        for strategy, rs in sorted(_group(sweep, "comments.page", lambda r: r["strategy"]).items()):
+            trips = sorted({r["round_trips"] for r in rs})
+            if len(trips) > 1:
+                low = min(rs, key=lambda r: r["round_trips"])
+                high = max(rs, key=lambda r: r["round_trips"])
+                add(f"**{strategy}**: {low['round_trips']} round trips per page at {low['size']:,} comments but "
+                    f"{high['round_trips']} at {high['size']:,}: the cost does not depend on the page, but it does "
+                    "on the size of the discussion.\n")
     posts = [r for r in rows if r["case"] == "comments.post"]
     if posts:
         add("\n### Posting a comment\n")
@@ -300,6 +320,15 @@ def findings(rows: list[dict]) -> list[str]:
                 out.append(f"{case} {name}: {_n(v['round_trips'], 'round trip')} at every depth "
                            f"(pages {v['depths'].replace('–', ' to ')}, {v['size']:,} items), "
                            f"{_n(v['docs'], 'document')}, {v['kb']} kB per page.")
+    sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")]
+    for strategy, rs in sorted(_group(sized, "comments.page", lambda r: r["strategy"]).items()):
+        by_size = {}
+        for r in rs:
+            by_size.setdefault(r["size"], set()).add(r["round_trips"])
+        if len({t for ts in by_size.values() for t in ts}) > 1:
+            out.append(f"comments.page {strategy}: round trips per page against discussion size: "
+                       + ", ".join(f"{_span(sorted(ts))} at {n:,}" for n, ts in sorted(by_size.items()))
+                       + " — constant in depth, not in size.")
     for strategy, rs in _group(rows, "comments.page", lambda r: r["strategy"]).items():
         big = max(rs, key=lambda r: r.get("bytes_read", 0))
         if big.get("docs_read", 0) and big.get("bytes_read", 0) > 1024 * 1024:

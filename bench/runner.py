@@ -45,12 +45,13 @@ class Sizes:
     repeats: int = 3
     post_repeats: int = 5
     feed_activities_per_author: int = 3  # feed.read: recent activities of each followed author
+    comment_sweep: tuple[int, ...] = (1_000, 10_000)  # smaller discussions: first and last page only
 
 
 QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, repeats=1, post_repeats=3)
-FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000)
+FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000, repeats=2)
 TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, repeats=1,
-             post_repeats=2, feed_activities_per_author=2)
+             post_repeats=2, feed_activities_per_author=2, comment_sweep=(30,))
 
 
 @dataclass

@@ -6,6 +6,9 @@ strategy's layout, then the selector `comment_page()` (what a page view and the 
 call) at page 1, a few deeper pages, the middle and the last page, in every order the
 strategy pages in among chronological and threaded. `depth` is the page number.
 
+Smaller discussions (`sizes.comment_sweep`) are measured at their first and last page
+too (rows with `"sweep": true`), to show round trips against discussion size.
+
 comments.post: the service `comment_create()` (what a POST costs: the strategy's
 write plus the credit flow and signal receivers), a top-level comment and a reply to
 a comment in the middle of the loaded discussion.
@@ -70,11 +73,31 @@ def run(bench) -> None:
         writers = people.users(50, "writer")
     authors = people.authors(writers)
     for storage in strategies():
+        for size in [n for n in bench.sizes.comment_sweep if n < bench.sizes.comments]:
+            with bench.fresh_db():
+                _sweep(bench, storage=storage, size=size, editor=editor, authors=authors)
         with bench.fresh_db():
             _page_and_post(bench, storage=storage, editor=editor, writers=writers, authors=authors)
     missing = sorted({"document", "embedded", "bucketed"} - set(strategies()))
     if missing:
         bench.note(f"comment strategies not available in this build: {', '.join(missing)}")
+
+
+def _sweep(bench, *, storage, size, editor, authors) -> None:
+    """A smaller discussion: first and last page in the topic's order (round trips against discussion size)."""
+    from comments.selectors import comment_page
+
+    sizes = bench.sizes
+    topic, comments = load_discussion(bench, storage=storage, size=size, editor=editor, authors=authors)
+    with bench.counter.paused():
+        bench.create_indexes()
+    num_pages = -(-len(comments) // sizes.page_size)
+    for depth in sorted({1, num_pages}):
+        request = PageRequest(page=depth, page_size=sizes.page_size)
+        m, page, varies = bench.measure(lambda r=request: comment_page(topic=topic, order=topic.comment_order, request=r))
+        assert page.count == len(comments)
+        bench.row("comments.page", storage, len(comments), depth, m, varies=varies, order=topic.comment_order,
+                  page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order, sweep=True)
 
 
 def _page_and_post(bench, *, storage, editor, writers, authors) -> None:
