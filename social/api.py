@@ -31,7 +31,8 @@ class UserProfileApi(APIView):
     @extend_schema(responses={200: ProfileSerializer}, tags=["social"])
     def get(self, request, username):
         user = services.user_by_username(username)
-        return Response(ProfileSerializer(selectors.profile_get(user=user, viewer=request.user)).data)
+        profile = selectors.profile_get(user=user, viewer=request.user, with_credits=True)
+        return Response(ProfileSerializer(profile).data)
 
 
 class FollowApi(APIView):

@@ -31,14 +31,21 @@ class Profile:
     followers_count: int
     following_count: int
     is_following: bool | None  # None when the viewer is anonymous or the user themself
+    credits: object = None  # comments.services.CreditSummary of this month, when asked for
 
 
-def profile_get(*, user, viewer=None) -> Profile:
+def profile_get(*, user, viewer=None, with_credits: bool = False) -> Profile:
     sizes = FollowListManager().sizes(owner=user.pk)
     is_following = None
     if viewer is not None and viewer.is_authenticated and viewer.pk != user.pk:
         is_following = FollowEdgeManager().exists(follower=viewer.pk, followee=user.pk)
-    return Profile(user=user, followers_count=sizes[FOLLOWERS], following_count=sizes[FOLLOWING], is_following=is_following)
+    credits = None
+    if with_credits:
+        from comments.services import credit_summary
+
+        credits = credit_summary(user=user)
+    return Profile(user=user, followers_count=sizes[FOLLOWERS], following_count=sizes[FOLLOWING], is_following=is_following,
+                   credits=credits)
 
 
 def _people_page(*, user, kind: str, request: PageRequest) -> Page:

@@ -7,6 +7,17 @@ class PersonSerializer(serializers.Serializer):
     username = serializers.CharField(read_only=True)
 
 
+class CreditsSerializer(serializers.Serializer):
+    month = serializers.DateField(help_text="First day of the month counted.")
+    posts = serializers.IntegerField()
+    replies = serializers.IntegerField()
+    likes_received = serializers.IntegerField()
+    post_points = serializers.IntegerField()
+    reply_points = serializers.IntegerField()
+    like_points = serializers.IntegerField()
+    total = serializers.IntegerField()
+
+
 class ProfileSerializer(serializers.Serializer):
     username = serializers.CharField(source="user.username")
     date_joined = serializers.DateTimeField(source="user.date_joined")
@@ -14,6 +25,7 @@ class ProfileSerializer(serializers.Serializer):
     following_count = serializers.IntegerField()
     is_following = serializers.BooleanField(allow_null=True, help_text="Whether you follow this user; null when "
                                             "anonymous or yourself.")
+    credits = CreditsSerializer(help_text="This month's comment credits (seed 004's credit flows).")
     profile_url = serializers.SerializerMethodField()
 
     def get_profile_url(self, obj) -> str:

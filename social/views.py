@@ -26,7 +26,7 @@ def profile(request, username):
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("social-profile", username=user.username)
-    context = {"profile": selectors.profile_get(user=user, viewer=request.user), "recent": recent,
+    context = {"profile": selectors.profile_get(user=user, viewer=request.user, with_credits=True), "recent": recent,
                "older": request.GET.get("cursor") is not None}
     return render(request, "social/profile.html", context)
 

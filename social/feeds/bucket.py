@@ -62,7 +62,8 @@ class BucketedFanoutFeed(FeedManager):
         for batch in self.batched(followers(), BATCH):
             counters.bulk_write([UpdateOne({"_id": owner}, {"$inc": {"activityCount": 1}}, upsert=True) for owner in batch],
                                 ordered=False)
-            counts = {d["_id"]: d["activityCount"] for d in counters.find({"_id": {"$in": batch}}, {"activityCount": 1})}
+            found = counters.find({"_id": {"$in": batch}}, {"activityCount": 1}).batch_size(len(batch))  # one reply
+            counts = {d["_id"]: d["activityCount"] for d in found}
             ops = []
             for owner in batch:
                 if owner in counts:

@@ -14,8 +14,11 @@ def test_profile_follow_unfollow(api_client, make_user):
     _alice, bob = make_user("alice"), make_user("bob")
     r = api_client.get("/api/users/alice/")
     assert r.status_code == 200
-    assert r.json() | {"date_joined": None} == {"username": "alice", "followers_count": 0, "following_count": 0,
-                                                 "is_following": None, "profile_url": "/u/alice/", "date_joined": None}
+    body = r.json()
+    assert body["credits"]["total"] == 0 and body["credits"]["posts"] == 0
+    assert body | {"date_joined": None, "credits": None} == {
+        "username": "alice", "followers_count": 0, "following_count": 0, "is_following": None, "profile_url": "/u/alice/",
+        "date_joined": None, "credits": None}
     assert api_client.post("/api/users/alice/follow/").status_code in (401, 403)
     assert api_client.delete("/api/users/alice/follow/").status_code in (401, 403)
     api_client.force_authenticate(bob)

@@ -1,0 +1,101 @@
+"""Round trips per operation, counted with the benchmark's model (bench/counting.py).
+
+A page of followers costs the same at page 1 and at the last page; fan-out on write
+costs one bulk round trip per 1,000 followers, never one per follower; feed pages cost
+the same at any depth.
+"""
+
+import pytest
+from django.conf import settings
+
+from bench.counting import OpCounter, counting
+from cms_site.paging import PageRequest
+from social import selectors, services
+from social.feeds.base import PUBLISH, Activity
+from social.managers import FOLLOWERS, FollowListManager
+from social.managers.edges import now_ms
+
+pytestmark = [pytest.mark.django_db,
+              pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the mongomock wrappers")]
+
+
+@pytest.fixture
+def counter(mongo_db):
+    c = OpCounter()
+    with counting(c, server=False, database=mongo_db.name):
+        yield c
+
+
+def activity(author, n=0):
+    return Activity(id="", type=PUBLISH, actor_id=author.pk, actor=author.username, date=now_ms(), url=f"/t/t{n}/",
+                    topic_slug=f"t{n}", topic_title=f"T{n}")
+
+
+def test_followers_page_costs_two_round_trips_at_any_depth(settings, counter, make_user):
+    settings.SOCIAL_IDS_PER_DOC = 10
+    star = make_user("star")
+    fans = [make_user() for _ in range(45)]
+    with counter.paused():
+        FollowListManager().replace(kind=FOLLOWERS, lists={star.pk: [f.pk for f in fans]})
+        services.follow_delete(follower=fans[20], followee=star)  # a hole in the middle
+    costs = {}
+    for page in (1, 2, 5, 8, 15):
+        with counter.measure() as m:
+            result = selectors.followers_page(user=star, request=PageRequest(page=page, page_size=3))
+        costs[page] = m.round_trips
+        assert result.count == 44 and len(result.items) == (2 if page == 15 else 3)
+    assert set(costs.values()) == {2}, costs
+
+
+def test_unfollow_and_follow_costs_do_not_grow_with_the_list(settings, counter, make_user):
+    settings.SOCIAL_IDS_PER_DOC = 10
+    settings.FEED_STRATEGY = "read"
+    star, a, b = make_user("star"), make_user(), make_user()
+    with counter.paused():
+        FollowListManager().replace(kind=FOLLOWERS, lists={star.pk: list(range(10_000, 10_095))})
+    with counter.measure() as follow:
+        services.follow_create(follower=a, followee=star)  # the last document has room
+    with counter.measure() as unfollow:
+        services.follow_delete(follower=a, followee=star)
+    # edge 1; followers: head, push into the last continuation, head mirror 3; following: head, insert 2;
+    # activity: log insert 1; fan-out on read delivers nothing more.
+    assert follow.round_trips == 7
+    assert unfollow.round_trips == 5  # edge, then for each list: pull + head update
+    with counter.measure() as again:
+        services.follow_create(follower=b, followee=star)
+    assert again.round_trips == 7
+
+
+@pytest.mark.parametrize("strategy, per_batch", [("write", 1), ("bucket", 3)])
+def test_fan_out_on_write_is_batched(settings, counter, make_user, strategy, per_batch):
+    settings.FEED_STRATEGY = strategy
+    author = make_user("author")
+    with counter.paused():
+        FollowListManager().replace(kind=FOLLOWERS, lists={author.pk: list(range(50_000, 52_500))})
+    with counter.measure() as m:
+        services.activity_record(activity=activity(author))
+    # log insert, list head, continuations (one query), then per batch of 1,000 followers.
+    assert m.round_trips == 3 + 3 * per_batch
+
+
+@pytest.mark.parametrize("strategy, expected", [("read", 2), ("write", 1), ("bucket", 1)])
+def test_feed_pages_cost_the_same_at_any_depth(settings, counter, make_user, strategy, expected):
+    settings.FEED_STRATEGY = strategy
+    settings.FEED_BUCKET_SIZE = 5
+    fan = make_user("fan")
+    authors = [make_user() for _ in range(4)]
+    with counter.paused():
+        for author in authors:
+            services.follow_create(follower=fan, followee=author)
+        for n in range(40):
+            services.activity_record(activity=activity(authors[n % 4], n))
+    cursor, costs, seen = None, [], 0
+    while True:
+        with counter.measure() as m:
+            page = selectors.feed_page(user=fan, cursor=cursor, limit=4)
+        costs.append(m.round_trips)
+        seen += len(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert seen == 40 and set(costs) == {expected}, costs

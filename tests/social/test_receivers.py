@@ -1,0 +1,30 @@
+"""Other apps' signals become activities in followers' feeds (social/receivers.py)."""
+
+import pytest
+
+from social import selectors, services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("strategy", ["read", "write", "bucket"])
+def test_topics_and_comments_reach_followers_feeds(settings, make_user, editor, make_topic, strategy,
+                                                   django_capture_on_commit_callbacks):
+    from comments.services import comment_create
+
+    settings.FEED_STRATEGY = strategy
+    fan, writer = make_user("fan"), make_user("writer")
+    services.follow_create(follower=fan, followee=editor)
+    services.follow_create(follower=fan, followee=writer)
+    with django_capture_on_commit_callbacks(execute=True):
+        topic = make_topic("document", title="News")
+    comment = comment_create(topic=topic, author=writer, text="First!")
+    reply = comment_create(topic=topic, author=writer, text="And a reply", parent=comment.id)
+    items = selectors.feed_page(user=fan, limit=10).items
+    assert [(a.type, a.actor) for a in items] == [("comment", "writer"), ("comment", "writer"), ("publish", "editor")]
+    assert items[0].url == f"/t/{topic.slug}/c/{reply.id}/" and items[0].excerpt == "And a reply"
+    assert items[1].comment_id == comment.id and items[1].topic_title == "News"
+    assert items[2].url == f"/t/{topic.slug}/" and items[2].topic_slug == topic.slug
+    # The writer's profile shows their own activity, and the API their credits.
+    assert [a.type for a in selectors.activity_by_user(user=writer).items] == ["comment", "comment"]
+    assert selectors.profile_get(user=writer, with_credits=True).credits.posts == 1
