@@ -1,5 +1,6 @@
 """The follow graph: edges, tbc continuation documents, holes, counts and paging."""
 
+import io
 import threading
 
 import pytest
@@ -206,3 +207,22 @@ def test_random_follow_sequences_match_a_model(django_user_model, ops, page_size
         assert selectors.profile_get(user=u).followers_count == len(followers)
         assert selectors.profile_get(user=u).following_count == len(following)
         assert_bounded(u.pk, FOLLOWING)
+
+
+def test_rebuild_command_repairs_lists_from_the_edges(make_user):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    star, a, b = make_user("star"), make_user("a"), make_user("b")
+    services.follow_create(follower=a, followee=star)
+    services.follow_create(follower=b, followee=star)
+    # Simulate a crash after b's edge was written but before its list entries were.
+    FollowListManager().remove(owner=star.pk, kind=FOLLOWERS, member=b.pk)
+    FollowListManager().remove(owner=b.pk, kind=FOLLOWING, member=star.pk)
+    assert walk(star.pk, FOLLOWERS, 5) == ([a.pk], 1)
+    call_command("social_rebuild_lists", "star", "b", stdout=io.StringIO())
+    assert walk(star.pk, FOLLOWERS, 5) == ([b.pk, a.pk], 2)
+    assert walk(b.pk, FOLLOWING, 5) == ([star.pk], 1)
+    assert_bounded(star.pk, FOLLOWERS)
+    with pytest.raises(CommandError):
+        call_command("social_rebuild_lists", "nobody")
