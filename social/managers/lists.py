@@ -187,12 +187,6 @@ class FollowListManager(MongoManager):
 
     # --- reads ----------------------------------------------------------------
 
-    def counts(self, *, owners: list[int], kind: str) -> dict[int, int]:
-        """{owner: list size}, one query for any number of owners (heads only, no ids)."""
-        heads = self.read_collection.find({"_id": {"$in": [self.head_id(o, kind) for o in owners]}}, {"owner": 1, "count": 1})
-        found = {h["owner"]: max(0, h.get("count", 0)) for h in heads}
-        return {o: found.get(o, 0) for o in owners}
-
     def sizes(self, *, owner: int) -> dict[str, int]:
         """{"followers": n, "following": m} of one user: both heads in one query, without their ids."""
         heads = self.read_collection.find({"_id": {"$in": [self.head_id(owner, k) for k in KINDS]}, "owner": owner},
