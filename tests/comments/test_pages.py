@@ -126,8 +126,8 @@ def test_anonymous_post_goes_to_login_and_stores_nothing(client, topic):
 
 
 def test_comment_text_is_escaped(client, topic, alice):
-    services.comment_create(topic=topic, author=alice, text='<script>alert("x")</script> & <b>bold</b>')
-    for url in (f"/t/{topic.slug}/",):
+    comment = services.comment_create(topic=topic, author=alice, text='<script>alert("x")</script> & <b>bold</b>')
+    for url in (f"/t/{topic.slug}/", f"/t/{topic.slug}/c/{comment.id}/"):
         html = client.get(url).content.decode()
         assert "<script>alert" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;" in html
 
