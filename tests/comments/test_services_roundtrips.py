@@ -102,11 +102,11 @@ def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user):
         assert ours(counter) == ["credit_user_flows"]  # one bulk_write: the day and month flows
         reply = trips(counter, lambda: services.comment_create(topic=topic, author=author, text="re", parent=comment.id))
         assert ours(counter) == ["credit_user_flows"]
-        like = trips(counter, lambda: services.comment_like(topic=topic, comment_id=comment.id, user=fan))
+        like = trips(counter, lambda fan=fan: services.comment_like(topic=topic, comment_id=comment.id, user=fan))
         assert ours(counter) == ["comment_likes", "credit_comment_flows"]
-        again = trips(counter, lambda: services.comment_like(topic=topic, comment_id=comment.id, user=fan))
+        again = trips(counter, lambda fan=fan: services.comment_like(topic=topic, comment_id=comment.id, user=fan))
         assert ours(counter) == ["comment_likes"]  # the edge exists: nothing else is written
-        unlike = trips(counter, lambda: services.comment_unlike(topic=topic, comment_id=comment.id, user=fan))
+        unlike = trips(counter, lambda fan=fan: services.comment_unlike(topic=topic, comment_id=comment.id, user=fan))
         assert ours(counter) == ["comment_likes"]
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
         services.comment_unlike(topic=topic, comment_id=comment.id, user=fan)
