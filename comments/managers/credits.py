@@ -17,7 +17,8 @@ document together, `$inc` so concurrent events never lose a count): one round tr
 The flows hold raw counts only. Points, and the caps on them, are business rules that
 services derive from the counts when reading (`comments.services.credit_summary`), so a
 cap holds under concurrency without any read-modify-write here. Both collections are
-keyed by user first, so a user's flows stay on one shard (hashed `user_id`, as the seed).
+keyed by user first, so a user's flows of a period stay on one shard (shard key
+(user_id, period, ts), the prefix of both unique keys).
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ class CreditFlowManager(MongoManager):
 
     @classmethod
     def shard_keys(cls):
-        return {cls.user_flows: {"user_id": "hashed"}, cls.comment_flows: {"user_id": "hashed"}}
+        # Ranged on the unique keys' prefix: a hashed key (the seed's Uin_hashed) would
+        # forbid the unique indexes that make the upserts safe.
+        key = {"user_id": 1, "period": 1, "ts": 1}
+        return {cls.user_flows: dict(key), cls.comment_flows: dict(key)}
 
     # --- writes: one bulk_write per event -------------------------------------------
 

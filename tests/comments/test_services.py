@@ -2,6 +2,9 @@
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from cms_site.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
 from cms_site.paging import PageRequest
@@ -266,3 +269,18 @@ def test_like_rules(topic, make_user, editor):
     with pytest.raises(InvalidInput):
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
     assert selectors.comment_get(topic=topic, comment_id=comment.id, viewer=editor).likes == 0
+
+
+@hypothesis_settings(max_examples=20)
+@given(text=st.text(min_size=1, max_size=60))
+def test_any_text_is_stored_stripped_or_refused_when_blank(make_topic, make_user, text):
+    # Each example posts to a new topic, so examples never see each other's comments.
+    topic = make_topic("document", "threaded", title="Hypothesis")
+    user = make_user()
+    if not text.strip():
+        with pytest.raises(InvalidInput):
+            services.comment_create(topic=topic, author=user, text=text)
+        assert stored_count(topic) == 0
+        return
+    comment = services.comment_create(topic=topic, author=user, text=text)
+    assert selectors.comment_get(topic=topic, comment_id=comment.id).text == text.strip()
