@@ -26,3 +26,22 @@ def test_every_declared_index_has_a_name():
         assert collection
         for model in models:
             assert model.document["name"]
+
+
+def test_unique_indexes_are_prefixed_by_the_shard_key():
+    # MongoDB refuses shardCollection when a unique index does not start with the shard
+    # key (hashed keys allow no unique index but _id): every declaration must agree.
+    from cms_site.managers import declared_shard_keys
+
+    shard_keys = declared_shard_keys()
+    for collection, models in declared_indexes().items():
+        key = shard_keys.get(collection)
+        if key is None:
+            continue
+        for model in models:
+            spec = model.document
+            if not spec.get("unique"):
+                continue
+            assert "hashed" not in key.values(), f"{collection}.{spec['name']} is unique on a hashed-sharded collection"
+            prefix = list(spec["key"].keys())[: len(key)]
+            assert prefix == list(key), f"{collection}.{spec['name']} {dict(spec['key'])} does not start with {key}"
