@@ -170,6 +170,6 @@ def _axes(ax, xlabel, ylabel, *, log_x=False, log_y=False, zero=False):
     if log_y:
         ax.set_yscale("log")
     if zero:
-        ax.set_ylim(bottom=0, top=max(4, ax.get_ylim()[1] * 1.15))
+        ax.set_ylim(bottom=0, top=max(4, ax.get_ylim()[1] * 1.7))  # room for the legend above the lines
         ax.yaxis.get_major_locator().set_params(integer=True)
     ax.grid(alpha=0.3)

@@ -66,6 +66,7 @@ def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
 def write(result: dict, plots: dict[str, str], path: str) -> None:
     info, rows, notes = result["info"], result["rows"], result.get("notes", [])
     machine = info["machine"]
+    sizes = info["sizes"]
     engine_key = "server" if machine["engine"].startswith("mongodb") else "mongomock"
     docs_dir = os.path.dirname(os.path.abspath(path))
 
@@ -74,7 +75,6 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
             return ""
         return f"![{alt}]({os.path.relpath(plots[name], docs_dir)})\n"
 
-    sizes = info["sizes"]
     out: list[str] = []
     add = out.append
     add("# Benchmarks\n")
@@ -87,6 +87,10 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         ["mode", info["mode"]],
         ["started", info["started"]],
         ["duration", f"{info['seconds']:,} s"],
+        ["sizes", f"comments {sizes['comments']:,} (also {sweep_sizes(sizes)}), "
+                  f"followers {sizes['followers']:,}, fan-out up to {sizes['feed_followers']:,}, "
+                  f"peer discussion {sizes['peer_comments']:,}, page size {sizes['page_size']}, "
+                  f"{sizes['repeats']} timed repetition(s) per read"],
         ["MongoDB engine", machine["engine"]],
         ["CPU", f"{machine['cpu']} ({machine['cpus']} logical CPUs)"],
         ["Python", machine["python"]],
@@ -284,6 +288,10 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         fh.write("\n".join(out))
 
 
+def sweep_sizes(sizes: dict) -> str:
+    return ", ".join(f"{n:,}" for n in sizes.get("comment_sweep", ()) if n < sizes["comments"]) or "none"
+
+
 def _trips(r: dict) -> str:
     if r.get("varies") and r.get("round_trips_min") is not None and r["round_trips_min"] != r["round_trips"]:
         return f"{r['round_trips_min']}–{r['round_trips']}"
@@ -335,11 +343,11 @@ def findings(rows: list[dict]) -> list[str]:
             out.append(f"comments.page {strategy}: a page reads {big['bytes_read'] / 1048576:,.1f} MiB "
                        f"({big.get('order', '')} order, {big['size']:,} comments): the whole discussion travels for "
                        "one page of 20, in a constant number of round trips.")
-        docs = {r["docs_read"] for r in rs}
-        page_size = rs[0].get("page_size", 20)
-        if max(docs) > 2 * page_size + 2:
-            out.append(f"comments.page {strategy}: {max(docs):,} documents read per page at {rs[0]['size']:,} comments "
-                       f"(page size {page_size}): the per-page directory read grows with the discussion.")
+        most = max(rs, key=lambda r: r["docs_read"])
+        page_size = most.get("page_size", 20)
+        if most["docs_read"] > 2 * page_size + 2:
+            out.append(f"comments.page {strategy}: {most['docs_read']:,} documents read per page at {most['size']:,} "
+                       f"comments (page size {page_size}): the per-page directory read grows with the discussion.")
     for strategy, rs in _group(rows, "feed.read", lambda r: r["strategy"]).items():
         trips = {r["round_trips"] for r in rs}
         out.append(f"feed.read {strategy}: {_n(_span(sorted(trips)), 'round trip')} per page for readers following "
