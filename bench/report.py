@@ -300,9 +300,10 @@ def _trips(r: dict) -> str:
 
 def _detail_table(rows, case, key_fields) -> str:
     sel = [r for r in rows if r["case"] == case]
-    headers = [*key_fields, "page", "round trips", "documents", "kB read", "ms"]
-    body = [[*(r.get(f, "") for f in key_fields), r["depth"], _trips(r), r["docs_read"], r.get("bytes_read", 0) // 1024,
-             r["ms"]] for r in sorted(sel, key=lambda r: (*(str(r.get(f, "")) for f in key_fields), r["depth"]))]
+    headers = [*key_fields, "size", "page", "round trips", "documents", "kB read", "ms"]
+    body = [[*(r.get(f, "") for f in key_fields), r["size"], r["depth"], _trips(r), r["docs_read"],
+             r.get("bytes_read", 0) // 1024, r["ms"]]
+            for r in sorted(sel, key=lambda r: (*(str(r.get(f, "")) for f in key_fields), r["size"], r["depth"]))]
     return "<details><summary>every row</summary>\n\n" + _table(headers, body) + "\n\n</details>\n"
 
 
