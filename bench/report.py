@@ -99,7 +99,8 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
     add("")
     add(ENGINE_NOTE[engine_key] + "\n")
     add("Reproduce: `make bench` (full sizes, rewrites this page and its plots), `make bench-quick` "
-        "(small sizes, prints rows), or `python manage.py bench --quick --json out.json`. "
+        "(small sizes, prints rows), or `python manage.py bench --quick --json out.json` (with `SECRET_KEY` or `DEBUG=1` "
+        "in the environment, as for any management command). "
         "With `MONGODB_URI` set the same cases run against that server.\n")
 
     add("## What was loaded, and how\n")
