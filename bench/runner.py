@@ -205,8 +205,9 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
         if settings.MONGODB_URI in mongo._clients:
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "
                        "process cannot count round trips: run `python manage.py bench` in a fresh process")
-    with override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()), \
-            counting(counter, server=server, database=f"{bench._db_prefix}_0"), engine_speedups(server):
+    # The counting goes in first: on a server its listener must be registered before any client exists.
+    with counting(counter, server=server, database=f"{bench._db_prefix}_0"), engine_speedups(server), \
+            override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()):
         for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
             if group in groups:
                 t0 = time.perf_counter()
