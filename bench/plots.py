@@ -137,9 +137,14 @@ def draw(result: dict, directory: str) -> dict[str, str]:
         for i, strategy in enumerate(strategies):
             xs = [d + (i - (len(strategies) - 1) / 2) * width for d in range(len(depths))]
             ms = [by.get((strategy, d), {}).get("ms", 0) for d in depths]
+            engine = [min(by.get((strategy, d), {}).get("engine_ms", 0), m) for d, m in zip(depths, ms, strict=True)]
             ops = [_queries(by.get((strategy, d), {})) for d in depths]
             label = "django-comments-xtd" if strategy == "xtd" else strategy
-            left.bar(xs, ms, width, color=COLORS.get(strategy), label=label)
+            outside = [m - e for m, e in zip(ms, engine, strict=True)]
+            left.bar(xs, outside, width, color=COLORS.get(strategy), label=label)
+            if any(engine):
+                left.bar(xs, engine, width, bottom=outside, color=COLORS.get(strategy), alpha=0.35, hatch="//",
+                         label=f"{label}: inside the MongoDB engine")
             right.bar(xs, ops, width, color=COLORS.get(strategy), label=label)
         for ax, ylabel in ((left, "ms per page (median, test client)"), (right, "database operations per page")):
             ax.set_xticks(range(len(depths)))
@@ -147,7 +152,8 @@ def draw(result: dict, directory: str) -> dict[str, str]:
             ax.set_ylabel(ylabel)
             ax.grid(axis="y", alpha=0.3)
         right.set_title("ours: MongoDB round trips + SQL queries; xtd: SQL queries", fontsize=9)
-        left.legend(fontsize=8)
+        left.set_ylim(top=left.get_ylim()[1] * 1.45)
+        left.legend(fontsize=7, ncol=2, loc="upper left")
         out["peer"] = _save(fig, directory, "peer.png")
         plt.close(fig)
     return out
