@@ -97,7 +97,8 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         ["platform", machine["platform"]],
     ]))
     add("")
-    add(ENGINE_NOTE[engine_key] + "\n")
+    add(ENGINE_NOTE[engine_key] + " Times are medians of a few repetitions and vary from run to run (by tens of "
+        "percent on a shared machine); round trips and documents do not.\n")
     add("Reproduce: `make bench` (full sizes, rewrites this page and its plots), `make bench-quick` "
         "(small sizes, prints rows), or `python manage.py bench --quick --json out.json` (with `SECRET_KEY` or `DEBUG=1` "
         "in the environment, as for any management command). "
