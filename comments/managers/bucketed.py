@@ -16,10 +16,11 @@ Invariants:
   `num_buckets` just before it moved still pushes into the full bucket.
 - Only chronological display: buckets in `bucket` order, then array order. Replies are
   stored (parent, path, depth) but the threaded display order is not offered.
-- A page costs two round trips however deep: the `{bucket, count}` of every bucket
-  (no comments travel), then one aggregation returning, from exactly the buckets that
-  hold [skip, skip + limit), only the needed slice of each (`bucket_slices()` is the
-  seed's cross-bucket skip/limit arithmetic as a pure function).
+- A page costs two round trips however deep and however large the discussion: the
+  (bucket, count) pairs of every bucket, grouped on the server into one document (no
+  comment travels), then one aggregation returning, from exactly the buckets that hold
+  [skip, skip + limit), only the needed slice of each (`bucket_slices()` is the seed's
+  cross-bucket skip/limit arithmetic as a pure function).
 """
 
 from __future__ import annotations
@@ -156,10 +157,19 @@ class BucketedCommentManager(CommentManager):
     # --- reads -------------------------------------------------------------------
 
     def bucket_counts(self, discussion_id: int, *, read: bool = True) -> list[tuple[int, int]]:
-        """[(bucket, count)] in bucket order: one query, no comment travels."""
+        """[(bucket, count)] in bucket order, in ONE document whatever the discussion's size.
+
+        A plain find would return one small document per bucket, and past the first batch
+        (101 documents: ~10,000 comments) the driver pays a getMore per batch. Grouping on
+        the server keeps it one round trip and one document (about 20 bytes per bucket,
+        far below 16 MB even at millions of comments); no comment travels.
+        """
         db = self.read_db if read else self.db
-        cursor = db[self.buckets_name].find({"discussion_id": discussion_id}, {"_id": 0, "bucket": 1, "count": 1})
-        return [(doc["bucket"], doc["count"]) for doc in cursor.sort("bucket", ASCENDING)]
+        result = list(db[self.buckets_name].aggregate([
+            {"$match": {"discussion_id": discussion_id}},
+            {"$group": {"_id": None, "buckets": {"$push": {"b": "$bucket", "c": "$count"}}}},
+        ]))
+        return sorted((pair["b"], pair["c"]) for pair in result[0]["buckets"]) if result else []
 
     def count(self, *, discussion_id):
         result = list(self.read_db[self.buckets_name].aggregate([

@@ -1,6 +1,7 @@
 """What only the bucketed strategy does: the cross-bucket slice arithmetic, bucket growth and its race."""
 
 import pytest
+from django.conf import settings as django_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -158,3 +159,23 @@ def test_drop_discussion_removes_buckets_and_record(mongo_db, settings):
     assert mongo_db.comment_buckets.count_documents({"discussion_id": d}) == 0
     assert mongo_db.comment_bucket_discussions.find_one({"_id": d}) is None
     assert manager.get(discussion_id=other, comment_id=kept.id) == kept
+
+
+@pytest.mark.skipif(bool(django_settings.MONGODB_URI), reason="counts with the benchmark's mongomock wrappers")
+def test_a_page_costs_two_round_trips_past_the_first_cursor_batch(settings, mongo_db):
+    # 250 buckets: more bucket documents than a cursor's first batch (101), so reading
+    # the counts bucket by bucket would cost a getMore; grouped, it stays one round trip.
+    from bench.counting import OpCounter, counting
+
+    settings.COMMENTS_BUCKET_SIZE = 1
+    manager = BucketedCommentManager()
+    d = 4242
+    for n in range(250):
+        manager.post(discussion_id=d, author=Author(id=1, name="bob"), text=f"c{n}")
+    counter = OpCounter()
+    with counting(counter, server=False, database=mongo_db.name):
+        for page in (1, 7, 13):
+            with counter.measure() as m:
+                result = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=page, page_size=20))
+            assert [c.text for c in result.items] == [f"c{n}" for n in range((page - 1) * 20, min(page * 20, 250))]
+            assert (m.round_trips, m.docs_read) == (2, 1 + len(result.items)), (page, m.round_trips, m.docs_read)
