@@ -122,9 +122,10 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         "into SQLite).")
     add("- Django rows go to a throw-away test database, MongoDB data to `bench_*` databases dropped at the end.")
     if engine_key == "mongomock":
-        add("- On mongomock, the run replaces mongomock's whole-collection scans for unique-index checks and for "
-            "filters that pin `_id` or every field of a unique index by hash lookups that return the same documents "
-            "(`bench/fastmock.py`); without them a 200,000-follower fan-out is quadratic on mongomock.")
+        add("- On mongomock, the embedded engine answers unique-index checks and filters that pin `_id` or every "
+            "field of a unique index by hash lookups that return the same documents, as a server's indexes would "
+            "(`cms_site/mongo_lookups.py`, part of the connection module); without them a 200,000-follower fan-out "
+            "is quadratic on mongomock.")
     for note in notes:
         add(f"- Note from the run: {note}")
     add("")

@@ -167,18 +167,6 @@ def machine() -> dict:
 CASE_GROUPS = ("comments", "social", "feeds", "peer")
 
 
-@contextmanager
-def engine_speedups(server: bool):
-    """On mongomock, hash lookups instead of whole-collection scans (bench/fastmock.py)."""
-    if server:
-        yield
-        return
-    from bench.fastmock import faster_mongomock
-
-    with faster_mongomock():
-        yield
-
-
 def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | None = None, plots_dir: str | None = None,
         docs_path: str | None = None, only: tuple[str, ...] | None = None, log: Callable[[str], None] = print,
         own_database: bool = True) -> dict:
@@ -206,7 +194,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "
                        "process cannot count round trips: run `python manage.py bench` in a fresh process")
     # The counting goes in first: on a server its listener must be registered before any client exists.
-    with counting(counter, server=server, database=f"{bench._db_prefix}_0"), engine_speedups(server), \
+    with counting(counter, server=server, database=f"{bench._db_prefix}_0"), \
             override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()):
         for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
             if group in groups:

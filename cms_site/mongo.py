@@ -13,12 +13,12 @@ managers are written to MongoDB's documented semantics only:
 - pymongo >= 4.11 passes a `sort` argument to the bulk operation builder for
   `UpdateOne`/`ReplaceOne`; mongomock 4.3 does not accept it. We accept it and
   refuse a non-empty sort, which mongomock could not honour.
-- mongomock has no indexes: every query scans the whole collection, and `$in` compares
-  each document with each listed value. Two speed-ups keep the embedded demo usable at
-  thousands of users (results are unchanged; every candidate still goes through
-  mongomock's own filter): a filter on one scalar `_id`, or on `_id: {$in: [...]}`, looks
-  the documents up directly (in `_id` order, as a server walking the `_id` index would
-  return them), and `$in` over plain ints/strings/ObjectIds tests membership in a set.
+- mongomock has no indexes: every query scans the whole collection. Two speed-ups keep
+  the embedded engine usable at thousands of users and followers, without changing any
+  result (every candidate still goes through mongomock's own filter):
+  `cms_site/mongo_lookups.py` answers filters that pin `_id` or a unique index, and
+  unique-index checks, by hash lookups; `$in` over plain ints, strings or ObjectIds
+  tests membership in a set built once per query instead of a list per document.
 """
 
 from __future__ import annotations
@@ -119,7 +119,10 @@ def _bridge_mongomock(mongomock) -> None:
 
     BulkOperationBuilder.add_update = add_update
     BulkOperationBuilder.add_replace = add_replace
-    _bridge_lookup_speed()
+    _bridge_in_sets()
+    from cms_site import mongo_lookups
+
+    mongo_lookups.install()  # on top of the set-based $in: mongo_lookups.scanning() keeps it
     _bridged = True
 
 
@@ -140,14 +143,6 @@ class _InSet(list):
         self.values = frozenset(values)
 
 
-def _id_order(keys: set) -> list:
-    """Keys in `_id` index order, as a server scanning the `_id` index returns them."""
-    try:
-        return sorted(keys)
-    except TypeError:  # mixed types: order by BSON type bracket (numbers, strings, ObjectIds), then value
-        return sorted(keys, key=lambda k: (0 if type(k) is int else 1 if type(k) is str else 2, k))
-
-
 def _with_in_sets(spec):
     """A copy of the filter whose large plain `$in` lists are `_InSet`s; the caller's filter is untouched."""
     if isinstance(spec, dict):
@@ -163,25 +158,15 @@ def _with_in_sets(spec):
     return spec
 
 
-def _bridge_lookup_speed() -> None:
-    """Direct `_id` lookups and set-based `$in` (see the module docstring)."""
+def _bridge_in_sets() -> None:
+    """Set-based `$in`/`$nin` for large lists of plain values (see the module docstring)."""
     from mongomock import filtering
     from mongomock.collection import Collection
 
     original_iter = Collection._iter_documents
 
     def _iter_documents(self, filter):
-        key = filter.get("_id") if isinstance(filter, dict) else None
-        if key is not None and _plain(key):
-            keys = [key]
-        elif isinstance(key, dict) and set(key) == {"$in"} and isinstance(key["$in"], list | tuple) \
-                and all(_plain(k) for k in key["$in"]):
-            keys = _id_order(set(key["$in"]))
-        else:
-            return original_iter(self, _with_in_sets(filter))
-        store = self._store
-        candidates = [store[k] for k in keys if k in store]
-        return (doc for doc in candidates if filtering.filter_applies(filter, doc))
+        return original_iter(self, _with_in_sets(filter))
 
     Collection._iter_documents = _iter_documents
 

@@ -1,4 +1,4 @@
-"""The embedded engine's lookup speed-ups (cms_site/mongo.py) keep MongoDB's results.
+"""The embedded engine's lookup speed-ups (cms_site/mongo.py, cms_site/mongo_lookups.py) keep MongoDB's results.
 
 Added with the social graph, whose demo (thousands of users) needs direct `_id` lookups
 and set-based `$in` on mongomock. On a real server (MONGODB_URI) these run unchanged.
@@ -31,9 +31,11 @@ def test_id_equality_still_applies_the_rest_of_the_filter(coll):
     assert coll.update_one({"_id": 5, "n": 5}, {"$set": {"x": 1}}).matched_count == 1
 
 
-def test_id_in_returns_every_match_once_in_id_order(coll):
+def test_id_in_returns_every_match_once(coll):
+    # MongoDB promises no order without a sort; what must hold is each match exactly once.
     wanted = [20, 3, 3, 999, "s1", 7, "s0"]
-    assert ids(coll.find({"_id": {"$in": wanted}})) == [3, 7, 20, "s0", "s1"]
+    found = ids(coll.find({"_id": {"$in": wanted}}))
+    assert len(found) == 5 and set(found) == {3, 7, 20, "s0", "s1"}
     assert ids(coll.find({"_id": {"$in": wanted}, "tag": "t1"})) == [7]
     assert ids(coll.find({"_id": {"$in": []}})) == []
 

@@ -1,11 +1,11 @@
-"""Hash lookups for mongomock during a bench run: same results, without whole-collection scans.
+"""Hash lookups for the embedded engine: mongomock's answers without whole-collection scans.
 
-mongomock finds documents by scanning: every update filter, and every unique-index
-check on insert, walks the whole collection. That makes a fan-out to 200,000
-followers quadratic on mongomock, though it is a sequence of index lookups on a
-server. While a bench run is active (never in the product or the test suite) this
-module gives mongomock what a server has, hash lookups, without changing what any
-query returns:
+Part of the connection module (installed by `cms_site.mongo` when it creates the
+embedded client; never used against a real server). mongomock finds documents by
+scanning: every update filter, and every unique-index check on insert, walks the whole
+collection, which makes a fan-out to thousands of followers quadratic where a server
+does index lookups. This gives mongomock what a server has, hash lookups, without
+changing what any query returns:
 
 - Unique indexes (not sparse, not partial) get a map {key values: {_id, ...}}, built
   by one scan when first needed and extended by every write that passes through
@@ -76,8 +76,14 @@ class _KeyMap:
             self.ids[key].add(internal_id)
 
 
-def install():
-    """Patch mongomock's Collection; returns a function that restores it."""
+_restore = None
+
+
+def install() -> None:
+    """Patch mongomock's Collection (idempotent)."""
+    global _restore
+    if _restore is not None:
+        return
     from mongomock import collection as mcoll
     from mongomock import helpers
     from mongomock.filtering import filter_applies
@@ -90,7 +96,7 @@ def install():
     def maps(collection) -> tuple[list[_KeyMap], bool]:
         """The key maps of the collection's fast unique indexes; and whether every unique index is fast."""
         store = collection._store
-        cache = store.__dict__.setdefault("_bench_key_maps", {})
+        cache = store.__dict__.setdefault("_lookup_key_maps", {})
         documents = store._documents
         found, all_fast = [], True
         for name, index in list(store.indexes.items()):
@@ -177,17 +183,28 @@ def install():
     Collection._iter_documents = _iter_documents
     Collection._ensure_uniques = _ensure_uniques
 
-    def uninstall():
+    def restore():
         Collection._iter_documents = original_iter
         Collection._ensure_uniques = original_uniques
 
-    return uninstall
+    _restore = restore
+
+
+def uninstall() -> None:
+    """Give mongomock back its own scans."""
+    global _restore
+    if _restore is not None:
+        _restore()
+        _restore = None
 
 
 @contextmanager
-def faster_mongomock():
-    uninstall = install()
+def scanning():
+    """mongomock's own whole-collection scans for the duration (tests compare answers)."""
+    was_installed = _restore is not None
+    uninstall()
     try:
         yield
     finally:
-        uninstall()
+        if was_installed:
+            install()
