@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
-COLORS = {"document": "#1f77b4", "embedded": "#ff7f0e", "bucketed": "#2ca02c", "tbc": "#9467bd",
+COLORS = {"document": "#1f77b4", "embedded": "#ff7f0e", "embedded/flat": "#ffbb78", "bucketed": "#2ca02c", "tbc": "#9467bd",
           "read": "#1f77b4", "write": "#ff7f0e", "bucket": "#2ca02c", "xtd": "#d62728"}
 MARKERS = {"chronological": "o", "threaded": "s"}
 

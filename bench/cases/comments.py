@@ -2,7 +2,9 @@
 
 comments.page: one discussion of `sizes.comments` comments per strategy (a threaded
 shape: replies to recent comments, down to the depth bound), bulk-loaded in the
-strategy's layout, then the selector `comment_page()` (what a page view and the API
+strategy's layout (the embedded strategy twice: a threaded topic's nested document,
+and a chronological topic's flat array, labelled "embedded/flat", whose chronological
+page is the seed's single `$slice`), then the selector `comment_page()` (what a page view and the API
 call) at page 1, a few deeper pages, the middle and the last page, in every order the
 strategy pages in among chronological and threaded. `depth` is the page number.
 
@@ -45,11 +47,18 @@ def topic_order(storage: str) -> str:
     return THREADED if THREADED in manager_for(storage).orders else CHRONOLOGICAL
 
 
-def load_discussion(bench, *, storage: str, size: int, editor, authors, title: str | None = None):
+def layouts(storage: str) -> list[tuple[str, str]]:
+    """(row label, topic order) for each document layout a strategy has."""
+    if storage == "embedded":
+        return [("embedded", THREADED), ("embedded/flat", CHRONOLOGICAL)]
+    return [(storage, topic_order(storage))]
+
+
+def load_discussion(bench, *, storage: str, size: int, editor, authors, title: str | None = None, order: str | None = None):
     """A topic of `storage` holding a bulk-loaded threaded discussion; (topic, comments in posting order)."""
     from comments.managers import manager_for
 
-    order = topic_order(storage)
+    order = order or topic_order(storage)
     topic = people.topic(author=editor, storage=storage, order=order, title=title)
     comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
                                   id_length=loaders.ID_LENGTH.get(storage, 8))
@@ -78,8 +87,10 @@ def run(bench) -> None:
         for size in [n for n in bench.sizes.comment_sweep if n < bench.sizes.comments]:
             with bench.fresh_db():
                 _sweep(bench, storage=storage, size=size, editor=editor, authors=authors)
-        with bench.fresh_db():
-            _page_and_post(bench, storage=storage, editor=editor, writers=writers, authors=authors)
+        for label, order in layouts(storage):
+            with bench.fresh_db():
+                _page_and_post(bench, storage=storage, editor=editor, writers=writers, authors=authors, label=label,
+                               order=order)
     missing = sorted({"document", "embedded", "bucketed"} - set(strategies()))
     if missing:
         bench.note(f"comment strategies not available in this build: {', '.join(missing)}")
@@ -102,14 +113,15 @@ def _sweep(bench, *, storage, size, editor, authors) -> None:
                   page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order, sweep=True)
 
 
-def _page_and_post(bench, *, storage, editor, writers, authors) -> None:
+def _page_and_post(bench, *, storage, editor, writers, authors, label, order) -> None:
     from comments.managers import manager_for
     from comments.selectors import comment_page
     from comments.services import comment_create
 
     sizes = bench.sizes
     try:
-        topic, comments = load_discussion(bench, storage=storage, size=sizes.comments, editor=editor, authors=authors)
+        topic, comments = load_discussion(bench, storage=storage, size=sizes.comments, editor=editor, authors=authors,
+                                          order=order)
     except LookupError as exc:
         bench.note(str(exc))
         return
@@ -118,17 +130,17 @@ def _page_and_post(bench, *, storage, editor, writers, authors) -> None:
     size = len(comments)
     num_pages = -(-size // sizes.page_size)
     orders = [o for o in PAGE_ORDERS if o in manager_for(storage).orders]
-    for order in orders:
+    for page_order in orders:
         for depth in page_depths(num_pages):
             request = PageRequest(page=depth, page_size=sizes.page_size)
-            m, page, varies = bench.measure(lambda r=request, o=order: comment_page(topic=topic, order=o, request=r))
-            assert page.count == size and len(page.items) == min(sizes.page_size, size - request.skip), (storage, order, depth)
-            bench.row("comments.page", storage, size, depth, m, varies=varies, order=order, page_size=sizes.page_size,
+            m, page, varies = bench.measure(lambda r=request, o=page_order: comment_page(topic=topic, order=o, request=r))
+            assert page.count == size and len(page.items) == min(sizes.page_size, size - request.skip), (label, page_order, depth)
+            bench.row("comments.page", label, size, depth, m, varies=varies, order=page_order, page_size=sizes.page_size,
                       num_pages=num_pages, topic_order=topic.comment_order)
     middle = comments[len(comments) // 2]
     writer = writers[0]
     for kind, parent in (("top-level", None), ("reply", middle.id)):
         m, posted, varies = bench.measure(lambda p=parent: comment_create(topic=topic, author=writer, text="A new comment.",
                                                                           parent=p), repeats=sizes.post_repeats)
-        bench.row("comments.post", storage, size, posted.depth, m, varies=varies, kind=kind, layer="service",
+        bench.row("comments.post", label, size, posted.depth, m, varies=varies, kind=kind, layer="service",
                   topic_order=topic.comment_order)
