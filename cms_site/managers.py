@@ -23,12 +23,26 @@ _registry: list[type[MongoManager]] = []
 
 
 class MongoManager:
-    """Holds a database handle; subclasses declare what they need of the server."""
+    """Holds a database handle; subclasses declare what they need of the server.
+
+    A manager of one collection names it in `collection_name` and reaches it through
+    `collection` (primary) and `read_collection` (reads that may be stale).
+    """
+
+    collection_name: str = ""
 
     def __init__(self, db: Database | None = None, *, read_db: Database | None = None):
         self.db = db if db is not None else get_db()
         # Reads that may be stale (listing pages) go through read_db.
         self.read_db = read_db if read_db is not None else (db if db is not None else get_db(stale_ok=True))
+
+    @property
+    def collection(self):
+        return self.db[self.collection_name]
+
+    @property
+    def read_collection(self):
+        return self.read_db[self.collection_name]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -53,14 +53,6 @@ class DocumentCommentManager(CommentManager):
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
-    @property
-    def read_collection(self):
-        return self.read_db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {cls.collection_name: [

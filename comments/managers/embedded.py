@@ -76,14 +76,6 @@ class EmbeddedCommentManager(CommentManager):
     orders = (CHRONOLOGICAL, THREADED)
     collection_name = "comment_discussions"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
-    @property
-    def read_collection(self):
-        return self.read_db[self.collection_name]
-
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.

@@ -31,10 +31,6 @@ class LikeChange:
 class CommentLikeManager(MongoManager):
     collection_name = "comment_likes"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {

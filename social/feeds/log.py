@@ -25,10 +25,6 @@ NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]
 class ActivityLogManager(MongoManager):
     collection_name = "social_activities"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {

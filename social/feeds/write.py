@@ -25,10 +25,6 @@ class FanoutOnWriteFeed(FeedManager):
     name = "write"
     collection_name = "social_feed_items"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {

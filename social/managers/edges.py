@@ -34,10 +34,6 @@ def now_ms() -> datetime:
 class FollowEdgeManager(MongoManager):
     collection_name = "social_follow_edges"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {

@@ -61,14 +61,6 @@ class IdPage:
 class FollowListManager(MongoManager):
     collection_name = "social_follow_lists"
 
-    @property
-    def collection(self):
-        return self.db[self.collection_name]
-
-    @property
-    def read_collection(self):
-        return self.read_db[self.collection_name]
-
     @classmethod
     def indexes(cls):
         return {
