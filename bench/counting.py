@@ -217,11 +217,15 @@ class _CursorState:
 
 
 def install_mongomock_counting(counter: OpCounter):
-    """Wrap mongomock's Collection and cursors; returns a function that restores them."""
-    from mongomock import collection as mcoll
-    from mongomock import command_cursor as mcmd
+    """Wrap the embedded engine's Collection and cursors; returns a function that restores them.
 
-    Collection, Cursor, CommandCursor = mcoll.Collection, mcoll.Cursor, mcmd.CommandCursor
+    The classes come from the engine `cms_site.mongo.get_db()` hands out (only the
+    connection module knows which engine that is), not from importing it here.
+    """
+    from cms_site.mongo import get_db
+
+    probe = get_db()["bench_counting_probe"]  # never written: no collection is created
+    Collection, Cursor, CommandCursor = type(probe), type(probe.find()), type(probe.aggregate([]))
     saved = []
 
     def patch(cls, name, make):
