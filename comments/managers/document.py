@@ -31,8 +31,8 @@ from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, VISIBLE, Author, Comment, CommentManager
-from comments.managers.fields import check_order, like_update, new_comment
+from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Comment, CommentManager
+from comments.managers.fields import check_order, from_element, like_update, new_comment, to_element
 
 HOT_PINNED = 1 << 40  # the pinned flag, above any realistic like count
 _ID_ATTEMPTS = 8
@@ -70,42 +70,20 @@ class DocumentCommentManager(CommentManager):
 
     # --- documents ---------------------------------------------------------------
 
-    @staticmethod
-    def _to_document(comment: Comment) -> dict:
-        return {
-            "discussion_id": comment.discussion_id,
-            "cid": comment.id,
-            "slug": comment.path,
-            "full_slug": comment.sort_key,
-            "parent_id": comment.parent,
-            "depth": comment.depth,
-            "posted": comment.posted,
-            "author": {"id": comment.author.id, "name": comment.author.name},
-            "text": comment.text,
-            "status": comment.status,
-            "pinned": comment.pinned,
-            "likes": comment.likes,
-            "latest_likers": list(comment.latest_likers),
-            "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-        }
+    # The seed's field names for what the array strategies call id, path, sort_key, parent.
+    _SEED_NAMES = {"id": "cid", "path": "slug", "sort_key": "full_slug", "parent": "parent_id"}
 
-    @staticmethod
-    def _from_document(doc: dict) -> Comment:
-        return Comment(
-            id=doc["cid"],
-            discussion_id=doc["discussion_id"],
-            parent=doc.get("parent_id"),
-            path=doc["slug"],
-            depth=doc["depth"],
-            sort_key=doc["full_slug"],
-            author=Author(id=doc["author"]["id"], name=doc["author"]["name"]),
-            text=doc["text"],
-            posted=doc["posted"],
-            status=doc.get("status", VISIBLE),
-            pinned=bool(doc.get("pinned", False)),
-            likes=int(doc.get("likes", 0)),
-            latest_likers=list(doc.get("latest_likers", [])),
-        )
+    @classmethod
+    def _to_document(cls, comment: Comment) -> dict:
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items()}
+        doc["discussion_id"] = comment.discussion_id
+        doc["hot"] = Int64(hot_score(pinned=comment.pinned, likes=comment.likes))
+        return doc
+
+    @classmethod
+    def _from_document(cls, doc: dict) -> Comment:
+        element = {key: doc.get(seed, doc.get(key)) for key, seed in cls._SEED_NAMES.items()}
+        return from_element({**doc, **element}, doc["discussion_id"])
 
     # --- writes ------------------------------------------------------------------
 
