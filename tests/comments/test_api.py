@@ -4,31 +4,15 @@
 import pytest
 
 from comments import services
-from comments.managers import manager_for
+from tests.comments.support import stored
 
 pytestmark = pytest.mark.django_db
 
-LAYOUTS = [("document", "threaded"), ("document", "chronological"), ("embedded", "threaded"),
-           ("embedded", "chronological"), ("bucketed", "chronological")]
 COMMENT_FIELDS = {"id", "parent", "path", "depth", "author", "text", "posted", "status", "pinned", "likes", "latest_likers"}
-
-
-@pytest.fixture(params=LAYOUTS, ids=[f"{s}-{o}" for s, o in LAYOUTS])
-def topic(request, make_topic):
-    return make_topic(*request.param)
-
-
-@pytest.fixture
-def alice(make_user):
-    return make_user("alice")
 
 
 def url(topic, *parts):
     return "/".join([f"/api/topics/{topic.slug}/comments", *parts]) + "/"
-
-
-def stored(topic):
-    return manager_for(topic.comment_storage).count(discussion_id=topic.discussion_id)
 
 
 def test_post_list_detail_thread(api_client, topic, alice):

@@ -7,25 +7,9 @@ from django.test import Client
 
 from comments import services
 from comments.managers import manager_for
+from tests.comments.support import stored
 
 pytestmark = pytest.mark.django_db
-
-LAYOUTS = [("document", "threaded"), ("document", "chronological"), ("embedded", "threaded"),
-           ("embedded", "chronological"), ("bucketed", "chronological")]
-
-
-@pytest.fixture(params=LAYOUTS, ids=[f"{s}-{o}" for s, o in LAYOUTS])
-def topic(request, make_topic):
-    return make_topic(*request.param)
-
-
-@pytest.fixture
-def alice(make_user):
-    return make_user("alice")
-
-
-def stored(topic):
-    return manager_for(topic.comment_storage).count(discussion_id=topic.discussion_id)
 
 
 def csrf_client(user=None) -> Client:

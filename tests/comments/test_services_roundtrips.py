@@ -9,9 +9,6 @@ from comments import selectors, services
 
 pytestmark = pytest.mark.django_db
 
-LAYOUTS = [("document", "threaded"), ("document", "chronological"), ("embedded", "threaded"),
-           ("embedded", "chronological"), ("bucketed", "chronological")]
-
 
 class CountingDB:
     """Forwards to a Database; each collection method call is logged as (collection, method)."""
@@ -53,11 +50,6 @@ def counter(mongo_db, monkeypatch):
     counting = CountingDB(mongo_db)
     monkeypatch.setattr("cms_site.managers.get_db", lambda stale_ok=False: counting)
     return counting
-
-
-@pytest.fixture(params=LAYOUTS, ids=[f"{s}-{o}" for s, o in LAYOUTS])
-def topic(request, make_topic):
-    return make_topic(*request.param)
 
 
 def trips(counter, fn):
