@@ -1,0 +1,164 @@
+"""Markdown for comments and topic bodies: one renderer (markdown-it-py), one sanitiser (nh3).
+
+`render_markdown(text, profile=...)` turns Markdown source into safe HTML. It is called
+ONCE, when the text is written (a comment posted or edited, a topic saved); the result is
+stored beside the source (`html`) and pages print it as is. Rendering 20 comments from
+scratch on every view would cost a few milliseconds per page; reading the stored `html` costs
+nothing beyond the bytes (figures in docs/comments.md).
+
+Invariants (tests/cms_site/test_markdown.py):
+- raw HTML in the source is never passed through: markdown-it escapes it (`html=False`)
+  and nh3 then keeps only an allow-list of tags and attributes, so no `<script>`, no event
+  handler, no `style`, and only http(s)/mailto links (no `javascript:` or `data:` URL);
+- the "comment" profile allows paragraphs, emphasis, strikethrough, inline code and code
+  blocks, quotes, lists, line breaks and links; no images and no headings (a heading is
+  shown as text). The "topic" profile (editors) adds headings, images, rules and tables;
+- every link of a comment carries `rel="nofollow ugc"` (user-generated content);
+- bare URLs and `www.` hosts become links (linkify); `@username` becomes a link to
+  `/u/<username>/` when the name exists (the `known` callable says which do), never inside
+  code or an existing link;
+- output is deterministic for a given input, so storing it is safe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+COMMENT = "comment"
+TOPIC = "topic"
+
+# A mention: "@" not preceded by a word character, "@", "/" or "." (so e-mail addresses
+# and URLs are left alone), then a Django username ([\w.@+-], without "@" here).
+MENTION = re.compile(r"(?<![\w@/.])@([A-Za-z0-9_](?:[A-Za-z0-9_.+-]{0,148}[A-Za-z0-9_])?)")
+
+_COMMENT_TAGS = {"p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a"}
+_TOPIC_TAGS = _COMMENT_TAGS | {"h1", "h2", "h3", "h4", "h5", "h6", "img", "hr", "table", "thead", "tbody", "tr", "th",
+                               "td"}
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "ol": {"start"},
+    "img": {"src", "alt", "title"},
+    "th": {"style"},
+    "td": {"style"},
+}
+_SCHEMES = {"http", "https", "mailto"}
+_RELS = {COMMENT: "nofollow ugc", TOPIC: "noopener"}
+
+
+def mentioned_usernames(text: str) -> list[str]:
+    """The distinct `@names` of a Markdown source, in order of appearance (code spans included:
+    callers that notify should resolve them against real users first)."""
+    seen: dict[str, None] = {}
+    for match in MENTION.finditer(text or ""):
+        seen.setdefault(match.group(1), None)
+    return list(seen)
+
+
+def _mention_rule(known: Callable[[Iterable[str]], set[str]] | None):
+    """A core rule that turns `@name` inside plain text tokens (not code, not links) into links."""
+
+    def rule(state) -> None:
+        candidates: set[str] = set()
+        for block in state.tokens:
+            if block.type == "inline" and block.children:
+                for token in block.children:
+                    if token.type == "text" and "@" in token.content:
+                        candidates.update(m.group(1) for m in MENTION.finditer(token.content))
+        if not candidates:
+            return
+        existing = set(known(candidates)) if known is not None else candidates
+        if not existing:
+            return
+        for block in state.tokens:
+            if block.type != "inline" or not block.children:
+                continue
+            children: list[Token] = []
+            in_link = 0
+            for token in block.children:
+                if token.type == "link_open":
+                    in_link += 1
+                elif token.type == "link_close":
+                    in_link -= 1
+                if token.type != "text" or in_link or "@" not in token.content:
+                    children.append(token)
+                    continue
+                children.extend(_split_mentions(token, existing, state))
+            block.children = children
+
+    return rule
+
+
+def _split_mentions(token: Token, existing: set[str], state) -> list[Token]:
+    out: list[Token] = []
+    text, last = token.content, 0
+    for match in MENTION.finditer(text):
+        name = match.group(1)
+        if name not in existing:
+            continue
+        if match.start() > last:
+            out.append(_text(text[last:match.start()], token.level))
+        link = Token("link_open", "a", 1)
+        link.attrs = {"href": f"/u/{name}/", "class": "mention"}
+        link.level = token.level
+        out.extend([link, _text(f"@{name}", token.level + 1), Token("link_close", "a", -1)])
+        last = match.end()
+    if last < len(text):
+        out.append(_text(text[last:], token.level))
+    return out or [token]
+
+
+def _text(content: str, level: int) -> Token:
+    token = Token("text", "", 0)
+    token.content = content
+    token.level = level
+    return token
+
+
+def _parser(profile: str, known) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False, "breaks": True})
+    md.enable(["linkify", "strikethrough"])
+    if profile == TOPIC:
+        md.enable("table")
+    else:
+        md.disable(["image", "heading", "lheading"])
+    md.core.ruler.push("mentions", _mention_rule(known))
+    return md
+
+
+@lru_cache(maxsize=4)
+def _static_parser(profile: str) -> MarkdownIt:
+    return _parser(profile, None)
+
+
+def sanitise(html: str, *, profile: str = COMMENT) -> str:
+    """Keep only the allow-listed tags and attributes of `profile`; links get its `rel`."""
+    tags = _TOPIC_TAGS if profile == TOPIC else _COMMENT_TAGS
+    attributes = {tag: attrs for tag, attrs in _ATTRIBUTES.items() if tag in tags}
+    return nh3.clean(html, tags=tags, attributes=attributes, url_schemes=_SCHEMES, link_rel=_RELS[profile],
+                     allowed_classes={"a": {"mention"}, "code": {f"language-{lang}" for lang in _LANGUAGES}},
+                     filter_style_properties={"text-align"}, strip_comments=True)
+
+
+# Code-fence languages whose class survives sanitising (for a future highlighter; harmless now).
+_LANGUAGES = ("python", "js", "javascript", "json", "bash", "sh", "sql", "html", "css", "text")
+
+
+def render_markdown(text: str, *, profile: str = COMMENT,
+                    known_usernames: Callable[[Iterable[str]], set[str]] | None = None) -> str:
+    """Markdown `text` as sanitised HTML for `profile` ("comment" or "topic").
+
+    `known_usernames(names) -> set` filters `@names` down to existing users (one query);
+    without it every well-formed `@name` is linked.
+    """
+    if profile not in _RELS:
+        raise ValueError(f"unknown Markdown profile {profile!r}")
+    if not text:
+        return ""
+    md = _parser(profile, known_usernames) if known_usernames is not None else _static_parser(profile)
+    return sanitise(md.render(text), profile=profile).strip()

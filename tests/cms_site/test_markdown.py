@@ -1,0 +1,77 @@
+"""The one Markdown renderer + sanitiser (cms_site/markdown.py), for comments and topics."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cms_site.markdown import COMMENT, TOPIC, mentioned_usernames, render_markdown
+
+
+def test_basic_markdown_renders():
+    html = render_markdown("Hello *you* and **all**\n\n> quoted\n\n- one\n- two\n\n`code` ~~gone~~")
+    assert "<em>you</em>" in html and "<strong>all</strong>" in html
+    assert "<blockquote>" in html and "<li>one</li>" in html
+    assert "<code>code</code>" in html and "<s>gone</s>" in html
+
+
+def test_links_are_nofollow_ugc_and_bare_urls_are_linked():
+    html = render_markdown("see https://example.com/a?b=1 and [docs](https://docs.example.org)")
+    assert '<a href="https://example.com/a?b=1" rel="nofollow ugc">https://example.com/a?b=1</a>' in html
+    assert '<a href="https://docs.example.org" rel="nofollow ugc">docs</a>' in html
+
+
+@pytest.mark.parametrize("source", [
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(1)>",
+    "[x](javascript:alert(1))",
+    "[x](JAVASCRIPT:alert(1))",
+    "[x](data:text/html;base64,PHNjcmlwdD4=)",
+    '<a href="http://e" onclick="alert(1)">x</a>',
+    "<iframe src=http://evil></iframe>",
+    '<div style="position:fixed">x</div>',
+])
+def test_raw_html_and_dangerous_urls_never_pass(source):
+    import re
+    for profile in (COMMENT, TOPIC):
+        html = render_markdown(source, profile=profile)
+        tags = re.findall(r"<[a-zA-Z][^>]*>", html)  # real tags; raw HTML in the source is escaped text
+        assert all(re.match(r"<(p|a|br)[ >]", tag) for tag in tags), tags
+        for tag in tags:
+            assert not re.search(r"\s(on\w+|style)\s*=", tag), tag
+            assert 'href="javascript' not in tag.lower() and 'href="data' not in tag.lower(), tag
+
+
+def test_no_images_or_headings_in_comments_but_in_topics():
+    comment = render_markdown("# Title\n\n![alt](https://example.com/a.png)")
+    assert "<img" not in comment and "<h1" not in comment
+    topic = render_markdown("# Title\n\n![alt](https://example.com/a.png)", profile=TOPIC)
+    assert '<img src="https://example.com/a.png" alt="alt">' in topic and "<h1>Title</h1>" in topic
+
+
+def test_mentions_link_known_users_only_and_not_in_code_or_links_or_emails():
+    known = {"alice", "bob.smith"}
+    html = render_markdown("hi @alice and @bob.smith. and @nobody, `@alice` [@alice](https://x.org) me@alice.org",
+                           known_usernames=lambda names: known & set(names))
+    assert '<a href="/u/alice/" class="mention" rel="nofollow ugc">@alice</a>' in html
+    assert '<a href="/u/bob.smith/" class="mention" rel="nofollow ugc">@bob.smith</a>.' in html
+    assert "@nobody" in html and "/u/nobody/" not in html
+    assert "<code>@alice</code>" in html
+    assert html.count("/u/alice/") == 1
+    assert mentioned_usernames("@a @b @a x@c") == ["a", "b"]
+
+
+def test_empty_and_unknown_profile():
+    assert render_markdown("") == ""
+    with pytest.raises(ValueError):
+        render_markdown("x", profile="wiki")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("<>\"'=:/&;()[]!*_`@ ajvscriptonerhf\n")), max_size=80))
+def test_property_no_tag_outside_the_allow_list(source):
+    import re
+    html = render_markdown(source)
+    tags = set(re.findall(r"<\s*/?\s*([a-zA-Z0-9]+)", html))
+    assert tags <= {"p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a"}
+    assert not re.search(r"\son\w+\s*=", html)
+    assert 'href="javascript' not in html.lower()
