@@ -19,6 +19,9 @@ managers are written to MongoDB's documented semantics only:
   `cms_site/mongo_lookups.py` answers filters that pin `_id` or a unique index, and
   unique-index checks, by hash lookups; `$in` over plain ints, strings or ObjectIds
   tests membership in a set built once per query instead of a list per document.
+- mongomock keeps none of the server rules `cms_site/mongo_strict.py` enforces: every
+  operation atomic with respect to other threads, 16 MiB documents, `$slice`-only
+  projections, conflicting update paths.
 """
 
 from __future__ import annotations
@@ -120,8 +123,9 @@ def _bridge_mongomock(mongomock) -> None:
     BulkOperationBuilder.add_update = add_update
     BulkOperationBuilder.add_replace = add_replace
     _bridge_in_sets()
-    from cms_site import mongo_lookups
+    from cms_site import mongo_lookups, mongo_strict
 
+    mongo_strict.install()  # server rules: thread atomicity, 16 MiB, projections, update paths
     mongo_lookups.install()  # on top of the set-based $in: mongo_lookups.scanning() keeps it
     _bridged = True
 

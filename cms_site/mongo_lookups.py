@@ -91,7 +91,10 @@ def install() -> None:
 
     Collection = mcoll.Collection
     original_iter = Collection.__dict__["_iter_documents"]
-    original_uniques = Collection.__dict__["_ensure_uniques"]
+    # The strict engine (cms_site.mongo_strict, installed first) calls the unique check
+    # as `_unique_check` after its size check; without it mongomock calls `_ensure_uniques`.
+    uniques_name = "_unique_check" if "_unique_check" in Collection.__dict__ else "_ensure_uniques"
+    original_uniques = Collection.__dict__[uniques_name]
 
     def maps(collection) -> tuple[list[_KeyMap], bool]:
         """The key maps of the collection's fast unique indexes; and whether every unique index is fast."""
@@ -181,11 +184,11 @@ def install() -> None:
             original_uniques(self, new_data)
 
     Collection._iter_documents = _iter_documents
-    Collection._ensure_uniques = _ensure_uniques
+    setattr(Collection, uniques_name, _ensure_uniques)
 
     def restore():
         Collection._iter_documents = original_iter
-        Collection._ensure_uniques = original_uniques
+        setattr(Collection, uniques_name, original_uniques)
 
     _restore = restore
 
