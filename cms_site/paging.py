@@ -3,6 +3,8 @@
 Pages count from 1; `page_size` defaults to 20 and is at most 100. Parameters are
 parsed into plain ints here, so no request value reaches a query unvalidated:
 `page=0`, `page=abc`, `page_size=1000` and `page[$gt]=` are all `InvalidInput`.
+Only ASCII digits count: `str.isdigit()` is also true for `²` or `٣` (which `int()`
+then refuses or reads), so every list parses its numbers with `parse_whole_number`.
 """
 
 from __future__ import annotations
@@ -32,18 +34,27 @@ class PageRequest:
         return (self.page - 1) * self.page_size
 
 
-def _positive_int(params, name: str, default: int, maximum: int | None = None) -> int:
-    raw = params.get(name)
+def is_ascii_digits(raw) -> bool:
+    """True for a non-empty string of ASCII digits 0-9 only (no sign, space, newline or Unicode digit)."""
+    return isinstance(raw, str) and raw.isascii() and raw.isdigit()
+
+
+def parse_whole_number(raw, *, name: str, default: int, minimum: int = 1, maximum: int | None = None) -> int:
+    """A request parameter as an int in minimum..maximum; `default` when absent or empty; else InvalidInput."""
     if raw is None or raw == "":
         return default
-    if not isinstance(raw, str) or not raw.isdigit() or len(raw) > 9:
+    if not is_ascii_digits(raw) or len(raw) > 9:
         raise InvalidInput(f"{name} must be a positive whole number, got {raw!r}.", field=name)
     value = int(raw)
-    if value < 1:
-        raise InvalidInput(f"{name} must be 1 or more, got {value}.", field=name)
+    if value < minimum:
+        raise InvalidInput(f"{name} must be {minimum} or more, got {value}.", field=name)
     if maximum is not None and value > maximum:
         raise InvalidInput(f"{name} must be at most {maximum}, got {value}.", field=name)
     return value
+
+
+def _positive_int(params, name: str, default: int, maximum: int | None = None) -> int:
+    return parse_whole_number(params.get(name), name=name, default=default, maximum=maximum)
 
 
 def parse_page_request(params, *, default_size: int = DEFAULT_PAGE_SIZE, max_size: int = MAX_PAGE_SIZE) -> PageRequest:

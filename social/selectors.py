@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from cms_site.errors import InvalidInput, NotFound
-from cms_site.paging import Page, PageRequest
+from cms_site.errors import NotFound
+from cms_site.paging import Page, PageRequest, parse_whole_number
 from social.feeds import get_feed
 from social.feeds.base import FeedPage
 from social.feeds.log import ActivityLogManager
@@ -69,11 +69,7 @@ def following_page(*, user, request: PageRequest) -> Page:
 
 
 def feed_size(raw) -> int:
-    if raw is None or raw == "":
-        return FEED_DEFAULT_SIZE
-    if not isinstance(raw, str) or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= FEED_MAX_SIZE:
-        raise InvalidInput(f"page_size must be a whole number from 1 to {FEED_MAX_SIZE}.", field="page_size")
-    return int(raw)
+    return parse_whole_number(raw, name="page_size", default=FEED_DEFAULT_SIZE, maximum=FEED_MAX_SIZE)
 
 
 def feed_page(*, user, cursor: str | None = None, limit: int = FEED_DEFAULT_SIZE) -> FeedPage:

@@ -34,7 +34,7 @@ FOLLOW = "follow"
 ACTIVITY_TYPES = (PUBLISH, COMMENT, FOLLOW)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_HEX24 = re.compile(r"^[0-9a-f]{24}$")
+_HEX24 = re.compile(r"[0-9a-f]{24}")  # used with fullmatch: `$` would let "...\n" through
 MAX_CURSOR_LENGTH = 200
 
 
@@ -118,7 +118,7 @@ def parse_time_cursor(cursor: str | None) -> tuple[datetime, ObjectId] | None:
     data = decode_cursor(cursor)
     if data is None:
         return None
-    if set(data) != {"k", "d", "i"} or data["k"] != "t" or not isinstance(data["i"], str) or not _HEX24.match(data["i"]):
+    if set(data) != {"k", "d", "i"} or data["k"] != "t" or not isinstance(data["i"], str) or not _HEX24.fullmatch(data["i"]):
         raise InvalidInput("cursor is not valid.", field="cursor")
     return EPOCH + timedelta(milliseconds=_whole(data["d"], maximum=253402300799999)), ObjectId(data["i"])
 
