@@ -4,8 +4,15 @@
 
 `errors` is present for field validation errors. Domain errors from services
 (`cms_site.errors`) get their own status code (400, 401, 403, 404, 409).
+
+- 401 (no or bad credentials) always carries `WWW-Authenticate: Token`; 403 means the
+  caller is known but may not do this.
+- 429 `{"detail", "code": "throttled"}` with `Retry-After` (cms_site/throttling.py).
+- A body over `DATA_UPLOAD_MAX_MEMORY_SIZE` (or with too many fields) is a JSON 400
+  `code: "too_large"` here, not Django's HTML 400 page.
 """
 
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -29,12 +36,33 @@ def _first_message(data) -> str:
     return ""
 
 
+WWW_AUTHENTICATE = 'Token realm="api"'
+
+
+def _with_auth_header(response):
+    if response is not None and response.status_code == status.HTTP_401_UNAUTHORIZED:
+        response["WWW-Authenticate"] = response.get("WWW-Authenticate") or WWW_AUTHENTICATE
+    return response
+
+
 def exception_handler(exc, context):
+    return _with_auth_header(_handle(exc, context))
+
+
+def _handle(exc, context):
     if isinstance(exc, ServiceError):
         body = {"detail": exc.message, "code": exc.code}
         if exc.field:
             body["errors"] = {exc.field: [exc.message]}
-        return Response(body, status=exc.status_code)
+        response = Response(body, status=exc.status_code)
+        if getattr(exc, "retry_after", None):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
+    if isinstance(exc, RequestDataTooBig | TooManyFieldsSent):
+        return Response({"detail": "The request body is too large.", "code": "too_large"},
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, SuspiciousOperation):
+        return Response({"detail": "Bad request.", "code": "bad_request"}, status=status.HTTP_400_BAD_REQUEST)
 
     response = drf_exception_handler(exc, context)
     if response is None:
@@ -43,6 +71,10 @@ def exception_handler(exc, context):
         errors = response.data if isinstance(response.data, dict) else {"non_field_errors": response.data}
         response.data = {"detail": _first_message(errors) or "Invalid input.", "code": "invalid", "errors": errors}
         response.status_code = status.HTTP_400_BAD_REQUEST
+    elif isinstance(exc, exceptions.Throttled):
+        wait = exc.wait
+        response.data = {"detail": f"Too many requests: try again in {int(wait or 0) + 1} seconds."
+                         if wait is not None else "Too many requests.", "code": "throttled"}
     elif isinstance(response.data, dict) and "detail" in response.data:
         response.data = {"detail": str(response.data["detail"]), "code": getattr(exc, "default_code", "error")}
     return response

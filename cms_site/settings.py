@@ -143,9 +143,17 @@ FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seed 001: 50 activities pe
 
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: an anonymous write is a 401 with `WWW-Authenticate: Token` (DRF takes
+    # the header from the first class); a logged-in user who may not act gets 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # JSON bodies are bounded in depth (cms_site/parsers.py); oversized bodies are a JSON 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "cms_site.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -164,6 +172,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
 }
+
+# Error reports mask secrets inside values too (URI passwords), not only secret-named settings.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "cms_site.error_reports.SecretMaskingReporterFilter"
+DEFAULT_EXCEPTION_REPORTER = "cms_site.error_reports.SecretMaskingExceptionReporter"
 
 LOGGING = {
     "version": 1,
