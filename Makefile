@@ -26,10 +26,13 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 ## make run: virtualenv, install, migrate, demo content, serve on http://$(HOST)/
+# DEBUG is on for the embedded engine, OFF against a real MONGODB_URI unless DEBUG=1 is
+# asked for (then SECRET_KEY must be set); error pages mask URI passwords either way.
+RUN_DEBUG := $(if $(DEBUG),$(DEBUG),$(if $(MONGODB_URI),0,1))
 run: install
-	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
-	DEBUG=$${DEBUG:-1} $(PY) manage.py mongo_indexes
-	DEBUG=$${DEBUG:-1} $(PY) manage.py rundemo $(HOST)
+	DEBUG=$(RUN_DEBUG) $(PY) manage.py migrate --noinput
+	DEBUG=$(RUN_DEBUG) $(PY) manage.py mongo_indexes
+	DEBUG=$(RUN_DEBUG) $(PY) manage.py rundemo $(HOST)
 
 ## make test: the same set-up, then the whole suite
 test: install-dev
