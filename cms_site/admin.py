@@ -1,5 +1,8 @@
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
+from cms_site.forms import AdminUserChangeForm, AdminUserCreationForm
 from cms_site.models import Topic
 
 
@@ -22,3 +25,14 @@ class TopicAdmin(admin.ModelAdmin):
 
     def get_exclude(self, request, obj=None):
         return ("author",) if obj is None else ()
+
+
+# Users: Django's admin with the username rules of sign-up and the register API
+# (cms_site/usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
+admin.site.unregister(get_user_model())
+
+
+@admin.register(get_user_model())
+class CommonsUserAdmin(UserAdmin):
+    add_form = AdminUserCreationForm
+    form = AdminUserChangeForm

@@ -1,6 +1,39 @@
-from django.contrib.auth.forms import UserCreationForm
+from django import forms
+from django.contrib.auth import forms as auth_forms
+from django.contrib.auth.forms import UserChangeForm, UserCreationForm
+
+from cms_site.errors import InvalidInput
+from cms_site.usernames import username_clean, username_taken
+
+
+def _clean_username(form, *, exclude_pk=None) -> str:
+    """The shared username rules (cms_site/usernames.py) as a form field's clean step."""
+    try:
+        name = username_clean(form.cleaned_data.get("username"))
+    except InvalidInput as exc:
+        raise forms.ValidationError(exc.message, code="invalid") from None
+    if username_taken(name, exclude_pk=exclude_pk):
+        raise forms.ValidationError("That username is taken.", code="unique")
+    return name
 
 
 class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
+
+    def clean_username(self):
+        return _clean_username(self)
+
+
+class AdminUserCreationForm(auth_forms.AdminUserCreationForm):
+    """The admin's "add user" form, with the same username rules as sign-up."""
+
+    def clean_username(self):
+        return _clean_username(self)
+
+
+class AdminUserChangeForm(UserChangeForm):
+    def clean_username(self):
+        if "username" not in self.changed_data:
+            return self.cleaned_data.get("username")
+        return _clean_username(self, exclude_pk=self.instance.pk)

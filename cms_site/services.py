@@ -11,6 +11,7 @@ from django.utils.text import slugify
 from cms_site.errors import Forbidden, InvalidInput, NotAuthenticated
 from cms_site.models import CommentOrder, CommentStorage, Topic
 from cms_site.signals import topic_published
+from cms_site.usernames import username_clean, username_taken
 
 User = get_user_model()
 
@@ -63,18 +64,10 @@ def topic_create(
 
 
 def user_register(*, username: str, password: str, email: str = "") -> User:
-    """Create an active, non-staff user after Django's password validation."""
-    username = (username or "").strip()
-    if not username:
-        raise InvalidInput("username must not be empty.", field="username")
-    field = User._meta.get_field("username")
-    try:
-        field.run_validators(username)
-    except DjangoValidationError as exc:
-        raise InvalidInput(" ".join(exc.messages), field="username") from exc
-    if len(username) > field.max_length:
-        raise InvalidInput(f"username must be at most {field.max_length} characters.", field="username")
-    if User.objects.filter(username__iexact=username).exists():
+    """Create an active, non-staff user after the username rules (cms_site/usernames.py) and
+    Django's password validation."""
+    username = username_clean(username)
+    if username_taken(username):
         raise InvalidInput("That username is taken.", field="username")
     candidate = User(username=username, email=email or "")
     try:
