@@ -89,11 +89,11 @@ class CommentLikeApi(APIView):
     def post(self, request, slug, comment_id):
         topic = selectors.topic_get(slug=slug)
         comment = services.comment_like(topic=topic, comment_id=comment_id, user=request.user)
-        return Response(CommentSerializer(comment).data)
+        return Response(CommentSerializer(selectors.mask(comment, request.user)).data)
 
     @extend_schema(operation_id="topic_comments_unlike", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
                    responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
     def delete(self, request, slug, comment_id):
         topic = selectors.topic_get(slug=slug)
         comment = services.comment_unlike(topic=topic, comment_id=comment_id, user=request.user)
-        return Response(CommentSerializer(comment).data)
+        return Response(CommentSerializer(selectors.mask(comment, request.user)).data)

@@ -31,6 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cms_site.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
+from cms_site.text import text_clean
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import manager_for
@@ -93,15 +94,8 @@ def can_see(comment: Comment, viewer) -> bool:
 
 
 def _clean_text(text) -> str:
-    if not isinstance(text, str):
-        raise InvalidInput("text must be a string.", field="text")
-    text = text.strip()
-    limit = settings.COMMENTS_MAX_TEXT
-    if not text:
-        raise InvalidInput("text must not be empty.", field="text")
-    if len(text) > limit:
-        raise InvalidInput(f"text must be at most {limit} characters (it has {len(text)}).", field="text")
-    return text
+    """Stored text: see cms_site/text.py (zero-width-only text is empty; controls and bidi overrides refused)."""
+    return text_clean(text, field="text", max_length=settings.COMMENTS_MAX_TEXT)
 
 
 def comment_create(*, topic, author, text, parent: str | None = None) -> Comment:
@@ -133,10 +127,12 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
 # --- likes ----------------------------------------------------------------------
 
 
-def _likeable(topic, comment_id, user) -> tuple[CommentManager, Comment]:
+def _likeable(topic, comment_id, user, *, taking_back: bool = False) -> tuple[CommentManager, Comment]:
     _require_writer(user, "like comments")
     manager = comment_manager(topic)
     comment = _existing(topic, comment_id, manager)
+    if taking_back:  # a like can always be taken back, whatever became of the comment since
+        return manager, comment
     if comment.status == REMOVED:  # still listed, as a placeholder
         raise InvalidInput("A removed comment cannot be liked.", field="comment")
     if not can_see(comment, user):
@@ -164,8 +160,9 @@ def comment_like(*, topic, comment_id: str, user) -> Comment:
 
 
 def comment_unlike(*, topic, comment_id: str, user) -> Comment:
-    """Take a like back; a no-op when there is none. Credits already earned stay."""
-    manager, comment = _likeable(topic, comment_id, user)
+    """Take a like back; a no-op when there is none. Credits already earned stay. Works on a
+    comment removed or hidden since it was liked (callers mask what they show)."""
+    manager, comment = _likeable(topic, comment_id, user, taking_back=True)
     change = CommentLikeManager().unlike(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk)
     if not change.changed:
         return comment
