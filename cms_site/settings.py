@@ -132,6 +132,7 @@ MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
 COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seed 000/003
 COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # levels; depth runs 0..MAX-1, deeper replies attach at the last
 COMMENTS_MAX_TEXT = env_int("COMMENTS_MAX_TEXT", 10_000)  # characters, after stripping
+COMMENTS_EDIT_WINDOW = env_int("COMMENTS_EDIT_WINDOW", 900)  # seconds after posting during which the author may edit
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.
 COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)

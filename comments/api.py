@@ -15,8 +15,11 @@ from cms_site.paging import DEFAULT_PAGE_SIZE, page_payload, paginated_schema, p
 from comments import selectors, services
 from comments.serializers import (
     CommentCreateSerializer,
+    CommentEditSerializer,
     CommentListQuerySerializer,
     CommentPermalinkSerializer,
+    CommentRevisionListSerializer,
+    CommentRevisionSerializer,
     CommentSerializer,
     CommentThreadSerializer,
 )
@@ -68,6 +71,42 @@ class CommentDetailApi(APIView):
         comment = selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
         number = selectors.comment_page_of(topic=topic, comment=comment, page_size=DEFAULT_PAGE_SIZE)
         return Response({**CommentSerializer(comment).data, "page": number, "order": topic.comment_order})
+
+    @extend_schema(
+        operation_id="topic_comments_edit", parameters=[SLUG, COMMENT_ID], request=CommentEditSerializer,
+        tags=["comments"], responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        description="Replace the text: the author within COMMENTS_EDIT_WINDOW seconds of posting, or an editor. "
+                    "The replaced text is kept as a revision.",
+    )
+    def patch(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        data = CommentEditSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        comment = services.comment_edit(topic=topic, comment_id=comment_id, text=data.validated_data["text"],
+                                        user=request.user)
+        return Response(CommentSerializer(comment).data)
+
+    @extend_schema(
+        operation_id="topic_comments_delete", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
+        responses={204: None, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        description="The author or an editor: the comment stays in its place as a tombstone (status \"deleted\", "
+                    "text and html \"\"), its replies stay, its revisions are removed.",
+    )
+    def delete(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        services.comment_delete(topic=topic, comment_id=comment_id, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CommentRevisionsApi(APIView):
+    """Earlier texts of an edited comment, newest first: its author and editors only."""
+
+    @extend_schema(operation_id="topic_comments_revisions", parameters=[SLUG, COMMENT_ID], tags=["comments"],
+                   responses={200: CommentRevisionListSerializer, 401: ERROR, 403: ERROR, 404: ERROR})
+    def get(self, request, slug, comment_id):
+        topic = selectors.topic_get(slug=slug)
+        revisions = services.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
+        return Response({"count": len(revisions), "results": CommentRevisionSerializer(revisions, many=True).data})
 
 
 class CommentThreadApi(APIView):

@@ -1,6 +1,7 @@
 """Comment reads for pages, the API and the admin: what a given viewer may see.
 
-Status masking: a `removed` comment is shown to everyone but staff as a "[removed]"
+Status masking: a `deleted` comment is a tombstone for everyone (text and html "", no
+author); a `removed` comment is shown to everyone but staff as a "[removed]"
 placeholder without text, author or likers; an `author_only` comment (seed 004
 "self-visible") shows its text only to its author and to staff, a placeholder to
 others. Placeholders keep their place, so counts, pages and thread shapes are the
@@ -18,11 +19,11 @@ from cms_site.errors import InvalidInput, NotFound
 from cms_site.models import Topic
 from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.ids import is_comment_id
-from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, HOT, REMOVED, THREADED, Comment
+from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, Comment
 from comments.managers.likes import CommentLikeManager
 from comments.services import can_see, comment_manager, is_threaded
 
-PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]"}
+PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 ORDER_LABELS = {CHRONOLOGICAL: "Chronological", THREADED: "Threaded", HOT: "Hot"}
 
 
@@ -55,7 +56,8 @@ def mask(comment: Comment, viewer) -> Comment:
     """The comment as `viewer` may see it."""
     if can_see(comment, viewer):
         return comment
-    return replace(comment, text=PLACEHOLDERS.get(comment.status, "[hidden]"), author=None, latest_likers=[])
+    return replace(comment, text=PLACEHOLDERS.get(comment.status, "[hidden]"), html="", author=None, latest_likers=[],
+                   edited=None)
 
 
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None) -> Page[Comment]:

@@ -20,9 +20,12 @@ class CommentSerializer(serializers.Serializer):
     path = serializers.CharField()
     depth = serializers.IntegerField()
     author = CommentAuthorSerializer(allow_null=True)
-    text = serializers.CharField()
+    text = serializers.CharField(help_text="The Markdown source; \"\" on a deleted comment.")
+    html = serializers.CharField(help_text="`text` rendered and sanitised (no raw HTML, links rel=\"nofollow ugc\"); "
+                                           "rendered once when written.")
     posted = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=["visible", "author_only", "removed"])
+    edited = serializers.DateTimeField(allow_null=True, help_text="When the text was last edited, or null.")
+    status = serializers.ChoiceField(choices=["visible", "pending", "author_only", "removed", "deleted"])
     pinned = serializers.BooleanField()
     likes = serializers.IntegerField()
     latest_likers = serializers.ListField(child=serializers.CharField(), help_text="The latest 20 likers, oldest first.")
@@ -45,6 +48,27 @@ class CommentCreateSerializer(serializers.Serializer):
     text = serializers.CharField(allow_blank=True, trim_whitespace=False)
     parent = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None,
                                    help_text="The id of the comment this replies to.")
+
+
+class CommentEditSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="The new Markdown text.")
+
+
+class CommentEditorSerializer(serializers.Serializer):
+    username = serializers.CharField(source="name")
+
+
+class CommentRevisionSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    html = serializers.CharField()
+    posted = serializers.DateTimeField(help_text="When this text was written.")
+    replaced = serializers.DateTimeField(help_text="When an edit replaced it.")
+    editor = CommentEditorSerializer(help_text="Who replaced it (the author, or an editor).")
+
+
+class CommentRevisionListSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    results = CommentRevisionSerializer(many=True)
 
 
 class CommentListQuerySerializer(serializers.Serializer):

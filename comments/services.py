@@ -12,6 +12,13 @@ Rules:
 - a like is idempotent: the like edge (`CommentLikeManager`) changes state at most once
   per like/unlike, and only then does the comment's counter move;
 - an embedded discussion that reached its size bound refuses comments: `Conflict`.
+- `html` is rendered from `text` here, once per write (cms_site.markdown, comment
+  profile, `@names` linked only for existing users), and stored beside it.
+- an edit is the author's within COMMENTS_EDIT_WINDOW seconds of posting, or an
+  editor's at any time; the replaced text is kept as a revision (with who replaced it)
+  and the comment carries `edited`. A deleted comment cannot be edited.
+- a deletion (the author at any time, or an editor) leaves a tombstone in place:
+  status "deleted", text and html "", revisions removed; replies, likes and positions stay.
 
 Credits (seed 004's task system, simplified). Flows record raw counts per day and
 month (`comments.managers.credits`); points are derived from them when read:
@@ -28,16 +35,28 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from cms_site.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
+from cms_site.markdown import render_markdown
 from cms_site.text import text_clean
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import manager_for
-from comments.managers.base import LATEST_LIKERS, REMOVED, STATUSES, Author, Comment, CommentManager, DiscussionFull
+from comments.managers.base import (
+    DELETED,
+    LATEST_LIKERS,
+    REMOVED,
+    STATUSES,
+    Author,
+    Comment,
+    CommentManager,
+    DiscussionFull,
+)
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.likes import CommentLikeManager
+from comments.managers.revisions import CommentRevisionManager, Revision
 
 POST_POINTS, POST_DAILY_LIMIT = 5, 5
 REPLY_POINTS, REPLY_DAILY_LIMIT = 1, 5
@@ -80,7 +99,9 @@ def _existing(topic, comment_id, manager: CommentManager | None = None) -> Comme
 
 
 def can_see(comment: Comment, viewer) -> bool:
-    """Whether `viewer` may see the comment's text and author."""
+    """Whether `viewer` may see the comment's text and author (nobody sees a deleted one's)."""
+    if comment.status == DELETED:
+        return False
     if viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active:
         return True
     if comment.status == REMOVED:
@@ -98,6 +119,17 @@ def _clean_text(text) -> str:
     return text_clean(text, field="text", max_length=settings.COMMENTS_MAX_TEXT)
 
 
+def _existing_usernames(names) -> set[str]:
+    """Which of `names` are users (one query, at write time only)."""
+    names = list(names)[:50]
+    return set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+
+
+def comment_render(*, text: str) -> str:
+    """The sanitised HTML of a comment's Markdown `text` (also the page preview)."""
+    return render_markdown(text, known_usernames=_existing_usernames)
+
+
 def comment_create(*, topic, author, text, parent: str | None = None) -> Comment:
     """Post a comment, or a reply to `parent` (a comment id of the same topic)."""
     _require_writer(author)
@@ -110,12 +142,12 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
         parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
         if parent_comment is None:
             raise InvalidInput(f"unknown parent: there is no comment {parent} in this topic.", field="parent")
-        if parent_comment.status == REMOVED:
-            raise InvalidInput("cannot reply to a removed comment.", field="parent")
+        if parent_comment.status in (REMOVED, DELETED):
+            raise InvalidInput(f"cannot reply to a {parent_comment.status} comment.", field="parent")
     try:
         comment = manager.post(
             discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
-            parent=parent_comment, threaded=is_threaded(topic),
+            parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
         )
     except DiscussionFull:
         raise Conflict("This discussion is full: it cannot take more comments.") from None
@@ -133,8 +165,8 @@ def _likeable(topic, comment_id, user, *, taking_back: bool = False) -> tuple[Co
     comment = _existing(topic, comment_id, manager)
     if taking_back:  # a like can always be taken back, whatever became of the comment since
         return manager, comment
-    if comment.status == REMOVED:  # still listed, as a placeholder
-        raise InvalidInput("A removed comment cannot be liked.", field="comment")
+    if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder
+        raise InvalidInput(f"A {comment.status} comment cannot be liked.", field="comment")
     if not can_see(comment, user):
         raise NotFound(f"No comment {comment_id} in this topic.")
     return manager, comment
@@ -170,6 +202,101 @@ def comment_unlike(*, topic, comment_id: str, user) -> Comment:
                      threaded=is_threaded(topic))
     return replace(comment, likes=max(0, comment.likes - 1),
                    latest_likers=[n for n in comment.latest_likers if n != user.username])
+
+
+# --- edit, delete, revisions ------------------------------------------------------
+
+_CHANGE_ATTEMPTS = 3  # an edit or deletion that raced with another change reads again
+
+
+def is_editor(user) -> bool:
+    return user is not None and getattr(user, "is_staff", False) and user.is_active
+
+
+def can_edit(comment: Comment, user, *, at: datetime | None = None) -> bool:
+    """The author within COMMENTS_EDIT_WINDOW seconds of posting, or an editor; never a deleted comment."""
+    if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):
+        return False
+    if is_editor(user):
+        return True
+    if comment.author is None or comment.author.id != user.pk or comment.status == REMOVED:
+        return False
+    at = at or timezone.now()
+    return (at - comment.posted).total_seconds() <= settings.COMMENTS_EDIT_WINDOW
+
+
+def can_delete(comment: Comment, user) -> bool:
+    if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return is_editor(user) or (comment.author is not None and comment.author.id == user.pk and comment.status != REMOVED)
+
+
+def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
+    """Replace a comment's text (the author within the edit window, or an editor). The
+    replaced text becomes a revision. Returns the comment as it now stands."""
+    _require_writer(user, "edit comments")
+    text = _clean_text(text)
+    html = comment_render(text=text)
+    manager = comment_manager(topic)
+    revisions = CommentRevisionManager()
+    for _ in range(_CHANGE_ATTEMPTS):
+        comment = _existing(topic, comment_id, manager)
+        if comment.status == DELETED:
+            raise Forbidden("A deleted comment cannot be edited.")
+        if not can_see(comment, user):
+            raise NotFound(f"No comment {comment_id} in this topic.")
+        if not can_edit(comment, user):
+            if comment.author is not None and comment.author.id == user.pk and comment.status != REMOVED:
+                minutes = settings.COMMENTS_EDIT_WINDOW // 60
+                raise Forbidden(f"A comment can be edited for {minutes} minutes after posting; this one no longer.")
+            raise Forbidden("Only its author (for a while after posting) and editors can edit a comment.")
+        if text == comment.text:
+            return comment  # nothing to change, no revision
+        now = timezone.now()
+        now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # BSON's precision: what is read back
+        revisions.record(discussion_id=topic.discussion_id, comment_id=comment.id, text=comment.text, html=comment.html,
+                         posted=comment.edited or comment.posted, replaced=now,
+                         editor=Author(id=user.pk, name=user.username))
+        try:
+            changed = manager.edit(discussion_id=topic.discussion_id, comment=comment, text=text, html=html, edited=now,
+                                   threaded=is_threaded(topic))
+        except DiscussionFull:
+            raise Conflict("This discussion is full: the longer text does not fit. Shorten it.") from None
+        if changed:
+            edited = replace(comment, text=text, html=html, edited=now)
+            signals.comment_edited.send(sender=Comment, topic=topic, comment=edited, user=user)
+            return edited
+    raise Conflict("The comment changed while you were editing it; reload and try again.")
+
+
+def comment_delete(*, topic, comment_id: str, user) -> Comment:
+    """Delete a comment (its author, or an editor): a tombstone stays in its place; its text
+    and revisions are gone. Deleting a deleted comment again changes nothing."""
+    _require_writer(user, "delete comments")
+    manager = comment_manager(topic)
+    for _ in range(_CHANGE_ATTEMPTS):
+        comment = _existing(topic, comment_id, manager)
+        if comment.status == DELETED:
+            return comment
+        if not can_see(comment, user):
+            raise NotFound(f"No comment {comment_id} in this topic.")
+        if not can_delete(comment, user):
+            raise Forbidden("Only its author and editors can delete a comment.")
+        if manager.delete(discussion_id=topic.discussion_id, comment=comment, threaded=is_threaded(topic)):
+            CommentRevisionManager().drop(discussion_id=topic.discussion_id, comment_id=comment.id)
+            deleted = replace(comment, status=DELETED, text="", html="")
+            signals.comment_deleted.send(sender=Comment, topic=topic, comment=deleted, user=user)
+            return deleted
+    raise Conflict("The comment changed while you were deleting it; reload and try again.")
+
+
+def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
+    """Earlier texts of a comment, newest first: for its author and editors only."""
+    _require_writer(user, "see revisions")
+    comment = _existing(topic, comment_id)
+    if not is_editor(user) and (comment.author is None or comment.author.id != user.pk or not can_see(comment, user)):
+        raise Forbidden("Only its author and editors can see a comment's revisions.")
+    return CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
 
 
 # --- moderation -----------------------------------------------------------------

@@ -6,9 +6,18 @@ comment_posted(sender=Comment, topic=Topic, comment=Comment, author=User)
 
 comment_liked(sender=Comment, topic=Topic, comment=Comment, user=User)
     `user` liked `comment` for the first time.
+
+comment_edited(sender=Comment, topic=Topic, comment=Comment, user=User)
+    `user` (the author or an editor) replaced the comment's text; `comment` is the new state.
+
+comment_deleted(sender=Comment, topic=Topic, comment=Comment, user=User)
+    The comment became a tombstone (status "deleted"): whatever copied its text (feed
+    excerpts, notifications, search) must drop it.
 """
 
 from django.dispatch import Signal
 
 comment_posted = Signal()
 comment_liked = Signal()
+comment_edited = Signal()
+comment_deleted = Signal()

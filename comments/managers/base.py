@@ -24,8 +24,15 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   still sort in posting order.
 - `page()` costs a small constant number of round trips whatever the page number
   and the discussion size, and returns the total count with the page.
-- Comments are never deleted from storage: moderation sets `status`, so positions,
-  counts and page arithmetic never shift under a reader.
+- Comments are never deleted from storage: moderation sets `status`, and a deletion
+  by its author leaves a tombstone (status "deleted", text and html "") in its place,
+  so positions, counts, replies and page arithmetic never shift under a reader.
+- `html` is the Markdown `text` rendered and sanitised at write time (cms_site.markdown),
+  stored beside it; an edit replaces both in one update, guarded by the text it
+  replaces (a concurrent edit makes it match nothing instead of losing a revision).
+- `locator` is where the strategy found the comment (a bucket number, an element
+  path): opaque to callers, handed back to `edit`/`delete` so they address the comment
+  in one round trip. It is not part of a comment's value (excluded from ==).
 """
 
 from __future__ import annotations
@@ -45,7 +52,8 @@ HOT = "hot"  # pinned first, then most liked, then newest (seed 004 HoSc); docum
 VISIBLE = "visible"
 AUTHOR_ONLY = "author_only"  # seed 004 "self-visible": shown only to its author and to editors
 REMOVED = "removed"  # removed by a moderator: kept as a placeholder so threads keep their shape
-STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)
+DELETED = "deleted"  # deleted by its author (or an editor): a tombstone without text, html or revisions
+STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)  # what moderation may set; DELETED only comes from a deletion
 
 LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -20)
 
@@ -75,6 +83,9 @@ class Comment:
     pinned: bool = False
     likes: int = 0
     latest_likers: list[str] = field(default_factory=list)
+    html: str = ""
+    edited: datetime | None = None
+    locator: object = field(default=None, compare=False, repr=False)
 
 
 class CommentManager(MongoManager, abc.ABC):
@@ -86,7 +97,7 @@ class CommentManager(MongoManager, abc.ABC):
 
     @abc.abstractmethod
     def post(self, *, discussion_id: int, author: Author, text: str, parent: Comment | None = None,
-             threaded: bool = False) -> Comment:
+             threaded: bool = False, html: str = "") -> Comment:
         """Store a new comment (a reply when `parent` is given) and return it.
 
         `threaded` is the topic's display order; strategies whose layout depends on it
@@ -128,6 +139,20 @@ class CommentManager(MongoManager, abc.ABC):
         """Add `delta` (+1 or -1) to the like count; on +1 also push `username` onto the
         latest likers ($push/$slice -LATEST_LIKERS), on -1 pull it. Who liked what is
         the likes manager's business, not this one's. False if no such comment."""
+
+    @abc.abstractmethod
+    def edit(self, *, discussion_id: int, comment: Comment, text: str, html: str, edited: datetime,
+             threaded: bool = False) -> bool:
+        """Replace the text and html of `comment` (as read by `get`) and set `edited`, in one
+        update whose filter requires the stored text to still be `comment.text` and the
+        comment not deleted. False when that no longer holds (a concurrent edit or a
+        deletion). Raises DiscussionFull when the longer text would pass the strategy's
+        document bound (nothing is changed then)."""
+
+    @abc.abstractmethod
+    def delete(self, *, discussion_id: int, comment: Comment, threaded: bool = False) -> bool:
+        """Turn `comment` into a tombstone in its place: status "deleted", text and html "".
+        Replies, likes and its position stay. False if it was already deleted or is unknown."""
 
     @abc.abstractmethod
     def drop_discussion(self, *, discussion_id: int) -> None:

@@ -34,8 +34,8 @@ from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, Comment, CommentManager
-from comments.managers.fields import check_order, from_element, like_update, new_comment, to_element
+from comments.managers.base import CHRONOLOGICAL, DELETED, Comment, CommentManager
+from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
 _UPSERT_ATTEMPTS = 4
 
@@ -116,9 +116,9 @@ class BucketedCommentManager(CommentManager):
         result = self.discussions.update_one({"_id": discussion_id, "num_buckets": seen}, {"$inc": {"num_buckets": 1}})
         return result.modified_count == 1
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False):
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
         comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
-                              parent=parent)
+                              parent=parent, html=html)
         bucket = self.current_bucket(discussion_id)
         for _ in range(_UPSERT_ATTEMPTS):
             try:
@@ -134,6 +134,7 @@ class BucketedCommentManager(CommentManager):
             raise RuntimeError(f"could not post to bucket {bucket} of discussion {discussion_id}")
         if stored["count"] >= settings.COMMENTS_BUCKET_SIZE:
             self.advance_bucket(discussion_id, bucket)
+        comment.locator = bucket
         return comment
 
     def _update_comment(self, discussion_id: int, comment_id: str, update: dict) -> bool:
@@ -149,6 +150,25 @@ class BucketedCommentManager(CommentManager):
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         return self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
+
+    def _in_bucket(self, discussion_id: int, comment: Comment, match: dict) -> dict:
+        """The filter of one comment's element: its bucket (the shard key) when `get` told us."""
+        query = {"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment.id, **match}}}
+        if isinstance(comment.locator, int):
+            query["bucket"] = comment.locator
+        return query
+
+    def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
+        result = self.buckets.update_one(
+            self._in_bucket(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}}),
+            {"$set": text_fields("comments.$.", text=text, html=html, edited=edited)})
+        return result.matched_count > 0
+
+    def delete(self, *, discussion_id, comment, threaded=False):
+        result = self.buckets.update_one(
+            self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
+            {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
+        return result.matched_count > 0
 
     def drop_discussion(self, *, discussion_id):
         self.buckets.delete_many({"discussion_id": discussion_id})
@@ -202,10 +222,12 @@ class BucketedCommentManager(CommentManager):
 
     def get(self, *, discussion_id, comment_id, threaded=False):
         doc = self.buckets.find_one({"discussion_id": discussion_id, "comments.id": comment_id},
-                                    {"_id": 0, "comments": {"$elemMatch": {"id": comment_id}}})
+                                    {"_id": 0, "bucket": 1, "comments": {"$elemMatch": {"id": comment_id}}})
         if not doc or not doc.get("comments"):
             return None
-        return from_element(doc["comments"][0], discussion_id)
+        comment = from_element(doc["comments"][0], discussion_id)
+        comment.locator = doc["bucket"]
+        return comment
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
         root = self.get(discussion_id=discussion_id, comment_id=comment_id)

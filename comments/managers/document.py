@@ -31,8 +31,8 @@ from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Comment, CommentManager
-from comments.managers.fields import check_order, from_element, like_update, new_comment, to_element
+from comments.managers.base import CHRONOLOGICAL, DELETED, HOT, THREADED, Comment, CommentManager
+from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
 HOT_PINNED = 1 << 40  # the pinned flag, above any realistic like count
 _ID_ATTEMPTS = 8
@@ -87,10 +87,10 @@ class DocumentCommentManager(CommentManager):
 
     # --- writes ------------------------------------------------------------------
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False):
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
         for _ in range(_ID_ATTEMPTS):
             comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(), author=author, text=text,
-                                  parent=parent)
+                                  parent=parent, html=html)
             try:
                 self.collection.insert_one(self._to_document(comment))
             except DuplicateKeyError:
@@ -115,6 +115,18 @@ class DocumentCommentManager(CommentManager):
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         update = like_update("", username=username, delta=delta, extra_inc={"hot": delta})
         return self.collection.update_one({"discussion_id": discussion_id, "cid": comment_id}, update).matched_count > 0
+
+    def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
+        result = self.collection.update_one(
+            {"discussion_id": discussion_id, "cid": comment.id, "text": comment.text, "status": {"$ne": DELETED}},
+            {"$set": text_fields("", text=text, html=html, edited=edited)})
+        return result.matched_count > 0
+
+    def delete(self, *, discussion_id, comment, threaded=False):
+        result = self.collection.update_one(
+            {"discussion_id": discussion_id, "cid": comment.id, "status": {"$ne": DELETED}},
+            {"$set": {"status": DELETED, "text": "", "html": ""}})
+        return result.matched_count > 0
 
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_many({"discussion_id": discussion_id})

@@ -18,6 +18,12 @@ Invariants:
 - Nothing is ever removed from the arrays, so an element's position never changes and
   an explicit path such as `replies.0.replies.3` found in a loaded document stays valid
   for later updates (the embedded engine lacks array filters).
+- Edit and delete change an element in place, in one update: positional `comments.$`
+  in a flat document, the explicit path `get()` found (the comment's `locator`) in a
+  nested one, so a reply at any depth costs the same. The filter names the text being
+  replaced, and `bytes` moves by the exact BSON size difference of the changed fields:
+  an edit that grows the text carries `bytes <= bound - growth` in its filter, so the
+  size bound holds after edits too (DiscussionFull, nothing changed).
 - A chronological page of a flat discussion is one find_one with `$slice`; every other
   read loads the discussion once and orders it in the application (threaded order is
   the `sort_key` order, which is the seed's depth-first `iter_comments` order).
@@ -31,8 +37,8 @@ from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, THREADED, Comment, CommentManager, DiscussionFull
-from comments.managers.fields import check_order, from_element, like_update, new_comment, to_element
+from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED, Comment, CommentManager, DiscussionFull
+from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
 FLAT = "flat"
 NESTED = "nested"
@@ -67,6 +73,18 @@ def element_paths(doc: dict) -> dict[str, str]:
     return paths
 
 
+def _find_nested(doc: dict, comment_id: str) -> tuple[str, dict] | None:
+    """(explicit path, element) of one comment of a nested discussion, or None."""
+    stack = [("replies", doc.get("replies", []))]
+    while stack:
+        prefix, elements = stack.pop()
+        for i, element in enumerate(elements):
+            if element["id"] == comment_id:
+                return f"{prefix}.{i}", element
+            stack.append((f"{prefix}.{i}.replies", element.get("replies", [])))
+    return None
+
+
 def _chronological(element: dict):
     return (element["posted"], element["sort_key"])
 
@@ -83,9 +101,9 @@ class EmbeddedCommentManager(CommentManager):
 
     # --- writes ------------------------------------------------------------------
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False):
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
         comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
-                              parent=parent)
+                              parent=parent, html=html)
         layout = NESTED if threaded else FLAT
         loaded = None  # the whole document, needed only to find where a nested reply goes
         for _ in range(_POST_ATTEMPTS):
@@ -159,6 +177,47 @@ class EmbeddedCommentManager(CommentManager):
         return self._update_comment(discussion_id, comment_id, threaded,
                                     lambda p: like_update(p, username=username, delta=delta))
 
+    def _change_element(self, discussion_id: int, comment: Comment, match: dict, changes: dict) -> bool:
+        """Set `changes` (field -> value) on one comment whose stored fields equal `match`,
+        moving `bytes` by the size difference; DiscussionFull if growing passes the bound."""
+        old = {key: getattr(comment, key) for key in changes}
+        growth = len(bson.encode(changes)) - len(bson.encode(old))
+        guard = {"bytes": {"$lte": settings.COMMENTS_EMBEDDED_MAX_BYTES - growth}} if growth > 0 else {}
+        update = lambda prefix: {"$set": {f"{prefix}{k}": v for k, v in changes.items()},  # noqa: E731
+                                 "$inc": {"bytes": growth}}
+        path = comment.locator if isinstance(comment.locator, str) else None
+        if path is None:  # a flat document: the positional operator finds the element
+            result = self.collection.update_one(
+                {"_id": discussion_id, "layout": FLAT, **guard, "comments": {"$elemMatch": {"id": comment.id, **match}}},
+                update("comments.$."))
+            if result.matched_count:
+                return True
+            doc = self.collection.find_one({"_id": discussion_id, "layout": NESTED}, {"layout": 1, "replies": 1})
+            path = element_paths(doc).get(comment.id) if doc else None  # not located by get(): find it
+        if path is not None:
+            result = self.collection.update_one(
+                {"_id": discussion_id, **guard, f"{path}.id": comment.id, **{f"{path}.{k}": v for k, v in match.items()}},
+                update(f"{path}."))
+            if result.matched_count:
+                return True
+        if guard:
+            meta = self.collection.find_one({"_id": discussion_id}, {"bytes": 1})
+            if meta is not None and meta["bytes"] > guard["bytes"]["$lte"]:
+                raise DiscussionFull(f"discussion {discussion_id} holds {meta['bytes']} bytes; {growth} more would pass "
+                                     f"{settings.COMMENTS_EMBEDDED_MAX_BYTES}")
+        return False
+
+    def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
+        return self._change_element(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}},
+                                    text_fields("", text=text, html=html, edited=edited))
+
+    def delete(self, *, discussion_id, comment, threaded=False):
+        if comment.status == DELETED:
+            return False
+        # The text guard keeps `bytes` exact: a concurrent edit makes this match nothing (the caller reads again).
+        return self._change_element(discussion_id, comment, {"text": comment.text, "status": comment.status},
+                                    {"status": DELETED, "text": "", "html": ""})
+
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_one({"_id": discussion_id})
 
@@ -202,7 +261,17 @@ class EmbeddedCommentManager(CommentManager):
         # A flat document returns only the matching element; a nested one returns its tree to search.
         doc = self._load(discussion_id, {"layout": 1, "replies": 1, "comments": {"$elemMatch": {"id": comment_id}}},
                          read=False)
-        for element in iter_elements(doc or {}):
+        if doc is None:
+            return None
+        if doc.get("layout") == NESTED:
+            found = _find_nested(doc, comment_id)
+            if found is None:
+                return None
+            path, element = found
+            comment = from_element(element, discussion_id)
+            comment.locator = path  # its explicit path, for edit/delete in one round trip
+            return comment
+        for element in doc.get("comments", []):
             if element["id"] == comment_id:
                 return from_element(element, discussion_id)
         return None

@@ -54,12 +54,12 @@ def place(*, comment_id: str, posted: datetime, parent: Comment | None, max_dept
 
 
 def new_comment(*, discussion_id: int, comment_id: str, author: Author, text: str, parent: Comment | None,
-                posted: datetime | None = None) -> Comment:
+                posted: datetime | None = None, html: str = "") -> Comment:
     """A new comment, placed under `parent` with the depth bound of the settings (read now)."""
     posted = posted or monotonic_now()
     where = place(comment_id=comment_id, posted=posted, parent=parent, max_depth=settings.COMMENTS_MAX_DEPTH)
     return Comment(id=comment_id, discussion_id=discussion_id, parent=where.parent, path=where.path, depth=where.depth,
-                   sort_key=where.sort_key, author=author, text=text, posted=posted)
+                   sort_key=where.sort_key, author=author, text=text, posted=posted, html=html)
 
 
 def to_element(comment: Comment) -> dict:
@@ -77,6 +77,8 @@ def to_element(comment: Comment) -> dict:
         "pinned": comment.pinned,
         "likes": comment.likes,
         "latest_likers": list(comment.latest_likers),
+        "html": comment.html,
+        "edited": comment.edited,
     }
 
 
@@ -95,7 +97,14 @@ def from_element(element: dict, discussion_id: int) -> Comment:
         pinned=bool(element.get("pinned", False)),
         likes=int(element.get("likes", 0)),
         latest_likers=list(element.get("latest_likers", [])),
+        html=element.get("html", ""),
+        edited=element.get("edited"),
     )
+
+
+def text_fields(prefix: str, *, text: str, html: str, edited: datetime | None) -> dict:
+    """The `$set` of an edit (or, with text and html "", of a deletion) at `prefix`."""
+    return {f"{prefix}text": text, f"{prefix}html": html, f"{prefix}edited": edited}
 
 
 def like_update(prefix: str, *, username: str, delta: int, extra_inc: dict | None = None) -> dict:

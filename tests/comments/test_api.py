@@ -8,7 +8,8 @@ from tests.comments.support import stored
 
 pytestmark = pytest.mark.django_db
 
-COMMENT_FIELDS = {"id", "parent", "path", "depth", "author", "text", "posted", "status", "pinned", "likes", "latest_likers"}
+COMMENT_FIELDS = {"id", "parent", "path", "depth", "author", "text", "html", "posted", "edited", "status", "pinned", "likes",
+                  "latest_likers"}
 
 
 def url(topic, *parts):
