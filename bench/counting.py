@@ -27,6 +27,18 @@ no benchmark hooks.
 
 The two models agree on every operation the managers use; the docs say so in
 docs/benchmarks.md ("What a round trip is").
+
+Server work (keys and documents examined, in-memory sorts) is counted per command too:
+- Real server: each read command and the query part of each write is re-run under
+  `explain` with verbosity `executionStats` when it starts (before a write applies), on
+  the same client, and the reports are summed (`planner.summarize_server_explain`);
+  the explains themselves are neither counted nor timed. A batched update or delete is
+  explained statement by statement (the server explains one statement at a time); past
+  `EXPLAIN_STATEMENTS` statements the rest are extrapolated from those explained and the
+  row says so (`explain_sampled`).
+- mongomock: `bench/planner.py` models the server's planner over the declared indexes
+  and the data in the collection; its time is excluded from the measurement too.
+Each command's modelled or reported plan is kept (`Measurement.plans`) for the query-shape test.
 """
 
 from __future__ import annotations
@@ -44,6 +56,7 @@ FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 MAX_WRITE_BATCH = 100_000
 MAX_MESSAGE_BYTES = 48_000_000
+EXPLAIN_STATEMENTS = 50  # statements of one batched write explained on a server; the rest extrapolated
 
 
 @dataclass
@@ -53,6 +66,13 @@ class Tally:
     bytes_read: int = 0
     engine_ms: float = 0.0  # time inside the engine (mongomock) or waiting for replies (server)
     commands: Counter = field(default_factory=Counter)
+    keys_examined: int = 0
+    docs_examined: int = 0
+    sorts: int = 0  # commands with a blocking in-memory sort
+    sorted_docs: int = 0
+    explain_sampled: int = 0
+    overhead_ms: float = 0.0  # time spent explaining or modelling: taken out of `ms`
+    plans: list = field(default_factory=list)
 
     def add(self, command: str, round_trips: int = 1, docs: int = 0, size: int = 0) -> None:
         self.round_trips += round_trips
@@ -71,6 +91,12 @@ class Measurement:
     commands: dict = field(default_factory=dict)
     round_trips_min: int | None = None  # set by Bench.measure over repeats
     engine_ms: float = 0.0  # time inside the engine (mongomock) or waiting for replies (server)
+    keys_examined: int = 0
+    docs_examined: int = 0
+    in_memory_sort: bool = False
+    sorted_docs: int = 0
+    explain_sampled: bool = False
+    plans: list = field(default_factory=list)  # one dict per command: command, collection, plan, keys, docs, ...
 
 
 class OpCounter:
@@ -81,6 +107,40 @@ class OpCounter:
         self._lock = threading.Lock()
         self.engine = None  # "mongomock" or "server" once installed
         self.enabled = True  # off while a case loads its data (`paused()`)
+        self.explain = True  # count keys/documents examined (server explain, or the planner model)
+        self._planner = None
+
+    @property
+    def planner(self):
+        if self._planner is None:
+            from bench.planner import Planner
+
+            self._planner = Planner()
+        return self._planner
+
+    def record(self, explains, sampled: bool = False) -> None:
+        """Add explained commands (planner.Explain) to the tally."""
+        if not self.enabled:
+            return
+        with self._lock:
+            for e in explains:
+                self.tally.keys_examined += e.keys_examined
+                self.tally.docs_examined += e.docs_examined
+                self.tally.sorts += int(e.in_memory_sort)
+                self.tally.sorted_docs += e.sorted_docs
+                self.tally.plans.append(e.as_dict())
+            self.tally.explain_sampled += int(sampled)
+
+    @contextmanager
+    def overhead(self):
+        """Time spent explaining: counted nowhere, and taken out of the measured time."""
+        start = time.perf_counter()
+        previous, self.enabled = self.enabled, False
+        try:
+            yield
+        finally:
+            self.enabled = previous
+            self.tally.overhead_ms += (time.perf_counter() - start) * 1000.0
 
     @contextmanager
     def paused(self):
@@ -109,12 +169,21 @@ class OpCounter:
         before_rt, before_docs, before_bytes = self.tally.round_trips, self.tally.docs_read, self.tally.bytes_read
         before_engine = self.tally.engine_ms
         before_cmds = Counter(self.tally.commands)
+        t = self.tally
+        before_work = (t.keys_examined, t.docs_examined, t.sorts, t.sorted_docs, t.explain_sampled, t.overhead_ms,
+                       len(t.plans))
         m = Measurement()
         start = time.perf_counter()
         try:
             yield m
         finally:
-            m.ms = (time.perf_counter() - start) * 1000.0
+            m.ms = (time.perf_counter() - start) * 1000.0 - (t.overhead_ms - before_work[5])
+            m.keys_examined = t.keys_examined - before_work[0]
+            m.docs_examined = t.docs_examined - before_work[1]
+            m.in_memory_sort = t.sorts > before_work[2]
+            m.sorted_docs = t.sorted_docs - before_work[3]
+            m.explain_sampled = t.explain_sampled > before_work[4]
+            m.plans = list(t.plans[before_work[6]:])
             m.round_trips = self.tally.round_trips - before_rt
             m.docs_read = self.tally.docs_read - before_docs
             m.bytes_read = self.tally.bytes_read - before_bytes
@@ -133,11 +202,16 @@ class _Listener:
         self.database = database
 
     def started(self, event):
-        if event.database_name == self.database:
-            self.counter.add(event.command_name)
+        if event.database_name != self.database or getattr(_local, "explaining", False):
+            return
+        self.counter.add(event.command_name)
+        if self.counter.enabled and self.counter.explain and event.command_name in EXPLAINABLE:
+            with self.counter.overhead():
+                explains, sampled = explain_on_server(event.database_name, event.command_name, event.command)
+            self.counter.record(explains, sampled)
 
     def succeeded(self, event):
-        if event.database_name != self.database:
+        if event.database_name != self.database or getattr(_local, "explaining", False):
             return
         if self.counter.enabled:
             self.counter.tally.engine_ms += event.duration_micros / 1000.0
@@ -160,6 +234,49 @@ class _Listener:
 
 
 _server_listener: _Listener | None = None
+
+EXPLAINABLE = ("find", "aggregate", "count", "distinct", "update", "delete", "findAndModify", "findandmodify")
+_NOT_EXPLAINED = {"lsid", "txnNumber", "autocommit", "startTransaction", "writeConcern", "readConcern", "cursor",
+                  "ordered", "bypassDocumentValidation", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors"}
+
+
+def explain_command(command_name: str, command: dict) -> list[dict]:
+    """The `explain` commands for one monitored command: batched writes one statement each."""
+    body = {k: v for k, v in command.items() if not k.startswith("$") and k not in _NOT_EXPLAINED}
+    if command_name == "aggregate":
+        body["cursor"] = {}
+    statements = {"update": "updates", "delete": "deletes"}.get(command_name)
+    if statements and len(body.get(statements, [])) != 1:
+        return [{**body, statements: [statement]} for statement in body.get(statements, [])]
+    return [body]
+
+
+def explain_on_server(database: str, command_name: str, command: dict):
+    """([planner.Explain], sampled) for one command, from the server's own explain."""
+    from bench.planner import Explain, summarize_server_explain
+    from cms_site.mongo import get_client
+
+    bodies = explain_command(command_name, command)
+    sampled = len(bodies) > EXPLAIN_STATEMENTS
+    total = Explain(command=command_name, collection=str(command.get(command_name, "")))
+    _local.explaining = True
+    try:
+        db = get_client()[database]
+        for body in bodies[:EXPLAIN_STATEMENTS]:
+            e = summarize_server_explain(db.command({"explain": body, "verbosity": "executionStats"}))
+            total.keys_examined += e.keys_examined
+            total.docs_examined += e.docs_examined
+            total.in_memory_sort = total.in_memory_sort or e.in_memory_sort
+            total.sorted_docs += e.sorted_docs
+    finally:
+        _local.explaining = False
+    if sampled:
+        scale = len(bodies) / EXPLAIN_STATEMENTS
+        total.keys_examined = round(total.keys_examined * scale)
+        total.docs_examined = round(total.docs_examined * scale)
+        total.sorted_docs = round(total.sorted_docs * scale)
+    total.plan = "server explain" + (f" ({EXPLAIN_STATEMENTS} of {len(bodies)} statements)" if sampled else "")
+    return [total], sampled
 
 
 def install_server_counting(counter: OpCounter, database: str):
@@ -233,13 +350,24 @@ def install_mongomock_counting(counter: OpCounter):
         saved.append((cls, name, original))
         setattr(cls, name, make(original))
 
-    def outer(count):
-        """Count a call only at the outermost level; count(self, result, args, kwargs)."""
+    from bench.planner import WRITES, explain_call
+
+    def outer(count, method=None):
+        """Count a call only at the outermost level; count(self, result, args, kwargs).
+
+        With `method`, the call's commands are explained by the planner model first
+        (before a write changes the data), and a write marks the collection changed."""
 
         def make(original):
             def wrapper(self, *args, **kwargs):
                 if getattr(_local, "depth", 0) or not counter.enabled:
                     return original(self, *args, **kwargs)
+                if method and counter.explain:
+                    with counter.overhead():
+                        explains = explain_call(counter.planner, self, method, args, kwargs)
+                    counter.record(explains)
+                if method in WRITES:
+                    counter.planner.source.touch(self)
                 _local.depth = 1
                 start = time.perf_counter()
                 try:
@@ -295,6 +423,10 @@ def install_mongomock_counting(counter: OpCounter):
             if not state.started:
                 state.started = True
                 counter.add(state.command)
+                if state.command == "find" and counter.explain:
+                    with counter.overhead():
+                        explains = _explain_cursor(counter.planner, self)
+                    counter.record(explains)
             start = time.perf_counter()
             try:
                 doc = original(self)  # StopIteration propagates: the batch in hand was the last
@@ -323,25 +455,24 @@ def install_mongomock_counting(counter: OpCounter):
     def one_doc(result):
         return 1 if result is not None else 0
 
-    patch(Collection, "find", outer(count_find))
-    patch(Collection, "aggregate", outer(count_aggregate))
-    patch(Collection, "find_one", outer(simple("find", one_doc, sized=True)))
-    patch(Collection, "find_one_and_update", outer(simple("findAndModify", one_doc, sized=True)))
-    patch(Collection, "find_one_and_replace", outer(simple("findAndModify", one_doc, sized=True)))
-    patch(Collection, "find_one_and_delete", outer(simple("findAndModify", one_doc, sized=True)))
-    patch(Collection, "count_documents", outer(simple("aggregate", lambda n: 1 if n else 0)))
+    patch(Collection, "find", outer(count_find))  # explained when the cursor is first iterated (the command is sent)
+    patch(Collection, "aggregate", outer(count_aggregate, "aggregate"))
+    patch(Collection, "find_one", outer(simple("find", one_doc, sized=True), "find_one"))
+    for name in ("find_one_and_update", "find_one_and_replace", "find_one_and_delete"):
+        patch(Collection, name, outer(simple("findAndModify", one_doc, sized=True), name))
+    patch(Collection, "count_documents", outer(simple("aggregate", lambda n: 1 if n else 0), "count_documents"))
     patch(Collection, "estimated_document_count", outer(simple("count", lambda n: 1)))
-    patch(Collection, "distinct", outer(simple("distinct", lambda v: 1)))
-    patch(Collection, "insert_one", outer(simple("insert")))
-    patch(Collection, "insert_many", outer(count_insert_many))
+    patch(Collection, "distinct", outer(simple("distinct", lambda v: 1), "distinct"))
+    patch(Collection, "insert_one", outer(simple("insert"), "insert_one"))
+    patch(Collection, "insert_many", outer(count_insert_many, "insert_many"))
     for name in ("update_one", "update_many", "replace_one"):
-        patch(Collection, name, outer(simple("update")))
+        patch(Collection, name, outer(simple("update"), name))
     for name in ("delete_one", "delete_many"):
-        patch(Collection, name, outer(simple("delete")))
-    patch(Collection, "bulk_write", outer(count_bulk))
+        patch(Collection, name, outer(simple("delete"), name))
+    patch(Collection, "bulk_write", outer(count_bulk, "bulk_write"))
     patch(Collection, "create_index", outer(simple("createIndexes")))
     patch(Collection, "create_indexes", outer(simple("createIndexes")))
-    patch(Collection, "drop", outer(simple("drop")))
+    patch(Collection, "drop", outer(simple("drop"), "drop"))
     patch(Cursor, "__next__", next_counted)
     patch(Cursor, "next", next_counted)
     patch(Cursor, "batch_size", batch_size_recorded)
@@ -355,6 +486,19 @@ def install_mongomock_counting(counter: OpCounter):
             setattr(cls, name, original)
 
     return uninstall
+
+
+def _explain_cursor(planner, cursor) -> list:
+    """The modelled explain of the `find` command a mongomock cursor sends when first iterated."""
+    from bench.planner import Query, _sort_list, projection_needs
+
+    sort = _sort_list(getattr(cursor, "_sort", None))
+    filter_ = getattr(cursor, "_spec", None) or {}
+    if not isinstance(filter_, dict):
+        filter_ = {"_id": filter_}
+    query = Query(cursor.collection.name, filter_, sort, int(getattr(cursor, "_skip", 0) or 0),
+                  abs(int(getattr(cursor, "_limit", 0) or 0)), projection_needs(getattr(cursor, "_projection", None), sort))
+    return [planner.explain(cursor.collection, query, "find")]
 
 
 def _write_batches(sizes: list[int]) -> int:

@@ -83,9 +83,13 @@ class Bench:
             runs.append(m)
         varies = len({(m.round_trips, m.docs_read) for m in runs}) > 1
         worst = max(runs, key=lambda m: (m.round_trips, m.docs_read))
+        most = max(runs, key=lambda m: (m.keys_examined + m.docs_examined, m.sorted_docs))
         out = Measurement(round_trips=worst.round_trips, docs_read=worst.docs_read, bytes_read=worst.bytes_read,
                           ms=statistics.median(m.ms for m in runs), commands=worst.commands,
-                          engine_ms=statistics.median(m.engine_ms for m in runs))
+                          engine_ms=statistics.median(m.engine_ms for m in runs),
+                          keys_examined=most.keys_examined, docs_examined=most.docs_examined,
+                          in_memory_sort=any(m.in_memory_sort for m in runs), sorted_docs=most.sorted_docs,
+                          explain_sampled=any(m.explain_sampled for m in runs), plans=most.plans)
         out.round_trips_min = min(m.round_trips for m in runs)
         return out, result, varies
 
@@ -93,14 +97,18 @@ class Bench:
         row = {"case": case, "strategy": strategy, "size": size, "depth": depth, "round_trips": m.round_trips,
                "docs_read": m.docs_read, "ms": round(m.ms, 3), "bytes_read": m.bytes_read,
                "engine_ms": round(m.engine_ms, 3),
-               "commands": m.commands, **extra}
+               "keys_examined": m.keys_examined, "docs_examined": m.docs_examined, "in_memory_sort": m.in_memory_sort,
+               "sorted_docs": m.sorted_docs, "commands": m.commands, "plans": _compact(m.plans), **extra}
+        if m.explain_sampled:
+            row["explain_sampled"] = True
         if varies:
             row["varies"] = True
             row["round_trips_min"] = m.round_trips if m.round_trips_min is None else m.round_trips_min
         self.rows.append(row)
         detail = " ".join(f"{k}={v}" for k, v in extra.items() if k not in ("engine",))
         self.log(f"  {case:<16} {strategy:<10} size={size:<8} depth={depth:<6} rt={m.round_trips:<3} "
-                 f"docs={m.docs_read:<5} kB={m.bytes_read // 1024:<6} {m.ms:9.2f} ms {detail}")
+                 f"docs={m.docs_read:<5} kB={m.bytes_read // 1024:<6} keys_ex={m.keys_examined:<7} docs_ex={m.docs_examined:<7}"
+                 f"{' SORT' if m.in_memory_sort else ''} {m.ms:9.2f} ms {detail}")
         return row
 
     def note(self, text: str) -> None:
@@ -131,6 +139,15 @@ class Bench:
         from cms_site.managers import ensure_indexes
 
         ensure_indexes()
+
+
+def _compact(plans: list[dict], most: int = 12) -> list[str]:
+    """The commands' plans as short strings (the first `most`; a big fan-out repeats the same ones)."""
+    out = [f"{p['command']} {p['collection']}: {p['plan']} keys={p['keys_examined']} docs={p['docs_examined']}"
+           + (f" sorted={p['sorted_docs']}" if p.get("in_memory_sort") else "") for p in plans[:most]]
+    if len(plans) > most:
+        out.append(f"... {len(plans) - most} more")
+    return out
 
 
 @contextmanager

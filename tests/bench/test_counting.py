@@ -96,6 +96,7 @@ def test_write_batches_and_bulk_runs():
 
 def test_the_server_listener_counts_commands_and_reply_documents():
     counter = OpCounter()
+    counter.explain = False  # these events carry no command to explain (tested below)
     listener = _Listener(counter, "benchdb")
 
     def event(name, db="benchdb", reply=None):
@@ -110,3 +111,34 @@ def test_the_server_listener_counts_commands_and_reply_documents():
     listener.started(event("insert", db="other"))
     assert (counter.tally.round_trips, counter.tally.docs_read) == (3, 3)
     assert dict(counter.tally.commands) == {"find": 1, "getMore": 1, "findAndModify": 1}
+
+
+def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
+    """With MONGODB_URI the figures come from the server's explain: stubbed here, one statement at a time."""
+    sent = []
+
+    class StubDb:
+        def command(self, body):
+            sent.append(body)
+            return {"executionStats": {"totalKeysExamined": 3, "totalDocsExamined": 2}}
+
+    from cms_site.mongo import get_client
+
+    class StubClient:
+        drop_database = get_client().drop_database  # the test database fixture still cleans up
+
+        def __getitem__(self, name):
+            return StubDb()
+
+    monkeypatch.setattr("cms_site.mongo.get_client", StubClient)
+    counter = OpCounter()
+    listener = _Listener(counter, "benchdb")
+    update = {"update": "items", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}},
+                                             {"q": {"_id": 2}, "u": {"$inc": {"n": 1}}}],
+              "ordered": False, "lsid": {"id": 1}, "$db": "benchdb"}
+    with counter.measure() as m:
+        listener.started(SimpleNamespace(command_name="update", database_name="benchdb", command=update))
+        listener.started(SimpleNamespace(command_name="insert", database_name="benchdb", command={"insert": "items"}))
+    assert [b["explain"]["updates"] for b in sent] == [[update["updates"][0]], [update["updates"][1]]]
+    assert all(b["verbosity"] == "executionStats" and "lsid" not in b["explain"] for b in sent)
+    assert (m.keys_examined, m.docs_examined, m.round_trips) == (6, 4, 2)
