@@ -46,3 +46,11 @@ class TokenRequestSerializer(serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error body of every /api/ response (cms_site/api_errors.py), for the OpenAPI schema."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)

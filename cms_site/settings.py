@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "cms_site",
     "comments",
     "social",
+    "background",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -65,6 +67,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "social.middleware.PresenceMiddleware",
 ]
 
 ROOT_URLCONF = "cms_site.urls"
@@ -141,6 +144,34 @@ COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 
 SOCIAL_IDS_PER_DOC = env_int("SOCIAL_IDS_PER_DOC", 1000)  # ids per followers/following document
 FEED_STRATEGY = os.environ.get("FEED_STRATEGY", "write")  # read | write | bucket
 FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seed 001: 50 activities per bucket
+
+# Hybrid fan-out: an author with more followers than this is not pushed to their
+# followers; readers pull that author's activities from the author log at read time.
+FEED_PUSH_LIMIT = env_int("FEED_PUSH_LIMIT", 10_000)
+# Pushes skip followers not seen for this many days; their feed is rebuilt when they return.
+FEED_ACTIVE_DAYS = env_int("FEED_ACTIVE_DAYS", 30)
+
+# --- Background work (Celery) ----------------------------------------------------
+# Production: a Redis broker and `celery -A cms_site worker`. With no broker the tasks run
+# in the web process (eagerly), so `make run` needs nothing else.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = False  # a failed side effect is recorded, never the request's error
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves it to be redelivered (tasks are idempotent)
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_MAX_RETRIES = env_int("CELERY_TASK_MAX_RETRIES", 5)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- E-mail ----------------------------------------------------------------------
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if DEBUG
+                               else "django.core.mail.backends.smtp.EmailBackend")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Commons <noreply@localhost>")
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
+# More e-mails than this to one person within NOTIFICATIONS_DIGEST_WINDOW seconds are held and sent as one digest.
+NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
+NOTIFICATIONS_DIGEST_WINDOW = env_int("NOTIFICATIONS_DIGEST_WINDOW", 3600)
 
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {

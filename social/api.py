@@ -18,9 +18,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cms_site.paging import page_payload, paginated_schema, parse_page_request
+from cms_site.serializers import ErrorSerializer
 from social import selectors, services
-from social.serializers import ActivitySerializer, FeedSerializer, FollowStateSerializer, PersonSerializer, ProfileSerializer
+from social.serializers import (
+    ActivitySerializer,
+    FeedSerializer,
+    FollowStateSerializer,
+    MuteStateSerializer,
+    PersonSerializer,
+    ProfileSerializer,
+)
 
+ERROR_RESPONSE = ErrorSerializer
 PAGE_PARAMS = [OpenApiParameter("page", int, description="1-based page number."),
                OpenApiParameter("page_size", int, description="1..100, default 20.")]
 
@@ -55,6 +64,27 @@ class FollowApi(APIView):
         user = services.user_by_username(username)
         changed = services.follow_delete(follower=request.user, followee=user)
         return self._state(user, False, changed)
+
+
+class MuteApi(APIView):
+    """POST mutes (idempotent), DELETE unmutes (idempotent). A muted user's comments collapse for
+    you, their activities leave your feed and they cannot notify you."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: MuteStateSerializer, 400: ERROR_RESPONSE, 401: ERROR_RESPONSE,
+                                            404: ERROR_RESPONSE}, tags=["social"])
+    def post(self, request, username):
+        user = services.user_by_username(username)
+        changed = services.mute_create(muter=request.user, muted=user)
+        return Response({"username": user.username, "muted": True, "changed": changed})
+
+    @extend_schema(request=None, responses={200: MuteStateSerializer, 401: ERROR_RESPONSE, 404: ERROR_RESPONSE},
+                   tags=["social"])
+    def delete(self, request, username):
+        user = services.user_by_username(username)
+        changed = services.mute_delete(muter=request.user, muted=user)
+        return Response({"username": user.username, "muted": False, "changed": changed})
 
 
 class _PeopleApi(APIView):

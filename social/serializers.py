@@ -32,6 +32,12 @@ class ProfileSerializer(serializers.Serializer):
         return f"/u/{obj.user.username}/"
 
 
+class MuteStateSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    muted = serializers.BooleanField(help_text="Whether you mute this user now.")
+    changed = serializers.BooleanField(help_text="False when the request changed nothing (idempotent repeat).")
+
+
 class FollowStateSerializer(serializers.Serializer):
     username = serializers.CharField()
     following = serializers.BooleanField(help_text="Whether you follow this user now.")

@@ -10,22 +10,48 @@ under-count by one) until `follow_lists_rebuild` is run for that user. Unfollow 
 the edge and both list entries; it removes list entries even without an edge, so it
 also repairs a list left inconsistent by a crash or a follow racing an unfollow.
 
-Activities are emitted after the write they describe: stored once in the author log,
-then delivered by the feed strategy of `settings.FEED_STRATEGY` (read at call time).
+Activities are emitted after the write they describe: stored once in the author log
+(the request's only feed write: one round trip, whatever the author's follower count),
+then delivered in the background (`social.tasks.activity_deliver`, eager when no Celery
+broker is configured) by the feed strategy of `settings.FEED_STRATEGY` (read at call time).
+
+Hybrid fan-out (`activity_deliver`): an author with more than `FEED_PUSH_LIMIT` followers
+is not pushed; the author is marked as pulled and readers merge their activities in at read
+time (`social.feeds.hybrid`). Otherwise the activity is pushed to each follower except
+those not seen for `FEED_ACTIVE_DAYS` (their feed is rebuilt from the author logs when they
+come back, `feed_rebuild`) and those who muted the author. The push is idempotent for the
+`write` strategy (the copy's `_id` is (follower, activity)), so a retried delivery never
+duplicates; a retried `bucket` delivery can repeat the activity in a bucket, which the
+merged read shows once.
+
+Mute (`mute_create`): the muted user's past copies leave the muter's pushed feed, new
+ones are not pushed to them, a pulled author they muted is left out at read time, and
+notifications from them are not created.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.utils import timezone
 
 from cms_site.errors import InvalidInput, NotAuthenticated, NotFound
 from social.feeds import get_feed
-from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity
+from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.edges import now_ms
+from social.managers.mutes import MAX_MUTES, MuteManager
+from social.managers.presence import PresenceManager
+from social.managers.pulled import PulledAuthorManager
+
+
+def day_start(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 EXCERPT_LENGTH = 140
 
@@ -105,11 +131,121 @@ def follow_lists_rebuild(*, user_ids: Iterable[int], chunk: int = 500) -> None:
 
 
 def activity_record(*, activity: Activity) -> Activity:
-    """Store the activity in the author log, then deliver it with the configured feed strategy."""
+    """Store the activity in the author log (one round trip), then queue its delivery."""
+    from social.tasks import activity_deliver
+
     stored = ActivityLogManager().record(activity)
-    lists = FollowListManager()
-    get_feed().post(stored, followers=lambda: lists.iter_id_chunks(owner=stored.actor_id, kind=FOLLOWERS))
+    activity_deliver.delay(stored.id)
     return stored
+
+
+def _active_cutoff() -> datetime:
+    return day_start(timezone.now()) - timedelta(days=max(0, settings.FEED_ACTIVE_DAYS))
+
+
+def activity_deliver(*, activity_id: str) -> int:
+    """Deliver a logged activity to the author's followers (hybrid fan-out). Returns copies written.
+
+    Cost: the log read, the list heads, then per batch of 1,000 followers one presence read,
+    one mute read and the strategy's writes. An author above FEED_PUSH_LIMIT costs 3 round trips.
+    """
+    feed = get_feed()
+    if feed.name == "read":
+        return 0  # fan-out on read: the log is the feed
+    activity = ActivityLogManager().get(activity_id)
+    if activity is None:
+        return 0  # the activity was removed before delivery
+    lists, pulled = FollowListManager(), PulledAuthorManager()
+    followers = lists.sizes(owner=activity.actor_id)[FOLLOWERS]
+    if followers > settings.FEED_PUSH_LIMIT:
+        pulled.mark(author=activity.actor_id, followers=followers, at=now_ms())
+        return 0
+    pulled.unmark(author=activity.actor_id)
+    presence, mutes, cutoff = PresenceManager(), MuteManager(), _active_cutoff()
+
+    def recipients():
+        for batch in FeedManager.batched(lists.iter_id_chunks(owner=activity.actor_id, kind=FOLLOWERS)):
+            skip = presence.inactive_among(batch, cutoff=cutoff) | mutes.muters_among(muted=activity.actor_id, user_ids=batch)
+            yield [f for f in batch if f not in skip] if skip else batch
+
+    return feed.post(activity, followers=recipients)
+
+
+REBUILD_LIMIT = 200
+
+
+def feed_rebuild(*, user_id: int) -> int:
+    """Refill the pushed feed of a user who comes back after FEED_ACTIVE_DAYS: the activities of
+    the (pushed) authors they follow newer than the newest item in their feed, at most
+    REBUILD_LIMIT, delivered oldest first. Idempotent for the `write` strategy."""
+    feed = get_feed()
+    if feed.name == "read":
+        return 0
+    lists = FollowListManager()
+    muted = MuteManager().muted_by(muter=user_id)
+    pulled = set(PulledAuthorManager().all_ids())
+    authors = [a for a in lists.all_ids(owner=user_id, kind=FOLLOWING) if a not in muted and a not in pulled]
+    newest = feed.page(owner=user_id, following=lambda: authors, cursor=None, limit=1).items
+    since = newest[0].date if newest else None
+    log, missed, cursor = ActivityLogManager(), [], None
+    while len(missed) < REBUILD_LIMIT:
+        page = log.by_authors(authors=authors, cursor=cursor, limit=min(100, REBUILD_LIMIT - len(missed)))
+        fresh = [a for a in page.items if since is None or a.date > since]
+        missed.extend(fresh)
+        if len(fresh) < len(page.items) or page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    written = 0
+    for activity in reversed(missed):
+        written += feed.post(activity, followers=lambda: iter([[user_id]]))
+    return written
+
+
+def presence_touch(*, user_id: int) -> bool:
+    """Record that `user_id` is active today: at most one MongoDB write per user and day (the
+    cache remembers the day: per process with the default cache, site-wide with a shared one).
+    A user back after FEED_ACTIVE_DAYS gets their feed rebuilt in the background.
+    True when a write happened."""
+    from social.tasks import feed_rebuild as feed_rebuild_task
+
+    today = day_start(timezone.now())
+    if not cache.add(f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400):
+        return False
+    before = PresenceManager().touch(user_id=user_id, day=today)
+    if before is not None and before.replace(tzinfo=before.tzinfo or UTC) < _active_cutoff():
+        feed_rebuild_task.delay(user_id)
+    return True
+
+
+# --- mutes ------------------------------------------------------------------------
+
+
+def mute_create(*, muter, muted) -> bool:
+    """`muter` mutes `muted`. Idempotent: False if already muted. Their pushed copies leave the
+    muter's feed (in the background)."""
+    from social.tasks import feed_purge_author
+
+    _require_login(muter)
+    if muter.pk == muted.pk:
+        raise InvalidInput("You cannot mute yourself.")
+    mutes = MuteManager()
+    if mutes.count(muter=muter.pk) >= MAX_MUTES:
+        raise InvalidInput(f"You can mute at most {MAX_MUTES} people.")
+    if not mutes.create(muter=muter.pk, muted=muted.pk, at=now_ms()):
+        return False
+    feed_purge_author.delay(muter.pk, muted.pk)
+    return True
+
+
+def mute_delete(*, muter, muted) -> bool:
+    """`muter` unmutes `muted` (idempotent). Their later activities reach the muter's feed again."""
+    _require_login(muter)
+    return MuteManager().delete(muter=muter.pk, muted=muted.pk)
+
+
+def feed_purge_author(*, owner: int, author: int) -> int:
+    """Remove `author`'s activities from `owner`'s pushed feed (after a mute)."""
+    return get_feed().purge_author(owner=owner, author=author)
 
 
 def activity_topic_published(*, topic) -> Activity:

@@ -87,6 +87,30 @@ def unfollow(request, username):
 
 
 @login_required
+@require_POST
+def mute(request, username):
+    user = _user_or_404(username)
+    try:
+        if services.mute_create(muter=request.user, muted=user):
+            messages.success(request, f"You muted {user.username}: their comments collapse and they cannot notify you.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return _back(request, user)
+
+
+@login_required
+@require_POST
+def unmute(request, username):
+    user = _user_or_404(username)
+    try:
+        if services.mute_delete(muter=request.user, muted=user):
+            messages.success(request, f"You unmuted {user.username}.")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    return _back(request, user)
+
+
+@login_required
 def feed(request):
     try:
         page = selectors.feed_page(user=request.user, cursor=request.GET.get("cursor"))

@@ -77,6 +77,14 @@ class Activity:
 class FeedPage:
     items: list[Activity]  # newest first
     next_cursor: str | None  # None on the last page
+    # The cursor that continues right after each item, when it is not the item's (date, id)
+    # time cursor (bucketed feeds): lets a merged page stop part-way through this one.
+    cursors: list[str] | None = None
+
+    def cursor_after(self, index: int) -> str:
+        if self.cursors is not None:
+            return self.cursors[index]
+        return time_cursor(self.items[index].date, self.items[index].id)
 
 
 # --- cursors ---------------------------------------------------------------------
@@ -164,6 +172,11 @@ class FeedManager(MongoManager, abc.ABC):
     def page(self, *, owner: int, following: Callable[[], list[int]], cursor: str | None, limit: int) -> FeedPage:
         """`limit` activities newest first, strictly older than `cursor`. `following()` returns
         the ids `owner` follows (called only by fan-out on read)."""
+
+    def purge_author(self, *, owner: int, author: int) -> int:
+        """Remove `author`'s activities from `owner`'s delivered feed (a mute). Strategies that
+        copy activities into feeds override this; fan-out on read has nothing to remove."""
+        return 0
 
     @staticmethod
     def batched(chunks: FollowerChunks, size: int = 1000) -> Iterable[list[int]]:

@@ -88,6 +88,10 @@ class BucketedFanoutFeed(FeedManager):
             retry = collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
             return done + retry.modified_count + retry.upserted_count
 
+    def purge_author(self, *, owner: int, author: int) -> int:
+        return self.db[self.buckets_name].update_many({"owner": owner, "activities.author": author},
+                                                      {"$pull": {"activities": {"author": author}}}).modified_count
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_bucket_cursor(cursor)
         query: dict = {"owner": owner}
@@ -112,4 +116,5 @@ class BucketedFanoutFeed(FeedManager):
             docs.close()
         items = [Activity.from_fields(a, id=a["aid"]) for _, _, a in found[:limit]]
         more = len(found) > limit
-        return FeedPage(items, bucket_cursor(found[limit - 1][0], found[limit - 1][1]) if more else None)
+        cursors = [bucket_cursor(sequence, pos) for sequence, pos, _ in found[:limit]]
+        return FeedPage(items, cursors[-1] if more else None, cursors=cursors)

@@ -43,6 +43,11 @@ class ActivityLogManager(MongoManager):
         self.collection.insert_one({"_id": oid, **activity.to_fields()})
         return Activity.from_fields(activity.to_fields(), id=oid)
 
+    def get(self, activity_id: str) -> Activity | None:
+        """One activity by its id (the delivery task's input). One round trip on `_id`."""
+        doc = self.collection.find_one({"_id": ObjectId(activity_id)})
+        return Activity.from_fields(doc, id=doc["_id"]) if doc else None
+
     def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:
         """Activities of `authors`, newest first, strictly older than `cursor`. One query."""
         position = parse_time_cursor(cursor)

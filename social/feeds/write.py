@@ -51,6 +51,9 @@ class FanoutOnWriteFeed(FeedManager):
                 written += exc.details.get("nInserted", 0)
         return written
 
+    def purge_author(self, *, owner: int, author: int) -> int:
+        return self.collection.delete_many({"owner": owner, "author": author}).deleted_count
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_time_cursor(cursor)
         query = {"owner": owner, **older_than("date", "aid", position)}

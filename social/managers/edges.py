@@ -69,6 +69,14 @@ class FollowEdgeManager(MongoManager):
         query = {"_id": self.edge_id(follower, followee), "follower": follower}
         return self.read_db[self.collection_name].count_documents(query, limit=1) == 1
 
+    def followees_among(self, *, follower: int, candidates: list[int]) -> list[int]:
+        """Those of `candidates` that `follower` follows: `_id` point lookups, one key per candidate. One query."""
+        if not candidates:
+            return []
+        ids = [self.edge_id(follower, c) for c in candidates]
+        docs = self.read_collection.find({"_id": {"$in": ids}, "follower": follower}, {"followee": 1, "_id": 0})
+        return sorted(d["followee"] for d in docs.batch_size(len(ids)))
+
     def insert_many(self, pairs: Iterable[tuple[int, int]], *, chunk: int = 1000) -> int:
         """Bulk path: insert (follower, followee) edges, skipping existing ones. Returns how many were new."""
         inserted = 0

@@ -1,0 +1,48 @@
+"""Failed deliveries: record and replay.
+
+`failure_record` is called by `DeliveryTask.on_failure` once a task has used up its retries.
+`failure_replay` runs the task again in this process (tasks are idempotent), marking the
+row replayed on success or keeping the new error; editors call it from the admin, operators
+with `python manage.py tasks_replay`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.utils import timezone
+
+from background.models import FailedTask
+
+log = logging.getLogger(__name__)
+
+
+def failure_record(*, task: str, task_id: str, args: list, kwargs: dict, error: str, retries: int = 0) -> FailedTask:
+    log.error("task %s%r failed for good: %s", task, tuple(args), error)
+    return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
+                                     retries=retries)
+
+
+def failure_replay(*, failure: FailedTask) -> bool:
+    """Run the failed task again, here and now. True when it succeeded (the row is marked replayed)."""
+    task = current_app.tasks.get(failure.task)
+    if task is None:
+        failure.replay_error = f"No task named {failure.task!r} is registered."
+        failure.save(update_fields=["replay_error"])
+        return False
+    try:
+        task.run(*failure.args, **failure.kwargs)
+    except Exception as exc:  # the row keeps the new error; the next replay may succeed
+        failure.replay_error = f"{type(exc).__name__}: {exc}"[:5000]
+        failure.save(update_fields=["replay_error"])
+        return False
+    failure.replayed_at = timezone.now()
+    failure.replay_error = ""
+    failure.save(update_fields=["replayed_at", "replay_error"])
+    return True
+
+
+def failures_pending():
+    """Failed deliveries not yet replayed, oldest first."""
+    return FailedTask.objects.filter(replayed_at__isnull=True).order_by("id")

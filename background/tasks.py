@@ -1,0 +1,31 @@
+"""The base class of every delivery task.
+
+A delivery retries transient failures (MongoDB, network, broker) with exponential
+back-off and jitter, up to `CELERY_TASK_MAX_RETRIES` times; when the last attempt fails,
+`on_failure` records it (`background.services.failure_record`) so editors see it and can
+replay it. Delivery tasks are idempotent (their writes use deterministic ids), so a
+replay or a redelivered message never duplicates anything.
+"""
+
+from __future__ import annotations
+
+from celery import Task
+from django.conf import settings
+from pymongo.errors import PyMongoError
+
+TRANSIENT = (PyMongoError, ConnectionError, TimeoutError)
+
+
+class DeliveryTask(Task):
+    autoretry_for = TRANSIENT
+    retry_backoff = 2  # seconds: 2, 4, 8, ... (eager runs retry at once)
+    retry_backoff_max = 600
+    retry_jitter = True
+    max_retries = settings.CELERY_TASK_MAX_RETRIES
+    ignore_result = True
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        from background.services import failure_record
+
+        failure_record(task=self.name, task_id=task_id or "", args=list(args or ()), kwargs=dict(kwargs or {}),
+                       error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)

@@ -1,0 +1,70 @@
+"""Mutes: who muted whom. A muted user's comments collapse for the muter, their activities
+leave the muter's feed and they cannot notify the muter.
+
+    {_id: "<muter>:<muted>", muter: int, muted: int, since: datetime}
+
+The `_id` is the pair (idempotent, race-safe like follow edges). Index (muter, muted)
+answers "whom do I mute" (a page of comments, a feed page, one query); index
+(muted, muter) answers "which of these followers muted the author" for a fan-out batch
+(one `$in` query per batch of 1,000).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pymongo import ASCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+MAX_MUTES = 1000  # per user: what a page reads is bounded
+
+
+class MuteManager(MongoManager):
+    collection_name = "social_mutes"
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("muter", ASCENDING), ("muted", ASCENDING)], name="muter_muted"),
+                IndexModel([("muted", ASCENDING), ("muter", ASCENDING)], name="muted_muter"),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"muter": 1}}
+
+    @staticmethod
+    def mute_id(muter: int, muted: int) -> str:
+        return f"{int(muter)}:{int(muted)}"
+
+    def create(self, *, muter: int, muted: int, at: datetime) -> bool:
+        try:
+            self.collection.insert_one({"_id": self.mute_id(muter, muted), "muter": muter, "muted": muted, "since": at})
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def delete(self, *, muter: int, muted: int) -> bool:
+        return self.collection.delete_one({"_id": self.mute_id(muter, muted), "muter": muter}).deleted_count == 1
+
+    def count(self, *, muter: int) -> int:
+        return self.collection.count_documents({"muter": muter}, limit=MAX_MUTES)
+
+    def muted_by(self, *, muter: int) -> set[int]:
+        """Whom `muter` mutes (at most MAX_MUTES). One query on (muter, muted)."""
+        docs = self.read_collection.find({"muter": muter}, {"muted": 1, "_id": 0}).sort("muted", ASCENDING)
+        return {d["muted"] for d in docs.limit(MAX_MUTES).batch_size(MAX_MUTES)}
+
+    def muters_among(self, *, muted: int, user_ids: list[int]) -> set[int]:
+        """Those of `user_ids` who muted `muted`. One query on (muted, muter)."""
+        if not user_ids:
+            return set()
+        docs = self.collection.find({"muted": muted, "muter": {"$in": user_ids}}, {"muter": 1, "_id": 0})
+        return {d["muter"] for d in docs.batch_size(len(user_ids))}
+
+    def exists(self, *, muter: int, muted: int) -> bool:
+        return self.collection.count_documents({"_id": self.mute_id(muter, muted), "muter": muter}, limit=1) == 1

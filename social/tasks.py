@@ -1,0 +1,25 @@
+"""Background work of the social app: thin tasks (ids in, one service call).
+
+Idempotent: a copy in a follower's feed has the `_id` (follower, activity), a rebuild
+re-inserts the same ids, a purge deletes what is there.
+"""
+
+from celery import shared_task
+
+from background.tasks import DeliveryTask
+from social import services
+
+
+@shared_task(base=DeliveryTask, name="social.activity_deliver")
+def activity_deliver(activity_id: str) -> int:
+    return services.activity_deliver(activity_id=str(activity_id))
+
+
+@shared_task(base=DeliveryTask, name="social.feed_rebuild")
+def feed_rebuild(user_id: int) -> int:
+    return services.feed_rebuild(user_id=int(user_id))
+
+
+@shared_task(base=DeliveryTask, name="social.feed_purge_author")
+def feed_purge_author(owner_id: int, author_id: int) -> int:
+    return services.feed_purge_author(owner=int(owner_id), author=int(author_id))
