@@ -32,7 +32,7 @@ def authors(people: list) -> list[Author]:
 
 
 def topic(*, author, storage: str, order: str | None = None, title: str | None = None):
-    from cms_site.services import topic_create
+    from topics.services import topic_create
 
     return topic_create(author=author, title=title or f"Bench {storage} {order or ''}", comment_storage=storage,
                         comment_order=order)

@@ -1,22 +1,14 @@
-"""API for accounts and topics. One class per operation; rules live in services."""
+"""API for accounts. One class per operation; rules live in services."""
 
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, permissions, status
+from rest_framework import permissions, status
 from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cms_site import services
-from cms_site.models import Topic
-from cms_site.serializers import (
-    RegisteredSerializer,
-    RegisterSerializer,
-    TokenRequestSerializer,
-    TokenSerializer,
-    TopicCreateSerializer,
-    TopicSerializer,
-)
+from cms_site.serializers import RegisteredSerializer, RegisterSerializer, TokenRequestSerializer, TokenSerializer
 
 
 class RegisterApi(APIView):
@@ -45,31 +37,3 @@ class TokenApi(APIView):
             raise InvalidInput("Unable to log in with the given username and password.")
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
-
-
-class TopicListApi(generics.ListAPIView):
-    """Topics, newest first. POST creates one (staff only)."""
-
-    queryset = Topic.objects.select_related("author")
-    serializer_class = TopicSerializer
-
-    @extend_schema(request=TopicCreateSerializer, responses={201: TopicSerializer}, tags=["topics"])
-    def post(self, request):
-        data = TopicCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        topic = services.topic_create(author=request.user, **data.validated_data)
-        return Response(TopicSerializer(topic).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(tags=["topics"])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
-
-
-class TopicDetailApi(generics.RetrieveAPIView):
-    queryset = Topic.objects.select_related("author")
-    serializer_class = TopicSerializer
-    lookup_field = "slug"
-
-    @extend_schema(tags=["topics"])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)

@@ -1,5 +1,5 @@
-"""Demo content for `make run`: people and topics here; comments and the social graph
-come from `comments.demo` and `social.demo`, called in order by `load_demo`.
+"""Demo content for `make run`: people here; topics, the social graph and comments
+come from `topics.demo`, `social.demo` and `comments.demo`, called in order by `load_demo`.
 
 Every step is idempotent: rows are got-or-created, and MongoDB content is loaded only
 where MongoDB has none (the embedded engine forgets everything on restart while the
@@ -14,23 +14,8 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 
-from cms_site.models import CommentOrder, CommentStorage, Topic
-
 DEMO_PASSWORD = "commons-demo"
 PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
-
-TOPICS = [
-    ("Welcome to Commons", CommentStorage.DOCUMENT, CommentOrder.THREADED,
-     "Every comment here is its own MongoDB document. Threads sort by full_slug, a path of time-stamped slugs."),
-    ("Release notes, in order", CommentStorage.DOCUMENT, CommentOrder.CHRONOLOGICAL,
-     "One document per comment, shown in posting order, sorted by (posted, _id)."),
-    ("A small discussion, all in one document", CommentStorage.EMBEDDED, CommentOrder.THREADED,
-     "All comments live inside one discussion document, nested replies and all."),
-    ("Guest book", CommentStorage.EMBEDDED, CommentOrder.CHRONOLOGICAL,
-     "Embedded comments pushed onto one array and paged with $slice."),
-    ("The busiest thread on the site", CommentStorage.BUCKETED, CommentOrder.CHRONOLOGICAL,
-     "Comments are grouped in buckets of about a hundred: a page reads only the buckets it needs."),
-]
 
 
 @dataclass
@@ -56,26 +41,12 @@ def _people(out) -> DemoContext:
     return DemoContext(editor=editor, people=people)
 
 
-def _topics(ctx: DemoContext, out) -> None:
-    from django.utils.text import slugify
-
-    for title, storage, order, body in TOPICS:
-        topic, _ = Topic.objects.get_or_create(
-            slug=slugify(title),
-            defaults={"title": title, "body": body, "author": ctx.editor,
-                      "comment_storage": storage, "comment_order": order},
-        )
-        ctx.topics.append(topic)
-    out(f"topics: {len(ctx.topics)} ({', '.join(sorted({t.comment_storage for t in ctx.topics}))})")
-
-
-# App steps, in order: the graph first, so later comments reach followers' feeds.
-APP_STEPS = ["social.demo", "comments.demo"]
+# App steps, in order: topics, then the graph, so later comments reach followers' feeds.
+APP_STEPS = ["topics.demo", "social.demo", "comments.demo"]
 
 
 def load_demo(out=print) -> DemoContext:
     ctx = _people(out)
-    _topics(ctx, out)
     for module_name in APP_STEPS:
         try:
             module = importlib.import_module(module_name)

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "cms_site",
+    "topics",
     "comments",
     "social",
     "background",

@@ -8,8 +8,7 @@ from cms_site import api, views
 api_patterns = [
     path("auth/register/", api.RegisterApi.as_view(), name="api-register"),
     path("auth/token/", api.TokenApi.as_view(), name="api-token"),
-    path("topics/", api.TopicListApi.as_view(), name="api-topic-list"),
-    path("topics/<slug:slug>/", api.TopicDetailApi.as_view(), name="api-topic-detail"),
+    path("", include("topics.api_urls")),
     path("", include("comments.api_urls")),
     path("", include("social.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -18,7 +17,7 @@ api_patterns = [
 ]
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("topics.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

@@ -1,28 +1,12 @@
-"""Pages of the CMS: home (topics) and sign-up. Thin: parse, call, render."""
+"""Account pages: sign-up. Thin: parse, call, render."""
 
 from django.contrib import messages
 from django.contrib.auth import login
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from cms_site.errors import InvalidInput, NotFound
+from cms_site.errors import NotFound
 from cms_site.forms import SignupForm
-from cms_site.models import Topic
-from cms_site.paging import Page, parse_page_request
-
-
-def home(request):
-    try:
-        req = parse_page_request(request.GET, default_size=10, max_size=100)
-    except InvalidInput as exc:
-        messages.error(request, exc.message)
-        return redirect("home")
-    topics = Topic.objects.select_related("author")
-    page = Page(items=[], count=topics.count(), page=req.page, page_size=req.page_size)
-    if req.page > page.num_pages:
-        raise_404(f"There is no page {req.page}.")
-    page.items = list(topics[req.skip : req.skip + req.page_size])
-    return render(request, "cms_site/home.html", {"page": page})
 
 
 def signup(request):

@@ -20,12 +20,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from cms_site.admin import TopicAdmin
 from cms_site.errors import InvalidInput, NotFound, ServiceError
-from cms_site.models import Topic
 from cms_site.paging import parse_page_request
 from comments import selectors, services
 from comments.forms import ModerationForm
+from topics.admin import TopicAdmin
+from topics.models import Topic
 
 
 class ModeratedTopicAdmin(TopicAdmin):

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cms_site.errors import InvalidInput, NotFound
-from cms_site.models import Topic
 from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.ids import is_comment_id
 from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, Comment
@@ -25,15 +24,6 @@ from comments.services import can_see, comment_manager, is_threaded
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 ORDER_LABELS = {CHRONOLOGICAL: "Chronological", THREADED: "Threaded", HOT: "Hot"}
-
-
-def topic_get(*, slug) -> Topic:
-    if not isinstance(slug, str):
-        raise NotFound("No such topic.")
-    topic = Topic.objects.select_related("author").filter(slug=slug).first()
-    if topic is None:
-        raise NotFound(f"No topic {slug!r}.")
-    return topic
 
 
 def comment_orders(*, topic) -> tuple[str, ...]:

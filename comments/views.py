@@ -18,11 +18,12 @@ from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceErr
 from cms_site.paging import DEFAULT_PAGE_SIZE, parse_page_request
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
+from topics.selectors import topic_get
 
 
-def _topic(slug):
+def _topic(request, slug):
     try:
-        return selectors.topic_get(slug=slug)
+        return topic_get(slug=slug, viewer=request.user)
     except NotFound as exc:
         raise Http404(exc.message) from None
 
@@ -40,7 +41,7 @@ def _page_url(topic, *, page: int, order: str, comment_id: str | None = None) ->
 
 
 def topic_detail(request, slug):
-    topic = _topic(slug)
+    topic = _topic(request, slug)
     try:
         req = parse_page_request(request.GET)
         page = selectors.comment_page(topic=topic, order=request.GET.get("order"), request=req, viewer=request.user)
@@ -62,7 +63,7 @@ def topic_detail(request, slug):
 
 
 def comment_permalink(request, slug, comment_id):
-    topic = _topic(slug)
+    topic = _topic(request, slug)
     try:
         thread = selectors.comment_thread(topic=topic, comment_id=comment_id, viewer=request.user)
         order = topic.comment_order
@@ -82,7 +83,7 @@ def comment_permalink(request, slug, comment_id):
 
 @require_POST
 def comment_post(request, slug):
-    topic = _topic(slug)
+    topic = _topic(request, slug)
     form = CommentForm(request.POST)
     fallback = topic.get_absolute_url()
     if not form.is_valid():  # only malformed submissions get here: every field is an optional string
@@ -104,7 +105,7 @@ def comment_post(request, slug):
 
 @require_POST
 def comment_like(request, slug, comment_id):
-    topic = _topic(slug)
+    topic = _topic(request, slug)
     form = LikeForm(request.POST)
     fallback = reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})
     if not form.is_valid():

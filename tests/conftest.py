@@ -49,7 +49,7 @@ def editor(make_user):
 
 @pytest.fixture
 def make_topic(editor):
-    from cms_site.services import topic_create
+    from topics.services import topic_create
 
     def make(storage="document", order=None, title=None, **kwargs):
         return topic_create(author=editor, title=title or f"Topic {storage} {order or ''}", comment_storage=storage,

@@ -22,13 +22,13 @@ def topic(request, make_topic):
 
 
 def moderate_url(topic):
-    return f"/admin/cms_site/topic/{topic.pk}/comments/"
+    return f"/admin/topics/topic/{topic.pk}/comments/"
 
 
 def test_topic_admin_links_to_moderation(client, superuser, topic):
     client.force_login(superuser)
-    assert moderate_url(topic) in client.get("/admin/cms_site/topic/").content.decode()
-    assert moderate_url(topic) in client.get(f"/admin/cms_site/topic/{topic.pk}/change/").content.decode()
+    assert moderate_url(topic) in client.get("/admin/topics/topic/").content.decode()
+    assert moderate_url(topic) in client.get(f"/admin/topics/topic/{topic.pk}/change/").content.decode()
 
 
 def test_staff_lists_comments_page_by_page_unmasked(client, superuser, topic, make_user):
@@ -45,7 +45,7 @@ def test_staff_lists_comments_page_by_page_unmasked(client, superuser, topic, ma
     assert "comment 24" in page2 and "comment 3<" not in page2
     assert client.get(moderate_url(topic) + "?page=9").status_code == 404
     assert client.get(moderate_url(topic) + "?page=abc").status_code == 302
-    assert client.get("/admin/cms_site/topic/999999/comments/").status_code in (302, 404)
+    assert client.get("/admin/topics/topic/999999/comments/").status_code in (302, 404)
 
 
 def test_staff_moderates_with_bulk_actions_through_the_services(superuser, topic, make_user):

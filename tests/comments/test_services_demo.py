@@ -6,6 +6,7 @@ from cms_site import demo as cms_demo
 from cms_site.paging import PageRequest
 from comments import demo, selectors
 from comments.managers import manager_for
+from topics import demo as topics_demo
 
 pytestmark = pytest.mark.django_db
 
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.django_db
 def test_demo_loads_deep_threads_and_full_buckets_once(settings):
     lines = []
     ctx = cms_demo._people(lines.append)
-    cms_demo._topics(ctx, lines.append)
+    topics_demo.load(ctx, lines.append)
     demo.load(ctx, lines.append)
     counts = {t.slug: manager_for(t.comment_storage).count(discussion_id=t.discussion_id) for t in ctx.topics}
     by_storage = {t.slug: t for t in ctx.topics}

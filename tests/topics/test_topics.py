@@ -1,7 +1,7 @@
 import pytest
 
 from cms_site.errors import Forbidden, InvalidInput, NotAuthenticated
-from cms_site.services import topic_create
+from topics.services import topic_create
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,56 @@
+"""Topic reads: what a given viewer may see.
+
+Everyone but editors sees live topics only (published, `publish_at` not in the future);
+anything else is a 404 for them, exactly like a topic that does not exist. Lists are
+newest first on the `topic_newest` index.
+"""
+
+from __future__ import annotations
+
+from cms_site.errors import NotFound
+from cms_site.paging import Page, PageRequest
+from topics.models import Tag, Topic, TopicSlugRedirect
+
+
+def topic_list(*, viewer, tag: Tag | None = None):
+    """Topics `viewer` may see, newest first (a queryset: the caller pages it)."""
+    topics = Topic.objects.visible_to(viewer).select_related("author").prefetch_related("tags")
+    if tag is not None:
+        topics = topics.filter(tags=tag)
+    return topics
+
+
+def topic_page(*, viewer, request: PageRequest, tag: Tag | None = None) -> Page:
+    """One page of `topic_list`; a page past the last one is NotFound (page 1 always exists)."""
+    topics = topic_list(viewer=viewer, tag=tag)
+    page = Page(items=[], count=topics.count(), page=request.page, page_size=request.page_size)
+    if request.page > page.num_pages:
+        raise NotFound(f"There is no page {request.page}.")
+    page.items = list(topics[request.skip : request.skip + request.page_size])
+    return page
+
+
+def topic_get(*, slug, viewer) -> Topic:
+    if not isinstance(slug, str):
+        raise NotFound("No such topic.")
+    topic = Topic.objects.visible_to(viewer).select_related("author").filter(slug=slug).first()
+    if topic is None:
+        raise NotFound(f"No topic {slug!r}.")
+    return topic
+
+
+def topic_redirect_slug(*, slug, viewer) -> str | None:
+    """The current slug of the topic that used to be at `slug`, if `viewer` may see it."""
+    if not isinstance(slug, str):
+        return None
+    old = TopicSlugRedirect.objects.filter(old_slug=slug).select_related("topic").first()
+    if old is None or not Topic.objects.visible_to(viewer).filter(pk=old.topic_id).exists():
+        return None
+    return old.topic.slug
+
+
+def tag_get(*, slug) -> Tag:
+    tag = Tag.objects.filter(slug=slug).first() if isinstance(slug, str) else None
+    if tag is None:
+        raise NotFound(f"No tag {slug!r}.")
+    return tag
