@@ -62,28 +62,20 @@ def discussion(*, discussion_id: int, size: int, authors: list[Author], start: d
 
 
 def load_document(manager, comments: list[Comment], *, threaded: bool) -> int:
-    docs = [manager._to_document(c) for c in comments]
-    for chunk in chunks(docs):
-        manager.collection.insert_many(chunk, ordered=False)
-    return len(comments)
-
-
-def _embedded_element(comment: Comment, nested: bool) -> dict:
-    from comments.managers.fields import to_element
-
-    element = to_element(comment)
-    if nested:
-        element["replies"] = []
-    return element
+    return manager.bulk_load(comments, threaded=threaded)
 
 
 def embedded_capacity(comments: list[Comment], *, threaded: bool) -> int:
     """How many of `comments` one embedded discussion holds under COMMENTS_EMBEDDED_MAX_BYTES (its post() guard)."""
-    import bson
+    from comments.managers.embedded import charge
+    from comments.managers.fields import to_element
 
     used = 0
     for n, comment in enumerate(comments):
-        size = len(bson.encode(_embedded_element(comment, threaded)))
+        element = to_element(comment)
+        if threaded:
+            element["replies"] = []
+        size = charge(element)
         if used > settings.COMMENTS_EMBEDDED_MAX_BYTES - size:
             return n
         used += size
@@ -91,49 +83,13 @@ def embedded_capacity(comments: list[Comment], *, threaded: bool) -> int:
 
 
 def load_embedded(manager, comments: list[Comment], *, threaded: bool) -> int:
-    """One discussion document, as post() builds it: nested replies for a threaded topic, else one flat array."""
-    import bson
-
-    from comments.managers.embedded import FLAT, NESTED
-
-    if not comments:
-        return 0
-    total = 0
-    roots: list[dict] = []
-    by_id: dict[str, dict] = {}
-    for comment in comments:
-        element = _embedded_element(comment, threaded)
-        total += len(bson.encode(element))  # sized before children are added, as post() does
-        by_id[comment.id] = element
-        if threaded and comment.parent is not None:
-            by_id[comment.parent]["replies"].append(element)
-        else:
-            roots.append(element)
-    layout = NESTED if threaded else FLAT
-    manager.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": len(comments),
-                                   "bytes": total, ("replies" if threaded else "comments"): roots})
-    return len(comments)
+    """One discussion document, as post() builds it (the manager's bulk path)."""
+    return manager.bulk_load(comments, threaded=threaded)
 
 
 def load_bucketed(manager, comments: list[Comment], *, threaded: bool) -> int:
-    """Full buckets of COMMENTS_BUCKET_SIZE in posting order, as one writer posting them leaves them."""
-    from comments.managers.fields import to_element
-
-    if not comments:
-        return 0
-    size = settings.COMMENTS_BUCKET_SIZE
-    discussion_id = comments[0].discussion_id
-    buckets = []
-    for number, start in enumerate(range(0, len(comments), size), start=1):
-        part = comments[start:start + size]
-        buckets.append({"discussion_id": discussion_id, "bucket": number, "count": len(part),
-                        "comments": [to_element(c) for c in part]})
-    for chunk in chunks(buckets, 2_000):
-        manager.buckets.insert_many(chunk, ordered=False)
-    last = len(buckets)
-    # post() advances num_buckets as soon as a bucket is full, before the next comment exists.
-    num_buckets = last + 1 if buckets[-1]["count"] >= size else last
-    manager.discussions.insert_one({"_id": discussion_id, "num_buckets": num_buckets})
+    """Full buckets in posting order, as posting them one by one leaves them (the manager's bulk path)."""
+    manager.bulk_load(comments, threaded=threaded)
     return len(comments)
 
 

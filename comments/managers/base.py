@@ -14,19 +14,34 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   `depth` is `path.count("/")`, 0 for a top-level comment, and never exceeds
   `COMMENTS_MAX_DEPTH - 1`: a reply to a comment at that depth is attached to the
   deepest allowed ancestor instead (it becomes a sibling, and `parent` names that
-  ancestor), so paths and sort keys stay bounded (far below the 1,024-byte index key
-  limit). The rule lives in one place, `comments.managers.fields.place()`.
+  ancestor), so paths and sort keys stay bounded (a few hundred bytes: small index
+  keys). The rule lives in one place, `comments.managers.fields.place()`.
 - `sort_key` is the seed's `full_slug`: per level, the posting time to the
   millisecond and the id ("20240101120000123:k3x9"), joined by "/". Threaded order
   is the order of `sort_key`; chronological order is posting order (`posted`, then
   insertion order for ties). Within one process `posted` strictly increases
   (`comments.clock.monotonic_now`), so two comments posted in the same second
   still sort in posting order.
+- `seq` is the comment's dense per-discussion sequence number, 1, 2, 3, ... in posting
+  order, assigned at post time from a counter kept with the discussion (document and
+  bucketed strategies), or the array position (embedded). Chronological order is `seq`
+  order: pages reach any page number by a `seq` range, never by `skip`, and
+  `position()` of a chronological comment is `seq - 1`. (Two processes posting in one
+  millisecond still get distinct, ordered numbers.) A writer that dies between taking
+  its number and storing the comment leaves a hole: that page is one comment short;
+  positions and counts stay right.
 - `page()` costs a small constant number of round trips whatever the page number
-  and the discussion size, and returns the total count with the page.
+  and the discussion size, and returns the total count with the page: the total comes
+  from a counter kept with the writes, never from counting documents.
+- Keyset navigation: `page(cursor=...)` takes an opaque cursor from a previous page's
+  `extra["next"]`/`extra["previous"]` and returns the page after (or before) it; at
+  the floor (about page_size index keys and documents) in every order. A page NUMBER in
+  threaded or hot order of the document strategy walks (page - 1) * page_size index
+  keys first (docs/comments.md); chronological page numbers are at the floor.
 - Comments are never deleted from storage: moderation sets `status`, and a deletion
   by its author leaves a tombstone (status "deleted", text and html "") in its place,
-  so positions, counts, replies and page arithmetic never shift under a reader.
+  so positions, counts, replies, sequence numbers and page arithmetic never shift
+  under a reader.
 - `html` is the Markdown `text` rendered and sanitised at write time (cms_site.markdown),
   stored beside it; an edit replaces both in one update, guarded by the text it
   replaces (a concurrent edit makes it match nothing instead of losing a revision).
@@ -38,10 +53,16 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
 from __future__ import annotations
 
 import abc
+import base64
+import binascii
+import bisect
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
+from cms_site.errors import InvalidInput
 from cms_site.managers import MongoManager
 from cms_site.paging import Page, PageRequest
 
@@ -56,6 +77,12 @@ DELETED = "deleted"  # deleted by its author (or an editor): a tombstone without
 STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)  # what moderation may set; DELETED only comes from a deletion
 
 LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -20)
+HOT_PINNED = 1 << 40  # the pinned flag in the hot score, above any realistic like count
+
+
+def hot_score(*, pinned: bool, likes: int) -> int:
+    """Seed 004 HoSc: pinned first, then the most liked (one integer, so one index field)."""
+    return (HOT_PINNED if pinned else 0) + likes
 
 
 class DiscussionFull(Exception):
@@ -86,6 +113,111 @@ class Comment:
     html: str = ""
     edited: datetime | None = None
     locator: object = field(default=None, compare=False, repr=False)
+    seq: int = 0  # dense per-discussion sequence number from 1 (0: not known to this reader)
+
+
+# --- keyset cursors ----------------------------------------------------------------
+
+FORWARD, BACKWARD = "n", "p"  # the page after the cursor's key, or the page before it
+_ORDER_CODES = {CHRONOLOGICAL: "c", THREADED: "t", HOT: "h"}
+_SORT_KEY = re.compile(r"^[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}$")
+MAX_CURSOR_LENGTH = 3000
+_MAX_INT = 2**62
+
+
+@dataclass(frozen=True)
+class Position:
+    """A decoded cursor: the page `direction` (FORWARD/BACKWARD) of the item keyed `key` in `order`."""
+
+    order: str
+    direction: str
+    key: object  # chronological: seq (int); threaded: sort_key (str); hot: (hot score, seq)
+
+
+def comment_key(comment: Comment, order: str):
+    if order == CHRONOLOGICAL:
+        return comment.seq
+    if order == THREADED:
+        return comment.sort_key
+    return (hot_score(pinned=comment.pinned, likes=comment.likes), comment.seq)
+
+
+def rank(order: str, key):
+    """`key` as an ascending sort value of `order` (hot order is descending in both fields)."""
+    return (-key[0], -key[1]) if order == HOT else key
+
+
+def encode_cursor(order: str, direction: str, key) -> str:
+    raw = json.dumps({"o": _ORDER_CODES[order], "d": direction, "k": list(key) if order == HOT else key},
+                     separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _bad_cursor():
+    return InvalidInput("cursor is not valid.", field="cursor")
+
+
+def _whole(value) -> int:
+    if type(value) is not int or not 0 <= value <= _MAX_INT:
+        raise _bad_cursor()
+    return value
+
+
+def decode_cursor(cursor, order: str) -> Position | None:
+    """The cursor's position, or None for none; InvalidInput (a 400) for anything malformed or of another order."""
+    if cursor is None or cursor == "":
+        return None
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_LENGTH or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
+        raise _bad_cursor()
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise _bad_cursor() from None
+    if not isinstance(data, dict) or set(data) != {"o", "d", "k"} or data["d"] not in (FORWARD, BACKWARD):
+        raise _bad_cursor()
+    if data["o"] != _ORDER_CODES.get(order):
+        raise InvalidInput("cursor belongs to another order.", field="cursor")
+    key = data["k"]
+    if order == CHRONOLOGICAL:
+        key = _whole(key)
+    elif order == THREADED:
+        if not isinstance(key, str) or not _SORT_KEY.match(key):
+            raise _bad_cursor()
+    else:
+        if not isinstance(key, list) or len(key) != 2:
+            raise _bad_cursor()
+        key = (_whole(key[0]), _whole(key[1]))
+    return Position(order=order, direction=data["d"], key=key)
+
+
+def keyset_page(items: list[Comment], *, order: str, count: int, request: PageRequest, more_before: bool,
+                more_after: bool, number: int | None = None) -> Page[Comment]:
+    """A page with `extra["next"]`/`extra["previous"]` cursors naming its last/first item."""
+    extra = {
+        "previous": encode_cursor(order, BACKWARD, comment_key(items[0], order)) if items and more_before else None,
+        "next": encode_cursor(order, FORWARD, comment_key(items[-1], order)) if items and more_after else None,
+    }
+    return Page(items=items, count=count, page=number if number is not None else request.page,
+                page_size=request.page_size, extra=extra)
+
+
+def window(ordered: list[Comment], *, order: str, request: PageRequest, position: Position | None,
+           count: int | None = None) -> Page[Comment]:
+    """A page of an already ordered, complete list (strategies that load a discussion whole)."""
+    size = request.page_size
+    if position is None:
+        start = request.skip
+    else:
+        ranks = [rank(order, comment_key(c, order)) for c in ordered]
+        if position.direction == FORWARD:
+            start = bisect.bisect_right(ranks, rank(order, position.key))
+        else:
+            start = max(0, bisect.bisect_left(ranks, rank(order, position.key)) - size)
+            size = min(size, bisect.bisect_left(ranks, rank(order, position.key)))
+    items = ordered[start:start + size]
+    number = start // request.page_size + 1 if position is not None else None
+    return keyset_page(items, order=order, count=len(ordered) if count is None else count, request=request,
+                       more_before=start > 0, more_after=start + len(items) < len(ordered), number=number)
 
 
 class CommentManager(MongoManager, abc.ABC):
@@ -106,8 +238,15 @@ class CommentManager(MongoManager, abc.ABC):
         """
 
     @abc.abstractmethod
-    def page(self, *, discussion_id: int, order: str, request: PageRequest, threaded: bool = False) -> Page[Comment]:
-        """One page of comments in `order`, with the discussion's total count."""
+    def page(self, *, discussion_id: int, order: str, request: PageRequest, threaded: bool = False,
+             cursor: str | None = None) -> Page[Comment]:
+        """One page of comments in `order`, with the discussion's total count.
+
+        `request.page` picks the page by number; a `cursor` (from `extra["next"]` or
+        `extra["previous"]` of another page in the same order) picks the page after or
+        before it instead. `extra` of the result holds the `next` and `previous` cursors
+        (None at either end). A malformed cursor is InvalidInput.
+        """
 
     @abc.abstractmethod
     def get(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> Comment | None:
@@ -157,3 +296,8 @@ class CommentManager(MongoManager, abc.ABC):
     @abc.abstractmethod
     def drop_discussion(self, *, discussion_id: int) -> None:
         """Delete every stored comment of the discussion (topic deleted)."""
+
+    @abc.abstractmethod
+    def bulk_load(self, comments: list[Comment], *, threaded: bool = False) -> int:
+        """Store the comments of ONE new discussion, in posting order, as `post()` calls would
+        leave them, in a few bulk writes (demo and benchmark loading). Returns documents written."""

@@ -1,73 +1,51 @@
-"""Comments in buckets of about COMMENTS_BUCKET_SIZE (seed 000 "hybrid", seed 003 "buckets").
+"""Comments in buckets of COMMENTS_BUCKET_SIZE (seed 000 "hybrid", seed 003 "buckets").
 
 Collections:
-- `comment_buckets`: `{discussion_id, bucket, count, comments: [comment, ...]}`, buckets
-  numbered from 1; each element carries the fields of `Comment` (fields.py).
-- `comment_bucket_discussions`: `{_id: discussion_id, num_buckets}`, the bucket new
-  comments go to.
+- `comment_bucket_discussions`: `{_id: discussion_id, count, size}`: `count` is the
+  number of comments posted (the total, and the last sequence number), `size` the
+  bucket size fixed at the first post (later changes of the setting do not move
+  existing comments).
+- `comment_buckets`: `{_id: "<discussion_id>:<bucket>", discussion_id, bucket, count,
+  comments: [comment, ...]}`, buckets numbered from 1; each element carries the fields
+  of `Comment` (fields.py) and its `seq`.
 
 Invariants:
-- A post is one `find_one_and_update` upsert on (discussion_id, num_buckets) that
-  `$push`es the comment and `$inc`s `count` in the same atomic update, so `count` is
-  always the length of `comments`. When a bucket reaches COMMENTS_BUCKET_SIZE (read at
-  call time) the writer advances `num_buckets` with the seed's guarded update
-  `{_id, num_buckets: seen} -> $inc`: writers that saw the same last bucket advance it
-  once, never twice (no empty bucket). The size is a soft bound: a writer that read
-  `num_buckets` just before it moved still pushes into the full bucket.
-- Only chronological display: buckets in `bucket` order, then array order. Replies are
-  stored (parent, path, depth) but the threaded display order is not offered.
-- A page costs two round trips however deep and however large the discussion: the
-  (bucket, count) pairs of every bucket, grouped on the server into one document (no
-  comment travels), then one aggregation returning, from exactly the buckets that hold
-  [skip, skip + limit), only the needed slice of each (`bucket_slices()` is the seed's
-  cross-bucket skip/limit arithmetic as a pure function).
+- A post takes the next sequence number with one `$inc` on the discussion document
+  (atomic: concurrent writers get distinct, dense numbers), then pushes the comment
+  into bucket `(seq - 1) // size + 1` with an upsert on `_id` (an equality upsert, which
+  a server retries itself on a duplicate key), `$push` with `$sort: {seq: 1}` so the
+  array stays in `seq` order even when two writers push out of order. A bucket
+  therefore holds exactly the comments numbered ((b-1)*size, b*size]: it never takes
+  more than `size` comments, and a writer with stale information cannot append to an
+  older bucket (seed 000's `num_pages` race is gone: the number decides the bucket).
+- Page N is the `seq` range [skip+1, skip+size]: one read of the discussion document (the
+  total and the size, no bucket read), then ONE aggregation over exactly the one or two
+  buckets holding that range (an equality and a range on (discussion_id, bucket)),
+  each reduced on the server to the comments in the range (`$filter` on `seq`). The
+  bucket counts are never read: they are implied by the numbers.
+- `position()` is `seq - 1`. Only chronological order is offered.
+- Sharding: `{discussion_id: "hashed"}` for buckets (uniqueness of (discussion_id,
+  bucket) is carried by `_id`), `{_id: "hashed"}` for discussions: every operation
+  names `discussion_id`, so each goes to one shard, including single-comment updates
+  (the audit's untargeted updateOne), and new discussions spread over the shards.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from django.conf import settings
-from pymongo import ASCENDING, IndexModel, ReturnDocument
-from pymongo.errors import DuplicateKeyError
+from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, DELETED, Comment, CommentManager
+from comments.managers.base import BACKWARD, CHRONOLOGICAL, DELETED, Comment, CommentManager, decode_cursor, keyset_page
 from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
-_UPSERT_ATTEMPTS = 4
 
-
-@dataclass(frozen=True)
-class BucketSlice:
-    """Take `take` comments of bucket `bucket`, starting at index `skip` within it."""
-
-    bucket: int
-    skip: int
-    take: int
-
-
-def bucket_slices(buckets: list[tuple[int, int]], skip: int, limit: int) -> list[BucketSlice]:
-    """Which buckets hold comments [skip, skip + limit) of the discussion, and which part of each.
-
-    `buckets` is [(bucket number, count)] in bucket order. Seed 003's worked example:
-    counts 100, 102, 101, 22 with skip 300, limit 50 give the last 3 comments of bucket 3
-    (from index 98) and all 22 of bucket 4.
-    """
-    plan = []
-    for bucket, count in buckets:
-        if limit <= 0:
-            break
-        if skip >= count:
-            skip -= count
-            continue
-        take = min(count - skip, limit)
-        plan.append(BucketSlice(bucket=bucket, skip=skip, take=take))
-        limit -= take
-        skip = 0
-    return plan
+def bucket_of(seq: int, size: int) -> int:
+    """The bucket (from 1) holding comment number `seq` (from 1)."""
+    return (seq - 1) // size + 1
 
 
 class BucketedCommentManager(CommentManager):
@@ -86,58 +64,71 @@ class BucketedCommentManager(CommentManager):
 
     @classmethod
     def indexes(cls):
-        return {cls.buckets_name: [
-            IndexModel([("discussion_id", ASCENDING), ("bucket", ASCENDING)], name="discussion_bucket", unique=True),
-            IndexModel([("discussion_id", ASCENDING), ("comments.id", ASCENDING)], name="discussion_comment_id"),
-            IndexModel([("discussion_id", ASCENDING), ("comments.path", ASCENDING)], name="discussion_comment_path"),
-        ]}
+        return {
+            cls.buckets_name: [
+                IndexModel([("discussion_id", ASCENDING), ("bucket", ASCENDING)], name="discussion_bucket"),
+                IndexModel([("discussion_id", ASCENDING), ("comments.id", ASCENDING)], name="discussion_comment_id"),
+                IndexModel([("discussion_id", ASCENDING), ("comments.path", ASCENDING)], name="discussion_comment_path"),
+                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+            ],
+            cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+        }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.buckets_name: {"discussion_id": 1, "bucket": 1}, cls.discussions_name: {"_id": "hashed"}}
+        return {cls.buckets_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"}}
+
+    @staticmethod
+    def bucket_id(discussion_id: int, bucket: int) -> str:
+        return f"{int(discussion_id)}:{int(bucket)}"
 
     # --- writes ------------------------------------------------------------------
 
-    def current_bucket(self, discussion_id: int) -> int:
-        """The bucket new comments go to (creates the discussion's record at the first post)."""
-        for _ in range(_UPSERT_ATTEMPTS):
-            meta = self.discussions.find_one({"_id": discussion_id}, {"num_buckets": 1})
-            if meta is not None:
-                return meta["num_buckets"]
-            try:
-                self.discussions.insert_one({"_id": discussion_id, "num_buckets": 1})
-                return 1
-            except DuplicateKeyError:
-                continue  # created by a concurrent first post: read it
-        raise RuntimeError(f"could not read the buckets of discussion {discussion_id}")
-
-    def advance_bucket(self, discussion_id: int, seen: int) -> bool:
-        """Move new comments to bucket `seen + 1`, unless another writer already did. True if this call did."""
-        result = self.discussions.update_one({"_id": discussion_id, "num_buckets": seen}, {"$inc": {"num_buckets": 1}})
-        return result.modified_count == 1
+    def next_seq(self, discussion_id: int) -> tuple[int, int]:
+        """(the next sequence number, the discussion's bucket size); creates the discussion at the first post."""
+        meta = self.discussions.find_one_and_update(
+            {"_id": discussion_id}, {"$inc": {"count": 1}, "$setOnInsert": {"size": max(1, settings.COMMENTS_BUCKET_SIZE)}},
+            projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
+        )
+        return int(meta["count"]), int(meta["size"])
 
     def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
         comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
                               parent=parent, html=html)
-        bucket = self.current_bucket(discussion_id)
-        for _ in range(_UPSERT_ATTEMPTS):
-            try:
-                stored = self.buckets.find_one_and_update(
-                    {"discussion_id": discussion_id, "bucket": bucket},
-                    {"$inc": {"count": 1}, "$push": {"comments": to_element(comment)}},
-                    projection={"_id": 0, "count": 1}, upsert=True, return_document=ReturnDocument.AFTER,
-                )
-                break
-            except DuplicateKeyError:
-                continue  # two writers created the same new bucket: the retry updates the one that exists
-        else:
-            raise RuntimeError(f"could not post to bucket {bucket} of discussion {discussion_id}")
-        if stored["count"] >= settings.COMMENTS_BUCKET_SIZE:
-            self.advance_bucket(discussion_id, bucket)
+        comment.seq, size = self.next_seq(discussion_id)
+        bucket = bucket_of(comment.seq, size)
+        self.buckets.update_one(
+            {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
+            {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}},
+            upsert=True,
+        )
         comment.locator = bucket
         return comment
 
+    @staticmethod
+    def _element(comment: Comment) -> dict:
+        return {**to_element(comment), "seq": comment.seq}
+
+    def bulk_load(self, comments, *, threaded=False):
+        if not comments:
+            return 0
+        discussion_id = comments[0].discussion_id
+        size = max(1, settings.COMMENTS_BUCKET_SIZE)
+        buckets: dict[int, list[dict]] = {}
+        for seq, comment in enumerate(comments, start=1):
+            comment.seq = seq
+            buckets.setdefault(bucket_of(seq, size), []).append(self._element(comment))
+        docs = [{"_id": self.bucket_id(discussion_id, b), "discussion_id": discussion_id, "bucket": b, "count": len(e),
+                 "comments": e} for b, e in buckets.items()]
+        for i in range(0, len(docs), 2_000):
+            self.buckets.insert_many(docs[i:i + 2_000], ordered=False)
+        self.discussions.bulk_write([UpdateOne({"_id": discussion_id},
+                                               {"$inc": {"count": len(comments)}, "$setOnInsert": {"size": size}},
+                                               upsert=True)])
+        return len(docs) + 1
+
     def _update_comment(self, discussion_id: int, comment_id: str, update: dict) -> bool:
+        # `discussion_id` is the shard key: the update goes to one shard; (discussion_id, comments.id) finds the bucket.
         result = self.buckets.update_one({"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment_id}}},
                                          update)
         return result.matched_count > 0
@@ -152,7 +143,7 @@ class BucketedCommentManager(CommentManager):
         return self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
 
     def _in_bucket(self, discussion_id: int, comment: Comment, match: dict) -> dict:
-        """The filter of one comment's element: its bucket (the shard key) when `get` told us."""
+        """The filter of one comment's element, in its bucket when `get` told us (or its number does)."""
         query = {"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment.id, **match}}}
         if isinstance(comment.locator, int):
             query["bucket"] = comment.locator
@@ -176,49 +167,38 @@ class BucketedCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
-    def bucket_counts(self, discussion_id: int, *, read: bool = True) -> list[tuple[int, int]]:
-        """[(bucket, count)] in bucket order, in ONE document whatever the discussion's size.
-
-        A plain find would return one small document per bucket, and past the first batch
-        (101 documents: ~10,000 comments) the driver pays a getMore per batch. Grouping on
-        the server keeps it one round trip and one document (about 20 bytes per bucket,
-        far below 16 MB even at millions of comments); no comment travels.
-        """
+    def _meta(self, discussion_id: int, *, read: bool = True) -> tuple[int, int]:
         db = self.read_db if read else self.db
-        result = list(db[self.buckets_name].aggregate([
-            {"$match": {"discussion_id": discussion_id}},
-            {"$group": {"_id": None, "buckets": {"$push": {"b": "$bucket", "c": "$count"}}}},
-        ]))
-        return sorted((pair["b"], pair["c"]) for pair in result[0]["buckets"]) if result else []
+        meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1})
+        return (int(meta["count"]), int(meta["size"])) if meta else (0, max(1, settings.COMMENTS_BUCKET_SIZE))
 
     def count(self, *, discussion_id):
-        result = list(self.read_db[self.buckets_name].aggregate([
-            {"$match": {"discussion_id": discussion_id}},
-            {"$group": {"_id": None, "count": {"$sum": "$count"}}},
-        ]))
-        return result[0]["count"] if result else 0
+        return self._meta(discussion_id)[0]
 
-    def page(self, *, discussion_id, order, request: PageRequest, threaded=False) -> Page[Comment]:
+    def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
-        counts = self.bucket_counts(discussion_id)
-        total = sum(count for _, count in counts)
-        plan = bucket_slices(counts, request.skip, request.page_size)
+        position = decode_cursor(cursor, order)
+        total, size = self._meta(discussion_id)
+        n = request.page_size
+        if position is None:
+            lo, hi = request.skip + 1, request.skip + n
+        elif position.direction == BACKWARD:
+            lo, hi = max(1, position.key - n), position.key - 1
+        else:
+            lo, hi = position.key + 1, position.key + n
+        hi = min(hi, total)
         items: list[Comment] = []
-        if plan:
-            # Each bucket of the plan yields its own slice: a $switch on the bucket number
-            # picks the literal [$slice position, n] computed above.
-            pick = {"$switch": {
-                "branches": [{"case": {"$eq": ["$bucket", s.bucket]}, "then": {"$slice": ["$comments", s.skip, s.take]}}
-                             for s in plan],
-                "default": [],
-            }}
-            cursor = self.read_db[self.buckets_name].aggregate([
-                {"$match": {"discussion_id": discussion_id, "bucket": {"$in": [s.bucket for s in plan]}}},
+        if lo <= hi:
+            in_range = {"$and": [{"$gte": ["$$c.seq", lo]}, {"$lte": ["$$c.seq", hi]}]}
+            buckets = {"$gte": bucket_of(lo, size), "$lte": bucket_of(hi, size)}
+            cursor_ = self.read_db[self.buckets_name].aggregate([
+                {"$match": {"discussion_id": discussion_id, "bucket": buckets}},
                 {"$sort": {"bucket": 1}},
-                {"$project": {"_id": 0, "bucket": 1, "comments": pick}},
+                {"$project": {"_id": 0, "comments": {"$filter": {"input": "$comments", "as": "c", "cond": in_range}}}},
             ])
-            items = [from_element(e, discussion_id) for doc in cursor for e in doc["comments"]]
-        return Page(items=items, count=total, page=request.page, page_size=request.page_size)
+            items = [from_element(e, discussion_id) for doc in cursor_ for e in doc["comments"]]
+        return keyset_page(items, order=order, count=total, request=request, more_before=lo > 1, more_after=hi < total,
+                           number=(lo - 1) // n + 1)
 
     def get(self, *, discussion_id, comment_id, threaded=False):
         doc = self.buckets.find_one({"discussion_id": discussion_id, "comments.id": comment_id},
@@ -242,10 +222,9 @@ class BucketedCommentManager(CommentManager):
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         check_order(self, order)
-        doc = self.buckets.find_one({"discussion_id": discussion_id, "comments.id": comment.id},
-                                    {"_id": 0, "bucket": 1, "comments.id": 1})
-        if doc is None:
+        if comment.seq:
+            return comment.seq - 1
+        stored = self.get(discussion_id=discussion_id, comment_id=comment.id)  # from the primary
+        if stored is None or not stored.seq:
             raise LookupError(f"comment {comment.id!r} is not in discussion {discussion_id}")
-        ids = [e["id"] for e in doc["comments"]]
-        earlier = sum(count for bucket, count in self.bucket_counts(discussion_id, read=False) if bucket < doc["bucket"])
-        return earlier + ids.index(comment.id)
+        return stored.seq - 1

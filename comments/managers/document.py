@@ -1,51 +1,70 @@
 """One MongoDB document per comment (seed 000/003 "one document per comment").
 
-Collection `comments`, one document per comment, with the seed's field names:
-`discussion_id`, `cid` (the comment id), `slug` (path of cids), `full_slug` (the sort
-key), `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
-`likes`, `latest_likers`, and `hot` (seed 004 HoSc: one int64, HOT_PINNED when pinned
-plus the like count, so `hot` descending lists pinned comments first, then the most liked).
+Collections:
+- `comments`, one document per comment, with the seed's field names: `_id`
+  ("<discussion_id>:<cid>"), `discussion_id`, `cid` (the comment id), `seq` (its
+  dense number in the discussion), `slug` (path of cids), `full_slug` (the sort key),
+  `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
+  `likes`, `latest_likers`, and `hot` (seed 004 HoSc: HOT_PINNED when pinned plus the
+  like count, so `hot` descending lists pinned comments first, then the most liked).
+- `comment_document_discussions`: `{_id: discussion_id, seq}`, the counter: `seq` is the
+  number of comments posted, i.e. the total and the last sequence number.
 
 Invariants:
-- (discussion_id, cid) is unique; a random id that collides is retried with a new id
-  (the comment is never lost). Slugs are unique too, since a slug ends with its cid.
-- Shard key (discussion_id, cid), not the seed's (discussion_id, full_slug): MongoDB
-  allows only unique indexes prefixed by the shard key, and cid uniqueness is what
-  needs enforcing. A busy discussion still splits across chunks (random cids), and
-  permalinks and single-comment updates name the whole key, so they go to one shard.
-- Chronological order is (`posted`, `_id`); threaded order is `full_slug`; hot order is
-  (`hot` desc, `posted` desc, `_id` desc). Each has its index, so a page is
-  count_documents + one find with skip/limit: 2 round trips at any depth.
-- A sub-thread is the comment plus an anchored prefix regex on `full_slug`
-  ("^<full_slug>/"), which the (discussion_id, full_slug) index serves.
+- (discussion_id, cid) is unique through `_id`, which holds both; a random id that
+  collides is retried with a new id and the same `seq` (the comment is never lost).
+- Sharding: `{discussion_id: "hashed"}`: inserts of a busy discussion land on one shard
+  but new discussions spread over all shards (an auto-increment id leading a ranged
+  key would send every insert to the last chunk). Every query names `discussion_id`,
+  so every read and write is targeted at one shard. Uniqueness is carried by `_id`
+  (equal `_id`s share the discussion, hence the shard): a hashed-sharded collection may
+  have no other unique index.
+- A post is 2 writes: `$inc` of the counter (returns the new `seq`), then the insert.
+- Orders and their indexes, each query an equality on `discussion_id`, then the sort
+  or a range on the same index:
+    chronological  (discussion_id, seq)              page N = seq in [skip+1, skip+size]
+    threaded       (discussion_id, full_slug)        keyset: full_slug > / < cursor
+    hot            (discussion_id, hot -1, seq -1)   keyset: (hot, seq) after / before cursor
+  A page examines about page_size keys and documents, plus the counter document.
+  A page NUMBER in threaded or hot order uses skip: (page - 1) * page_size more keys.
+- A sub-thread is the comment plus `full_slug` in [x + "/", x + "0") ("0" follows "/"),
+  a range on the (discussion_id, full_slug) index with explicit bounds.
 - `hot` changes only together with `likes`/`pinned`, in the same update.
 """
 
 from __future__ import annotations
 
-import re
-
 from bson.int64 import Int64
-from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, DELETED, HOT, THREADED, Comment, CommentManager
+from comments.managers.base import (
+    BACKWARD,
+    CHRONOLOGICAL,
+    DELETED,
+    HOT,
+    HOT_PINNED,
+    THREADED,
+    Comment,
+    CommentManager,
+    decode_cursor,
+    hot_score,
+    keyset_page,
+)
 from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
-HOT_PINNED = 1 << 40  # the pinned flag, above any realistic like count
 _ID_ATTEMPTS = 8
 
 _SORTS = {
-    CHRONOLOGICAL: [("posted", ASCENDING), ("_id", ASCENDING)],
+    CHRONOLOGICAL: [("seq", ASCENDING)],
     THREADED: [("full_slug", ASCENDING)],
-    HOT: [("hot", DESCENDING), ("posted", DESCENDING), ("_id", DESCENDING)],
+    HOT: [("hot", DESCENDING), ("seq", DESCENDING)],
 }
+_REVERSED = {order: [(f, -d) for f, d in sort] for order, sort in _SORTS.items()}
 
-
-def hot_score(*, pinned: bool, likes: int) -> int:
-    return (HOT_PINNED if pinned else 0) + likes
+__all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
 class DocumentCommentManager(CommentManager):
@@ -53,20 +72,34 @@ class DocumentCommentManager(CommentManager):
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"
 
+    discussions_name = "comment_document_discussions"
+
+    @property
+    def discussions(self):
+        return self.db[self.discussions_name]
+
     @classmethod
     def indexes(cls):
-        return {cls.collection_name: [
-            IndexModel([("discussion_id", ASCENDING), ("posted", ASCENDING), ("_id", ASCENDING)], name="discussion_posted"),
-            IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING)], name="discussion_full_slug"),
-            IndexModel([("discussion_id", ASCENDING), ("slug", ASCENDING)], name="discussion_slug"),
-            IndexModel([("discussion_id", ASCENDING), ("cid", ASCENDING)], name="discussion_cid", unique=True),
-            IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("posted", DESCENDING), ("_id", DESCENDING)],
-                       name="discussion_hot"),
-        ]}
+        return {
+            cls.collection_name: [
+                IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
+                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING)], name="discussion_full_slug"),
+                IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
+                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+            ],
+            cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+        }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": 1, "cid": 1}}
+        return {cls.collection_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"}}
+
+    @staticmethod
+    def doc_id(discussion_id: int, comment_id: str) -> str:
+        return f"{int(discussion_id)}:{comment_id}"
+
+    def _key(self, discussion_id: int, comment_id: str) -> dict:
+        return {"_id": self.doc_id(discussion_id, comment_id), "discussion_id": discussion_id}
 
     # --- documents ---------------------------------------------------------------
 
@@ -76,103 +109,177 @@ class DocumentCommentManager(CommentManager):
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
         doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items()}
+        doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
+        doc["seq"] = comment.seq
         doc["hot"] = Int64(hot_score(pinned=comment.pinned, likes=comment.likes))
         return doc
 
     @classmethod
     def _from_document(cls, doc: dict) -> Comment:
         element = {key: doc.get(seed, doc.get(key)) for key, seed in cls._SEED_NAMES.items()}
-        return from_element({**doc, **element}, doc["discussion_id"])
+        comment = from_element({**doc, **element}, doc["discussion_id"])
+        comment.seq = int(doc.get("seq", 0))
+        return comment
 
     # --- writes ------------------------------------------------------------------
 
+    def next_seq(self, discussion_id: int) -> int:
+        """Take the discussion's next sequence number (creates the counter at the first post)."""
+        counter = self.discussions.find_one_and_update({"_id": discussion_id}, {"$inc": {"seq": 1}}, projection={"seq": 1},
+                                                       upsert=True, return_document=ReturnDocument.AFTER)
+        return int(counter["seq"])
+
     def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
+        seq = self.next_seq(discussion_id)
         for _ in range(_ID_ATTEMPTS):
             comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(), author=author, text=text,
                                   parent=parent, html=html)
+            comment.seq = seq
             try:
                 self.collection.insert_one(self._to_document(comment))
             except DuplicateKeyError:
-                continue  # the random id is taken in this discussion: draw another
+                continue  # the random id is taken in this discussion: draw another, keep the number
             return comment
         raise RuntimeError(f"no free comment id after {_ID_ATTEMPTS} attempts in discussion {discussion_id}")
 
+    def bulk_load(self, comments, *, threaded=False):
+        if not comments:
+            return 0
+        discussion_id = comments[0].discussion_id
+        docs = []
+        for seq, comment in enumerate(comments, start=1):
+            comment.seq = seq
+            docs.append(self._to_document(comment))
+        for i in range(0, len(docs), 10_000):
+            self.collection.insert_many(docs[i:i + 10_000], ordered=False)
+        self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)}}, upsert=True)
+        return len(docs)
+
     def set_status(self, *, discussion_id, comment_id, status, threaded=False):
-        result = self.collection.update_one({"discussion_id": discussion_id, "cid": comment_id}, {"$set": {"status": status}})
+        result = self.collection.update_one(self._key(discussion_id, comment_id), {"$set": {"status": status}})
         return result.matched_count > 0
 
     def set_pinned(self, *, discussion_id, comment_id, pinned, threaded=False):
         # Only a real change moves `hot`, so pinning twice cannot add the flag twice.
         result = self.collection.update_one(
-            {"discussion_id": discussion_id, "cid": comment_id, "pinned": {"$ne": pinned}},
+            {**self._key(discussion_id, comment_id), "pinned": {"$ne": pinned}},
             {"$set": {"pinned": pinned}, "$inc": {"hot": HOT_PINNED if pinned else -HOT_PINNED}},
         )
         if result.matched_count:
             return True
-        return self.collection.count_documents({"discussion_id": discussion_id, "cid": comment_id}, limit=1) > 0
+        return self.collection.count_documents(self._key(discussion_id, comment_id), limit=1) > 0
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         update = like_update("", username=username, delta=delta, extra_inc={"hot": delta})
-        return self.collection.update_one({"discussion_id": discussion_id, "cid": comment_id}, update).matched_count > 0
+        return self.collection.update_one(self._key(discussion_id, comment_id), update).matched_count > 0
 
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
         result = self.collection.update_one(
-            {"discussion_id": discussion_id, "cid": comment.id, "text": comment.text, "status": {"$ne": DELETED}},
+            {**self._key(discussion_id, comment.id), "text": comment.text, "status": {"$ne": DELETED}},
             {"$set": text_fields("", text=text, html=html, edited=edited)})
         return result.matched_count > 0
 
     def delete(self, *, discussion_id, comment, threaded=False):
         result = self.collection.update_one(
-            {"discussion_id": discussion_id, "cid": comment.id, "status": {"$ne": DELETED}},
+            {**self._key(discussion_id, comment.id), "status": {"$ne": DELETED}},
             {"$set": {"status": DELETED, "text": "", "html": ""}})
         return result.matched_count > 0
 
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_many({"discussion_id": discussion_id})
+        self.discussions.delete_one({"_id": discussion_id})
 
     # --- reads -------------------------------------------------------------------
 
-    def count(self, *, discussion_id):
-        return self.read_collection.count_documents({"discussion_id": discussion_id})
+    def count(self, *, discussion_id, read: bool = True):
+        """The counter: one document by `_id`, whatever the discussion's size."""
+        db = self.read_db if read else self.db
+        doc = db[self.discussions_name].find_one({"_id": discussion_id}, {"seq": 1})
+        return int(doc["seq"]) if doc else 0
 
-    def page(self, *, discussion_id, order, request: PageRequest, threaded=False) -> Page[Comment]:
+    def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
+        position = decode_cursor(cursor, order)
         total = self.count(discussion_id=discussion_id)
-        items: list[Comment] = []
-        if request.skip < total:
-            cursor = (self.read_collection.find({"discussion_id": discussion_id}).sort(_SORTS[order])
-                      .skip(request.skip).limit(request.page_size))
-            items = [self._from_document(doc) for doc in cursor]
-        return Page(items=items, count=total, page=request.page, page_size=request.page_size)
+        comments = self.read_collection
+        size = request.page_size
+        if order == CHRONOLOGICAL:
+            if position is None:
+                lo = request.skip + 1
+            elif position.direction == BACKWARD:
+                lo = max(1, position.key - size)
+            else:
+                lo = position.key + 1
+            hi = lo + size - 1 if position is None or position.direction != BACKWARD else position.key - 1
+            items = []
+            if lo <= hi and lo <= total:
+                cursor_ = comments.find({"discussion_id": discussion_id, "seq": {"$gte": lo, "$lte": hi}}).sort(_SORTS[order])
+                items = [self._from_document(doc) for doc in cursor_]
+            page = keyset_page(items, order=order, count=total, request=request, more_before=lo > 1,
+                               more_after=hi < total, number=(lo - 1) // size + 1)
+            return page
+        query: dict = {"discussion_id": discussion_id}
+        if position is None:
+            found = comments.find(query).sort(_SORTS[order]).skip(request.skip).limit(size + 1) if request.skip < total else []
+            docs = list(found)
+            items = [self._from_document(d) for d in docs[:size]]
+            return keyset_page(items, order=order, count=total, request=request, more_before=request.skip > 0,
+                               more_after=len(docs) > size)
+        forward = position.direction != BACKWARD
+        query.update(self._after(order, position.key) if forward else self._before(order, position.key))
+        docs = list(comments.find(query).sort(_SORTS[order] if forward else _REVERSED[order]).limit(size + 1))
+        more = len(docs) > size
+        docs = docs[:size]
+        if not forward:
+            docs.reverse()
+        items = [self._from_document(d) for d in docs]
+        return keyset_page(items, order=order, count=total, request=request,
+                           more_before=more if not forward else True, more_after=more if forward else True)
+
+    @staticmethod
+    def _after(order: str, key) -> dict:
+        """Comments after `key` in `order`: explicit bounds on the index fields, so the plan is tight."""
+        if order == THREADED:
+            return {"full_slug": {"$gt": key}}
+        hot, seq = key
+        return {"hot": {"$lte": Int64(hot)}, "$or": [{"hot": {"$lt": Int64(hot)}}, {"hot": Int64(hot), "seq": {"$lt": seq}}]}
+
+    @staticmethod
+    def _before(order: str, key) -> dict:
+        if order == THREADED:
+            return {"full_slug": {"$lt": key}}
+        hot, seq = key
+        return {"hot": {"$gte": Int64(hot)}, "$or": [{"hot": {"$gt": Int64(hot)}}, {"hot": Int64(hot), "seq": {"$gt": seq}}]}
 
     def get(self, *, discussion_id, comment_id, threaded=False):
-        doc = self.collection.find_one({"discussion_id": discussion_id, "cid": comment_id})
+        doc = self.collection.find_one(self._key(discussion_id, comment_id))
         return self._from_document(doc) if doc else None
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
-        root = self.collection.find_one({"discussion_id": discussion_id, "cid": comment_id}, {"full_slug": 1})
+        root = self.collection.find_one(self._key(discussion_id, comment_id))
         if root is None:
             return []
         full_slug = root["full_slug"]
-        cursor = self.collection.find({
-            "discussion_id": discussion_id,
-            "$or": [{"full_slug": full_slug}, {"full_slug": {"$regex": "^" + re.escape(full_slug) + "/"}}],
-        }).sort(_SORTS[THREADED])
-        return [self._from_document(doc) for doc in cursor]
+        below = {"$gte": full_slug + "/", "$lt": full_slug + "0"}  # "0" sorts right after "/"
+        cursor = self.collection.find({"discussion_id": discussion_id, "full_slug": below})
+        return [self._from_document(root)] + [self._from_document(doc) for doc in cursor.sort(_SORTS[THREADED])]
 
     def position(self, *, discussion_id, comment, order, threaded=False):
+        """Chronological: `seq - 1`, no query when the caller's comment carries its number.
+        Threaded and hot count the keys before the comment on their index (as many keys
+        as the comment's position): a permalink deep in those orders costs more."""
         check_order(self, order)
+        seq = comment.seq
+        doc = None
+        if not seq or order == HOT:
+            # From the primary: a permalink right after posting must find the new comment.
+            doc = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1, "hot": 1, "full_slug": 1})
+            if doc is None:
+                raise LookupError(f"comment {comment.id!r} is not in discussion {discussion_id}")
+            seq = int(doc.get("seq", 0))
+        if order == CHRONOLOGICAL:
+            return seq - 1
         if order == THREADED:
             return self.collection.count_documents({"discussion_id": discussion_id, "full_slug": {"$lt": comment.sort_key}})
-        doc = self.collection.find_one({"discussion_id": discussion_id, "cid": comment.id}, {"posted": 1, "hot": 1})
-        if doc is None:
-            raise LookupError(f"comment {comment.id!r} is not in discussion {discussion_id}")
-        posted, oid = doc["posted"], doc["_id"]
-        if order == CHRONOLOGICAL:
-            before = [{"posted": {"$lt": posted}}, {"posted": posted, "_id": {"$lt": oid}}]
-        else:  # HOT: higher score first, then newer first
-            hot = doc["hot"]
-            before = [{"hot": {"$gt": hot}}, {"hot": hot, "posted": {"$gt": posted}},
-                      {"hot": hot, "posted": posted, "_id": {"$gt": oid}}]
-        return self.collection.count_documents({"discussion_id": discussion_id, "$or": before})
+        return self.collection.count_documents({"discussion_id": discussion_id, **self._before(HOT, (int(doc["hot"]), seq))})

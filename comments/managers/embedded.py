@@ -11,10 +11,20 @@ Each element carries the fields of `Comment` (comments/managers/fields.py) with 
 stable 12-character id.
 
 Invariants:
-- Size bound: `bytes` is the sum of the BSON sizes of the stored comments. Every push
-  carries `bytes <= COMMENTS_EMBEDDED_MAX_BYTES - size` in its filter, so a push that
-  would cross the bound matches nothing and stores nothing; the manager then raises
-  DiscussionFull. The bound is read from the settings at call time.
+- Size bound: `bytes` is an upper bound of the document's BSON size minus its few fixed
+  fields. A comment is charged (`charge()`) its element's BSON size, plus its array
+  key ("1234567" and the type byte: the index is not known when pushing, so 7 digits),
+  plus room for its status to grow to the longest status. Every push carries
+  `bytes <= COMMENTS_EMBEDDED_MAX_BYTES - charge` in its filter, so a push that would
+  cross the bound matches nothing and stores nothing; the manager then raises
+  DiscussionFull. A like that pushes a name onto `latest_likers` charges that name
+  (`liker_charge()`) against the HARD bound (16 MiB minus 16 KiB), checked in the same
+  filter; when the discussion is that full, the like is still counted but its name is
+  not listed (a trade-off: the alternative is the server refusing the update, code
+  17419). Unlikes and the `$slice` that drops the oldest liker give nothing back
+  (`bytes` stays an upper bound). The bounds are read from the settings at call time;
+  `check_settings()` (a system check) refuses COMMENTS_EMBEDDED_MAX_BYTES above the
+  hard bound.
 - Nothing is ever removed from the arrays, so an element's position never changes and
   an explicit path such as `replies.0.replies.3` found in a loaded document stays valid
   for later updates (the embedded engine lacks array filters).
@@ -33,17 +43,54 @@ from __future__ import annotations
 
 import bson
 from django.conf import settings
+from pymongo import IndexModel
 from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED, Comment, CommentManager, DiscussionFull
+from comments.managers.base import (
+    BACKWARD,
+    CHRONOLOGICAL,
+    DELETED,
+    THREADED,
+    Comment,
+    CommentManager,
+    DiscussionFull,
+    decode_cursor,
+    keyset_page,
+    window,
+)
 from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
 
 FLAT = "flat"
 NESTED = "nested"
 _ARRAY = {FLAT: "comments", NESTED: "replies"}
 _POST_ATTEMPTS = 6
+MAX_BSON_SIZE = 16 * 1024 * 1024
+HARD_MAX_BYTES = MAX_BSON_SIZE - 16 * 1024  # what comments and likers may take; the rest is the fixed fields
+_ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
+_STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
+
+
+def charge(element: dict) -> int:
+    """Bytes a new element may take in its discussion document (see the module docstring)."""
+    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
+
+
+def liker_charge(username: str) -> int:
+    """Bytes one more name in a `latest_likers` array takes: type, key "NN", NUL, length, text, NUL."""
+    return 1 + 2 + 1 + 4 + len(username.encode()) + 1
+
+
+def check_settings(app_configs=None, **kwargs):
+    """System check: the post bound must leave the server's 16 MiB document size unbroken."""
+    from django.core.checks import Error
+
+    if settings.COMMENTS_EMBEDDED_MAX_BYTES > HARD_MAX_BYTES:
+        return [Error(f"COMMENTS_EMBEDDED_MAX_BYTES is {settings.COMMENTS_EMBEDDED_MAX_BYTES}; an embedded discussion "
+                      f"document must stay under MongoDB's 16 MiB, so it may be at most {HARD_MAX_BYTES}.",
+                      id="comments.E001")]
+    return []
 
 
 def iter_elements(doc: dict):
@@ -95,6 +142,10 @@ class EmbeddedCommentManager(CommentManager):
     collection_name = "comment_discussions"
 
     @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}  # the shard key's index
+
+    @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
         return {cls.collection_name: {"_id": "hashed"}}
@@ -123,8 +174,8 @@ class EmbeddedCommentManager(CommentManager):
                 target = f"{parent_path}.replies"
             else:
                 target = _ARRAY[layout]
-            size = len(bson.encode(element))
-            limit = settings.COMMENTS_EMBEDDED_MAX_BYTES - size
+            size = charge(element)
+            limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             result = self.collection.update_one(
                 {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}},
                 {"$push": {target: element}, "$inc": {"count": 1, "bytes": size}},
@@ -147,13 +198,16 @@ class EmbeddedCommentManager(CommentManager):
                 loaded = None  # raced with a writer that changed the document: try again
         raise RuntimeError(f"could not post to discussion {discussion_id} after {_POST_ATTEMPTS} attempts")
 
-    def _update_comment(self, discussion_id: int, comment_id: str, threaded: bool, update_for) -> bool:
+    def _update_comment(self, discussion_id: int, comment_id: str, threaded: bool, update_for,
+                        guard: dict | None = None) -> bool:
         """Apply `update_for(prefix)` to one comment: positional `comments.$.` in a flat document,
-        the explicit path found in the loaded tree in a nested one. Tries the caller's layout first."""
+        the explicit path found in the loaded tree in a nested one. Tries the caller's layout first.
+        `guard` adds conditions on the discussion document to the update's filter."""
+        guard = guard or {}
 
         def flat() -> bool:
             result = self.collection.update_one(
-                {"_id": discussion_id, "layout": FLAT, "comments": {"$elemMatch": {"id": comment_id}}},
+                {"_id": discussion_id, "layout": FLAT, "comments": {"$elemMatch": {"id": comment_id}}, **guard},
                 update_for("comments.$."))
             return result.matched_count > 0
 
@@ -162,7 +216,7 @@ class EmbeddedCommentManager(CommentManager):
             path = element_paths(doc).get(comment_id) if doc else None
             if path is None:
                 return False
-            return self.collection.update_one({"_id": discussion_id}, update_for(f"{path}.")).matched_count > 0
+            return self.collection.update_one({"_id": discussion_id, **guard}, update_for(f"{path}.")).matched_count > 0
 
         first, second = (nested, flat) if threaded else (flat, nested)
         return first() or second()
@@ -174,15 +228,52 @@ class EmbeddedCommentManager(CommentManager):
         return self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$set": {f"{p}pinned": bool(pinned)}})
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
-        return self._update_comment(discussion_id, comment_id, threaded,
-                                    lambda p: like_update(p, username=username, delta=delta))
+        if delta < 0:
+            return self._update_comment(discussion_id, comment_id, threaded,
+                                        lambda p: like_update(p, username=username, delta=delta))
+        cost = liker_charge(username)
+        if self._update_comment(discussion_id, comment_id, threaded,
+                                lambda p: like_update(p, username=username, delta=delta, extra_inc={"bytes": cost}),
+                                guard={"bytes": {"$lte": HARD_MAX_BYTES - cost}}):
+            return True
+        # The discussion is at its hard bound (or there is no such comment): count the like, list no name.
+        return self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$inc": {f"{p}likes": delta}})
+
+    def bulk_load(self, comments, *, threaded=False):
+        """One discussion document as post() builds it: nested replies for a threaded topic, else one flat array.
+        Comments past COMMENTS_EMBEDDED_MAX_BYTES are not stored; returns how many were."""
+        if not comments:
+            return 0
+        layout = NESTED if threaded else FLAT
+        bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
+        total, stored = 0, 0
+        roots: list[dict] = []
+        by_id: dict[str, dict] = {}
+        for comment in comments:
+            element = to_element(comment)
+            if threaded:
+                element["replies"] = []
+            size = charge(element)  # sized before children are added, as post() does
+            if total > bound - size:
+                break
+            total += size
+            stored += 1
+            by_id[comment.id] = element
+            if threaded and comment.parent is not None:
+                by_id[comment.parent]["replies"].append(element)
+            else:
+                roots.append(element)
+        self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
+                                    _ARRAY[layout]: roots})
+        return stored
 
     def _change_element(self, discussion_id: int, comment: Comment, match: dict, changes: dict) -> bool:
         """Set `changes` (field -> value) on one comment whose stored fields equal `match`,
         moving `bytes` by the size difference; DiscussionFull if growing passes the bound."""
         old = {key: getattr(comment, key) for key in changes}
         growth = len(bson.encode(changes)) - len(bson.encode(old))
-        guard = {"bytes": {"$lte": settings.COMMENTS_EMBEDDED_MAX_BYTES - growth}} if growth > 0 else {}
+        bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
+        guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
         update = lambda prefix: {"$set": {f"{prefix}{k}": v for k, v in changes.items()},  # noqa: E731
                                  "$inc": {"bytes": growth}}
         path = comment.locator if isinstance(comment.locator, str) else None
@@ -204,7 +295,7 @@ class EmbeddedCommentManager(CommentManager):
             meta = self.collection.find_one({"_id": discussion_id}, {"bytes": 1})
             if meta is not None and meta["bytes"] > guard["bytes"]["$lte"]:
                 raise DiscussionFull(f"discussion {discussion_id} holds {meta['bytes']} bytes; {growth} more would pass "
-                                     f"{settings.COMMENTS_EMBEDDED_MAX_BYTES}")
+                                     f"{bound}")
         return False
 
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
@@ -239,23 +330,40 @@ class EmbeddedCommentManager(CommentManager):
         doc = self.read_collection.find_one({"_id": discussion_id}, {"count": 1})
         return doc["count"] if doc else 0
 
-    def page(self, *, discussion_id, order, request: PageRequest, threaded=False) -> Page[Comment]:
+    def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
+        position = decode_cursor(cursor, order)
         if order == CHRONOLOGICAL:
-            # One round trip: a flat document travels only the requested slice; a nested one
-            # (a threaded topic shown chronologically) travels whole and is ordered here.
+            # One round trip: a flat document travels only the requested slice (array position
+            # = seq - 1, so a cursor is a position too); a nested one (a threaded topic shown
+            # chronologically) travels whole and is ordered here.
+            size, skip = request.page_size, request.skip
+            if position is not None:
+                skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
+                size = size if position.direction != BACKWARD else position.key - 1 - skip
             doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1,
-                                             "comments": {"$slice": [request.skip, request.page_size]}})
+                                             "comments": {"$slice": [skip, max(size, 0)]}})
             if doc is not None and doc.get("layout") != NESTED:
-                items = [from_element(e, discussion_id) for e in doc.get("comments", [])]
-                return Page(items=items, count=doc["count"], page=request.page, page_size=request.page_size)
+                items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(doc.get("comments", []))]
+                return keyset_page(items[:max(size, 0)], order=order, count=doc["count"], request=request,
+                                   more_before=skip > 0, more_after=skip + len(items) < doc["count"],
+                                   number=skip // request.page_size + 1)
         else:
             doc = self._load(discussion_id)
         if doc is None:
-            return Page(items=[], count=0, page=request.page, page_size=request.page_size)
-        window = self._ordered(doc, order)[request.skip:request.skip + request.page_size]
-        return Page(items=[from_element(e, discussion_id) for e in window], count=doc["count"], page=request.page,
-                    page_size=request.page_size)
+            return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+        return window(self._comments(doc, order, discussion_id), order=order, request=request, position=position,
+                      count=doc["count"])
+
+    def _comments(self, doc: dict, order: str, discussion_id: int) -> list[Comment]:
+        """Every comment of the loaded document in `order`, each with its `seq` (chronological position + 1)."""
+        chronological = list(iter_elements(doc))
+        if doc.get("layout") == NESTED:
+            chronological.sort(key=_chronological)
+        comments = [from_element({**e, "seq": i}, discussion_id) for i, e in enumerate(chronological, start=1)]
+        if order == THREADED:
+            comments.sort(key=lambda c: c.sort_key)
+        return comments
 
     def get(self, *, discussion_id, comment_id, threaded=False):
         # A flat document returns only the matching element; a nested one returns its tree to search.
@@ -288,8 +396,9 @@ class EmbeddedCommentManager(CommentManager):
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         check_order(self, order)
+        # From the primary: a permalink right after posting must find the new comment.
         doc = self._load(discussion_id, {"layout": 1, "comments.id": 1, "comments.posted": 1, "comments.sort_key": 1,
-                                         "replies": 1})
+                                         "replies": 1}, read=False)
         for index, element in enumerate(self._ordered(doc or {}, order)):
             if element["id"] == comment.id:
                 return index

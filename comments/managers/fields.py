@@ -5,8 +5,8 @@ function from the parent to the new comment's (parent, path, depth, sort_key). A
 comment's `depth` never exceeds `COMMENTS_MAX_DEPTH - 1`: a reply to a comment at that
 depth attaches to the deepest allowed ancestor instead (it becomes a sibling of the
 comment it answers, and `parent` names that ancestor). Paths and sort keys therefore hold
-at most `COMMENTS_MAX_DEPTH` levels (17 + 1 + 12 bytes each), far below the 1,024-byte
-index key limit.
+at most `COMMENTS_MAX_DEPTH` levels (17 + 1 + 12 bytes each), so an index key on them
+stays small (MongoDB 4.2+ has no index key size limit; small keys keep indexes small).
 
 The embedded and bucketed strategies store a comment as an element of an array with the
 same fields as `Comment` (`to_element`/`from_element`); the document strategy stores the
@@ -99,6 +99,7 @@ def from_element(element: dict, discussion_id: int) -> Comment:
         latest_likers=list(element.get("latest_likers", [])),
         html=element.get("html", ""),
         edited=element.get("edited"),
+        seq=int(element.get("seq", 0)),
     )
 
 

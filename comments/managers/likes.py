@@ -10,6 +10,14 @@ then tell a first like from a like-again, and the credit rules reward a given us
 like of a given comment once (seed 004 "simple anti-abuse" of likes).
 
 Every method is one round trip; `liked_ids()` answers for a whole page of comments at once.
+
+    {_id: "<discussion_id>:<comment_id>:<user_id>", discussion_id, comment_id, user_id, active, liked, first_liked}
+
+The edge's key is its `_id`, so `_id` uniqueness makes an edge unique with no other
+unique index, which a collection sharded on `{discussion_id: "hashed"}` could not have
+(equal `_id`s share the discussion, hence the shard). Every operation names
+`discussion_id` and goes to one shard; `liked_ids()` looks up page_size `_id`s.
+
 """
 
 from __future__ import annotations
@@ -35,19 +43,22 @@ class CommentLikeManager(MongoManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("discussion_id", 1), ("comment_id", 1), ("user_id", 1)], unique=True, name="like_edge_unique"),
-                # "which of these comments did I like" for one page, and a user's likes.
-                IndexModel([("user_id", 1), ("discussion_id", 1), ("comment_id", 1)], name="likes_by_user"),
+                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": 1, "comment_id": 1}}
+        return {cls.collection_name: {"discussion_id": "hashed"}}
 
     @staticmethod
-    def _key(discussion_id: int, comment_id: str, user_id: int) -> dict:
-        return {"discussion_id": int(discussion_id), "comment_id": str(comment_id), "user_id": int(user_id)}
+    def edge_id(discussion_id: int, comment_id: str, user_id: int) -> str:
+        return f"{int(discussion_id)}:{comment_id}:{int(user_id)}"
+
+    @classmethod
+    def _key(cls, discussion_id: int, comment_id: str, user_id: int) -> dict:
+        return {"_id": cls.edge_id(discussion_id, comment_id, user_id), "discussion_id": int(discussion_id),
+                "comment_id": str(comment_id), "user_id": int(user_id)}
 
     def like(self, *, discussion_id: int, comment_id: str, user_id: int, at=None) -> LikeChange:
         """Switch the edge on. One round trip: an upsert that only matches a switched-off edge.
@@ -81,12 +92,13 @@ class CommentLikeManager(MongoManager):
         """Which of `comment_ids` the user currently likes: one query for a whole page."""
         if not comment_ids:
             return set()
+        ids = [self.edge_id(discussion_id, str(c), user_id) for c in comment_ids]
         cursor = self.read_db[self.collection_name].find(
-            {"user_id": int(user_id), "discussion_id": int(discussion_id),
-             "comment_id": {"$in": [str(c) for c in comment_ids]}, "active": True},
+            {"_id": {"$in": ids}, "discussion_id": int(discussion_id), "active": True},
             projection={"comment_id": 1, "_id": 0},
         )
         return {doc["comment_id"] for doc in cursor}
+
 
     def drop_discussion(self, *, discussion_id: int) -> None:
         self.collection.delete_many({"discussion_id": int(discussion_id)})

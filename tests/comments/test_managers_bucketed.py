@@ -1,131 +1,85 @@
-"""What only the bucketed strategy does: the cross-bucket slice arithmetic, bucket growth and its race."""
+"""What only the bucketed strategy does: numbered buckets, pages from the counter, racing writers."""
 
 import pytest
 from django.conf import settings as django_settings
-from hypothesis import given
-from hypothesis import strategies as st
 
 from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED, Author
-from comments.managers.bucketed import BucketedCommentManager, BucketSlice, bucket_slices
+from comments.managers.bucketed import BucketedCommentManager, bucket_of
 from tests.contract.conftest import CountingDB, new_discussion_id
 
 ALICE = Author(id=1, name="alice")
-SEED_BUCKETS = [(1, 100), (2, 102), (3, 101), (4, 22)]
 
 
-def test_seed_003_worked_example():
-    """skip 300, limit 50 over buckets of 100, 102, 101 and 22: 3 from bucket #3 (corrected table), 22 from #4."""
-    assert bucket_slices(SEED_BUCKETS, 300, 50) == [
-        BucketSlice(bucket=3, skip=98, take=3),
-        BucketSlice(bucket=4, skip=0, take=22),
-    ]
+def test_bucket_of_numbers():
+    assert [bucket_of(seq, 100) for seq in (1, 100, 101, 200, 201)] == [1, 1, 2, 2, 3]
+    assert [bucket_of(seq, 3) for seq in range(1, 8)] == [1, 1, 1, 2, 2, 2, 3]
 
 
-@pytest.mark.parametrize(("skip", "limit", "expected"), [
-    (0, 10, [BucketSlice(1, 0, 10)]),
-    (95, 10, [BucketSlice(1, 95, 5), BucketSlice(2, 0, 5)]),
-    (100, 102, [BucketSlice(2, 0, 102)]),
-    (99, 104, [BucketSlice(1, 99, 1), BucketSlice(2, 0, 102), BucketSlice(3, 0, 1)]),
-    (324, 50, [BucketSlice(4, 21, 1)]),
-    (325, 50, []),
-    (1000, 5, []),
-])
-def test_slices_at_the_edges(skip, limit, expected):
-    assert bucket_slices(SEED_BUCKETS, skip, limit) == expected
+def bucket_sizes(mongo_db, d):
+    return sorted((b["bucket"], len(b["comments"])) for b in mongo_db.comment_buckets.find({"discussion_id": d}))
 
 
-def test_slices_of_nothing():
-    assert bucket_slices([], 0, 20) == []
-    assert bucket_slices([(1, 0), (2, 3)], 0, 2) == [BucketSlice(2, 0, 2)]
-
-
-@given(counts=st.lists(st.integers(0, 12), max_size=8), skip=st.integers(0, 80), limit=st.integers(1, 30))
-def test_slices_select_exactly_the_requested_window(counts, skip, limit):
-    buckets = list(enumerate(counts, start=1))
-    stored = [(bucket, i) for bucket, count in buckets for i in range(count)]
-    picked = [(s.bucket, i) for s in bucket_slices(buckets, skip, limit) for i in range(s.skip, s.skip + s.take)]
-    assert picked == stored[skip:skip + limit]
-
-
-def post_buckets(manager, d, sizes, settings):
-    """Real posts that leave buckets of exactly `sizes`: the bucket size is read at each post."""
-    comments = []
-    for size in sizes:
-        settings.COMMENTS_BUCKET_SIZE = size
-        start = len(comments)
-        while len(comments) - start < size:
-            comments.append(manager.post(discussion_id=d, author=ALICE, text=f"comment {len(comments)}"))
-    return comments
-
-
-def test_seed_003_worked_example_end_to_end(mongo_db, settings):
+def test_pages_read_the_counter_then_only_the_buckets_holding_the_page(mongo_db, settings):
+    # Audit 1: the old page grouped EVERY bucket of the discussion to learn the counts.
+    settings.COMMENTS_BUCKET_SIZE = 10
     counter = CountingDB(mongo_db)
     manager = BucketedCommentManager(db=counter, read_db=counter)
     d = new_discussion_id()
-    comments = post_buckets(manager, d, [100, 102, 101, 22], settings)
-    assert manager.bucket_counts(d) == SEED_BUCKETS
-    stored = {b["bucket"]: len(b["comments"]) for b in mongo_db.comment_buckets.find({"discussion_id": d})}
-    assert stored == dict(SEED_BUCKETS)
-    counter.reset()
-    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=7, page_size=50))  # skip 300
-    assert len(counter.calls) == 2
-    assert page.count == 325 and page.num_pages == 7 and not page.has_next
-    assert [c.id for c in page.items] == [c.id for c in comments[300:325]]
-    buckets_of_page = [b["bucket"] for b in mongo_db.comment_buckets.find({"discussion_id": d, "comments.id": page.items[0].id})]
-    assert buckets_of_page == [3]
-    # Every page of every size across the uneven buckets.
-    for page_size in (7, 50, 100):
-        ids, n = [], 1
-        while True:
-            result = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=n, page_size=page_size))
-            ids += [c.id for c in result.items]
-            if not result.has_next:
-                break
-            n += 1
-        assert ids == [c.id for c in comments]
-    assert manager.position(discussion_id=d, comment=comments[301], order=CHRONOLOGICAL) == 301
-    assert manager.position(discussion_id=d, comment=comments[205], order=CHRONOLOGICAL) == 205
+    comments = [manager.post(discussion_id=d, author=ALICE, text=f"comment {n}") for n in range(95)]
+    assert bucket_sizes(mongo_db, d) == [(b, 10) for b in range(1, 10)] + [(10, 5)]
+    for number, page_size in ((1, 20), (3, 7), (4, 25), (10, 10)):
+        counter.reset()
+        page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=number, page_size=page_size))
+        assert counter.calls == [("comment_bucket_discussions", "find_one"), ("comment_buckets", "aggregate")]
+        skip = (number - 1) * page_size
+        assert [c.id for c in page.items] == [c.id for c in comments[skip:skip + page_size]]
+        assert page.count == 95
+    assert manager.position(discussion_id=d, comment=comments[71], order=CHRONOLOGICAL) == 71
+    stored = manager.get(discussion_id=d, comment_id=comments[42].id)
+    assert stored.seq == 43 and manager.position(discussion_id=d, comment=stored, order=CHRONOLOGICAL) == 42
 
 
-def test_a_full_bucket_moves_posting_to_the_next(mongo_db, settings):
+def test_the_bucket_size_is_fixed_at_the_first_post(mongo_db, settings):
     settings.COMMENTS_BUCKET_SIZE = 3
     manager = BucketedCommentManager(db=mongo_db)
     d = new_discussion_id()
-    for n in range(7):
+    for n in range(4):
         manager.post(discussion_id=d, author=ALICE, text=str(n))
-    assert manager.bucket_counts(d) == [(1, 3), (2, 3), (3, 1)]
-    assert mongo_db.comment_bucket_discussions.find_one({"_id": d})["num_buckets"] == 3
+    settings.COMMENTS_BUCKET_SIZE = 100
+    for n in range(3):
+        manager.post(discussion_id=d, author=ALICE, text=str(n))
+    assert bucket_sizes(mongo_db, d) == [(1, 3), (2, 3), (3, 1)]
     assert manager.count(discussion_id=d) == 7
 
 
-def test_two_writers_that_saw_the_same_last_bucket_advance_it_once(mongo_db, settings):
-    settings.COMMENTS_BUCKET_SIZE = 3
+def test_concurrent_posts_fill_each_bucket_exactly_and_in_number_order(mongo_db, settings):
+    # Audit 9 and 16: racing writers never overfill a bucket, never push into an older bucket
+    # after a newer one started, never waste a bucket; numbers are dense and each array sorted.
+    import sys
+    import threading
+
+    settings.COMMENTS_BUCKET_SIZE = 4
     manager = BucketedCommentManager(db=mongo_db)
     d = new_discussion_id()
-    manager.post(discussion_id=d, author=ALICE, text="a")
-    assert manager.current_bucket(d) == 1
-    assert manager.advance_bucket(d, seen=1) is True
-    assert manager.advance_bucket(d, seen=1) is False  # the second writer's increment matches nothing
-    assert mongo_db.comment_bucket_discussions.find_one({"_id": d})["num_buckets"] == 2
-
-
-def test_a_writer_with_a_stale_bucket_number_overfills_softly_and_never_skips_a_bucket(mongo_db, settings, monkeypatch):
-    settings.COMMENTS_BUCKET_SIZE = 3
-    manager = BucketedCommentManager(db=mongo_db)
-    d = new_discussion_id()
-    first = [manager.post(discussion_id=d, author=ALICE, text=str(n)) for n in range(2)]
-    # Writers A and B both read num_buckets == 1 while bucket 1 holds 2 comments.
-    monkeypatch.setattr(manager, "current_bucket", lambda discussion_id: 1)
-    a = manager.post(discussion_id=d, author=ALICE, text="A")  # fills bucket 1 and advances to 2
-    b = manager.post(discussion_id=d, author=ALICE, text="B")  # lands in bucket 1 too; its advance is a no-op
-    monkeypatch.undo()
-    assert manager.bucket_counts(d) == [(1, 4)]
-    assert mongo_db.comment_bucket_discussions.find_one({"_id": d})["num_buckets"] == 2
-    c = manager.post(discussion_id=d, author=ALICE, text="C")
-    assert manager.bucket_counts(d) == [(1, 4), (2, 1)]
-    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=1, page_size=10))
-    assert [x.id for x in page.items] == [x.id for x in [*first, a, b, c]]
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=lambda: [manager.post(discussion_id=d, author=ALICE, text="x") for _ in range(6)])
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
+    buckets = sorted(mongo_db.comment_buckets.find({"discussion_id": d}), key=lambda b: b["bucket"])
+    assert [b["bucket"] for b in buckets] == list(range(1, 13))
+    for b in buckets:
+        assert [e["seq"] for e in b["comments"]] == list(range(4 * b["bucket"] - 3, 4 * b["bucket"] + 1))
+        assert b["count"] == 4
+    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=2, page_size=20))
+    assert [c.seq for c in page.items] == list(range(21, 41))
 
 
 def test_threaded_display_is_not_offered_but_replies_are_stored(mongo_db):
@@ -143,9 +97,10 @@ def test_threaded_display_is_not_offered_but_replies_are_stored(mongo_db):
 def test_declared_indexes_and_shard_keys(mongo_db):
     info = mongo_db.comment_buckets.index_information()
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
-    assert keys["discussion_bucket"] == ((("discussion_id", 1), ("bucket", 1)), True)
+    assert keys["discussion_bucket"] == ((("discussion_id", 1), ("bucket", 1)), False)  # unique by _id
     assert keys["discussion_comment_id"] == ((("discussion_id", 1), ("comments.id", 1)), False)
-    assert BucketedCommentManager.shard_keys()["comment_buckets"] == {"discussion_id": 1, "bucket": 1}
+    assert keys["discussion_hashed"] == ((("discussion_id", "hashed"),), False)
+    assert BucketedCommentManager.shard_keys()["comment_buckets"] == {"discussion_id": "hashed"}
 
 
 def test_drop_discussion_removes_buckets_and_record(mongo_db, settings):
@@ -163,8 +118,8 @@ def test_drop_discussion_removes_buckets_and_record(mongo_db, settings):
 
 @pytest.mark.skipif(bool(django_settings.MONGODB_URI), reason="counts with the benchmark's mongomock wrappers")
 def test_a_page_costs_two_round_trips_past_the_first_cursor_batch(settings, mongo_db):
-    # 250 buckets: more bucket documents than a cursor's first batch (101), so reading
-    # the counts bucket by bucket would cost a getMore; grouped, it stays one round trip.
+    # 250 buckets: the counter gives the total and the numbers give the buckets; only the
+    # buckets of the page are read, whatever the discussion's size.
     from bench.counting import OpCounter, counting
 
     settings.COMMENTS_BUCKET_SIZE = 1

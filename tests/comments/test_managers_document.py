@@ -64,12 +64,15 @@ def test_hot_order_is_pinned_first_then_most_liked_then_newest(mongo_db):
 def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     info = mongo_db.comments.index_information()
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
-    assert keys["discussion_posted"] == ((("discussion_id", 1), ("posted", 1), ("_id", 1)), False)
+    assert keys["discussion_seq"] == ((("discussion_id", 1), ("seq", 1)), False)
     assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1)), False)
-    assert keys["discussion_slug"] == ((("discussion_id", 1), ("slug", 1)), False)
-    assert keys["discussion_cid"] == ((("discussion_id", 1), ("cid", 1)), True)
-    assert keys["discussion_hot"][0][:3] == (("discussion_id", 1), ("hot", -1), ("posted", -1))
-    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": 1, "cid": 1}}
+    assert keys["discussion_hot"] == ((("discussion_id", 1), ("hot", -1), ("seq", -1)), False)
+    assert keys["discussion_hashed"] == ((("discussion_id", "hashed"),), False)
+    # Audit 18: no unused index (slug had no reader; cid is in _id).
+    assert "discussion_slug" not in keys and "discussion_cid" not in keys
+    # Audit 4: no monotonically increasing value leads a shard key.
+    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": "hashed"},
+                                                   "comment_document_discussions": {"_id": "hashed"}}
 
 
 def test_stored_document_uses_the_seed_field_names(mongo_db):
