@@ -9,7 +9,6 @@ nested three levels deep is edited through its explicit path.
 
 from datetime import UTC, datetime
 
-import bson
 import pytest
 
 from cms_site.paging import PageRequest
@@ -99,9 +98,10 @@ def test_delete_leaves_a_tombstone_and_keeps_replies_counts_and_positions(counti
 
 
 def _element_bytes(doc):
-    """The BSON size of every stored element, as the embedded strategy counts them (replies as [])."""
-    from comments.managers.embedded import iter_elements
-    return sum(len(bson.encode({**e, "replies": []} if doc["layout"] == NESTED else e)) for e in iter_elements(doc))
+    """What the embedded strategy charges for every stored element (replies as []): its BSON size,
+    its array key and room for its status (comments.managers.embedded.charge)."""
+    from comments.managers.embedded import charge, iter_elements
+    return sum(charge({**e, "replies": []} if doc["layout"] == NESTED else e) for e in iter_elements(doc))
 
 
 @pytest.mark.parametrize("threaded", [False, True])
