@@ -13,6 +13,7 @@ from cms_site.serializers import RegisteredSerializer, RegisterSerializer, Token
 
 class RegisterApi(APIView):
     permission_classes = [permissions.AllowAny]
+    throttle_scope = "register"
 
     @extend_schema(request=RegisterSerializer, responses={201: RegisteredSerializer}, tags=["auth"])
     def post(self, request):
@@ -25,6 +26,7 @@ class RegisterApi(APIView):
 
 class TokenApi(APIView):
     permission_classes = [permissions.AllowAny]
+    throttle_scope = "login"  # per account and per address
 
     @extend_schema(request=TokenRequestSerializer, responses={200: TokenSerializer}, tags=["auth"])
     def post(self, request):

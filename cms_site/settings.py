@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "cms_site.throttling.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "social.middleware.PresenceMiddleware",
 ]
@@ -174,6 +175,32 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
 NOTIFICATIONS_DIGEST_WINDOW = env_int("NOTIFICATIONS_DIGEST_WINDOW", 3600)
 
+# --- Cache and rate limits (cms_site/throttling.py) -----------------------------
+# Rate-limit counters live in Django's cache. The default, local memory, is PER PROCESS:
+# behind several workers set CACHE_URL=redis://host:6379/1 so they share the counts.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+elif CACHE_URL:
+    raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL (or empty for local memory), got {CACHE_URL.split(':')[0]}:...")
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "commons"}}
+
+RATE_LIMITS_ENABLED = os.environ.get("RATE_LIMITS", "on").strip().lower() not in {"off", "0", "false", "no"}
+# Behind N trusted reverse proxies, the client address is N hops from the right of X-Forwarded-For.
+RATE_LIMIT_NUM_PROXIES = env_int("RATE_LIMIT_NUM_PROXIES", 0)
+# scope -> who (user, ip, account) -> one or more windows "N/period".
+RATE_LIMIT_RATES = {
+    "comment": {"user": ["5/min", "60/hour"], "ip": ["20/min", "300/hour"]},
+    "edit": {"user": ["10/min"], "ip": ["30/min"]},
+    "like": {"user": ["30/min"], "ip": ["60/min"]},
+    "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
+    "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
+    "register": {"ip": ["5/hour", "20/day"]},
+    "login": {"account": ["10/15min"], "ip": ["30/15min"]},
+    "write": {"user": ["30/min"], "ip": ["60/min"]},
+}
+
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: an anonymous write is a 401 with `WWW-Authenticate: Token` (DRF takes
@@ -192,6 +219,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "cms_site.api_errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "cms_site.paging.PageNumberPagination",
+    # Every unsafe method, per user and per IP, scope from the view's `throttle_scope`.
+    "DEFAULT_THROTTLE_CLASSES": ["cms_site.throttling.WriteRateThrottle"],
     "PAGE_SIZE": 20,
 }
 

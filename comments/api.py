@@ -39,6 +39,8 @@ COMMENT_ID = OpenApiParameter("comment_id", OpenApiTypes.STR, OpenApiParameter.P
 class CommentListApi(APIView):
     """A topic's comments, one page at a time; POST adds a comment or a reply."""
 
+    throttle_scope = "comment"
+
     @extend_schema(
         operation_id="topic_comments_list", parameters=[SLUG, CommentListQuerySerializer], tags=["comments"],
         responses={200: OpenApiResponse(response=COMMENT_PAGE, description="One page of comments."), 400: ERROR, 404: ERROR},
@@ -123,6 +125,8 @@ class CommentThreadApi(APIView):
 
 class CommentLikeApi(APIView):
     """POST likes the comment, DELETE takes the like back; both are idempotent."""
+
+    throttle_scope = "like"
 
     @extend_schema(operation_id="topic_comments_like", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
                    responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})

@@ -48,6 +48,7 @@ class FollowApi(APIView):
     """POST follows (idempotent), DELETE unfollows (idempotent)."""
 
     permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "follow"
 
     def _state(self, user, following, changed):
         count = selectors.profile_get(user=user).followers_count

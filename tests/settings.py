@@ -10,3 +10,5 @@ from cms_site.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests use a fresh MongoDB database each (tests/conftest.py); this is only the prefix.
 MONGODB_DB = "test"
+# Rate limits are off for the suite; tests/cms_site/test_throttling.py turns them on.
+RATE_LIMITS_ENABLED = False

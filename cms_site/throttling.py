@@ -1,0 +1,220 @@
+"""Rate limits on every write, per user, per IP address and (log-in) per account.
+
+One table of limits (`settings.RATE_LIMIT_RATES`, scope -> who -> rates) serves both
+doors: the API through DRF's throttling (`WriteRateThrottle`, the default throttle
+class, so an endpoint added later is limited too) and the pages through
+`RateLimitMiddleware`. Past a limit the API answers 429 `{"detail", "code": "throttled"}`
+with `Retry-After`; a page answers 429 with the message and a form that still holds what
+was typed (passwords excepted), ready to send again.
+
+- A scope names a kind of write: `comment`, `edit`, `like`, `flag`, `follow`,
+  `register`, `login` (log-in page, admin log-in and `POST /api/auth/token/`) and `write`
+  (any other write). An API view names its scope in `throttle_scope`; a page's scope
+  comes from its URL name (`PAGE_SCOPES`); reads are never limited.
+- Who is counted: `user` (the logged-in user's id), `ip` (the client address: REMOTE_ADDR,
+  or the address `RATE_LIMIT_NUM_PROXIES` hops from the right of X-Forwarded-For behind
+  that many trusted proxies; IPv6 by /64, since one host holds a whole /64) and
+  `account` (the username a log-in names, NFKC and case-folded, whether it exists or not).
+  A request must be under every limit that applies; a refused request is not counted.
+- Each rate is `N/period` with period `s`, `min`, `hour`, `day`, optionally multiplied
+  (`10/15min`); a scope may have several windows (`5/min` and `60/hour`).
+- Counting: a sliding window of timestamps per key in Django's cache (as DRF's
+  SimpleRateThrottle). The default cache is local memory, which is PER PROCESS: with N
+  worker processes a limit is N times looser. Production sets `CACHE_URL`
+  (redis://...) so every process shares the counts. Check-then-record is not atomic:
+  two requests racing at the very edge of a window may both pass.
+- Editors (staff) are not limited except when logging in. `RATE_LIMITS=off` turns every
+  limit off (bulk imports, load tests, the benchmark; the test suite, except the tests
+  of this module).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import time
+import unicodedata
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpResponse
+from django.shortcuts import render
+from rest_framework.throttling import BaseThrottle
+
+_RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)")
+_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+# Page forms (by URL name) and their scopes; any other page POST is "write".
+PAGE_SCOPES = {
+    "comment-post": "comment", "comment-like": "like", "comment-edit": "edit", "comment-delete": "edit",
+    "comment-flag": "flag", "social-follow": "follow", "social-unfollow": "follow", "signup": "register",
+    "login": "login", "logout": None,  # None: not limited
+}
+# POST fields never echoed back on the "slow down" page.
+SECRET_FIELDS = re.compile(r"pass|token|secret|csrf", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Rate:
+    requests: int
+    seconds: int
+
+    def __str__(self) -> str:
+        return f"{self.requests}/{self.seconds}s"
+
+
+def parse_rate(text: str) -> Rate:
+    match = _RATE.fullmatch(text) if isinstance(text, str) else None
+    if not match or int(match.group(1)) < 1:
+        raise ValueError(f"a rate is N/period with period s, min, hour or day (optionally 15min): got {text!r}")
+    return Rate(int(match.group(1)), int(match.group(2) or 1) * _PERIODS[match.group(3)])
+
+
+def enabled() -> bool:
+    return bool(getattr(settings, "RATE_LIMITS_ENABLED", True))
+
+
+def rates(scope: str) -> dict[str, list[Rate]]:
+    table = settings.RATE_LIMIT_RATES
+    spec = table.get(scope) or table["write"]
+    return {who: [parse_rate(r) for r in ([rs] if isinstance(rs, str) else rs)] for who, rs in spec.items()}
+
+
+def client_ip(request) -> str:
+    """The client's address as a rate-limit key: REMOTE_ADDR, or the trusted proxy's view of it."""
+    address = request.META.get("REMOTE_ADDR", "") or ""
+    hops = getattr(settings, "RATE_LIMIT_NUM_PROXIES", 0)
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if hops and forwarded:
+        chain = [part.strip() for part in forwarded.split(",") if part.strip()]
+        if chain:
+            address = chain[-min(hops, len(chain))]
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return "unknown"
+    if ip.version == 6:
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False).network_address) + "/64"
+    return str(ip)
+
+
+def account_key(username) -> str | None:
+    if not isinstance(username, str) or not username.strip():
+        return None
+    return unicodedata.normalize("NFKC", username).strip().casefold()[:150]
+
+
+def _keys(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None) -> list[tuple[str, Rate]]:
+    who = {"user": user_id, "ip": ip, "account": account}
+    keys = []
+    for kind, windows in rates(scope).items():
+        if who.get(kind) in (None, ""):
+            continue
+        for rate in windows:
+            keys.append((f"rl:{scope}:{kind}:{rate.seconds}:{who[kind]}", rate))
+    return keys
+
+
+def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
+                   now: float | None = None) -> float | None:
+    """Count one request of `scope`; None when allowed, else the seconds to wait (nothing counted)."""
+    if not enabled():
+        return None
+    now = time.time() if now is None else now
+    keys = _keys(scope, user_id=user_id, ip=ip, account=account)
+    histories = cache.get_many([key for key, _ in keys])
+    wait = 0.0
+    kept = {}
+    for key, rate in keys:
+        history = [t for t in histories.get(key, []) if t > now - rate.seconds]
+        if len(history) >= rate.requests:
+            wait = max(wait, history[-1] + rate.seconds - now)  # the oldest counted request leaves the window
+        kept[key] = (history, rate)
+    if wait > 0:
+        return wait
+    for key, (history, rate) in kept.items():
+        cache.set(key, [now, *history][: rate.requests], rate.seconds)
+    return None
+
+
+def retry_after(wait: float) -> int:
+    return max(1, math.ceil(wait))
+
+
+def _request_who(request, scope: str) -> dict:
+    user = getattr(request, "user", None)
+    who = {"ip": client_ip(request)}
+    if user is not None and user.is_authenticated:
+        who["user_id"] = user.pk
+    if scope == "login":
+        data = getattr(request, "data", None) if hasattr(request, "data") else None
+        name = (data.get("username") if hasattr(data, "get") else None) if data is not None else request.POST.get("username")
+        who["account"] = account_key(name)
+    return who
+
+
+def exempt(request, scope: str) -> bool:
+    user = getattr(request, "user", None)
+    return scope != "login" and user is not None and user.is_authenticated and user.is_staff and user.is_active
+
+
+class WriteRateThrottle(BaseThrottle):
+    """DRF throttle for every unsafe method; the scope is the view's `throttle_scope` (default "write")."""
+
+    def allow_request(self, request, view):
+        self.wait_seconds = None
+        if request.method in SAFE_METHODS or not enabled():
+            return True
+        scope = getattr(view, "throttle_scope", None) or "write"
+        if exempt(request, scope):
+            return True
+        self.wait_seconds = rate_limit_hit(scope, **_request_who(request, scope))
+        return self.wait_seconds is None
+
+    def wait(self):
+        return retry_after(self.wait_seconds) if self.wait_seconds else None
+
+
+def throttled_page(request, wait: float) -> HttpResponse:
+    """429 page: the message, and the submitted form again with what was typed (no passwords)."""
+    seconds = retry_after(wait)
+    kept, hidden = [], []
+    for name, values in request.POST.lists():
+        if SECRET_FIELDS.search(name):
+            continue
+        for value in values:
+            (kept if name == "text" or "\n" in value or len(value) > 80 else hidden).append((name, value))
+    response = render(request, "throttled.html", {"seconds": seconds, "kept": kept, "hidden": hidden,
+                                                  "action": request.get_full_path()}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+class RateLimitMiddleware:
+    """The same limits for page forms: every non-API POST (and other unsafe method) is counted."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if request.method in SAFE_METHODS or not enabled() or request.path.startswith("/api/"):
+            return None
+        match = request.resolver_match
+        name = match.url_name if match else None
+        scope = PAGE_SCOPES.get(name or "", "write")
+        if match and match.app_name == "admin" and name in ("login", "logout"):
+            scope = PAGE_SCOPES[name]
+        if scope is None:
+            return None
+        if exempt(request, scope):
+            return None
+        wait = rate_limit_hit(scope, **_request_who(request, scope))
+        return None if wait is None else throttled_page(request, wait)

@@ -1,0 +1,235 @@
+"""Rate limits (cms_site/throttling.py), turned on here only: how many requests each limit
+lets through, the 429 body and Retry-After, per user, per IP, per account, and pages."""
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from cms_site.throttling import Rate, client_ip, parse_rate, rate_limit_hit
+from comments import services
+from tests.comments.support import stored
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def limits_on(settings):
+    settings.RATE_LIMITS_ENABLED = True
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def api(user=None, ip="203.0.113.7"):
+    client = APIClient(REMOTE_ADDR=ip, raise_request_exception=False)
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+def requests_until_throttled(send, limit=400):
+    """How many requests `send()` gets through before the first 429 (which is returned too)."""
+    for n in range(1, limit + 1):
+        response = send(n)
+        if response.status_code == 429:
+            return n - 1, response
+        assert response.status_code < 400, (n, response.status_code, response.content[:200])
+    raise AssertionError(f"no 429 after {limit} requests")
+
+
+def assert_throttled(response):
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
+    body = response.json()
+    assert body["code"] == "throttled" and body["detail"].startswith("Too many requests")
+
+
+def test_comments_per_user(make_topic, make_user):
+    topic = make_topic("document", "threaded")
+    alice = make_user("alice")
+    client = api(alice)
+    allowed, response = requests_until_throttled(
+        lambda n: client.post(f"/api/topics/{topic.slug}/comments/", {"text": f"comment {n}"}, format="json"))
+    assert allowed == 5
+    assert_throttled(response)
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert stored(topic) == 5  # the refused one is not stored
+    other = make_user("bob")  # another user on another address is not affected
+    assert api(other, ip="198.51.100.9").post(f"/api/topics/{topic.slug}/comments/", {"text": "hi"},
+                                                format="json").status_code == 201
+
+
+def test_comments_per_ip_across_accounts(make_topic, make_user):
+    topic = make_topic("bucketed")
+    users = [make_user() for _ in range(5)]
+
+    def send(n):
+        return api(users[(n - 1) // 5]).post(f"/api/topics/{topic.slug}/comments/", {"text": f"c{n}"}, format="json")
+
+    allowed, response = requests_until_throttled(send)
+    assert allowed == 20  # four accounts x 5, then the address is out
+    assert_throttled(response)
+
+
+def test_likes_per_user(make_topic, make_user):
+    topic = make_topic("embedded", "threaded")
+    comment = services.comment_create(topic=topic, author=make_user("author"), text="like me")
+    client = api(make_user("alice"))
+    url = f"/api/topics/{topic.slug}/comments/{comment.id}/like/"
+    allowed, response = requests_until_throttled(lambda n: client.post(url) if n % 2 else client.delete(url))
+    assert allowed == 30  # likes and unlikes count together
+    assert_throttled(response)
+
+
+def test_follows_per_user(make_user):
+    alice = make_user("alice")
+    targets = [make_user() for _ in range(25)]
+    client = api(alice)
+    allowed, response = requests_until_throttled(lambda n: client.post(f"/api/users/{targets[n - 1].username}/follow/"))
+    assert allowed == 20
+    assert_throttled(response)
+
+
+def test_registrations_per_ip():
+    def send(n):
+        return api().post("/api/auth/register/", {"username": f"new{n}", "password": "a-long-passphrase-42"}, format="json")
+
+    allowed, response = requests_until_throttled(send)
+    assert allowed == 5
+    assert_throttled(response)
+    from django.contrib.auth import get_user_model
+
+    assert get_user_model().objects.filter(username__startswith="new").count() == 5
+    assert api(ip="198.51.100.1").post("/api/auth/register/", {"username": "elsewhere", "password": "a-long-passphrase-42"},
+                                       format="json").status_code == 201
+
+
+def test_token_attempts_per_account_from_many_addresses(make_user):
+    make_user("alice")
+
+    def guess(n):  # each guess from a different address: the account limit still holds
+        r = api(ip=f"198.51.100.{n}").post("/api/auth/token/", {"username": "alice", "password": f"guess{n}"}, format="json")
+        return r if r.status_code == 429 else type("Ok", (), {"status_code": 200})()
+
+    allowed, response = requests_until_throttled(guess)
+    assert allowed == 10
+    assert_throttled(response)
+    # Even the right password waits now; the account's name in another case or width is the same account.
+    assert api(ip="192.0.2.1").post("/api/auth/token/", {"username": "ＡＬＩＣＥ", "password": "pw-for-tests"},
+                                    format="json").status_code == 429
+
+
+def test_token_attempts_per_address_across_accounts(make_user):
+    def guess(n):
+        r = api().post("/api/auth/token/", {"username": f"someone{n}", "password": "x"}, format="json")
+        assert r.status_code in (400, 429)
+        return r if r.status_code == 429 else type("Ok", (), {"status_code": 200})()
+
+    allowed, response = requests_until_throttled(guess)
+    assert allowed == 30
+    assert_throttled(response)
+
+
+def test_login_page_per_account_and_message(client, make_user):
+    make_user("alice")
+    for n in range(10):
+        assert client.post("/accounts/login/", {"username": "alice", "password": f"guess{n}"}).status_code == 200
+    r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests"})
+    assert r.status_code == 429 and int(r["Retry-After"]) >= 1
+    page = r.content.decode()
+    assert "Too many requests" in page and "pw-for-tests" not in page  # passwords are never echoed
+    assert 'value="alice"' in page
+
+
+def test_comment_page_keeps_the_typed_text(client, make_topic, make_user):
+    topic = make_topic("document", "chronological")
+    client.force_login(make_user("alice"))
+    for n in range(5):
+        assert client.post(f"/t/{topic.slug}/comments/", {"text": f"page comment {n}"}).status_code == 302
+    typed = "A long thought <with> markup & a line break\nthat must not be lost."
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": typed, "parent": ""})
+    assert r.status_code == 429 and int(r["Retry-After"]) >= 1
+    page = r.content.decode()
+    assert "Too many requests: try again in" in page
+    assert "A long thought &lt;with&gt; markup &amp; a line break\nthat must not be lost." in page
+    assert f'action="/t/{topic.slug}/comments/"' in page and "csrfmiddlewaretoken" in page
+    assert stored(topic) == 5
+
+
+def test_follow_page_and_api_share_one_count(client, make_user):
+    alice = make_user("alice")
+    targets = [make_user() for _ in range(21)]
+    client.force_login(alice)
+    for target in targets[:10]:
+        assert client.post(f"/u/{target.username}/follow/", REMOTE_ADDR="203.0.113.7").status_code == 302
+    for target in targets[10:20]:
+        assert api(alice).post(f"/api/users/{target.username}/follow/").status_code == 200
+    assert api(alice).post(f"/api/users/{targets[20].username}/follow/").status_code == 429
+    assert client.post(f"/u/{targets[20].username}/follow/").status_code == 429
+
+
+def test_signup_page_per_ip(client):
+    def send(n):
+        c = type(client)(REMOTE_ADDR="203.0.113.50")
+        return c.post("/accounts/signup/", {"username": f"page{n}", "email": "", "password1": "a-long-passphrase-42",
+                                            "password2": "a-long-passphrase-42"})
+
+    allowed, response = requests_until_throttled(send)
+    assert allowed == 5 and response.status_code == 429
+    assert "a-long-passphrase-42" not in response.content.decode()
+
+
+def test_off_switch_and_editors(settings, make_topic, make_user, editor):
+    topic = make_topic()
+    settings.RATE_LIMITS_ENABLED = False
+    alice = make_user("alice")
+    for n in range(12):
+        assert api(alice).post(f"/api/topics/{topic.slug}/comments/", {"text": f"c{n}"}, format="json").status_code == 201
+    settings.RATE_LIMITS_ENABLED = True
+    for n in range(12):  # editors are not limited (except when logging in)
+        assert api(editor).post(f"/api/topics/{topic.slug}/comments/", {"text": f"e{n}"}, format="json").status_code == 201
+
+
+def test_reads_are_never_limited(make_topic):
+    topic = make_topic()
+    client = api()
+    assert all(client.get(f"/api/topics/{topic.slug}/comments/").status_code == 200 for _ in range(70))
+
+
+def test_sliding_window_and_retry_after(settings):
+    settings.RATE_LIMIT_RATES = {"write": {"user": ["3/min"]}}
+    t0 = 1_000_000.0
+    assert [rate_limit_hit("write", user_id=1, now=t0 + i) for i in range(3)] == [None, None, None]
+    assert rate_limit_hit("write", user_id=1, now=t0 + 10) == pytest.approx(50)  # the first leaves at t0 + 60
+    assert rate_limit_hit("write", user_id=1, now=t0 + 60.5) is None
+    assert rate_limit_hit("write", user_id=2, now=t0 + 10) is None  # keys are per user
+
+
+def test_a_refused_request_is_not_counted(settings):
+    settings.RATE_LIMIT_RATES = {"write": {"user": ["2/min"], "ip": ["3/min"]}}
+    t0 = 2_000_000.0
+    assert rate_limit_hit("write", user_id=1, ip="a", now=t0) is None
+    assert rate_limit_hit("write", user_id=1, ip="a", now=t0) is None
+    assert rate_limit_hit("write", user_id=1, ip="a", now=t0) is not None  # user limit; the ip is not charged
+    assert rate_limit_hit("write", user_id=2, ip="a", now=t0) is None  # ip has 3
+    assert rate_limit_hit("write", user_id=3, ip="a", now=t0) is not None
+
+
+def test_client_ip(rf, settings):
+    request = rf.get("/", REMOTE_ADDR="203.0.113.7", HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.2")
+    assert client_ip(request) == "203.0.113.7"  # no trusted proxy: the header is ignored (it is the client's to forge)
+    settings.RATE_LIMIT_NUM_PROXIES = 1
+    assert client_ip(request) == "198.51.100.2"
+    settings.RATE_LIMIT_NUM_PROXIES = 0
+    assert client_ip(rf.get("/", REMOTE_ADDR="2001:db8:1:2:3:4:5:6")) == client_ip(rf.get("/", REMOTE_ADDR="2001:db8:1:2::9"))
+    assert client_ip(rf.get("/", REMOTE_ADDR="::ffff:192.0.2.1")) == "192.0.2.1"
+    assert client_ip(rf.get("/", REMOTE_ADDR="garbage")) == "unknown"
+
+
+def test_parse_rate():
+    assert parse_rate("5/min") == Rate(5, 60)
+    assert parse_rate("10/15min") == Rate(10, 900)
+    assert parse_rate("20/day") == Rate(20, 86400)
+    for bad in ("5", "0/min", "5/fortnight", "5/min\n", "-1/s"):
+        with pytest.raises(ValueError):
+            parse_rate(bad)
