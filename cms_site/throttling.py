@@ -50,7 +50,8 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 # Page forms (by URL name) and their scopes; any other page POST is "write".
 PAGE_SCOPES = {
     "comment-post": "comment", "comment-like": "like", "comment-edit": "edit", "comment-delete": "edit",
-    "comment-flag": "flag", "social-follow": "follow", "social-unfollow": "follow", "signup": "register",
+    "comment-flag": "flag", "social-follow": "follow", "social-unfollow": "follow",
+    "social-mute": "follow", "social-unmute": "follow", "signup": "register",
     "login": "login", "logout": None,  # None: not limited
 }
 # POST fields never echoed back on the "slow down" page.

@@ -67,6 +67,8 @@ class CommentListApi(APIView):
 class CommentDetailApi(APIView):
     """One comment (permalink), with the page that holds it in the topic's order."""
 
+    throttle_scope = "edit"  # PATCH and DELETE; reads are never limited
+
     @extend_schema(operation_id="topic_comments_retrieve", parameters=[SLUG, COMMENT_ID], tags=["comments"],
                    responses={200: CommentPermalinkSerializer, 404: ERROR})
     def get(self, request, slug, comment_id):

@@ -72,6 +72,7 @@ class MuteApi(APIView):
     you, their activities leave your feed and they cannot notify you."""
 
     permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "follow"
 
     @extend_schema(request=None, responses={200: MuteStateSerializer, 400: ERROR_RESPONSE, 401: ERROR_RESPONSE,
                                             404: ERROR_RESPONSE}, tags=["social"])
