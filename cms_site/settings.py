@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "cms_site.throttling.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "topics.middleware.TopicSlugRedirectMiddleware",
     "social.middleware.PresenceMiddleware",
 ]
 

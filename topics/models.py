@@ -21,6 +21,8 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from cms_site.markdown import TOPIC, render_markdown
+
 
 class CommentStorage(models.TextChoices):
     DOCUMENT = "document", "One document per comment"
@@ -80,7 +82,9 @@ class Topic(models.Model):
         max_length=300, blank=True,
         help_text="One or two sentences: the list excerpt and the page's meta description.",
     )
-    body = models.TextField(blank=True)
+    body = models.TextField(blank=True, help_text="Markdown: headings, lists, links, images, tables, code; no raw HTML.")
+    # `body` rendered and sanitised (cms_site.markdown, topic profile) at every save.
+    body_html = models.TextField(blank=True, editable=False)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="topics")
     status = models.CharField(max_length=16, choices=TopicStatus.choices, default=TopicStatus.PUBLISHED)
     publish_at = models.DateTimeField(
@@ -98,13 +102,17 @@ class Topic(models.Model):
     # When `topic_published` was sent (once per topic): the followers' activity. Empty
     # while a topic is a draft or scheduled; `topic_publish_due` fills it.
     announced = models.DateTimeField(null=True, blank=True, editable=False)
+    # When the topic went (or goes) live: `publish_at` when scheduled, else the first save
+    # as published. Empty for a draft never published. Lists and feeds sort on it.
+    published_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = TopicQuerySet.as_manager()
 
     class Meta:
-        ordering = ["-created", "-id"]
+        ordering = [models.F("published_at").desc(nulls_first=True), "-id"]
         indexes = [
             models.Index(fields=["-created", "-id"], name="topic_newest"),
+            models.Index(fields=["-published_at", "-id"], name="topic_published_newest"),
             models.Index(fields=["status", "publish_at"], name="topic_status_publish_at"),
             models.Index(fields=["announced", "status"], name="topic_unannounced"),
         ]
@@ -128,10 +136,26 @@ class Topic(models.Model):
     def is_scheduled(self) -> bool:
         return self.status == TopicStatus.PUBLISHED and self.publish_at is not None and self.publish_at > timezone.now()
 
+    def save(self, *args, **kwargs):
+        # Derived fields, for every writer (services, admin, demo, migrations of data).
+        self.body_html = render_markdown(self.body, profile=TOPIC)
+        if self.publish_at is not None:
+            self.published_at = self.publish_at
+        elif self.status == TopicStatus.PUBLISHED and self.published_at is None:
+            self.published_at = timezone.now()
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "body_html", "published_at"}
+        super().save(*args, **kwargs)
+
     @property
-    def published_at(self):
-        """When the topic went (or goes) live: its scheduled time, else its creation."""
-        return self.publish_at or self.created
+    def description(self) -> str:
+        """The meta description: the summary, else the start of the body as text."""
+        if self.summary:
+            return self.summary
+        from django.utils.html import strip_tags
+        from django.utils.text import Truncator
+
+        return Truncator(" ".join(strip_tags(self.body_html).split())).chars(200)
 
     def clean(self):
         super().clean()

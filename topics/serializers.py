@@ -11,8 +11,8 @@ class TopicSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Topic
-        fields = ["slug", "title", "summary", "body", "author", "status", "publish_at", "tags", "comment_storage",
-                  "comment_order", "comment_moderation", "created", "updated", "comments_url"]
+        fields = ["slug", "title", "summary", "body", "body_html", "author", "status", "publish_at", "tags", "comment_storage",
+                  "comment_order", "comment_moderation", "published_at", "created", "updated", "comments_url"]
         read_only_fields = fields
 
     def get_comments_url(self, obj) -> str:

@@ -1,0 +1,73 @@
+"""Markdown bodies, SEO tags, tag pages, slug redirects and publication order on pages and the API."""
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from topics.models import Topic
+from topics.services import topic_create, topic_update
+
+pytestmark = pytest.mark.django_db
+
+
+def test_markdown_body_is_rendered_once_and_sanitised(client, api_client, editor):
+    t = topic_create(author=editor, title="Md", comment_storage="document",
+                     body="# Heading\n\n**bold** <script>alert(1)</script> [x](javascript:alert(1)) https://example.com")
+    assert "<h1>Heading</h1>" in t.body_html and "<strong>bold</strong>" in t.body_html
+    assert "<script" not in t.body_html and 'href="javascript' not in t.body_html
+    page = client.get(t.get_absolute_url()).content.decode()
+    assert "<strong>bold</strong>" in page and "<script>alert(1)" not in page
+    assert api_client.get(f"/api/topics/{t.slug}/").json()["body_html"] == t.body_html
+    topic_update(topic=t, editor=editor, body="_changed_")
+    assert Topic.objects.get(pk=t.pk).body_html == "<p><em>changed</em></p>"
+
+
+def test_seo_tags(client, editor):
+    t = topic_create(author=editor, title="Seo <b>", comment_storage="document", summary='Short "summary" & more',
+                     tags=["Alpha"], body="Body **text** here.")
+    html = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta name="description" content="Short &quot;summary&quot; &amp; more">' in html
+    assert f'<link rel="canonical" href="http://testserver/t/{t.slug}/">' in html
+    assert '<meta property="og:title" content="Seo &lt;b&gt;">' in html
+    assert '<meta property="article:tag" content="Alpha">' in html and "noindex" not in html
+    plain = topic_create(author=editor, title="No summary", comment_storage="document", body="Body **text** here.")
+    assert '<meta name="description" content="Body text here.">' in client.get(plain.get_absolute_url()).content.decode()
+    draft = topic_create(author=editor, title="D", comment_storage="document", status="draft")
+    client.force_login(editor)
+    assert "noindex" in client.get(draft.get_absolute_url()).content.decode()
+
+
+def test_tag_page_lists_live_topics_only(client, editor):
+    topic_create(author=editor, title="Tagged live", comment_storage="document", tags=["News"])
+    topic_create(author=editor, title="Tagged draft", comment_storage="document", tags=["News"], status="draft")
+    topic_create(author=editor, title="Untagged", comment_storage="document")
+    page = client.get("/tags/news/").content.decode()
+    assert "Tagged live" in page and "Tagged draft" not in page and "Untagged" not in page
+    assert 'href="/tags/news/"' in client.get("/").content.decode()
+    assert client.get("/tags/nope/").status_code == 404
+    assert client.get("/tags/news/?page=abc").status_code == 302
+
+
+def test_old_slug_redirects_pages_permalinks_and_api(client, api_client, editor):
+    t = topic_create(author=editor, title="Old name", comment_storage="document")
+    topic_update(topic=t, editor=editor, slug="new-name")
+    r = client.get("/t/old-name/?page=1&order=threaded")
+    assert r.status_code == 301 and r["Location"] == "/t/new-name/?page=1&order=threaded"
+    assert client.get("/t/old-name/c/abc123/")["Location"] == "/t/new-name/c/abc123/"
+    assert api_client.get("/api/topics/old-name/comments/")["Location"] == "/api/topics/new-name/comments/"
+    assert client.get("/t/never-was/").status_code == 404
+    assert client.post("/t/old-name/comments/", {"text": "x"}).status_code != 301  # writes are not redirected
+    topic_update(topic=t, editor=editor, status="draft")
+    assert client.get("/t/old-name/").status_code == 404  # no redirect reveals a draft
+
+
+def test_a_scheduled_topic_is_listed_by_its_publication_time(api_client, editor):
+    first = topic_create(author=editor, title="First", comment_storage="document")
+    later = topic_create(author=editor, title="Later", comment_storage="document",
+                         publish_at=timezone.now() + dt.timedelta(hours=1))
+    Topic.objects.filter(pk=first.pk).update(published_at=timezone.now() - dt.timedelta(days=1))
+    assert [t.slug for t in Topic.objects.live()] == ["first"]
+    soon = timezone.now() + dt.timedelta(hours=2)
+    assert [t.slug for t in Topic.objects.live(soon)] == ["later", "first"]
+    assert later.published_at == later.publish_at
