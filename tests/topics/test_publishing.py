@@ -152,3 +152,12 @@ def test_publish_due_command(editor, announced):
     call_command("topics_publish_due", stdout=out)
     call_command("topics_publish_due", stdout=out)
     assert announced == ["past"] and "1 topic(s) announced" in out.getvalue() and "0 topic(s)" in out.getvalue()
+
+
+def test_publish_due_task(editor, announced):
+    from topics.tasks import publish_due
+
+    topic_create(author=editor, title="Due", comment_storage="document",
+                 publish_at=timezone.now() - dt.timedelta(seconds=1))
+    assert publish_due.delay().get() == 1 and publish_due.delay().get() == 0
+    assert announced == ["due"]
