@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "social",
     "background",
     "notifications",
+    "moderation",
 ]
 
 MIDDLEWARE = [
@@ -142,6 +143,12 @@ COMMENTS_EDIT_WINDOW = env_int("COMMENTS_EDIT_WINDOW", 900)  # seconds after pos
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.
 COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)
+
+# --- Moderation (docs/moderation.md) ---------------------------------------------
+# Open flags that hide a comment pending review; how many of a new user's first
+# comments are held for review (0: none).
+MODERATION_FLAG_THRESHOLD = env_int("MODERATION_FLAG_THRESHOLD", 3)
+MODERATION_NEW_USER_COMMENTS = env_int("MODERATION_NEW_USER_COMMENTS", 0)
 
 # --- Social graph and feeds ----------------------------------------------------
 SOCIAL_IDS_PER_DOC = env_int("SOCIAL_IDS_PER_DOC", 1000)  # ids per followers/following document

@@ -11,6 +11,7 @@ api_patterns = [
     path("", include("topics.api_urls")),
     path("", include("comments.api_urls")),
     path("", include("social.api_urls")),
+    path("", include("moderation.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
@@ -25,4 +26,5 @@ urlpatterns = [
     path("api/", include(api_patterns)),
     path("", include("comments.urls")),
     path("", include("social.urls")),
+    path("", include("moderation.urls")),
 ]

@@ -53,7 +53,10 @@ class CommentListApi(APIView):
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],
-        responses={201: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
+        responses={201: CommentSerializer,
+                   202: OpenApiResponse(CommentSerializer, "Held for review (status pending): shown only to you and "
+                                                           "editors until approved."),
+                   400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
     )
     def post(self, request, slug):
         topic = topic_get(slug=slug, viewer=request.user)
@@ -61,7 +64,8 @@ class CommentListApi(APIView):
         data.is_valid(raise_exception=True)
         comment = services.comment_create(topic=topic, author=request.user, text=data.validated_data["text"],
                                           parent=data.validated_data.get("parent") or None)
-        return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+        held = comment.status == "pending"
+        return Response(CommentSerializer(comment).data, status=status.HTTP_202_ACCEPTED if held else status.HTTP_201_CREATED)
 
 
 class CommentDetailApi(APIView):

@@ -33,14 +33,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import date, datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from cms_site.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
+from cms_site.errors import Conflict, Forbidden, InvalidInput, NotFound
 from cms_site.markdown import render_markdown
 from cms_site.text import text_clean
+from cms_site.writers import require_writer
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import manager_for
@@ -57,6 +59,7 @@ from comments.managers.base import (
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager, Revision
+from comments.managers.statuses import CommentStatusIndexManager
 
 POST_POINTS, POST_DAILY_LIMIT = 5, 5
 REPLY_POINTS, REPLY_DAILY_LIMIT = 1, 5
@@ -75,10 +78,8 @@ def is_threaded(topic) -> bool:
 
 
 def _require_writer(user, action: str = "comment"):
-    if user is None or not getattr(user, "is_authenticated", False):
-        raise NotAuthenticated(f"Log in to {action}.")
-    if not user.is_active:
-        raise Forbidden("This account is inactive.")
+    """Authenticated, active, and allowed by every registered write check (bans: 403)."""
+    require_writer(user, action)
 
 
 def _require_moderator(user):
@@ -130,20 +131,70 @@ def comment_render(*, text: str) -> str:
     return render_markdown(text, known_usernames=_existing_usernames)
 
 
+class SubmissionGate(Protocol):
+    """A check between a valid submission and its storage (the moderation app's
+    pre-moderation and shadow bans, the spam pipeline). `hold` returns None to let the
+    comment be stored, or the `pending` Comment standing for the held submission;
+    `is_held` says whether an id names a held submission (replies to it are refused)."""
+
+    def hold(self, *, topic, author, text: str, parent: Comment | None) -> Comment | None: ...
+
+    def is_held(self, *, topic, comment_id: str) -> bool: ...
+
+
+_gates: dict[str, SubmissionGate] = {}
+
+
+def register_submission_gate(name: str, gate: SubmissionGate) -> None:
+    """Install a gate (from an AppConfig.ready()); idempotent by name, run in registration order."""
+    _gates[name] = gate
+
+
+def _parent(topic, manager: CommentManager, parent) -> Comment | None:
+    if parent in (None, ""):
+        return None
+    if not is_comment_id(parent):
+        raise InvalidInput("parent must be a comment id (lowercase letters and digits).", field="parent")
+    parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
+    if parent_comment is None:
+        if any(gate.is_held(topic=topic, comment_id=parent) for gate in _gates.values()):
+            raise InvalidInput("cannot reply to a comment that is awaiting moderation.", field="parent")
+        raise InvalidInput(f"unknown parent: there is no comment {parent} in this topic.", field="parent")
+    if parent_comment.status in (REMOVED, DELETED):
+        raise InvalidInput(f"cannot reply to a {parent_comment.status} comment.", field="parent")
+    return parent_comment
+
+
 def comment_create(*, topic, author, text, parent: str | None = None) -> Comment:
-    """Post a comment, or a reply to `parent` (a comment id of the same topic)."""
+    """Post a comment, or a reply to `parent` (a comment id of the same topic).
+
+    Returns the stored comment, or a `pending` comment when a submission gate held it
+    for review (the API answers 202, the page says it awaits moderation)."""
     _require_writer(author)
     text = _clean_text(text)
     manager = comment_manager(topic)
+    parent_comment = _parent(topic, manager, parent)
+    for gate in list(_gates.values()):
+        held = gate.hold(topic=topic, author=author, text=text, parent=parent_comment)
+        if held is not None:
+            return held
+    return _store(topic, manager, author, text, parent_comment)
+
+
+def comment_store_held(*, topic, author, text: str, parent: str | None, moderator) -> Comment:
+    """Store a submission an editor approved: it gets its place (and its feed activity,
+    credits and signals) now, as if posted at this moment. Staff only; no gate runs."""
+    _require_moderator(moderator)
+    manager = comment_manager(topic)
     parent_comment = None
-    if parent not in (None, ""):
-        if not is_comment_id(parent):
-            raise InvalidInput("parent must be a comment id (lowercase letters and digits).", field="parent")
+    if parent:
         parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
         if parent_comment is None:
-            raise InvalidInput(f"unknown parent: there is no comment {parent} in this topic.", field="parent")
-        if parent_comment.status in (REMOVED, DELETED):
-            raise InvalidInput(f"cannot reply to a {parent_comment.status} comment.", field="parent")
+            raise InvalidInput(f"its parent {parent} is no longer in this topic.", field="parent")
+    return _store(topic, manager, author, _clean_text(text), parent_comment)
+
+
+def _store(topic, manager: CommentManager, author, text: str, parent_comment: Comment | None) -> Comment:
     try:
         comment = manager.post(
             discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
@@ -282,11 +333,16 @@ def comment_delete(*, topic, comment_id: str, user) -> Comment:
             raise NotFound(f"No comment {comment_id} in this topic.")
         if not can_delete(comment, user):
             raise Forbidden("Only its author and editors can delete a comment.")
+        # The status index first (feeds and profiles drop the excerpt), then the storage.
+        CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=DELETED)
         if manager.delete(discussion_id=topic.discussion_id, comment=comment, threaded=is_threaded(topic)):
             CommentRevisionManager().drop(discussion_id=topic.discussion_id, comment_id=comment.id)
             deleted = replace(comment, status=DELETED, text="", html="")
             signals.comment_deleted.send(sender=Comment, topic=topic, comment=deleted, user=user)
+            signals.comment_status_changed.send(sender=Comment, topic=topic, comment=deleted, before=comment.status,
+                                                after=DELETED, moderator=user)
             return deleted
+        CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
     raise Conflict("The comment changed while you were deleting it; reload and try again.")
 
 
@@ -303,14 +359,39 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
 
 
 def comment_set_status(*, topic, comment_id: str, status: str, moderator) -> Comment:
-    """Set a comment's status (visible, author_only, removed). Staff only."""
+    """Set a comment's status (visible, author_only, removed). Staff only.
+
+    The status index (`CommentStatusIndexManager`, read by feeds and profiles) is written
+    first, then the storage: interrupted, the index is the stricter of the two. Then
+    `comment_status_changed` is sent (the moderation app keeps its queue in step)."""
     _require_moderator(moderator)
     if status not in STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(STATUSES)}.", field="status")
     manager = comment_manager(topic)
     comment = _existing(topic, comment_id, manager)
+    CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=status)
     manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status, threaded=is_threaded(topic))
-    return replace(comment, status=status)
+    changed = replace(comment, status=status)
+    if comment.status != status:
+        signals.comment_status_changed.send(sender=Comment, topic=topic, comment=changed, before=comment.status,
+                                            after=status, moderator=moderator)
+    return changed
+
+
+def comment_statuses(*, keys) -> dict[tuple[int, str], str]:
+    """Current statuses of (discussion_id, comment_id) keys that ever left `visible`
+    (absent: visible). One query, for readers that show copies of comment text."""
+    return CommentStatusIndexManager().statuses(keys)
+
+
+def comment_status_resync(*, topic, comment_id: str) -> str | None:
+    """Repair: re-read the stored status and write it to the status index; None if unknown."""
+    comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id,
+                                         threaded=is_threaded(topic))
+    if comment is None:
+        return None
+    CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
+    return comment.status
 
 
 def comment_set_pinned(*, topic, comment_id: str, pinned: bool, moderator) -> Comment:

@@ -13,6 +13,10 @@ comment_edited(sender=Comment, topic=Topic, comment=Comment, user=User)
 comment_deleted(sender=Comment, topic=Topic, comment=Comment, user=User)
     The comment became a tombstone (status "deleted"): whatever copied its text (feed
     excerpts, notifications, search) must drop it.
+
+comment_status_changed(sender=Comment, topic=Topic, comment=Comment, before=str, after=str, moderator=User)
+    A stored comment's status changed (`comment` carries the new one). The moderation
+    app keeps its queue in step and records the change in its audit log.
 """
 
 from django.dispatch import Signal
@@ -21,3 +25,4 @@ comment_posted = Signal()
 comment_liked = Signal()
 comment_edited = Signal()
 comment_deleted = Signal()
+comment_status_changed = Signal()

@@ -98,6 +98,13 @@ def comment_post(request, slug):
     except ServiceError as exc:
         messages.error(request, f"Not posted: {exc.message}")
         return redirect(_safe_next(request, fallback))
+    if getattr(comment, "held", False):  # held for review: not in the discussion yet
+        if comment.status == "pending":
+            messages.success(request, "Thank you: your comment is awaiting moderation. Only you and the editors see it "
+                                      "until an editor approves it.")
+        else:
+            messages.success(request, "Your comment was posted.")
+        return redirect(topic.get_absolute_url() + "#held")
     messages.success(request, "Your reply was posted." if comment.parent else "Your comment was posted.")
     number = selectors.comment_page_of(topic=topic, comment=comment, order=topic.comment_order)
     return redirect(_page_url(topic, page=number, order=topic.comment_order, comment_id=comment.id))

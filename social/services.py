@@ -39,7 +39,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
-from cms_site.errors import InvalidInput, NotAuthenticated, NotFound
+from cms_site.errors import InvalidInput, NotFound
+from cms_site.writers import require_writer
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager
 from social.feeds.log import ActivityLogManager
@@ -57,8 +58,7 @@ EXCERPT_LENGTH = 140
 
 
 def _require_login(user) -> None:
-    if user is None or not user.is_authenticated:
-        raise NotAuthenticated("Log in to follow people.")
+    require_writer(user, "follow people")
 
 
 def user_by_username(username: str):

@@ -75,6 +75,9 @@ AUTHOR_ONLY = "author_only"  # seed 004 "self-visible": shown only to its author
 REMOVED = "removed"  # removed by a moderator: kept as a placeholder so threads keep their shape
 DELETED = "deleted"  # deleted by its author (or an editor): a tombstone without text, html or revisions
 STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)  # what moderation may set; DELETED only comes from a deletion
+# Held for review before it is stored: never in a discussion's storage (the moderation app
+# keeps it until an editor approves it, and only then is it posted and given its place).
+PENDING = "pending"
 
 LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -20)
 HOT_PINNED = 1 << 40  # the pinned flag in the hot score, above any realistic like count

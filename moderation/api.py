@@ -1,0 +1,144 @@
+"""Moderation API: flags (any signed-in user), the queue, actions, the audit log, bans and
+pre-moderation (editors). One APIView per resource; rules live in services, reads in
+selectors; every error is the JSON body of cms_site.api_errors.
+"""
+
+from django.utils.http import urlencode
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from cms_site.paging import page_payload, paginated_schema, parse_page_request
+from comments import selectors as comment_selectors
+from comments.api import COMMENT_ID, ERROR, SLUG
+from moderation import selectors, services
+from moderation.serializers import (
+    ActionSerializer,
+    BanCreateSerializer,
+    ChangedSerializer,
+    FlagCreateSerializer,
+    FlagResultSerializer,
+    LogPageSerializer,
+    LogRowSerializer,
+    PremoderationSerializer,
+    QueuePageSerializer,
+    QueueQuerySerializer,
+    QueueRowSerializer,
+    UserModerationSerializer,
+)
+
+USERNAME = OpenApiParameter("username", OpenApiTypes.STR, OpenApiParameter.PATH)
+CURSOR_PARAMS = [OpenApiParameter("cursor", str, description="Opaque cursor from `next_cursor`; omit for the newest."),
+                 OpenApiParameter("page_size", int, description="1..100, default 20.")]
+
+
+def _next(request, cursor):
+    if not cursor:
+        return None
+    query = {k: v for k, v in request.query_params.items() if k != "cursor"}
+    return request.build_absolute_uri(f"{request.path}?{urlencode({**query, 'cursor': cursor})}")
+
+
+class FlagApi(APIView):
+    """Report a comment: one flag per user and comment."""
+
+    @extend_schema(operation_id="topic_comments_flag", parameters=[SLUG, COMMENT_ID], request=FlagCreateSerializer,
+                   tags=["moderation"],
+                   responses={201: FlagResultSerializer, 200: OpenApiResponse(FlagResultSerializer, "Already flagged."),
+                              400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def post(self, request, slug, comment_id):
+        topic = comment_selectors.topic_get(slug=slug)
+        data = FlagCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user, **data.validated_data)
+        return Response(FlagResultSerializer(result).data, status=status.HTTP_201_CREATED if result.created else 200)
+
+
+class QueueApi(APIView):
+    """The site-wide queue: reported, pending, removed or all, newest first."""
+
+    @extend_schema(operation_id="moderation_queue", parameters=[QueueQuerySerializer], tags=["moderation"],
+                   responses={200: QueuePageSerializer, 400: ERROR, 401: ERROR, 403: ERROR})
+    def get(self, request):
+        params = request.query_params
+        page = selectors.queue_page(viewer=request.user, view=params.get("state"), topic=params.get("topic"),
+                                    author=params.get("author"), q=params.get("q"), cursor=params.get("cursor"),
+                                    size=params.get("page_size"))
+        return Response({"count": page.count, "results": QueueRowSerializer(page.items, many=True).data,
+                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
+
+
+class ActionApi(APIView):
+    """Apply one action to several comments (of one topic) or queue entries (of any)."""
+
+    @extend_schema(operation_id="moderation_actions", request=ActionSerializer, tags=["moderation"],
+                   responses={200: ChangedSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def post(self, request):
+        data = ActionSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        if values.get("entries"):
+            changed = services.queue_moderate(entry_ids=values["entries"], action=values["action"], moderator=request.user)
+        else:
+            services._require_editor(request.user)
+            topic = comment_selectors.topic_get(slug=values["topic"])
+            changed = services.comment_moderate(topic=topic, comment_ids=values["comment_ids"], action=values["action"],
+                                                moderator=request.user)
+        return Response({"changed": changed})
+
+
+class LogApi(APIView):
+    """The moderation audit log, newest first."""
+
+    @extend_schema(operation_id="moderation_log", parameters=CURSOR_PARAMS, tags=["moderation"],
+                   responses={200: LogPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR})
+    def get(self, request):
+        page = selectors.log_page(viewer=request.user, cursor=request.query_params.get("cursor"),
+                                  size=request.query_params.get("page_size"))
+        return Response({"results": LogRowSerializer(page.items, many=True).data,
+                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
+
+
+class BanListApi(APIView):
+    """Users under a ban or pre-moderation (GET); ban a user (POST)."""
+
+    @extend_schema(operation_id="moderation_bans_list", tags=["moderation"],
+                   parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+                   responses={200: paginated_schema({"type": "array", "items": {"$ref": "#/components/schemas/UserModeration"}}),
+                              400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def get(self, request):
+        page = selectors.bans_page(viewer=request.user, request=parse_page_request(request.query_params))
+        return Response(page_payload(page, UserModerationSerializer(page.items, many=True).data))
+
+    @extend_schema(operation_id="moderation_bans_create", request=BanCreateSerializer, tags=["moderation"],
+                   responses={201: UserModerationSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def post(self, request):
+        data = BanCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        restriction = services.ban_create(moderator=request.user, **data.validated_data)
+        return Response(UserModerationSerializer(restriction).data, status=status.HTTP_201_CREATED)
+
+
+class BanDetailApi(APIView):
+    """Lift a user's ban."""
+
+    @extend_schema(operation_id="moderation_bans_delete", parameters=[USERNAME], request=None, tags=["moderation"],
+                   responses={204: None, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+    def delete(self, request, username):
+        services.ban_delete(username=username, moderator=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PremoderationApi(APIView):
+    """Put a user on pre-moderation (every comment held for review), or take them off."""
+
+    @extend_schema(operation_id="moderation_users_premoderation", parameters=[USERNAME], request=PremoderationSerializer,
+                   tags=["moderation"], responses={200: UserModerationSerializer, 400: ERROR, 401: ERROR, 403: ERROR,
+                                                   404: ERROR})
+    def put(self, request, username):
+        data = PremoderationSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        restriction = services.user_set_premoderation(username=username, moderator=request.user, **data.validated_data)
+        return Response(UserModerationSerializer(restriction).data)

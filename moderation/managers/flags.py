@@ -1,0 +1,44 @@
+"""Flags: one per (user, comment), `_id` "<topic>:<comment>:<user>" so a second flag by the
+same user is a duplicate key (the service answers 200 instead of 201), race-safe.
+
+    {_id, topic: int, comment: str, user: int, username, reason, note, at}
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pymongo import DESCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+LIST_LIMIT = 50
+
+
+class FlagManager(MongoManager):
+    collection_name = "moderation_flags"
+
+    @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [IndexModel([("topic", 1), ("comment", 1), ("at", DESCENDING)], name="comment_newest")]}
+
+    def create(self, *, topic_id: int, comment_id: str, user_id: int, username: str, reason: str, note: str,
+               at: datetime) -> bool:
+        """Store the flag; False if this user already flagged this comment."""
+        try:
+            self.collection.insert_one({"_id": f"{topic_id}:{comment_id}:{user_id}", "topic": topic_id, "comment": comment_id,
+                                        "user": user_id, "username": username, "reason": reason, "note": note, "at": at})
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def for_comment(self, *, topic_id: int, comment_id: str, limit: int = LIST_LIMIT) -> list[dict]:
+        return list(self.collection.find({"topic": topic_id, "comment": comment_id}).sort("at", DESCENDING).limit(limit))
+
+    def count_for(self, *, topic_id: int, comment_id: str) -> tuple[int, dict[str, int]]:
+        """(total, {reason: n}) of one comment's flags (the repair command)."""
+        reasons: dict[str, int] = {}
+        for doc in self.collection.find({"topic": topic_id, "comment": comment_id}, {"reason": 1}):
+            reasons[doc["reason"]] = reasons.get(doc["reason"], 0) + 1
+        return sum(reasons.values()), reasons

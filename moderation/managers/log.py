@@ -1,0 +1,47 @@
+"""The moderation audit log: every moderation action, who, what, when, before and after.
+
+    {_id: ObjectId, at, actor: int | None (None: the system, e.g. the flag threshold),
+     actor_name, action, topic: int | None, topic_slug, comment: str | None,
+     entry: ObjectId | None, target: str (a username for bans), before, after, note}
+
+Append-only; newest first by (at, _id), read with a keyset cursor.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bson import ObjectId
+from pymongo import DESCENDING, IndexModel
+
+from cms_site.managers import MongoManager
+
+NEWEST = [("at", DESCENDING), ("_id", DESCENDING)]
+
+
+class ModerationLogManager(MongoManager):
+    collection_name = "moderation_log"
+
+    @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [
+            IndexModel(NEWEST, name="newest"),
+            IndexModel([("topic", 1), ("comment", 1), *NEWEST], name="comment_newest"),
+        ]}
+
+    def record(self, doc: dict) -> dict:
+        doc = {"_id": ObjectId(), **doc}
+        self.collection.insert_one(doc)
+        return doc
+
+    def page(self, *, after: tuple[datetime, ObjectId] | None, limit: int, topic_id: int | None = None,
+             comment_id: str | None = None) -> list[dict]:
+        query: dict = {}
+        if topic_id is not None:
+            query["topic"] = topic_id
+            if comment_id is not None:
+                query["comment"] = comment_id
+        if after is not None:
+            at, oid = after
+            query["$or"] = [{"at": {"$lt": at}}, {"at": at, "_id": {"$lt": oid}}]
+        return list(self.read_collection.find(query).sort(NEWEST).limit(limit))

@@ -1,0 +1,193 @@
+"""The site-wide moderation queue: one document per comment that needs or had an
+editor's attention, whatever topic and storage strategy it belongs to.
+
+    {_id: ObjectId, key?: "<topic>:<comment>", topic: int, topic_slug, topic_title,
+     comment: str | None, parent: str | None, author: int, author_name, text, words: [str],
+     status: pending|visible|author_only|removed|deleted|rejected,
+     state: pending|reported|removed|done, flags: int, open_flags: int,
+     reasons: {spam: n, ...}, notes: [{user, reason, note, at}] (latest 10),
+     hold_reason: str, shadow: bool, syncing?: true, created, updated}
+
+- A held (pre-moderated) submission lives ONLY here until approved (`comment` None, no
+  `key`): the discussion's storage, counts and pages never see it. Its `_id` hex is the
+  id its author sees. Approval posts it through the comment services and sets `comment`.
+- `state` is the tab it shows under (Pending, Reported, Removed; every entry is in All);
+  each view is an index walk (equality on state/topic/author/word, then `updated`, `_id`
+  descending) read with a keyset cursor: about `page_size` keys per page at any depth.
+- `key` is unique (sparse: held entries have none): one entry per stored comment.
+- Per-state totals live in one counter document (`moderation_counts`), moved with `$inc`
+  by every state change (the before-image of `find_one_and_update` says what changed),
+  so a tab's count is one `_id` read, never a count_documents.
+- `syncing` is set while a two-write action (queue, then comment) is in flight and
+  unset when both are done; `moderation_repair` finishes what an interruption left.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from bson import ObjectId
+from pymongo import DESCENDING, IndexModel, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+PENDING, REPORTED, REMOVED, DONE = "pending", "reported", "removed", "done"
+STATES = (PENDING, REPORTED, REMOVED, DONE)
+NEWEST = [("updated", DESCENDING), ("_id", DESCENDING)]
+NOTES_KEPT = 10
+WORDS_KEPT = 200
+_WORD = re.compile(r"\w{2,40}")
+
+
+def words_of(text: str) -> list[str]:
+    """The distinct lowercase words of `text` (first WORDS_KEPT), for the word index."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.casefold()):
+        seen.setdefault(word, None)
+        if len(seen) >= WORDS_KEPT:
+            break
+    return list(seen)
+
+
+def entry_key(topic_id: int, comment_id: str) -> str:
+    return f"{int(topic_id)}:{comment_id}"
+
+
+class ModerationQueueManager(MongoManager):
+    collection_name = "moderation_queue"
+    counts_collection = "moderation_counts"
+
+    @classmethod
+    def indexes(cls):
+        newest = [("updated", DESCENDING), ("_id", DESCENDING)]
+        return {
+            cls.collection_name: [
+                IndexModel([("state", 1), *newest], name="state_newest"),
+                IndexModel([("topic", 1), ("state", 1), *newest], name="topic_state_newest"),
+                IndexModel([("author", 1), ("state", 1), *newest], name="author_state_newest"),
+                IndexModel(newest, name="newest"),
+                IndexModel([("topic", 1), *newest], name="topic_newest"),
+                IndexModel([("author", 1), *newest], name="author_newest"),
+                IndexModel([("words", 1), *newest], name="words_newest"),
+                IndexModel([("key", 1)], name="key_unique", unique=True, sparse=True),
+                IndexModel([("syncing", 1)], name="syncing", sparse=True),
+            ]
+        }
+
+    @property
+    def counts(self):
+        return self.db[self.counts_collection]
+
+    # --- writes ----------------------------------------------------------------
+
+    def insert(self, doc: dict) -> dict:
+        """Insert a new entry (held or first flagged/moderated) and count it."""
+        doc = {"_id": ObjectId(), **doc}
+        self.collection.insert_one(doc)
+        self._move(None, doc["state"])
+        return doc
+
+    def insert_for_comment(self, doc: dict) -> dict:
+        """The entry of a stored comment, created if missing (race-safe through `key`)."""
+        try:
+            return self.insert(doc)
+        except DuplicateKeyError:
+            return self.collection.find_one({"key": doc["key"]})
+
+    def update(self, entry_id: ObjectId, *, set_fields: dict | None = None, inc: dict | None = None,
+               push_note: dict | None = None, unset: tuple[str, ...] = (),
+               expect: dict | None = None) -> tuple[dict, dict] | None:
+        """Update one entry (optionally only when it matches `expect`); returns (before, after)
+        or None if nothing matched. Moves the state counters when `state` changed."""
+        update: dict = {}
+        if set_fields:
+            update["$set"] = set_fields
+        if inc:
+            update["$inc"] = inc
+        if push_note:
+            update["$push"] = {"notes": {"$each": [push_note], "$slice": -NOTES_KEPT}}
+        if unset:
+            update["$unset"] = {name: "" for name in unset}
+        before = self.collection.find_one_and_update({"_id": entry_id, **(expect or {})}, update,
+                                                     return_document=ReturnDocument.BEFORE)
+        if before is None:
+            return None
+        after = self.collection.find_one({"_id": entry_id})
+        if set_fields and "state" in set_fields and before.get("state") != set_fields["state"]:
+            self._move(before.get("state"), set_fields["state"])
+        return before, after
+
+    def _move(self, old: str | None, new: str | None) -> None:
+        inc = {}
+        if old:
+            inc[old] = -1
+        if new:
+            inc[new] = inc.get(new, 0) + 1
+        if inc:
+            self.counts.update_one({"_id": "states"}, {"$inc": inc}, upsert=True)
+
+    def set_counts(self, counts: dict[str, int]) -> None:
+        self.counts.replace_one({"_id": "states"}, {"_id": "states", **counts}, upsert=True)
+
+    # --- reads -----------------------------------------------------------------
+
+    def get(self, entry_id: ObjectId) -> dict | None:
+        return self.collection.find_one({"_id": entry_id})
+
+    def get_many(self, entry_ids: list[ObjectId]) -> list[dict]:
+        return list(self.collection.find({"_id": {"$in": entry_ids}})) if entry_ids else []
+
+    def by_key(self, topic_id: int, comment_id: str) -> dict | None:
+        return self.collection.find_one({"key": entry_key(topic_id, comment_id)})
+
+    def by_keys(self, keys: list[str]) -> list[dict]:
+        return list(self.collection.find({"key": {"$in": keys}})) if keys else []
+
+    def held_by(self, *, topic_id: int, author_id: int, limit: int) -> list[dict]:
+        """An author's held submissions on one topic, newest first (index author_state_newest)."""
+        query = {"author": author_id, "state": PENDING, "topic": topic_id}
+        return list(self.read_collection.find(query).sort(NEWEST).limit(limit))
+
+    def count_approved(self, *, author_id: int, at_least: int) -> int:
+        """How many of the author's held submissions were approved, counting at most `at_least`."""
+        return self.collection.count_documents({"author": author_id, "held": True, "status": "visible"}, limit=at_least)
+
+    def state_counts(self) -> dict[str, int]:
+        doc = self.counts.find_one({"_id": "states"}) or {}
+        return {state: max(0, int(doc.get(state, 0))) for state in STATES}
+
+    def page(self, *, state: str | None, topic_id: int | None, author_id: int | None, words: list[str],
+             after: tuple[datetime, ObjectId] | None, limit: int) -> list[dict]:
+        """Up to `limit` entries newest first, strictly after `after` (updated, _id), holding every word."""
+        query: dict = {}
+        if words:
+            query["words"] = words[0] if len(words) == 1 else {"$all": words}
+        if topic_id is not None:
+            query["topic"] = topic_id
+        if author_id is not None:
+            query["author"] = author_id
+        if state:
+            query["state"] = state
+        if after is not None:
+            updated, oid = after
+            query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": oid}}]
+        return list(self.read_collection.find(query).sort(NEWEST).limit(limit))
+
+    def batches(self, *, query: dict, size: int = 500):
+        """Every entry matching `query`, in `_id` order, in batches (repair)."""
+        last = None
+        while True:
+            page_query = dict(query)
+            if last is not None:
+                page_query["_id"] = {"$gt": last}
+            docs = list(self.collection.find(page_query).sort("_id", 1).limit(size))
+            if not docs:
+                return
+            yield docs
+            last = docs[-1]["_id"]
+
+    def count_state(self, state: str) -> int:
+        """Exact count of one state (the repair command only)."""
+        return self.collection.count_documents({"state": state})

@@ -1,0 +1,44 @@
+"""What editors decide about a user: bans (until a date or for good, plain or shadow)
+and pre-moderation. Relational, beside the users they restrict.
+
+A ban is in force while `banned` is set and `until` is empty (for good) or in the
+future. A plain ban refuses every write with a 403; a shadow ban lets the user write
+but holds their comments in the moderation queue, shown only to themselves.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class UserModeration(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="moderation")
+    banned = models.BooleanField(default=False)
+    until = models.DateTimeField(null=True, blank=True, help_text="Empty: for good.")
+    shadow = models.BooleanField(default=False, help_text="Shadow ban: their comments are kept and shown only to them.")
+    premoderated = models.BooleanField(default=False, help_text="Hold every comment of this user for review.")
+    reason = models.CharField(max_length=500, blank=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "user moderation"
+        verbose_name_plural = "user moderation (bans, pre-moderation)"
+        indexes = [models.Index(fields=["banned", "-updated"], name="moderation_banned_newest")]
+
+    def __str__(self):
+        return f"{self.user}: {self.describe()}"
+
+    def ban_in_force(self, now=None) -> bool:
+        return self.banned and (self.until is None or self.until > (now or timezone.now()))
+
+    def describe(self) -> str:
+        parts = []
+        if self.ban_in_force():
+            kind = "shadow-banned" if self.shadow else "banned"
+            parts.append(f"{kind} until {self.until:%Y-%m-%d %H:%M} UTC" if self.until else f"{kind} for good")
+        if self.premoderated:
+            parts.append("pre-moderated")
+        return ", ".join(parts) or "no restriction"

@@ -1,0 +1,214 @@
+"""Moderation reads: the site-wide queue, the audit log, a viewer's held comments, bans.
+
+Every list is newest first and read with a keyset cursor (`social.feeds.base` cursors:
+the last item's time and id) through one of the queue's declared indexes, so a page
+examines about `page_size` keys at any depth: equality on state, topic, author or one
+search word, then (`updated`, `_id`) descending. A tab's count is the counter document
+(one read), and is given only for the unfiltered tabs: a filtered view is not counted
+(no count_documents per request). Text search matches whole words (every word of the
+query, at most five) through the multikey `words` index: bounded like any other view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+
+from cms_site.errors import Forbidden, InvalidInput
+from comments import selectors as comment_selectors
+from comments import services as comment_services
+from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
+from moderation.managers.queue import PENDING, STATES, words_of
+from moderation.models import UserModeration
+from moderation.services import held_comment
+from social.feeds.base import parse_time_cursor, time_cursor
+
+QUEUE_VIEWS = ("reported", "pending", "removed", "all")
+DEFAULT_SIZE, MAX_SIZE = 20, 100
+MAX_QUERY = 200
+MAX_WORDS = 5
+HELD_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class CursorPage:
+    items: list
+    next_cursor: str | None
+    count: int | None = None
+
+
+def _require_editor(viewer) -> None:
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        comment_services._require_moderator(viewer)
+    if not viewer.is_active or not viewer.is_staff:
+        raise Forbidden("Only editors can see the moderation queue.")
+
+
+def page_size(raw) -> int:
+    if raw is None or raw == "":
+        return DEFAULT_SIZE
+    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= MAX_SIZE:
+        raise InvalidInput(f"page_size must be a whole number from 1 to {MAX_SIZE}.", field="page_size")
+    return int(raw)
+
+
+def _words(q) -> list[str]:
+    if q is None or q == "":
+        return []
+    if not isinstance(q, str) or len(q) > MAX_QUERY:
+        raise InvalidInput(f"q must be text of at most {MAX_QUERY} characters.", field="q")
+    words = words_of(q)[:MAX_WORDS]
+    if not words:
+        raise InvalidInput("q must hold a word of two letters or more.", field="q")
+    return words
+
+
+def _topic_id(slug) -> int | None:
+    if slug is None or slug == "":
+        return None
+    if not isinstance(slug, str) or len(slug) > 220:
+        raise InvalidInput("topic must be a topic's slug.", field="topic")
+    topic = comment_selectors.Topic.objects.filter(slug=slug).only("pk").first()
+    if topic is None:
+        raise InvalidInput(f"There is no topic {slug!r}.", field="topic")
+    return topic.pk
+
+
+def _author_id(username) -> int | None:
+    if username is None or username == "":
+        return None
+    if not isinstance(username, str) or len(username) > 150:
+        raise InvalidInput("author must be a username.", field="author")
+    user = get_user_model().objects.filter(username=username).only("pk").first()
+    if user is None:
+        raise InvalidInput(f"There is no user {username!r}.", field="author")
+    return user.pk
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    id: str  # the entry id (bulk actions from the site-wide queue name entries)
+    topic_slug: str
+    topic_title: str
+    comment: str | None  # the stored comment's id; None while held
+    parent: str | None
+    author: str
+    text: str
+    status: str
+    state: str
+    flags: int
+    open_flags: int
+    reasons: dict
+    notes: list
+    hold_reason: str
+    shadow: bool
+    created: datetime
+    updated: datetime
+
+    @property
+    def url(self) -> str:
+        base = f"/t/{self.topic_slug}/"
+        return f"{base}c/{self.comment}/" if self.comment else base
+
+
+def _row(doc: dict) -> QueueRow:
+    return QueueRow(
+        id=str(doc["_id"]), topic_slug=doc.get("topic_slug", ""), topic_title=doc.get("topic_title", ""),
+        comment=doc.get("comment"), parent=doc.get("parent"), author=doc.get("author_name", ""), text=doc.get("text", ""),
+        status=doc["status"], state=doc["state"], flags=doc.get("flags", 0), open_flags=doc.get("open_flags", 0),
+        reasons=dict(doc.get("reasons") or {}), notes=list(reversed(doc.get("notes") or [])),
+        hold_reason=doc.get("hold_reason", ""), shadow=bool(doc.get("shadow")), created=doc["created"], updated=doc["updated"],
+    )
+
+
+def queue_page(*, viewer, view="reported", topic=None, author=None, q=None, cursor=None, size=None) -> CursorPage:
+    """One page of the site-wide queue: `view` is reported, pending, removed or all."""
+    _require_editor(viewer)
+    if view in (None, ""):
+        view = "reported"
+    if not isinstance(view, str) or view not in QUEUE_VIEWS:
+        raise InvalidInput(f"state must be one of {', '.join(QUEUE_VIEWS)}.", field="state")
+    limit = page_size(size)
+    position = parse_time_cursor(cursor)
+    topic_id, author_id, words = _topic_id(topic), _author_id(author), _words(q)
+    queue = ModerationQueueManager()
+    docs = queue.page(state=None if view == "all" else view, topic_id=topic_id, author_id=author_id, words=words,
+                      after=position, limit=limit + 1)
+    rows = [_row(d) for d in docs[:limit]]
+    count = None
+    if topic_id is None and author_id is None and not words:
+        counts = queue.state_counts()
+        count = sum(counts.values()) if view == "all" else counts[view]
+    more = len(docs) > limit
+    return CursorPage(rows, time_cursor(rows[-1].updated, rows[-1].id) if more else None, count)
+
+
+def queue_counts(*, viewer) -> dict[str, int]:
+    _require_editor(viewer)
+    counts = ModerationQueueManager().state_counts()
+    return {"reported": counts["reported"], "pending": counts["pending"], "removed": counts["removed"],
+            "all": sum(counts.values())}
+
+
+def flags_of(*, viewer, topic, comment_id: str) -> list[dict]:
+    """The latest flags of one comment (editors)."""
+    _require_editor(viewer)
+    return FlagManager().for_comment(topic_id=topic.pk, comment_id=comment_id)
+
+
+@dataclass(frozen=True)
+class LogRow:
+    id: str
+    at: datetime
+    actor: str
+    action: str
+    topic_slug: str
+    comment: str | None
+    target: str
+    before: object
+    after: object
+    note: str
+
+
+def log_page(*, viewer, cursor=None, size=None) -> CursorPage:
+    """The audit log, newest first (editors)."""
+    _require_editor(viewer)
+    limit = page_size(size)
+    docs = ModerationLogManager().page(after=parse_time_cursor(cursor), limit=limit + 1)
+    rows = [LogRow(id=str(d["_id"]), at=d["at"], actor=d.get("actor_name", ""), action=d["action"],
+                   topic_slug=d.get("topic_slug", ""), comment=d.get("comment"), target=d.get("target", ""),
+                   before=d.get("before"), after=d.get("after"), note=d.get("note", "")) for d in docs[:limit]]
+    more = len(docs) > limit
+    return CursorPage(rows, time_cursor(rows[-1].at, rows[-1].id) if more else None)
+
+
+def held_for_viewer(*, topic, viewer) -> list:
+    """The viewer's own held submissions on `topic` (newest first, at most HELD_SHOWN), as
+    `pending` comments; a shadow-banned author's are shown as if they were published."""
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        return []
+    docs = ModerationQueueManager().held_by(topic_id=topic.pk, author_id=viewer.pk, limit=HELD_SHOWN)
+    held = []
+    for doc in docs:
+        comment = held_comment(doc)
+        comment.shadow = bool(doc.get("shadow"))
+        held.append(comment)
+    return held
+
+
+def bans_page(*, viewer, request) -> object:
+    """Users under a ban or pre-moderation, most recently changed first (a Django page)."""
+    _require_editor(viewer)
+    from cms_site.paging import Page
+
+    qs = UserModeration.objects.select_related("user").order_by("-updated")
+    qs = qs.filter(banned=True) | qs.filter(premoderated=True)
+    count = qs.count()
+    page = Page(items=[], count=count, page=request.page, page_size=request.page_size)
+    page.items = list(qs[request.skip: request.skip + request.page_size])
+    return page
+
+
+__all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "flags_of", "queue_counts", "bans_page"]

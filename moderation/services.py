@@ -1,0 +1,478 @@
+"""Moderation writes: holding submissions, flags, editors' actions, bans, pre-moderation.
+
+Every function is `<entity>_<action>` with keyword-only arguments and checks who may
+do it. Moderation actions are plain functions (django-contrib-comments'
+`views/moderation.py` style) shared by the queue page, the admin and the API; they reach
+comments only through `comments.services`.
+
+Design (docs/moderation.md):
+- A held submission (pre-moderated topic or user, a new user's first comments, a
+  shadow-banned author, the spam pipeline's "hold") is NOT stored in its discussion: it
+  lives in the queue (`ModerationQueueManager`) as `pending` until an editor approves it;
+  then `comments.services.comment_store_held` posts it and it takes its place, its feed
+  activity and credits at that moment. So the discussion's dense positions, counts and
+  pages are the same for every reader, and held text cannot leak through them.
+- A shadow ban holds the author's comments the same way, but the author sees them as
+  if they were posted (no "awaiting moderation" label); editors find them under Pending.
+- Two writes per editor action on a stored comment: the queue entry first (new status
+  and state, `syncing: true`), then the comment's status through the comment services,
+  whose `comment_status_changed` signal brings the entry in step, unsets `syncing` and
+  writes the audit log (`receivers.py`). Interrupted in between, the entry says the new
+  status while the comment keeps the old one, and `syncing` marks it:
+  `manage.py moderation_repair` re-reads the stored status of every `syncing` entry and
+  makes the entry (and the status index) agree with it. Approval is queue-first too
+  (`syncing` + status `approving`); an approval interrupted after the post but before
+  the entry was updated is put back to pending with a note, for the editor to check.
+- Flags: the flag document first (unique per user and comment), then the entry's
+  counters; `moderation_repair --recount` recomputes counters from the flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bson import ObjectId
+from bson.errors import InvalidId
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from cms_site.errors import Forbidden, InvalidInput, NotFound
+from comments import selectors as comment_selectors
+from comments import services as comment_services
+from comments.managers.base import AUTHOR_ONLY, PENDING, REMOVED, VISIBLE, Author, Comment
+from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
+from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
+from moderation.managers.queue import PENDING as PENDING_STATE
+from moderation.managers.queue import REMOVED as REMOVED_STATE
+from moderation.models import UserModeration
+
+REJECTED = "rejected"
+APPROVING = "approving"
+FLAG_REASONS = ("spam", "abuse", "off_topic", "other")
+NOTE_MAX = 500
+ACTIONS = ("approve", "reject", "remove", "hide", "restore", "pin", "unpin")
+MAX_BULK = 100
+SYSTEM = "system"
+
+# The tab a comment's status puts it under (flags aside).
+_STATE_OF_STATUS = {PENDING: PENDING_STATE, APPROVING: PENDING_STATE, VISIBLE: DONE, AUTHOR_ONLY: REMOVED_STATE,
+                    REMOVED: REMOVED_STATE, REJECTED: REMOVED_STATE, "deleted": DONE}
+
+
+def _require_editor(user) -> None:
+    comment_services._require_moderator(user)
+
+
+def _now() -> datetime:
+    """Now, to the millisecond (what MongoDB stores), so keyset cursors compare exactly."""
+    now = timezone.now()
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def _actor(user) -> dict:
+    if user is None:
+        return {"actor": None, "actor_name": SYSTEM}
+    return {"actor": user.pk, "actor_name": user.username}
+
+
+def log_action(*, actor, action: str, entry: dict | None = None, before=None, after=None, note: str = "",
+               target: str = "", topic=None, comment_id: str | None = None) -> None:
+    """Append one action to the audit log."""
+    doc = {"at": _now(), **_actor(actor), "action": action, "before": before, "after": after, "note": note,
+           "target": target, "topic": None, "topic_slug": "", "comment": comment_id, "entry": None}
+    if entry is not None:
+        doc.update(topic=entry["topic"], topic_slug=entry.get("topic_slug", ""), comment=entry.get("comment") or comment_id,
+                   entry=entry["_id"])
+    elif topic is not None:
+        doc.update(topic=topic.pk, topic_slug=topic.slug)
+    ModerationLogManager().record(doc)
+
+
+# --- who may write -------------------------------------------------------------------
+
+
+def restriction_of(user) -> UserModeration | None:
+    if user is None or not getattr(user, "pk", None):
+        return None
+    return UserModeration.objects.filter(user_id=user.pk).first()
+
+
+def user_write_check(user, action: str) -> None:
+    """Registered with cms_site.writers: a banned user (not shadow-banned) gets a 403."""
+    restriction = restriction_of(user)
+    if restriction is None or not restriction.ban_in_force() or restriction.shadow:
+        return
+    until = f" until {restriction.until:%Y-%m-%d %H:%M} UTC" if restriction.until else ""
+    why = f" ({restriction.reason})" if restriction.reason else ""
+    raise Forbidden(f"Your account is banned{until}{why}: you cannot {action}.")
+
+
+# --- holding submissions (the pending path) ------------------------------------------------
+
+
+def held_comment(entry: dict) -> Comment:
+    """The `pending` Comment standing for a held entry (id: the entry's hex id)."""
+    cid = str(entry["_id"])
+    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=cid, depth=0, sort_key="",
+                      author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
+                      posted=entry["created"], status=PENDING)
+    comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
+    return comment
+
+
+def comment_hold(*, topic, author, text: str, parent: Comment | str | None = None, reason: str,
+                 shadow: bool = False) -> Comment:
+    """Hold a valid submission for review (the Pending queue) and return it as a `pending`
+    comment. The caller has validated `text` and `parent` (comments.services does). The
+    spam pipeline's "hold" verdict calls this with its reason."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidInput("a hold needs a reason.", field="reason")
+    parent_id = parent.id if isinstance(parent, Comment) else (parent or None)
+    now = _now()
+    entry = ModerationQueueManager().insert({
+        "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": parent_id,
+        "author": author.pk, "author_name": author.username, "text": text, "words": words_of(text),
+        "status": PENDING, "state": PENDING_STATE, "held": True, "hold_reason": reason.strip()[:200], "shadow": bool(shadow),
+        "flags": 0, "open_flags": 0, "reasons": {}, "notes": [], "created": now, "updated": now,
+    })
+    return held_comment(entry)
+
+
+def _hold_reason(topic, author) -> tuple[str, bool] | None:
+    """Why a submission by `author` on `topic` is held, and whether it is a shadow hold; None: post it."""
+    restriction = restriction_of(author)
+    if restriction is not None and restriction.ban_in_force() and restriction.shadow:
+        return "shadow ban", True
+    if author.is_staff:
+        return None
+    if getattr(topic, "comment_moderation", "post") == "pre":
+        return "topic is pre-moderated", False
+    if restriction is not None and restriction.premoderated:
+        return "user is pre-moderated", False
+    first = settings.MODERATION_NEW_USER_COMMENTS
+    if first > 0 and ModerationQueueManager().count_approved(author_id=author.pk, at_least=first) < first:
+        return f"new user (first {first} comments are reviewed)", False
+    return None
+
+
+class PreModerationGate:
+    """The submission gate registered with comments.services (see ModerationConfig.ready)."""
+
+    def hold(self, *, topic, author, text, parent):
+        if getattr(topic, "comment_moderation", "post") == "closed" and not author.is_staff:
+            raise Forbidden("Comments are closed on this topic.")
+        why = _hold_reason(topic, author)
+        if why is None:
+            return None
+        reason, shadow = why
+        held = comment_hold(topic=topic, author=author, text=text, parent=parent, reason=reason, shadow=shadow)
+        if shadow:  # the shadow-banned author is told it was posted (201, no "awaiting moderation")
+            held.status = VISIBLE
+        return held
+
+    def is_held(self, *, topic, comment_id):
+        entry = _entry_by_hex(comment_id)
+        return entry is not None and entry["topic"] == topic.pk and entry.get("comment") is None
+
+
+def _entry_by_hex(value) -> dict | None:
+    if not isinstance(value, str) or len(value) != 24:
+        return None
+    try:
+        oid = ObjectId(value)
+    except (InvalidId, TypeError):
+        return None
+    return ModerationQueueManager().get(oid)
+
+
+# --- flags -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlagResult:
+    created: bool  # False: this user had already flagged this comment
+    flags: int  # the comment's flags so far
+    hidden: bool  # the comment is now hidden pending review
+
+
+def _entry_for_comment(topic, comment: Comment) -> dict:
+    """The queue entry of a stored comment, created (state done) if it has none."""
+    queue = ModerationQueueManager()
+    entry = queue.by_key(topic.pk, comment.id)
+    if entry is not None:
+        return entry
+    now = _now()
+    return queue.insert_for_comment({
+        "key": entry_key(topic.pk, comment.id), "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title,
+        "comment": comment.id, "parent": comment.parent, "author": comment.author.id, "author_name": comment.author.name,
+        "text": comment.text, "words": words_of(comment.text), "status": comment.status,
+        "state": _STATE_OF_STATUS.get(comment.status, DONE), "held": False, "hold_reason": "", "shadow": False,
+        "flags": 0, "open_flags": 0, "reasons": {}, "notes": [], "created": now, "updated": now,
+    })
+
+
+def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
+    """`user` reports a comment. One flag per user and comment (a second is a no-op);
+    at MODERATION_FLAG_THRESHOLD open flags a visible comment is hidden pending review."""
+    comment_services._require_writer(user, "flag comments")
+    if not isinstance(reason, str) or reason not in FLAG_REASONS:
+        raise InvalidInput(f"reason must be one of {', '.join(FLAG_REASONS)}.", field="reason")
+    if note is None:
+        note = ""
+    if not isinstance(note, str):
+        raise InvalidInput("note must be a string.", field="note")
+    note = " ".join(note.split())
+    if len(note) > NOTE_MAX:
+        raise InvalidInput(f"note must be at most {NOTE_MAX} characters.", field="note")
+    comment = comment_services._existing(topic, comment_id)
+    if comment.status == REMOVED or not comment_services.can_see(comment, user):
+        raise NotFound(f"No comment {comment_id} in this topic.")
+    if comment.author.id == user.pk:
+        raise InvalidInput("You cannot flag your own comment.", field="comment")
+    now = _now()
+    created = FlagManager().create(topic_id=topic.pk, comment_id=comment.id, user_id=user.pk, username=user.username,
+                                   reason=reason, note=note, at=now)
+    entry = _entry_for_comment(topic, comment)
+    if not created:
+        return FlagResult(False, entry.get("flags", 0), entry.get("status") != VISIBLE)
+    state = entry["state"] if entry["state"] == PENDING_STATE else REPORTED
+    before, after = ModerationQueueManager().update(
+        entry["_id"], set_fields={"state": state, "updated": now},
+        inc={"flags": 1, "open_flags": 1, f"reasons.{reason}": 1},
+        push_note={"user": user.username, "reason": reason, "note": note, "at": now},
+    )
+    hidden = after.get("status") != VISIBLE
+    if after.get("status") == VISIBLE and after["open_flags"] >= settings.MODERATION_FLAG_THRESHOLD:
+        _set_status(topic, after, AUTHOR_ONLY, moderator=None, state=REPORTED,
+                    note=f"{after['open_flags']} flags: hidden pending review")
+        hidden = True
+    return FlagResult(True, after["flags"], hidden)
+
+
+# --- editors' actions ------------------------------------------------------------------------
+
+
+class _System:
+    """The actor of automatic actions (the flag threshold): staff for the comment services."""
+
+    pk = None
+    username = SYSTEM
+    is_authenticated = True
+    is_active = True
+    is_staff = True
+
+
+def _set_status(topic, entry: dict, status: str, *, moderator, state: str | None = None, note: str = "") -> bool:
+    """Queue first (syncing), then the comment; the signal receiver finishes the entry and logs."""
+    if entry.get("status") == status:
+        return False
+    queue = ModerationQueueManager()
+    fields = {"status": status, "state": state or _STATE_OF_STATUS[status], "updated": _now(), "syncing": True}
+    if moderator is not None:
+        fields["open_flags"] = 0
+    queue.update(entry["_id"], set_fields=fields)
+    comment_services.comment_set_status(topic=topic, comment_id=entry["comment"], status=status,
+                                        moderator=_Attributed(moderator, note))
+    return True
+
+
+class _Attributed:
+    """A moderator (or the system) carrying a note for the audit log, for the comment services."""
+
+    def __init__(self, user, note: str = ""):
+        self.user = user
+        self.note = note
+        base = user or _System()
+        self.pk, self.username = base.pk, base.username
+        self.is_authenticated, self.is_active, self.is_staff = True, base.is_active, base.is_staff
+
+
+def _approve_held(topic, entry: dict, moderator) -> bool:
+    queue = ModerationQueueManager()
+    claimed = queue.update(entry["_id"], set_fields={"status": APPROVING, "syncing": True, "updated": _now()},
+                           expect={"status": PENDING})
+    if claimed is None:
+        return False  # approved or rejected meanwhile
+    author = get_user_model().objects.filter(pk=entry["author"]).first()
+    if author is None:
+        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
+        raise InvalidInput(f"the author of {entry['_id']} no longer exists: reject it.", field="comment_ids")
+    try:
+        comment = comment_services.comment_store_held(topic=topic, author=author, text=entry["text"],
+                                                      parent=entry.get("parent"), moderator=moderator)
+    except Exception:
+        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
+        raise
+    queue.update(entry["_id"], set_fields={"status": VISIBLE, "state": DONE, "comment": comment.id,
+                                           "key": entry_key(topic.pk, comment.id), "updated": _now()},
+                 unset=("syncing",))
+    log_action(actor=moderator, action="approve", entry=entry, before=PENDING, after=VISIBLE, comment_id=comment.id,
+               note=entry.get("hold_reason", ""))
+    return True
+
+
+def _held_to(entry: dict, status: str, state: str, action: str, moderator) -> bool:
+    changed = ModerationQueueManager().update(entry["_id"], set_fields={"status": status, "state": state, "updated": _now()},
+                                              expect={"status": entry["status"]})
+    if changed is None:
+        return False
+    log_action(actor=moderator, action=action, entry=entry, before=entry["status"], after=status)
+    return True
+
+
+def _dismiss_reports(entry: dict, moderator) -> bool:
+    if entry["state"] != REPORTED:
+        return False
+    ModerationQueueManager().update(entry["_id"], set_fields={"state": _STATE_OF_STATUS.get(entry["status"], DONE),
+                                                              "open_flags": 0, "updated": _now()})
+    log_action(actor=moderator, action="approve", entry=entry, before=entry["status"], after=entry["status"],
+               note="reports dismissed")
+    return True
+
+
+def _act(topic, entry: dict, action: str, moderator) -> bool:
+    status = entry["status"]
+    if entry.get("comment") is None:  # a held submission
+        if action == "approve" and status == PENDING:
+            return _approve_held(topic, entry, moderator)
+        if action in ("reject", "remove") and status == PENDING:
+            return _held_to(entry, REJECTED, REMOVED_STATE, "reject", moderator)
+        if action == "restore" and status == REJECTED:
+            return _held_to(entry, PENDING, PENDING_STATE, "restore", moderator)
+        if action in ("approve", "reject", "remove", "restore"):
+            return False
+        raise InvalidInput(f"{action} applies to published comments; {entry['_id']} is awaiting moderation.",
+                           field="action")
+    if action in ("pin", "unpin"):
+        comment_services.comment_set_pinned(topic=topic, comment_id=entry["comment"], pinned=action == "pin",
+                                            moderator=moderator)
+        log_action(actor=moderator, action=action, entry=entry)
+        return True
+    if action in ("approve", "restore"):
+        if status in (AUTHOR_ONLY, REMOVED):
+            return _set_status(topic, entry, VISIBLE, moderator=moderator)
+        return _dismiss_reports(entry, moderator)
+    if action in ("reject", "remove"):
+        return _set_status(topic, entry, REMOVED, moderator=moderator)
+    if action == "hide":
+        return _set_status(topic, entry, AUTHOR_ONLY, moderator=moderator)
+    raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}.", field="action")
+
+
+def _resolve(topic, comment_id) -> dict:
+    """The queue entry a comment id (stored comment or held submission) of `topic` names."""
+    entry = _entry_by_hex(comment_id)
+    if entry is not None and entry["topic"] == topic.pk and entry.get("comment") is None:
+        return entry
+    if not isinstance(comment_id, str):
+        raise InvalidInput("comment ids must be strings.", field="comment_ids")
+    entry = ModerationQueueManager().by_key(topic.pk, comment_id)
+    if entry is not None:
+        return entry
+    return _entry_for_comment(topic, comment_services._existing(topic, comment_id))
+
+
+def _check_action(action, ids, name: str) -> list:
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}.", field="action")
+    if not isinstance(ids, list | tuple) or not ids:
+        raise InvalidInput(f"{name} must be a non-empty list.", field=name)
+    if len(ids) > MAX_BULK:
+        raise InvalidInput(f"at most {MAX_BULK} {name} at once.", field=name)
+    if not all(isinstance(i, str) for i in ids):
+        raise InvalidInput(f"{name} must be strings.", field=name)
+    return list(dict.fromkeys(ids))
+
+
+def comment_moderate(*, topic, comment_ids, action, moderator) -> int:
+    """Apply one action to comments of one topic (stored ids or held ids); returns how many changed."""
+    _require_editor(moderator)
+    ids = _check_action(action, comment_ids, "comment_ids")
+    entries = [_resolve(topic, cid) for cid in ids]
+    return sum(1 for entry in entries if _act(topic, entry, action, moderator))
+
+
+def queue_moderate(*, entry_ids, action, moderator) -> int:
+    """Apply one action to queue entries of any topics (the site-wide queue's bulk actions)."""
+    _require_editor(moderator)
+    ids = _check_action(action, entry_ids, "entries")
+    oids = []
+    for value in ids:
+        try:
+            oids.append(ObjectId(value))
+        except (InvalidId, TypeError):
+            raise InvalidInput(f"{value!r} is not a queue entry id.", field="entries") from None
+    entries = ModerationQueueManager().get_many(oids)
+    topics = comment_selectors.topics_in_bulk(ids=[e["topic"] for e in entries])
+    changed = 0
+    for entry in entries:
+        topic = topics.get(entry["topic"])
+        if topic is not None and _act(topic, entry, action, moderator):
+            changed += 1
+    return changed
+
+
+# --- bans and pre-moderation -----------------------------------------------------------------
+
+
+def _user(username):
+    if not isinstance(username, str) or not username or len(username) > 150:
+        raise InvalidInput("username must be a user's name.", field="username")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise NotFound(f"No user named {username!r}.")
+    return user
+
+
+def ban_create(*, username, moderator, until: datetime | None = None, shadow: bool = False,
+               reason: str = "") -> UserModeration:
+    """Ban a user until `until` (None: for good), or shadow-ban them. Editors cannot be banned."""
+    _require_editor(moderator)
+    user = _user(username)
+    if user.is_staff:
+        raise InvalidInput("Editors cannot be banned: take their staff status away first.", field="username")
+    if until is not None and until <= _now():
+        raise InvalidInput("until must be in the future.", field="until")
+    if not isinstance(shadow, bool):
+        raise InvalidInput("shadow must be true or false.", field="shadow")
+    if not isinstance(reason, str) or len(reason) > 500:
+        raise InvalidInput("reason must be a string of at most 500 characters.", field="reason")
+    restriction, _ = UserModeration.objects.get_or_create(user=user)
+    before = restriction.describe()
+    restriction.banned, restriction.until, restriction.shadow = True, until, shadow
+    restriction.reason, restriction.updated_by = reason.strip(), moderator
+    restriction.save()
+    log_action(actor=moderator, action="shadow_ban" if shadow else "ban", target=user.username, before=before,
+               after=restriction.describe(), note=restriction.reason)
+    return restriction
+
+
+def ban_delete(*, username, moderator) -> bool:
+    """Lift a user's ban; False if there was none."""
+    _require_editor(moderator)
+    user = _user(username)
+    restriction = UserModeration.objects.filter(user=user).first()
+    if restriction is None or not restriction.banned:
+        return False
+    before = restriction.describe()
+    restriction.banned, restriction.shadow, restriction.until, restriction.updated_by = False, False, None, moderator
+    restriction.save()
+    log_action(actor=moderator, action="unban", target=user.username, before=before, after=restriction.describe())
+    return True
+
+
+def user_set_premoderation(*, username, premoderated, moderator) -> UserModeration:
+    """Put a user on pre-moderation (every comment held for review) or take them off."""
+    _require_editor(moderator)
+    if not isinstance(premoderated, bool):
+        raise InvalidInput("premoderated must be true or false.", field="premoderated")
+    user = _user(username)
+    restriction, _ = UserModeration.objects.get_or_create(user=user)
+    before = restriction.describe()
+    restriction.premoderated, restriction.updated_by = premoderated, moderator
+    restriction.save()
+    log_action(actor=moderator, action="premoderate" if premoderated else "unpremoderate", target=user.username,
+               before=before, after=restriction.describe())
+    return restriction

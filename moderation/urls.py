@@ -1,0 +1,10 @@
+from django.urls import path
+
+from moderation import views
+
+urlpatterns = [
+    path("t/<slug:slug>/c/<str:comment_id>/flag/", views.comment_flag, name="comment-flag"),
+    path("moderation/", views.queue, name="moderation-queue"),
+    path("moderation/log/", views.log, name="moderation-log"),
+    path("moderation/users/", views.users, name="moderation-users"),
+]

@@ -1,0 +1,155 @@
+"""Moderation pages. Thin: parse, call services and selectors, render or redirect.
+
+- POST /t/{slug}/c/{id}/flag/  any signed-in user reports a comment (a message says
+  whether the flag was new);
+- /moderation/                 editors: the site-wide queue (tabs, filters, word search,
+  bulk actions), in the admin's look and linked from the admin index;
+- /moderation/log/             editors: the audit log;
+- /moderation/users/           editors: bans, shadow bans and pre-moderated users.
+"""
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views.decorators.http import require_POST
+
+from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
+from cms_site.paging import parse_page_request
+from comments import selectors as comment_selectors
+from moderation import selectors, services
+from moderation.forms import BanForm, FlagForm, QueueActionForm, UserActionForm
+
+TAB_LABELS = {"reported": "Reported", "pending": "Pending", "removed": "Removed", "all": "All"}
+
+
+def _safe_next(request, fallback: str) -> str:
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return fallback
+
+
+@require_POST
+def comment_flag(request, slug, comment_id):
+    try:
+        topic = comment_selectors.topic_get(slug=slug)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    fallback = reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})
+    form = FlagForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not reported: choose a reason (and keep the note under 500 characters).")
+        return redirect(_safe_next(request, fallback))
+    try:
+        result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user,
+                                      reason=form.cleaned_data["reason"], note=form.cleaned_data["note"])
+    except NotAuthenticated as exc:
+        messages.error(request, exc.message)
+        return redirect_to_login(_safe_next(request, fallback))
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    except ServiceError as exc:
+        messages.error(request, f"Not reported: {exc.message}")
+        return redirect(_safe_next(request, fallback))
+    if result.created:
+        messages.success(request, "Thank you: the editors will review this comment.")
+    else:
+        messages.info(request, "You have already reported this comment.")
+    return redirect(_safe_next(request, fallback))
+
+
+def _admin_context(request, title):
+    from django.contrib import admin
+
+    return {**admin.site.each_context(request), "title": title}
+
+
+@staff_member_required
+def queue(request):
+    params = request.GET
+    view = params.get("state") or "reported"
+    if request.method == "POST":
+        form = QueueActionForm(request.POST)
+        back = request.get_full_path()
+        if not form.is_valid():
+            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+            return HttpResponseRedirect(back)
+        try:
+            done = services.queue_moderate(entry_ids=form.cleaned_data["entries"], action=form.cleaned_data["action"],
+                                           moderator=request.user)
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"{form.cleaned_data['action'].capitalize()}: {done} comment{'s' if done != 1 else ''}.")
+        return HttpResponseRedirect(back)
+    try:
+        page = selectors.queue_page(viewer=request.user, view=view, topic=params.get("topic"), author=params.get("author"),
+                                    q=params.get("q"), cursor=params.get("cursor"), size=params.get("page_size"))
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("moderation-queue")
+    counts = selectors.queue_counts(viewer=request.user)
+    filters = {k: params[k] for k in ("topic", "author", "q", "page_size") if params.get(k)}
+    tabs = [(key, label, counts[key], "?" + urlencode({"state": key, **filters})) for key, label in TAB_LABELS.items()]
+    next_url = "?" + urlencode({"state": view, **filters, "cursor": page.next_cursor}) if page.next_cursor else None
+    context = {
+        **_admin_context(request, f"Moderation queue: {TAB_LABELS[view]}"), "page": page, "view": view, "tabs": tabs,
+        "filters": filters, "next_url": next_url, "first_url": "?" + urlencode({"state": view, **filters}),
+        "actions": QueueActionForm.base_fields["action"].choices, "paged": bool(params.get("cursor")),
+    }
+    return TemplateResponse(request, "moderation/queue.html", context)
+
+
+@staff_member_required
+def log(request):
+    try:
+        page = selectors.log_page(viewer=request.user, cursor=request.GET.get("cursor"), size=request.GET.get("page_size"))
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("moderation-log")
+    next_url = "?" + urlencode({"cursor": page.next_cursor}) if page.next_cursor else None
+    return TemplateResponse(request, "moderation/log.html", {**_admin_context(request, "Moderation log"), "page": page,
+                                                             "next_url": next_url})
+
+
+@staff_member_required
+def users(request):
+    if request.method == "POST":
+        if "action" in request.POST:
+            form = UserActionForm(request.POST)
+            if form.is_valid():
+                name, action = form.cleaned_data["username"], form.cleaned_data["action"]
+                try:
+                    if action == "unban":
+                        services.ban_delete(username=name, moderator=request.user)
+                    else:
+                        services.user_set_premoderation(username=name, premoderated=action == "premoderate",
+                                                        moderator=request.user)
+                    messages.success(request, f"{name}: done.")
+                except ServiceError as exc:
+                    messages.error(request, exc.message)
+            else:
+                messages.error(request, "Unknown action.")
+        else:
+            form = BanForm(request.POST)
+            if form.is_valid():
+                try:
+                    restriction = services.ban_create(moderator=request.user, **form.cleaned_data)
+                    messages.success(request, f"{restriction.user.username}: {restriction.describe()}.")
+                except ServiceError as exc:
+                    messages.error(request, exc.message)
+            else:
+                messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("moderation-users")
+    try:
+        page = selectors.bans_page(viewer=request.user, request=parse_page_request(request.GET))
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("moderation-users")
+    return TemplateResponse(request, "moderation/users.html", {**_admin_context(request, "Bans and pre-moderation"),
+                                                               "page": page, "form": BanForm(), "query": ""})

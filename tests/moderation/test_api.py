@@ -1,0 +1,150 @@
+"""Moderation through the API, for every storage strategy."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.comments.support import stored
+from tests.moderation.conftest import premoderate
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, topic, text, parent=None):
+    body = {"text": text, **({"parent": parent} if parent else {})}
+    return client.post(f"/api/topics/{topic.slug}/comments/", body, format="json")
+
+
+def test_held_comment_is_202_and_approved_from_the_queue(api_client, topic, alice, editor):
+    premoderate(topic)
+    api_client.force_authenticate(alice)
+    response = post(api_client, topic, "hello")
+    assert response.status_code == 202 and response.json()["status"] == "pending"
+    held_id = response.json()["id"]
+    reply = post(api_client, topic, "reply", parent=held_id)
+    assert reply.status_code == 400 and "awaiting moderation" in reply.json()["detail"]
+    assert api_client.get(f"/api/topics/{topic.slug}/comments/").json()["count"] == 0
+    assert api_client.get("/api/moderation/queue/?state=pending").status_code == 403
+    api_client.force_authenticate(editor)
+    queue = api_client.get("/api/moderation/queue/?state=pending").json()
+    assert queue["count"] == 1 and queue["results"][0]["comment"]["text"] == "hello"
+    assert queue["results"][0]["hold_reason"] == "topic is pre-moderated"
+    done = api_client.post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [held_id], "action": "approve"},
+                           format="json")
+    assert done.status_code == 200 and done.json() == {"changed": 1}
+    assert [c["text"] for c in api_client.get(f"/api/topics/{topic.slug}/comments/").json()["results"]] == ["hello"]
+
+
+def test_flag_201_then_200_and_threshold(api_client, topic, alice, make_user, editor, settings):
+    settings.MODERATION_FLAG_THRESHOLD = 2
+    api_client.force_authenticate(alice)
+    cid = post(api_client, topic, "flag me").json()["id"]
+    url = f"/api/topics/{topic.slug}/comments/{cid}/flag/"
+    api_client.force_authenticate(None)
+    assert api_client.post(url, {"reason": "spam"}, format="json").status_code in (401, 403)
+    u1, u2 = make_user(), make_user()
+    api_client.force_authenticate(u1)
+    first = api_client.post(url, {"reason": "spam", "note": "ads"}, format="json")
+    assert first.status_code == 201 and first.json() == {"created": True, "flags": 1, "hidden": False}
+    assert api_client.post(url, {"reason": "spam"}, format="json").status_code == 200
+    for bad in ({"reason": "nope"}, {"reason": {"$gt": ""}}, {}, {"reason": "spam", "note": "x" * 501}):
+        assert api_client.post(url, bad, format="json").status_code == 400
+    api_client.force_authenticate(u2)
+    assert api_client.post(url, {"reason": "abuse"}, format="json").json()["hidden"] is True
+    api_client.force_authenticate(None)
+    assert api_client.get(f"/api/topics/{topic.slug}/comments/{cid}/").json()["author"] is None
+    api_client.force_authenticate(editor)
+    rows = api_client.get("/api/moderation/queue/").json()["results"]
+    assert rows[0]["reasons"] == {"spam": 1, "abuse": 1} and rows[0]["flags"] == 2
+    assert [r["note"] for r in rows[0]["reports"]] == ["", "ads"]
+    log = api_client.get("/api/moderation/log/").json()["results"]
+    assert log[0]["actor"] == "system" and log[0]["after"] == "author_only"
+
+
+def test_bulk_across_topics_with_entries(api_client, make_topic, alice, editor):
+    topics = [make_topic("document"), make_topic("bucketed", order="chronological")]
+    api_client.force_authenticate(alice)
+    for t in topics:
+        premoderate(t)
+        post(api_client, t, f"in {t.slug}")
+    api_client.force_authenticate(editor)
+    rows = api_client.get("/api/moderation/queue/?state=pending").json()["results"]
+    assert len(rows) == 2
+    response = api_client.post("/api/moderation/actions/", {"entries": [r["id"] for r in rows], "action": "approve"},
+                               format="json")
+    assert response.json() == {"changed": 2}
+    assert [stored(t) for t in topics] == [1, 1]
+
+
+def test_actions_input(api_client, topic, editor):
+    api_client.force_authenticate(editor)
+    for body in ({"action": "explode", "entries": ["a" * 24]}, {"action": "approve"},
+                 {"action": "approve", "topic": topic.slug}, {"action": "approve", "entries": ["zz"]},
+                 {"action": "approve", "topic": topic.slug, "comment_ids": [{"$gt": ""}]},
+                 {"action": "approve", "entries": ["a" * 24] * 101}):
+        assert api_client.post("/api/moderation/actions/", body, format="json").status_code == 400, body
+    assert api_client.post("/api/moderation/actions/", {"action": "remove", "topic": topic.slug, "comment_ids": ["abc"]},
+                           format="json").status_code == 404
+
+
+def test_queue_paging_filters_and_search(api_client, make_topic, alice, bob, editor):
+    t1, t2 = make_topic("document"), make_topic("embedded")
+    premoderate(t1)
+    premoderate(t2)
+    api_client.force_authenticate(alice)
+    for i in range(5):
+        post(api_client, t1, f"apple number{i}")
+    api_client.force_authenticate(bob)
+    post(api_client, t2, "banana split")
+    api_client.force_authenticate(editor)
+    seen, url = [], "/api/moderation/queue/?state=pending&page_size=2"
+    while url:
+        body = api_client.get(url).json()
+        assert body["count"] == 6
+        seen += [r["comment"]["text"] for r in body["results"]]
+        url = body["next"]
+    assert seen == ["banana split"] + [f"apple number{i}" for i in reversed(range(5))]
+    by_topic = api_client.get(f"/api/moderation/queue/?state=pending&topic={t2.slug}").json()
+    assert [r["comment"]["text"] for r in by_topic["results"]] == ["banana split"] and by_topic["count"] is None
+    by_author = api_client.get("/api/moderation/queue/?state=all&author=alice").json()
+    assert len(by_author["results"]) == 5
+    found = api_client.get("/api/moderation/queue/?state=pending&q=Number3 apple").json()["results"]
+    assert [r["comment"]["text"] for r in found] == ["apple number3"]
+    for bad in ("state=nope", "topic=missing", "author=nobody", "q=%21", "cursor=abc%0A", "page_size=%C2%B2",
+                "page_size=101", f"q={'a' * 201}"):
+        assert api_client.get(f"/api/moderation/queue/?{bad}").status_code == 400, bad
+
+
+def test_bans_api(api_client, topic, alice, bob, editor):
+    api_client.force_authenticate(editor)
+    until = (timezone.now() + timedelta(days=2)).isoformat()
+    response = api_client.post("/api/moderation/bans/", {"username": "alice", "until": until, "reason": "spam"},
+                               format="json")
+    assert response.status_code == 201 and response.json()["banned"] is True
+    assert api_client.post("/api/moderation/bans/", {"username": "ghost"}, format="json").status_code == 404
+    assert api_client.post("/api/moderation/bans/", {"username": "bob", "shadow": "maybe"}, format="json").status_code == 400
+    assert api_client.get("/api/moderation/bans/").json()["count"] == 1
+    api_client.force_authenticate(alice)
+    assert post(api_client, topic, "x").status_code == 403
+    assert "banned" in post(api_client, topic, "x").json()["detail"]
+    assert api_client.post("/api/users/bob/follow/").status_code == 403
+    api_client.force_authenticate(editor)
+    assert api_client.delete("/api/moderation/bans/alice/").status_code == 204
+    assert api_client.put("/api/moderation/users/bob/premoderation/", {"premoderated": True},
+                          format="json").json()["premoderated"] is True
+    api_client.force_authenticate(alice)
+    assert post(api_client, topic, "free again").status_code == 201
+    api_client.force_authenticate(bob)
+    assert post(api_client, topic, "held").status_code == 202
+
+
+def test_shadow_ban_api_looks_posted(api_client, topic, alice, bob, editor):
+    api_client.force_authenticate(editor)
+    api_client.post("/api/moderation/bans/", {"username": "alice", "shadow": True}, format="json")
+    api_client.force_authenticate(alice)
+    response = post(api_client, topic, "into the void")
+    assert response.status_code == 201
+    api_client.force_authenticate(bob)
+    assert api_client.get(f"/api/topics/{topic.slug}/comments/").json()["count"] == 0
+    assert stored(topic) == 0
