@@ -476,3 +476,66 @@ def user_set_premoderation(*, username, premoderated, moderator) -> UserModerati
     log_action(actor=moderator, action="premoderate" if premoderated else "unpremoderate", target=user.username,
                before=before, after=restriction.describe())
     return restriction
+
+
+# --- repair ------------------------------------------------------------------------------
+
+
+@dataclass
+class RepairReport:
+    synced: int = 0  # entries whose two writes were interrupted, made to agree with the comment
+    reopened: int = 0  # interrupted approvals put back to pending
+    recounted: int = 0  # entries whose flag counters were recomputed
+    statuses: int = 0  # status index entries re-read from storage
+
+
+def moderation_repair(*, recount: bool = False, statuses: bool = False, progress=None) -> RepairReport:
+    """Finish what interrupted moderation left: entries marked `syncing` take the stored
+    comment's status (the comment is the truth); interrupted approvals go back to pending
+    with a note. `recount`: flag counters from the flags and the tab totals from the
+    entries. `statuses`: every status index entry re-read from storage."""
+    report = RepairReport()
+    queue = ModerationQueueManager()
+    say = progress or (lambda message: None)
+    for batch in queue.batches(query={"syncing": True}):
+        topics = comment_selectors.topics_in_bulk(ids=[e["topic"] for e in batch])
+        for entry in batch:
+            topic = topics.get(entry["topic"])
+            if entry.get("comment") is None or entry.get("status") == APPROVING:
+                queue.update(entry["_id"], set_fields={"status": PENDING, "state": PENDING_STATE,
+                                                       "hold_reason": "approval interrupted: check the topic for it "
+                                                                      "before approving again"}, unset=("syncing",))
+                report.reopened += 1
+                continue
+            stored_status = topic and comment_services.comment_status_resync(topic=topic, comment_id=entry["comment"])
+            fields = {}
+            if stored_status:
+                fields = {"status": stored_status, "state": REPORTED if entry.get("open_flags") else
+                          _STATE_OF_STATUS.get(stored_status, DONE)}
+            queue.update(entry["_id"], set_fields=fields or None, unset=("syncing",))
+            report.synced += 1
+        say(f"synced {report.synced}, reopened {report.reopened}")
+    if recount:
+        flags = FlagManager()
+        for batch in queue.batches(query={"flags": {"$gt": 0}}):
+            for entry in batch:
+                total, reasons = flags.count_for(topic_id=entry["topic"], comment_id=entry["comment"])
+                queue.update(entry["_id"], set_fields={"flags": total, "reasons": reasons,
+                                                       "open_flags": min(entry.get("open_flags", 0), total)})
+                report.recounted += 1
+            say(f"recounted {report.recounted} entries' flags")
+        queue.set_counts({state: queue.count_state(state) for state in (PENDING_STATE, REPORTED, REMOVED_STATE, DONE)})
+        say("tab totals recounted")
+    if statuses:
+        from comments.managers.statuses import CommentStatusIndexManager
+
+        index, after = CommentStatusIndexManager(), None
+        while batch := index.entries(after=after):
+            topics = comment_selectors.topics_in_bulk(ids=[d["d"] for d in batch])
+            for doc in batch:
+                if doc["d"] in topics:
+                    comment_services.comment_status_resync(topic=topics[doc["d"]], comment_id=doc["c"])
+                    report.statuses += 1
+            after = batch[-1]["_id"]
+            say(f"re-read {report.statuses} statuses")
+    return report

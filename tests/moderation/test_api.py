@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from moderation import services
 from tests.comments.support import stored
-from tests.moderation.conftest import premoderate
 
 pytestmark = pytest.mark.django_db
 
@@ -16,8 +16,12 @@ def post(client, topic, text, parent=None):
     return client.post(f"/api/topics/{topic.slug}/comments/", body, format="json")
 
 
+def hold_everything_of(user, editor):
+    services.user_set_premoderation(username=user.username, premoderated=True, moderator=editor)
+
+
 def test_held_comment_is_202_and_approved_from_the_queue(api_client, topic, alice, editor):
-    premoderate(topic)
+    hold_everything_of(alice, editor)
     api_client.force_authenticate(alice)
     response = post(api_client, topic, "hello")
     assert response.status_code == 202 and response.json()["status"] == "pending"
@@ -29,7 +33,7 @@ def test_held_comment_is_202_and_approved_from_the_queue(api_client, topic, alic
     api_client.force_authenticate(editor)
     queue = api_client.get("/api/moderation/queue/?state=pending").json()
     assert queue["count"] == 1 and queue["results"][0]["comment"]["text"] == "hello"
-    assert queue["results"][0]["hold_reason"] == "topic is pre-moderated"
+    assert queue["results"][0]["hold_reason"] == "user is pre-moderated"
     done = api_client.post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [held_id], "action": "approve"},
                            format="json")
     assert done.status_code == 200 and done.json() == {"changed": 1}
@@ -64,9 +68,9 @@ def test_flag_201_then_200_and_threshold(api_client, topic, alice, make_user, ed
 
 def test_bulk_across_topics_with_entries(api_client, make_topic, alice, editor):
     topics = [make_topic("document"), make_topic("bucketed", order="chronological")]
+    hold_everything_of(alice, editor)
     api_client.force_authenticate(alice)
     for t in topics:
-        premoderate(t)
         post(api_client, t, f"in {t.slug}")
     api_client.force_authenticate(editor)
     rows = api_client.get("/api/moderation/queue/?state=pending").json()["results"]
@@ -90,8 +94,8 @@ def test_actions_input(api_client, topic, editor):
 
 def test_queue_paging_filters_and_search(api_client, make_topic, alice, bob, editor):
     t1, t2 = make_topic("document"), make_topic("embedded")
-    premoderate(t1)
-    premoderate(t2)
+    hold_everything_of(alice, editor)
+    hold_everything_of(bob, editor)
     api_client.force_authenticate(alice)
     for i in range(5):
         post(api_client, t1, f"apple number{i}")

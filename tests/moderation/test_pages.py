@@ -1,0 +1,71 @@
+"""Moderation through the pages: flag buttons, held comments, the staff queue, bans."""
+
+import pytest
+
+from comments import services as comment_services
+from moderation import services
+from moderation.managers import ModerationQueueManager
+
+pytestmark = pytest.mark.django_db
+
+
+def test_flag_button_and_flag_post(client, topic, alice, bob):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="hello")
+    client.force_login(bob)
+    page = client.get(topic.get_absolute_url()).content.decode()
+    assert f"/t/{topic.slug}/c/{comment.id}/flag/" in page
+    url = f"/t/{topic.slug}/c/{comment.id}/flag/"
+    response = client.post(url, {"reason": "spam", "note": "ads", "next": "https://evil.example/"}, follow=True)
+    assert "the editors will review" in response.content.decode()
+    assert response.redirect_chain[-1][0].startswith(f"/t/{topic.slug}/c/{comment.id}/")
+    assert "already reported" in client.post(url, {"reason": "abuse"}, follow=True).content.decode()
+    assert "Not reported" in client.post(url, {"reason": "bogus"}, follow=True).content.decode()
+    client.force_login(alice)  # no flag button on one's own comment
+    assert f"/c/{comment.id}/flag/" not in client.get(topic.get_absolute_url()).content.decode()
+
+
+def test_held_comment_shown_to_its_author_only(client, topic, alice, bob, editor):
+    services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
+    client.force_login(alice)
+    response = client.post(f"/t/{topic.slug}/comments/", {"text": "my held words"}, follow=True)
+    body = response.content.decode()
+    assert "awaiting moderation" in body and "my held words" in body
+    client.force_login(bob)
+    assert "my held words" not in client.get(topic.get_absolute_url()).content.decode()
+    client.logout()
+    assert "my held words" not in client.get(topic.get_absolute_url()).content.decode()
+
+
+def test_banned_user_gets_message_on_page_write(client, topic, alice, editor):
+    services.ban_create(username="alice", moderator=editor, reason="spam")
+    client.force_login(alice)
+    body = client.post(f"/t/{topic.slug}/comments/", {"text": "x"}, follow=True).content.decode()
+    assert "banned" in body
+
+
+def test_queue_page_for_editors_with_bulk_action(client, topic, alice, editor):
+    services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
+    comment_services.comment_create(topic=topic, author=alice, text="queued <b>text</b>")
+    client.force_login(alice)
+    assert client.get("/moderation/").status_code == 302  # to the admin login
+    client.force_login(editor)
+    page = client.get("/moderation/?state=pending").content.decode()
+    assert "queued &lt;b&gt;text&lt;/b&gt;" in page and "Pending (1)" in page
+    entry = ModerationQueueManager().collection.find_one({})
+    response = client.post("/moderation/?state=pending", {"action": "approve", "entries": [str(entry["_id"])]}, follow=True)
+    assert "Approve: 1 comment." in response.content.decode()
+    assert "queued &lt;b&gt;text&lt;/b&gt;" in client.get(topic.get_absolute_url()).content.decode()
+    assert "approve" in client.get("/moderation/log/").content.decode()
+    assert client.get("/moderation/?page_size=%C2%B2", follow=True).status_code == 200
+    assert "/moderation/" in client.get("/admin/").content.decode()
+
+
+def test_users_page_bans(client, alice, editor):
+    client.force_login(editor)
+    client.post("/moderation/users/", {"username": "alice", "reason": "trolls", "shadow": "on"})
+    alice.moderation.refresh_from_db()
+    assert alice.moderation.banned and alice.moderation.shadow
+    assert "shadow-banned for good" in client.get("/moderation/users/").content.decode()
+    client.post("/moderation/users/", {"username": "alice", "action": "unban"})
+    alice.moderation.refresh_from_db()
+    assert not alice.moderation.banned
