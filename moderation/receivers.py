@@ -19,6 +19,9 @@ def on_comment_status_changed(sender, topic, comment, before, after, moderator, 
     note = getattr(moderator, "note", "")
     queue = ModerationQueueManager()
     entry = queue.by_key(topic.pk, comment.id)
+    by_author = not getattr(actor, "is_staff", False) and after == "deleted"
+    if entry is None and by_author:
+        return  # an author deleting their own comment, never moderated: nothing to keep in step
     if entry is None:
         entry = services._entry_for_comment(topic, comment)
     elif entry.get("syncing") or entry.get("status") != after:
@@ -28,5 +31,7 @@ def on_comment_status_changed(sender, topic, comment, before, after, moderator, 
             if getattr(actor, "is_staff", False):
                 fields["open_flags"] = 0
         queue.update(entry["_id"], set_fields=fields, unset=("syncing",))
+    if by_author:
+        return
     services.log_action(actor=actor, action=_ACTION_OF_STATUS.get(after, after), entry=entry, before=before, after=after,
                         note=note, comment_id=comment.id)
