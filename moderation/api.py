@@ -11,7 +11,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cms_site.paging import page_payload, paginated_schema, parse_page_request
-from comments import selectors as comment_selectors
 from comments.api import COMMENT_ID, ERROR, SLUG
 from moderation import selectors, services
 from moderation.serializers import (
@@ -28,6 +27,7 @@ from moderation.serializers import (
     QueueRowSerializer,
     UserModerationSerializer,
 )
+from topics.selectors import topic_get
 
 USERNAME = OpenApiParameter("username", OpenApiTypes.STR, OpenApiParameter.PATH)
 CURSOR_PARAMS = [OpenApiParameter("cursor", str, description="Opaque cursor from `next_cursor`; omit for the newest."),
@@ -49,7 +49,7 @@ class FlagApi(APIView):
                    responses={201: FlagResultSerializer, 200: OpenApiResponse(FlagResultSerializer, "Already flagged."),
                               400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
     def post(self, request, slug, comment_id):
-        topic = comment_selectors.topic_get(slug=slug)
+        topic = topic_get(slug=slug, viewer=request.user)
         data = FlagCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user, **data.validated_data)
@@ -83,7 +83,7 @@ class ActionApi(APIView):
             changed = services.queue_moderate(entry_ids=values["entries"], action=values["action"], moderator=request.user)
         else:
             services._require_editor(request.user)
-            topic = comment_selectors.topic_get(slug=values["topic"])
+            topic = topic_get(slug=values["topic"], viewer=request.user)
             changed = services.comment_moderate(topic=topic, comment_ids=values["comment_ids"], action=values["action"],
                                                 moderator=request.user)
         return Response({"changed": changed})

@@ -17,13 +17,13 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 
 from cms_site.errors import Forbidden, InvalidInput
-from comments import selectors as comment_selectors
 from comments import services as comment_services
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
 from moderation.models import UserModeration
 from moderation.services import held_comment
 from social.feeds.base import parse_time_cursor, time_cursor
+from topics.models import Topic
 
 QUEUE_VIEWS = ("reported", "pending", "removed", "all")
 DEFAULT_SIZE, MAX_SIZE = 20, 100
@@ -70,7 +70,7 @@ def _topic_id(slug) -> int | None:
         return None
     if not isinstance(slug, str) or len(slug) > 220:
         raise InvalidInput("topic must be a topic's slug.", field="topic")
-    topic = comment_selectors.Topic.objects.filter(slug=slug).only("pk").first()
+    topic = Topic.objects.filter(slug=slug).only("pk").first()
     if topic is None:
         raise InvalidInput(f"There is no topic {slug!r}.", field="topic")
     return topic.pk

@@ -20,9 +20,9 @@ from django.views.decorators.http import require_POST
 
 from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
 from cms_site.paging import parse_page_request
-from comments import selectors as comment_selectors
 from moderation import selectors, services
 from moderation.forms import BanForm, FlagForm, QueueActionForm, UserActionForm
+from topics.selectors import topic_get
 
 TAB_LABELS = {"reported": "Reported", "pending": "Pending", "removed": "Removed", "all": "All"}
 
@@ -37,7 +37,7 @@ def _safe_next(request, fallback: str) -> str:
 @require_POST
 def comment_flag(request, slug, comment_id):
     try:
-        topic = comment_selectors.topic_get(slug=slug)
+        topic = topic_get(slug=slug, viewer=request.user)
     except NotFound as exc:
         raise Http404(exc.message) from None
     fallback = reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})

@@ -152,3 +152,21 @@ def test_shadow_ban_api_looks_posted(api_client, topic, alice, bob, editor):
     api_client.force_authenticate(bob)
     assert api_client.get(f"/api/topics/{topic.slug}/comments/").json()["count"] == 0
     assert stored(topic) == 0
+
+
+def test_pre_moderated_topic_through_the_api(api_client, make_topic, alice, editor):
+    topic = make_topic("embedded", comment_moderation="pre")
+    api_client.force_authenticate(alice)
+    response = post(api_client, topic, "held by the topic")
+    assert response.status_code == 202 and response.json()["status"] == "pending"
+    api_client.force_authenticate(editor)
+    row = api_client.get("/api/moderation/queue/?state=pending").json()["results"][0]
+    assert row["hold_reason"] == "topic is pre-moderated" and row["topic"]["slug"] == topic.slug
+
+
+def test_closed_topic_refuses_comments(api_client, make_topic, alice):
+    topic = make_topic("bucketed", order="chronological", comment_moderation="closed")
+    api_client.force_authenticate(alice)
+    response = post(api_client, topic, "too late")
+    assert response.status_code == 403 and "closed" in response.json()["detail"]
+    assert stored(topic) == 0
