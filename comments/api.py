@@ -32,6 +32,11 @@ ERROR = OpenApiResponse(
     description="What is wrong, in `detail`.",
 )
 COMMENT_PAGE = paginated_schema({"type": "array", "items": {"$ref": "#/components/schemas/Comment"}})
+COMMENT_PAGE = {**COMMENT_PAGE, "properties": {
+    **COMMENT_PAGE["properties"],
+    "next": {"type": "string", "nullable": True, "description": "Cursor of the next page (pass as ?cursor=), null on the last."},
+    "previous": {"type": "string", "nullable": True, "description": "Cursor of the previous page, null on the first."},
+}}
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="The topic's slug.")
 COMMENT_ID = OpenApiParameter("comment_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A comment id ([a-z0-9]).")
 
@@ -48,8 +53,10 @@ class CommentListApi(APIView):
     def get(self, request, slug):
         topic = topic_get(slug=slug, viewer=request.user)
         page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
-                                      request=parse_page_request(request.query_params), viewer=request.user)
-        return Response(page_payload(page, CommentSerializer(page.items, many=True).data))
+                                      request=parse_page_request(request.query_params), viewer=request.user,
+                                      cursor=request.query_params.get("cursor"))
+        return Response({**page_payload(page, CommentSerializer(page.items, many=True).data),
+                         "next": page.extra.get("next"), "previous": page.extra.get("previous")})
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],

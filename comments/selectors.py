@@ -50,17 +50,22 @@ def mask(comment: Comment, viewer) -> Comment:
                    edited=None)
 
 
-def comment_page(*, topic, order=None, request: PageRequest, viewer=None) -> Page[Comment]:
+def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:
     """One page of the topic's comments in `order` (default: the topic's order).
 
-    `page.extra`: `order`, `liked` (ids on this page the viewer likes). A page past the
-    last one is NotFound (page 1 of an empty discussion is an empty page).
+    `cursor` (from a page's `next`/`previous`) picks the page after or before another
+    instead of `request.page`: keyset navigation, at the floor in every order.
+    `page.extra`: `order`, `liked` (ids on this page the viewer likes), `next` and
+    `previous` cursors (None at either end). A page number past the last page is
+    NotFound (page 1 of an empty discussion is an empty page); a bad cursor is InvalidInput.
     """
     order = _order(topic, order)
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidInput("cursor is not valid.", field="cursor")
     page = comment_manager(topic).page(
-        discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic)
+        discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic), cursor=cursor or None
     )
-    if request.page > page.num_pages:
+    if not cursor and request.page > page.num_pages:
         raise NotFound(f"There is no page {request.page}: this discussion has {page.num_pages}.")
     page.items = [mask(c, viewer) for c in page.items]
     liked: set[str] = set()

@@ -79,3 +79,6 @@ class CommentListQuerySerializer(serializers.Serializer):
     order = serializers.ChoiceField(choices=["chronological", "threaded", "hot"], required=False,
                                     help_text="Defaults to the topic's order; bucketed storage is chronological only, "
                                               "hot (pinned, then most liked) is for document storage.")
+    cursor = serializers.CharField(required=False, help_text="A `next` or `previous` value of another page in the same "
+                                                             "order: the page after or before it (instead of `page`). "
+                                                             "Costs about page_size index keys in every order.")

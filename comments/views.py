@@ -44,7 +44,8 @@ def topic_detail(request, slug):
     topic = _topic(request, slug)
     try:
         req = parse_page_request(request.GET)
-        page = selectors.comment_page(topic=topic, order=request.GET.get("order"), request=req, viewer=request.user)
+        page = selectors.comment_page(topic=topic, order=request.GET.get("order"), request=req, viewer=request.user,
+                                      cursor=request.GET.get("cursor"))
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect(topic.get_absolute_url())
@@ -59,6 +60,8 @@ def topic_detail(request, slug):
         "topic": topic, "page": page, "order": order, "orders": orders, "query": query,
         "indent": order == "threaded", "liked": page.extra["liked"], "form": CommentForm(),
         "here": request.get_full_path(),
+        # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
+        "cursor_links": order != "chronological", "via_cursor": bool(request.GET.get("cursor")),
     })
 
 

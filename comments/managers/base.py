@@ -116,7 +116,9 @@ class Comment:
     html: str = ""
     edited: datetime | None = None
     locator: object = field(default=None, compare=False, repr=False)
-    seq: int = 0  # dense per-discussion sequence number from 1 (0: not known to this reader)
+    # Dense per-discussion sequence number from 1; 0 when this read does not carry it (an embedded
+    # get() returns the element without its array index). Not part of a comment's value.
+    seq: int = field(default=0, compare=False)
 
 
 # --- keyset cursors ----------------------------------------------------------------

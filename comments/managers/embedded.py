@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import bson
 from django.conf import settings
-from pymongo import IndexModel
+from pymongo import IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
@@ -176,11 +176,13 @@ class EmbeddedCommentManager(CommentManager):
                 target = _ARRAY[layout]
             size = charge(element)
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
-            result = self.collection.update_one(
+            stored = self.collection.find_one_and_update(
                 {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}},
                 {"$push": {target: element}, "$inc": {"count": 1, "bytes": size}},
+                projection={"count": 1}, return_document=ReturnDocument.AFTER,
             )
-            if result.matched_count:
+            if stored is not None:
+                comment.seq = stored["count"]  # its place in posting order
                 return comment
             meta = self.collection.find_one({"_id": discussion_id}, {"layout": 1, "bytes": 1})
             if meta is None:

@@ -166,3 +166,33 @@ def test_schema_documents_the_comment_endpoints(api_client):
     assert {"/api/topics/{slug}/comments/{comment_id}/", "/api/topics/{slug}/comments/{comment_id}/thread/",
             "/api/topics/{slug}/comments/{comment_id}/like/"} <= set(paths)
     assert set(schema["components"]["schemas"]["Comment"]["properties"]) == COMMENT_FIELDS
+
+
+@pytest.mark.parametrize("order", ["threaded", "hot", "chronological"])
+def test_cursor_paging_through_the_api_and_the_page(api_client, client, make_topic, alice, order):
+    topic = make_topic(storage="document", order="threaded")
+    posted = [services.comment_create(topic=topic, author=alice, text=f"c{n}") for n in range(5)]
+    seen, cursor, pages = [], None, 0
+    while True:
+        r = api_client.get(url(topic), {"order": order, "page_size": 2, **({"cursor": cursor} if cursor else {})})
+        assert r.status_code == 200, r.content
+        body = r.json()
+        assert body["count"] == 5 and (body["previous"] is None) == (pages == 0)
+        seen += [c["id"] for c in body["results"]]
+        pages += 1
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(c.id for c in posted) and len(seen) == 5 and pages == 3
+    back = api_client.get(url(topic), {"order": order, "page_size": 2, "cursor": body["previous"]}).json()
+    assert [c["id"] for c in back["results"]] == seen[2:4]
+    html = client.get(topic.get_absolute_url(), {"order": order, "page_size": 2}).content.decode()
+    if order != "chronological":
+        assert "cursor=" in html
+
+
+@pytest.mark.parametrize("cursor", ["%%%", "abc\n", "eyJvIjoidCIsImQiOiJuIiwiayI6IjIwMjQwMTAxMDAwMDAwMDAwOmFiYyJ9", "²"])
+def test_a_bad_cursor_is_a_400(api_client, topic, cursor):
+    # The third is a valid threaded cursor: asking for chronological order with it is a 400 too.
+    r = api_client.get(url(topic), {"order": "chronological", "cursor": cursor})
+    assert r.status_code == 400 and r.json()["detail"]
