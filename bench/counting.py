@@ -322,7 +322,7 @@ def _bson_size(doc) -> int:
 
 
 class _CursorState:
-    __slots__ = ("cap", "later_cap", "started", "in_batch", "bytes", "command")
+    __slots__ = ("cap", "later_cap", "started", "in_batch", "bytes", "command", "explain", "served", "plan")
 
     def __init__(self, command: str, batch_size: int | None):
         self.command = command
@@ -331,6 +331,9 @@ class _CursorState:
         self.started = False
         self.in_batch = 0
         self.bytes = 0
+        self.explain = None  # the modelled explain of a find; its work is counted batch by batch
+        self.served = 0  # documents the server has produced in the batches sent so far
+        self.plan = None
 
 
 def install_mongomock_counting(counter: OpCounter):
@@ -360,14 +363,14 @@ def install_mongomock_counting(counter: OpCounter):
 
         def make(original):
             def wrapper(self, *args, **kwargs):
+                if method in WRITES and not getattr(_local, "depth", 0):
+                    counter.planner.source.touch(self)  # even while paused: the modelled index keys are stale
                 if getattr(_local, "depth", 0) or not counter.enabled:
                     return original(self, *args, **kwargs)
                 if method and counter.explain:
                     with counter.overhead():
                         explains = explain_call(counter.planner, self, method, args, kwargs)
                     counter.record(explains)
-                if method in WRITES:
-                    counter.planner.source.touch(self)
                 _local.depth = 1
                 start = time.perf_counter()
                 try:
@@ -425,8 +428,8 @@ def install_mongomock_counting(counter: OpCounter):
                 counter.add(state.command)
                 if state.command == "find" and counter.explain:
                     with counter.overhead():
-                        explains = _explain_cursor(counter.planner, self)
-                    counter.record(explains)
+                        [state.explain] = _explain_cursor(counter.planner, self)
+                    _serve_batch(counter, state, state.cap)
             start = time.perf_counter()
             try:
                 doc = original(self)  # StopIteration propagates: the batch in hand was the last
@@ -436,6 +439,8 @@ def install_mongomock_counting(counter: OpCounter):
             if state.in_batch >= state.cap or (state.in_batch and state.bytes + size > MAX_BATCH_BYTES):
                 counter.add("getMore")
                 state.in_batch, state.bytes, state.cap = 0, 0, state.later_cap
+                if state.explain is not None:
+                    _serve_batch(counter, state, state.later_cap)
             state.in_batch += 1
             state.bytes += size
             counter.add_docs(1, size)
@@ -486,6 +491,27 @@ def install_mongomock_counting(counter: OpCounter):
             setattr(cls, name, original)
 
     return uninstall
+
+
+def _serve_batch(counter: OpCounter, state: _CursorState, batch) -> None:
+    """Count the server work of one more batch of a find: up to the last document it holds."""
+    import dataclasses
+
+    e = state.explain
+    before = e.work_at(state.served)
+    state.served = state.served + batch if batch != math.inf else math.inf
+    keys, docs = e.work_at(state.served if state.served != math.inf else len(e.progress) + 1)
+    if state.plan is None:
+        counter.record([dataclasses.replace(e, keys_examined=keys - before[0], docs_examined=docs - before[1])])
+        state.plan = counter.tally.plans[-1] if counter.enabled else None
+        return
+    if not counter.enabled:
+        return
+    with counter._lock:
+        counter.tally.keys_examined += keys - before[0]
+        counter.tally.docs_examined += docs - before[1]
+    state.plan["keys_examined"] += keys - before[0]
+    state.plan["docs_examined"] += docs - before[1]
 
 
 def _explain_cursor(planner, cursor) -> list:

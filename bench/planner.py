@@ -424,6 +424,17 @@ class Explain:
     covered: bool = False
     command: str = ""
     collection: str = ""
+    # (keys, documents) examined when the n-th document is returned, for plans that stream
+    # (no blocking stage): a cursor whose client stops after its first batch costs that much.
+    progress: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    def work_at(self, served: int) -> tuple[int, int]:
+        """(keys, documents) examined once `served` documents have been returned."""
+        if not self.progress or served >= len(self.progress):
+            return self.keys_examined, self.docs_examined
+        if served <= 0:
+            return 0, 0
+        return self.progress[served - 1]
 
     def as_dict(self) -> dict:
         return {"command": self.command, "collection": self.collection, "plan": self.plan,
@@ -454,9 +465,13 @@ class Totals:
 
 
 class Source:
-    """What the planner reads from one collection: documents (projected) and the ids
-    matching a filter, through the embedded engine's own collection object, with the
-    index keys cached until the next write to that collection (`touch`)."""
+    """What the planner reads from one collection: its documents and which of them match a
+    filter, through the embedded engine's own collection object, with the index keys cached
+    until the next write to that collection (`touch`).
+
+    Documents are read with the collection's own filter evaluation (`_iter_documents`,
+    the scan behind mongomock's find, which yields the stored documents without copying
+    them; nothing here modifies them); a collection object without it is read with `find`."""
 
     def __init__(self):
         self._keys: dict[tuple[str, str, str], IndexKeys] = {}
@@ -471,6 +486,13 @@ class Source:
         ident = self._ident(collection)
         self._versions[ident] = self._versions.get(ident, 0) + 1
 
+    @staticmethod
+    def documents(collection, filter_: dict | None = None, projection: dict | None = None):
+        iterate = getattr(collection, "_iter_documents", None)
+        if iterate is not None:
+            return iterate(filter_ or {})
+        return collection.find(filter_ or {}, projection)
+
     def keys(self, collection, index: Index) -> IndexKeys:
         ident = self._ident(collection)
         slot = (*ident, index.name)
@@ -478,17 +500,44 @@ class Source:
         if slot not in self._keys or self._built.get(slot) != version:
             projection = {f: 1 for f in index.fields}
             projection.setdefault("_id", 1)
-            self._keys[slot] = build_keys(index, collection.find({}, projection))
+            self._keys[slot] = build_keys(index, self.documents(collection, {}, projection))
             self._built[slot] = version
         return self._keys[slot]
 
-    @staticmethod
-    def matching(collection, filter_: dict) -> set:
-        return {_hashable(d.get("_id")) for d in collection.find(filter_ or {}, {"_id": 1})}
+    def matching(self, collection, filter_: dict) -> set:
+        return {_hashable(d.get("_id")) for d in self.documents(collection, filter_, {"_id": 1})}
 
-    @staticmethod
-    def count(collection) -> int:
-        return collection.count_documents({})
+    def matcher(self, collection, filter_: dict) -> Matcher:
+        return Matcher(self, collection, filter_)
+
+    def count(self, collection) -> int:
+        return collection.estimated_document_count()
+
+
+class Matcher:
+    """Does a document (by `_id`) match a filter? Asked in scan order, answered in batches:
+    only the documents a scan reaches are evaluated, not the whole collection."""
+
+    BATCH = 512
+
+    def __init__(self, source: Source, collection, filter_: dict):
+        self.source, self.collection, self.filter = source, collection, filter_ or {}
+        self.known: dict = {}
+
+    def __call__(self, _id, upcoming) -> bool:
+        """Whether `_id` matches; `upcoming` yields the ids the scan will ask next (prefetched together)."""
+        hid = _hashable(_id)
+        if hid not in self.known:
+            batch = [_id]
+            for nxt in upcoming:
+                batch.append(nxt)
+                if len(batch) >= self.BATCH:
+                    break
+            found = {_hashable(d.get("_id")) for d in self.source.documents(
+                self.collection, {"$and": [self.filter, {"_id": {"$in": batch}}]}, {"_id": 1})}
+            for value in batch:
+                self.known[_hashable(value)] = _hashable(value) in found
+        return self.known[hid]
 
 
 def _hashable(value):
@@ -522,6 +571,7 @@ class _Plan:
     covered: bool = False
     returned: int = 0
     label: str = ""
+    progress: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def cost(self) -> int:
@@ -559,7 +609,7 @@ class Planner:
             plan = self._best(collection, query, indexes)
         return Explain(keys_examined=plan.keys, docs_examined=plan.docs, in_memory_sort=plan.in_memory_sort,
                        sorted_docs=plan.sorted_docs, returned=plan.returned, plan=plan.label, covered=plan.covered,
-                       command=command, collection=query.collection)
+                       command=command, collection=query.collection, progress=plan.progress)
 
     # --- _id lookups --------------------------------------------------------------------
 
@@ -567,7 +617,7 @@ class Planner:
         values = _id_values(query.filter)
         if values is None or (query.sort and [f for f, _ in query.sort] != ["_id"]):
             return None
-        found = {_hashable(d["_id"]) for d in collection.find({"_id": {"$in": values}}, {"_id": 1})}
+        found = self.source.matching(collection, {"_id": {"$in": values}})
         rest = {k: v for k, v in query.filter.items() if k != "_id"}
         matches = self.source.matching(collection, query.filter) if rest else found
         keys = len(found)
@@ -589,12 +639,8 @@ class Planner:
             if plan is not None:
                 return plan
         candidates = self._candidates(query, indexes, preds)
-        matches = None
-        plans = []
-        for index in candidates:
-            if matches is None:
-                matches = self.source.matching(collection, query.filter)
-            plans.append(self._scan(collection, query, index, preds, matches, exact_ors=not ors))
+        matches = self.source.matcher(collection, query.filter)
+        plans = [self._scan(collection, query, index, preds, matches, exact_ors=not ors) for index in candidates]
         if not plans:
             plans.append(self._collscan(collection, query))
         return min(plans, key=lambda p: (p.cost, p.in_memory_sort, p.label))
@@ -644,7 +690,7 @@ class Planner:
         reverse = all(d == -s for (_, d), (_, s) in zip(tail, sort, strict=True))
         return same or reverse
 
-    def _scan(self, collection, query: Query, index: Index, preds: list[Predicate], matches: set, *,
+    def _scan(self, collection, query: Query, index: Index, preds: list[Predicate], matches: Matcher, *,
               exact_ors: bool = True) -> _Plan:
         keys_of_index = self.source.keys(collection, index)
         per_field = self._field_intervals(index, preds)
@@ -663,15 +709,41 @@ class Planner:
         first = per_field[0][0]
         checks = [(n, intervals) for n, (intervals, _) in enumerate(per_field)
                   if intervals != FULL and not (n == 0 and intervals and all(i.point for i in intervals))]
-        in_bounds = []
-        for key, _id in keys_of_index.around(first):
-            if all(any(iv.holds(key[n]) for iv in intervals) for n, intervals in checks):
-                in_bounds.append((key, _id))
+        span = keys_of_index.around(first)
+        if not exploded and ordered and sort and not self._same_direction(index, sort, preds):
+            span = span[::-1]
+
+        def bounded():
+            for key, _id in span:
+                if all(any(iv.holds(key[n]) for iv in intervals) for n, intervals in checks):
+                    yield key, _id
+
         if exploded:  # the merge returns the sort order
             positions = {f: n for n, f in enumerate(index.fields)}
+            in_bounds = list(bounded())
             _sort_entries(in_bounds, [(positions[f], d) for f, d in sort])
-        elif ordered and sort and not self._same_direction(index, sort, preds):
-            in_bounds.reverse()
+            stream = iter(in_bounds)
+        else:
+            stream = bounded()
+        ahead: list = []  # entries taken from the stream to prefetch their matches
+
+        def walk():
+            while True:
+                if ahead:
+                    yield ahead.pop(0)
+                    continue
+                nxt = next(stream, None)
+                if nxt is None:
+                    return
+                yield nxt
+
+        def upcoming():
+            while len(ahead) < Matcher.BATCH:
+                nxt = next(stream, None)
+                if nxt is None:
+                    return
+                ahead.append(nxt)
+                yield nxt[1]
 
         needs = query.needs
         covered_fields = needs is not None and not query.write and needs <= indexed and not (needs & multikey) and \
@@ -683,17 +755,21 @@ class Planner:
         seen = set()
         results = 0
         wanted = query.skip + query.limit if query.limit else math.inf
-        for _key, _id in in_bounds:
+        progress = []
+        fetch_each = not exact and not key_filter
+        for _key, _id in walk():
             keys += 1
             hid = _hashable(_id)
             if hid in seen:
                 continue
             seen.add(hid)
-            if not exact and not key_filter:
+            if fetch_each:
                 docs += 1  # fetched to check the rest of the filter
-            if hid not in matches:
+            if not exact and not matches(_id, upcoming()):
                 continue
             results += 1
+            if results > query.skip:
+                progress.append((keys, docs if fetch_each else (0 if covered else results - query.skip)))
             if ordered and results >= wanted:
                 break
         returned = max(0, min(results, wanted) - query.skip) if math.isfinite(wanted) else max(0, results - query.skip)
@@ -705,7 +781,8 @@ class Planner:
             else:
                 docs = results  # a blocking sort needs the documents first
         plan = _Plan(index, keys=keys, docs=docs, covered=covered, returned=returned,
-                     label=("SORT_MERGE " if exploded else "") + f"IXSCAN {index.name}")
+                     label=("SORT_MERGE " if exploded else "") + f"IXSCAN {index.name}",
+                     progress=progress if ordered else [])
         if sort and not ordered:
             plan.in_memory_sort = True
             plan.sorted_docs = results
@@ -739,7 +816,6 @@ class Planner:
             return None
         branches = ors[0]
         outer = {k: v for k, v in query.filter.items() if k != "$or"}
-        matches = self.source.matching(collection, query.filter)
         sub_plans = []
         for branch in branches:
             sub_filter = {"$and": [outer, branch]} if outer else branch
@@ -752,7 +828,7 @@ class Planner:
             cands = [c for c in cands if c.fields[0] in {p.path for p in sub_preds if p.intervals != FULL}]
             if not cands:
                 return None  # a branch without an index: the whole $or is a collection scan (or another plan)
-            branch_matches = matches & self.source.matching(collection, sub_filter)
+            branch_matches = self.source.matcher(collection, sub_filter)
             best = min((self._scan(collection, sub_query, c, sub_preds, branch_matches) for c in cands),
                        key=lambda p: (p.cost, p.in_memory_sort))
             sub_plans.append(best)
@@ -761,7 +837,8 @@ class Planner:
         merged_sorted = any(p.in_memory_sort for p in sub_plans)
         sorted_docs = sum(p.sorted_docs for p in sub_plans)
         wanted = query.skip + query.limit if query.limit else math.inf
-        returned = min(len(matches), wanted) - query.skip if math.isfinite(wanted) else len(matches) - query.skip
+        found = sum(p.returned for p in sub_plans)
+        returned = min(found, wanted) - query.skip if math.isfinite(wanted) else found - query.skip
         label = ("SORT_MERGE" if query.sort else "OR") + "(" + ", ".join(p.label for p in sub_plans) + ")"
         return _Plan(None, keys=keys, docs=docs, sorted_docs=sorted_docs, in_memory_sort=merged_sorted,
                      covered=all(p.covered for p in sub_plans), returned=max(0, returned), label=label)
@@ -944,7 +1021,8 @@ def explain_call(planner: Planner, collection, method: str, args: tuple, kwargs:
 def _explain_id_bulk(collection, queries: list[tuple[str, Query]]) -> Explain:
     """A bulk of single-document writes that each pin `_id`: one `_id` key and document per existing target."""
     ids = [v for _, q in queries for v in _id_values(q.filter)]
-    found = {_hashable(d["_id"]) for d in collection.find({"_id": {"$in": ids}}, {"_id": 1})}
+    found = Source.documents(collection, {"_id": {"$in": ids}}, {"_id": 1})
+    found = {_hashable(d["_id"]) for d in found}
     hits = sum(1 for v in ids if _hashable(v) in found)
     return Explain(keys_examined=hits, docs_examined=hits, plan=f"IDHACK x{len(queries)}", command=queries[0][0],
                    collection=collection.name, returned=hits)

@@ -2,6 +2,7 @@
 
 - comments_depth.png   round trips and time against page depth, per strategy and order
 - comments_size.png    round trips and kB per page against discussion size (first and last page)
+- keys_depth.png       index keys and documents examined per page against page number, per strategy
 - followers_depth.png  the same for the followers list (tbc)
 - fanout.png           feed.post round trips and time against follower count, per strategy
 - feed_read.png        feed.read round trips and time against people followed
@@ -56,11 +57,11 @@ def draw(result: dict, directory: str) -> dict[str, str]:
     out: dict[str, str] = {}
 
     comments = _series([r for r in rows if not r.get("sweep")], "comments.page",
-                       lambda r: (r["strategy"], r.get("order", "")))
+                       lambda r: (r["strategy"], r.get("order", "") + (" by cursor" if r.get("nav") == "cursor" else "")))
     if comments:
         fig, left, right = _two_panels(plt, f"comments.page: one page of {rows_size(comments)} comments ({engine})")
         for (strategy, order), rs in comments.items():
-            style = dict(color=COLORS.get(strategy), marker=MARKERS.get(order, "o"),
+            style = dict(color=COLORS.get(strategy), marker=MARKERS.get(order.split()[0] if order else "", "o"),
                          linestyle="-" if order == "chronological" else "--", label=f"{strategy} {order}")
             left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
             right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
@@ -71,7 +72,7 @@ def draw(result: dict, directory: str) -> dict[str, str]:
         plt.close(fig)
 
     sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")
-             and r["depth"] in (1, r.get("num_pages"))]
+             and r["depth"] in (1, r.get("num_pages")) and r.get("nav") != "cursor"]
     if any(r.get("sweep") for r in sized):
         fig, left, right = _two_panels(plt, f"comments.page against discussion size, first and last page ({engine})")
         for (strategy, last), rs in sorted(_series(sized, "comments.page",
@@ -84,6 +85,30 @@ def draw(result: dict, directory: str) -> dict[str, str]:
         _axes(right, "comments in the discussion", "kB read per page", log_x=True, log_y=True)
         left.legend(fontsize=8)
         out["comments_size"] = _save(fig, directory, "comments_size.png")
+        plt.close(fig)
+
+    examined = {}
+    for case, label in (("comments.page", lambda r: f"{r['strategy']} {r.get('order', '')}"
+                         + (" by cursor" if r.get("nav") == "cursor" else "")),
+                        ("followers.page", lambda r: f"followers {r['strategy']}"),
+                        ("feed.read", lambda r: f"feed {r['strategy']} ({r['size']:,} followed)")):
+        for key, rs in _series([r for r in rows if not r.get("sweep") and "keys_examined" in r], case, label).items():
+            if case == "comments.page":
+                big = max(r["size"] for r in rs)
+                rs = [r for r in rs if r["size"] == big]
+            examined[key] = rs
+    if examined:
+        fig, left, right = _two_panels(plt, f"Server work per page against page number ({engine})")
+        for n, (label, rs) in enumerate(sorted(examined.items())):
+            strategy = rs[0]["strategy"]
+            style = dict(color=COLORS.get(strategy, f"C{n % 10}"), marker=MARKERS.get(rs[0].get("order"), "o"),
+                         linestyle="-" if rs[0]["case"] == "comments.page" else ":", label=label)
+            left.plot([r["depth"] for r in rs], [max(r["keys_examined"], 0.5) for r in rs], **style)
+            right.plot([r["depth"] for r in rs], [max(r["docs_examined"], 0.5) for r in rs], **style)
+        _axes(left, "page number", "index keys examined per page", log_x=True, log_y=True)
+        _axes(right, "page number", "documents examined per page", log_x=True, log_y=True)
+        left.legend(fontsize=6, ncol=2)
+        out["keys_depth"] = _save(fig, directory, "keys_depth.png")
         plt.close(fig)
 
     followers = _series(rows, "followers.page", lambda r: r["strategy"])

@@ -50,6 +50,64 @@ def _span(values) -> str:
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
 
 
+FLOOR_SLACK = 10  # keys or documents a page may examine beyond page_size (a counter, a head, a look-ahead)
+def comment_series(r: dict) -> tuple[str, str]:
+    return (r["strategy"], r.get("order", "") + (" by cursor" if r.get("nav") == "cursor" else ""))
+
+
+PAGED_CASES = (("comments.page", comment_series),
+               ("followers.page", lambda r: (r["strategy"],)),
+               ("feed.read", lambda r: (r["strategy"],)))
+
+
+def _sort_mark(r: dict) -> str:
+    if not r.get("in_memory_sort"):
+        return "no"
+    return f"yes ({r.get('sorted_docs', 0):,})"
+
+
+def worst_rows(rows: list[dict]) -> list[dict]:
+    """Per paged series: the row examining the most (keys + documents), and whether it stays at the floor."""
+    out = []
+    for case, key in PAGED_CASES:
+        for k, rs in sorted(_group([r for r in rows if "keys_examined" in r], case, key).items()):
+            worst = max(rs, key=lambda r: (r["keys_examined"] + r["docs_examined"], r.get("sorted_docs", 0)))
+            page_size = worst.get("page_size", 20)
+            floor = page_size + FLOOR_SLACK
+            out.append({"case": case, "key": " ".join(k), "row": worst, "page_size": page_size,
+                        "at_floor": (worst["keys_examined"] <= floor and worst["docs_examined"] <= floor
+                                     and worst.get("sorted_docs", 0) <= page_size + 1),
+                        "depths": f"{rs[0]['depth']:,}–{max(r['depth'] for r in rs):,}",
+                        "sizes": sorted({r["size"] for r in rs})})
+    return out
+
+
+def _worst_table(worst: list[dict]) -> str:
+    return _table(["case", "series", "worst row: size", "page", "keys examined", "docs examined", "in-memory sort",
+                   f"within page size + {FLOOR_SLACK}"],
+                  [[w["case"], w["key"], w["row"]["size"], w["row"]["depth"], w["row"]["keys_examined"],
+                    w["row"]["docs_examined"], _sort_mark(w["row"]), "yes" if w["at_floor"] else "NO"] for w in worst])
+
+
+def before_after(baseline: dict, rows: list[dict]) -> str:
+    """The worst row per paged series of a baseline run (before) beside this run's (after)."""
+    before = {(w["case"], w["key"]): w for w in worst_rows(baseline.get("rows", []))}
+    after = {(w["case"], w["key"]): w for w in worst_rows(rows)}
+    lines = []
+    for key in sorted(set(before) | set(after)):
+        b, a = before.get(key), after.get(key)
+
+        def cell(w):
+            if w is None:
+                return "–"
+            r = w["row"]
+            return (f"{r['keys_examined']:,} keys, {r['docs_examined']:,} docs"
+                    + (f", sorts {r.get('sorted_docs', 0):,} in memory" if r.get("in_memory_sort") else "")
+                    + f" (size {r['size']:,}, page {r['depth']:,})")
+        lines.append([key[0], key[1], cell(b), cell(a)])
+    return _table(["case", "series", "before: worst row", "after: worst row"], lines)
+
+
 def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
     """For each series of a paged case (the main size, not the sweep): round trips at every depth, constant or not."""
     verdicts = []
@@ -58,12 +116,14 @@ def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
         trips = [r["round_trips"] for r in rs]
         docs = [r["docs_read"] for r in rs]
         verdicts.append({"key": k, "constant": len(set(trips)) == 1, "round_trips": _span(trips), "docs": _span(docs),
+                         "keys_examined": _span([r.get("keys_examined", 0) for r in rs]),
+                         "docs_examined": _span([r.get("docs_examined", 0) for r in rs]),
                          "kb": _span([r.get("bytes_read", 0) // 1024 for r in rs]),
                          "depths": f"{rs[0]['depth']:,}–{rs[-1]['depth']:,}", "size": rs[0]["size"]})
     return verdicts
 
 
-def write(result: dict, plots: dict[str, str], path: str) -> None:
+def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None = None) -> None:
     info, rows, notes = result["info"], result["rows"], result.get("notes", [])
     machine = info["machine"]
     sizes = info["sizes"]
@@ -148,10 +208,12 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
     # --- comments.page --------------------------------------------------------------------
     add("## Comment pages against depth\n")
     add(img("comments_depth", "Round trips and time per comment page against page number"))
-    verdicts = depth_verdicts(rows, "comments.page", lambda r: (r["strategy"], r.get("order", "")))
+    verdicts = depth_verdicts(rows, "comments.page", comment_series)
     if verdicts:
-        add(_table(["strategy", "order", "comments", "pages measured", "round trips", "documents", "kB read"],
-                   [[v["key"][0], v["key"][1], v["size"], v["depths"], v["round_trips"], v["docs"], v["kb"]]
+        add(_table(["strategy", "order", "comments", "pages measured", "round trips", "documents", "kB read",
+                    "keys examined", "docs examined"],
+                   [[v["key"][0], v["key"][1], v["size"], v["depths"], v["round_trips"], v["docs"], v["kb"],
+                     v["keys_examined"], v["docs_examined"]]
                     for v in verdicts]))
         add("")
         constant = [f"{v['key'][0]} {v['key'][1]}" for v in verdicts if v["constant"]]
@@ -159,15 +221,18 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         add(f"Reading: round trips per page are the same at every depth for {', '.join(constant) or 'no series'}"
             + (f"; they vary for {', '.join(varying)}." if varying else ".") + " What does change is listed in the "
             "documents and kB columns: a strategy that reads more than the page shows it there.\n")
-        add(_detail_table(rows, "comments.page", ["strategy", "order"]))
-    sweep = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")]
+        add(_detail_table(rows, "comments.page", ["strategy", "order", "nav"]))
+    sweep = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")
+             and r.get("nav") != "cursor"]
     if any(r.get("sweep") for r in sweep):
         add("\n### Against discussion size\n")
         add(img("comments_size", "Round trips per comment page against discussion size"))
         add("First and last page in each topic's own order, for discussions of growing size:\n")
-        add(_table(["strategy", "order", "comments", "page", "round trips", "documents", "kB read", "ms"],
+        add(_table(["strategy", "order", "comments", "page", "round trips", "documents", "kB read", "keys examined",
+                    "docs examined", "in-memory sort", "ms"],
                    [[r["strategy"], r.get("order", ""), r["size"], r["depth"], _trips(r), r["docs_read"],
-                     r.get("bytes_read", 0) // 1024, r["ms"]]
+                     r.get("bytes_read", 0) // 1024, r.get("keys_examined", "–"), r.get("docs_examined", "–"),
+                     _sort_mark(r), r["ms"]]
                     for r in sorted(sweep, key=lambda r: (r["strategy"], r["size"], r["depth"]))
                     if r["depth"] in (1, r.get("num_pages"))]))
         add("")
@@ -184,9 +249,10 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         add("\n### Posting a comment\n")
         add("The service `comment_create()` (the strategy's write, the credit flow, the signal receivers such as the "
             "activity feed):\n")
-        add(_table(["strategy", "kind", "discussion size", "round trips", "documents", "kB read", "ms"],
+        add(_table(["strategy", "kind", "discussion size", "round trips", "documents", "kB read", "keys examined",
+                    "docs examined", "in-memory sort", "ms"],
                    [[r["strategy"], r.get("kind", ""), r["size"], _trips(r), r["docs_read"], r.get("bytes_read", 0) // 1024,
-                     r["ms"]] for r in posts]))
+                     r.get("keys_examined", "–"), r.get("docs_examined", "–"), _sort_mark(r), r["ms"]] for r in posts]))
         add("")
 
     # --- followers ----------------------------------------------------------------------
@@ -203,8 +269,10 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         if follows:
             add("\nFollowing and unfollowing that user (services `follow_create` / `follow_delete`: edge, both lists, "
                 "the follow activity):\n")
-            add(_table(["operation", "followers of the followee", "round trips", "documents", "ms"],
-                       [[r["case"], r["size"], _trips(r), r["docs_read"], r["ms"]] for r in follows]))
+            add(_table(["operation", "followers of the followee", "round trips", "documents", "keys examined",
+                        "docs examined", "in-memory sort", "ms"],
+                       [[r["case"], r["size"], _trips(r), r["docs_read"], r.get("keys_examined", "–"),
+                         r.get("docs_examined", "–"), _sort_mark(r), r["ms"]] for r in follows]))
             add("\nA follow costs more when it has to open a new continuation document (the list's last document is "
                 "full); the range shows both.\n")
 
@@ -216,14 +284,20 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         add(_pivot(fan, "followers", lambda r: r["size"], "round trips"))
         add("")
         add(_pivot(fan, "followers", lambda r: r["size"], "ms", value=lambda r: r["ms"]))
+        add("")
+        add(_pivot(fan, "followers", lambda r: r["size"], "keys + docs examined",
+                   value=lambda r: f"{r.get('keys_examined', 0):,} + {r.get('docs_examined', 0):,}"
+                   + (" SORT" if r.get("in_memory_sort") else "")))
         add("\nReading: fan-out on read writes once whatever the audience; fan-out on write pays one `insert_many` "
             "per 1,000 followers, the bucketed strategy three bulk round trips per 1,000 followers (counters, "
             "their values, bucket upserts). Their reads are the other side of the trade:\n")
     reads = [r for r in rows if r["case"] == "feed.read"]
     if reads:
         add(img("feed_read", "feed.read round trips and time against people followed"))
-        add(_table(["strategy", "following", "page", "round trips", "documents", "kB read", "ms"],
-                   [[r["strategy"], r["size"], r["depth"], _trips(r), r["docs_read"], r.get("bytes_read", 0) // 1024, r["ms"]]
+        add(_table(["strategy", "following", "page", "round trips", "documents", "kB read", "keys examined",
+                    "docs examined", "in-memory sort", "ms"],
+                   [[r["strategy"], r["size"], r["depth"], _trips(r), r["docs_read"], r.get("bytes_read", 0) // 1024,
+                     r.get("keys_examined", "–"), r.get("docs_examined", "–"), _sort_mark(r), r["ms"]]
                     for r in sorted(reads, key=lambda r: (r["strategy"], r["size"], r["depth"]))]))
         add("")
 
@@ -270,14 +344,50 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
             add("On mongomock our times are mongomock's Python scans (a page of the document strategy sorts the "
                 "whole discussion in Python); the operation counts are the comparable part.\n")
 
+    # --- server work --------------------------------------------------------------------------
+    worst = worst_rows(rows)
+    if worst:
+        add("## Server work: keys and documents examined\n")
+        add(img("keys_depth", "Index keys examined per page against page number, per strategy"))
+        if engine_key == "server":
+            add("Every command an operation sent was re-run under `explain(\"executionStats\")` before it ran "
+                "(writes too: explain of the update, delete or findAndModify, which changes nothing), and "
+                "`totalKeysExamined`/`totalDocsExamined` were summed over the operation's commands; in-memory sort "
+                "is a blocking `SORT` stage (or a `$sort` left in an aggregation). " + ("Some batched writes were "
+                "explained on their first statements and extrapolated (rows with `explain_sampled`)."
+                if any(r.get("explain_sampled") for r in rows) else "") + "\n")
+        else:
+            add("mongomock has no indexes, so these figures come from the planner model in `bench/planner.py`: "
+                "MongoDB's rules (equality-sort-range bounds on the declared indexes, covered queries and "
+                "covered `$group`s, `skip` walking its keys, `$in` exploded into merged scans up to 200, multikey "
+                "indexes, blocking sorts when no index gives the order, `_id` lookups, collection scans) applied "
+                "to the data actually in each collection, command by command, summed per operation. "
+                "`tests/bench/test_planner.py` checks the model against hand-worked cases; with `MONGODB_URI` the "
+                "same columns come from the server's own `explain(\"executionStats\")`. The model counts the keys "
+                "inside the bounds; a server may report one more key per index interval (the key that ends it).\n")
+        add(f"The worst row of each paged series (most keys + documents examined over every page and size "
+            f"measured); a page is at the floor when both stay within its page size + {FLOOR_SLACK} and nothing "
+            "bigger than a page is sorted in memory:\n")
+        add(_worst_table(worst))
+        add("")
+        if baseline:
+            add("### Before and after the storage rework (issue 7)\n")
+            b_info = baseline.get("info", {})
+            add(f"Before: the managers as they were before issue 7, measured by this harness in "
+                f"{b_info.get('mode', '?')} mode ({b_info.get('started', '?')}; comments "
+                f"{b_info.get('sizes', {}).get('comments', 0):,}, followers "
+                f"{b_info.get('sizes', {}).get('followers', 0):,}). After: this run.\n")
+            add(before_after(baseline, rows))
+            add("")
+
     # --- findings and closing note ---------------------------------------------------------
     add("## What the counts do not show\n")
-    add("- A page read with `skip` (the document strategy, fan-out on read) is one round trip, but the server still "
-        "walks the skipped index entries: its work grows with the page number while the round trips and documents "
-        "returned do not. A server's `explain` shows it as keys examined.")
+    add("- Round trips and documents returned do not show the server's own work: a page read with `skip`, or "
+        "counted with `count_documents`, is still one round trip while the server walks every skipped or counted "
+        "index entry. The keys and documents examined columns show that work.")
     add("- A constant number of round trips can still move a lot of data: the kB column shows when a strategy reads "
-        "more than the page it returns (the embedded strategy loads its discussion document, the bucketed strategy "
-        "the `{bucket, count}` directory of the discussion).")
+        "more than the page it returns (the embedded strategy loads its discussion document for any order its "
+        "array is not kept in).")
     add("- Round trips to the Django database are not in the MongoDB counts; the peer comparison counts them as SQL "
         "queries.\n")
     add("## Findings\n")
@@ -285,7 +395,7 @@ def write(result: dict, plots: dict[str, str], path: str) -> None:
         add(f"- {line}")
     add("")
     add("## Closing note\n")
-    add(closing(rows, peer))
+    add(closing(rows, peer, baseline))
     add("")
     with open(path, "w") as fh:
         fh.write("\n".join(out))
@@ -303,9 +413,11 @@ def _trips(r: dict) -> str:
 
 def _detail_table(rows, case, key_fields) -> str:
     sel = [r for r in rows if r["case"] == case]
-    headers = [*key_fields, "size", "page", "round trips", "documents", "kB read", "ms"]
+    headers = [*key_fields, "size", "page", "round trips", "documents", "kB read", "keys examined", "docs examined",
+               "in-memory sort", "ms"]
     body = [[*(r.get(f, "") for f in key_fields), r["size"], r["depth"], _trips(r), r["docs_read"],
-             r.get("bytes_read", 0) // 1024, r["ms"]]
+             r.get("bytes_read", 0) // 1024, r.get("keys_examined", "–"), r.get("docs_examined", "–"), _sort_mark(r),
+             r["ms"]]
             for r in sorted(sel, key=lambda r: (*(str(r.get(f, "")) for f in key_fields), r["size"], r["depth"]))]
     return "<details><summary>every row</summary>\n\n" + _table(headers, body) + "\n\n</details>\n"
 
@@ -322,8 +434,7 @@ def _pivot(rows, label, column, what, value=None) -> str:
 
 def findings(rows: list[dict]) -> list[str]:
     out = []
-    for case, key in (("comments.page", lambda r: (r["strategy"], r.get("order", ""))),
-                      ("followers.page", lambda r: (r["strategy"],))):
+    for case, key in (("comments.page", comment_series), ("followers.page", lambda r: (r["strategy"],))):
         for v in depth_verdicts(rows, case, key):
             name = " ".join(v["key"])
             if not v["constant"]:
@@ -332,7 +443,8 @@ def findings(rows: list[dict]) -> list[str]:
                 out.append(f"{case} {name}: {_n(v['round_trips'], 'round trip')} at every depth "
                            f"(pages {v['depths'].replace('–', ' to ')}, {v['size']:,} items), "
                            f"{_n(v['docs'], 'document')}, {v['kb']} kB per page.")
-    sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")]
+    sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")
+             and r.get("nav") != "cursor"]
     for strategy, rs in sorted(_group(sized, "comments.page", lambda r: r["strategy"]).items()):
         by_size = {}
         for r in rs:
@@ -352,6 +464,12 @@ def findings(rows: list[dict]) -> list[str]:
         if most["docs_read"] > 2 * page_size + 2:
             out.append(f"comments.page {strategy}: {most['docs_read']:,} documents read per page at {most['size']:,} "
                        f"comments (page size {page_size}): the per-page directory read grows with the discussion.")
+    for w in worst_rows(rows):
+        r = w["row"]
+        out.append(f"{w['case']} {w['key']}: at most {r['keys_examined']:,} keys and {r['docs_examined']:,} documents "
+                   f"examined per page (size {r['size']:,}, page {r['depth']:,}, page size {w['page_size']})"
+                   + (f", {r.get('sorted_docs', 0):,} documents sorted in memory" if r.get("in_memory_sort") else "")
+                   + (" — at the floor." if w["at_floor"] else " — NOT at the floor."))
     for strategy, rs in _group(rows, "feed.read", lambda r: r["strategy"]).items():
         trips = {r["round_trips"] for r in rs}
         out.append(f"feed.read {strategy}: {_n(_span(sorted(trips)), 'round trip')} per page for readers following "
@@ -363,15 +481,22 @@ def findings(rows: list[dict]) -> list[str]:
     return out or ["(no rows)"]
 
 
-def closing(rows: list[dict], peer: dict) -> str:
+def closing(rows: list[dict], peer: dict, baseline: dict | None = None) -> str:
     parts = []
-    verdicts = depth_verdicts(rows, "comments.page", lambda r: (r["strategy"], r.get("order", ""))) + \
+    verdicts = depth_verdicts(rows, "comments.page", comment_series) + \
         depth_verdicts(rows, "followers.page", lambda r: (r["strategy"],))
     if verdicts:
         constant = [v for v in verdicts if v["constant"]]
         parts.append(f"{len(constant)} of {len(verdicts)} paged series keep the same number of round trips from the "
                      "first page to the last (" + "; ".join(f"{' '.join(v['key'])}: {v['round_trips']}" for v in verdicts)
                      + ").")
+    worst = worst_rows(rows)
+    if worst:
+        at = [w for w in worst if w["at_floor"]]
+        parts.append(f"{len(at)} of {len(worst)} paged series examine at most page size + {FLOOR_SLACK} keys and "
+                     "documents on every page measured; the worst row of each: " + "; ".join(
+                         f"{w['case']} {w['key']}: {w['row']['keys_examined']:,} keys, {w['row']['docs_examined']:,} "
+                         f"documents (size {w['row']['size']:,}, page {w['row']['depth']:,})" for w in worst) + ".")
     ratios = (peer or {}).get("ratios") or []
     if ratios:
         last_page = max(r["page"] for r in ratios)
@@ -382,6 +507,15 @@ def closing(rows: list[dict], peer: dict) -> str:
             for r in ratios if r["page"] in (1, last_page))
         parts.append(f"Against django-comments-xtd on the same {peer_size(peer)} discussion (ratios are the peer's "
                      f"figure over ours): {quoted}.")
+    if baseline:
+        before = {(w["case"], w["key"]): w["row"] for w in worst_rows(baseline.get("rows", []))}
+        quoted = [f"{w['case']} {w['key']}: {before[(w['case'], w['key'])]['keys_examined']:,} keys / "
+                  f"{before[(w['case'], w['key'])]['docs_examined']:,} documents before, "
+                  f"{w['row']['keys_examined']:,} / {w['row']['docs_examined']:,} after"
+                  for w in worst if (w["case"], w["key"]) in before]
+        if quoted:
+            parts.append("Worst row per paged case before and after the storage rework (before: "
+                         f"{baseline.get('info', {}).get('mode', '?')} sizes): " + "; ".join(quoted) + ".")
     fan = _group(rows, "feed.post", lambda r: r["strategy"])
     if fan:
         parts.append("Fan-out at the largest audience: " + "; ".join(

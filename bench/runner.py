@@ -186,7 +186,7 @@ CASE_GROUPS = ("comments", "social", "feeds", "peer")
 
 def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | None = None, plots_dir: str | None = None,
         docs_path: str | None = None, only: tuple[str, ...] | None = None, log: Callable[[str], None] = print,
-        own_database: bool = True) -> dict:
+        own_database: bool = True, explain: bool = True, baseline_path: str | None = None) -> dict:
     """Run the cases; write JSON, plots and the report when asked. Returns the result dict.
 
     `own_database=False` uses the Django database already set up (the test suite's)."""
@@ -197,9 +197,10 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     sizes = sizes or (FULL if mode == "full" else QUICK)
     groups = only or CASE_GROUPS
     counter = OpCounter()
+    counter.explain = explain
     bench = Bench(sizes=sizes, counter=counter, mode=mode, log=log)
     started = time.perf_counter()
-    info = {"mode": mode, "sizes": asdict(sizes), "machine": machine(),
+    info = {"mode": mode, "sizes": asdict(sizes), "machine": machine(), "explain": explain,
             "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     log(f"bench: {mode} mode on {info['machine']['engine']}, {info['machine']['cpus']} CPUs")
     passwords = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # bench users only; nothing here is a credential
@@ -249,7 +250,11 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     if docs_path:
         from bench import report
 
-        report.write(result, plots, docs_path)
+        baseline = None
+        if baseline_path:
+            with open(baseline_path) as fh:
+                baseline = json.load(fh)
+        report.write(result, plots, docs_path, baseline=baseline)
         log(f"bench: wrote {docs_path}")
     log(f"bench: done in {info['seconds']} s")
     return result

@@ -6,7 +6,9 @@ strategy's layout (the embedded strategy twice: a threaded topic's nested docume
 and a chronological topic's flat array, labelled "embedded/flat", whose chronological
 page is the seed's single `$slice`), then the selector `comment_page()` (what a page view and the API
 call) at page 1, a few deeper pages, the middle and the last page, in every order the
-strategy pages in among chronological and threaded. `depth` is the page number.
+strategy pages in among chronological and threaded. `depth` is the page number. In threaded
+order the same depths are also reached by keyset navigation (the manager's `cursor`, from
+the previous page's `next`): rows with `"nav": "cursor"`.
 
 Smaller discussions (`sizes.comment_sweep`) are measured at their first and last page
 too (rows with `"sweep": true`), to show round trips against discussion size.
@@ -113,6 +115,31 @@ def _sweep(bench, *, storage, size, editor, authors) -> None:
                   page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order, sweep=True)
 
 
+def _cursor_rows(bench, *, topic, storage, label, order, size, num_pages) -> None:
+    """Keyset navigation in a non-chronological order: the page after a page's `next` cursor, at the same
+    depths as the page-number rows (rows with `nav: "cursor"`). Each cursor comes from the page before,
+    read unmeasured."""
+    from comments.managers import manager_for
+
+    manager = manager_for(storage)
+    threaded = topic.comment_order == THREADED
+    sizes = bench.sizes
+
+    def page(request, cursor=None):
+        return manager.page(discussion_id=topic.discussion_id, order=order, request=request, threaded=threaded,
+                            cursor=cursor)
+
+    for depth in page_depths(num_pages):
+        if depth == 1:
+            continue
+        with bench.counter.paused():
+            cursor = page(PageRequest(page=depth - 1, page_size=sizes.page_size)).extra.get("next")
+        m, got, varies = bench.measure(lambda c=cursor: page(PageRequest(page=1, page_size=sizes.page_size), c))
+        assert len(got.items) == min(sizes.page_size, size - (depth - 1) * sizes.page_size), (label, order, depth)
+        bench.row("comments.page", label, size, depth, m, varies=varies, order=order, nav="cursor",
+                  page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order)
+
+
 def _page_and_post(bench, *, storage, editor, writers, authors, label, order) -> None:
     from comments.managers import manager_for
     from comments.selectors import comment_page
@@ -137,6 +164,9 @@ def _page_and_post(bench, *, storage, editor, writers, authors, label, order) ->
             assert page.count == size and len(page.items) == min(sizes.page_size, size - request.skip), (label, page_order, depth)
             bench.row("comments.page", label, size, depth, m, varies=varies, order=page_order, page_size=sizes.page_size,
                       num_pages=num_pages, topic_order=topic.comment_order)
+        if page_order != CHRONOLOGICAL:
+            _cursor_rows(bench, topic=topic, storage=storage, label=label, order=page_order, size=size,
+                         num_pages=num_pages)
     middle = comments[len(comments) // 2]
     writer = writers[0]
     for kind, parent in (("top-level", None), ("reply", middle.id)):

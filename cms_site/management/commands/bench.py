@@ -12,6 +12,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", metavar="FILE", help="Write the rows as JSON to FILE ('-' for stdout).")
         parser.add_argument("--plots", metavar="DIR", help="Draw PNG plots into DIR (needs matplotlib).")
         parser.add_argument("--docs", metavar="FILE", help="Write the Markdown report (e.g. docs/benchmarks.md).")
+        parser.add_argument("--baseline", metavar="FILE",
+                            help="A bench JSON to quote as 'before' beside this run's worst rows in the report.")
+        parser.add_argument("--no-explain", action="store_true",
+                            help="Skip keys/documents examined (no explain on a server, no planner model on mongomock).")
         parser.add_argument("--only", metavar="GROUPS", help="Comma-separated case groups: comments,social,feeds,peer.")
 
     def handle(self, *args, **options):
@@ -25,4 +29,5 @@ class Command(BaseCommand):
                 raise CommandError(f"unknown case group(s) {', '.join(unknown)}; choose from {', '.join(CASE_GROUPS)}")
         log = self.stdout.write if options["json"] != "-" else self.stderr.write
         run(mode="quick" if options["quick"] else "full", json_path=options["json"], plots_dir=options["plots"],
-            docs_path=options["docs"], only=only, log=log)
+            docs_path=options["docs"], only=only, log=log,
+            explain=not options["no_explain"], baseline_path=options["baseline"])

@@ -1,0 +1,314 @@
+"""Every MongoDB command of the hot paths, checked against the declared indexes.
+
+The hot paths (comment pages, posts and likes; followers pages, follows and unfollows;
+feed reads and posts) are driven through their services and selectors, as the views and
+the API call them. Every command they send is captured by the bench's counting wrapper
+(`bench/counting.py`, which wraps the embedded engine's classes) and explained by the
+planner model (`bench/planner.py`: MongoDB's rules applied to the declared indexes and
+the data in the collections). A test fails on
+
+- a collection scan;
+- an in-memory sort of more than a page;
+- keys or documents examined growing with depth or size: page 1 and the last page are
+  compared at two sizes, and a write at two sizes.
+
+Sizes are small (pages of 5, buckets and list documents of 5) so that growth shows in a
+few dozen items. No timing: the figures are keys and documents, which are deterministic.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from django.conf import settings
+
+from bench.counting import OpCounter, install_mongomock_counting
+from cms_site.paging import PageRequest
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the planner model reads the embedded engine's collections"),
+]
+
+PAGE = 5
+SIZES = (15, 45)  # two sizes: whatever grows between them is growth with size
+SLACK = 2  # keys/documents a page may examine beyond the page itself (a head document, a look-ahead key)
+
+
+# --- audit findings whose fix (i7store's rework) is not on main yet --------------------------------
+# Each mark is strict and names its audit item (shared/audits/mongodb-server-semantics.md). Its
+# condition recognises the code before the fix, so the landing of the fix turns the mark off and
+# the test must then pass; the marks are removed once the fixes are on main.
+
+
+def _open(audit: int, still_open: bool, what: str):
+    return pytest.mark.xfail(still_open, strict=True, reason=f"audit item {audit}: {what} (fix not on main yet)")
+
+
+def _source_has(obj, text: str) -> bool:
+    return text in inspect.getsource(obj)
+
+
+def _audit_10_open() -> bool:
+    from social.managers.lists import FollowListManager
+
+    return _source_has(FollowListManager._documents, '{"_id": {"$in": tbc}, "owner": owner}')
+
+
+def _audit_11_open() -> bool:
+    from social.feeds.log import ActivityLogManager
+
+    return _source_has(ActivityLogManager.by_authors, 'else {"$in": authors}')
+
+
+AUDIT_10 = _open(10, _audit_10_open(), "a fan-out sorts the follower list's documents in memory")
+AUDIT_11 = _open(11, _audit_11_open(), "fan-out on read past 200 authors sorts in memory")
+
+
+@pytest.fixture(autouse=True)
+def small_documents(settings):
+    settings.COMMENTS_BUCKET_SIZE = PAGE
+    settings.SOCIAL_IDS_PER_DOC = PAGE
+    settings.FEED_BUCKET_SIZE = PAGE
+    settings.FEED_STRATEGY = "write"
+
+
+@pytest.fixture
+def counter(mongo_db):
+    counter = OpCounter()
+    uninstall = install_mongomock_counting(counter)
+    yield counter
+    uninstall()
+
+
+def measure(counter, fn):
+    with counter.measure() as m:
+        result = fn()
+    return m, result
+
+
+def shape_problems(m, *, what: str) -> list[str]:
+    """Collection scans and in-memory sorts of more than a page among the commands of one operation."""
+    out = []
+    for p in m.plans:
+        if "COLLSCAN" in p["plan"]:
+            out.append(f"{what}: collection scan: {p['command']} on {p['collection']} ({p['plan']})")
+        if p["in_memory_sort"] and p["sorted_docs"] > PAGE + 1:
+            out.append(f"{what}: in-memory sort of {p['sorted_docs']} documents: {p['command']} on {p['collection']} "
+                       f"({p['plan']})")
+    return out
+
+
+def work(m) -> int:
+    return m.keys_examined + m.docs_examined
+
+
+def assert_floor(figures: dict, *, what: str) -> None:
+    """`figures`: {(size, depth): Measurement}. Keys and documents stay at the page, however deep or large."""
+    problems = [problem for (size, depth), m in figures.items()
+                for problem in shape_problems(m, what=f"{what} size {size} page {depth}")]
+    assert not problems, "\n".join(problems)
+    table = {k: (m.keys_examined, m.docs_examined) for k, m in figures.items()}
+    for (size, depth), m in figures.items():
+        assert m.keys_examined <= PAGE + SLACK + 1 and m.docs_examined <= PAGE + SLACK + 1, (
+            f"{what}: size {size} page {depth} examines {m.keys_examined} keys and {m.docs_examined} documents for "
+            f"a page of {PAGE}: {table}\n" + "\n".join(m.plans and [str(p) for p in m.plans]))
+
+
+def assert_constant(figures: dict, *, what: str) -> None:
+    """A write: the same work at both sizes, and no scan or big sort."""
+    problems = [problem for size, m in figures.items() for problem in shape_problems(m, what=f"{what} at {size}")]
+    assert not problems, "\n".join(problems)
+    works = {size: work(m) for size, m in figures.items()}
+    assert max(works.values()) - min(works.values()) <= SLACK, (f"{what}: keys + documents examined grow with size: "
+                                                                 f"{works}")
+
+
+# --- comments ----------------------------------------------------------------------------------
+
+
+def _discussion(make_topic, make_user, storage, order, size):
+    from comments.services import comment_create
+
+    topic = make_topic(storage, order, title=f"Shape {storage} {order} {size}")
+    writers = [make_user() for _ in range(3)]
+    posted = []
+    for i in range(size):
+        parent = posted[i - 1].id if i % 3 == 2 else None
+        posted.append(comment_create(topic=topic, author=writers[i % 3], text=f"Comment {i}", parent=parent))
+    return topic, posted
+
+
+@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
+def test_chronological_comment_pages_examine_a_page_at_any_depth_and_size(counter, make_topic, make_user, storage):
+    from comments.selectors import comment_page
+
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            topic, _ = _discussion(make_topic, make_user, storage, "chronological", size)
+            reader = make_user()  # signed in: the page also asks which of its comments the reader likes
+        last = -(-size // PAGE)
+        for depth in (1, last):
+            m, page = measure(counter, lambda t=topic, d=depth, r=reader: comment_page(
+                topic=t, order="chronological", request=PageRequest(page=d, page_size=PAGE), viewer=r))
+            assert page.count == size and page.items
+            figures[(size, depth)] = m
+    assert_floor(figures, what=f"comments.page {storage} chronological")
+
+
+@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("document", "hot"), ("embedded", "threaded")])
+def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
+                                                                                       storage, order):
+    """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
+    (A page NUMBER deep in these orders walks the keys before it: documented in docs/comments.md.)"""
+    from comments.selectors import comment_page
+    from comments.services import comment_manager, is_threaded
+
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            topic, _ = _discussion(make_topic, make_user, storage, "threaded", size)
+        m, page = measure(counter, lambda t=topic: comment_page(topic=t, order=order,
+                                                                request=PageRequest(page=1, page_size=PAGE)))
+        assert page.count == size
+        figures[(size, 1)] = m
+        last = -(-size // PAGE)
+
+        def by_cursor(t=topic, cursor=None, number=1):
+            return comment_manager(t).page(discussion_id=t.discussion_id, order=order, threaded=is_threaded(t), cursor=cursor,
+                                request=PageRequest(page=number, page_size=PAGE))
+
+        with counter.paused():
+            cursor = by_cursor(number=last - 1).extra["next"]
+        m, page = measure(counter, lambda c=cursor: by_cursor(cursor=c))
+        assert len(page.items) == size - (last - 1) * PAGE
+        figures[(size, last)] = m
+    assert_floor(figures, what=f"comments.page {storage} {order}")
+
+
+@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
+def test_posting_and_liking_a_comment_cost_the_same_at_any_size(counter, make_topic, make_user, storage):
+    from comments.services import comment_create, comment_like
+
+    posts, likes = {}, {}
+    for size in SIZES:
+        with counter.paused():
+            topic, posted = _discussion(make_topic, make_user, storage, "chronological", size)
+            fan = make_user()
+        posts[size], _ = measure(counter, lambda t=topic, a=fan: comment_create(topic=t, author=a, text="One more."))
+        likes[size], _ = measure(counter, lambda t=topic, c=posted[size // 2], a=fan: comment_like(
+            topic=t, comment_id=c.id, user=a))
+    assert_constant(posts, what=f"comments.post {storage}")
+    assert_constant(likes, what=f"comments.like {storage}")
+
+
+# --- the follow graph --------------------------------------------------------------------------
+
+
+def _celebrity(make_user, size):
+    from social.services import follow_create
+
+    celebrity = make_user()
+    fans = [make_user() for _ in range(size)]
+    for fan in fans:
+        follow_create(follower=fan, followee=celebrity)
+    return celebrity, fans
+
+
+def test_followers_pages_follows_and_unfollows_examine_a_page_at_any_depth_and_size(counter, make_user):
+    from social.selectors import followers_page
+    from social.services import follow_create, follow_delete
+
+    pages, follows, unfollows = {}, {}, {}
+    for size in SIZES:
+        with counter.paused():
+            celebrity, fans = _celebrity(make_user, size)
+            newcomer = make_user()
+        last = -(-size // PAGE)
+        for depth in (1, last):
+            m, page = measure(counter, lambda c=celebrity, d=depth: followers_page(
+                user=c, request=PageRequest(page=d, page_size=PAGE)))
+            assert page.count == size and page.items
+            pages[(size, depth)] = m
+        follows[size], _ = measure(counter, lambda c=celebrity, n=newcomer: follow_create(follower=n, followee=c))
+        unfollows[size], _ = measure(counter, lambda c=celebrity, f=fans[size // 2]: follow_delete(follower=f, followee=c))
+    assert_floor(pages, what="followers.page")
+    assert_constant(follows, what="follow")
+    assert_constant(unfollows, what="unfollow")
+
+
+# --- feeds -------------------------------------------------------------------------------------
+
+
+def _reader_following(make_user, authors: int, per_author: int = 1):
+    from social.feeds.base import PUBLISH, Activity
+    from social.managers.edges import now_ms
+    from social.services import activity_record, follow_create
+
+    reader = make_user()
+    people = [make_user() for _ in range(authors)]
+    for author in people:
+        follow_create(follower=reader, followee=author)
+    for n in range(per_author):
+        for author in people:
+            activity_record(activity=Activity(id="", type=PUBLISH, actor_id=author.pk, actor=author.username,
+                                              date=now_ms(), url=f"/t/{author.pk}-{n}/", topic_slug=f"t{author.pk}-{n}",
+                                              topic_title="A topic"))
+    return reader
+
+
+@pytest.mark.parametrize("strategy", ["read", "write", "bucket"])
+def test_feed_pages_examine_a_page_at_any_depth_and_size(counter, make_user, settings, strategy):
+    from social.selectors import feed_page
+
+    settings.FEED_STRATEGY = strategy
+    # The reader's following list in one document: fan-out on read reads the whole list by design
+    # (ceil(k / SOCIAL_IDS_PER_DOC) documents, one at the real setting of 1,000 for k <= 1,000).
+    settings.SOCIAL_IDS_PER_DOC = 100
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            reader = _reader_following(make_user, size)
+            cursors, cursor = [None], None
+            for _ in range(-(-size // PAGE) - 1):
+                cursor = feed_page(user=reader, cursor=cursor, limit=PAGE).next_cursor
+                cursors.append(cursor)
+        for depth in (1, len(cursors)):
+            m, page = measure(counter, lambda r=reader, c=cursors[depth - 1]: feed_page(user=r, cursor=c, limit=PAGE))
+            assert page.items
+            figures[(size, depth)] = m
+    assert_floor(figures, what=f"feed.read {strategy}")
+
+
+@pytest.mark.parametrize("strategy", ["read", pytest.param("write", marks=AUDIT_10),
+                                      pytest.param("bucket", marks=AUDIT_10)])
+def test_feed_posts_scan_nothing_and_sort_nothing_big(counter, make_user, settings, strategy):
+    from social.feeds.base import PUBLISH, Activity
+    from social.managers.edges import now_ms
+    from social.services import activity_record
+
+    settings.FEED_STRATEGY = strategy
+    with counter.paused():
+        author, _ = _celebrity(make_user, SIZES[-1])
+    m, _ = measure(counter, lambda: activity_record(activity=Activity(
+        id="", type=PUBLISH, actor_id=author.pk, actor=author.username, date=now_ms(), url="/t/x/", topic_slug="x",
+        topic_title="X")))
+    problems = shape_problems(m, what=f"feed.post {strategy}")
+    assert not problems, "\n".join(problems)
+
+
+@AUDIT_11
+def test_a_fan_out_on_read_feed_past_the_explode_limit_does_not_sort_in_memory(counter, make_user, settings):
+    """Audit 11: `author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted in memory."""
+    from social.selectors import feed_page
+
+    settings.FEED_STRATEGY = "read"
+    settings.SOCIAL_IDS_PER_DOC = 1000
+    with counter.paused():
+        reader = _reader_following(make_user, 205)
+    m, page = measure(counter, lambda: feed_page(user=reader, cursor=None, limit=PAGE))
+    assert len(page.items) == PAGE
+    problems = shape_problems(m, what="feed.read read, 205 authors")
+    assert not problems, "\n".join(problems)
