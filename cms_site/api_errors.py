@@ -2,7 +2,8 @@
 
     {"detail": "text must not be empty.", "code": "invalid", "errors": {"text": ["..."]}}
 
-`errors` is present for field validation errors. Domain errors from services
+`errors` is present for field validation errors, always `{field: [messages]}` (an error
+inside a list or a nested object gets a dotted key: `tags.0`). Domain errors from services
 (`cms_site.errors`) get their own status code (400, 401, 403, 404, 409).
 
 - 401 (no or bad credentials) always carries `WWW-Authenticate: Token`; 403 means the
@@ -34,6 +35,23 @@ def _first_message(data) -> str:
     if isinstance(data, str):
         return data
     return ""
+
+
+def _flat_errors(data, prefix: str = "") -> dict[str, list[str]]:
+    """`{field: [messages]}` always: nested errors (a list item, a nested object) get dotted keys, `tags.0`."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            flat.update(_flat_errors(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(data, list) and all(isinstance(v, str) for v in data):
+        flat[prefix or "non_field_errors"] = [str(v) for v in data]
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            if value:
+                flat.update(_flat_errors(value, f"{prefix}.{index}" if prefix else str(index)))
+    else:
+        flat[prefix or "non_field_errors"] = [str(data)]
+    return flat
 
 
 WWW_AUTHENTICATE = 'Token realm="api"'
@@ -68,7 +86,7 @@ def _handle(exc, context):
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
-        errors = response.data if isinstance(response.data, dict) else {"non_field_errors": response.data}
+        errors = _flat_errors(response.data if isinstance(response.data, dict) else {"non_field_errors": response.data})
         response.data = {"detail": _first_message(errors) or "Invalid input.", "code": "invalid", "errors": errors}
         response.status_code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, exceptions.Throttled):

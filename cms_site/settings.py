@@ -244,6 +244,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every operation documents its error responses (cms_site/openapi.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "cms_site.openapi.document_error_responses"],
 }
 
 # Error reports mask secrets inside values too (URI passwords), not only secret-named settings.
