@@ -430,10 +430,10 @@ class Explain:
 
     def work_at(self, served: int) -> tuple[int, int]:
         """(keys, documents) examined once `served` documents have been returned."""
-        if not self.progress or served >= len(self.progress):
-            return self.keys_examined, self.docs_examined
         if served <= 0:
             return 0, 0
+        if not self.progress or served >= len(self.progress):
+            return self.keys_examined, self.docs_examined
         return self.progress[served - 1]
 
     def as_dict(self) -> dict:

@@ -142,3 +142,15 @@ def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
     assert [b["explain"]["updates"] for b in sent] == [[update["updates"][0]], [update["updates"][1]]]
     assert all(b["verbosity"] == "executionStats" and "lsid" not in b["explain"] for b in sent)
     assert (m.keys_examined, m.docs_examined, m.round_trips) == (6, 4, 2)
+
+
+def test_server_work_is_counted_for_blocking_sorts_and_limited_batches(counted):
+    """A sort no index gives reads everything before the first batch; a streamed scan only what its batches hold."""
+    counter, db = counted  # `items` has no declared index: only `_id`
+    with counter.measure() as m:
+        assert len(list(db.items.find({"i": {"$gte": 0}}).sort("i", 1).limit(5))) == 5
+    assert (m.keys_examined, m.docs_examined, m.in_memory_sort, m.sorted_docs) == (0, 250, True, 250)
+    with counter.measure() as m:  # _id order from the _id index: the first batch of 10 examines 10 keys
+        cursor = db.items.find({}).sort("_id", 1).batch_size(10)
+        assert len([next(cursor) for _ in range(10)]) == 10
+    assert (m.keys_examined, m.docs_examined, m.in_memory_sort) == (10, 10, False)
