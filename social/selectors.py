@@ -10,19 +10,21 @@ Followers and following pages are newest first (most recent follow first).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.contrib.auth import get_user_model
 
 from cms_site.errors import NotFound
 from cms_site.paging import Page, PageRequest, parse_whole_number
+from comments.services import comment_statuses
 from social.feeds import get_feed
-from social.feeds.base import FeedPage
+from social.feeds.base import COMMENT, Activity, FeedPage
 from social.feeds.hybrid import merged_page
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.mutes import MuteManager
 from social.managers.pulled import PulledAuthorManager
+from topics.models import Topic
 
 FEED_DEFAULT_SIZE = 20
 FEED_MAX_SIZE = 100
@@ -77,7 +79,52 @@ def feed_size(raw) -> int:
     return parse_whole_number(raw, name="page_size", default=FEED_DEFAULT_SIZE, maximum=FEED_MAX_SIZE)
 
 
+# --- moderated text never leaks ------------------------------------------------------
+#
+# A comment activity carries an excerpt of the comment's text as it was posted. Feeds and
+# profiles resolve the comment's CURRENT status at read time, in one batched query per
+# page (`comments.services.comment_statuses`: the status index of every comment that
+# ever left `visible`, whatever its storage strategy), and show a placeholder instead of
+# the excerpt of a removed, hidden or deleted comment. Resolving at read time (rather
+# than rewriting every copy when a comment is moderated) keeps moderation one small write
+# however many feeds hold a copy (fan-out on write pushes up to FEED_PUSH_LIMIT copies,
+# bucketed feeds embed them), and a restore brings the text back with nothing to redo.
+
+EXCERPT_PLACEHOLDERS = {"removed": "[removed]", "author_only": "[hidden]", "deleted": "[deleted]"}
+
+
+def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
+    """`items` with the excerpt of every comment that is not visible to `viewer` replaced by a
+    placeholder. One MongoDB query (none when the page has no comment activity), plus one
+    SQL query for activities recorded before they carried their topic id."""
+    comments = [a for a in items if a.type == COMMENT and a.comment_id]
+    if not comments:
+        return items
+    missing = {a.topic_slug for a in comments if a.topic_id is None and a.topic_slug}
+    by_slug = dict(Topic.objects.filter(slug__in=missing).values_list("slug", "pk")) if missing else {}
+
+    def key(a: Activity):
+        return (a.topic_id if a.topic_id is not None else by_slug.get(a.topic_slug), a.comment_id)
+
+    statuses = comment_statuses(keys=[key(a) for a in comments if key(a)[0] is not None])
+    staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
+    viewer_id = getattr(viewer, "pk", None) if viewer is not None and getattr(viewer, "is_authenticated", False) else None
+    shown = []
+    for a in items:
+        status = statuses.get(key(a)) if a.type == COMMENT and a.comment_id else None
+        if status in EXCERPT_PLACEHOLDERS and not staff and not (status == "author_only" and a.actor_id == viewer_id):
+            a = replace(a, excerpt=EXCERPT_PLACEHOLDERS[status])
+        shown.append(a)
+    return shown
+
+
 def feed_page(*, user, cursor: str | None = None, limit: int = FEED_DEFAULT_SIZE) -> FeedPage:
+    """`user`'s feed, newest first, comment text as its current status allows (`visible_activities`)."""
+    page = _feed_page(user=user, cursor=cursor, limit=limit)
+    return replace(page, items=visible_activities(page.items, viewer=user))
+
+
+def _feed_page(*, user, cursor: str | None = None, limit: int = FEED_DEFAULT_SIZE) -> FeedPage:
     """`user`'s feed (activities of the people they follow, not of those they muted), newest first.
 
     Fan-out on read queries the log for the followed, unmuted authors. The push strategies
@@ -105,6 +152,8 @@ def muted_ids(*, user) -> set[int]:
     return MuteManager().muted_by(muter=user.pk)
 
 
-def activity_by_user(*, user, cursor: str | None = None, limit: int = 10) -> FeedPage:
-    """What `user` did (their own activities), newest first: the profile's recent activity."""
-    return ActivityLogManager().by_authors(authors=[user.pk], cursor=cursor, limit=limit)
+def activity_by_user(*, user, cursor: str | None = None, limit: int = 10, viewer=None) -> FeedPage:
+    """What `user` did (their own activities), newest first: the profile's recent activity,
+    comment text as its current status allows `viewer` (`visible_activities`)."""
+    page = ActivityLogManager().by_authors(authors=[user.pk], cursor=cursor, limit=limit)
+    return replace(page, items=visible_activities(page.items, viewer=viewer))

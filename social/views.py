@@ -22,7 +22,7 @@ def _user_or_404(username):
 def profile(request, username):
     user = _user_or_404(username)
     try:
-        recent = selectors.activity_by_user(user=user, cursor=request.GET.get("cursor"), limit=10)
+        recent = selectors.activity_by_user(user=user, cursor=request.GET.get("cursor"), limit=10, viewer=request.user)
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("social-profile", username=user.username)

@@ -52,6 +52,7 @@ class Activity:
     excerpt: str = ""
     target_id: int | None = None
     target: str = ""  # the followed user's username
+    topic_id: int | None = None  # a comment activity's discussion: its text is shown per the comment's current status
 
     def to_fields(self) -> dict:
         """The stored fields (without the id: each collection keys it its own way)."""
@@ -61,6 +62,8 @@ class Activity:
                 fields[name] = getattr(self, name)
         if self.target_id is not None:
             fields["target_id"] = self.target_id
+        if self.topic_id is not None:
+            fields["topic_id"] = self.topic_id
         return fields
 
     @classmethod
@@ -69,7 +72,7 @@ class Activity:
             id=str(id), type=doc["type"], actor_id=doc["author"], actor=doc.get("author_name", ""), date=doc["date"],
             url=doc.get("url", ""), topic_slug=doc.get("topic_slug", ""), topic_title=doc.get("topic_title", ""),
             comment_id=doc.get("comment_id", ""), excerpt=doc.get("excerpt", ""), target_id=doc.get("target_id"),
-            target=doc.get("target", ""),
+            target=doc.get("target", ""), topic_id=doc.get("topic_id"),
         )
 
 
