@@ -262,5 +262,5 @@ def activity_comment_posted(*, topic, comment, author) -> Activity:
     return activity_record(activity=Activity(
         id="", type=COMMENT, actor_id=author.pk, actor=author.username, date=now_ms(),
         url=f"/t/{topic.slug}/c/{comment.id}/", topic_slug=topic.slug, topic_title=topic.title,
-        comment_id=str(comment.id), excerpt=excerpt, topic_id=topic.pk,
+        comment_id=str(comment.id), excerpt=excerpt, topic_id=getattr(topic, "pk", None),
     ))
