@@ -1,15 +1,27 @@
 """Comment pages. Thin: parse the request, call services and selectors, render.
 
-GET pages never write. POST endpoints (post/reply, like/unlike) redirect back with a
-message: a success message, or the service's error message and nothing stored. Bad
-`page`/`order` parameters redirect to the topic's first page with a message; a page
-past the last one is a 404 (as on the home page).
+GET pages never write. POST endpoints (post/reply/preview, edit, delete, like/unlike)
+follow post-redirect-get: a success message, or the service's refusal. A refusal never
+throws away what was typed: the text is kept as a draft in the session and the page the
+visitor comes back to shows it in the same form with the error beside it (and a
+preview, when "Preview" was pressed). Bad `page`/`order` parameters redirect to the
+topic's first page with a message; a page past the last one is a 404.
+
+In-place actions: a request sent by static/js/comments.js (header `X-Requested-With:
+fetch`) gets the re-rendered comment as an HTML fragment instead of a redirect (or the
+error as JSON `{detail, code}` with the service's status), so like, reply, edit and
+delete work without a reload; without JavaScript the same forms do full round trips.
+
+Threaded pages indent at most THREAD_DISPLAY_DEPTH levels: deeper replies are left to
+the permalink page, reached by a "continue this thread" link on their ancestor.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
@@ -19,6 +31,9 @@ from cms_site.paging import DEFAULT_PAGE_SIZE, parse_page_request
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
 from topics.selectors import topic_get
+
+THREAD_DISPLAY_DEPTH = 5  # levels shown indented on a topic page (depth 0..4)
+DRAFT_KEY = "comment_draft"
 
 
 def _topic(request, slug):
@@ -40,6 +55,57 @@ def _page_url(topic, *, page: int, order: str, comment_id: str | None = None) ->
     return url + (f"#c-{comment_id}" if comment_id else "")
 
 
+def _in_place(request) -> bool:
+    return request.headers.get("X-Requested-With") == "fetch"
+
+
+def _keep_draft(request, topic, *, text: str, error: str = "", parent: str = "", edit: str = "", preview: str = ""):
+    """Remember what was typed (and why it was refused) for the next page of this topic."""
+    request.session[DRAFT_KEY] = {"topic": topic.slug, "text": text[:100_000], "error": error, "parent": parent,
+                                  "edit": edit, "preview": preview}
+
+
+def _take_draft(request, topic) -> dict | None:
+    draft = request.session.get(DRAFT_KEY)
+    if not isinstance(draft, dict) or draft.get("topic") != topic.slug:
+        return None
+    del request.session[DRAFT_KEY]
+    return draft
+
+
+def _fragment(request, topic, comment, *, depth: int | None = None, indent: bool = True, status: int = 200):
+    liked = selectors.comment_liked_ids(topic=topic, comment_ids=[comment.id], viewer=request.user)
+    html = render_to_string("comments/_comment.html", {
+        "topic": topic, "comment": selectors.mask(comment, request.user),
+        "depth": comment.depth if depth is None else depth, "indent": indent,
+        "liked": liked, "here": _safe_next(request, topic.get_absolute_url()), "highlight": False,
+        "max_text": settings.COMMENTS_MAX_TEXT,
+    }, request=request)
+    return HttpResponse(html, status=status)
+
+
+def _refusal(request, exc: ServiceError):
+    return JsonResponse({"detail": exc.message, "code": exc.code}, status=exc.status_code)
+
+
+def _continue_links(items: list) -> list:
+    """Hide comments deeper than the display bound; their shown ancestor links to its permalink."""
+    shown = [c for c in items if c.depth < THREAD_DISPLAY_DEPTH]
+    by_id = {c.id: c for c in shown}
+    for comment in items:
+        if comment.depth >= THREAD_DISPLAY_DEPTH:
+            anchor = by_id.get(comment.path.split("/")[THREAD_DISPLAY_DEPTH - 1])
+            if anchor is not None:
+                anchor.continue_thread = True
+    return shown
+
+
+def _context(request, topic, **extra) -> dict:
+    draft = _take_draft(request, topic)
+    return {"topic": topic, "draft": draft, "max_text": settings.COMMENTS_MAX_TEXT,
+            "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(), **extra}
+
+
 def topic_detail(request, slug):
     topic = _topic(request, slug)
     try:
@@ -56,13 +122,13 @@ def topic_detail(request, slug):
     query = urlencode({"order": order}) + "&"
     if req.page_size != DEFAULT_PAGE_SIZE:
         query += urlencode({"page_size": req.page_size}) + "&"
-    return render(request, "comments/topic_detail.html", {
-        "topic": topic, "page": page, "order": order, "orders": orders, "query": query,
-        "indent": order == "threaded", "liked": page.extra["liked"], "form": CommentForm(),
-        "here": request.get_full_path(),
+    indent = order == "threaded"
+    items = _continue_links(page.items) if indent else page.items
+    return render(request, "comments/topic_detail.html", _context(
+        request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
+        liked=page.extra["liked"], form=CommentForm(),
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
-        "cursor_links": order != "chronological", "via_cursor": bool(request.GET.get("cursor")),
-    })
+        cursor_links=order != "chronological", via_cursor=bool(request.GET.get("cursor"))))
 
 
 def comment_permalink(request, slug, comment_id):
@@ -77,11 +143,25 @@ def comment_permalink(request, slug, comment_id):
     for comment in thread:
         comment.relative_depth = comment.depth - root_depth
     liked = selectors.comment_liked_ids(topic=topic, comment_ids=[c.id for c in thread], viewer=request.user)
-    return render(request, "comments/comment_permalink.html", {
-        "topic": topic, "comment": thread[0], "thread": thread, "liked": liked, "form": CommentForm(),
-        "page_url": _page_url(topic, page=number, order=order, comment_id=comment_id), "page_number": number,
-        "here": request.get_full_path(),
-    })
+    return render(request, "comments/comment_permalink.html", _context(
+        request, topic, comment=thread[0], thread=thread, liked=liked, form=CommentForm(),
+        page_url=_page_url(topic, page=number, order=order, comment_id=comment_id), page_number=number))
+
+
+def comment_revisions(request, slug, comment_id):
+    topic = _topic(request, slug)
+    try:
+        comment = selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
+        revisions = services.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
+    except NotAuthenticated:
+        return redirect_to_login(request.get_full_path())
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect(reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+    return render(request, "comments/comment_revisions.html", {"topic": topic, "comment": comment,
+                                                                "revisions": revisions})
 
 
 @require_POST
@@ -92,15 +172,27 @@ def comment_post(request, slug):
     if not form.is_valid():  # only malformed submissions get here: every field is an optional string
         messages.error(request, "The comment form was incomplete; nothing was posted.")
         return redirect(_safe_next(request, fallback))
+    text, parent = form.cleaned_data["text"], form.cleaned_data["parent"] or ""
+    back = _safe_next(request, fallback)
+    anchor = f"#c-{parent}" if parent else "#comment-form"
+    if "preview" in request.POST:
+        _keep_draft(request, topic, text=text, parent=parent, preview=services.comment_render(text=text.strip()))
+        return redirect(back.split("#")[0] + anchor)
     try:
-        comment = services.comment_create(topic=topic, author=request.user, text=form.cleaned_data["text"],
-                                          parent=form.cleaned_data["parent"] or None)
+        comment = services.comment_create(topic=topic, author=request.user, text=text, parent=parent or None)
     except NotAuthenticated as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
         messages.error(request, exc.message)
-        return redirect_to_login(_safe_next(request, fallback))
+        return redirect_to_login(back)
     except ServiceError as exc:
-        messages.error(request, f"Not posted: {exc.message}")
-        return redirect(_safe_next(request, fallback))
+        if _in_place(request):
+            return _refusal(request, exc)
+        _keep_draft(request, topic, text=text, parent=parent, error=exc.message)
+        messages.error(request, f"Not posted: {exc.message} Your text is still in the form.")
+        return redirect(back.split("#")[0] + anchor)
+    if _in_place(request):
+        return _fragment(request, topic, comment, status=201)
     if getattr(comment, "held", False):  # held for review: not in the discussion yet
         if comment.status == "pending":
             messages.success(request, "Thank you: your comment is awaiting moderation. Only you and the editors see it "
@@ -111,6 +203,59 @@ def comment_post(request, slug):
     messages.success(request, "Your reply was posted." if comment.parent else "Your comment was posted.")
     number = selectors.comment_page_of(topic=topic, comment=comment, order=topic.comment_order)
     return redirect(_page_url(topic, page=number, order=topic.comment_order, comment_id=comment.id))
+
+
+@require_POST
+def comment_edit(request, slug, comment_id):
+    topic = _topic(request, slug)
+    form = CommentForm(request.POST)
+    back = _safe_next(request, reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+    text = form.data.get("text", "") if isinstance(form.data.get("text", ""), str) else ""
+    try:
+        comment = services.comment_edit(topic=topic, comment_id=comment_id, text=text, user=request.user)
+    except NotAuthenticated as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        return redirect_to_login(back)
+    except NotFound as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        raise Http404(exc.message) from None
+    except ServiceError as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        _keep_draft(request, topic, text=text, edit=comment_id, error=exc.message)
+        messages.error(request, f"Not saved: {exc.message} Your text is still in the form.")
+        return redirect(back.split("#")[0] + f"#c-{comment_id}")
+    if _in_place(request):
+        return _fragment(request, topic, comment)
+    messages.success(request, "Your changes were saved.")
+    return redirect(back.split("#")[0] + f"#c-{comment.id}")
+
+
+@require_POST
+def comment_delete(request, slug, comment_id):
+    topic = _topic(request, slug)
+    back = _safe_next(request, reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+    try:
+        comment = services.comment_delete(topic=topic, comment_id=comment_id, user=request.user)
+    except NotAuthenticated as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        return redirect_to_login(back)
+    except NotFound as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        raise Http404(exc.message) from None
+    except ServiceError as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
+        messages.error(request, exc.message)
+        return redirect(back)
+    if _in_place(request):
+        return _fragment(request, topic, comment)
+    messages.success(request, "The comment was deleted.")
+    return redirect(back.split("#")[0] + f"#c-{comment.id}")
 
 
 @require_POST
@@ -125,13 +270,21 @@ def comment_like(request, slug, comment_id):
     try:
         comment = action(topic=topic, comment_id=comment_id, user=request.user)
     except NotAuthenticated as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
         messages.error(request, exc.message)
         return redirect_to_login(_safe_next(request, fallback))
     except NotFound as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
         raise Http404(exc.message) from None
     except ServiceError as exc:
+        if _in_place(request):
+            return _refusal(request, exc)
         messages.error(request, exc.message)
         return redirect(_safe_next(request, fallback))
+    if _in_place(request):
+        return _fragment(request, topic, comment)
     verb = "Liked" if form.cleaned_data["action"] == "like" else "Unliked"
     messages.success(request, f"{verb}: {comment.likes} like{'' if comment.likes == 1 else 's'}.")
     target = _safe_next(request, fallback)

@@ -115,6 +115,7 @@ class Comment:
     latest_likers: list[str] = field(default_factory=list)
     html: str = ""
     edited: datetime | None = None
+    reply_to: str | None = None  # the name of the parent's author when it was answered ("in reply to @name")
     locator: object = field(default=None, compare=False, repr=False)
     # Dense per-discussion sequence number from 1; 0 when this read does not carry it (an embedded
     # get() returns the element without its array index). Not part of a comment's value.

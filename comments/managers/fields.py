@@ -59,7 +59,8 @@ def new_comment(*, discussion_id: int, comment_id: str, author: Author, text: st
     posted = posted or monotonic_now()
     where = place(comment_id=comment_id, posted=posted, parent=parent, max_depth=settings.COMMENTS_MAX_DEPTH)
     return Comment(id=comment_id, discussion_id=discussion_id, parent=where.parent, path=where.path, depth=where.depth,
-                   sort_key=where.sort_key, author=author, text=text, posted=posted, html=html)
+                   sort_key=where.sort_key, author=author, text=text, posted=posted, html=html,
+                   reply_to=parent.author.name if parent is not None and parent.author is not None else None)
 
 
 def to_element(comment: Comment) -> dict:
@@ -79,6 +80,7 @@ def to_element(comment: Comment) -> dict:
         "latest_likers": list(comment.latest_likers),
         "html": comment.html,
         "edited": comment.edited,
+        "reply_to": comment.reply_to,
     }
 
 
@@ -100,6 +102,7 @@ def from_element(element: dict, discussion_id: int) -> Comment:
         html=element.get("html", ""),
         edited=element.get("edited"),
         seq=int(element.get("seq", 0)),
+        reply_to=element.get("reply_to"),
     )
 
 

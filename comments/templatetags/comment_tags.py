@@ -1,0 +1,45 @@
+"""Template filters of the comment pages: who may edit or delete (the services' pure rules,
+no query), and locally generated avatars (initials on a colour derived from the name)."""
+
+import hashlib
+
+from django import template
+
+from comments import services
+
+register = template.Library()
+
+AVATAR_COLOURS = 12  # .avatar.a0 .. .avatar.a11 in site.css (no inline style: CSP-friendly)
+
+
+@register.filter
+def editable_by(comment, user) -> bool:
+    return services.can_edit(comment, user)
+
+
+@register.filter
+def deletable_by(comment, user) -> bool:
+    return services.can_delete(comment, user)
+
+
+@register.filter
+def initials(name) -> str:
+    parts = [p for p in str(name or "").replace("_", " ").replace(".", " ").replace("-", " ").split() if p]
+    if not parts:
+        return "?"
+    letters = parts[0][0] + (parts[1][0] if len(parts) > 1 else parts[0][1:2])
+    return letters.upper()
+
+
+@register.filter
+def avatar_colour(name) -> str:
+    digest = hashlib.blake2s(str(name or "").encode(), digest_size=2).digest()
+    return f"a{int.from_bytes(digest, 'big') % AVATAR_COLOURS}"
+
+
+@register.filter
+def depth_class(depth) -> str:
+    try:
+        return f"d{min(max(int(depth), 0), 8)}"
+    except (TypeError, ValueError):
+        return "d0"

@@ -1,0 +1,128 @@
+/* Comments, progressively enhanced. Without this script every form does a full round trip
+   and everything works; with it, like/unlike, reply, edit and delete happen in place (the
+   server answers `X-Requested-With: fetch` with the re-rendered comment as HTML, or a JSON
+   error that is shown beside the kept text), textareas count characters, and threads collapse. */
+(function () {
+  "use strict";
+
+  function updateCounter(textarea) {
+    var out = document.getElementById(textarea.dataset.counter);
+    if (!out) return;
+    var max = parseInt(textarea.getAttribute("maxlength") || "0", 10);
+    var n = textarea.value.length;
+    out.textContent = n + " / " + max;
+    out.classList.toggle("near", max > 0 && n >= max * 0.9 && n <= max);
+    out.classList.toggle("over", max > 0 && n > max);
+  }
+
+  function depthOf(el) { return parseInt(el.dataset.depth || "0", 10); }
+
+  function descendants(article) {
+    var out = [], depth = depthOf(article), next = article.nextElementSibling;
+    while (next && next.matches("article.comment") && depthOf(next) > depth) { out.push(next); next = next.nextElementSibling; }
+    return out;
+  }
+
+  function setupCollapse(root) {
+    (root || document).querySelectorAll(".comment-list.threaded article.comment").forEach(function (article) {
+      var button = article.querySelector(":scope > header .collapse");
+      if (!button) return;
+      var kids = descendants(article);
+      button.hidden = kids.length === 0;
+      if (kids.length) button.textContent = button.getAttribute("aria-expanded") === "false" ? "Expand (" + kids.length + ")" : "Collapse";
+    });
+  }
+
+  function toggle(button) {
+    var article = button.closest("article.comment");
+    var open = button.getAttribute("aria-expanded") !== "false";
+    var kids = descendants(article);
+    kids.forEach(function (kid) { kid.hidden = open; });
+    button.setAttribute("aria-expanded", open ? "false" : "true");
+    button.textContent = open ? "Expand (" + kids.length + ")" : "Collapse";
+  }
+
+  function showError(form, message) {
+    var old = form.querySelector(".field-error.js");
+    if (old) old.remove();
+    var p = document.createElement("p");
+    p.className = "field-error js";
+    p.setAttribute("role", "alert");
+    p.textContent = message;
+    var field = form.querySelector(".field") || form;
+    field.classList.add("has-error");
+    field.appendChild(p);
+    var textarea = form.querySelector("textarea");
+    if (textarea) textarea.setAttribute("aria-invalid", "true");
+  }
+
+  function fragment(html) {
+    var t = document.createElement("template");
+    t.innerHTML = html.trim();
+    return t.content.firstElementChild;
+  }
+
+  function place(newer, older, depth) {
+    newer.dataset.depth = String(depth);
+    newer.className = newer.className.replace(/\bd\d\b/, "d" + Math.min(depth, 8));
+    if (!older.closest(".comment-list.threaded")) newer.className = newer.className.replace(/\bd\d\b/, "d0");
+  }
+
+  document.addEventListener("input", function (e) {
+    if (e.target.matches && e.target.matches("textarea[data-counter]")) updateCounter(e.target);
+  });
+
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest("button.collapse");
+    if (button) { e.preventDefault(); toggle(button); }
+  });
+
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.matches("form[data-in-place]") || !window.fetch) return;
+    if (e.submitter && e.submitter.name === "preview") return; /* the preview is a page of its own */
+    e.preventDefault();
+    var article = form.closest("article.comment");
+    var kind = form.dataset.inPlace;
+    var buttons = form.querySelectorAll("button");
+    buttons.forEach(function (b) { b.disabled = true; });
+    fetch(form.action, {method: "POST", body: new FormData(form), credentials: "same-origin",
+                        headers: {"X-Requested-With": "fetch"}})
+      .then(function (response) {
+        var type = response.headers.get("Content-Type") || "";
+        if (response.ok && type.indexOf("text/html") === 0) {
+          return response.text().then(function (html) {
+            var el = fragment(html);
+            if (kind === "reply") {
+              var kids = descendants(article);
+              var after = kids.length ? kids[kids.length - 1] : article;
+              place(el, article, depthOf(article) + 1);
+              after.after(el);
+              form.reset();
+              form.querySelectorAll("textarea[data-counter]").forEach(updateCounter);
+              var details = form.closest("details");
+              if (details) details.open = false;
+            } else {
+              place(el, article, depthOf(article));
+              article.replaceWith(el);
+            }
+            el.classList.add("flash");
+            setupCollapse();
+            var focus = kind === "like" ? el.querySelector("form.like button") : el.querySelector("header a, header span");
+            if (focus && focus.focus) focus.focus({preventScroll: true});
+          });
+        }
+        if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */
+        return response.json().then(function (body) { showError(form, body.detail || "That did not work."); },
+                                    function () { showError(form, "That did not work (" + response.status + ")."); });
+      })
+      .catch(function () { showError(form, "The network failed; your text is still here. Try again."); })
+      .finally(function () { buttons.forEach(function (b) { b.disabled = false; }); });
+  });
+
+  function init() {
+    document.querySelectorAll("textarea[data-counter]").forEach(updateCounter);
+    setupCollapse();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();
