@@ -23,7 +23,7 @@ class TopicSlugRedirectMiddleware:
         response = self.get_response(request)
         if response.status_code != 404 or request.method not in ("GET", "HEAD"):
             return response
-        match = _TOPIC_PATH.match(request.path)
+        match = _TOPIC_PATH.fullmatch(request.path)
         if match is None:
             return response
         new = topic_redirect_slug(slug=match.group(2), viewer=getattr(request, "user", None))

@@ -47,3 +47,34 @@ class TopicUpdateSerializer(serializers.Serializer):
     publish_at = serializers.DateTimeField(required=False, allow_null=True)
     tags = TagListField(required=False)
     comment_moderation = serializers.ChoiceField(choices=CommentModeration.choices, required=False)
+
+
+class CommentSearchHitSerializer(serializers.Serializer):
+    """A visible comment matching a search: where it is and an excerpt of its text."""
+
+    id = serializers.CharField(source="hit.comment_id")
+    topic = serializers.SlugField(source="topic.slug")
+    topic_title = serializers.CharField(source="topic.title")
+    author = serializers.CharField(source="hit.author")
+    posted = serializers.DateTimeField(source="hit.posted")
+    excerpt = serializers.CharField(source="hit.excerpt")
+    url = serializers.CharField()
+
+
+class CommentSearchPageSerializer(serializers.Serializer):
+    results = CommentSearchHitSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for older comments; null at the end.")
+
+
+class TopicPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    num_pages = serializers.IntegerField()
+    results = TopicSerializer(many=True)
+
+
+class SearchResultSerializer(serializers.Serializer):
+    q = serializers.CharField()
+    topics = TopicPageSerializer(required=False, help_text="With kind=all or topics.")
+    comments = CommentSearchPageSerializer(required=False, help_text="With kind=all or comments.")

@@ -1,8 +1,13 @@
+from django.contrib.sitemaps.views import sitemap
 from django.urls import path
 
-from topics import views
+from topics import syndication, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("tags/<slug:slug>/", views.tag_detail, name="tag-detail"),
+    path("search/", views.search, name="search"),
+    path("feeds/topics/", syndication.LatestTopicsFeed(), name="feed-topics"),
+    path("t/<slug:slug>/feed/", syndication.TopicCommentsFeed(), name="feed-topic-comments"),
+    path("sitemap.xml", sitemap, {"sitemaps": syndication.SITEMAPS}, name="sitemap"),
 ]

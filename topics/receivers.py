@@ -1,0 +1,32 @@
+"""Comment signals keep the comment search index (topics/managers/search.py) in step.
+
+Every change of what a visitor may see reaches the index: a post (with its status), an
+edit (new words and html), a deletion (words and text dropped) and a status change.
+"""
+
+from __future__ import annotations
+
+from topics.managers.search import CommentSearchManager
+
+
+def _upsert(topic, comment) -> None:
+    CommentSearchManager().upsert(
+        discussion_id=topic.discussion_id, comment_id=comment.id, text=comment.text, html=comment.html,
+        author=comment.author.name if comment.author else "", posted=comment.posted, status=comment.status,
+    )
+
+
+def on_comment_posted(sender, topic, comment, **kwargs):
+    _upsert(topic, comment)
+
+
+def on_comment_edited(sender, topic, comment, **kwargs):
+    _upsert(topic, comment)
+
+
+def on_comment_deleted(sender, topic, comment, **kwargs):
+    CommentSearchManager().forget(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
+
+
+def on_comment_status_changed(sender, topic, comment, after, **kwargs):
+    CommentSearchManager().set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=after)
