@@ -16,7 +16,8 @@ from django.db.models import Q
 
 from cms_site.errors import InvalidInput, NotFound
 from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
-from topics.managers.search import MAX_QUERY_WORDS, CommentSearchManager, Hit, words
+from comments.services import comment_statuses
+from topics.managers.search import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words
 from topics.models import Tag, Topic, TopicSlugRedirect
 
 
@@ -136,10 +137,17 @@ def comment_search(*, q, cursor=None, page_size: int = DEFAULT_PAGE_SIZE) -> tup
     more = len(hits) > page_size
     hits = hits[:page_size]
     topics = Topic.objects.live().in_bulk({h.discussion_id for h in hits})
-    items = [CommentHit(topic=topics[h.discussion_id], hit=h) for h in hits if h.discussion_id in topics]
+    items = [CommentHit(topic=topics[h.discussion_id], hit=h) for h in _still_visible(hits) if h.discussion_id in topics]
     return items, (_encode_cursor(hits[-1]) if more and hits else None)
 
 
+def _still_visible(hits: list[Hit]) -> list[Hit]:
+    """Belt and braces: drop hits the comment status index (written before any status
+    change reaches storage or signals) no longer has as visible. One `_id` $in query."""
+    statuses = comment_statuses(keys=[(h.discussion_id, h.comment_id) for h in hits]) if hits else {}
+    return [h for h in hits if statuses.get((h.discussion_id, h.comment_id), VISIBLE) == VISIBLE]
+
+
 def topic_latest_comments(*, topic: Topic, limit: int = 20) -> list[Hit]:
-    """A topic's newest visible comments (its Atom feed): one indexed query."""
-    return CommentSearchManager().latest(discussion_id=topic.discussion_id, limit=limit)
+    """A topic's newest visible comments (its Atom feed): two indexed queries."""
+    return _still_visible(CommentSearchManager().latest(discussion_id=topic.discussion_id, limit=limit))

@@ -124,3 +124,13 @@ def test_sitemap_lists_live_topics_and_tags(client, world):
     xml = client.get("/sitemap.xml").content.decode()
     assert f"/t/{world['live'].slug}/" in xml and "/tags/garden/" in xml
     assert world["draft"].slug not in xml and world["later"].slug not in xml
+
+
+def test_a_status_change_that_never_reached_the_search_index_still_hides_the_hit(api_client, make_topic, make_user):
+    from comments.managers.statuses import CommentStatusIndexManager
+
+    topic = make_topic()
+    c = comments.comment_create(topic=topic, author=make_user(), text="interrupted moderation")
+    CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=c.id, status="removed")
+    assert api_client.get("/api/search/?q=interrupted&kind=comments").json()["comments"]["results"] == []
+    assert "interrupted" not in api_client.get(f"/t/{topic.slug}/feed/").content.decode()
