@@ -29,4 +29,6 @@ def on_comment_deleted(sender, topic, comment, **kwargs):
 
 
 def on_comment_status_changed(sender, topic, comment, after, **kwargs):
+    if after == "deleted":
+        return  # comment_deleted already dropped it (one round trip, not two)
     CommentSearchManager().set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=after)
