@@ -533,8 +533,9 @@ class Matcher:
                 batch.append(nxt)
                 if len(batch) >= self.BATCH:
                     break
-            found = {_hashable(d.get("_id")) for d in self.source.documents(
-                self.collection, {"$and": [self.filter, {"_id": {"$in": batch}}]}, {"_id": 1})}
+            pinned = {**self.filter, "_id": {"$in": batch}} if "_id" not in self.filter else \
+                {"$and": [self.filter, {"_id": {"$in": batch}}]}  # the `_id` form is a hash lookup, not a scan
+            found = {_hashable(d.get("_id")) for d in self.source.documents(self.collection, pinned, {"_id": 1})}
             for value in batch:
                 self.known[_hashable(value)] = _hashable(value) in found
         return self.known[hid]
@@ -640,10 +641,26 @@ class Planner:
                 return plan
         candidates = self._candidates(query, indexes, preds)
         matches = self.source.matcher(collection, query.filter)
-        plans = [self._scan(collection, query, index, preds, matches, exact_ors=not ors) for index in candidates]
+        constrained = {p.path for p in preds if p.intervals != FULL}
+
+        def promise(index: Index):  # likely cheapest first: gives the order, then the longest constrained prefix
+            prefix = 0
+            for f in index.fields:
+                if f not in constrained:
+                    break
+                prefix += 1
+            return (not (query.sort and self._gives_order(index, query.sort, preds)), -prefix)
+
+        plans = []
+        for index in sorted(candidates, key=promise):
+            # A candidate that has done more work than the best plan so far is abandoned, as the
+            # server's trial period abandons it: it cannot win.
+            budget = min((p.cost for p in plans), default=math.inf)
+            plan = self._scan(collection, query, index, preds, matches, exact_ors=not ors, budget=budget)
+            if plan is not None:
+                plans.append(plan)
         if not plans:
             plans.append(self._collscan(collection, query))
-        constrained = {p.path for p in preds if p.intervals != FULL}
 
         def rank_plan(p: _Plan):  # least work; on a tie, the index that answers more of the filter
             answered = sum(1 for f in (p.index.fields if p.index else ()) if f in constrained)
@@ -697,7 +714,8 @@ class Planner:
         return same or reverse
 
     def _scan(self, collection, query: Query, index: Index, preds: list[Predicate], matches: Matcher, *,
-              exact_ors: bool = True) -> _Plan:
+              exact_ors: bool = True, budget: float = math.inf) -> _Plan | None:
+        """The plan scanning `index`; None when its work passes `budget` (another plan is cheaper)."""
         keys_of_index = self.source.keys(collection, index)
         per_field = self._field_intervals(index, preds)
         multikey = keys_of_index.multikey_fields
@@ -765,6 +783,8 @@ class Planner:
         fetch_each = not exact and not key_filter
         for _key, _id in walk():
             keys += 1
+            if keys + docs > budget:
+                return None
             hid = _hashable(_id)
             if hid in seen:
                 continue
@@ -835,8 +855,12 @@ class Planner:
             if not cands:
                 return None  # a branch without an index: the whole $or is a collection scan (or another plan)
             branch_matches = self.source.matcher(collection, sub_filter)
-            best = min((self._scan(collection, sub_query, c, sub_preds, branch_matches) for c in cands),
-                       key=lambda p: (p.cost, p.in_memory_sort))
+            best = None
+            for c in cands:
+                plan = self._scan(collection, sub_query, c, sub_preds, branch_matches,
+                                  budget=best.cost if best is not None else math.inf)
+                if plan is not None and (best is None or (plan.cost, plan.in_memory_sort) < (best.cost, best.in_memory_sort)):
+                    best = plan
             sub_plans.append(best)
         keys = sum(p.keys for p in sub_plans)
         docs = sum(p.docs for p in sub_plans)

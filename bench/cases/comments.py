@@ -115,11 +115,14 @@ def _sweep(bench, *, storage, size, editor, authors) -> None:
                   page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order, sweep=True)
 
 
-def _cursor_rows(bench, *, topic, storage, label, order, size, num_pages) -> None:
+def _cursor_rows(bench, *, topic, comments, storage, label, order, size, num_pages) -> None:
     """Keyset navigation in a non-chronological order: the page after a page's `next` cursor, at the same
-    depths as the page-number rows (rows with `nav: "cursor"`). Each cursor comes from the page before,
-    read unmeasured."""
+    depths as the page-number rows (rows with `nav: "cursor"`). In threaded order the cursor is the one
+    the previous page hands out (its last comment's sort key, computed from the loaded comments: reading
+    that page by number on mongomock costs a scan of the discussion); in other orders it is read from
+    the previous page, unmeasured."""
     from comments.managers import manager_for
+    from comments.managers.base import FORWARD, encode_cursor
 
     manager = manager_for(storage)
     threaded = topic.comment_order == THREADED
@@ -129,13 +132,19 @@ def _cursor_rows(bench, *, topic, storage, label, order, size, num_pages) -> Non
         return manager.page(discussion_id=topic.discussion_id, order=order, request=request, threaded=threaded,
                             cursor=cursor)
 
+    keys = sorted(c.sort_key for c in comments) if order == THREADED else None
     for depth in page_depths(num_pages):
         if depth == 1:
             continue
-        with bench.counter.paused():
-            cursor = page(PageRequest(page=depth - 1, page_size=sizes.page_size)).extra.get("next")
+        last_before = (depth - 1) * sizes.page_size - 1  # the item the previous page ends with
+        if keys is not None:  # threaded order is sort_key order: the previous page's `next` names this key
+            cursor = encode_cursor(THREADED, FORWARD, keys[last_before])
+        else:
+            with bench.counter.paused():
+                cursor = page(PageRequest(page=depth - 1, page_size=sizes.page_size)).extra.get("next")
         m, got, varies = bench.measure(lambda c=cursor: page(PageRequest(page=1, page_size=sizes.page_size), c))
         assert len(got.items) == min(sizes.page_size, size - (depth - 1) * sizes.page_size), (label, order, depth)
+        assert keys is None or got.items[0].sort_key == keys[last_before + 1], (label, order, depth)
         bench.row("comments.page", label, size, depth, m, varies=varies, order=order, nav="cursor",
                   page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order)
 
@@ -165,8 +174,8 @@ def _page_and_post(bench, *, storage, editor, writers, authors, label, order) ->
             bench.row("comments.page", label, size, depth, m, varies=varies, order=page_order, page_size=sizes.page_size,
                       num_pages=num_pages, topic_order=topic.comment_order)
         if page_order != CHRONOLOGICAL:
-            _cursor_rows(bench, topic=topic, storage=storage, label=label, order=page_order, size=size,
-                         num_pages=num_pages)
+            _cursor_rows(bench, topic=topic, comments=comments, storage=storage, label=label, order=page_order,
+                         size=size, num_pages=num_pages)
     middle = comments[len(comments) // 2]
     writer = writers[0]
     for kind, parent in (("top-level", None), ("reply", middle.id)):
