@@ -48,7 +48,7 @@ class Sizes:
     comment_sweep: tuple[int, ...] = (1_000, 10_000)  # smaller discussions: first and last page only
 
 
-QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, repeats=1, post_repeats=3)
+QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, peer_comments=2_000, repeats=1, post_repeats=3)
 # One timed repetition at full size: counts do not vary between repetitions, and a page of a
 # 100,000-comment discussion read with skip costs mongomock a scan of the whole discussion.
 FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000, repeats=1)
