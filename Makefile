@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run test bench bench-quick lint install install-dev indexes clean
+.PHONY: run serve test bench bench-quick lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,21 @@ run: install
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py mongo_indexes
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py rundemo $(HOST)
 
+## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
+## collected static files served by WhiteNoise (docs/deploy.md). A SECRET_KEY is
+## generated into .secret_key on first use unless one is set. With the embedded engine
+## (no MONGODB_URI) one worker: the engine lives in that worker's memory (and snapshot).
+SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}"
+serve: install
+	@test -n "$$SECRET_KEY" || test -s .secret_key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key
+	$(SERVE_ENV) $(PY) manage.py migrate --noinput
+	$(SERVE_ENV) $(PY) manage.py collectstatic --noinput -v 0
+	$(SERVE_ENV) $(PY) manage.py mongo_indexes
+	$(SERVE_ENV) $(PY) manage.py load_demo
+	$(SERVE_ENV) $(VENV)/bin/gunicorn cms_site.wsgi:application --bind $(HOST) \
+		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 1 )} --threads 4 \
+		--timeout 30 --access-logfile -
+
 ## make test: the same set-up, then the whole suite
 test: install-dev
 	$(PY) manage.py check --settings=tests.settings
@@ -56,4 +71,4 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) db.sqlite3 .pytest_cache .hypothesis
+	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache .hypothesis

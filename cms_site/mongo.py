@@ -54,8 +54,28 @@ def get_client() -> MongoClient:
     with _lock:
         client = _clients.get(uri)
         if client is None:
-            client = _clients[uri] = _new_embedded_client() if not uri else MongoClient(uri, tz_aware=True)
+            client = _clients[uri] = _new_embedded_client() if not uri else _new_server_client(uri)
         return client
+
+
+def _new_server_client(uri: str) -> MongoClient:
+    # Short timeouts (settings): an outage fails a request in about 2 s (a 503, see
+    # cms_site/serving.py) instead of pymongo's 30 s; options in the URI win.
+    return MongoClient(
+        uri, tz_aware=True, **{k: v for k, v in {
+            "serverSelectionTimeoutMS": settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+            "connectTimeoutMS": settings.MONGODB_CONNECT_TIMEOUT_MS,
+            "socketTimeoutMS": settings.MONGODB_SOCKET_TIMEOUT_MS,
+        }.items() if k.lower() not in uri.lower()},
+    )
+
+
+def close_client(uri: str) -> None:
+    """Close and forget the client of `uri` (tests that point at an unreachable server)."""
+    with _lock:
+        client = _clients.pop(uri, None)
+    if client is not None:
+        client.close()
 
 
 def get_db(*, stale_ok: bool = False) -> Database:
@@ -95,7 +115,13 @@ def _new_embedded_client():
     import mongomock
 
     _bridge_mongomock(mongomock)
-    return mongomock.MongoClient(tz_aware=True)
+    client = mongomock.MongoClient(tz_aware=True)
+    # Keep what users wrote across restarts (cms_site/mongo_snapshot.py; MONGODB_SNAPSHOT).
+    from cms_site import mongo_snapshot, mongo_strict
+
+    mongo_snapshot.attach(client, path=settings.MONGODB_SNAPSHOT, db_name=settings.MONGODB_DB,
+                          debounce=settings.MONGODB_SNAPSHOT_DEBOUNCE, lock=mongo_strict.engine_lock)
+    return client
 
 
 _bridged = False

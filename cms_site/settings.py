@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "cms_site",
     "topics",
     "comments",
@@ -64,6 +65,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "cms_site.serving.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -73,6 +76,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "topics.middleware.TopicSlugRedirectMiddleware",
     "social.middleware.PresenceMiddleware",
+    "cms_site.mongo_snapshot.SnapshotMiddleware",
+    # Last, so it sees a view's exception first: a MongoDB outage becomes a 503.
+    "cms_site.serving.MongoOutageMiddleware",
 ]
 
 ROOT_URLCONF = "cms_site.urls"
@@ -115,7 +121,33 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# DEBUG off: WhiteNoise serves what `collectstatic` wrote, names hashed (cached forever)
+# and pre-compressed. DEBUG on: the development server serves the source files.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# --- Production hardening ---------------------------------------------------------
+# HTTPS=1 when a TLS-terminating proxy is in front (docs/deploy.md): https redirect
+# (not /healthz, for plain-HTTP health checks), secure cookies, HSTS, and trust of the
+# proxy's X-Forwarded-Proto. `make serve` serves plain HTTP on the loopback: off there.
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+if env_bool("TRUST_X_FORWARDED_PROTO", HTTPS):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -124,8 +156,9 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
 # --- MongoDB -------------------------------------------------------------------
-# With no MONGODB_URI the project runs on mongomock, in process: nothing is kept
-# across restarts. Point MONGODB_URI at a replica set or mongos for real storage.
+# With no MONGODB_URI the project runs on mongomock, in process, kept across restarts
+# by a snapshot file (MONGODB_SNAPSHOT below). Point MONGODB_URI at a replica set or
+# mongos for real storage.
 MONGODB_URI = os.environ.get("MONGODB_URI", "")
 MONGODB_DB = os.environ.get("MONGODB_DB", "cms")
 # Read preference for reads that may be stale (listing pages, feeds, follower pages).
@@ -135,6 +168,16 @@ MONGODB_STALE_READ_PREFERENCE = os.environ.get("MONGODB_STALE_READ_PREFERENCE", 
 # Write concern "w" for every write: "majority", or a number of members.
 MONGODB_WRITE_CONCERN = os.environ.get("MONGODB_WRITE_CONCERN", "majority")
 MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
+# An outage must answer fast (a 503 within about 2 s), not hold requests for pymongo's
+# default 30 s; pymongo keeps monitoring, so the site recovers by itself.
+MONGODB_SERVER_SELECTION_TIMEOUT_MS = env_int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 2_000)
+MONGODB_CONNECT_TIMEOUT_MS = env_int("MONGODB_CONNECT_TIMEOUT_MS", 2_000)
+MONGODB_SOCKET_TIMEOUT_MS = env_int("MONGODB_SOCKET_TIMEOUT_MS", 10_000)
+# The embedded engine (no MONGODB_URI) keeps what users wrote in this snapshot file,
+# loaded at start and rewritten (atomically) about a second after writes; empty: off.
+# A crash can lose the last second of writes (cms_site/mongo_snapshot.py).
+MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))
+MONGODB_SNAPSHOT_DEBOUNCE = float(os.environ.get("MONGODB_SNAPSHOT_DEBOUNCE", "1.0"))
 
 # --- Comments ------------------------------------------------------------------
 COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seed 000/003
@@ -237,6 +280,14 @@ REST_FRAMEWORK = {
 }
 
 SPECTACULAR_SETTINGS = {
+    # Swagger UI and ReDoc from drf-spectacular-sidecar (static files, no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "TopicStatusEnum": "topics.models.TopicStatus",
+        "CommentStatusEnum": ["visible", "pending", "author_only", "removed", "deleted"],
+    },
     "TITLE": "CMS comments and social API",
     "DESCRIPTION": (
         "Topics with MongoDB-backed comment threads (three storage strategies), "

@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from cms_site import api, views
+from cms_site import api, serving, views
 
 api_patterns = [
     path("auth/register/", api.RegisterApi.as_view(), name="api-register"),
@@ -13,7 +13,7 @@ api_patterns = [
     path("", include("social.api_urls")),
     path("", include("moderation.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
 ]
 
@@ -27,4 +27,10 @@ urlpatterns = [
     path("", include("comments.urls")),
     path("", include("social.urls")),
     path("", include("moderation.urls")),
+    path("healthz", serving.healthz, name="healthz"),
+    # Last: any other path under /api/ is a JSON 404, DEBUG or not.
+    re_path(r"^api/", serving.api_not_found),
 ]
+
+handler404 = "cms_site.serving.handler404"
+handler500 = "cms_site.serving.handler500"

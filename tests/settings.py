@@ -10,5 +10,14 @@ from cms_site.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests use a fresh MongoDB database each (tests/conftest.py); this is only the prefix.
 MONGODB_DB = "test"
+# No snapshot file: each test has its own database (tests/cms_site/test_mongo_snapshot.py
+# tests the snapshot with its own client and file).
+MONGODB_SNAPSHOT = ""
 # Rate limits are off for the suite; tests/cms_site/test_throttling.py turns them on.
 RATE_LIMITS_ENABLED = False
+
+# Tests render pages with DEBUG off and no collectstatic: plain static storage, and
+# WhiteNoise serves the source files (the smoke test checks the collected ones).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

@@ -5,6 +5,7 @@ by the process that serves it: this command loads, then runs Django's developmen
 server without the autoreloader (which would fork a fresh, empty process).
 """
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
@@ -20,7 +21,10 @@ class Command(BaseCommand):
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
 
     def handle(self, *args, **options):
-        engine = "embedded mongomock (in memory: nothing is kept after exit)" if is_embedded() else "MongoDB at MONGODB_URI"
+        engine = "MongoDB at MONGODB_URI"
+        if is_embedded():
+            engine = (f"embedded mongomock, kept in {settings.MONGODB_SNAPSHOT} (a crash can lose the last second)"
+                      if settings.MONGODB_SNAPSHOT else "embedded mongomock (in memory: nothing is kept after exit)")
         self.stdout.write(f"MongoDB engine: {engine}")
         ensure_indexes()
         self.stdout.write("Loading demo content…")

@@ -1,0 +1,141 @@
+"""Production serving: the Content-Security-Policy, JSON errors under /api/, MongoDB outages as 503s, /healthz.
+
+- `ContentSecurityPolicyMiddleware` sets one policy for every response: scripts, styles,
+  fonts and connections from this origin only, images also from https and data: URLs,
+  no plugins, no framing, forms post only here. The API docs (Swagger UI, ReDoc, served
+  from drf-spectacular-sidecar) get the same policy plus the inline styles and blob:
+  workers those bundles need.
+- `MongoOutageMiddleware` turns a MongoDB connection failure (no server selectable within
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS, a connect or socket timeout) into a 503 with
+  `Retry-After`: JSON `{detail, code: "mongodb_unavailable"}` under /api/, the styled
+  503 page elsewhere. pymongo keeps monitoring the servers, so the next request after the
+  server returns succeeds: no restart.
+- `api_not_found` answers every unknown path under /api/ with a JSON 404 (DEBUG or not);
+  `handler404`/`handler500` give JSON under /api/ and the site's pages elsewhere.
+- `healthz` reports the Django database and MongoDB: 200 when both answer, 503 otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django.db import connections
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views import defaults
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from pymongo.errors import ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError
+
+from cms_site.mongo import get_client, is_embedded
+
+log = logging.getLogger(__name__)
+
+MONGO_DOWN = (ConnectionFailure, ServerSelectionTimeoutError, NetworkTimeout)
+RETRY_AFTER = "5"
+
+_BASE_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self' https: data:",
+    "font-src": "'self'",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "frame-ancestors": "'none'",
+    "form-action": "'self'",
+}
+# Swagger UI and ReDoc style elements at run time and ReDoc starts a blob: worker.
+_DOCS_POLICY = {**_BASE_POLICY, "style-src": "'self' 'unsafe-inline'", "worker-src": "'self' blob:",
+                "img-src": "'self' https: data:", "font-src": "'self' data:"}
+
+
+def _header(policy: dict) -> str:
+    return "; ".join(f"{k} {v}" for k, v in policy.items())
+
+
+def is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+class ContentSecurityPolicyMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.policy = _header(_BASE_POLICY)
+        self.docs_policy = _header(_DOCS_POLICY)
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            docs = request.path.startswith(("/api/docs/", "/api/redoc/"))
+            response["Content-Security-Policy"] = self.docs_policy if docs else self.policy
+        return response
+
+
+def error_json(status: int, detail: str, code: str) -> JsonResponse:
+    return JsonResponse({"detail": detail, "code": code}, status=status)
+
+
+def service_unavailable(request):
+    if is_api(request):
+        response = error_json(503, "The comment store (MongoDB) is unavailable; try again shortly.",
+                              "mongodb_unavailable")
+    else:
+        response = render(request, "503.html", status=503)
+    response["Retry-After"] = RETRY_AFTER
+    return response
+
+
+class MongoOutageMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, MONGO_DOWN):
+            log.warning("MongoDB unavailable for %s %s: %s", request.method, request.path, exception)
+            return service_unavailable(request)
+        return None
+
+
+@csrf_exempt
+def api_not_found(request, *args, **kwargs):
+    return error_json(404, f"No API endpoint at {request.path}.", "not_found")
+
+
+def handler404(request, exception=None):
+    if is_api(request):
+        return error_json(404, "Not found.", "not_found")
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request):
+    # A MongoDB failure outside a view (a middleware, a context processor) lands here.
+    if isinstance(sys.exc_info()[1], MONGO_DOWN):
+        return service_unavailable(request)
+    if is_api(request):
+        return error_json(500, "Internal server error.", "server_error")
+    return defaults.server_error(request)
+
+
+@never_cache
+def healthz(request):
+    checks = {}
+    try:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - any failure is "down", reported by class name
+        checks["database"] = f"error: {type(exc).__name__}"
+    try:
+        get_client().admin.command("ping")
+        checks["mongodb"] = "ok"
+    except Exception as exc:  # noqa: BLE001
+        checks["mongodb"] = f"error: {type(exc).__name__}"
+    checks["mongodb_engine"] = "embedded" if is_embedded() else "server"
+    healthy = checks["database"] == "ok" and checks["mongodb"] == "ok"
+    return JsonResponse({"status": "ok" if healthy else "unavailable", **checks}, status=200 if healthy else 503)
