@@ -38,6 +38,7 @@ VISIBLE = "visible"
 MAX_WORDS = 300
 MAX_QUERY_WORDS = 6
 EXCERPT = 280
+TIE_ROOM = 8  # comments of one millisecond a cursor page may have to step over
 _WORD = re.compile(r"[^\W_]{2,40}")
 
 
@@ -121,11 +122,18 @@ class CommentSearchManager(MongoManager):
         rest = [t for t in terms if t != lead]
         if rest:
             query["$and"] = [{"w": t} for t in rest]
+        room = 0
         if before is not None:
+            # One index range from the cursor's time down; the few documents of that same
+            # millisecond already shown (ties) are skipped here, hence the TIE_ROOM look-ahead.
             posted, key = before
-            query["$or"] = [{"p": {"$lt": posted}}, {"p": posted, "_id": {"$lt": key}}]
+            query["p"] = {"$lte": posted}
+            room = TIE_ROOM
         cursor = self.read_collection.find(query, {"w": 0}).sort([("p", DESCENDING), ("_id", DESCENDING)])
-        return self._hits(cursor.hint("word_status_newest").limit(int(limit)))
+        docs = list(cursor.hint("word_status_newest").limit(int(limit) + room))
+        if before is not None:
+            docs = [d for d in docs if not (d["p"] == posted and d["_id"] >= key)]
+        return self._hits(docs[: int(limit)])
 
     def latest(self, *, discussion_id: int, limit: int) -> list[Hit]:
         """A discussion's newest visible comments (the topic's Atom feed)."""
