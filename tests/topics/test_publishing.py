@@ -161,3 +161,30 @@ def test_publish_due_task(editor, announced):
                  publish_at=timezone.now() - dt.timedelta(seconds=1))
     assert publish_due.delay().get() == 1 and publish_due.delay().get() == 0
     assert announced == ["due"]
+
+
+@pytest.mark.parametrize("strategy", ["write", "read"])
+def test_a_scheduled_topic_reaches_followers_feeds_when_it_goes_live_not_before(settings, editor, make_user, strategy,
+                                                                                 django_capture_on_commit_callbacks):
+    from social import services as social
+    from social.selectors import feed_page
+
+    settings.FEED_STRATEGY = strategy
+    fan = make_user()
+    social.follow_create(follower=fan, followee=editor)
+
+    def published_slugs():
+        return [a.topic_slug for a in feed_page(user=fan).items if a.type == "publish"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        topic_create(author=editor, title="Right away", comment_storage="document")
+        topic_create(author=editor, title="Tomorrow", comment_storage="document",
+                     publish_at=timezone.now() + dt.timedelta(days=1))
+        topic_create(author=editor, title="Not yet", comment_storage="document", status="draft")
+    assert published_slugs() == ["right-away"]
+    assert topic_publish_due(now=timezone.now() + dt.timedelta(hours=1)) == 0
+    assert published_slugs() == ["right-away"]
+    assert topic_publish_due(now=timezone.now() + dt.timedelta(days=1, seconds=1)) == 1
+    assert published_slugs() == ["tomorrow", "right-away"]
+    topic_publish_due(now=timezone.now() + dt.timedelta(days=2))
+    assert published_slugs() == ["tomorrow", "right-away"]  # once
