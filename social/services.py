@@ -77,6 +77,12 @@ def follow_create(*, follower, followee) -> bool:
         raise InvalidInput("You cannot follow yourself.")
     edges, lists = FollowEdgeManager(), FollowListManager()
     if not edges.create(follower=follower.pk, followee=followee.pk):
+        # Already following. The lists are appended again (idempotent: a member is listed
+        # once): a follow whose edge insert was acknowledged with a write-concern error
+        # wrote the edge but not the lists, and its retry lands here and completes it.
+        lists.append(owner=followee.pk, kind=FOLLOWERS, member=follower.pk)
+        lists.append(owner=follower.pk, kind=FOLLOWING, member=followee.pk)
+        _unlist_if_unfollowed(edges, lists, follower.pk, followee.pk)
         return False
     written: list[tuple[int, str, int]] = []
     try:
@@ -88,10 +94,22 @@ def follow_create(*, follower, followee) -> bool:
             lists.remove(owner=owner, kind=kind, member=member)
         edges.delete(follower=follower.pk, followee=followee.pk)
         raise
+    if _unlist_if_unfollowed(edges, lists, follower.pk, followee.pk):
+        return True  # an unfollow raced with this follow and won: nothing to announce
     activity_record(activity=Activity(
         id="", type=FOLLOW, actor_id=follower.pk, actor=follower.username, date=now_ms(),
         url=f"/u/{followee.username}/", target_id=followee.pk, target=followee.username,
     ))
+    return True
+
+
+def _unlist_if_unfollowed(edges, lists, follower: int, followee: int) -> bool:
+    """After appending: if the edge is gone (an unfollow ran between our edge insert and our
+    appends, and its removals found nothing yet), take our appends back. True if it did."""
+    if edges.exists(follower=follower, followee=followee):
+        return False
+    lists.remove(owner=followee, kind=FOLLOWERS, member=follower)
+    lists.remove(owner=follower, kind=FOLLOWING, member=followee)
     return True
 
 

@@ -139,7 +139,9 @@ def older_than(date_field: str, id_field: str, position: tuple[datetime, ObjectI
     if position is None:
         return {}
     date, oid = position
-    return {"$or": [{date_field: {"$lt": date}}, {date_field: date, id_field: {"$lt": oid}}]}
+    # The top-level bound makes the index range explicit ([date, ...) descending), whatever plan
+    # the planner cached from a shallower cursor; the $or only breaks the tie at `date`.
+    return {date_field: {"$lte": date}, "$or": [{date_field: {"$lt": date}}, {date_field: date, id_field: {"$lt": oid}}]}
 
 
 def bucket_cursor(sequence: int, position: int) -> str:

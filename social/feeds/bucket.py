@@ -45,9 +45,11 @@ class BucketedFanoutFeed(FeedManager):
     def indexes(cls):
         return {
             cls.buckets_name: [
-                # `_id` ("<owner>:<sequence>") makes (owner, sequence) unique; this index serves the reads.
-                IndexModel([("owner", 1), ("sequence", DESCENDING)], name="owner_sequence"),
-            ]
+                # `_id` ("<owner>:<sequence>") makes (owner, sequence) unique; this index serves the
+                # reads (walked backwards for newest first) and supports the shard key (owner, sequence).
+                IndexModel([("owner", 1), ("sequence", 1)], name="owner_sequence_1"),
+            ],
+            cls.counters_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
         }
 
     @classmethod
@@ -82,8 +84,8 @@ class BucketedFanoutFeed(FeedManager):
             return result.modified_count + result.upserted_count
         except BulkWriteError as exc:
             errors = exc.details.get("writeErrors", [])
-            if any(e.get("code") != DUPLICATE_KEY for e in errors):
-                raise
+            if not errors or any(e.get("code") != DUPLICATE_KEY for e in errors) or exc.details.get("writeConcernErrors"):
+                raise  # a write-concern error (with or without duplicates) is not retried as a duplicate
             done = exc.details.get("nModified", 0) + exc.details.get("nUpserted", 0)
             retry = collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
             return done + retry.modified_count + retry.upserted_count

@@ -20,6 +20,7 @@ from cms_site.managers import MongoManager
 from social.feeds.base import Activity, FeedPage, older_than, parse_time_cursor, time_cursor
 
 NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]
+AUTHORS_PER_QUERY = 100  # below the planner's 200-scan limit for an $in merge sort
 
 
 class ActivityLogManager(MongoManager):
@@ -49,12 +50,25 @@ class ActivityLogManager(MongoManager):
         return Activity.from_fields(doc, id=doc["_id"]) if doc else None
 
     def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:
-        """Activities of `authors`, newest first, strictly older than `cursor`. One query."""
+        """Activities of `authors`, newest first, strictly older than `cursor`.
+
+        One query per AUTHORS_PER_QUERY authors, merged here. The planner serves
+        `{author: {$in: k}}` sorted by (date, _id) as a merge of k index scans (about
+        limit + 1 keys each at most), but only up to 200 scans (fewer with the cursor's
+        `$or`); past that it sorts in memory everything the authors ever posted. Chunks of
+        100 keep every query a merge of scans: ceil(k / 100) queries of at most limit + 1
+        documents, whatever the depth.
+        """
         position = parse_time_cursor(cursor)
         if not authors:
             return FeedPage([], None)
-        query = {"author": authors[0] if len(authors) == 1 else {"$in": authors}, **older_than("date", "_id", position)}
-        docs = list(self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1))
+        docs: list[dict] = []
+        for start in range(0, len(authors), AUTHORS_PER_QUERY):
+            chunk = authors[start:start + AUTHORS_PER_QUERY]
+            query = {"author": chunk[0] if len(chunk) == 1 else {"$in": chunk}, **older_than("date", "_id", position)}
+            docs += self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1)
+        docs.sort(key=lambda d: (d["date"], d["_id"]), reverse=True)
+        docs = docs[:limit + 1]
         items = [Activity.from_fields(d, id=d["_id"]) for d in docs[:limit]]
         more = len(docs) > limit
         return FeedPage(items, time_cursor(items[-1].date, items[-1].id) if more else None)

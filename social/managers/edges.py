@@ -66,8 +66,9 @@ class FollowEdgeManager(MongoManager):
         return self.collection.delete_one(query).deleted_count == 1
 
     def exists(self, *, follower: int, followee: int) -> bool:
+        """From the primary: a profile shown right after a follow, and the follow's own re-check, see it."""
         query = {"_id": self.edge_id(follower, followee), "follower": follower}
-        return self.read_db[self.collection_name].count_documents(query, limit=1) == 1
+        return self.collection.count_documents(query, limit=1) == 1
 
     def followees_among(self, *, follower: int, candidates: list[int]) -> list[int]:
         """Those of `candidates` that `follower` follows: `_id` point lookups, one key per candidate. One query."""
@@ -90,8 +91,8 @@ class FollowEdgeManager(MongoManager):
                 inserted += len(self.collection.insert_many(batch, ordered=False).inserted_ids)
             except BulkWriteError as exc:
                 errors = exc.details.get("writeErrors", [])
-                if any(e.get("code") != DUPLICATE_KEY for e in errors):
-                    raise
+                if any(e.get("code") != DUPLICATE_KEY for e in errors) or exc.details.get("writeConcernErrors"):
+                    raise  # a write-concern error is not a duplicate: the writes may not be durable
                 inserted += exc.details.get("nInserted", 0)
             batch.clear()
 

@@ -14,6 +14,15 @@ Invariants:
 - No document holds more than `SOCIAL_IDS_PER_DOC` ids: an append is guarded in its
   update filter by `"ids.<N-1>": {$exists: false}` (the array has a free slot), so the
   bound holds whatever the concurrency.
+- Membership is idempotent: an append's filter also carries `ids: {$ne: member}`, and
+  an append that matches nothing first asks whether the member is already listed
+  (the (owner, kind, ids) index) before opening a continuation. So a document never
+  holds an id twice, each `$pull` removes exactly one id and `n -= 1` stays equal to the
+  array's length; `remove()` repeats until the id is in no document of the list (a
+  follow, unfollow and follow again racing can leave it in two documents at most).
+- Two writers opening one continuation: the loser's upsert meets a duplicate `_id`
+  (the server does not retry it: the filter is not all equalities); it retries as a
+  plain update, so it appends to the new document instead of opening another.
 - Appends go to the last document only (the head while it has no continuation): a
   list's order is placement order and pages are newest first. When the last document is
   full a new continuation is registered in the head with `$push` guarded by
@@ -74,7 +83,10 @@ class FollowListManager(MongoManager):
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"owner": 1}}
+        # Not {owner: 1}: one celebrity's list would be one shard-key value, a chunk that can
+        # never split (jumbo past ~14M followers). (owner, kind, seq) splits between documents;
+        # the owner_kind_seq index supports it; every upsert names all three fields.
+        return {cls.collection_name: {"owner": 1, "kind": 1, "seq": 1}}
 
     @staticmethod
     def head_id(owner: int, kind: str) -> str:
@@ -95,7 +107,9 @@ class FollowListManager(MongoManager):
         """
         size = ids_per_doc()
         hid = self.head_id(owner, kind)
-        room = {f"ids.{size - 1}": {"$exists": False}}
+        # A free slot and not yet listed here. Under $and: an upsert infers no field to set from
+        # either (neither is an equality), so the two paths on `ids` do not conflict.
+        room = {"$and": [{f"ids.{size - 1}": {"$exists": False}}, {"ids": {"$ne": member}}]}
         for _ in range(MAX_APPEND_ATTEMPTS):
             head = self.collection.find_one({"_id": hid, "owner": owner}, {"ids": 0})
             if head is None:
@@ -116,17 +130,20 @@ class FollowListManager(MongoManager):
                     return 0
             else:
                 cid = head["tbc"][-1]["_id"]
+                where = {"_id": cid, "owner": owner, "kind": kind, "seq": last, **room}
+                push = {"$push": {"ids": member}, "$inc": {"n": 1}}
                 try:
-                    self.collection.update_one(
-                        {"_id": cid, "owner": owner, **room},
-                        {"$push": {"ids": member}, "$inc": {"n": 1}, "$setOnInsert": {"kind": kind, "seq": last}},
-                        upsert=True,
-                    )
+                    self.collection.update_one(where, push, upsert=True)  # matched, or created it
+                    appended = True
                 except DuplicateKeyError:
-                    pass  # the continuation exists and is full
-                else:
+                    # It exists: full, already holding the member, or just created by a racer.
+                    appended = self.collection.update_one(where, push).matched_count == 1
+                if appended:
                     self.collection.update_one({"_id": hid, "owner": owner}, {"$inc": {"count": 1, f"tbc.{last - 1}.n": 1}})
                     return last
+            listed = self.collection.find_one({"owner": owner, "kind": kind, "ids": member}, {"seq": 1})
+            if listed is not None:
+                return listed["seq"]  # already a member: appending again would list it twice
             # The last document is full: register continuation `last + 1` (one racer wins).
             self.collection.update_one(
                 {"_id": hid, "owner": owner, f"tbc.{last}": {"$exists": False}},
@@ -135,18 +152,21 @@ class FollowListManager(MongoManager):
         raise Conflict("The list is busy; try again.")
 
     def remove(self, *, owner: int, kind: str, member: int) -> bool:
-        """Remove `member` wherever it is (leaves a hole); False if it was not listed. 2 round trips."""
-        doc = self.collection.find_one_and_update(
-            {"owner": owner, "kind": kind, "ids": member},
-            {"$pull": {"ids": member}, "$inc": {"n": -1}},
-            projection={"seq": 1},
-        )
-        if doc is None:
-            return False
-        seq = doc["seq"]
-        inc = {"count": -1} if seq == 0 else {"count": -1, f"tbc.{seq - 1}.n": -1}
-        self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner}, {"$inc": inc})
-        return True
+        """Remove `member` from every document holding it (leaves a hole); False if it was not
+        listed. 3 round trips: pull, mirror, and the pull that finds no other copy."""
+        removed = False
+        while True:
+            doc = self.collection.find_one_and_update(
+                {"owner": owner, "kind": kind, "ids": member},
+                {"$pull": {"ids": member}, "$inc": {"n": -1}},  # one copy per document: n stays len(ids)
+                projection={"seq": 1},
+            )
+            if doc is None:
+                return removed
+            removed = True
+            seq = doc["seq"]
+            inc = {"count": -1} if seq == 0 else {"count": -1, f"tbc.{seq - 1}.n": -1}
+            self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner}, {"$inc": inc})
 
     def replace(self, *, kind: str, lists: dict[int, list[int]], chunk: int = 1000) -> int:
         """Rebuild whole lists ({owner: ids oldest first}) from the edges: the bulk path
@@ -180,8 +200,9 @@ class FollowListManager(MongoManager):
     # --- reads ----------------------------------------------------------------
 
     def sizes(self, *, owner: int) -> dict[str, int]:
-        """{"followers": n, "following": m} of one user: both heads in one query, without their ids."""
-        heads = self.read_collection.find({"_id": {"$in": [self.head_id(owner, k) for k in KINDS]}, "owner": owner},
+        """{"followers": n, "following": m} of one user: both heads in one query, without their ids.
+        From the primary: counts shown right after a follow or unfollow include it."""
+        heads = self.collection.find({"_id": {"$in": [self.head_id(owner, k) for k in KINDS]}, "owner": owner},
                                           {"kind": 1, "count": 1})
         found = {h["kind"]: max(0, h.get("count", 0)) for h in heads}
         return {k: found.get(k, 0) for k in KINDS}
@@ -212,7 +233,9 @@ class FollowListManager(MongoManager):
             doc_id, start, length = wanted[0]
             if start < 0:
                 start, length = 0, length + start
-            doc = self.read_collection.find_one({"_id": doc_id, "owner": owner}, {"ids": {"$slice": [start, max(length, 0)]}})
+            # Inclusion projection: `$slice` alone would return every other field (tbc, ...) too.
+            doc = self.read_collection.find_one({"_id": doc_id, "owner": owner},
+                                                {"n": 1, "ids": {"$slice": [start, max(length, 0)]}})
             return IdPage(list(reversed((doc or {}).get("ids", []))), count)
         docs = {d["_id"]: d.get("ids", []) for d in self.read_collection.find(
             {"_id": {"$in": [w[0] for w in wanted]}, "owner": owner}, {"ids": 1})}
@@ -229,9 +252,9 @@ class FollowListManager(MongoManager):
         if head is None:
             return
         yield head
-        tbc = [t["_id"] for t in head.get("tbc", [])]
-        if tbc:
-            cursor = collection.find({"_id": {"$in": tbc}, "owner": owner}, {"ids": 1}).sort("seq", ASCENDING)
+        if head.get("tbc"):
+            # (owner, kind, seq) walks the owner_kind_seq index in order: no in-memory sort of the list.
+            cursor = collection.find({"owner": owner, "kind": kind, "seq": {"$gte": 1}}, {"ids": 1}).sort("seq", ASCENDING)
             yield from (cursor.batch_size(batch) if batch else cursor)
 
     def all_ids(self, *, owner: int, kind: str) -> list[int]:

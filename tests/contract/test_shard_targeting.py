@@ -1,0 +1,96 @@
+"""Sharding rules every declaration and every write must keep (audit items 3, 4, 13).
+
+- MongoDB 7.0 refuses an updateOne/deleteOne/findAndModify whose filter does not name
+  the full shard key (or `_id`); later versions broadcast it. Every single-document
+  write of every comment strategy names its collection's shard key.
+- A ranged shard key must not lead with a monotonically increasing value
+  (`discussion_id` is an auto-increment topic id): those are hashed.
+- `shardCollection` on a collection that holds data needs an index that supports the
+  key: every declared shard key has a declared index with the key as its prefix.
+"""
+
+import pytest
+
+from cms_site.managers import declared_indexes, declared_shard_keys
+from cms_site.paging import PageRequest
+from comments.managers import manager_for
+from comments.managers.base import CHRONOLOGICAL, Author
+from tests.contract.conftest import new_discussion_id
+
+SINGLE_WRITES = {"update_one", "replace_one", "delete_one", "find_one_and_update", "find_one_and_delete",
+                 "find_one_and_replace"}
+
+
+class RecordingCollection:
+    def __init__(self, collection, log):
+        self._collection, self._log = collection, log
+
+    def __getattr__(self, name):
+        attr = getattr(self._collection, name)
+        if name in SINGLE_WRITES:
+            def recorded(filter, *args, **kwargs):
+                self._log.append((self._collection.name, name, filter))
+                return attr(filter, *args, **kwargs)
+            return recorded
+        return attr
+
+
+class RecordingDB:
+    def __init__(self, db):
+        self._db, self.writes = db, []
+
+    def __getitem__(self, name):
+        return RecordingCollection(self._db[name], self.writes)
+
+    def __getattr__(self, name):
+        return RecordingCollection(getattr(self._db, name), self.writes)
+
+
+def names_key(filter: dict, key: dict) -> bool:
+    """Whether the filter pins every shard-key field by equality (or names `_id`)."""
+    if "_id" in filter and not isinstance(filter["_id"], dict):
+        return True
+    return all(field in filter and not isinstance(filter[field], dict) for field in key)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_every_single_document_write_names_the_shard_key(storage, mongo_db, threaded, settings):
+    settings.COMMENTS_BUCKET_SIZE = 2
+    recorder = RecordingDB(mongo_db)
+    manager = manager_for(storage, db=recorder, read_db=recorder)
+    d = new_discussion_id()
+    bob = Author(id=2, name="bob")
+    root = manager.post(discussion_id=d, author=bob, text="root", threaded=threaded)
+    posted = [manager.post(discussion_id=d, author=bob, text=f"r{n}", parent=root, threaded=threaded) for n in range(4)]
+    target = posted[2]
+    manager.set_status(discussion_id=d, comment_id=target.id, status="removed", threaded=threaded)
+    manager.set_pinned(discussion_id=d, comment_id=target.id, pinned=True, threaded=threaded)
+    manager.add_like(discussion_id=d, comment_id=target.id, username="carol", delta=1, threaded=threaded)
+    manager.add_like(discussion_id=d, comment_id=target.id, username="carol", delta=-1, threaded=threaded)
+    stored = manager.get(discussion_id=d, comment_id=posted[3].id, threaded=threaded)
+    manager.edit(discussion_id=d, comment=stored, text="edited", html="<p>edited</p>", edited=stored.posted,
+                 threaded=threaded)
+    manager.delete(discussion_id=d, comment=manager.get(discussion_id=d, comment_id=posted[1].id, threaded=threaded),
+                   threaded=threaded)
+    manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(), threaded=threaded)
+    keys = declared_shard_keys()
+    assert recorder.writes
+    for collection, operation, filter in recorder.writes:
+        assert names_key(filter, keys[collection]), (collection, operation, filter, keys[collection])
+
+
+def test_no_ranged_shard_key_leads_with_a_monotonic_id():
+    for collection, key in declared_shard_keys().items():
+        first, kind = next(iter(key.items()))
+        if first in ("discussion_id", "_id") and kind != "hashed":
+            pytest.fail(f"{collection} is sharded on {key}: an increasing {first} sends every insert to one chunk")
+
+
+def test_every_shard_key_has_a_supporting_index_for_collections_that_hold_data():
+    indexes = declared_indexes()
+    for collection, key in declared_shard_keys().items():
+        wanted = list(key.items())
+        if wanted in ([("_id", 1)],):
+            continue  # the _id index
+        specs = [list(model.document["key"].items()) for model in indexes.get(collection, [])]
+        assert any(spec[:len(wanted)] == wanted for spec in specs), f"{collection}: no index supports {key}"
