@@ -108,15 +108,18 @@ def install() -> None:
             if index.get("sparse") or index.get("partialFilterExpression") is not None:
                 all_fast = False
                 continue
-            token = (name, id(index), id(documents))
-            keymap = cache.get(token)
+            # Keyed by name and validated by identity against the objects the entry holds: an
+            # id() in the key could be reused by a new index or store after a drop and re-create
+            # (and alias a stale map), while an entry holding both objects keeps them alive.
+            cached = cache.get(name)
+            keymap = cached[2] if cached is not None and cached[0] is index and cached[1] is documents else None
             if keymap is None:
                 keymap = _KeyMap(tuple(k for k, _ in index["key"]))
                 for internal_id, doc in list(documents.items()):
                     keymap.add(internal_id, doc, helpers)
                     if not keymap.safe:
                         break
-                cache[token] = keymap
+                cache[name] = (index, documents, keymap)
             if keymap.safe:
                 found.append(keymap)
             else:

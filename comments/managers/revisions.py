@@ -41,11 +41,13 @@ class CommentRevisionManager(MongoManager):
     def indexes(cls):
         return {cls.collection_name: [
             IndexModel([("discussion_id", 1), ("comment_id", 1), ("replaced", DESCENDING)], name="revisions_by_comment"),
+            IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
         ]}
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": 1, "comment_id": 1}}
+        # Hashed: a topic id increases with every topic, and would send every insert to one chunk.
+        return {cls.collection_name: {"discussion_id": "hashed"}}
 
     def record(self, *, discussion_id: int, comment_id: str, text: str, html: str, posted: datetime, replaced: datetime,
                editor: Author) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pymongo import IndexModel
+
 from cms_site.managers import MongoManager
 
 
@@ -31,7 +33,8 @@ class CommentStatusIndexManager(MongoManager):
 
     @classmethod
     def indexes(cls):
-        return {}  # only _id lookups
+        # Only _id lookups; the hashed _id index supports the shard key (mongo_shard on a collection with data).
+        return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}
 
     @classmethod
     def shard_keys(cls):

@@ -101,9 +101,9 @@ class FollowListManager(MongoManager):
     def append(self, *, owner: int, kind: str, member: int) -> int:
         """Append `member` to the end of the list; returns the seq of the document used.
 
-        Round trips: 2 (read head, guarded push) when the last document has room, plus
-        one to update the head's mirror when it is a continuation, plus one per
-        continuation created. The caller (the edge) guarantees `member` is not listed.
+        Round trips: 2 (read head, guarded push) when the last document has room, plus,
+        when it is a continuation, one membership check and one update of the head's
+        mirror, plus one per continuation created. Appending a listed member is a no-op.
         """
         size = ids_per_doc()
         hid = self.head_id(owner, kind)
@@ -129,6 +129,10 @@ class FollowListManager(MongoManager):
                 if pushed.matched_count:
                     return 0
             else:
+                # Several documents: the $ne below guards the last one only; ask the (owner, kind, ids) index first.
+                listed = self.collection.find_one({"owner": owner, "kind": kind, "ids": member}, {"seq": 1})
+                if listed is not None:
+                    return listed["seq"]
                 cid = head["tbc"][-1]["_id"]
                 where = {"_id": cid, "owner": owner, "kind": kind, "seq": last, **room}
                 push = {"$push": {"ids": member}, "$inc": {"n": 1}}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pymongo import ReturnDocument
+from pymongo import IndexModel, ReturnDocument
 
 from cms_site.managers import MongoManager
 
@@ -25,6 +25,10 @@ class PresenceManager(MongoManager):
     @classmethod
     def shard_keys(cls):
         return {cls.collection_name: {"_id": "hashed"}}
+
+    @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}  # the shard key's index
 
     def touch(self, *, user_id: int, day: datetime) -> datetime | None:
         """Record `user_id` as seen on `day`; returns the day seen before (None: never). One round trip."""

@@ -62,3 +62,18 @@ def test_array_valued_keys_fall_back_to_scanning(mongo_db):
     assert coll.find_one({"tag": "a"}) is not None
     with pytest.raises(DuplicateKeyError):
         coll.insert_one({"tag": "b"})
+
+
+def test_a_dropped_and_recreated_unique_index_starts_a_new_map(mongo_db):
+    # Audit 19: the map cache was keyed by id() of the index and the store, which a new
+    # index or store may reuse after a drop; entries are now checked by identity.
+    from pymongo import IndexModel
+    from pymongo.errors import DuplicateKeyError
+
+    for round_ in range(3):
+        things = mongo_db.lookup_recreated
+        things.create_indexes([IndexModel([("k", 1)], name="k_unique", unique=True)])
+        things.insert_one({"_id": round_ * 10 + 1, "k": "a"})
+        with pytest.raises(DuplicateKeyError):
+            things.insert_one({"_id": round_ * 10 + 2, "k": "a"})
+        things.drop()
