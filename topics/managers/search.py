@@ -76,6 +76,7 @@ class CommentSearchManager(MongoManager):
                        name="word_status_newest"),
             IndexModel([("d", ASCENDING), ("s", ASCENDING), ("p", DESCENDING), ("_id", DESCENDING)],
                        name="discussion_status_newest"),
+            IndexModel([("_id", "hashed")], name="id_hashed"),  # supports the shard key (mongo_shard with data)
         ]}
 
     @classmethod
