@@ -128,3 +128,44 @@ def test_unknown_parent_is_refused(mongo_db):
     with pytest.raises(LookupError):
         manager.post(discussion_id=d, author=ALICE, text="lost", parent=other, threaded=True)
     assert manager.count(discussion_id=d) == 1 and manager.thread(discussion_id=d, comment_id=root.id, threaded=True)
+
+
+def test_the_size_bound_counts_array_keys_and_likers(mongo_db):
+    # Audit 7: `bytes` summed standalone element sizes (no array keys) and ignored likers,
+    # so a discussion the guard called full could pass 16 MiB on a like (code 17419).
+    from comments.managers.embedded import HARD_MAX_BYTES
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    posted = [manager.post(discussion_id=d, author=ALICE, text=f"comment {n}") for n in range(12)]
+    for comment in posted[:3]:
+        for n in range(25):
+            manager.add_like(discussion_id=d, comment_id=comment.id, username=f"a-rather-long-liker-name-{n:04d}")
+    doc = mongo_db.comment_discussions.find_one({"_id": d})
+    fixed = len(bson.encode({k: v for k, v in doc.items() if k != "comments"})) + 5
+    assert len(bson.encode(doc)) <= doc["bytes"] + fixed
+    assert HARD_MAX_BYTES < 16 * 1024 * 1024
+
+
+def test_a_like_at_the_hard_bound_is_counted_without_listing_the_name(mongo_db, monkeypatch):
+    from comments.managers import embedded
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    c = manager.post(discussion_id=d, author=ALICE, text="popular")
+    used = mongo_db.comment_discussions.find_one({"_id": d})["bytes"]
+    monkeypatch.setattr(embedded, "HARD_MAX_BYTES", used + embedded.liker_charge("bob"))
+    assert manager.add_like(discussion_id=d, comment_id=c.id, username="bob")
+    assert manager.add_like(discussion_id=d, comment_id=c.id, username="carol")  # no room for the name
+    stored = manager.get(discussion_id=d, comment_id=c.id)
+    assert stored.likes == 2 and stored.latest_likers == ["bob"]
+
+
+def test_the_settings_check_refuses_a_bound_above_16_mib(settings):
+    from comments.managers.embedded import HARD_MAX_BYTES, check_settings
+
+    assert check_settings() == []
+    settings.COMMENTS_EMBEDDED_MAX_BYTES = 16 * 1024 * 1024
+    assert [e.id for e in check_settings()] == ["comments.E001"]
+    settings.COMMENTS_EMBEDDED_MAX_BYTES = HARD_MAX_BYTES
+    assert check_settings() == []
