@@ -13,10 +13,13 @@ a request path. Shard keys are declared the same way (`shard_keys()`) and applie
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from django.utils.module_loading import autodiscover_modules
 from pymongo import IndexModel
 from pymongo.database import Database
 
+from cms_site import mongo
 from cms_site.mongo import get_db
 
 _registry: list[type[MongoManager]] = []
@@ -43,6 +46,20 @@ class MongoManager:
     @property
     def read_collection(self):
         return self.read_db[self.collection_name]
+
+    @contextmanager
+    def read_session(self):
+        """One causally consistent session for the reads of one page (yields None on the embedded engine).
+
+        A page that makes two reads (a counter or head, then the page) may send them to two
+        different secondaries; in one causally consistent session the second read waits
+        until its member has applied what the first one saw, so offsets computed from the
+        first are never applied to an older state."""
+        if mongo.is_embedded():
+            yield None
+            return
+        with self.read_db.client.start_session(causal_consistency=True) as session:
+            yield session
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

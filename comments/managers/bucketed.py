@@ -167,9 +167,9 @@ class BucketedCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
-    def _meta(self, discussion_id: int, *, read: bool = True) -> tuple[int, int]:
+    def _meta(self, discussion_id: int, *, read: bool = True, session=None) -> tuple[int, int]:
         db = self.read_db if read else self.db
-        meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1})
+        meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1}, session=session)
         return (int(meta["count"]), int(meta["size"])) if meta else (0, max(1, settings.COMMENTS_BUCKET_SIZE))
 
     def count(self, *, discussion_id):
@@ -178,7 +178,11 @@ class BucketedCommentManager(CommentManager):
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
         position = decode_cursor(cursor, order)
-        total, size = self._meta(discussion_id)
+        with self.read_session() as session:  # the counter and the buckets see one causal history
+            return self._page(discussion_id, order, request, position, session)
+
+    def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
+        total, size = self._meta(discussion_id, session=session)
         n = request.page_size
         if position is None:
             lo, hi = request.skip + 1, request.skip + n
@@ -195,7 +199,7 @@ class BucketedCommentManager(CommentManager):
                 {"$match": {"discussion_id": discussion_id, "bucket": buckets}},
                 {"$sort": {"bucket": 1}},
                 {"$project": {"_id": 0, "comments": {"$filter": {"input": "$comments", "as": "c", "cond": in_range}}}},
-            ])
+            ], session=session)
             items = [from_element(e, discussion_id) for doc in cursor_ for e in doc["comments"]]
         return keyset_page(items, order=order, count=total, request=request, more_before=lo > 1, more_after=hi < total,
                            number=(lo - 1) // n + 1)

@@ -192,16 +192,20 @@ class DocumentCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
-    def count(self, *, discussion_id, read: bool = True):
+    def count(self, *, discussion_id, read: bool = True, session=None):
         """The counter: one document by `_id`, whatever the discussion's size."""
         db = self.read_db if read else self.db
-        doc = db[self.discussions_name].find_one({"_id": discussion_id}, {"seq": 1})
+        doc = db[self.discussions_name].find_one({"_id": discussion_id}, {"seq": 1}, session=session)
         return int(doc["seq"]) if doc else 0
 
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
         position = decode_cursor(cursor, order)
-        total = self.count(discussion_id=discussion_id)
+        with self.read_session() as session:  # the counter and the page see one causal history
+            return self._page(discussion_id, order, request, position, session)
+
+    def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
+        total = self.count(discussion_id=discussion_id, session=session)
         comments = self.read_collection
         size = request.page_size
         if order == CHRONOLOGICAL:
@@ -214,21 +218,23 @@ class DocumentCommentManager(CommentManager):
             hi = lo + size - 1 if position is None or position.direction != BACKWARD else position.key - 1
             items = []
             if lo <= hi and lo <= total:
-                cursor_ = comments.find({"discussion_id": discussion_id, "seq": {"$gte": lo, "$lte": hi}}).sort(_SORTS[order])
+                in_range = {"discussion_id": discussion_id, "seq": {"$gte": lo, "$lte": hi}}
+                cursor_ = comments.find(in_range, session=session).sort(_SORTS[order])
                 items = [self._from_document(doc) for doc in cursor_]
             page = keyset_page(items, order=order, count=total, request=request, more_before=lo > 1,
                                more_after=hi < total, number=(lo - 1) // size + 1)
             return page
         query: dict = {"discussion_id": discussion_id}
         if position is None:
-            found = comments.find(query).sort(_SORTS[order]).skip(request.skip).limit(size + 1) if request.skip < total else []
-            docs = list(found)
+            docs = []
+            if request.skip < total:
+                docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(request.skip).limit(size + 1))
             items = [self._from_document(d) for d in docs[:size]]
             return keyset_page(items, order=order, count=total, request=request, more_before=request.skip > 0,
                                more_after=len(docs) > size)
         forward = position.direction != BACKWARD
         query.update(self._after(order, position.key) if forward else self._before(order, position.key))
-        docs = list(comments.find(query).sort(_SORTS[order] if forward else _REVERSED[order]).limit(size + 1))
+        docs = list(comments.find(query, session=session).sort(_SORTS[order] if forward else _REVERSED[order]).limit(size + 1))
         more = len(docs) > size
         docs = docs[:size]
         if not forward:

@@ -212,8 +212,13 @@ class FollowListManager(MongoManager):
         return {k: found.get(k, 0) for k in KINDS}
 
     def page(self, *, owner: int, kind: str, skip: int, limit: int) -> IdPage:
-        """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most."""
-        head = self.read_collection.find_one({"_id": self.head_id(owner, kind), "owner": owner}, {"ids": 0})
+        """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most,
+        in one causally consistent session (the offsets come from the head)."""
+        with self.read_session() as session:
+            return self._page(owner, kind, skip, limit, session)
+
+    def _page(self, owner: int, kind: str, skip: int, limit: int, session) -> IdPage:
+        head = self.read_collection.find_one({"_id": self.head_id(owner, kind), "owner": owner}, {"ids": 0}, session=session)
         if head is None:
             return IdPage([], 0)
         parts = [(head["_id"], head.get("n", 0))] + [(t["_id"], t["n"]) for t in head.get("tbc", [])]
@@ -239,10 +244,10 @@ class FollowListManager(MongoManager):
                 start, length = 0, length + start
             # Inclusion projection: `$slice` alone would return every other field (tbc, ...) too.
             doc = self.read_collection.find_one({"_id": doc_id, "owner": owner},
-                                                {"n": 1, "ids": {"$slice": [start, max(length, 0)]}})
+                                                {"n": 1, "ids": {"$slice": [start, max(length, 0)]}}, session=session)
             return IdPage(list(reversed((doc or {}).get("ids", []))), count)
         docs = {d["_id"]: d.get("ids", []) for d in self.read_collection.find(
-            {"_id": {"$in": [w[0] for w in wanted]}, "owner": owner}, {"ids": 1})}
+            {"_id": {"$in": [w[0] for w in wanted]}, "owner": owner}, {"ids": 1}, session=session)}
         ids: list[int] = []
         for doc_id, start, length in wanted:  # newest document first
             stored = docs.get(doc_id, [])

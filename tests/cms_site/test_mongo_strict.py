@@ -144,3 +144,61 @@ def test_bulk_inserts_still_report_duplicates(mongo_db):
     with pytest.raises(BulkWriteError) as caught:
         mongo_db.strict_bulk.bulk_write([InsertOne({"_id": 1}), InsertOne({"_id": 2})], ordered=False)
     assert [e["code"] for e in caught.value.details["writeErrors"]] == [11000]
+
+
+def test_the_reads_of_one_page_share_one_causally_consistent_session(mongo_db, monkeypatch):
+    # Audit 5: a page's two reads (counter or head, then the page) may hit two secondaries;
+    # in one causally consistent session the second never sees an older state than the first.
+    from contextlib import contextmanager
+
+    from cms_site import mongo
+    from cms_site.paging import PageRequest
+    from comments.managers import manager_for
+    from comments.managers.base import CHRONOLOGICAL, Author
+    from social.managers import FOLLOWERS, FollowListManager
+
+    sessions, opened = [], []
+
+    class Session:
+        pass
+
+    class Client:
+        @contextmanager
+        def start_session(self, *, causal_consistency):
+            assert causal_consistency is True
+            session = Session()
+            opened.append(session)
+            yield session
+
+    class Collection:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            attr = getattr(self._inner, name)
+            if name not in ("find", "find_one", "aggregate"):
+                return attr
+
+            def read(*args, session=None, **kwargs):
+                sessions.append(session)
+                return attr(*args, **kwargs)
+            return read
+
+    class ReadDB:
+        client = Client()
+
+        def __getitem__(self, name):
+            return Collection(mongo_db[name])
+
+    monkeypatch.setattr(mongo, "is_embedded", lambda: False)
+    for storage in ("document", "bucketed"):
+        manager = manager_for(storage, db=mongo_db, read_db=ReadDB())
+        manager.post(discussion_id=77, author=Author(id=1, name="a"), text="x")
+        sessions.clear(), opened.clear()
+        manager.page(discussion_id=77, order=CHRONOLOGICAL, request=PageRequest())
+        assert len(opened) == 1 and len(sessions) == 2 and all(s is opened[0] for s in sessions), storage
+    lists = FollowListManager(db=mongo_db, read_db=ReadDB())
+    lists.replace(kind=FOLLOWERS, lists={5: [1, 2, 3]})
+    sessions.clear(), opened.clear()
+    assert lists.page(owner=5, kind=FOLLOWERS, skip=0, limit=2).ids == [3, 2]
+    assert len(opened) == 1 and len(sessions) == 2 and all(s is opened[0] for s in sessions)
