@@ -19,7 +19,8 @@ The rules modelled (MongoDB 7/8):
   value, in the index's direction or all reversed. Fields pinned to several values
   (`$in`) before the sort fields are exploded into one scan per value merged in order
   (SORT_MERGE) up to 200 scans (`internalQueryMaxScansToExplode`); past that, or when
-  no index gives the order, every matching document is sorted in memory.
+  no index gives the order, every matching document is sorted in memory. A merge has read
+  one key ahead in every scan it has not exhausted.
 - A limit (and skip) stops an ordered scan once skip + limit documents matched; skipped
   keys are still examined. When the filter is answered by the bounds alone, SKIP sits
   below FETCH: skipped documents are not fetched. A blocking sort reads everything in
@@ -798,6 +799,12 @@ class Planner:
                 progress.append((keys, docs if fetch_each else (0 if covered else results - query.skip)))
             if ordered and results >= wanted:
                 break
+        if exploded and keys < len(in_bounds):
+            # A merge holds one key of every scan it merges: each scan not yet exhausted has read one key
+            # beyond those consumed (the merge needs every scan's next key to pick the smallest).
+            points = [n for n, (intervals, _) in enumerate(per_field)
+                      if intervals and all(i.point for i in intervals) and len(intervals) > 1]
+            keys += len({tuple(key[n] for n in points) for key, _ in in_bounds[keys:]})
         returned = max(0, min(results, wanted) - query.skip) if math.isfinite(wanted) else max(0, results - query.skip)
         if exact or key_filter:
             if covered:
