@@ -314,6 +314,8 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
         except DiscussionFull:
             raise Conflict("This discussion is full: the longer text does not fit. Shorten it.") from None
         if changed:
+            # Copies of the text (feed and profile excerpts) show the current text from here on.
+            CommentStatusIndexManager().set_text(discussion_id=topic.discussion_id, comment_id=comment.id, text=text)
             edited = replace(comment, text=text, html=html, edited=now)
             signals.comment_edited.send(sender=Comment, topic=topic, comment=edited, user=user)
             return edited
@@ -382,6 +384,13 @@ def comment_statuses(*, keys) -> dict[tuple[int, str], str]:
     """Current statuses of (discussion_id, comment_id) keys that ever left `visible`
     (absent: visible). One query, for readers that show copies of comment text."""
     return CommentStatusIndexManager().statuses(keys)
+
+
+def comment_copy_states(*, keys) -> dict[tuple[int, str], tuple[str, str | None]]:
+    """(current status, current text if edited since posting, else None) of (discussion_id,
+    comment_id) keys that ever left `visible` or were edited (absent: visible, unedited).
+    One query, for readers that show copies of comment text."""
+    return CommentStatusIndexManager().states(keys)
 
 
 def comment_status_resync(*, topic, comment_id: str) -> str | None:

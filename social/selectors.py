@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 
 from cms_site.errors import NotFound
 from cms_site.paging import Page, PageRequest, parse_whole_number
-from comments.services import comment_statuses
+from comments.services import comment_copy_states
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, Activity, FeedPage
 from social.feeds.hybrid import merged_page
@@ -24,6 +24,7 @@ from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.mutes import MuteManager
 from social.managers.pulled import PulledAuthorManager
+from social.services import comment_excerpt
 from topics.models import Topic
 
 FEED_DEFAULT_SIZE = 20
@@ -89,13 +90,16 @@ def feed_size(raw) -> int:
 # than rewriting every copy when a comment is moderated) keeps moderation one small write
 # however many feeds hold a copy (fan-out on write pushes up to FEED_PUSH_LIMIT copies,
 # bucketed feeds embed them), and a restore brings the text back with nothing to redo.
+# The same entry carries the text of a comment edited since it was posted: the excerpt is
+# made from the current text, so what an author replaced does not live on in copies.
 
 EXCERPT_PLACEHOLDERS = {"removed": "[removed]", "author_only": "[hidden]", "deleted": "[deleted]"}
 
 
 def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
     """`items` with the excerpt of every comment that is not visible to `viewer` replaced by a
-    placeholder. One MongoDB query (none when the page has no comment activity), plus one
+    placeholder, and that of every comment edited since it was posted made from its current text.
+    One MongoDB query (none when the page has no comment activity), plus one
     SQL query for activities recorded before they carried their topic id."""
     comments = [a for a in items if a.type == COMMENT and a.comment_id]
     if not comments:
@@ -106,14 +110,18 @@ def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
     def key(a: Activity):
         return (a.topic_id if a.topic_id is not None else by_slug.get(a.topic_slug), a.comment_id)
 
-    statuses = comment_statuses(keys=[key(a) for a in comments if key(a)[0] is not None])
+    states = comment_copy_states(keys=[key(a) for a in comments if key(a)[0] is not None])
     staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
     viewer_id = getattr(viewer, "pk", None) if viewer is not None and getattr(viewer, "is_authenticated", False) else None
     shown = []
     for a in items:
-        status = statuses.get(key(a)) if a.type == COMMENT and a.comment_id else None
-        if status in EXCERPT_PLACEHOLDERS and not staff and not (status == "author_only" and a.actor_id == viewer_id):
+        status, text = states.get(key(a), (None, None)) if a.type == COMMENT and a.comment_id else (None, None)
+        # A deleted comment's text is gone for everyone, editors included (as in its thread).
+        if status == "deleted" or (status in EXCERPT_PLACEHOLDERS and not staff
+                                   and not (status == "author_only" and a.actor_id == viewer_id)):
             a = replace(a, excerpt=EXCERPT_PLACEHOLDERS[status])
+        elif text is not None:
+            a = replace(a, excerpt=comment_excerpt(text))
         shown.append(a)
     return shown
 

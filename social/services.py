@@ -274,9 +274,14 @@ def activity_topic_published(*, topic) -> Activity:
     ))
 
 
+def comment_excerpt(text: str | None) -> str:
+    """The excerpt a comment activity shows: whitespace collapsed, at most EXCERPT_LENGTH."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= EXCERPT_LENGTH else text[: EXCERPT_LENGTH - 1].rstrip() + "…"
+
+
 def activity_comment_posted(*, topic, comment, author) -> Activity:
-    text = " ".join((comment.text or "").split())
-    excerpt = text if len(text) <= EXCERPT_LENGTH else text[: EXCERPT_LENGTH - 1].rstrip() + "…"
+    excerpt = comment_excerpt(comment.text)
     return activity_record(activity=Activity(
         id="", type=COMMENT, actor_id=author.pk, actor=author.username, date=now_ms(),
         url=f"/t/{topic.slug}/c/{comment.id}/", topic_slug=topic.slug, topic_title=topic.title,

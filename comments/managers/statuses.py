@@ -1,7 +1,11 @@
 """The comment status index: the current status of every comment that ever left
 `visible`, keyed by (discussion, comment), across all three storage strategies.
 
-    {_id: "<discussion_id>:<comment_id>", d: int, c: str, s: status}
+    {_id: "<discussion_id>:<comment_id>", d: int, c: str, s: status, t?: str}
+
+`t` is the current text of a comment EDITED since it was posted (its entry may then say
+`visible`): readers of copies show it instead of the copy's stale excerpt, so the text an
+author replaced does not live on in feeds and profiles. A deletion drops `t`.
 
 Why it exists: a comment's text is copied where the comment itself is not read (feed
 activities, profile activity, notifications, search excerpts). Those readers ask this
@@ -41,12 +45,29 @@ class CommentStatusIndexManager(MongoManager):
         return {cls.collection_name: {"_id": "hashed"}}
 
     def set(self, *, discussion_id: int, comment_id: str, status: str) -> None:
-        """Record the status (one upsert)."""
+        """Record the status (one upsert); a deletion also drops the edited text."""
+        update = {"$set": {"d": int(discussion_id), "c": comment_id, "s": status}}
+        if status == "deleted":
+            update["$unset"] = {"t": ""}
+        self.collection.update_one({"_id": status_key(discussion_id, comment_id)}, update, upsert=True)
+
+    def set_text(self, *, discussion_id: int, comment_id: str, text: str) -> None:
+        """Record the current text of an edited comment (one upsert; a new entry says `visible`,
+        an existing one keeps its status)."""
         self.collection.update_one(
             {"_id": status_key(discussion_id, comment_id)},
-            {"$set": {"d": int(discussion_id), "c": comment_id, "s": status}},
+            {"$set": {"d": int(discussion_id), "c": comment_id, "t": text}, "$setOnInsert": {"s": "visible"}},
             upsert=True,
         )
+
+    def states(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], tuple[str, str | None]]:
+        """{(discussion_id, comment_id): (status, edited text or None)} of the keys that have an
+        entry. One query."""
+        ids = sorted({status_key(d, c) for d, c in keys})
+        if not ids:
+            return {}
+        docs = self.collection.find({"_id": {"$in": ids}}, {"d": 1, "c": 1, "s": 1, "t": 1})
+        return {(doc["d"], doc["c"]): (doc["s"], doc.get("t")) for doc in docs}
 
     def statuses(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], str]:
         """{(discussion_id, comment_id): status} of the keys that have an entry. One query."""

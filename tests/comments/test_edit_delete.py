@@ -20,8 +20,9 @@ pytestmark = pytest.mark.django_db
 # a deletion also writes the comment status index first (1: feeds drop the excerpt) and
 # the moderation app looks up the comment's queue entry (1) to keep it in step.
 # Each includes one round trip for the comment search index (topics/receivers.py):
-# an edit re-indexes the words, a deletion drops them.
-EDIT_TRIPS = {"document": 4, "embedded": 4, "bucketed": 4}
+# an edit re-indexes the words, a deletion drops them. An edit also records the new text
+# in the status index (1: feed and profile excerpts show the current text).
+EDIT_TRIPS = {"document": 5, "embedded": 5, "bucketed": 5}
 DELETE_TRIPS = {"document": 6, "embedded": 6, "bucketed": 6}
 
 
