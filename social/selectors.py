@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from django.contrib.auth import get_user_model
+from django.db.models import Q
+from django.utils import timezone
 
 from cms_site.errors import NotFound
 from cms_site.paging import Page, PageRequest, parse_whole_number
@@ -25,7 +27,7 @@ from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListM
 from social.managers.mutes import MuteManager
 from social.managers.pulled import PulledAuthorManager
 from social.services import comment_excerpt
-from topics.models import Topic
+from topics.models import Topic, TopicSlugRedirect
 
 FEED_DEFAULT_SIZE = 20
 FEED_MAX_SIZE = 100
@@ -97,25 +99,47 @@ EXCERPT_PLACEHOLDERS = {"removed": "[removed]", "author_only": "[hidden]", "dele
 
 
 def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
-    """`items` with the excerpt of every comment that is not visible to `viewer` replaced by a
-    placeholder, and that of every comment edited since it was posted made from its current text.
-    One MongoDB query (none when the page has no comment activity), plus one
-    SQL query for activities recorded before they carried their topic id."""
-    comments = [a for a in items if a.type == COMMENT and a.comment_id]
+    """`items` as `viewer` may see them: an activity on a topic that is not live for them (a
+    draft, a scheduled topic, a published topic an editor took back to draft) is left out;
+    the excerpt of every comment that is not visible to them is replaced by a placeholder,
+    and that of a comment edited since it was posted is made from its current text.
+
+    One SQL query for the page's topics (by id; by slug for activities recorded before they
+    carried one, plus one for slugs that have changed since) and one MongoDB query (none
+    when the page has no comment activity)."""
+    refs = [a for a in items if a.topic_id is not None or a.topic_slug]
+    if not refs:
+        return items
+    ids = {a.topic_id for a in refs if a.topic_id is not None}
+    slugs = {a.topic_slug for a in refs if a.topic_id is None}
+    found = list(Topic.objects.filter(Q(pk__in=ids) | Q(slug__in=slugs)).only("id", "slug", "status", "publish_at"))
+    by_id = {t.pk: t for t in found}
+    by_slug = {t.slug: t for t in found}
+    renamed = slugs - by_slug.keys()
+    if renamed:
+        for redirect in TopicSlugRedirect.objects.filter(old_slug__in=renamed).select_related("topic"):
+            by_slug[redirect.old_slug] = redirect.topic
+
+    def topic_of(a: Activity):
+        return by_id.get(a.topic_id) if a.topic_id is not None else by_slug.get(a.topic_slug)
+
+    staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
+    now = timezone.now()
+    if not staff:  # unknown topics (none stored under that id or slug) are kept: nothing to hide
+        items = [a for a in items if (t := topic_of(a)) is None or t.is_live(now)]
+    comments = [a for a in items if a.type == COMMENT and a.comment_id and topic_of(a) is not None]
     if not comments:
         return items
-    missing = {a.topic_slug for a in comments if a.topic_id is None and a.topic_slug}
-    by_slug = dict(Topic.objects.filter(slug__in=missing).values_list("slug", "pk")) if missing else {}
 
     def key(a: Activity):
-        return (a.topic_id if a.topic_id is not None else by_slug.get(a.topic_slug), a.comment_id)
+        return (topic_of(a).pk, a.comment_id)
 
-    states = comment_copy_states(keys=[key(a) for a in comments if key(a)[0] is not None])
-    staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
+    states = comment_copy_states(keys=[key(a) for a in comments])
+    resolved = {id(a) for a in comments}
     viewer_id = getattr(viewer, "pk", None) if viewer is not None and getattr(viewer, "is_authenticated", False) else None
     shown = []
     for a in items:
-        status, text = states.get(key(a), (None, None)) if a.type == COMMENT and a.comment_id else (None, None)
+        status, text = states.get(key(a), (None, None)) if id(a) in resolved else (None, None)
         # A deleted comment's text is gone for everyone, editors included (as in its thread).
         if status == "deleted" or (status in EXCERPT_PLACEHOLDERS and not staff
                                    and not (status == "author_only" and a.actor_id == viewer_id)):

@@ -270,7 +270,7 @@ def activity_topic_published(*, topic) -> Activity:
     author = topic.author
     return activity_record(activity=Activity(
         id="", type=PUBLISH, actor_id=author.pk, actor=author.username, date=now_ms(), url=f"/t/{topic.slug}/",
-        topic_slug=topic.slug, topic_title=topic.title,
+        topic_slug=topic.slug, topic_title=topic.title, topic_id=getattr(topic, "pk", None),
     ))
 
 

@@ -52,7 +52,7 @@ class Activity:
     excerpt: str = ""
     target_id: int | None = None
     target: str = ""  # the followed user's username
-    topic_id: int | None = None  # a comment activity's discussion: its text is shown per the comment's current status
+    topic_id: int | None = None  # a comment's or publish's topic: shown as its current state allows
 
     def to_fields(self) -> dict:
         """The stored fields (without the id: each collection keys it its own way)."""
