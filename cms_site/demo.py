@@ -42,7 +42,7 @@ def _people(out) -> DemoContext:
 
 
 # App steps, in order: topics, then the graph, so later comments reach followers' feeds.
-APP_STEPS = ["topics.demo", "social.demo", "comments.demo"]
+APP_STEPS = ["topics.demo", "social.demo", "comments.demo", "moderation.demo"]
 
 
 def load_demo(out=print) -> DemoContext:

@@ -309,4 +309,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # Tasks run in the web process without a broker: one "Task ... succeeded" line per feed
+    # delivery would bury the server's own output (hundreds while `make run` loads the demo).
+    # Failures still log (ERROR); with a broker the worker logs every task as usual.
+    "loggers": {"celery.app.trace": {"level": "WARNING"}} if CELERY_TASK_ALWAYS_EAGER else {},
 }
