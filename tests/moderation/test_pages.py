@@ -69,3 +69,18 @@ def test_users_page_bans(client, alice, editor):
     client.post("/moderation/users/", {"username": "alice", "action": "unban"})
     alice.moderation.refresh_from_db()
     assert not alice.moderation.banned
+
+
+def test_wide_tables_scroll_in_their_box_on_a_phone(client, editor):
+    """The queue, log and users tables are wider than 390 px: each sits in a scrolling box
+    (moderation/moderation.css) so the page itself never scrolls sideways."""
+    import re
+
+    from django.contrib.staticfiles import finders
+
+    client.force_login(editor)
+    for url in ("/moderation/", "/moderation/log/", "/moderation/users/"):
+        body = client.get(url).content.decode()
+        assert re.search(r'<div class="moderation-scroll">\s*<table id="result_list">', body), url
+        assert "moderation/moderation.css" in body, url
+    assert "overflow-x: auto" in open(finders.find("moderation/moderation.css")).read()
