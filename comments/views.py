@@ -30,6 +30,7 @@ from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceErr
 from cms_site.paging import DEFAULT_PAGE_SIZE, parse_page_request
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
+from comments.ids import is_comment_id
 from topics.selectors import topic_get
 
 THREAD_DISPLAY_DEPTH = 5  # levels shown indented on a topic page (depth 0..4)
@@ -174,9 +175,11 @@ def comment_post(request, slug):
         return redirect(_safe_next(request, fallback))
     text, parent = form.cleaned_data["text"], form.cleaned_data["parent"] or ""
     back = _safe_next(request, fallback)
-    anchor = f"#c-{parent}" if parent else "#comment-form"
+    # The service refuses a malformed parent; only a well-formed id is echoed back (anchor, kept draft).
+    shown_parent = parent if is_comment_id(parent) else ""
+    anchor = f"#c-{shown_parent}" if shown_parent else "#comment-form"
     if "preview" in request.POST:
-        _keep_draft(request, topic, text=text, parent=parent, preview=services.comment_render(text=text.strip()))
+        _keep_draft(request, topic, text=text, parent=shown_parent, preview=services.comment_render(text=text.strip()))
         return redirect(back.split("#")[0] + anchor)
     try:
         comment = services.comment_create(topic=topic, author=request.user, text=text, parent=parent or None)
@@ -188,7 +191,7 @@ def comment_post(request, slug):
     except ServiceError as exc:
         if _in_place(request):
             return _refusal(request, exc)
-        _keep_draft(request, topic, text=text, parent=parent, error=exc.message)
+        _keep_draft(request, topic, text=text, parent=shown_parent, error=exc.message)
         messages.error(request, f"Not posted: {exc.message} Your text is still in the form.")
         return redirect(back.split("#")[0] + anchor)
     if _in_place(request):

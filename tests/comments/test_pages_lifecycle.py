@@ -137,3 +137,19 @@ def test_friendly_404_page(client, settings):
     assert r.status_code == 404
     html = r.content.decode()
     assert "We could not find that page" in html and 'class="site-header"' in html and "favicon.svg" in html
+
+
+@pytest.mark.parametrize("parent", ["a" * 5000, "²", "x/../y", "<script>"])
+def test_a_malformed_parent_is_refused_without_being_echoed_back(topic, alice, parent):
+    """A hostile `parent` gets the service's refusal with the text kept, and is never copied
+    into the redirect (a 5,000-character Location header) nor into the kept draft."""
+    client = csrf_client(alice)
+    page = f"/t/{topic.slug}/"
+    token = csrf_token(client, page)
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "kept text", "parent": parent, "csrfmiddlewaretoken": token,
+                                                   "next": page})
+    assert r.status_code == 302 and r["Location"] == page + "#comment-form", r["Location"][:80]
+    assert stored(topic) == 0
+    assert client.session[views.DRAFT_KEY]["parent"] == ""
+    html = client.get(page).content.decode()
+    assert textarea(html, "id_text") == "kept text" and "parent must be a comment id" in unescape(html)
