@@ -5,6 +5,7 @@ nothing: services validate before they write, and no request value reaches a que
 as a validated scalar (page numbers parsed to ints, ids checked against a whitelist).
 """
 
+from django.utils.http import urlencode
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -34,9 +35,22 @@ ERROR = OpenApiResponse(
 COMMENT_PAGE = paginated_schema({"type": "array", "items": {"$ref": "#/components/schemas/Comment"}})
 COMMENT_PAGE = {**COMMENT_PAGE, "properties": {
     **COMMENT_PAGE["properties"],
-    "next": {"type": "string", "nullable": True, "description": "Cursor of the next page (pass as ?cursor=), null on the last."},
-    "previous": {"type": "string", "nullable": True, "description": "Cursor of the previous page, null on the first."},
+    "next": {"type": "string", "format": "uri", "nullable": True,
+             "description": "URL of the next page (by cursor), null on the last."},
+    "previous": {"type": "string", "format": "uri", "nullable": True,
+                 "description": "URL of the previous page (by cursor), null on the first."},
+    "next_cursor": {"type": "string", "nullable": True, "description": "Cursor of the next page (pass as ?cursor=)."},
+    "previous_cursor": {"type": "string", "nullable": True, "description": "Cursor of the previous page."},
 }}
+
+
+def _cursor_url(request, cursor: str | None) -> str | None:
+    """The URL of the page at `cursor`, keeping the request's order and page_size: `next` and
+    `previous` are URLs here as in the feed, queue and log APIs; the bare cursors are beside them."""
+    if cursor is None:
+        return None
+    query = {key: request.query_params[key] for key in ("order", "page_size") if key in request.query_params}
+    return request.build_absolute_uri(f"{request.path}?{urlencode({**query, 'cursor': cursor})}")
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="The topic's slug.")
 COMMENT_ID = OpenApiParameter("comment_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A comment id ([a-z0-9]).")
 
@@ -55,8 +69,10 @@ class CommentListApi(APIView):
         page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
                                       request=parse_page_request(request.query_params), viewer=request.user,
                                       cursor=request.query_params.get("cursor"))
+        following, preceding = page.extra.get("next"), page.extra.get("previous")
         return Response({**page_payload(page, CommentSerializer(page.items, many=True).data),
-                         "next": page.extra.get("next"), "previous": page.extra.get("previous")})
+                         "next": _cursor_url(request, following), "previous": _cursor_url(request, preceding),
+                         "next_cursor": following, "previous_cursor": preceding})
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],

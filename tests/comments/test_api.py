@@ -180,12 +180,17 @@ def test_cursor_paging_through_the_api_and_the_page(api_client, client, make_top
         assert body["count"] == 5 and (body["previous"] is None) == (pages == 0)
         seen += [c["id"] for c in body["results"]]
         pages += 1
-        cursor = body["next"]
+        cursor = body["next_cursor"]
         if cursor is None:
+            assert body["next"] is None
             break
+        # `next` is the URL of that page (as in the feed, queue and log APIs): order and size kept.
+        assert body["next"].startswith("http://testserver" + url(topic)) and f"order={order}" in body["next"]
+        assert body["next"] and "page_size=2" in body["next"]
     assert sorted(seen) == sorted(c.id for c in posted) and len(seen) == 5 and pages == 3
-    back = api_client.get(url(topic), {"order": order, "page_size": 2, "cursor": body["previous"]}).json()
+    back = api_client.get(url(topic), {"order": order, "page_size": 2, "cursor": body["previous_cursor"]}).json()
     assert [c["id"] for c in back["results"]] == seen[2:4]
+    assert api_client.get(body["previous"]).json()["results"] == back["results"]
     html = client.get(topic.get_absolute_url(), {"order": order, "page_size": 2}).content.decode()
     if order != "chronological":
         assert "cursor=" in html
