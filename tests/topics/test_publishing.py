@@ -184,7 +184,10 @@ def test_a_scheduled_topic_reaches_followers_feeds_when_it_goes_live_not_before(
     assert published_slugs() == ["right-away"]
     assert topic_publish_due(now=timezone.now() + dt.timedelta(hours=1)) == 0
     assert published_slugs() == ["right-away"]
-    assert topic_publish_due(now=timezone.now() + dt.timedelta(days=1, seconds=1)) == 1
+    # Its time comes. Feeds read at the real clock (they leave out activities on topics not
+    # live yet), so the topic's time is moved rather than the announcer's clock.
+    Topic.objects.filter(slug="tomorrow").update(publish_at=timezone.now() - dt.timedelta(seconds=1))
+    assert topic_publish_due(now=timezone.now()) == 1
     assert published_slugs() == ["tomorrow", "right-away"]
     topic_publish_due(now=timezone.now() + dt.timedelta(days=2))
     assert published_slugs() == ["tomorrow", "right-away"]  # once
