@@ -94,3 +94,36 @@ def test_every_shard_key_has_a_supporting_index_for_collections_that_hold_data()
             continue  # the _id index
         specs = [list(model.document["key"].items()) for model in indexes.get(collection, [])]
         assert any(spec[:len(wanted)] == wanted for spec in specs), f"{collection}: no index supports {key}"
+
+
+def test_mongo_shard_creates_the_supporting_indexes_before_sharding(mongo_db, monkeypatch):
+    # Audit 13: shardCollection on a collection that holds data fails without an index on the key.
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from cms_site.management.commands import mongo_shard
+
+    calls = []
+
+    class Admin:
+        def command(self, name, *args, **kwargs):
+            if name == "hello":
+                return {"msg": "isdbgrid"}
+            if name == "shardCollection":
+                collection = args[0].split(".", 1)[1]
+                key = list(kwargs["key"].items())
+                present = [list(spec["key"]) for spec in mongo_db[collection].index_information().values()]
+                assert any(spec[:len(key)] == key for spec in present) or key == [("_id", 1)], (collection, key)
+            calls.append(name)
+            return {"ok": 1}
+
+    class Client:
+        admin = Admin()
+
+    for name in mongo_db.list_collection_names():
+        mongo_db[name].drop()  # no index yet: the command must create them
+    monkeypatch.setattr(mongo_shard, "is_embedded", lambda: False)
+    monkeypatch.setattr(mongo_shard, "get_client", lambda: Client())
+    call_command("mongo_shard", stdout=StringIO())
+    assert calls.count("shardCollection") == len(declared_shard_keys())

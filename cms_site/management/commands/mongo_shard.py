@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from cms_site.managers import declared_shard_keys
+from cms_site.managers import declared_shard_keys, ensure_indexes
 from cms_site.mongo import get_client, get_db, is_embedded
 
 
@@ -25,6 +25,10 @@ class Command(BaseCommand):
         if admin.command("hello").get("msg") != "isdbgrid":
             raise CommandError("MONGODB_URI does not point at a mongos; nothing sharded.")
         admin.command("enableSharding", db.name)
+        # A collection that holds data can only be sharded on a key some index supports: create
+        # every declared index first (each shard key has one; tests/contract/test_shard_targeting.py).
+        for collection, name in ensure_indexes(db):
+            self.stdout.write(f"index {collection}.{name}")
         for collection, key in keys.items():
             admin.command("shardCollection", f"{db.name}.{collection}", key=key)
             self.stdout.write(self.style.SUCCESS(f"sharded {collection}"))
