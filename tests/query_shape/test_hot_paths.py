@@ -18,8 +18,6 @@ few dozen items. No timing: the figures are keys and documents, which are determ
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 from django.conf import settings
 
@@ -34,36 +32,6 @@ pytestmark = [
 PAGE = 5
 SIZES = (15, 45)  # two sizes: whatever grows between them is growth with size
 SLACK = 2  # keys/documents a page may examine beyond the page itself (a head document, a look-ahead key)
-
-
-# --- audit findings whose fix (i7store's rework) is not on main yet --------------------------------
-# Each mark is strict and names its audit item (shared/audits/mongodb-server-semantics.md). Its
-# condition recognises the code before the fix, so the landing of the fix turns the mark off and
-# the test must then pass; the marks are removed once the fixes are on main.
-
-
-def _open(audit: int, still_open: bool, what: str):
-    return pytest.mark.xfail(still_open, strict=True, reason=f"audit item {audit}: {what} (fix not on main yet)")
-
-
-def _source_has(obj, text: str) -> bool:
-    return text in inspect.getsource(obj)
-
-
-def _audit_10_open() -> bool:
-    from social.managers.lists import FollowListManager
-
-    return _source_has(FollowListManager._documents, '{"_id": {"$in": tbc}, "owner": owner}')
-
-
-def _audit_11_open() -> bool:
-    from social.feeds.log import ActivityLogManager
-
-    return _source_has(ActivityLogManager.by_authors, 'else {"$in": authors}')
-
-
-AUDIT_10 = _open(10, _audit_10_open(), "a fan-out sorts the follower list's documents in memory")
-AUDIT_11 = _open(11, _audit_11_open(), "fan-out on read past 200 authors sorts in memory")
 
 
 @pytest.fixture(autouse=True)
@@ -292,8 +260,7 @@ def test_feed_pages_examine_a_page_at_any_depth_and_size(counter, make_user, set
     assert_floor(figures, what=f"feed.read {strategy}", keys_per_source=strategy == "read")
 
 
-@pytest.mark.parametrize("strategy", ["read", pytest.param("write", marks=AUDIT_10),
-                                      pytest.param("bucket", marks=AUDIT_10)])
+@pytest.mark.parametrize("strategy", ["read", "write", "bucket"])
 def test_feed_posts_scan_nothing_and_sort_nothing_big(counter, make_user, settings, strategy):
     from social.feeds.base import PUBLISH, Activity
     from social.managers.edges import now_ms
@@ -309,7 +276,6 @@ def test_feed_posts_scan_nothing_and_sort_nothing_big(counter, make_user, settin
     assert not problems, "\n".join(problems)
 
 
-@AUDIT_11
 def test_a_fan_out_on_read_feed_past_the_explode_limit_does_not_sort_in_memory(counter, make_user, settings):
     """Audit 11: `author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted in memory."""
     from social.selectors import feed_page
