@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from moderation import services
 from moderation.managers import ModerationQueueManager
+from moderation.managers.queue import entry_key, words_of
 
 _ACTION_OF_STATUS = {"removed": "remove", "author_only": "hide", "visible": "restore", "deleted": "delete"}
+
+
+def on_comment_edited(sender, topic, comment, user, **kwargs):
+    """An edited comment's queue row shows (and word search finds) its current text."""
+    ModerationQueueManager().refresh_text(key=entry_key(topic.pk, comment.id), text=comment.text,
+                                          words=words_of(comment.text))
 
 
 def on_comment_status_changed(sender, topic, comment, before, after, moderator, **kwargs):

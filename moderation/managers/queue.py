@@ -128,6 +128,10 @@ class ModerationQueueManager(MongoManager):
         if inc:
             self.counts.update_one({"_id": "states"}, {"$inc": inc}, upsert=True)
 
+    def refresh_text(self, *, key: str, text: str, words: list[str]) -> None:
+        """An edited comment's entry (if it has one) shows and is found by its new text. One write."""
+        self.collection.update_one({"key": key}, {"$set": {"text": text, "words": words}})
+
     def set_counts(self, counts: dict[str, int]) -> None:
         self.counts.replace_one({"_id": "states"}, {"_id": "states", **counts}, upsert=True)
 

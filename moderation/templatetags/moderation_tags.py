@@ -13,7 +13,8 @@ register = template.Library()
 def held_comments(context, topic):
     request = context.get("request")
     viewer = getattr(request, "user", None)
-    return {"held": selectors.held_for_viewer(topic=topic, viewer=viewer), "topic": topic}
+    staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
+    return {"held": selectors.held_for_viewer(topic=topic, viewer=viewer), "topic": topic, "staff": staff}
 
 
 @register.inclusion_tag("moderation/_flag_form.html", takes_context=True)

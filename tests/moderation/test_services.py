@@ -169,3 +169,11 @@ def test_shadow_ban_shows_only_to_author(topic, alice, bob, editor):
 def test_queue_is_editors_only(alice):
     with pytest.raises(Forbidden):
         selectors.queue_page(viewer=alice)
+
+
+def test_an_edit_refreshes_the_queue_row(topic, alice, bob, editor):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="first words")
+    services.flag_create(topic=topic, comment_id=comment.id, user=bob, reason="other")
+    comment_services.comment_edit(topic=topic, comment_id=comment.id, text="second thoughts", user=alice)
+    assert [r.text for r in selectors.queue_page(viewer=editor, view="reported", q="second").items] == ["second thoughts"]
+    assert selectors.queue_page(viewer=editor, view="reported", q="first").items == []

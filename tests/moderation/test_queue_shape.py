@@ -1,0 +1,54 @@
+"""Every view of the site-wide queue examines about a page of index keys and documents,
+at page 1 and at the last page (by cursor), at two queue sizes: the planner model of
+the declared indexes (bench/planner.py, as tests/query_shape uses it) finds no scan, no
+in-memory sort and no growth with depth or size."""
+
+import pytest
+from django.conf import settings
+
+from tests.query_shape.test_hot_paths import PAGE, SIZES, assert_floor, counter, measure  # noqa: F401  (fixture)
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the planner model reads the embedded engine's collections"),
+]
+
+VIEWS = [("pending", {}), ("all", {}), ("pending", {"topic": "mine"}), ("all", {"author": "writer"}),
+         ("pending", {"q": "needle"})]
+
+
+@pytest.mark.parametrize("view,filters", VIEWS, ids=[f"{v}-{'-'.join(f) or 'unfiltered'}" for v, f in VIEWS])
+def test_queue_views_examine_a_page_at_any_depth_and_size(counter, make_topic, make_user, editor, view, filters):  # noqa: F811
+    from comments.services import comment_create
+    from moderation import selectors, services
+
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            services.ModerationQueueManager().collection.delete_many({})
+            mine = make_topic("document", title=f"Queue {size}")
+            other = make_topic("bucketed", "chronological", title=f"Other {size}")
+            writer = make_user(f"writer{size}")
+            noise = make_user()
+            for user in (writer, noise):
+                services.user_set_premoderation(username=user.username, premoderated=True, moderator=editor)
+            for i in range(size):  # the filtered rows, among as many others
+                comment_create(topic=mine, author=writer, text=f"needle {i}")
+                comment_create(topic=other, author=noise, text=f"hay {i}")
+            params = {**filters}
+            if "topic" in params:
+                params["topic"] = mine.slug
+            if "author" in params:
+                params["author"] = writer.username
+            cursors, cursor = [None], None
+            while True:
+                cursor = selectors.queue_page(viewer=editor, view=view, cursor=cursor, size=str(PAGE), **params).next_cursor
+                if cursor is None:
+                    break
+                cursors.append(cursor)
+        for depth, cursor in ((1, None), (len(cursors), cursors[-1])):
+            m, page = measure(counter, lambda c=cursor, p=params: selectors.queue_page(
+                viewer=editor, view=view, cursor=c, size=str(PAGE), **p))
+            assert page.items
+            figures[(size, depth)] = m
+    assert_floor(figures, what=f"moderation queue {view} {filters}")
