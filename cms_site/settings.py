@@ -296,8 +296,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"CommentStatusEnum": ["visible", "pending", "author_only", "removed", "deleted"],
-                            "TopicStatusEnum": ["draft", "published"]},
     # Every operation documents its error responses (cms_site/openapi.py).
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "cms_site.openapi.document_error_responses"],
 }
