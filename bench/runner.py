@@ -214,8 +214,12 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "
                        "process cannot count round trips: run `python manage.py bench` in a fresh process")
     # The counting goes in first: on a server its listener must be registered before any client exists.
+    # Pages are rendered without `collectstatic` having run: plain static storage (with DEBUG off the
+    # project's manifest storage would refuse every static URL); static URLs are not what is measured.
+    storages = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
     with counting(counter, server=server, database=f"{bench._db_prefix}_0"), \
-            override_settings(PASSWORD_HASHERS=passwords), (django_test_database() if own_database else nullcontext()):
+            override_settings(PASSWORD_HASHERS=passwords, STORAGES=storages), \
+            (django_test_database() if own_database else nullcontext()):
         for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
             if group in groups:
                 t0 = time.perf_counter()
