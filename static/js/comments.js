@@ -86,7 +86,8 @@
     var kind = form.dataset.inPlace;
     var buttons = form.querySelectorAll("button");
     buttons.forEach(function (b) { b.disabled = true; });
-    fetch(form.action, {method: "POST", body: new FormData(form), credentials: "same-origin",
+    /* getAttribute: the like form has an input named "action", which shadows form.action */
+    fetch(form.getAttribute("action"), {method: "POST", body: new FormData(form), credentials: "same-origin",
                         headers: {"X-Requested-With": "fetch"}})
       .then(function (response) {
         var type = response.headers.get("Content-Type") || "";

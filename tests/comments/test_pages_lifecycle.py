@@ -112,8 +112,10 @@ def test_in_reply_to_name_and_storage_badge_for_editors_only(client, topic, alic
     html = client.get(f"/t/{topic.slug}/?order=chronological").content.decode()
     assert f'in reply to <a href="/t/{topic.slug}/c/{root.id}/">@alice</a>' in html
     assert topic.get_comment_storage_display() not in html
+    assert topic.get_comment_storage_display() not in client.get("/").content.decode()
     client.force_login(editor)
     assert topic.get_comment_storage_display() in client.get(f"/t/{topic.slug}/").content.decode()
+    assert topic.get_comment_storage_display() in client.get("/").content.decode()
 
 
 def test_continue_this_thread_past_the_display_depth(client, make_topic, alice, settings):
