@@ -13,7 +13,7 @@ one query for the viewer's likes on that page; a permalink is `get()` plus `posi
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from cms_site.errors import InvalidInput, NotFound
 from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
@@ -23,19 +23,32 @@ from comments.managers.likes import CommentLikeManager
 from comments.services import can_see, comment_manager, is_threaded
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
-ORDER_LABELS = {CHRONOLOGICAL: "Chronological", THREADED: "Threaded", HOT: "Hot"}
+NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
+ORDER_LABELS = {CHRONOLOGICAL: "Oldest first", NEWEST: "Newest first", THREADED: "Threaded", HOT: "Hot"}
+
+
+@dataclass(frozen=True)
+class _Window(PageRequest):
+    """A chronological window starting at any position (what a newest-first page reads)."""
+
+    offset: int = 0
+
+    @property
+    def skip(self) -> int:
+        return self.offset
 
 
 def comment_orders(*, topic) -> tuple[str, ...]:
-    """The orders this topic's storage can page in."""
-    return tuple(comment_manager(topic).orders)
+    """The orders this topic's storage can page in (newest first in every strategy)."""
+    orders = tuple(comment_manager(topic).orders)
+    return orders[:1] + (NEWEST,) + orders[1:]
 
 
 def _order(topic, order) -> str:
     if order in (None, ""):
         return topic.comment_order
     supported = comment_orders(topic=topic)
-    if not isinstance(order, str) or order not in (CHRONOLOGICAL, THREADED, HOT):
+    if not isinstance(order, str) or order not in (CHRONOLOGICAL, NEWEST, THREADED, HOT):
         raise InvalidInput(f"order must be one of {', '.join(supported)}.", field="order")
     if order not in supported:
         raise InvalidInput(f"{topic.comment_storage} storage supports {' and '.join(supported)} order only.", field="order")
@@ -62,9 +75,14 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidInput("cursor is not valid.", field="cursor")
-    page = comment_manager(topic).page(
-        discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic), cursor=cursor or None
-    )
+    if order == NEWEST:
+        if cursor:
+            raise InvalidInput("newest-first pages go by page number, not by cursor.", field="cursor")
+        page = _newest_page(topic, request)
+    else:
+        page = comment_manager(topic).page(
+            discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic),
+            cursor=cursor or None)
     if not cursor and request.page > page.num_pages:
         raise NotFound(f"There is no page {request.page}: this discussion has {page.num_pages}.")
     page.items = [mask(c, viewer) for c in page.items]
@@ -75,6 +93,23 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
         )
     page.extra = {**page.extra, "order": order, "liked": liked}
     return page
+
+
+def _newest_page(topic, request: PageRequest) -> Page[Comment]:
+    """Page N newest first = the chronological window ending N-1 pages before the last comment,
+    reversed: the counter (one read), then the strategy's chronological page at that offset
+    (its seq range or `$slice`), so it costs what a chronological page costs at any depth."""
+    manager = comment_manager(topic)
+    total = manager.count(discussion_id=topic.discussion_id)
+    size = request.page_size
+    end = total - (request.page - 1) * size
+    start = max(0, end - size)
+    items: list[Comment] = []
+    if end > 0:
+        window = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL, threaded=is_threaded(topic),
+                              request=_Window(page=1, page_size=end - start, offset=start))
+        items = list(reversed(window.items))
+    return Page(items=items, count=total, page=request.page, page_size=size)
 
 
 def comment_get(*, topic, comment_id, viewer=None) -> Comment:
@@ -99,9 +134,11 @@ def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
 def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:
     """The number of the page (of `page_size`, in `order`) that holds `comment`."""
     order = _order(topic, order)
-    position = comment_manager(topic).position(
-        discussion_id=topic.discussion_id, comment=comment, order=order, threaded=is_threaded(topic)
-    )
+    manager = comment_manager(topic)
+    position = manager.position(discussion_id=topic.discussion_id, comment=comment,
+                                order=CHRONOLOGICAL if order == NEWEST else order, threaded=is_threaded(topic))
+    if order == NEWEST:
+        position = manager.count(discussion_id=topic.discussion_id) - 1 - position
     return position // page_size + 1
 
 
@@ -109,3 +146,16 @@ def comment_liked_ids(*, topic, comment_ids: list[str], viewer) -> set[str]:
     if viewer is None or not getattr(viewer, "is_authenticated", False):
         return set()
     return CommentLikeManager().liked_ids(discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=comment_ids)
+
+
+def comment_counts(*, topics) -> dict[int, int]:
+    """{topic pk: how many comments it holds} for a list of topics, read from the strategies'
+    per-discussion counters: one query per storage strategy present, not one per topic."""
+    by_storage: dict[str, list] = {}
+    for topic in topics:
+        by_storage.setdefault(topic.comment_storage, []).append(topic)
+    counts: dict[int, int] = {}
+    for group in by_storage.values():
+        found = comment_manager(group[0]).counts(discussion_ids=[t.discussion_id for t in group])
+        counts.update({t.pk: found.get(t.discussion_id, 0) for t in group})
+    return counts

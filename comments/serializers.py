@@ -76,7 +76,7 @@ class CommentListQuerySerializer(serializers.Serializer):
 
     page = serializers.IntegerField(required=False, min_value=1, default=1)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
-    order = serializers.ChoiceField(choices=["chronological", "threaded", "hot"], required=False,
+    order = serializers.ChoiceField(choices=["chronological", "newest", "threaded", "hot"], required=False,
                                     help_text="Defaults to the topic's order; bucketed storage is chronological only, "
                                               "hot (pinned, then most liked) is for document storage.")
     cursor = serializers.CharField(required=False, help_text="A `next` or `previous` value of another page in the same "

@@ -129,7 +129,7 @@ def topic_detail(request, slug):
         request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
         liked=page.extra["liked"], form=CommentForm(),
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
-        cursor_links=order != "chronological", via_cursor=bool(request.GET.get("cursor"))))
+        cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor"))))
 
 
 def comment_permalink(request, slug, comment_id):

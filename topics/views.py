@@ -6,7 +6,16 @@ from django.shortcuts import redirect, render
 
 from cms_site.errors import InvalidInput, NotFound
 from cms_site.paging import parse_page_request
+from comments.selectors import comment_counts
 from topics import selectors
+
+
+def _with_comment_counts(page):
+    """Each topic of the page gets `comment_count`, from the comment counters (one query per storage)."""
+    counts = comment_counts(topics=page.items)
+    for topic in page.items:
+        topic.comment_count = counts.get(topic.pk, 0)
+    return page
 
 
 def home(request):
@@ -19,7 +28,7 @@ def home(request):
         page = selectors.topic_page(viewer=request.user, request=req)
     except NotFound as exc:
         raise Http404(exc.message) from None
-    return render(request, "topics/home.html", {"page": page})
+    return render(request, "topics/home.html", {"page": _with_comment_counts(page)})
 
 
 def tag_detail(request, slug):
@@ -36,7 +45,7 @@ def tag_detail(request, slug):
         page = selectors.topic_page(viewer=request.user, request=req, tag=tag)
     except NotFound as exc:
         raise Http404(exc.message) from None
-    return render(request, "topics/home.html", {"page": page, "tag": tag})
+    return render(request, "topics/home.html", {"page": _with_comment_counts(page), "tag": tag})
 
 
 def search(request):

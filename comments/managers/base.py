@@ -285,6 +285,11 @@ class CommentManager(MongoManager, abc.ABC):
         latest likers ($push/$slice -LATEST_LIKERS), on -1 pull it. Who liked what is
         the likes manager's business, not this one's. False if no such comment."""
 
+    def counts(self, *, discussion_ids: list[int]) -> dict[int, int]:
+        """{discussion_id: count} for several discussions (a topic list): ONE query on the
+        strategy's per-discussion counters, whatever the number of discussions."""
+        return {d: self.count(discussion_id=d) for d in discussion_ids}
+
     @abc.abstractmethod
     def edit(self, *, discussion_id: int, comment: Comment, text: str, html: str, edited: datetime,
              threaded: bool = False) -> bool:

@@ -172,6 +172,11 @@ class BucketedCommentManager(CommentManager):
         meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1}, session=session)
         return (int(meta["count"]), int(meta["size"])) if meta else (0, max(1, settings.COMMENTS_BUCKET_SIZE))
 
+    def counts(self, *, discussion_ids):
+        docs = self.read_db[self.discussions_name].find({"_id": {"$in": list(discussion_ids)}}, {"count": 1})
+        found = {doc["_id"]: int(doc.get("count", 0)) for doc in docs}
+        return {d: found.get(d, 0) for d in discussion_ids}
+
     def count(self, *, discussion_id):
         return self._meta(discussion_id)[0]
 

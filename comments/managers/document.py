@@ -192,6 +192,11 @@ class DocumentCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
+    def counts(self, *, discussion_ids):
+        docs = self.read_db[self.discussions_name].find({"_id": {"$in": list(discussion_ids)}}, {"seq": 1})
+        found = {doc["_id"]: int(doc["seq"]) for doc in docs}
+        return {d: found.get(d, 0) for d in discussion_ids}
+
     def count(self, *, discussion_id, read: bool = True, session=None):
         """The counter: one document by `_id`, whatever the discussion's size."""
         db = self.read_db if read else self.db

@@ -328,6 +328,11 @@ class EmbeddedCommentManager(CommentManager):
             elements.sort(key=_chronological)  # a flat array is already in posting order
         return elements
 
+    def counts(self, *, discussion_ids):
+        docs = self.read_collection.find({"_id": {"$in": list(discussion_ids)}}, {"count": 1})
+        found = {doc["_id"]: int(doc.get("count", 0)) for doc in docs}
+        return {d: found.get(d, 0) for d in discussion_ids}
+
     def count(self, *, discussion_id):
         doc = self.read_collection.find_one({"_id": discussion_id}, {"count": 1})
         return doc["count"] if doc else 0

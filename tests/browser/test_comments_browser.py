@@ -49,6 +49,12 @@ def test_post_reply_like_edit_delete_in_place(open_page, person, topic, shots):
     reply.wait_for()
     assert reply.get_attribute("class").split()[1] == "d1" and stayed(page)
     assert reply.locator('a.mention[href="/u/bob/"]').count() == 1
+    # Collapse and expand the sub-thread.
+    toggle = page.locator(f"#c-{root.id} > header button.collapse")
+    toggle.click()
+    assert reply.is_hidden() and toggle.get_attribute("aria-expanded") == "false" and toggle.inner_text() == "Expand (1)"
+    toggle.click()
+    assert reply.is_visible() and toggle.get_attribute("aria-expanded") == "true"
     # Like and unlike in place.
     bobs = page.locator(f"#c-{root.id}")
     bobs.locator("form.like button").click()

@@ -61,7 +61,7 @@ def test_bad_list_parameters_are_4xx_with_detail(api_client, topic, alice, query
 def test_threaded_on_bucketed_and_hot_outside_document_are_400(api_client, make_topic):
     bucketed = make_topic("bucketed")
     r = api_client.get(url(bucketed) + "?order=threaded")
-    assert r.status_code == 400 and "chronological order only" in r.json()["detail"]
+    assert r.status_code == 400 and "chronological and newest order only" in r.json()["detail"]
     embedded = make_topic("embedded", "threaded")
     assert api_client.get(url(embedded) + "?order=hot").status_code == 400
 

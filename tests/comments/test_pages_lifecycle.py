@@ -155,3 +155,30 @@ def test_a_malformed_parent_is_refused_without_being_echoed_back(topic, alice, p
     assert client.session[views.DRAFT_KEY]["parent"] == ""
     html = client.get(page).content.decode()
     assert textarea(html, "id_text") == "kept text" and "parent must be a comment id" in unescape(html)
+
+
+def test_topic_list_shows_comment_counts_from_the_counters(client, make_topic, alice, mongo_db, monkeypatch):
+    topics = [make_topic(storage, order) for storage, order in
+              (("document", "threaded"), ("document", None), ("embedded", "threaded"), ("bucketed", None))]
+    for n, topic in enumerate(topics):
+        for i in range(n + 1):
+            services.comment_create(topic=topic, author=alice, text=f"c{i}")
+    from comments import selectors
+    calls = []
+    original = selectors.comment_manager
+
+    def counting(topic):
+        manager = original(topic)
+        real = manager.counts
+
+        def counts(**kwargs):
+            calls.append(topic.comment_storage)
+            return real(**kwargs)
+        manager.counts = counts
+        return manager
+
+    monkeypatch.setattr(selectors, "comment_manager", counting)
+    html = client.get("/").content.decode()
+    for n, topic in enumerate(topics):
+        assert f'<a href="{topic.get_absolute_url()}#comments">{n + 1} comment{"" if n == 0 else "s"}</a>' in html
+    assert sorted(calls) == ["bucketed", "document", "embedded"]  # one counter query per storage, not per topic
