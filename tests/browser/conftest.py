@@ -15,10 +15,6 @@ from pathlib import Path
 
 import pytest
 
-# Playwright's sync API keeps an event loop running in the test thread; Django's ORM calls
-# in the test body are still synchronous, so its async-safety guard is switched off here.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
@@ -33,8 +29,12 @@ def _unavailable(reason: str):
     pytest.skip(f"browser tests skipped: {reason} (install Debian's chromium, or set CHROMIUM=/path)")
 
 
-@pytest.fixture(scope="session")
-def browser():
+@pytest.fixture
+def browser(site, monkeypatch):
+    # Playwright's sync API keeps an event loop running in the test thread while it is open;
+    # the test body's ORM calls are still synchronous, so Django's async-safety guard is
+    # switched off for this test only (never process-wide: `check --deploy` refuses it).
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     if not (os.path.isfile(CHROMIUM) or shutil.which(CHROMIUM)):
         _unavailable(f"no Chromium at {CHROMIUM}")
     try:
@@ -48,11 +48,6 @@ def browser():
             _unavailable(f"Chromium at {CHROMIUM} did not start: {exc}")
         yield browser
         browser.close()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _loopback_live_server():
-    os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
 
 @pytest.fixture
