@@ -12,6 +12,7 @@ api_patterns = [
     path("", include("comments.api_urls")),
     path("", include("social.api_urls")),
     path("", include("moderation.api_urls")),
+    path("", include("notifications.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
@@ -27,6 +28,7 @@ urlpatterns = [
     path("", include("comments.urls")),
     path("", include("social.urls")),
     path("", include("moderation.urls")),
+    path("", include("notifications.urls")),
     path("healthz", serving.healthz, name="healthz"),
     # Last: any other path under /api/ is a JSON 404, DEBUG or not.
     re_path(r"^api/", serving.api_not_found),

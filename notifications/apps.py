@@ -4,3 +4,16 @@ from django.apps import AppConfig
 class NotificationsConfig(AppConfig):
     name = "notifications"
     verbose_name = "Notifications"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from comments import signals as comment_signals
+        from notifications import receivers
+        from social.signals import user_followed
+
+        comment_signals.comment_posted.connect(receivers.on_comment_posted, dispatch_uid="notifications.comment_posted")
+        comment_signals.comment_liked.connect(receivers.on_comment_liked, dispatch_uid="notifications.comment_liked")
+        comment_signals.comment_deleted.connect(receivers.on_comment_deleted, dispatch_uid="notifications.comment_deleted")
+        comment_signals.comment_status_changed.connect(receivers.on_comment_status_changed,
+                                                       dispatch_uid="notifications.status_changed")
+        user_followed.connect(receivers.on_user_followed, dispatch_uid="notifications.user_followed")

@@ -49,6 +49,7 @@ from social.managers.edges import now_ms
 from social.managers.mutes import MAX_MUTES, MuteManager
 from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
+from social.signals import user_followed
 
 
 def day_start(at: datetime) -> datetime:
@@ -96,6 +97,7 @@ def follow_create(*, follower, followee) -> bool:
         raise
     if _unlist_if_unfollowed(edges, lists, follower.pk, followee.pk):
         return True  # an unfollow raced with this follow and won: nothing to announce
+    user_followed.send(sender=None, follower=follower, followee=followee)
     activity_record(activity=Activity(
         id="", type=FOLLOW, actor_id=follower.pk, actor=follower.username, date=now_ms(),
         url=f"/u/{followee.username}/", target_id=followee.pk, target=followee.username,

@@ -1,0 +1,143 @@
+"""Grouped notifications, one document per (recipient, kind, target), and unread counters.
+
+    notifications {_id: "<recipient>:<kind>:<target>", r: int, kind, target, subject: "<discussion>:<comment>" | "",
+                   actors: [username, ...] (latest last, at most MAX_ACTORS), actor_ids: [...], count: int,
+                   events: [event id, ...] (the latest EVENT_MEMORY), url, title, created, updated,
+                   read: bool, hidden: bool}
+    notification_counters {_id: recipient, unread: int}
+
+Grouping (Mastodon's group_key): the `_id` is the group, so a new event is one upsert:
+`$inc count`, `$push` the actor with `$slice`, `read: false`, `updated: now` (the group moves to
+the top). Idempotent: the filter `events: {$ne: event}` makes a replayed event match nothing,
+and its upsert then fails on the existing `_id` (a duplicate key: nothing changes).
+Unread counter: moved only when a group goes from read (or absent) to unread, from unread to
+read, or is hidden/shown while unread; `find_one_and_update` returns the state before, so the
+counter never depends on a count over the collection. A page: `{r, hidden: false}` sorted by
+(updated, _id) desc on the index (r, hidden, updated, _id), `limit + 1`, keyset cursor.
+`subject` (index) finds the notifications about a comment when its status changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pymongo import DESCENDING, IndexModel, ReturnDocument, UpdateOne
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+MAX_ACTORS = 5
+EVENT_MEMORY = 50
+
+
+@dataclass(frozen=True)
+class Notification:
+    id: str
+    kind: str
+    actors: list[str]  # newest first
+    count: int
+    url: str
+    title: str
+    created: datetime
+    updated: datetime
+    read: bool
+
+
+@dataclass(frozen=True)
+class NotificationPage:
+    items: list[Notification]
+    last: tuple[datetime, str] | None  # (updated, _id) of the last item when there is a next page
+
+
+def group_id(recipient: int, kind: str, target: str) -> str:
+    return f"{int(recipient)}:{kind}:{target}"
+
+
+class NotificationManager(MongoManager):
+    collection_name = "notifications"
+    counters_name = "notification_counters"
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [
+                IndexModel([("r", 1), ("hidden", 1), ("updated", DESCENDING), ("_id", DESCENDING)], name="r_hidden_updated"),
+                IndexModel([("subject", 1)], name="subject", partialFilterExpression={"subject": {"$type": "string"}}),
+            ]
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"r": 1}, cls.counters_name: {"_id": "hashed"}}
+
+    def add(self, *, recipient: int, kind: str, target: str, subject: str, actor_id: int, actor: str, event: str,
+            url: str, title: str, at: datetime) -> bool:
+        """Record one event in its group. True when it was new; False for a replay. 1-2 round trips."""
+        try:
+            before = self.collection.find_one_and_update(
+                {"_id": group_id(recipient, kind, target), "events": {"$ne": event}},
+                {"$set": {"updated": at, "read": False, "url": url, "title": title, "subject": subject},
+                 "$setOnInsert": {"r": recipient, "kind": kind, "target": target, "created": at, "hidden": False},
+                 "$inc": {"count": 1},
+                 "$push": {"actors": {"$each": [actor], "$slice": -MAX_ACTORS},
+                           "actor_ids": {"$each": [actor_id], "$slice": -MAX_ACTORS},
+                           "events": {"$each": [event], "$slice": -EVENT_MEMORY}}},
+                upsert=True, return_document=ReturnDocument.BEFORE, projection={"read": 1, "hidden": 1})
+        except DuplicateKeyError:
+            return False
+        if before is None or (before.get("read") and not before.get("hidden")):
+            self._inc(recipient, 1)
+        return True
+
+    def _inc(self, recipient: int, delta: int) -> None:
+        self.db[self.counters_name].update_one({"_id": recipient}, {"$inc": {"unread": delta}}, upsert=True)
+
+    def unread(self, *, recipient: int) -> int:
+        doc = self.db[self.counters_name].find_one({"_id": recipient}, {"unread": 1})
+        return max(0, doc.get("unread", 0)) if doc else 0
+
+    def page(self, *, recipient: int, after: tuple[datetime, str] | None, limit: int) -> NotificationPage:
+        query: dict = {"r": recipient, "hidden": False}
+        if after is not None:
+            updated, last_id = after
+            query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": last_id}}]
+        docs = list(self.read_collection.find(query, {"events": 0, "actor_ids": 0})
+                    .sort([("updated", DESCENDING), ("_id", DESCENDING)]).limit(limit + 1))
+        items = [self._notification(d) for d in docs[:limit]]
+        last = (docs[limit - 1]["updated"], docs[limit - 1]["_id"]) if len(docs) > limit else None
+        return NotificationPage(items, last)
+
+    @staticmethod
+    def _notification(doc: dict) -> Notification:
+        actors = list(dict.fromkeys(reversed(doc.get("actors", []))))  # newest first, each once
+        return Notification(id=doc["_id"], kind=doc["kind"], actors=actors, count=doc.get("count", 1),
+                            url=doc.get("url", ""), title=doc.get("title", ""), created=doc["created"],
+                            updated=doc["updated"], read=bool(doc.get("read")))
+
+    def mark_read(self, *, recipient: int, ids: list[str] | None) -> int:
+        """Mark the recipient's `ids` (all when None) read; returns how many changed. 2 round trips."""
+        query: dict = {"r": recipient, "read": False}
+        if ids is not None:
+            query["_id"] = {"$in": ids}
+        changed = self.collection.update_many({**query, "hidden": False}, {"$set": {"read": True}}).modified_count
+        self.collection.update_many(query, {"$set": {"read": True}})  # hidden ones too, uncounted
+        if changed:
+            self._inc(recipient, -changed)
+        return changed
+
+    def set_hidden(self, *, subject: str, hidden: bool) -> int:
+        """Hide (or show again) every notification about the comment `subject`, keeping the
+        recipients' unread counters in step. Returns how many changed."""
+        docs = list(self.collection.find({"subject": subject, "hidden": not hidden}, {"r": 1, "read": 1}))
+        if not docs:
+            return 0
+        self.collection.update_many({"_id": {"$in": [d["_id"] for d in docs]}}, {"$set": {"hidden": hidden}})
+        deltas: dict[int, int] = {}
+        for d in docs:
+            if not d.get("read"):
+                deltas[d["r"]] = deltas.get(d["r"], 0) + (-1 if hidden else 1)
+        if deltas:
+            self.db[self.counters_name].bulk_write(
+                [UpdateOne({"_id": r}, {"$inc": {"unread": n}}, upsert=True) for r, n in deltas.items()], ordered=False)
+        return len(docs)

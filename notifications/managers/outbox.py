@@ -1,0 +1,50 @@
+"""The e-mail outbox: how many notification e-mails a user got in the current window, and
+what is held for their next digest.
+
+    {_id: recipient, window: datetime (start), sent: int, held: [{kind, text, url, at}, ...] (at most MAX_HELD)}
+
+A user gets at most NOTIFICATIONS_DIGEST_AFTER e-mails per NOTIFICATIONS_DIGEST_WINDOW; later
+ones are held and sent together as one digest (`take_held` empties the list atomically).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pymongo import ASCENDING, IndexModel, ReturnDocument
+
+from cms_site.managers import MongoManager
+
+MAX_HELD = 100
+
+
+class EmailOutboxManager(MongoManager):
+    collection_name = "notification_outbox"
+
+    @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [IndexModel([("has_held", ASCENDING), ("_id", ASCENDING)], name="has_held")]}
+
+    def count_sent(self, *, recipient: int, window_start: datetime) -> int:
+        """Count one e-mail in the window starting at `window_start` (a new window resets); returns the
+        number sent in the window, this one included. Two round trips at most."""
+        doc = self.collection.find_one_and_update({"_id": recipient, "window": window_start}, {"$inc": {"sent": 1}},
+                                                  return_document=ReturnDocument.AFTER)
+        if doc is None:
+            doc = self.collection.find_one_and_update({"_id": recipient}, {"$set": {"window": window_start, "sent": 1}},
+                                                      upsert=True, return_document=ReturnDocument.AFTER)
+        return doc["sent"]
+
+    def hold(self, *, recipient: int, item: dict) -> None:
+        self.collection.update_one({"_id": recipient}, {"$push": {"held": {"$each": [item], "$slice": -MAX_HELD}},
+                                                        "$set": {"has_held": True}}, upsert=True)
+
+    def take_held(self, *, recipient: int) -> list[dict]:
+        before = self.collection.find_one_and_update({"_id": recipient, "has_held": True},
+                                                     {"$set": {"held": [], "has_held": False}},
+                                                     return_document=ReturnDocument.BEFORE)
+        return (before or {}).get("held", [])
+
+    def recipients_with_held(self, *, limit: int = 1000) -> list[int]:
+        docs = self.collection.find({"has_held": True}, {"_id": 1}).sort("_id", ASCENDING).limit(limit)
+        return [d["_id"] for d in docs]

@@ -1,0 +1,56 @@
+"""Thread subscriptions: who follows a topic's discussion to hear of every new comment.
+
+    {_id: "<discussion>:<user>", d: int, u: int, since: datetime}
+
+The `_id` makes subscribing idempotent; index (d, u) streams a discussion's subscribers in
+batches for the notification fan-out (background), index (u, d) lists mine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from pymongo import ASCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
+
+from cms_site.managers import MongoManager
+
+
+class ThreadSubscriptionManager(MongoManager):
+    collection_name = "notification_subscriptions"
+
+    @classmethod
+    def indexes(cls):
+        return {cls.collection_name: [IndexModel([("d", ASCENDING), ("u", ASCENDING)], name="d_u"),
+                                      IndexModel([("u", ASCENDING), ("d", ASCENDING)], name="u_d")]}
+
+    @staticmethod
+    def sub_id(discussion_id: int, user_id: int) -> str:
+        return f"{int(discussion_id)}:{int(user_id)}"
+
+    def create(self, *, discussion_id: int, user_id: int, at: datetime) -> bool:
+        try:
+            self.collection.insert_one({"_id": self.sub_id(discussion_id, user_id), "d": discussion_id, "u": user_id,
+                                        "since": at})
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def delete(self, *, discussion_id: int, user_id: int) -> bool:
+        return self.collection.delete_one({"_id": self.sub_id(discussion_id, user_id)}).deleted_count == 1
+
+    def exists(self, *, discussion_id: int, user_id: int) -> bool:
+        return self.collection.count_documents({"_id": self.sub_id(discussion_id, user_id)}, limit=1) == 1
+
+    def subscriber_batches(self, *, discussion_id: int, size: int = 1000) -> Iterator[list[int]]:
+        """The discussion's subscribers, `size` at a time, in user id order (index (d, u))."""
+        batch: list[int] = []
+        cursor = self.collection.find({"d": discussion_id}, {"u": 1, "_id": 0}).sort("u", ASCENDING).batch_size(size)
+        for doc in cursor:
+            batch.append(doc["u"])
+            if len(batch) >= size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch

@@ -1,0 +1,331 @@
+"""Notification writes: who is told what, grouping, read state, e-mail, subscriptions.
+
+Kinds and their groups (one notification per (recipient, kind, target), Mastodon-style):
+- `reply`: a reply to my comment, one per reply (target: the reply);
+- `mention`: a comment that @mentions me, one per comment;
+- `like`: likes of my comment, grouped per comment ("ana and 4 others liked your comment");
+- `follow`: new followers, grouped per day;
+- `comment`: new comments in a discussion I subscribed to, grouped per discussion.
+A recipient gets at most one notification per new comment (reply, else mention, else comment).
+
+Rules (checked here, in the background task, with the state at delivery time):
+never to the actor themself; never from a user the recipient muted, nor from an inactive
+(deactivated) account; never about a comment that is not visible (a held, removed, hidden or
+deleted comment notifies nobody). Notifications carry no comment text, only who, what kind
+and a link; when a comment they are about later stops being visible (moderation, deletion)
+they are hidden, and shown again if it is restored (`notification_subject_visibility`,
+driven by the comments app's signals): the page query then never returns them and the
+unread counter is moved in step. That is the "update on moderation" choice: a page costs
+the same three queries (page, counter, mutes) whatever it shows.
+
+E-mail: `reply`, `mention` (and the others if the recipient asks) go by e-mail through
+Django's e-mail framework to recipients with an address who want that kind
+(`NotificationPreference`); past NOTIFICATIONS_DIGEST_AFTER e-mails in
+NOTIFICATIONS_DIGEST_WINDOW seconds, the rest are held and sent as one digest. Every e-mail
+carries a signed one-click unsubscribe link (no log-in).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.core.mail import EmailMessage
+from django.utils import timezone
+
+from cms_site.errors import InvalidInput, NotAuthenticated, NotFound
+from cms_site.markdown import mentioned_usernames
+from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
+from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
+from social.managers.edges import now_ms
+from social.managers.mutes import MuteManager
+
+log = logging.getLogger(__name__)
+
+REPLY, MENTION, LIKE, FOLLOW, COMMENT = KINDS
+MAX_MENTIONS = 20
+MAX_IDS = 100
+UNSUBSCRIBE_SALT = "notifications.unsubscribe"
+ID_PATTERN = re.compile(r"^(\d{1,18}):(reply|mention|like|follow|comment):([A-Za-z0-9:_.-]{1,100})$")
+
+
+def _topic(topic_id: int):
+    model = apps.get_model("topics", "Topic") if apps.is_installed("topics") else apps.get_model("cms_site", "Topic")
+    return model.objects.filter(pk=topic_id).select_related("author").first()
+
+
+def _comment(topic, comment_id: str):
+    from comments.services import comment_manager, is_threaded
+
+    return comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
+
+
+def subject_key(discussion_id: int, comment_id: str) -> str:
+    return f"{int(discussion_id)}:{comment_id}"
+
+
+def _active_users(ids) -> dict[int, object]:
+    return get_user_model().objects.filter(pk__in=list(ids), is_active=True).in_bulk()
+
+
+def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, event_of, url: str, title: str,
+             email_text) -> int:
+    """Create the notifications of one event for `recipients` ({user id: kind}), skipping the actor,
+    inactive recipients and those who muted the actor. Returns how many were new."""
+    recipients = {r: k for r, k in recipients.items() if r != actor.pk}
+    if not recipients:
+        return 0
+    muted = MuteManager().muters_among(muted=actor.pk, user_ids=sorted(recipients))
+    users = _active_users(r for r in recipients if r not in muted)
+    notes, at, new = NotificationManager(), now_ms(), 0
+    for recipient_id, user in users.items():
+        kind = recipients[recipient_id]
+        if notes.add(recipient=recipient_id, kind=kind, target=target_of(kind), subject=subject, actor_id=actor.pk,
+                     actor=actor.username, event=event_of(kind, recipient_id), url=url, title=title, at=at):
+            new += 1
+            email_notify(recipient=user, kind=kind, text=email_text(kind), url=url)
+    return new
+
+
+def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
+    """A new comment: its parent's author (reply), the users it @mentions, the discussion's subscribers."""
+    topic = _topic(topic_id)
+    author = _active_users([author_id]).get(author_id)
+    if topic is None or author is None:
+        return 0
+    comment = _comment(topic, comment_id)
+    if comment is None or comment.status != "visible":
+        return 0  # gone, held or moderated before delivery
+    recipients: dict[int, str] = {}
+    subs = ThreadSubscriptionManager()
+    for batch in subs.subscriber_batches(discussion_id=topic.discussion_id):
+        recipients.update({u: COMMENT for u in batch})
+    names = mentioned_usernames(comment.text)[:MAX_MENTIONS]
+    if names:
+        User = get_user_model()
+        lookup = {f"{User.USERNAME_FIELD}__in": names, "is_active": True}
+        recipients.update({pk: MENTION for pk in User.objects.filter(**lookup).values_list("pk", flat=True)})
+    if comment.parent:
+        parent = _comment(topic, comment.parent)
+        if parent is not None and parent.status == "visible":
+            recipients[parent.author.id] = REPLY
+    key = subject_key(topic.discussion_id, comment.id)
+    url = f"/t/{topic.slug}/c/{comment.id}/"
+    texts = {REPLY: f"{author.username} replied to your comment in “{topic.title}”.",
+             MENTION: f"{author.username} mentioned you in “{topic.title}”.",
+             COMMENT: f"{author.username} commented in “{topic.title}”, a discussion you follow."}
+    return _deliver(recipients=recipients, actor=author, subject=key, url=url, title=topic.title,
+                    target_of=lambda kind: f"d{topic.discussion_id}" if kind == COMMENT else key,
+                    event_of=lambda kind, r: f"{kind}:{key}", email_text=texts.get)
+
+
+def notify_like(*, topic_id: int, comment_id: str, liker_id: int) -> int:
+    """A first like of a comment: its author, grouped per comment."""
+    topic = _topic(topic_id)
+    liker = _active_users([liker_id]).get(liker_id)
+    if topic is None or liker is None:
+        return 0
+    comment = _comment(topic, comment_id)
+    if comment is None or comment.status != "visible":
+        return 0
+    key = subject_key(topic.discussion_id, comment.id)
+    return _deliver(recipients={comment.author.id: LIKE}, actor=liker, subject=key, title=topic.title,
+                    url=f"/t/{topic.slug}/c/{comment.id}/", target_of=lambda kind: key,
+                    event_of=lambda kind, r: f"like:{key}:{liker.pk}",
+                    email_text=lambda kind: f"{liker.username} liked your comment in “{topic.title}”.")
+
+
+def notify_follow(*, follower_id: int, followee_id: int) -> int:
+    """A new follower: grouped per day."""
+    users = _active_users([follower_id, followee_id])
+    follower = users.get(follower_id)
+    if follower is None or followee_id not in users:
+        return 0
+    day = timezone.now().astimezone(UTC).date().isoformat()
+    return _deliver(recipients={followee_id: FOLLOW}, actor=follower, subject="", title="",
+                    url=f"/u/{follower.username}/", target_of=lambda kind: day,
+                    event_of=lambda kind, r: f"follow:{follower.pk}",
+                    email_text=lambda kind: f"{follower.username} follows you now.")
+
+
+def notification_subject_visibility(*, discussion_id: int, comment_id: str, visible: bool) -> int:
+    """Hide the notifications about a comment that is no longer visible, or show them again."""
+    return NotificationManager().set_hidden(subject=subject_key(discussion_id, comment_id), hidden=not visible)
+
+
+# --- read state ---------------------------------------------------------------------
+
+
+def _require_login(user):
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise NotAuthenticated("Log in to see your notifications.")
+
+
+def parse_ids(raw) -> list[str] | None:
+    """`ids` of a mark-read request: absent/None (all), or a list of at most 100 notification ids (strings)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) > MAX_IDS:
+        raise InvalidInput(f"ids must be a list of at most {MAX_IDS} notification ids.", field="ids")
+    ids = []
+    for value in raw:
+        if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+            raise InvalidInput("ids must hold notification ids (strings from the list).", field="ids")
+        ids.append(value)
+    return ids
+
+
+def notification_mark_read(*, user, ids: list[str] | None = None) -> int:
+    """Mark the user's notifications `ids` (all when None) read. Returns the unread count after."""
+    _require_login(user)
+    notes = NotificationManager()
+    if ids is not None:
+        ids = [i for i in ids if ID_PATTERN.fullmatch(i) and int(ID_PATTERN.fullmatch(i).group(1)) == user.pk]
+        if not ids:
+            return notes.unread(recipient=user.pk)
+    notes.mark_read(recipient=user.pk, ids=ids)
+    return notes.unread(recipient=user.pk)
+
+
+# --- thread subscriptions -------------------------------------------------------------
+
+
+def subscription_create(*, user, topic) -> bool:
+    """Follow `topic`'s discussion: be told of every new comment. Idempotent."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise NotAuthenticated("Log in to follow a discussion.")
+    return ThreadSubscriptionManager().create(discussion_id=topic.discussion_id, user_id=user.pk, at=now_ms())
+
+
+def subscription_delete(*, user, topic) -> bool:
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise NotAuthenticated("Log in to unfollow a discussion.")
+    return ThreadSubscriptionManager().delete(discussion_id=topic.discussion_id, user_id=user.pk)
+
+
+# --- e-mail -------------------------------------------------------------------------
+
+
+def preferences_of(user) -> NotificationPreference:
+    """The user's preferences (unsaved defaults when they never saved any)."""
+    found = NotificationPreference.objects.filter(user=user).first()
+    return found or NotificationPreference(user=user, **{f"email_{k}": v for k, v in EMAIL_DEFAULTS.items()})
+
+
+def preferences_update(*, user, values: dict) -> NotificationPreference:
+    _require_login(user)
+    prefs = preferences_of(user)
+    for kind in KINDS:
+        if kind in values:
+            if not isinstance(values[kind], bool):
+                raise InvalidInput(f"{kind} must be true or false.", field=kind)
+            setattr(prefs, f"email_{kind}", values[kind])
+    prefs.save()
+    return prefs
+
+
+def unsubscribe_token(*, user, kind: str) -> str:
+    if kind not in (*KINDS, "all"):
+        raise InvalidInput("unknown kind.", field="kind")
+    return signing.dumps({"u": user.pk, "k": kind}, salt=UNSUBSCRIBE_SALT, compress=True)
+
+
+def unsubscribe_url(*, user, kind: str) -> str:
+    return f"{settings.SITE_URL.rstrip('/')}/notifications/unsubscribe/{unsubscribe_token(user=user, kind=kind)}/"
+
+
+def unsubscribe_parse(token: str):
+    """The (user, kind) a signed unsubscribe token names; NotFound when it is forged or unknown."""
+    if not isinstance(token, str) or len(token) > 300:
+        raise NotFound("This unsubscribe link is not valid.")
+    try:
+        data = signing.loads(token, salt=UNSUBSCRIBE_SALT)
+    except signing.BadSignature:
+        raise NotFound("This unsubscribe link is not valid.") from None
+    if not isinstance(data, dict) or type(data.get("u")) is not int or data.get("k") not in (*KINDS, "all"):
+        raise NotFound("This unsubscribe link is not valid.")
+    user = get_user_model().objects.filter(pk=data["u"]).first()
+    if user is None:
+        raise NotFound("This unsubscribe link is not valid.")
+    return user, data["k"]
+
+
+def unsubscribe_apply(*, token: str) -> tuple[object, str]:
+    """One-click unsubscribe: no log-in, the signature is the proof."""
+    user, kind = unsubscribe_parse(token)
+    prefs = preferences_of(user)
+    for k in (KINDS if kind == "all" else (kind,)):
+        setattr(prefs, f"email_{k}", False)
+    prefs.save()
+    return user, kind
+
+
+def _window_start(now: datetime) -> datetime:
+    window = max(1, settings.NOTIFICATIONS_DIGEST_WINDOW)
+    return datetime.fromtimestamp(int(now.timestamp()) // window * window, tz=UTC)
+
+
+def _message(*, user, subject: str, lines: list[str], kind: str) -> EmailMessage:
+    unsubscribe = unsubscribe_url(user=user, kind=kind)
+    body = "\n".join([f"Hello {user.username},", "", *lines, "",
+                      f"Your notifications: {settings.SITE_URL.rstrip('/')}/notifications/",
+                      f"Stop these e-mails (one click, no log-in): {unsubscribe}"])
+    return EmailMessage(subject=subject, body=body, to=[user.email], headers={
+        "List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
+
+
+def email_notify(*, recipient, kind: str, text: str | None, url: str) -> bool:
+    """E-mail one notification if the recipient wants it; past the digest threshold hold it. True if sent now."""
+    if not text or not recipient.email or not preferences_of(recipient).wants(kind):
+        return False
+    now = timezone.now()
+    outbox = EmailOutboxManager()
+    sent = outbox.count_sent(recipient=recipient.pk, window_start=_window_start(now))
+    link = f"{settings.SITE_URL.rstrip('/')}{url}"
+    if sent > max(0, settings.NOTIFICATIONS_DIGEST_AFTER):
+        outbox.hold(recipient=recipient.pk, item={"kind": kind, "text": text, "url": link, "at": now})
+        if sent == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
+            _schedule_digest(recipient.pk, now)
+        return False
+    _message(user=recipient, subject=f"[Commons] {text}", lines=[text, link], kind=kind).send()
+    return True
+
+
+def _schedule_digest(recipient_id: int, now: datetime) -> None:
+    """With a worker, send the digest when the window closes; eagerly (no broker) the
+    `notifications_digest` command (cron) sends it."""
+    from celery import current_app
+
+    from notifications.tasks import email_digest
+
+    if current_app.conf.task_always_eager:
+        return
+    window_end = _window_start(now).timestamp() + settings.NOTIFICATIONS_DIGEST_WINDOW
+    email_digest.apply_async((recipient_id,), countdown=max(1, int(window_end - now.timestamp())))
+
+
+def email_digest_send(*, recipient_id: int) -> int:
+    """Send what is held for `recipient_id` as one e-mail. Returns how many items it held."""
+    user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
+    items = EmailOutboxManager().take_held(recipient=recipient_id)
+    if not items or user is None or not user.email:
+        return 0
+    lines = [f"- {i['text']} {i['url']}" for i in items]
+    _message(user=user, subject=f"[Commons] {len(items)} new notifications", lines=lines, kind="all").send()
+    return len(items)
+
+
+def email_digests_send_all() -> int:
+    """Send every held digest (the `notifications_digest` command). Returns e-mails sent."""
+    sent = 0
+    while True:
+        recipients = EmailOutboxManager().recipients_with_held()
+        if not recipients:
+            return sent
+        for recipient_id in recipients:
+            sent += 1 if email_digest_send(recipient_id=recipient_id) else 0
