@@ -9,10 +9,13 @@ replay or a redelivered message never duplicates anything.
 
 from __future__ import annotations
 
+import logging
+
 from celery import Task
 from django.conf import settings
 from pymongo.errors import PyMongoError
 
+log = logging.getLogger(__name__)
 TRANSIENT = (PyMongoError, ConnectionError, TimeoutError)
 
 
@@ -27,5 +30,8 @@ class DeliveryTask(Task):
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         from background.services import failure_record
 
-        failure_record(task=self.name, task_id=task_id or "", args=list(args or ()), kwargs=dict(kwargs or {}),
-                       error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)
+        try:
+            failure_record(task=self.name, task_id=task_id or "", args=list(args or ()), kwargs=dict(kwargs or {}),
+                           error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)
+        except Exception:  # recording must never turn into the caller's error (eager runs happen in requests)
+            log.exception("could not record the failure of %s%r", self.name, tuple(args or ()))

@@ -10,7 +10,6 @@ from rest_framework.views import APIView
 
 from cms_site.errors import InvalidInput
 from cms_site.serializers import ErrorSerializer
-from comments.selectors import topic_get
 from notifications import selectors, services
 from notifications.models import KINDS
 from notifications.serializers import (
@@ -21,6 +20,7 @@ from notifications.serializers import (
     SubscriptionSerializer,
     UnreadSerializer,
 )
+from topics.selectors import topic_get
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer}
 
@@ -82,13 +82,13 @@ class SubscriptionApi(APIView):
     @extend_schema(request=None, responses={200: SubscriptionSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
                    tags=["notifications"])
     def post(self, request, slug):
-        topic = topic_get(slug=slug)
+        topic = topic_get(slug=slug, viewer=request.user)
         changed = services.subscription_create(user=request.user, topic=topic)
         return Response({"topic": topic.slug, "subscribed": True, "changed": changed})
 
     @extend_schema(request=None, responses={200: SubscriptionSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
                    tags=["notifications"])
     def delete(self, request, slug):
-        topic = topic_get(slug=slug)
+        topic = topic_get(slug=slug, viewer=request.user)
         changed = services.subscription_delete(user=request.user, topic=topic)
         return Response({"topic": topic.slug, "subscribed": False, "changed": changed})

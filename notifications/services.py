@@ -31,7 +31,7 @@ import logging
 import re
 from datetime import UTC, datetime
 
-from django.apps import apps
+from django.apps import apps  # the Topic model, without importing the topics app at module load
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -55,8 +55,7 @@ ID_PATTERN = re.compile(r"^(\d{1,18}):(reply|mention|like|follow|comment):([A-Za
 
 
 def _topic(topic_id: int):
-    model = apps.get_model("topics", "Topic") if apps.is_installed("topics") else apps.get_model("cms_site", "Topic")
-    return model.objects.filter(pk=topic_id).select_related("author").first()
+    return apps.get_model("topics", "Topic").objects.filter(pk=topic_id).select_related("author").first()
 
 
 def _comment(topic, comment_id: str):
@@ -73,12 +72,20 @@ def _active_users(ids) -> dict[int, object]:
     return get_user_model().objects.filter(pk__in=list(ids), is_active=True).in_bulk()
 
 
+def _banned(user) -> bool:
+    """A ban in force, shadow bans included: a banned user notifies nobody."""
+    from moderation.services import restriction_of
+
+    restriction = restriction_of(user)
+    return restriction is not None and restriction.ban_in_force()
+
+
 def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, event_of, url: str, title: str,
              email_text) -> int:
     """Create the notifications of one event for `recipients` ({user id: kind}), skipping the actor,
     inactive recipients and those who muted the actor. Returns how many were new."""
     recipients = {r: k for r, k in recipients.items() if r != actor.pk}
-    if not recipients:
+    if not recipients or _banned(actor):
         return 0
     muted = MuteManager().muters_among(muted=actor.pk, user_ids=sorted(recipients))
     users = _active_users(r for r in recipients if r not in muted)

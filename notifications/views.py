@@ -11,9 +11,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from cms_site.errors import InvalidInput, NotFound, ServiceError
-from comments.selectors import topic_get
 from notifications import selectors, services
 from notifications.models import KINDS, NotificationPreference
+from topics.selectors import topic_get
 
 
 @login_required
@@ -77,9 +77,9 @@ def _back(request, topic):
     return redirect(f"/t/{topic.slug}/")
 
 
-def _topic_or_404(slug):
+def _topic_or_404(request, slug):
     try:
-        return topic_get(slug=slug)
+        return topic_get(slug=slug, viewer=request.user)
     except NotFound as exc:
         raise Http404(exc.message) from None
 
@@ -87,7 +87,7 @@ def _topic_or_404(slug):
 @login_required
 @require_POST
 def subscribe(request, slug):
-    topic = _topic_or_404(slug)
+    topic = _topic_or_404(request, slug)
     if services.subscription_create(user=request.user, topic=topic):
         messages.success(request, "You follow this discussion: you will be told of every new comment.")
     return _back(request, topic)
@@ -96,7 +96,7 @@ def subscribe(request, slug):
 @login_required
 @require_POST
 def unsubscribe_topic(request, slug):
-    topic = _topic_or_404(slug)
+    topic = _topic_or_404(request, slug)
     if services.subscription_delete(user=request.user, topic=topic):
         messages.success(request, "You no longer follow this discussion.")
     return _back(request, topic)

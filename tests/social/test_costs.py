@@ -55,19 +55,26 @@ def test_unfollow_and_follow_costs_do_not_grow_with_the_list(settings, counter, 
     star, a, b = make_user("star"), make_user(), make_user()
     with counter.paused():
         FollowListManager().replace(kind=FOLLOWERS, lists={star.pk: list(range(10_000, 10_095))})
-    with counter.measure() as follow:
-        services.follow_create(follower=a, followee=star)  # the last document has room
-    with counter.measure() as unfollow:
-        services.follow_delete(follower=a, followee=star)
-    # edge 1; followers: head, membership check, push into the last continuation, head mirror 4;
-    # following: head, insert 2; the edge re-read that catches a racing unfollow 1; activity: log
-    # insert 1; fan-out on read delivers nothing more.
-    assert follow.round_trips == 9
-    # edge, then for each list: pull + head update + the pull that finds no second copy
-    assert unfollow.round_trips == 7
-    with counter.measure() as again:
-        services.follow_create(follower=b, followee=star)
-    assert again.round_trips == 9
+    from notifications import tasks as notification_tasks
+
+    with mock.patch.object(notification_tasks.notify_follow, "delay") as queued:
+        with counter.measure() as follow:
+            services.follow_create(follower=a, followee=star)  # the last document has room
+        with counter.measure() as unfollow:
+            services.follow_delete(follower=a, followee=star)
+        # edge 1; followers: head, membership check, push into the last continuation, head mirror 4;
+        # following: head, insert 2; the edge re-read that catches a racing unfollow 1; activity: log
+        # insert 1; fan-out on read delivers nothing more. The notification is queued.
+        assert follow.round_trips == 9
+        # edge, then for each list: pull + head update + the pull that finds no second copy
+        assert unfollow.round_trips == 7
+        with counter.measure() as again:
+            services.follow_create(follower=b, followee=star)
+        assert again.round_trips == 9
+    assert queued.call_count == 2
+    with counter.measure() as deferred:
+        notification_tasks.notify_follow.apply(args=queued.call_args.args)
+    assert deferred.round_trips == 3  # mutes of the follower, the group upsert, the unread counter
 
 
 @pytest.mark.parametrize("strategy, per_batch", [("write", 1), ("bucket", 3)])
