@@ -13,7 +13,7 @@ class NotificationsConfig(AppConfig):
 
         comment_signals.comment_posted.connect(receivers.on_comment_posted, dispatch_uid="notifications.comment_posted")
         comment_signals.comment_liked.connect(receivers.on_comment_liked, dispatch_uid="notifications.comment_liked")
-        comment_signals.comment_deleted.connect(receivers.on_comment_deleted, dispatch_uid="notifications.comment_deleted")
+        # A deletion also sends comment_status_changed (status "deleted"): that one receiver covers both.
         comment_signals.comment_status_changed.connect(receivers.on_comment_status_changed,
                                                        dispatch_uid="notifications.status_changed")
         user_followed.connect(receivers.on_user_followed, dispatch_uid="notifications.user_followed")

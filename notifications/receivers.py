@@ -15,9 +15,5 @@ def on_user_followed(sender, follower, followee, **kwargs):
     tasks.notify_follow.delay(follower.pk, followee.pk)
 
 
-def on_comment_deleted(sender, topic, comment, **kwargs):
-    tasks.subject_visibility.delay(topic.discussion_id, comment.id, False)
-
-
 def on_comment_status_changed(sender, topic, comment, **kwargs):
     tasks.subject_visibility.delay(topic.discussion_id, comment.id, comment.status == "visible")

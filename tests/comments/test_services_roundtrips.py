@@ -1,6 +1,8 @@
 """Round trips to MongoDB per service/selector call: constant whatever the page number,
 the page size or the discussion size (counted with a wrapper around the database handle)."""
 
+from unittest import mock
+
 import pytest
 from pymongo.collection import Collection
 
@@ -83,7 +85,16 @@ def ours(counter) -> list[str]:
     return [c[0] for c in counter.calls if c[0] in ("comment_likes", "credit_user_flows", "credit_comment_flows")]
 
 
-def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user):
+@pytest.fixture
+def queued_notifications():
+    """The request side only: notifications are queued (background work, measured in tests/notifications)."""
+    from notifications import tasks
+
+    with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"):
+        yield
+
+
+def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user, queued_notifications):
     author, fan = make_user("author"), make_user("fan")
     comment = services.comment_create(topic=topic, author=author, text="first")
     costs = {}
