@@ -264,10 +264,15 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         add("\n### Posting a comment\n")
         add("The service `comment_create()` (the strategy's write, the credit flow, the signal receivers such as the "
             "activity feed):\n")
-        add(_table(["strategy", "kind", "discussion size", "round trips", "documents", "kB read", "keys examined",
-                    "docs examined", "in-memory sort", "ms"],
-                   [[r["strategy"], r.get("kind", ""), r["size"], _trips(r), r["docs_read"], r.get("bytes_read", 0) // 1024,
+        add(_table(["strategy", "kind", "discussion size / followers", "round trips", "request / deferred",
+                    "documents", "kB read", "keys examined", "docs examined", "in-memory sort", "ms"],
+                   [[r["strategy"], r.get("kind", ""), r["size"], _trips(r),
+                     f"{r['request_round_trips']} / {r['deferred_round_trips']}" if "request_round_trips" in r else "–",
+                     r["docs_read"], r.get("bytes_read", 0) // 1024,
                      r.get("keys_examined", "–"), r.get("docs_examined", "–"), _sort_mark(r), r["ms"]] for r in posts]))
+        add("\nRows of kind `followers`: a top-level comment by an author with that many followers. The request "
+            "does the same work at 10 and at the largest audience; the deferred work (Celery: feed delivery, "
+            "notifications) stops growing past FEED_PUSH_LIMIT, where the author is pulled at read time.")
         add("")
 
     # --- followers ----------------------------------------------------------------------

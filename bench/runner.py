@@ -51,7 +51,7 @@ class Sizes:
 QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, peer_comments=2_000, repeats=1, post_repeats=3)
 # One timed repetition at full size: counts do not vary between repetitions, and a page of a
 # 100,000-comment discussion read with skip costs mongomock a scan of the whole discussion.
-FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=200_000, repeats=1)
+FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=1_000_000, repeats=1)
 TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, repeats=1,
              post_repeats=2, feed_activities_per_author=2, comment_sweep=(30,))
 

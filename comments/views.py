@@ -103,8 +103,11 @@ def _continue_links(items: list) -> list:
 
 def _context(request, topic, **extra) -> dict:
     draft = _take_draft(request, topic)
+    from social.selectors import muted_ids
+
     return {"topic": topic, "draft": draft, "max_text": settings.COMMENTS_MAX_TEXT,
-            "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(), **extra}
+            "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(),
+            "muted": muted_ids(user=request.user), **extra}  # authors the viewer muted: their comments collapse
 
 
 def topic_detail(request, slug):

@@ -93,9 +93,40 @@ def run(bench) -> None:
             with bench.fresh_db():
                 _page_and_post(bench, storage=storage, editor=editor, writers=writers, authors=authors, label=label,
                                order=order)
+    with bench.fresh_db():
+        _post_against_followers(bench)
     missing = sorted({"document", "embedded", "bucketed"} - set(strategies()))
     if missing:
         bench.note(f"comment strategies not available in this build: {', '.join(missing)}")
+
+
+def _post_against_followers(bench) -> None:
+    """comments.post by an author with 10 to `sizes.feed_followers` followers (synthetic ids): the
+    request side (rows' `request_round_trips`) must not grow with the audience; the deferred work
+    (feed delivery, notifications) is measured beside it."""
+    from bench.cases.feeds import SYNTHETIC_BASE, follower_counts
+    from bench.deferred import measure_write, split
+    from comments.services import comment_create
+    from social.managers import FOLLOWERS, FollowListManager
+    from topics.services import topic_create
+
+    counts = follower_counts(bench.sizes.feed_followers)
+    with bench.counter.paused():
+        editor = people.editor()
+        topic = topic_create(author=editor, title="Posting against followers", comment_storage="document",
+                             comment_order=CHRONOLOGICAL)
+        authors = people.users(len(counts), "poster")
+        lists, next_id = {}, SYNTHETIC_BASE + 10_000_000
+        for author, n in zip(authors, counts, strict=True):
+            lists[author.pk] = list(range(next_id, next_id + n))
+            next_id += n
+        FollowListManager().replace(kind=FOLLOWERS, lists=lists)
+        bench.create_indexes()
+    for author, n in zip(authors, counts, strict=True):
+        m, request, deferred, _, varies = measure_write(
+            bench, lambda a=author: comment_create(topic=topic, author=a, text="A post to my followers."), repeats=1)
+        bench.row("comments.post", "document", n, 0, m, varies=varies, kind="followers", layer="service", followers=n,
+                  **split(request, deferred))
 
 
 def _sweep(bench, *, storage, size, editor, authors) -> None:

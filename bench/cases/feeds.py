@@ -2,7 +2,10 @@
 
 feed.post: the service `activity_record()` (the author log insert, then the strategy's
 delivery) for an author with `followers` followers, at growing follower counts up to
-`sizes.feed_followers`; the follower list is written with the manager's bulk path
+`sizes.feed_followers`; `request_round_trips` is what the request does (the log insert and
+the queued delivery task), `deferred_round_trips` what the Celery task does (hybrid fan-out:
+nothing is pushed above FEED_PUSH_LIMIT followers), `round_trips` their sum; the follower
+list is written with the manager's bulk path
 (`FollowListManager.replace`) with synthetic follower ids. Each strategy runs in its
 own fresh database.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 from django.test.utils import override_settings
 
 from bench import people
+from bench.deferred import measure_write, split
 
 SYNTHETIC_BASE = 60_000_000
 STRATEGIES = ("read", "write", "bucket")
@@ -78,9 +82,9 @@ def _post(bench, strategy: str) -> None:
     for author, n in zip(authors, counts, strict=True):
         serial = iter(range(10**6))
         repeats = bench.sizes.repeats if n < 5_000 else 1  # big fan-outs once: they take seconds on mongomock
-        m, _, varies = bench.measure(lambda a=author, s=serial: activity_record(activity=_activity(a, next(s))),
-                                     repeats=repeats)
-        bench.row("feed.post", strategy, n, 0, m, varies=varies, followers=n, repeats=repeats)
+        m, request, deferred, _, varies = measure_write(
+            bench, lambda a=author, s=serial: activity_record(activity=_activity(a, next(s))), repeats=repeats)
+        bench.row("feed.post", strategy, n, 0, m, varies=varies, followers=n, repeats=repeats, **split(request, deferred))
 
 
 def _read(bench, strategy: str) -> None:

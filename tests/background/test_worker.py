@@ -70,21 +70,20 @@ def real_worker(redis_url):
 
     from cms_site.celery import app
 
-    def reset_connections():
-        if app._pool is not None:
-            app._pool.force_close_all()
-        app._pool = None
-        app.amqp._producer_pool = None
-
+    # The eager app keeps its own connection and producer pools; the worker's Redis ones are
+    # made fresh, closed afterwards, and the eager ones put back untouched.
+    saved_pools = (app._pool, app.amqp._producer_pool)
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager")}
     app.conf.update(broker_url=redis_url, task_always_eager=False)
-    reset_connections()
+    app._pool, app.amqp._producer_pool = None, None
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=10):
             yield app
     finally:
+        if app._pool is not None:
+            app._pool.force_close_all()
         app.conf.update(saved)
-        reset_connections()
+        app._pool, app.amqp._producer_pool = saved_pools
 
 
 class FakeTopic:

@@ -46,7 +46,14 @@ def test_the_harness_writes_every_case_with_constant_page_costs(tmp_path):
         assert ("feed.read", strategy) in cases and ("feed.post", strategy) in cases
     assert all("followers" in r for r in rows if r["case"] == "feed.post")
     kinds = {r["kind"] for r in rows if r["case"] == "comments.post"}
-    assert kinds == {"top-level", "reply"}
+    assert kinds == {"top-level", "reply", "followers"}
+    # Posting: the request side is the same whatever the author's follower count (10 to the largest).
+    against = [r for r in rows if r["case"] == "comments.post" and r["kind"] == "followers"]
+    assert len(against) >= 2 and min(r["followers"] for r in against) == 10
+    assert len({r["request_round_trips"] for r in against}) == 1, against
+    for r in against + [r for r in rows if r["case"] == "feed.post"]:
+        assert r["round_trips"] == r["request_round_trips"] + r["deferred_round_trips"]
+    assert len({r["request_round_trips"] for r in rows if r["case"] == "feed.post"}) == 1  # the log insert
 
     series = defaultdict(set)
     depths = defaultdict(set)

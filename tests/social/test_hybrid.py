@@ -176,3 +176,16 @@ def test_mute_through_the_api_and_the_profile_page(api_client, client, make_user
     assert selectors.muted_ids(user=None) == set()
     client.post("/u/other/mute/")
     assert selectors.muted_ids(user=me) == {other.pk}
+
+
+def test_a_muted_authors_comments_collapse_for_the_muter(client, make_user, make_topic):
+    from comments.services import comment_create
+
+    me, loud = make_user("me"), make_user("loud")
+    topic = make_topic("document")
+    comment_create(topic=topic, author=loud, text="very loud words")
+    client.force_login(me)
+    assert "You muted loud" not in client.get(f"/t/{topic.slug}/").content.decode()
+    services.mute_create(muter=me, muted=loud)
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    assert '<details class="muted-comment"><summary>You muted loud: show this comment</summary>' in page
