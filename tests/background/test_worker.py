@@ -84,6 +84,11 @@ def real_worker(redis_url):
             app._pool.force_close_all()
         app.conf.update(saved)
         app._pool, app.amqp._producer_pool = saved_pools
+        # A worker marks the whole process as one where waiting on a result would block; this
+        # process is the test session again, whose eager results may be read.
+        from celery._state import _set_task_join_will_block
+
+        _set_task_join_will_block(False)
 
 
 class FakeTopic:
