@@ -63,3 +63,13 @@ def api_client():
     from rest_framework.test import APIClient
 
     return APIClient()
+
+
+@pytest.fixture(autouse=True)
+def celery_join_state():
+    """Celery keeps a process-wide "waiting on a result would block" flag that a worker (the real
+    worker test runs one in a thread) or a failed eager task can leave set; every test starts eager."""
+    from celery._state import _set_task_join_will_block
+
+    _set_task_join_will_block(False)
+    yield
