@@ -69,7 +69,7 @@ class NotificationManager(MongoManager):
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"r": 1}, cls.counters_name: {"_id": "hashed"}}
+        return {cls.collection_name: {"r": 1}}
 
     def add(self, *, recipient: int, kind: str, target: str, subject: str, actor_id: int, actor: str, event: str,
             url: str, title: str, at: datetime) -> bool:

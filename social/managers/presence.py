@@ -23,10 +23,6 @@ class PresenceManager(MongoManager):
     collection_name = "social_presence"
 
     @classmethod
-    def shard_keys(cls):
-        return {cls.collection_name: {"_id": "hashed"}}
-
-    @classmethod
     def indexes(cls):
         return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}  # the shard key's index
 
