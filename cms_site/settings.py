@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "cms_site.clients.ClientMiddleware",
     "cms_site.throttling.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "topics.middleware.TopicSlugRedirectMiddleware",
@@ -256,6 +257,14 @@ RATE_LIMIT_RATES = {
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }
+
+# --- Spam checks (moderation/spam.py) -------------------------------------------
+SPAM_MAX_LINKS = env_int("SPAM_MAX_LINKS", 3)  # more links: held for review; more than twice as many: rejected
+SPAM_DUPLICATE_WINDOW = env_int("SPAM_DUPLICATE_WINDOW", 3600)  # seconds; the same text again by one user is rejected
+AKISMET_API_KEY = os.environ.get("AKISMET_API_KEY", "")  # empty: no Akismet check
+AKISMET_URL = os.environ.get("AKISMET_URL", "")  # empty: https://{key}.rest.akismet.com
+AKISMET_SITE_URL = os.environ.get("AKISMET_SITE_URL", SITE_URL)  # Akismet's "blog"
+AKISMET_TIMEOUT = env_int("AKISMET_TIMEOUT", 3)  # seconds; on timeout the comment goes through
 
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {

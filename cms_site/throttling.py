@@ -11,9 +11,9 @@ was typed (passwords excepted), ready to send again.
   `register`, `login` (log-in page, admin log-in and `POST /api/auth/token/`) and `write`
   (any other write). An API view names its scope in `throttle_scope`; a page's scope
   comes from its URL name (`PAGE_SCOPES`); reads are never limited.
-- Who is counted: `user` (the logged-in user's id), `ip` (the client address: REMOTE_ADDR,
-  or the address `RATE_LIMIT_NUM_PROXIES` hops from the right of X-Forwarded-For behind
-  that many trusted proxies; IPv6 by /64, since one host holds a whole /64) and
+- Who is counted: `user` (the logged-in user's id), `ip` (the client address,
+  `cms_site.clients.client_ip`: REMOTE_ADDR, or the address `RATE_LIMIT_NUM_PROXIES` hops
+  from the right of X-Forwarded-For behind that many trusted proxies; IPv6 by /64) and
   `account` (the username a log-in names, NFKC and case-folded, whether it exists or not).
   A request must be under every limit that applies; a refused request is not counted.
 - Each rate is `N/period` with period `s`, `min`, `hour`, `day`, optionally multiplied
@@ -30,7 +30,6 @@ was typed (passwords excepted), ready to send again.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
 import time
@@ -42,6 +41,8 @@ from django.core.cache import cache
 from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.throttling import BaseThrottle
+
+from cms_site.clients import client_ip
 
 _RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)")
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
@@ -82,26 +83,6 @@ def rates(scope: str) -> dict[str, list[Rate]]:
     table = settings.RATE_LIMIT_RATES
     spec = table.get(scope) or table["write"]
     return {who: [parse_rate(r) for r in ([rs] if isinstance(rs, str) else rs)] for who, rs in spec.items()}
-
-
-def client_ip(request) -> str:
-    """The client's address as a rate-limit key: REMOTE_ADDR, or the trusted proxy's view of it."""
-    address = request.META.get("REMOTE_ADDR", "") or ""
-    hops = getattr(settings, "RATE_LIMIT_NUM_PROXIES", 0)
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    if hops and forwarded:
-        chain = [part.strip() for part in forwarded.split(",") if part.strip()]
-        if chain:
-            address = chain[-min(hops, len(chain))]
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return "unknown"
-    if ip.version == 6:
-        if ip.ipv4_mapped:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False).network_address) + "/64"
-    return str(ip)
 
 
 def account_key(username) -> str | None:

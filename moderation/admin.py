@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 
 from cms_site.errors import ServiceError
 from moderation import services
-from moderation.models import UserModeration
+from moderation.models import SpamWord, UserModeration
 
 admin.site.index_template = "moderation/admin_index.html"
 
@@ -45,3 +45,12 @@ class UserModerationAdmin(admin.ModelAdmin):
     def stop_premoderating(self, request, queryset):
         self._each(request, queryset, lambda name: services.user_set_premoderation(
             username=name, premoderated=False, moderator=request.user), "No longer pre-moderated")
+
+
+@admin.register(SpamWord)
+class SpamWordAdmin(admin.ModelAdmin):
+    """Banned words reject a comment, suspect words hold it for review (moderation/spam.py)."""
+
+    list_display = ("word", "kind", "note", "created")
+    list_filter = ("kind",)
+    search_fields = ("word", "note")

@@ -44,6 +44,8 @@ def _next(request, cursor):
 class FlagApi(APIView):
     """Report a comment: one flag per user and comment."""
 
+    throttle_scope = "flag"
+
     @extend_schema(operation_id="topic_comments_flag", parameters=[SLUG, COMMENT_ID], request=FlagCreateSerializer,
                    tags=["moderation"],
                    responses={201: FlagResultSerializer, 200: OpenApiResponse(FlagResultSerializer, "Already flagged."),

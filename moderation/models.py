@@ -6,6 +6,8 @@ future. A plain ban refuses every write with a 403; a shadow ban lets the user w
 but holds their comments in the moderation queue, shown only to themselves.
 """
 
+import unicodedata
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -42,3 +44,42 @@ class UserModeration(models.Model):
         if self.premoderated:
             parts.append("pre-moderated")
         return ", ".join(parts) or "no restriction"
+
+
+class SpamWord(models.Model):
+    """A word or phrase the spam checks look for (moderation/spam.py): banned rejects a
+    comment, suspect holds it for review. Editors keep the lists in the admin. Stored
+    NFKC-normalised and case-folded; matched as whole words."""
+
+    BANNED, SUSPECT = "banned", "suspect"
+    word = models.CharField(max_length=100, unique=True, help_text="A word or a phrase; case and width do not matter.")
+    kind = models.CharField(max_length=10, choices=[(BANNED, "banned: reject"), (SUSPECT, "suspect: hold for review")],
+                            default=SUSPECT)
+    note = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "word"]
+        verbose_name = "spam word"
+
+    def __str__(self):
+        return f"{self.word} ({self.kind})"
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        self.word = " ".join(unicodedata.normalize("NFKC", self.word or "").casefold().split())
+        if not self.word:
+            raise ValidationError({"word": "Give a word or a phrase."})
+
+    def save(self, *args, **kwargs):
+        self.word = " ".join(unicodedata.normalize("NFKC", self.word or "").casefold().split())
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def lists(cls) -> dict[str, list[str]]:
+        """{banned: [...], suspect: [...]} in one query."""
+        lists = {cls.BANNED: [], cls.SUSPECT: []}
+        for word, kind in cls.objects.values_list("word", "kind"):
+            lists.setdefault(kind, []).append(word)
+        return lists

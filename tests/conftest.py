@@ -31,6 +31,16 @@ def mongo_db(settings):
     drop_db(name)
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Django's cache (rate-limit counters, spam fingerprints) starts empty for every test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def make_user(django_user_model):
     counter = iter(range(1, 10**9))

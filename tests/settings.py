@@ -21,3 +21,6 @@ RATE_LIMITS_ENABLED = False
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+# The duplicate-text spam check is off too (tests post the same text on purpose);
+# tests/moderation/test_spam.py turns it on.
+SPAM_DUPLICATE_WINDOW = 0

@@ -233,3 +233,16 @@ def test_parse_rate():
     for bad in ("5", "0/min", "5/fortnight", "5/min\n", "-1/s"):
         with pytest.raises(ValueError):
             parse_rate(bad)
+
+
+def test_flags_per_user(make_topic, make_user):
+    from comments import services as comment_services
+
+    topic = make_topic("document", "threaded")
+    author = make_user("author")
+    comments = [comment_services.comment_create(topic=topic, author=author, text=f"flag me {n}") for n in range(12)]
+    client = api(make_user("alice"))
+    allowed, response = requests_until_throttled(lambda n: client.post(
+        f"/api/topics/{topic.slug}/comments/{comments[n - 1].id}/flag/", {"reason": "spam"}, format="json"))
+    assert allowed == 10
+    assert_throttled(response)

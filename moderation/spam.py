@@ -1,0 +1,236 @@
+"""Spam checks before a comment is stored: a small pipeline with one verdict.
+
+A submission (author, text, topic, client address and agent, the page form's honeypot)
+runs through `CHECKS` in order; each check returns nothing, HOLD or REJECT with a
+reason. The verdict is the strongest one met: REJECT (a 400 `code: "spam"`, nothing
+stored), HOLD (the comment goes to the moderation queue's Pending tab with the reasons:
+`moderation.services.comment_hold`; the API answers 202) or ACCEPT. A REJECT stops the
+pipeline; the remote check (Akismet) runs only when nothing local rejected.
+
+The checks:
+- honeypot: a field hidden from people on the page comment forms (`website`,
+  cms_site.clients.HONEYPOT_FIELD); a bot fills it: REJECT. The API has no honeypot;
+- links: more than `SPAM_MAX_LINKS` links (http(s)://, www., bare domain names with a
+  common top-level domain): HOLD; more than twice as many: REJECT;
+- words: editors keep a list of banned words (REJECT) and suspect words (HOLD) in the
+  admin (`SpamWord`); matching is on whole words of the NFKC, case-folded text, so
+  `ＶＩＡＧＲＡ` and `Viagra` match `viagra` but `Scunthorpe` does not match a banned
+  substring;
+- duplicate: the same text (NFKC, case-folded, white space collapsed) by the same user
+  within `SPAM_DUPLICATE_WINDOW` seconds: REJECT. Fingerprints live in Django's cache
+  (per process with the default local memory, like the rate limits);
+- akismet: with `AKISMET_API_KEY` set, Akismet's comment-check (`AKISMET_URL`, default
+  Akismet's REST endpoint): "true" is HOLD, "true" with `X-akismet-pro-tip: discard` is
+  REJECT. Off without a key. A timeout or an error lets the comment through (logged):
+  an outage of a third party must not stop every comment.
+Editors (staff) skip the pipeline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import unicodedata
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+
+from cms_site.clients import Client, current_client
+from cms_site.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+ACCEPT, HOLD, REJECT = "accept", "hold", "reject"
+_STRENGTH = {ACCEPT: 0, HOLD: 1, REJECT: 2}
+
+
+class SpamRejected(InvalidInput):
+    code = "spam"
+
+
+@dataclass(frozen=True)
+class Finding:
+    action: str  # HOLD or REJECT
+    check: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: str
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(f"{f.check}: {f.reason}" for f in self.findings if f.action == self.action)
+
+
+@dataclass(frozen=True)
+class Submission:
+    author_id: int
+    author_name: str
+    text: str
+    topic_url: str = ""
+    client: Client = field(default_factory=Client)
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+def check_honeypot(sub: Submission) -> Finding | None:
+    if sub.client.honeypot:
+        return Finding(REJECT, "honeypot", "a field people cannot see was filled in")
+    return None
+
+
+_TLDS = r"(?:com|net|org|info|biz|io|co|ru|cn|xyz|top|click|online|site|shop|app|dev|me|tk|ml|ga|cf|gq|de|uk|fr)"
+LINK = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://[^\s<>()]+|\bwww\.[^\s<>()]+|\b(?:[a-z0-9-]+\.)+" + _TLDS + r"\b(?:/[^\s<>()]*)?)",
+                  re.IGNORECASE)
+
+
+def count_links(text: str) -> int:
+    return len(LINK.findall(unicodedata.normalize("NFKC", text)))
+
+
+def check_links(sub: Submission) -> Finding | None:
+    cap = settings.SPAM_MAX_LINKS
+    links = count_links(sub.text)
+    if links > 2 * cap:
+        return Finding(REJECT, "links", f"{links} links (at most {cap})")
+    if links > cap:
+        return Finding(HOLD, "links", f"{links} links (at most {cap} without review)")
+    return None
+
+
+def normalise(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _word_pattern(words: list[str]) -> re.Pattern | None:
+    words = sorted({normalise(w) for w in words if normalise(w)}, key=len, reverse=True)
+    if not words:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)")
+
+
+def check_words(sub: Submission) -> Finding | None:
+    from moderation.models import SpamWord  # the editors' lists
+
+    text = normalise(sub.text)
+    lists = SpamWord.lists()
+    for action, kind in ((REJECT, SpamWord.BANNED), (HOLD, SpamWord.SUSPECT)):
+        pattern = _word_pattern(lists[kind])
+        match = pattern.search(text) if pattern else None
+        if match:
+            return Finding(action, "words", f"{kind} word {match.group(0)!r}")
+    return None
+
+
+def _fingerprint_key(sub: Submission) -> str:
+    digest = hashlib.sha256(normalise(sub.text).encode()).hexdigest()[:32]
+    return f"spam:dup:{sub.author_id}:{digest}"
+
+
+def check_duplicate(sub: Submission) -> Finding | None:
+    if settings.SPAM_DUPLICATE_WINDOW > 0 and cache.get(_fingerprint_key(sub)):
+        minutes = max(1, settings.SPAM_DUPLICATE_WINDOW // 60)
+        return Finding(REJECT, "duplicate", f"the same text was posted by you in the last {minutes} minutes")
+    return None
+
+
+def remember(sub: Submission) -> None:
+    """Record the text's fingerprint (after it was stored or held), for `check_duplicate`."""
+    if settings.SPAM_DUPLICATE_WINDOW > 0:
+        cache.set(_fingerprint_key(sub), 1, settings.SPAM_DUPLICATE_WINDOW)
+
+
+def akismet_url() -> str:
+    base = settings.AKISMET_URL or f"https://{settings.AKISMET_API_KEY}.rest.akismet.com"
+    return base.rstrip("/") + "/1.1/comment-check"
+
+
+def check_akismet(sub: Submission) -> Finding | None:
+    if not settings.AKISMET_API_KEY:
+        return None
+    form = {
+        "api_key": settings.AKISMET_API_KEY, "blog": settings.AKISMET_SITE_URL, "user_ip": sub.client.ip,
+        "user_agent": sub.client.user_agent, "referrer": sub.client.referrer, "permalink": sub.topic_url,
+        "comment_type": "comment", "comment_author": sub.author_name, "comment_content": sub.text,
+    }
+    request = urllib.request.Request(akismet_url(), data=urllib.parse.urlencode(form).encode(), method="POST",
+                                     headers={"User-Agent": "Commons/1.0 | akismet-check",
+                                              "Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        with urllib.request.urlopen(request, timeout=settings.AKISMET_TIMEOUT) as response:  # noqa: S310 (configured URL)
+            answer = response.read(64).decode("ascii", "replace").strip()
+            tip = response.headers.get("X-akismet-pro-tip", "")
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        logger.warning("Akismet check failed, comment let through: %s", exc.__class__.__name__)
+        return None
+    if answer == "true":
+        return Finding(REJECT if tip == "discard" else HOLD, "akismet", "Akismet says spam")
+    if answer != "false":
+        logger.warning("Akismet answered %r, comment let through", answer[:20])
+    return None
+
+
+# Local checks first, the remote one last (it runs only when nothing local rejected).
+CHECKS: list[Callable[[Submission], Finding | None]] = [check_honeypot, check_links, check_words, check_duplicate,
+                                                        check_akismet]
+
+
+def spam_verdict(sub: Submission) -> Verdict:
+    """Run the checks; the verdict is the strongest action found."""
+    findings: list[Finding] = []
+    for check in CHECKS:
+        finding = check(sub)
+        if finding is None:
+            continue
+        findings.append(finding)
+        if finding.action == REJECT:
+            break
+    action = max((f.action for f in findings), key=_STRENGTH.__getitem__, default=ACCEPT)
+    return Verdict(action, tuple(findings))
+
+
+# --- the gate between a valid submission and its storage (comments.services) -------------------
+
+
+def submission_of(*, topic, author, text: str) -> Submission:
+    return Submission(author_id=author.pk, author_name=author.username, text=text,
+                      topic_url=settings.SITE_URL.rstrip("/") + topic.get_absolute_url(), client=current_client.get())
+
+
+class SpamGate:
+    """Registered with comments.services (moderation.apps): REJECT raises `SpamRejected` (400,
+    nothing stored), HOLD sends the comment to the Pending queue with the reasons, ACCEPT
+    lets it through (its fingerprint is recorded when it is stored: `on_comment_posted`)."""
+
+    def hold(self, *, topic, author, text, parent):
+        if author.is_staff:
+            return None
+        sub = submission_of(topic=topic, author=author, text=text)
+        verdict = spam_verdict(sub)
+        if verdict.action == REJECT:
+            logger.info("spam rejected (user %s): %s", author.pk, verdict.reason)
+            raise SpamRejected(f"Not posted: this looks like spam ({verdict.reason}).", field="text")
+        if verdict.action == HOLD:
+            from moderation.services import comment_hold
+
+            held = comment_hold(topic=topic, author=author, text=text, parent=parent, reason=f"spam check: {verdict.reason}")
+            remember(sub)
+            return held
+        return None
+
+    def is_held(self, *, topic, comment_id):
+        return False  # what this gate holds is in the moderation queue, which the pre-moderation gate answers for
+
+
+def on_comment_posted(sender, topic, comment, author, **kwargs):
+    """Remember a stored comment's text for the duplicate check."""
+    remember(submission_of(topic=topic, author=author, text=comment.text))

@@ -1,0 +1,208 @@
+"""The spam pipeline (moderation/spam.py): each check's verdict, and the verdicts through the
+API and the pages: reject stores nothing, hold goes to the Pending queue with its reason.
+Akismet is a stand-in HTTP server on 127.0.0.1, never the internet."""
+
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from rest_framework.test import APIClient
+
+from cms_site.clients import Client
+from moderation import spam
+from moderation.models import SpamWord
+from tests.comments.support import stored
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def duplicate_check_on(settings):
+    settings.SPAM_DUPLICATE_WINDOW = 3600  # off for the rest of the suite (tests/settings.py)
+
+
+def sub(text, *, author_id=1, honeypot=None):
+    return spam.Submission(author_id=author_id, author_name="alice", text=text, client=Client(ip="203.0.113.7",
+                                                                                            honeypot=honeypot))
+
+
+# --- each check ---------------------------------------------------------------------------------
+
+def test_clean_text_is_accepted():
+    assert spam.spam_verdict(sub("A perfectly ordinary remark about the topic.")).action == spam.ACCEPT
+
+
+def test_honeypot():
+    assert spam.spam_verdict(sub("hello", honeypot="")).action == spam.ACCEPT
+    verdict = spam.spam_verdict(sub("hello", honeypot="http://buy.example"))
+    assert verdict.action == spam.REJECT and verdict.reason.startswith("honeypot")
+
+
+@pytest.mark.parametrize("text,links", [
+    ("see https://a.example/x and http://b.example", 2), ("www.example.com, shop.xyz/cheap", 2),
+    ("[a](https://a.example) [b](https://b.example) [c](https://c.example) [d](https://d.example)", 4),
+    ("no links here, just e.g. and i.e.", 0), ("ｈｔｔｐｓ://fullwidth.example", 1),
+])
+def test_count_links(text, links):
+    assert spam.count_links(text) == links
+
+
+def test_link_cap(settings):
+    settings.SPAM_MAX_LINKS = 2
+    two = "https://a.example https://b.example"
+    assert spam.spam_verdict(sub(two)).action == spam.ACCEPT
+    assert spam.spam_verdict(sub(two + " https://c.example")).action == spam.HOLD
+    verdict = spam.spam_verdict(sub(" ".join(f"https://{n}.example" for n in range(5))))
+    assert verdict.action == spam.REJECT and "5 links" in verdict.reason
+
+
+def test_banned_and_suspect_words_editable_by_editors():
+    SpamWord.objects.create(word="viagra", kind=SpamWord.BANNED)
+    SpamWord.objects.create(word="crypto giveaway", kind=SpamWord.SUSPECT)
+    assert spam.spam_verdict(sub("Cheap ＶＩＡＧＲＡ here")).action == spam.REJECT
+    assert spam.spam_verdict(sub("A CRYPTO   giveaway tonight")).action == spam.HOLD
+    assert spam.spam_verdict(sub("viagrafalls is a place")).action == spam.ACCEPT  # whole words only
+    assert spam.spam_verdict(sub("cryptography")).action == spam.ACCEPT
+
+
+def test_duplicate_within_the_window(settings):
+    settings.SPAM_DUPLICATE_WINDOW = 600
+    first = sub("Same words again")
+    assert spam.spam_verdict(first).action == spam.ACCEPT
+    spam.remember(first)
+    assert spam.spam_verdict(sub("same   WORDS again")).action == spam.REJECT
+    assert spam.spam_verdict(sub("Same words again", author_id=2)).action == spam.ACCEPT  # per user
+    settings.SPAM_DUPLICATE_WINDOW = 0
+    assert spam.spam_verdict(first).action == spam.ACCEPT  # off
+
+
+def test_a_reject_stops_the_pipeline(settings):
+    settings.SPAM_MAX_LINKS = 0
+    verdict = spam.spam_verdict(sub("https://a.example https://b.example", honeypot="x"))
+    assert verdict.action == spam.REJECT and [f.check for f in verdict.findings] == ["honeypot"]
+
+
+# --- Akismet against a stand-in on 127.0.0.1 -------------------------------------------------------
+
+class _Akismet(BaseHTTPRequestHandler):
+    seen: list = []
+
+    def do_POST(self):
+        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        type(self).seen.append((self.path, form))
+        content = form.get("comment_content", [""])[0]
+        self.send_response(200)
+        if "discard-me" in content:
+            self.send_header("X-akismet-pro-tip", "discard")
+        self.end_headers()
+        self.wfile.write(b"true" if ("spammy" in content or "discard-me" in content) else b"false")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def akismet(settings):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Akismet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Akismet.seen = []
+    settings.AKISMET_API_KEY = "test-key"
+    settings.AKISMET_URL = f"http://127.0.0.1:{server.server_address[1]}"
+    yield _Akismet
+    server.shutdown()
+    server.server_close()
+
+
+def test_akismet_verdicts(akismet):
+    assert spam.spam_verdict(sub("a fine comment")).action == spam.ACCEPT
+    assert spam.spam_verdict(sub("spammy words")).action == spam.HOLD
+    assert spam.spam_verdict(sub("discard-me now")).action == spam.REJECT
+    path, form = akismet.seen[0]
+    assert path == "/1.1/comment-check"
+    assert form["api_key"] == ["test-key"] and form["user_ip"] == ["203.0.113.7"]
+    assert form["comment_type"] == ["comment"] and form["comment_author"] == ["alice"]
+
+
+def test_akismet_off_without_a_key_and_open_when_down(settings, akismet):
+    settings.AKISMET_API_KEY = ""
+    assert spam.spam_verdict(sub("spammy words")).action == spam.ACCEPT and akismet.seen == []
+    settings.AKISMET_API_KEY = "test-key"
+    settings.AKISMET_URL = "http://127.0.0.1:9"  # nothing listens: the comment goes through
+    assert spam.spam_verdict(sub("spammy words")).action == spam.ACCEPT
+
+
+# --- through the API and the pages ---------------------------------------------------------------
+
+@pytest.fixture
+def topic(make_topic):
+    return make_topic("document", "threaded")
+
+
+def test_api_reject_stores_nothing(topic, make_user):
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(make_user("alice"))
+    r = api.post(f"/api/topics/{topic.slug}/comments/", {"text": "Best casino bonus"}, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "spam" and "banned word 'casino'" in r.json()["detail"]
+    assert stored(topic) == 0
+
+
+def test_api_hold_goes_to_the_pending_queue_with_the_reason(topic, make_user, editor, settings):
+    settings.SPAM_MAX_LINKS = 1
+    api = APIClient()
+    api.force_authenticate(make_user("alice"))
+    r = api.post(f"/api/topics/{topic.slug}/comments/", {"text": "see https://a.example and https://b.example"},
+                 format="json")
+    assert r.status_code == 202 and r.json()["status"] == "pending"
+    assert stored(topic) == 0  # held submissions stay out of storage until approved
+    api.force_authenticate(editor)
+    queue = api.get("/api/moderation/queue/", {"state": "pending"}).json()
+    assert queue["count"] == 1
+    assert "spam check: links: 2 links" in str(queue["results"][0])
+
+
+def test_api_duplicate_is_rejected_after_the_first_is_stored(topic, make_user):
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(make_user("alice"))
+    assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "me too"}, format="json").status_code == 201
+    r = api.post(f"/api/topics/{topic.slug}/comments/", {"text": "Me  too"}, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "spam"
+    assert stored(topic) == 1
+
+
+def test_page_honeypot_rejects_and_stores_nothing(client, topic, make_user):
+    client.force_login(make_user("alice"))
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "Nice post", "website": "http://seo.example"}, follow=True)
+    assert "looks like spam" in r.content.decode()
+    assert stored(topic) == 0
+    client.post(f"/t/{topic.slug}/comments/", {"text": "Nice post", "website": ""})
+    assert stored(topic) == 1
+
+
+def test_comment_forms_carry_the_honeypot(client, topic, make_user):
+    from comments import services
+
+    services.comment_create(topic=topic, author=make_user("bob"), text="reply to me")
+    client.force_login(make_user("alice"))
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    assert page.count('name="website"') >= 2  # the comment form and the reply form
+
+
+def test_editors_skip_the_pipeline(topic, editor):
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    api = APIClient()
+    api.force_authenticate(editor)
+    assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "casino night at the office"},
+                    format="json").status_code == 201
+
+
+def test_admin_edits_the_word_lists(client, editor):
+    editor.is_superuser = True
+    editor.save()
+    client.force_login(editor)
+    r = client.post("/admin/moderation/spamword/add/", {"word": "  Free Money ", "kind": "suspect", "note": ""})
+    assert r.status_code == 302
+    assert SpamWord.objects.get().word == "free money"
+    assert spam.spam_verdict(sub("FREE money inside")).action == spam.HOLD
