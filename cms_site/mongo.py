@@ -87,7 +87,7 @@ def get_db(*, stale_ok: bool = False) -> Database:
     """
     w = settings.MONGODB_WRITE_CONCERN
     write_concern = WriteConcern(
-        w=int(w) if str(w).isdigit() else w,
+        w=int(w) if str(w).isascii() and str(w).isdigit() else w,
         wtimeout=settings.MONGODB_WRITE_TIMEOUT_MS,
     )
     read_preference = ReadPreference.PRIMARY

@@ -17,6 +17,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 
 from cms_site.errors import Forbidden, InvalidInput
+from cms_site.paging import parse_whole_number
 from comments import services as comment_services
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
@@ -47,11 +48,7 @@ def _require_editor(viewer) -> None:
 
 
 def page_size(raw) -> int:
-    if raw is None or raw == "":
-        return DEFAULT_SIZE
-    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= MAX_SIZE:
-        raise InvalidInput(f"page_size must be a whole number from 1 to {MAX_SIZE}.", field="page_size")
-    return int(raw)
+    return parse_whole_number(raw, name="page_size", default=DEFAULT_SIZE, maximum=MAX_SIZE)
 
 
 def _words(q) -> list[str]:

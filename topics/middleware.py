@@ -12,7 +12,7 @@ from django.http import HttpResponsePermanentRedirect
 
 from topics.selectors import topic_redirect_slug
 
-_TOPIC_PATH = re.compile(r"^(/t/|/api/topics/)([-a-zA-Z0-9_]+)(/.*)$")
+_TOPIC_PATH = re.compile(r"(/t/|/api/topics/)([-a-zA-Z0-9_]+)(/.*)")  # fullmatch: no trailing newline
 
 
 class TopicSlugRedirectMiddleware:

@@ -126,7 +126,7 @@ class Comment:
 
 FORWARD, BACKWARD = "n", "p"  # the page after the cursor's key, or the page before it
 _ORDER_CODES = {CHRONOLOGICAL: "c", THREADED: "t", HOT: "h"}
-_SORT_KEY = re.compile(r"^[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}$")
+_SORT_KEY = re.compile(r"[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}")  # fullmatch
 MAX_CURSOR_LENGTH = 3000
 _MAX_INT = 2**62
 
@@ -187,7 +187,7 @@ def decode_cursor(cursor, order: str) -> Position | None:
     if order == CHRONOLOGICAL:
         key = _whole(key)
     elif order == THREADED:
-        if not isinstance(key, str) or not _SORT_KEY.match(key):
+        if not isinstance(key, str) or not _SORT_KEY.fullmatch(key):
             raise _bad_cursor()
     else:
         if not isinstance(key, list) or len(key) != 2:

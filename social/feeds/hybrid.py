@@ -38,7 +38,7 @@ from social.feeds.base import (
 from social.feeds.log import ActivityLogManager
 
 EXHAUSTED = 0
-_HEX24 = re.compile(r"^[0-9a-f]{24}$")
+_HEX24 = re.compile(r"[0-9a-f]{24}")  # fullmatch: `$` lets a trailing newline through
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def parse_position(cursor: str | None) -> HybridPosition:
     elif not (p is None or (type(p) is int and p == EXHAUSTED)):
         raise InvalidInput("cursor is not valid.", field="cursor")
     if isinstance(q, list):
-        if len(q) != 2 or type(q[0]) is not int or not isinstance(q[1], str) or not _HEX24.match(q[1]):
+        if len(q) != 2 or type(q[0]) is not int or not isinstance(q[1], str) or not _HEX24.fullmatch(q[1]):
             raise InvalidInput("cursor is not valid.", field="cursor")
         q = encode_cursor({"k": "t", "d": q[0], "i": q[1]})
         parse_time_cursor(q)  # range checks

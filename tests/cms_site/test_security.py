@@ -66,14 +66,23 @@ def test_shared_parser_takes_only_ascii_digits():
         assert exc.type.__name__ == "InvalidInput"
 
 
-def test_feed_cursor_with_trailing_newline_is_400(client_500, client, make_user):
+NEWLINE_ID = "0123456789abcdef01234567\n"
+NEWLINE_CURSORS = [
+    encode_cursor({"k": "t", "d": 1_700_000_000_000, "i": NEWLINE_ID}),  # a time cursor (author log, fan-out on read)
+    encode_cursor({"k": "h", "p": None, "q": [1_700_000_000_000, NEWLINE_ID]}),  # hybrid: the pulled authors' part
+]
+
+
+@pytest.mark.parametrize("strategy", ["read", "write", "bucket"])
+@pytest.mark.parametrize("cursor", NEWLINE_CURSORS, ids=["time", "hybrid"])
+def test_feed_cursor_with_trailing_newline_is_400(client_500, client, make_user, settings, strategy, cursor):
+    settings.FEED_STRATEGY = strategy
     alice = make_user("alice")
-    cursor = encode_cursor({"k": "t", "d": 1_700_000_000_000, "i": "0123456789abcdef01234567\n"})
     client_500.force_authenticate(alice)
     r = client_500.get("/api/feed/", {"cursor": cursor})
     assert r.status_code == 400 and r.json()["errors"] == {"cursor": ["cursor is not valid."]}
     client.force_login(alice)
-    assert client.get("/feed/", {"cursor": cursor}).status_code == 302
+    assert client.get("/feed/", {"cursor": cursor}).status_code == 302  # back to the first page, with the message
     assert client.get("/u/alice/", {"cursor": cursor}).status_code == 302
 
 
