@@ -68,7 +68,7 @@ def tag_get(*, slug) -> Tag:
 # --- search -----------------------------------------------------------------------
 
 MAX_QUERY_LENGTH = 200
-_CURSOR = re.compile(r"^([0-9]{1,15})\.([0-9]{1,19}:[a-z0-9]{1,32})$")
+_CURSOR = re.compile(r"([0-9]{1,15})\.([0-9]{1,19}:[a-z0-9]{1,32})")  # used with fullmatch
 
 
 def search_terms(q) -> list[str]:

@@ -246,3 +246,29 @@ def test_flags_per_user(make_topic, make_user):
         f"/api/topics/{topic.slug}/comments/{comments[n - 1].id}/flag/", {"reason": "spam"}, format="json"))
     assert allowed == 10
     assert_throttled(response)
+
+
+def test_edits_per_user(make_topic, make_user):
+    topic = make_topic("document", "threaded")
+    alice = make_user("alice")
+    comment = services.comment_create(topic=topic, author=alice, text="first words")
+    client = api(alice)
+    url = f"/api/topics/{topic.slug}/comments/{comment.id}/"
+    allowed, response = requests_until_throttled(lambda n: client.patch(url, {"text": f"edit {n}"}, format="json"))
+    assert allowed == 10
+    assert_throttled(response)
+
+
+def test_mutes_share_the_follow_scope(make_user):
+    alice = make_user("alice")
+    targets = [make_user() for _ in range(35)]
+    client = api(alice)
+    allowed, response = requests_until_throttled(lambda n: client.post(f"/api/users/{targets[n - 1].username}/mute/"))
+    assert allowed == 20  # mute shares the follow scope
+    assert_throttled(response)
+
+
+def test_any_other_page_write_is_in_the_write_scope(client, make_user):
+    client.force_login(make_user("alice"))
+    codes = [client.post("/").status_code for _ in range(31)]  # a page without a scope of its own
+    assert 429 not in codes[:30] and codes[30] == 429
