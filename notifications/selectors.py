@@ -21,7 +21,7 @@ from social.managers.mutes import MuteManager
 
 DEFAULT_SIZE = 20
 MAX_SIZE = 100
-_ID = re.compile(r"^\d{1,18}:[a-z]{1,10}:[A-Za-z0-9:_.-]{1,100}$")
+_ID = re.compile(r"[0-9]{1,18}:[a-z]{1,10}:[A-Za-z0-9:_.-]{1,100}")  # used with fullmatch
 
 
 @dataclass(frozen=True)

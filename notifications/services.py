@@ -51,7 +51,7 @@ REPLY, MENTION, LIKE, FOLLOW, COMMENT = KINDS
 MAX_MENTIONS = 20
 MAX_IDS = 100
 UNSUBSCRIBE_SALT = "notifications.unsubscribe"
-ID_PATTERN = re.compile(r"^(\d{1,18}):(reply|mention|like|follow|comment):([A-Za-z0-9:_.-]{1,100})$")
+ID_PATTERN = re.compile(r"([0-9]{1,18}):(reply|mention|like|follow|comment):([A-Za-z0-9:_.-]{1,100})")  # used with fullmatch
 
 
 def _topic(topic_id: int):
