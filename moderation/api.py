@@ -6,12 +6,13 @@ selectors; every error is the JSON body of cms_site.api_errors.
 from django.utils.http import urlencode
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from cms_site.paging import page_payload, paginated_schema, parse_page_request
 from comments.api import COMMENT_ID, ERROR, SLUG
+from comments.serializers import CommentSerializer
 from moderation import selectors, services
 from moderation.serializers import (
     ActionSerializer,
@@ -19,6 +20,7 @@ from moderation.serializers import (
     ChangedSerializer,
     FlagCreateSerializer,
     FlagResultSerializer,
+    HeldPageSerializer,
     LogPageSerializer,
     LogRowSerializer,
     PremoderationSerializer,
@@ -56,6 +58,24 @@ class FlagApi(APIView):
         data.is_valid(raise_exception=True)
         result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user, **data.validated_data)
         return Response(FlagResultSerializer(result).data, status=status.HTTP_201_CREATED if result.created else 200)
+
+
+class HeldApi(APIView):
+    """My own comments on a topic that are held for review (not in the discussion yet)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(operation_id="topic_comments_held", parameters=[SLUG, *CURSOR_PARAMS], tags=["moderation"],
+                   responses={200: HeldPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
+                   description="The signed-in user's held submissions on this topic, newest first, by keyset cursor. "
+                               "`count`: all of them; `awaiting`: those awaiting moderation (status `pending`).")
+    def get(self, request, slug):
+        topic = topic_get(slug=slug, viewer=request.user)
+        page = selectors.held_for_viewer(topic=topic, viewer=request.user, cursor=request.query_params.get("cursor"),
+                                         size=request.query_params.get("page_size"))
+        return Response({"count": page.count, "awaiting": page.awaiting,
+                         "results": CommentSerializer(page.items, many=True).data,
+                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
 
 
 class QueueApi(APIView):

@@ -181,18 +181,47 @@ def log_page(*, viewer, cursor=None, size=None) -> CursorPage:
     return CursorPage(rows, time_cursor(rows[-1].at, rows[-1].id) if more else None)
 
 
-def held_for_viewer(*, topic, viewer) -> list:
-    """The viewer's own held submissions on `topic` (newest first, at most HELD_SHOWN), as
-    `pending` comments; a shadow-banned author's are shown as if they were published."""
+@dataclass(frozen=True)
+class HeldPage:
+    """A page of the viewer's own held submissions on one topic.
+
+    `count`: all of them (one counter read); `awaiting`: those shown as awaiting
+    moderation (a shadow-banned author's are shown as if published, without the label)."""
+
+    items: list
+    next_cursor: str | None
+    count: int
+    awaiting: int
+
+
+EMPTY_HELD = HeldPage([], None, 0, 0)
+
+
+def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
+    """The viewer's own held submissions on `topic`, newest first, a page of `size` (default
+    HELD_SHOWN) after `cursor`: one walk of author_topic_state_newest (about a page of keys
+    at any depth) and one counter read. As `pending` comments, `shadow` set on those held
+    by a shadow ban. Nobody else's: anonymous viewers get an empty page."""
     if viewer is None or not getattr(viewer, "is_authenticated", False):
-        return []
-    docs = ModerationQueueManager().held_by(topic_id=topic.pk, author_id=viewer.pk, limit=HELD_SHOWN)
+        parse_time_cursor(cursor)
+        parse_whole_number(size, name="page_size", default=HELD_SHOWN, maximum=MAX_SIZE)
+        return EMPTY_HELD
+    limit = parse_whole_number(size, name="page_size", default=HELD_SHOWN, maximum=MAX_SIZE)
+    position = parse_time_cursor(cursor)
+    queue = ModerationQueueManager()
+    docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
     held = []
-    for doc in docs:
+    for doc in docs[:limit]:
         comment = held_comment(doc)
         comment.shadow = bool(doc.get("shadow"))
+        if comment.shadow:  # as the author was told when they posted it (201, visible)
+            comment.status = "visible"
         held.append(comment)
-    return held
+    count, shadow = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
+    count = max(count, len(held))
+    last = docs[limit - 1] if len(docs) > limit else None
+    next_cursor = time_cursor(last["updated"], str(last["_id"])) if last else None
+    return HeldPage(held, next_cursor, count, max(0, count - shadow))
 
 
 def bans_page(*, viewer, request) -> object:
@@ -208,4 +237,4 @@ def bans_page(*, viewer, request) -> object:
     return page
 
 
-__all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "flags_of", "queue_counts", "bans_page"]
+__all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "HeldPage", "flags_of", "queue_counts", "bans_page"]

@@ -3,6 +3,7 @@ rules); outputs render queue rows, log rows, flags and bans."""
 
 from rest_framework import serializers
 
+from comments.serializers import CommentSerializer
 from moderation.selectors import MAX_SIZE, QUEUE_VIEWS
 from moderation.services import ACTIONS, FLAG_REASONS, MAX_BULK, NOTE_MAX
 
@@ -61,6 +62,14 @@ class QueueRowSerializer(serializers.Serializer):
 class QueuePageSerializer(serializers.Serializer):
     count = serializers.IntegerField(allow_null=True, help_text="Entries in this tab; null for a filtered view.")
     results = QueueRowSerializer(many=True)
+    next = serializers.CharField(allow_null=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class HeldPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="All my held submissions on this topic.")
+    awaiting = serializers.IntegerField(help_text="Of which awaiting moderation (status pending).")
+    results = CommentSerializer(many=True)
     next = serializers.CharField(allow_null=True)
     next_cursor = serializers.CharField(allow_null=True)
 

@@ -497,8 +497,8 @@ class RepairReport:
 def moderation_repair(*, recount: bool = False, statuses: bool = False, progress=None) -> RepairReport:
     """Finish what interrupted moderation left: entries marked `syncing` take the stored
     comment's status (the comment is the truth); interrupted approvals go back to pending
-    with a note. `recount`: flag counters from the flags and the tab totals from the
-    entries. `statuses`: every status index entry re-read from storage."""
+    with a note. `recount`: flag counters from the flags, the tab totals and each
+    author's held totals per topic from the entries. `statuses`: every status index entry re-read from storage."""
     report = RepairReport()
     queue = ModerationQueueManager()
     say = progress or (lambda message: None)
@@ -531,6 +531,7 @@ def moderation_repair(*, recount: bool = False, statuses: bool = False, progress
             say(f"recounted {report.recounted} entries' flags")
         queue.set_counts({state: queue.count_state(state) for state in (PENDING_STATE, REPORTED, REMOVED_STATE, DONE)})
         say("tab totals recounted")
+        say(f"held totals recounted for {queue.recount_held()} authors and topics")
     if statuses:
         from comments.managers.statuses import CommentStatusIndexManager
 

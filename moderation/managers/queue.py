@@ -18,6 +18,10 @@ editor's attention, whatever topic and storage strategy it belongs to.
 - Per-state totals live in one counter document (`moderation_counts`), moved with `$inc`
   by every state change (the before-image of `find_one_and_update` says what changed),
   so a tab's count is one `_id` read, never a count_documents.
+- Per (topic, author) held totals live in the same counter collection
+  (`held:<topic>:<author>`: `n` entries in Pending, `shadow` of them held by a shadow ban),
+  moved by the same state changes, so the author's "N awaiting moderation" is one `_id`
+  read; their held list is a walk of `author_topic_state_newest` with a keyset cursor.
 - `syncing` is set while a two-write action (queue, then comment) is in flight and
   unset when both are done; `moderation_repair` finishes what an interruption left.
 """
@@ -55,6 +59,10 @@ def entry_key(topic_id: int, comment_id: str) -> str:
     return f"{int(topic_id)}:{comment_id}"
 
 
+def held_counter_id(topic_id: int, author_id: int) -> str:
+    return f"held:{int(topic_id)}:{int(author_id)}"
+
+
 class ModerationQueueManager(MongoManager):
     collection_name = "moderation_queue"
     counts_collection = "moderation_counts"
@@ -67,6 +75,7 @@ class ModerationQueueManager(MongoManager):
                 IndexModel([("state", 1), *newest], name="state_newest"),
                 IndexModel([("topic", 1), ("state", 1), *newest], name="topic_state_newest"),
                 IndexModel([("author", 1), ("state", 1), *newest], name="author_state_newest"),
+                IndexModel([("author", 1), ("topic", 1), ("state", 1), *newest], name="author_topic_state_newest"),
                 IndexModel(newest, name="newest"),
                 IndexModel([("topic", 1), *newest], name="topic_newest"),
                 IndexModel([("author", 1), *newest], name="author_newest"),
@@ -86,7 +95,7 @@ class ModerationQueueManager(MongoManager):
         """Insert a new entry (held or first flagged/moderated) and count it."""
         doc = {"_id": ObjectId(), **doc}
         self.collection.insert_one(doc)
-        self._move(None, doc["state"])
+        self._move(None, doc["state"], doc)
         return doc
 
     def insert_for_comment(self, doc: dict) -> dict:
@@ -116,10 +125,10 @@ class ModerationQueueManager(MongoManager):
             return None
         after = self.collection.find_one({"_id": entry_id})
         if set_fields and "state" in set_fields and before.get("state") != set_fields["state"]:
-            self._move(before.get("state"), set_fields["state"])
+            self._move(before.get("state"), set_fields["state"], before)
         return before, after
 
-    def _move(self, old: str | None, new: str | None) -> None:
+    def _move(self, old: str | None, new: str | None, entry: dict) -> None:
         inc = {}
         if old:
             inc[old] = -1
@@ -127,6 +136,11 @@ class ModerationQueueManager(MongoManager):
             inc[new] = inc.get(new, 0) + 1
         if inc:
             self.counts.update_one({"_id": "states"}, {"$inc": inc}, upsert=True)
+        held = inc.get(PENDING, 0)
+        if held and entry.get("author") is not None and entry.get("topic") is not None:
+            moved = {"n": held, **({"shadow": held} if entry.get("shadow") else {})}
+            self.counts.update_one({"_id": held_counter_id(entry["topic"], entry["author"])}, {"$inc": moved},
+                                   upsert=True)
 
     def refresh_text(self, *, key: str, text: str, words: list[str]) -> None:
         """An edited comment's entry (if it has one) shows and is found by its new text. One write."""
@@ -134,6 +148,19 @@ class ModerationQueueManager(MongoManager):
 
     def set_counts(self, counts: dict[str, int]) -> None:
         self.counts.replace_one({"_id": "states"}, {"_id": "states", **counts}, upsert=True)
+
+    def recount_held(self) -> int:
+        """Recompute every (topic, author) held counter from the Pending entries (repair only);
+        returns how many counters were written."""
+        totals: dict[tuple[int, int], dict[str, int]] = {}
+        for doc in self.collection.find({"state": PENDING}, {"topic": 1, "author": 1, "shadow": 1}):
+            row = totals.setdefault((doc["topic"], doc["author"]), {"n": 0, "shadow": 0})
+            row["n"] += 1
+            row["shadow"] += 1 if doc.get("shadow") else 0
+        self.counts.delete_many({"_id": {"$regex": "^held:"}})
+        for (topic_id, author_id), row in totals.items():
+            self.counts.insert_one({"_id": held_counter_id(topic_id, author_id), **row})
+        return len(totals)
 
     # --- reads -----------------------------------------------------------------
 
@@ -149,10 +176,21 @@ class ModerationQueueManager(MongoManager):
     def by_keys(self, keys: list[str]) -> list[dict]:
         return list(self.collection.find({"key": {"$in": keys}})) if keys else []
 
-    def held_by(self, *, topic_id: int, author_id: int, limit: int) -> list[dict]:
-        """An author's held submissions on one topic, newest first (index author_state_newest)."""
-        query = {"author": author_id, "state": PENDING, "topic": topic_id}
+    def held_by(self, *, topic_id: int, author_id: int, after: tuple[datetime, ObjectId] | None,
+                limit: int) -> list[dict]:
+        """Up to `limit` of an author's held submissions on one topic, newest first, strictly
+        after `after` (updated, _id): a walk of author_topic_state_newest."""
+        query: dict = {"author": author_id, "topic": topic_id, "state": PENDING}
+        if after is not None:
+            updated, oid = after
+            query["updated"] = {"$lte": updated}
+            query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": oid}}]
         return list(self.read_collection.find(query).sort(NEWEST).limit(limit))
+
+    def held_count(self, *, topic_id: int, author_id: int) -> tuple[int, int]:
+        """(held, of which shadow) for one author on one topic: one counter read."""
+        doc = self.counts.find_one({"_id": held_counter_id(topic_id, author_id)}) or {}
+        return max(0, int(doc.get("n", 0))), max(0, int(doc.get("shadow", 0)))
 
     def count_approved(self, *, author_id: int, at_least: int) -> int:
         """How many of the author's held submissions were approved, counting at most `at_least`."""

@@ -1,8 +1,10 @@
 """Template tags the comment pages use to show moderation: the viewer's held comments on
-a topic, and the flag form under a comment."""
+a topic (paged by the `held` keyset cursor of the page's URL), and the flag form under a
+comment."""
 
 from django import template
 
+from cms_site.errors import InvalidInput
 from moderation import selectors
 from moderation.forms import FlagForm
 
@@ -14,7 +16,25 @@ def held_comments(context, topic):
     request = context.get("request")
     viewer = getattr(request, "user", None)
     staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
-    return {"held": selectors.held_for_viewer(topic=topic, viewer=viewer), "topic": topic, "staff": staff}
+    cursor = request.GET.get("held") if request is not None else None
+    error = ""
+    try:
+        page = selectors.held_for_viewer(topic=topic, viewer=viewer, cursor=cursor)
+    except InvalidInput as exc:  # a bad `held` link: say so and show the newest (the rest of the page is fine)
+        error, cursor = f"held: {exc.message}", None
+        page = selectors.held_for_viewer(topic=topic, viewer=viewer)
+    return {"held": page.items, "held_page": page, "older": _held_link(request, page.next_cursor) if page.next_cursor else "",
+            "newest": _held_link(request, None) if cursor else "",
+            "error": error, "topic": topic, "staff": staff}
+
+
+def _held_link(request, cursor) -> str:
+    """This page's URL (order, page, ...) with the held list at `cursor` (None: the newest)."""
+    query = request.GET.copy()
+    query.pop("held", None)
+    if cursor:
+        query["held"] = cursor
+    return f"?{query.urlencode()}#held"
 
 
 @register.inclusion_tag("moderation/_flag_form.html", takes_context=True)

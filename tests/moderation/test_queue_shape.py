@@ -52,3 +52,36 @@ def test_queue_views_examine_a_page_at_any_depth_and_size(counter, make_topic, m
             assert page.items
             figures[(size, depth)] = m
     assert_floor(figures, what=f"moderation queue {view} {filters}")
+
+
+def test_an_authors_held_comments_examine_a_page_at_any_depth_and_size(counter, make_topic, make_user, editor):  # noqa: F811
+    """The topic page's "your comments awaiting moderation": one walk of
+    author_topic_state_newest and one counter read, among other authors' and topics' held."""
+    from comments.services import comment_create
+    from moderation import selectors, services
+
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            services.ModerationQueueManager().collection.delete_many({})
+            mine = make_topic("document", title=f"Held {size}")
+            other = make_topic("embedded", title=f"Other held {size}")
+            writer, noise = make_user(f"writer{size}"), make_user()
+            for user in (writer, noise):
+                services.user_set_premoderation(username=user.username, premoderated=True, moderator=editor)
+            for i in range(size):  # the author's held rows here, among theirs elsewhere and others' here
+                comment_create(topic=mine, author=writer, text=f"mine {i}")
+                comment_create(topic=other, author=writer, text=f"elsewhere {i}")
+                comment_create(topic=mine, author=noise, text=f"noise {i}")
+            cursors, cursor = [None], None
+            while True:
+                cursor = selectors.held_for_viewer(topic=mine, viewer=writer, cursor=cursor, size=str(PAGE)).next_cursor
+                if cursor is None:
+                    break
+                cursors.append(cursor)
+        for depth, cursor in ((1, None), (len(cursors), cursors[-1])):
+            m, page = measure(counter, lambda c=cursor, t=mine, w=writer: selectors.held_for_viewer(
+                topic=t, viewer=w, cursor=c, size=str(PAGE)))
+            assert page.items and page.count == size
+            figures[(size, depth)] = m
+    assert_floor(figures, what="an author's held comments on a topic")

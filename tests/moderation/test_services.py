@@ -28,12 +28,12 @@ def test_pre_moderated_topic_holds_outside_storage_then_approval_posts(topic, al
     held = comment_services.comment_create(topic=topic, author=alice, text="wait for me")
     assert held.status == PENDING
     assert stored(topic) == 0  # never in the discussion's storage while held
-    assert [c.text for c in selectors.held_for_viewer(topic=topic, viewer=alice)] == ["wait for me"]
+    assert [c.text for c in selectors.held_for_viewer(topic=topic, viewer=alice).items] == ["wait for me"]
     page = selectors.queue_page(viewer=editor, view="pending")
     assert [r.text for r in page.items] == ["wait for me"] and page.count == 1
     assert services.queue_moderate(entry_ids=[page.items[0].id], action="approve", moderator=editor) == 1
     assert visible_texts(topic) == ["wait for me"] and stored(topic) == 1
-    assert selectors.held_for_viewer(topic=topic, viewer=alice) == []
+    assert selectors.held_for_viewer(topic=topic, viewer=alice).items == []
     assert selectors.queue_page(viewer=editor, view="pending").items == []
     assert selectors.queue_counts(viewer=editor)["pending"] == 0
     # approving twice changes nothing
@@ -51,7 +51,7 @@ def test_reject_keeps_it_out_and_reply_to_held_is_refused(topic, alice, bob, edi
     assert services.comment_moderate(topic=topic, comment_ids=[held.id], action="reject", moderator=editor) == 1
     assert stored(topic) == 0
     assert selectors.queue_page(viewer=editor, view="removed").items[0].status == "rejected"
-    assert selectors.held_for_viewer(topic=topic, viewer=alice) == []
+    assert selectors.held_for_viewer(topic=topic, viewer=alice).items == []
 
 
 def test_reply_to_removed_comment_is_refused(topic, alice, bob, editor):
@@ -159,9 +159,9 @@ def test_shadow_ban_shows_only_to_author(topic, alice, bob, editor):
     services.ban_create(username="alice", moderator=editor, shadow=True)
     held = comment_services.comment_create(topic=topic, author=alice, text="shadowed")
     assert held.status == "visible" and held.held and stored(topic) == 0  # told it was posted
-    mine = selectors.held_for_viewer(topic=topic, viewer=alice)
+    mine = selectors.held_for_viewer(topic=topic, viewer=alice).items
     assert [(c.text, c.shadow) for c in mine] == [("shadowed", True)]
-    assert selectors.held_for_viewer(topic=topic, viewer=bob) == []
+    assert selectors.held_for_viewer(topic=topic, viewer=bob).items == []
     assert visible_texts(topic, bob) == []
     assert selectors.queue_page(viewer=editor, view="pending").items[0].hold_reason == "shadow ban"
 
