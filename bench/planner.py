@@ -40,7 +40,10 @@ The rules modelled (MongoDB 7/8):
   inserts without further reads; inserts examine nothing.
 - Aggregations: leading `$match` stages, then `$sort`, `$skip`, `$limit` run in the
   query layer; the fields the rest of the pipeline reads decide whether the scan is
-  covered (a `$group` reading only indexed fields is covered).
+  covered (a `$group` reading only indexed fields is covered). A `$group` on one field
+  with only `$first` accumulators, after a `$match` and a `$sort` that starts with that
+  field, is a DISTINCT_SCAN when an index allows it (SERVER-9507): one key per group
+  instead of every key in the bounds.
 
 Among candidate plans the model picks the one doing the least work (keys + documents
 examined + documents sorted), which is what the server's trial period picks when one
@@ -412,6 +415,9 @@ class Query:
     limit: int = 0  # 0: none
     needs: frozenset[str] | None = None  # fields read after the scan; None: the whole document
     write: bool = False  # an update/delete/findAndModify: documents are always fetched
+    # An aggregation's `$group` on this field with only `$first` accumulators (or none), right
+    # after the `$match`/`$sort`: a DISTINCT_SCAN candidate (one key per group).
+    distinct: str | None = None
 
 
 @dataclass
@@ -607,6 +613,8 @@ class Planner:
     def explain(self, collection, query: Query, command: str = "find") -> Explain:
         indexes = self.indexes(query.collection)
         plan = self._id_plan(collection, query)
+        if plan is None and query.distinct:
+            plan = self._distinct_plan(collection, query, indexes)
         if plan is None:
             plan = self._best(collection, query, indexes)
         return Explain(keys_examined=plan.keys, docs_examined=plan.docs, in_memory_sort=plan.in_memory_sort,
@@ -631,6 +639,51 @@ class Planner:
         docs = 0 if covered else (keys if rest else max(0, wanted - query.skip))
         label = "IDHACK" if len(values) == 1 and not rest else "IXSCAN _id_"
         return _Plan(ID_INDEX, keys=keys, docs=docs, covered=covered, returned=max(0, wanted - query.skip), label=label)
+
+    # --- $sort + $group with $first: DISTINCT_SCAN ---------------------------------------------
+
+    def _distinct_plan(self, collection, query: Query, indexes: list[Index]) -> _Plan | None:
+        """A `$match`, `$sort`, `$group {_id: "$f", x: {$first: ...}}` pipeline as a DISTINCT_SCAN
+        (SERVER-9507): the scan reads the first key of each value of `f` in the bounds and seeks
+        past the rest of that value's keys. Eligible when `f` is an indexed field that is not
+        multikey, every index field before it is pinned to one value, the bounds answer the whole
+        filter, and the sort (if any) starts with `f` (after the pinned fields) in the index's
+        order or its reverse. One key per group; documents only when the accumulators read a
+        field outside the index. A server may report one more key per group (the key a seek
+        lands on past the group)."""
+        preds, ors = predicates(query.filter)
+        if ors:
+            return None
+        group = query.distinct
+        best = None
+        for index in indexes:
+            if group not in index.fields:
+                continue
+            position = index.fields.index(group)
+            per_field = self._field_intervals(index, preds)
+            if not all(len(iv) == 1 and iv[0].point for iv, _ in per_field[:position]):
+                continue
+            if query.sort:
+                leading = [f for f, _ in query.sort if f not in index.fields[:position]]
+                if not leading or leading[0] != group or not self._gives_order(index, query.sort, preds, explode=False):
+                    continue
+            keys_of_index = self.source.keys(collection, index)
+            multikey = keys_of_index.multikey_fields
+            indexed = set(index.fields)
+            if group in multikey or not all(p.exact and p.path in indexed and p.path not in multikey for p in preds):
+                continue
+            checks = [(n, iv) for n, (iv, _) in enumerate(per_field) if iv != FULL]
+            groups = set()
+            for key, _id in keys_of_index.around(per_field[0][0]):
+                if all(any(i.holds(key[n]) for i in iv) for n, iv in checks):
+                    groups.add(key[position])
+            needs = query.needs
+            covered = needs is not None and needs <= indexed and not (needs & multikey)
+            plan = _Plan(index, keys=len(groups), docs=0 if covered else len(groups), covered=covered,
+                         returned=len(groups), label=f"DISTINCT_SCAN {index.name}")
+            if best is None or plan.cost < best.cost:
+                best = plan
+        return best
 
     # --- general plans -------------------------------------------------------------------------
 
@@ -956,7 +1009,24 @@ def pipeline_query(collection: str, pipeline: list[dict]) -> Query:
             continue
         break
     filter_ = filters[0] if len(filters) == 1 else ({"$and": filters} if filters else {})
-    return Query(collection, filter_, sort, skip, limit, None if whole else frozenset(needs))
+    distinct = None
+    if i < len(pipeline) and not skip and not limit:
+        distinct = _first_only_group(pipeline[i])
+    return Query(collection, filter_, sort, skip, limit, None if whole else frozenset(needs), distinct=distinct)
+
+
+def _first_only_group(stage: dict) -> str | None:
+    """The group key of a `$group` on one field path whose accumulators are all `$first` (SERVER-9507), else None."""
+    spec = stage.get("$group") if len(stage) == 1 else None
+    if not isinstance(spec, dict):
+        return None
+    key = spec.get("_id")
+    if not isinstance(key, str) or not key.startswith("$") or key.startswith("$$"):
+        return None
+    for name, acc in spec.items():
+        if name != "_id" and not (isinstance(acc, dict) and list(acc) == ["$first"]):
+            return None
+    return key[1:]
 
 
 def projection_needs(projection, sort=None) -> frozenset[str] | None:

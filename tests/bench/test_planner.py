@@ -83,6 +83,33 @@ def test_an_in_sort_merges_up_to_the_explode_limit_then_sorts_in_memory(items):
     assert (many.keys_examined, many.docs_examined, many.in_memory_sort, many.sorted_docs) == (300, 300, True, 300)
 
 
+def test_a_sort_then_group_with_first_is_a_distinct_scan(items):
+    # Each author's newest `posted` (fan-out on read's first step): $match, $sort on (author, posted desc),
+    # $group by author with $first. Authors 1, 2, 3 have 12 keys each in (author, posted desc); a
+    # DISTINCT_SCAN reads the first key of each author and seeks past the rest: 3 keys, covered.
+    def newest(match, accumulator="$posted", sort=(("author", 1), ("posted", -1))):
+        return pipeline_query("items", [{"$match": match}, {"$sort": dict(sort)},
+                                        {"$group": {"_id": "$author", "newest": {"$first": accumulator}}}])
+
+    e = explain(items, newest({"author": {"$in": [1, 2, 3]}}))
+    assert (e.plan, e.keys_examined, e.docs_examined, e.covered, e.returned) == ("DISTINCT_SCAN author_posted", 3, 0,
+                                                                                 True, 3)
+    # A range after the group key bounds each group: author 29 (posted 29, 59, 89) has nothing at or below 20.
+    ranged = explain(items, newest({"author": {"$in": [1, 2, 29]}, "posted": {"$lte": 20}}))
+    assert (ranged.plan, ranged.keys_examined, ranged.docs_examined) == ("DISTINCT_SCAN author_posted", 2, 0)
+    # $first of a field outside the index: one document per group.
+    fetched = explain(items, newest({"author": {"$in": [1, 2, 3]}}, accumulator="$x"))
+    assert (fetched.keys_examined, fetched.docs_examined, fetched.covered) == (3, 3, False)
+    # Any other accumulator reads every key of the group (a covered scan of all 36 keys) ...
+    summed = explain(items, pipeline_query("items", [{"$match": {"author": {"$in": [1, 2, 3]}}},
+                                                     {"$sort": {"author": 1, "posted": -1}},
+                                                     {"$group": {"_id": "$author", "n": {"$sum": "$posted"}}}]))
+    assert (summed.plan, summed.keys_examined, summed.docs_examined) == ("IXSCAN author_posted", 36, 0)
+    # ... and so does a sort that does not start with the group key.
+    unsorted = explain(items, newest({"author": {"$in": [1, 2, 3]}}, sort=(("posted", -1),)))
+    assert not unsorted.plan.startswith("DISTINCT_SCAN") and unsorted.keys_examined >= 36
+
+
 def test_a_filter_no_index_serves_is_a_collection_scan(items):
     e = explain(items, Query("items", {"x": 5}))
     assert (e.plan, e.keys_examined, e.docs_examined, e.returned) == ("COLLSCAN", 0, 300, 3)
