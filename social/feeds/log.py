@@ -20,7 +20,9 @@ from cms_site.managers import MongoManager
 from social.feeds.base import Activity, FeedPage, older_than, parse_time_cursor, time_cursor
 
 NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]
-AUTHORS_PER_QUERY = 100  # below the planner's 200-scan limit for an $in merge sort
+# At most this many authors in one `$in` merge: the planner merges up to 200 index scans in
+# order (internalQueryMaxScansToExplode), fewer with the cursor's `$or`; past that it sorts in memory.
+AUTHORS_PER_QUERY = 100
 
 
 class ActivityLogManager(MongoManager):
@@ -52,18 +54,26 @@ class ActivityLogManager(MongoManager):
     def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:
         """Activities of `authors`, newest first, strictly older than `cursor`.
 
-        One query per AUTHORS_PER_QUERY authors, merged here. The planner serves
-        `{author: {$in: k}}` sorted by (date, _id) as a merge of k index scans (about
-        limit + 1 keys each at most), but only up to 200 scans (fewer with the cursor's
-        `$or`); past that it sorts in memory everything the authors ever posted. Chunks of
-        100 keep every query a merge of scans: ceil(k / 100) queries of at most limit + 1
-        documents, whatever the depth.
+        Up to AUTHORS_PER_QUERY authors: one query, `{author: {$in: authors}}` sorted by
+        (date, _id) desc, which the planner serves as a merge of one (author, date, _id) index
+        scan per author: limit + 1 documents, and limit + 1 keys plus the key each scan has
+        read ahead (about one per author).
+
+        More authors: first the newest date of each (one aggregation: `$sort` by (author, date
+        desc) then `$group` with `$first`, a covered DISTINCT_SCAN that reads one key per author
+        and no document), then the same merge over the only authors that can hold the page
+        (`_page_authors`). Two round trips, limit + 1 documents, about one key per author plus
+        twice the page in keys, at any depth. A merge over every author would sort in memory
+        past 200 authors (audit 11); merging chunks of 100 would fetch limit + 1 documents per
+        chunk (218 documents for a page of 20 from 1,000 authors).
         """
         position = parse_time_cursor(cursor)
         if not authors:
             return FeedPage([], None)
+        if len(authors) > AUTHORS_PER_QUERY:
+            authors = self._page_authors(authors=authors, position=position, wanted=limit + 1)
         docs: list[dict] = []
-        for start in range(0, len(authors), AUTHORS_PER_QUERY):
+        for start in range(0, len(authors), AUTHORS_PER_QUERY):  # one chunk, unless many authors tie (below)
             chunk = authors[start:start + AUTHORS_PER_QUERY]
             query = {"author": chunk[0] if len(chunk) == 1 else {"$in": chunk}, **older_than("date", "_id", position)}
             docs += self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1)
@@ -72,3 +82,28 @@ class ActivityLogManager(MongoManager):
         items = [Activity.from_fields(d, id=d["_id"]) for d in docs[:limit]]
         more = len(docs) > limit
         return FeedPage(items, time_cursor(items[-1].date, items[-1].id) if more else None)
+
+    def _page_authors(self, *, authors: list[int], position, wanted: int) -> list[int]:
+        """The authors that can hold the `wanted` newest activities older than `position`.
+
+        With n(a) the date of author a's newest activity in range, and T the `wanted`-th
+        largest n(a): the `wanted` authors at or above T have `wanted` distinct activities dated
+        T or later, so no activity of an author below T (all dated before T) is among the
+        `wanted` newest. Ties at T are all kept. The range is `date <= cursor date` (an
+        explicit index bound, audit 12); an author whose newest in that range is at exactly the
+        cursor's date may have only already-shown activities there, so such authors are kept
+        whatever their rank and left out of T. One aggregation, one reply of one small
+        document per author (`batchSize` covers them all: no getMore)."""
+        match = {"author": {"$in": authors}}
+        if position is not None:
+            match["date"] = {"$lte": position[0]}
+        rows = self.read_db[self.collection_name].aggregate([
+            {"$match": match},
+            {"$sort": {"author": 1, "date": -1}},
+            {"$group": {"_id": "$author", "newest": {"$first": "$date"}}},
+        ], batchSize=len(authors) + 1)
+        newest = {row["_id"]: row["newest"] for row in rows}
+        at_cursor = {a for a, d in newest.items() if position is not None and d == position[0]}
+        dates = sorted((d for a, d in newest.items() if a not in at_cursor), reverse=True)
+        threshold = dates[wanted - 1] if len(dates) >= wanted else None
+        return sorted(a for a, d in newest.items() if a in at_cursor or threshold is None or d >= threshold)

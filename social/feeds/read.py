@@ -2,10 +2,15 @@
 log; a feed is a query over the activities of the people I follow.
 
 Write: 1 round trip (the log insert, done before `post`), whatever the follower count.
-Read: 1 query for my following ids (ceil(following / SOCIAL_IDS_PER_DOC) documents in one
-cursor) + 1 query `{author: {$in: following}}` sorted by (date, _id) desc on the
-(author, date, _id) index. On a cluster sharded by author that query goes to every
-shard holding one of my authors (scatter-gather), which is why reads are the slow side.
+Read: my mutes, my following ids (ceil(following / SOCIAL_IDS_PER_DOC) documents in one
+cursor), then `ActivityLogManager.by_authors`: for up to 100 followed authors one merge
+`{author: {$in: following}}` sorted by (date, _id) desc on the (author, date, _id) index;
+for more, first one covered DISTINCT_SCAN for each author's newest date, then that merge over the
+authors that can hold the page. 3 or 4 round trips and about `limit` documents at any depth,
+but one index key per followed author: a page must look at the newest activity of every
+author I follow. That is the strategy's floor, and the cost the push strategies avoid. On a
+cluster sharded by author these queries go to every shard holding one of my authors
+(scatter-gather), which is why reads are the slow side.
 """
 
 from __future__ import annotations

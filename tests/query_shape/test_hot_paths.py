@@ -276,15 +276,32 @@ def test_feed_posts_scan_nothing_and_sort_nothing_big(counter, make_user, settin
     assert not problems, "\n".join(problems)
 
 
-def test_a_fan_out_on_read_feed_past_the_explode_limit_does_not_sort_in_memory(counter, make_user, settings):
-    """Audit 11: `author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted in memory."""
+def test_a_fan_out_on_read_feed_past_the_explode_limit_examines_a_page_of_documents(counter, make_user, settings):
+    """Audit 11: `author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted
+    in memory. And the floor of fan-out on read past 100 authors: every followed author's newest key is
+    looked at once (a DISTINCT_SCAN, no document), then one merge over the authors that can hold the page:
+    documents examined stay at the page (not page + 1 per chunk of 100 authors), keys at one per author
+    plus about two pages, round trips the same at every depth."""
     from social.selectors import feed_page
 
     settings.FEED_STRATEGY = "read"
     settings.SOCIAL_IDS_PER_DOC = 1000
+    authors = 205
     with counter.paused():
-        reader = _reader_following(make_user, 205)
-    m, page = measure(counter, lambda: feed_page(user=reader, cursor=None, limit=PAGE))
-    assert len(page.items) == PAGE
-    problems = shape_problems(m, what="feed.read read, 205 authors")
-    assert not problems, "\n".join(problems)
+        reader = _reader_following(make_user, authors)
+        cursors, cursor = [None], None
+        for _ in range(2):
+            cursor = feed_page(user=reader, cursor=cursor, limit=PAGE).next_cursor
+            cursors.append(cursor)
+    trips = set()
+    for depth, cursor in enumerate(cursors, start=1):
+        m, page = measure(counter, lambda c=cursor: feed_page(user=reader, cursor=c, limit=PAGE))
+        assert len(page.items) == PAGE
+        what = f"feed.read read, {authors} authors, page {depth}"
+        problems = shape_problems(m, what=what)
+        assert not problems, "\n".join(problems)
+        plans = "\n".join(str(p) for p in m.plans)
+        assert m.docs_examined <= PAGE + SLACK + 1, f"{what}: {m.docs_examined} documents examined\n{plans}"
+        assert m.keys_examined <= authors + 2 * (PAGE + 1) + SLACK, f"{what}: {m.keys_examined} keys examined\n{plans}"
+        trips.add(m.round_trips)
+    assert len(trips) == 1, trips

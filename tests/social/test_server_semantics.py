@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 from bson import ObjectId
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from pymongo.errors import BulkWriteError, DuplicateKeyError, WriteConcernError
 
 from social import services
@@ -247,7 +250,10 @@ def test_cursor_filters_bound_the_date_at_the_top_level():
     assert older_than("date", "_id", (date, oid))["date"] == {"$lte": date}
 
 
-def test_fan_out_on_read_queries_at_most_100_authors_at_a_time(monkeypatch):
+def test_fan_out_on_read_merges_at_most_100_authors_and_only_those_that_can_hold_the_page(monkeypatch):
+    """Audit 11: a merge of more than 200 authors sorts in memory. 250 authors: one aggregation finds
+    each author's newest date, then one merge over the authors that can hold the page (the 10 newest
+    and their ties: 4 at second 59, 4 at 58, 4 at 57), not one merge of limit + 1 per 100 authors."""
     log = ActivityLogManager()
     for author in range(1, 251):
         log.record(Activity(id="", type="publish", actor_id=author, actor=f"a{author}",
@@ -257,12 +263,43 @@ def test_fan_out_on_read_queries_at_most_100_authors_at_a_time(monkeypatch):
     original = collection.find
 
     def spy(self, filter=None, *args, **kwargs):
-        queries.append(filter)
+        if filter:  # not the engine's own scan behind aggregate()
+            queries.append(filter)
         return original(self, filter, *args, **kwargs)
 
     monkeypatch.setattr(collection, "find", spy)
     page = log.by_authors(authors=list(range(1, 251)), cursor=None, limit=10)
-    assert len(queries) == 3 and all(len(q["author"]["$in"]) <= 100 for q in queries)
+    assert len(queries) == 1 and sorted(queries[0]["author"]["$in"]) == sorted(
+        a for a in range(1, 251) if a % 60 in (57, 58, 59))
     assert [a.date.second for a in page.items] == [59] * 4 + [58] * 4 + [57] * 2
     everything = sorted(log.collection.find(), key=lambda d: (d["date"], d["_id"]), reverse=True)
     assert [a.id for a in page.items] == [str(d["_id"]) for d in everything[:10]]
+
+
+@hsettings(max_examples=30, deadline=None)
+@given(posts=st.lists(st.tuples(st.integers(1, 9), st.integers(0, 4)), min_size=1, max_size=30),
+       limit=st.integers(1, 5), per_query=st.integers(1, 4))
+def test_fan_out_on_read_walks_every_activity_once_newest_first_property(monkeypatch, posts, limit, per_query):
+    """Many authors (more than AUTHORS_PER_QUERY, shrunk here) and many ties on the date, at the
+    cursor's date too: walking the pages gives the whole log in (date, _id) order, once."""
+    import social.feeds.log as log_module
+
+    monkeypatch.setattr(log_module, "AUTHORS_PER_QUERY", per_query)
+    log = ActivityLogManager()
+    log.collection.delete_many({})
+    for author, second in posts:
+        log.record(Activity(id="", type="publish", actor_id=author, actor=f"a{author}",
+                            date=datetime(2024, 1, 1, 0, 0, second, tzinfo=UTC), url="/"))
+    authors = list(range(1, 8))  # 8 and 9 post but are not followed
+    seen, cursor = [], None
+    while True:
+        page = log.by_authors(authors=authors, cursor=cursor, limit=limit)
+        assert len(page.items) <= limit
+        seen += [a.id for a in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        assert len(page.items) == limit
+    expected = sorted((d for d in log.collection.find() if d["author"] in authors),
+                      key=lambda d: (d["date"], d["_id"]), reverse=True)
+    assert seen == [str(d["_id"]) for d in expected]
