@@ -41,12 +41,14 @@ from django.utils import timezone
 
 from cms_site.errors import Conflict, Forbidden, InvalidInput, NotFound
 from cms_site.markdown import render_markdown
+from cms_site.paging import PageRequest
 from cms_site.text import text_clean
 from cms_site.writers import require_writer
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import manager_for
 from comments.managers.base import (
+    CHRONOLOGICAL,
     DELETED,
     LATEST_LIKERS,
     REMOVED,
@@ -253,6 +255,58 @@ def comment_unlike(*, topic, comment_id: str, user) -> Comment:
                      threaded=is_threaded(topic))
     return replace(comment, likes=max(0, comment.likes - 1),
                    latest_likers=[n for n in comment.latest_likers if n != user.username])
+
+
+@dataclass
+class LikeRepair:
+    topics: int = 0
+    comments: int = 0
+    repaired: int = 0  # comments whose count or latest likers were set from the edges
+    raced: int = 0  # comments liked or unliked while being repaired: left as they were (run again)
+
+
+REPAIR_PAGE = 100
+
+
+def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair:
+    """Recompute every comment's `likes` and `latest_likers` from the like edges, the source of
+    truth (audit 15: the edge and the counter are two writes; a crash between them, or a like
+    and an unlike racing, leave the counter off). Per topic, through its storage manager: the
+    discussion's active edges (one query), the likers' usernames (one SQL query), the comments
+    in chronological pages of REPAIR_PAGE, and one guarded update per comment that is off. The
+    latest likers are the newest LATEST_LIKERS active likers by the time of their like, oldest
+    first, as the likes left them. An update whose comment was liked or unliked since it was
+    read changes nothing and is counted in `raced`: run the repair again."""
+    report = LikeRepair()
+    users = get_user_model().objects
+    for topic in topics:
+        manager, threaded = comment_manager(topic), is_threaded(topic)
+        edges = CommentLikeManager().active_likes(discussion_id=topic.discussion_id)
+        names = dict(users.filter(pk__in={u for likes in edges.values() for u, _ in likes}).values_list("pk", "username"))
+        repaired = checked = 0
+        number = 1
+        while True:
+            page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
+                                request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
+            for comment in page.items:
+                checked += 1
+                likes = sorted(edges.get(comment.id, []), key=lambda edge: (edge[1] is not None, edge[1] or 0, edge[0]))
+                latest = [names[u] for u, _ in likes if u in names][-LATEST_LIKERS:]
+                if comment.likes == len(likes) and list(comment.latest_likers) == latest:
+                    continue
+                if manager.set_likes(discussion_id=topic.discussion_id, comment=comment, likes=len(likes),
+                                     latest_likers=latest, threaded=threaded):
+                    repaired += 1
+                else:
+                    report.raced += 1
+            if not page.items or number >= page.num_pages:
+                break
+            number += 1
+        report.topics += 1
+        report.comments += checked
+        report.repaired += repaired
+        progress(f"{topic.slug}: {checked} comments, {repaired} repaired")
+    return report
 
 
 # --- edit, delete, revisions ------------------------------------------------------

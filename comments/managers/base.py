@@ -285,6 +285,13 @@ class CommentManager(MongoManager, abc.ABC):
         latest likers ($push/$slice -LATEST_LIKERS), on -1 pull it. Who liked what is
         the likes manager's business, not this one's. False if no such comment."""
 
+    @abc.abstractmethod
+    def set_likes(self, *, discussion_id: int, comment: Comment, likes: int, latest_likers: list[str],
+                  threaded: bool = False) -> bool:
+        """Repair (audit 15): set the like count and the latest likers of `comment` (as read), in
+        one update whose filter requires its stored count to still be `comment.likes`. False when
+        it no longer is (a like or an unlike in between: nothing changed, read again)."""
+
     def counts(self, *, discussion_ids: list[int]) -> dict[int, int]:
         """{discussion_id: count} for several discussions (a topic list): ONE query on the
         strategy's per-discussion counters, whatever the number of discussions."""

@@ -149,6 +149,12 @@ class BucketedCommentManager(CommentManager):
             query["bucket"] = comment.locator
         return query
 
+    def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
+        result = self.buckets.update_one(
+            self._in_bucket(discussion_id, comment, {"likes": comment.likes}),
+            {"$set": {"comments.$.likes": likes, "comments.$.latest_likers": list(latest_likers)}})
+        return result.matched_count > 0
+
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
         result = self.buckets.update_one(
             self._in_bucket(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}}),

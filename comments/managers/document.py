@@ -174,6 +174,12 @@ class DocumentCommentManager(CommentManager):
         update = like_update("", username=username, delta=delta, extra_inc={"hot": delta})
         return self.collection.update_one(self._key(discussion_id, comment_id), update).matched_count > 0
 
+    def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
+        result = self.collection.update_one(
+            {**self._key(discussion_id, comment.id), "likes": comment.likes},
+            {"$set": {"likes": likes, "latest_likers": list(latest_likers)}, "$inc": {"hot": likes - comment.likes}})
+        return result.matched_count > 0
+
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
         result = self.collection.update_one(
             {**self._key(discussion_id, comment.id), "text": comment.text, "status": {"$ne": DELETED}},

@@ -300,6 +300,15 @@ class EmbeddedCommentManager(CommentManager):
                                      f"{bound}")
         return False
 
+    def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
+        # `bytes` moves by the exact size difference of the two fields (as an edit's does).
+        match = {"likes": comment.likes}
+        try:
+            return self._change_element(discussion_id, comment, match,
+                                        {"likes": likes, "latest_likers": list(latest_likers)})
+        except DiscussionFull:  # no room for more names: the count alone, as add_like does at the bound
+            return self._change_element(discussion_id, comment, match, {"likes": likes})
+
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
         return self._change_element(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}},
                                     text_fields("", text=text, html=html, edited=edited))

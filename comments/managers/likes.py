@@ -99,6 +99,16 @@ class CommentLikeManager(MongoManager):
         )
         return {doc["comment_id"] for doc in cursor}
 
+    def active_likes(self, *, discussion_id: int) -> dict[str, list[tuple[int, object]]]:
+        """{comment_id: [(user_id, liked), ...]} of every active edge of a discussion: the truth the
+        like counters are repaired from (audit 15). One query on the shard key (the hashed
+        `discussion_id` index), reading the discussion's edges: a maintenance read, not a page."""
+        out: dict[str, list[tuple[int, object]]] = {}
+        cursor = self.collection.find({"discussion_id": int(discussion_id), "active": True},
+                                      projection={"comment_id": 1, "user_id": 1, "liked": 1, "_id": 0})
+        for doc in cursor:
+            out.setdefault(doc["comment_id"], []).append((doc["user_id"], doc.get("liked")))
+        return out
 
     def drop_discussion(self, *, discussion_id: int) -> None:
         self.collection.delete_many({"discussion_id": int(discussion_id)})
