@@ -296,7 +296,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "TopicStatusEnum": "topics.models.TopicStatus",
-        "CommentStatusEnum": ["visible", "pending", "author_only", "removed", "deleted"],
+        "CommentStatusEnum": "comments.managers.base.COMMENT_STATUSES",  # the one list of statuses
     },
     "TITLE": "CMS comments and social API",
     "DESCRIPTION": (

@@ -5,7 +5,6 @@ from django.contrib.auth import login
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from cms_site.errors import NotFound
 from cms_site.forms import SignupForm
 
 
@@ -29,12 +28,3 @@ def safe_next(request, target, *, fallback: str):
         return target
     return fallback
 
-
-def raise_404(message: str):
-    from django.http import Http404
-
-    raise Http404(message)
-
-
-def not_found_to_404(exc: NotFound):
-    raise_404(exc.message)

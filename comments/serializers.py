@@ -8,6 +8,7 @@ pinned, likes, latest_likers}`; `author` is null on a masked placeholder.
 from rest_framework import serializers
 
 from cms_site.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from comments.managers.base import COMMENT_STATUSES
 
 
 class CommentAuthorSerializer(serializers.Serializer):
@@ -25,7 +26,7 @@ class CommentSerializer(serializers.Serializer):
                                            "rendered once when written.")
     posted = serializers.DateTimeField()
     edited = serializers.DateTimeField(allow_null=True, help_text="When the text was last edited, or null.")
-    status = serializers.ChoiceField(choices=["visible", "pending", "author_only", "removed", "deleted"])
+    status = serializers.ChoiceField(choices=list(COMMENT_STATUSES))
     pinned = serializers.BooleanField()
     likes = serializers.IntegerField()
     latest_likers = serializers.ListField(child=serializers.CharField(), help_text="The latest 20 likers, oldest first.")

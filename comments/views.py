@@ -56,6 +56,10 @@ def _page_url(topic, *, page: int, order: str, comment_id: str | None = None) ->
     return url + (f"#c-{comment_id}" if comment_id else "")
 
 
+def _permalink(topic, comment_id: str) -> str:
+    return reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})
+
+
 def _in_place(request) -> bool:
     return request.headers.get("X-Requested-With") == "fetch"
 
@@ -163,7 +167,7 @@ def comment_revisions(request, slug, comment_id):
         raise Http404(exc.message) from None
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return redirect(reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+        return redirect(_permalink(topic, comment_id))
     return render(request, "comments/comment_revisions.html", {"topic": topic, "comment": comment,
                                                                 "revisions": revisions})
 
@@ -211,28 +215,40 @@ def comment_post(request, slug):
     return redirect(_page_url(topic, page=number, order=topic.comment_order, comment_id=comment.id))
 
 
+def _attempt(request, action, *, back: str, refused):
+    """Run `action` (one write service call) for a POST endpoint: `(result, None)`, or `(None,
+    response)` when the service refused. An in-place request gets the refusal as JSON with its
+    status; otherwise a visitor who is not signed in goes to the log-in page (then back), an
+    unknown comment is a 404, and any other refusal is the endpoint's `refused(exc)`."""
+    try:
+        return action(), None
+    except ServiceError as exc:
+        if _in_place(request):
+            return None, _refusal(request, exc)
+        if isinstance(exc, NotAuthenticated):
+            messages.error(request, exc.message)
+            return None, redirect_to_login(back)
+        if isinstance(exc, NotFound):
+            raise Http404(exc.message) from None
+        return None, refused(exc)
+
+
 @require_POST
 def comment_edit(request, slug, comment_id):
     topic = _topic(request, slug)
     form = CommentForm(request.POST)
-    back = _safe_next(request, reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+    back = _safe_next(request, _permalink(topic, comment_id))
     text = form.data.get("text", "") if isinstance(form.data.get("text", ""), str) else ""
-    try:
-        comment = services.comment_edit(topic=topic, comment_id=comment_id, text=text, user=request.user)
-    except NotAuthenticated as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        return redirect_to_login(back)
-    except NotFound as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        raise Http404(exc.message) from None
-    except ServiceError as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
+
+    def refused(exc):
         _keep_draft(request, topic, text=text, edit=comment_id, error=exc.message)
         messages.error(request, f"Not saved: {exc.message} Your text is still in the form.")
         return redirect(back.split("#")[0] + f"#c-{comment_id}")
+
+    comment, response = _attempt(request, lambda: services.comment_edit(
+        topic=topic, comment_id=comment_id, text=text, user=request.user), back=back, refused=refused)
+    if response is not None:
+        return response
     if _in_place(request):
         return _fragment(request, topic, comment)
     messages.success(request, "Your changes were saved.")
@@ -242,22 +258,16 @@ def comment_edit(request, slug, comment_id):
 @require_POST
 def comment_delete(request, slug, comment_id):
     topic = _topic(request, slug)
-    back = _safe_next(request, reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
-    try:
-        comment = services.comment_delete(topic=topic, comment_id=comment_id, user=request.user)
-    except NotAuthenticated as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        return redirect_to_login(back)
-    except NotFound as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        raise Http404(exc.message) from None
-    except ServiceError as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
+    back = _safe_next(request, _permalink(topic, comment_id))
+
+    def refused(exc):
         messages.error(request, exc.message)
         return redirect(back)
+
+    comment, response = _attempt(request, lambda: services.comment_delete(
+        topic=topic, comment_id=comment_id, user=request.user), back=back, refused=refused)
+    if response is not None:
+        return response
     if _in_place(request):
         return _fragment(request, topic, comment)
     messages.success(request, "The comment was deleted.")
@@ -268,30 +278,22 @@ def comment_delete(request, slug, comment_id):
 def comment_like(request, slug, comment_id):
     topic = _topic(request, slug)
     form = LikeForm(request.POST)
-    fallback = reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})
+    back = _safe_next(request, _permalink(topic, comment_id))
     if not form.is_valid():
         messages.error(request, "Unknown like action.")
-        return redirect(_safe_next(request, fallback))
+        return redirect(back)
     action = services.comment_like if form.cleaned_data["action"] == "like" else services.comment_unlike
-    try:
-        comment = action(topic=topic, comment_id=comment_id, user=request.user)
-    except NotAuthenticated as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
+
+    def refused(exc):
         messages.error(request, exc.message)
-        return redirect_to_login(_safe_next(request, fallback))
-    except NotFound as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        raise Http404(exc.message) from None
-    except ServiceError as exc:
-        if _in_place(request):
-            return _refusal(request, exc)
-        messages.error(request, exc.message)
-        return redirect(_safe_next(request, fallback))
+        return redirect(back)
+
+    comment, response = _attempt(request, lambda: action(topic=topic, comment_id=comment_id, user=request.user),
+                                 back=back, refused=refused)
+    if response is not None:
+        return response
     if _in_place(request):
         return _fragment(request, topic, comment)
     verb = "Liked" if form.cleaned_data["action"] == "like" else "Unliked"
     messages.success(request, f"{verb}: {comment.likes} like{'' if comment.likes == 1 else 's'}.")
-    target = _safe_next(request, fallback)
-    return redirect(target if "#" in target else f"{target}#c-{comment.id}")
+    return redirect(back if "#" in back else f"{back}#c-{comment.id}")

@@ -78,6 +78,8 @@ STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)  # what moderation may set; DELETED o
 # Held for review before it is stored: never in a discussion's storage (the moderation app
 # keeps it until an editor approves it, and only then is it posted and given its place).
 PENDING = "pending"
+# Every status a comment can be shown with (the API's enum): the one list serializers and the schema use.
+COMMENT_STATUSES = (VISIBLE, PENDING, AUTHOR_ONLY, REMOVED, DELETED)
 
 LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -20)
 HOT_PINNED = 1 << 40  # the pinned flag in the hot score, above any realistic like count
