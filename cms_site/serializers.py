@@ -2,6 +2,22 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 
+class StrictInputSerializer(serializers.Serializer):
+    """An input serializer that refuses the fields it does not know: a 400 whose `errors`
+    names each of them (`{"unitl": ["Unknown field: expected one of ..."]}`), rather than
+    ignoring them, where a typo would silently change what happens (`unitl` would make
+    a ban permanent). Used by the editors' moderation inputs and the flag."""
+
+    def to_internal_value(self, data):
+        if hasattr(data, "keys"):
+            known = sorted(self.fields)
+            unknown = sorted(str(key) for key in data.keys() if key not in self.fields)
+            if unknown:
+                message = f"Unknown field: expected one of {', '.join(known)}."
+                raise serializers.ValidationError({key: [message] for key in unknown})
+        return super().to_internal_value(data)
+
+
 class UserRefSerializer(serializers.Serializer):
     username = serializers.CharField(read_only=True)
 

@@ -12,6 +12,9 @@ A username is what people see, type into URLs (`/u/{name}/`) and mention, so:
   is refused when its Latin skeleton is an existing username.
 Uniqueness is checked here and again when the row is written; SQLite's case-insensitive
 comparison covers ASCII only, which the skeleton check makes up for in the common case.
+Case-insensitive lookups compare `UPPER(username)` with `UPPER(name)` in SQL (what
+`iexact` means on PostgreSQL), which the `auth_user_username_upper` index answers
+(migration cms_site/0003); `iexact` on SQLite is a LIKE that no index serves.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import re
 import unicodedata
 
 from django.contrib.auth import get_user_model
+from django.db.models import Value
+from django.db.models.functions import Upper
 
 from cms_site.errors import InvalidInput
 
@@ -72,12 +77,35 @@ def username_clean(raw, *, max_length: int | None = None) -> str:
     return name
 
 
+def users_named(name: str, queryset=None):
+    """The users whose username equals `name` ignoring case: `UPPER(username) = UPPER(name)`,
+    an index probe of auth_user_username_upper."""
+    users = get_user_model().objects.all() if queryset is None else queryset
+    return users.alias(username_upper=Upper("username")).filter(username_upper=Upper(Value(name)))
+
+
 def username_taken(name: str, *, exclude_pk=None) -> bool:
     """Whether `name` (already cleaned) collides with an existing username, ignoring case and look-alikes."""
     users = get_user_model().objects.all()
     if exclude_pk is not None:
         users = users.exclude(pk=exclude_pk)
-    if users.filter(username__iexact=name).exists():
+    if users_named(name, users).exists():
         return True
     key = skeleton(name)
-    return key != name.casefold() and users.filter(username__iexact=key).exists()
+    return key != name.casefold() and users_named(key, users).exists()
+
+
+def user_named(raw):
+    """The user an editor or a URL names, or None: `raw` must already be a username as
+    typed (no surrounding spaces or line breaks, no control characters: InvalidInput),
+    NFKC-normalised like sign-up (fullwidth `ＡＬＩＣＥ` names `alice`), matched
+    ignoring case (usernames are unique ignoring case; an exact match wins among
+    accounts that predate that rule)."""
+    if not isinstance(raw, str) or not raw or len(raw) > 150:
+        raise InvalidInput("username must be a user's name.", field="username")
+    if raw != raw.strip() or not raw.isprintable():
+        raise InvalidInput("username must not hold spaces, line breaks or control characters.", field="username")
+    name = unicodedata.normalize("NFKC", raw)
+    matches = list(users_named(name)[:5])
+    exact = [u for u in matches if u.username == name]
+    return (exact or matches or [None])[0]

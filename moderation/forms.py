@@ -26,13 +26,13 @@ class QueueActionForm(forms.Form):
 
 
 class BanForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(max_length=150, strip=False)  # as typed: the service refuses "alice\n"
     until = forms.DateTimeField(required=False, help_text="Empty: for good (UTC, YYYY-MM-DD HH:MM).")
     shadow = forms.BooleanField(required=False, help_text="Keep their comments, shown only to them.")
     reason = forms.CharField(required=False, max_length=500)
 
 
 class UserActionForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = forms.CharField(max_length=150, strip=False)  # as typed: the service refuses "alice\n"
     action = forms.ChoiceField(choices=[("unban", "Lift ban"), ("premoderate", "Pre-moderate"),
                                         ("unpremoderate", "Stop pre-moderating")])

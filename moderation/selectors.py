@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
-
 from cms_site.errors import Forbidden, InvalidInput
 from cms_site.paging import parse_whole_number
+from cms_site.usernames import user_named
 from comments import services as comment_services
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
@@ -76,9 +75,10 @@ def _topic_id(slug) -> int | None:
 def _author_id(username) -> int | None:
     if username is None or username == "":
         return None
-    if not isinstance(username, str) or len(username) > 150:
-        raise InvalidInput("author must be a username.", field="author")
-    user = get_user_model().objects.filter(username=username).only("pk").first()
+    try:
+        user = user_named(username)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message.replace("username", "author", 1), field="author") from None
     if user is None:
         raise InvalidInput(f"There is no user {username!r}.", field="author")
     return user.pk

@@ -3,12 +3,13 @@ rules); outputs render queue rows, log rows, flags and bans."""
 
 from rest_framework import serializers
 
+from cms_site.serializers import StrictInputSerializer
 from comments.serializers import CommentSerializer
 from moderation.selectors import MAX_SIZE, QUEUE_VIEWS
 from moderation.services import ACTIONS, FLAG_REASONS, MAX_BULK, NOTE_MAX
 
 
-class FlagCreateSerializer(serializers.Serializer):
+class FlagCreateSerializer(StrictInputSerializer):
     reason = serializers.ChoiceField(choices=FLAG_REASONS)
     note = serializers.CharField(required=False, allow_blank=True, max_length=NOTE_MAX, default="")
 
@@ -74,7 +75,7 @@ class HeldPageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class ActionSerializer(serializers.Serializer):
+class ActionSerializer(StrictInputSerializer):
     action = serializers.ChoiceField(choices=ACTIONS)
     topic = serializers.CharField(required=False, help_text="A topic's slug, with `comment_ids`.")
     comment_ids = serializers.ListField(child=serializers.CharField(max_length=32), required=False, max_length=MAX_BULK,
@@ -96,8 +97,9 @@ class ChangedSerializer(serializers.Serializer):
     changed = serializers.IntegerField()
 
 
-class BanCreateSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+class BanCreateSerializer(StrictInputSerializer):
+    username = serializers.CharField(max_length=150, trim_whitespace=False,
+                                     help_text="As typed (\"alice\\n\" is a 400); matched ignoring case.")
     until = serializers.DateTimeField(required=False, allow_null=True, default=None, help_text="Omit or null: for good.")
     shadow = serializers.BooleanField(required=False, default=False)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
@@ -112,7 +114,7 @@ class UserModerationSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
 
 
-class PremoderationSerializer(serializers.Serializer):
+class PremoderationSerializer(StrictInputSerializer):
     premoderated = serializers.BooleanField()
 
 
