@@ -76,6 +76,8 @@ class ModerationQueueManager(MongoManager):
                 IndexModel([("topic", 1), ("state", 1), *newest], name="topic_state_newest"),
                 IndexModel([("author", 1), ("state", 1), *newest], name="author_state_newest"),
                 IndexModel([("author", 1), ("topic", 1), ("state", 1), *newest], name="author_topic_state_newest"),
+                # "has this new user had N comments approved?": a covered count that stops at N
+                IndexModel([("author", 1), ("held", 1), ("status", 1)], name="author_held_status"),
                 IndexModel(newest, name="newest"),
                 IndexModel([("topic", 1), *newest], name="topic_newest"),
                 IndexModel([("author", 1), *newest], name="author_newest"),
@@ -193,7 +195,8 @@ class ModerationQueueManager(MongoManager):
         return max(0, int(doc.get("n", 0))), max(0, int(doc.get("shadow", 0)))
 
     def count_approved(self, *, author_id: int, at_least: int) -> int:
-        """How many of the author's held submissions were approved, counting at most `at_least`."""
+        """How many of the author's held submissions were approved, counting at most `at_least`:
+        covered by author_held_status (at most `at_least` keys, no document)."""
         return self.collection.count_documents({"author": author_id, "held": True, "status": "visible"}, limit=at_least)
 
     def state_counts(self) -> dict[str, int]:

@@ -3,10 +3,13 @@ at page 1 and at the last page (by cursor), at two queue sizes: the planner mode
 the declared indexes (bench/planner.py, as tests/query_shape uses it) finds no scan, no
 in-memory sort and no growth with depth or size."""
 
+from datetime import timedelta
+
 import pytest
+from bson import ObjectId
 from django.conf import settings
 
-from tests.query_shape.test_hot_paths import PAGE, SIZES, assert_floor, counter, measure  # noqa: F401  (fixture)
+from tests.query_shape.test_hot_paths import PAGE, SIZES, SLACK, assert_floor, counter, measure  # noqa: F401  (fixture)
 
 pytestmark = [
     pytest.mark.django_db,
@@ -85,3 +88,34 @@ def test_an_authors_held_comments_examine_a_page_at_any_depth_and_size(counter, 
             assert page.items and page.count == size
             figures[(size, depth)] = m
     assert_floor(figures, what="an author's held comments on a topic")
+
+
+def test_the_new_user_check_counts_within_its_bound_whatever_the_author_has_held(counter, make_topic, make_user,  # noqa: F811
+                                                                                 editor, settings):
+    """`MODERATION_NEW_USER_COMMENTS`: "has this author had N comments approved?" is a covered
+    count over (author, held, status) that stops at N, however many the author has waiting."""
+    from comments.services import comment_create
+    from moderation import services
+
+    settings.MODERATION_NEW_USER_COMMENTS = 3
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            services.ModerationQueueManager().collection.delete_many({})
+            topic = make_topic("document", title=f"New users {size}")
+            writer = make_user(f"newcomer{size}")
+            first = [comment_create(topic=topic, author=writer, text=f"first words {i}") for i in range(5)]
+            services.queue_moderate(entry_ids=[c.id for c in first], action="approve", moderator=editor)
+            services.user_set_premoderation(username=writer.username, premoderated=True, moderator=editor)
+            for i in range(size):  # then many more waiting, newer than the approved ones
+                comment_create(topic=topic, author=writer, text=f"more words {i}")
+            queue = services.ModerationQueueManager()
+            done = dict(queue.collection.find_one({"author": writer.pk, "state": "done"}))
+            for i in range(size):  # and as many stored comments of theirs reported, then cleared (done, not held)
+                queue.collection.insert_one({**done, "_id": ObjectId(), "held": False, "key": f"{topic.pk}:x{i}",
+                                             "updated": done["updated"] + timedelta(seconds=i + 1)})
+        m, _ = measure(counter, lambda w=writer: services.ModerationQueueManager().count_approved(author_id=w.pk,
+                                                                                                 at_least=3))
+        assert m.docs_examined == 0 and m.keys_examined <= 3 + SLACK, (size, m.keys_examined, m.plans)
+        figures[size] = m.keys_examined
+    assert figures[SIZES[0]] == figures[SIZES[1]]
