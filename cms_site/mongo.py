@@ -18,7 +18,8 @@ managers are written to MongoDB's documented semantics only:
   result (every candidate still goes through mongomock's own filter):
   `cms_site/mongo_lookups.py` answers filters that pin `_id` or a unique index, and
   unique-index checks, by hash lookups; `$in` over plain ints, strings or ObjectIds
-  tests membership in a set built once per query instead of a list per document.
+  tests membership in a set built once per query instead of a list per document (an
+  aggregation's leading `$match` is answered by find() the same way).
 - mongomock keeps none of the server rules `cms_site/mongo_strict.py` enforces: every
   operation atomic with respect to other threads, 16 MiB documents, `$slice`-only
   projections, conflicting update paths.
@@ -199,6 +200,21 @@ def _bridge_in_sets() -> None:
         return original_iter(self, _with_in_sets(filter))
 
     Collection._iter_documents = _iter_documents
+
+    from mongomock import aggregate as pipelines
+
+    original_aggregate = Collection.aggregate
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        # mongomock runs a leading $match over a copy of every document, with its list `$in`;
+        # find() applies the same filter through the lookups and set-based `$in` above.
+        pipeline = list(pipeline)
+        if pipeline and isinstance(pipeline[0], dict) and list(pipeline[0]) == ["$match"]:
+            matched = list(self.find(pipeline[0]["$match"]))
+            return pipelines.process_pipeline(matched, self.database, pipeline[1:], session)
+        return original_aggregate(self, pipeline, session=session, **kwargs)
+
+    Collection.aggregate = aggregate
 
     operators = filtering._filterer_inst._operator_map
     original_in = operators["$in"]

@@ -56,3 +56,16 @@ def test_the_callers_filter_is_not_changed(coll):
     before = repr(query)
     assert len(ids(coll.find(query))) == 10
     assert repr(query) == before and type(query["n"]["$in"]) is list
+
+
+def test_an_aggregation_led_by_a_match_answers_as_a_scan_would(coll):
+    # The leading $match is answered by find() (lookups, set-based $in); the rest of the pipeline as before.
+    pipeline = [{"$match": {"n": {"$in": list(range(0, 30, 2))}, "tag": {"$in": ["t0", "t1"]}}},
+                {"$sort": {"tag": 1, "n": -1}},
+                {"$group": {"_id": "$tag", "newest": {"$first": "$n"}, "count": {"$sum": 1}}}]
+    grouped = sorted(coll.aggregate(pipeline, batchSize=5), key=lambda d: d["_id"])
+    assert grouped == [{"_id": "t0", "newest": 24, "count": 5}, {"_id": "t1", "newest": 28, "count": 5}]
+    assert [d["_id"] for d in coll.aggregate([{"$match": {"_id": {"$in": [3, "s1", 999]}}}, {"$sort": {"n": 1}}])] == \
+        ["s1", 3]
+    assert list(coll.aggregate([{"$match": {"tag": "none"}}, {"$sort": {"n": 1}}])) == []
+    assert [d["n"] for d in coll.aggregate([{"$sort": {"n": -1}}, {"$limit": 1}])] == [29]  # no $match: unchanged
