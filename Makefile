@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test bench bench-quick lint install install-dev indexes clean
+.PHONY: run serve test bench bench-update bench-quick lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,14 @@ test: install-dev
 BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0 PYTHONUNBUFFERED=1
 bench: $(VENV)/.installed-bench
 	$(BENCH_ENV) $(PY) manage.py bench --json docs/bench/benchmarks.json --plots docs/bench --docs docs/benchmarks.md \
+		--baseline docs/bench/before-issue7.json
+
+## make bench-update ONLY=feeds: re-measure only these case groups (comma-separated: comments,social,feeds,peer)
+## at full size and merge them into docs/bench/benchmarks.json, docs/benchmarks.md and its plots
+bench-update: $(VENV)/.installed-bench
+	@test -n "$(ONLY)" || { echo "make bench-update ONLY=feeds (comments,social,feeds,peer)"; exit 2; }
+	$(BENCH_ENV) $(PY) manage.py bench --only $(ONLY) --update docs/bench/benchmarks.json \
+		--json docs/bench/benchmarks.json --plots docs/bench --docs docs/benchmarks.md \
 		--baseline docs/bench/before-issue7.json
 
 ## make bench-quick: small sizes (a few minutes), rows in bench-out/

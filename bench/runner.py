@@ -184,14 +184,41 @@ def machine() -> dict:
 
 
 CASE_GROUPS = ("comments", "social", "feeds", "peer")
+# The group each case's rows come from (the peer comparison also fills `result["peer"]`).
+CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followers.page": "social", "follow": "social",
+              "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "peer.page": "peer", "peer.tree": "peer"}
+
+
+def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
+    """`fresh`, a run of `groups` only, merged into `previous`, a bench result of the same mode:
+    the rows (and notes) of those groups replaced, the rest kept, and the re-measurement
+    recorded in `info["updates"]` so the report says which figures come from which run."""
+    if previous["info"]["mode"] != fresh["info"]["mode"]:
+        raise ValueError(f"cannot merge a {fresh['info']['mode']} run into a {previous['info']['mode']} one: "
+                         "their sizes differ")
+    unknown = sorted({r["case"] for r in previous["rows"]} - set(CASE_GROUP))
+    if unknown:
+        raise ValueError(f"rows of unknown cases {', '.join(unknown)} in the previous result")
+    replaced = {case for case, group in CASE_GROUP.items() if group in groups}
+    rows = [r for r in previous["rows"] if r["case"] not in replaced] + fresh["rows"]
+    notes = [n for n in previous.get("notes", []) if not n.startswith(tuple(replaced))] + fresh.get("notes", [])
+    updates = [u for u in previous["info"].get("updates", []) if not set(u["groups"]) <= set(groups)]
+    updates.append({"groups": list(groups), "started": fresh["info"]["started"], "seconds": fresh["info"]["seconds"]})
+    info = {**previous["info"], "updates": updates}
+    peer = fresh.get("peer") if "peer" in groups else previous.get("peer")
+    return {"info": info, "rows": rows, "notes": notes, "peer": peer}
 
 
 def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | None = None, plots_dir: str | None = None,
         docs_path: str | None = None, only: tuple[str, ...] | None = None, log: Callable[[str], None] = print,
-        own_database: bool = True, explain: bool = True, baseline_path: str | None = None) -> dict:
+        own_database: bool = True, explain: bool = True, baseline_path: str | None = None,
+        update_path: str | None = None) -> dict:
     """Run the cases; write JSON, plots and the report when asked. Returns the result dict.
 
-    `own_database=False` uses the Django database already set up (the test suite's)."""
+    `own_database=False` uses the Django database already set up (the test suite's).
+    `update_path`: a bench JSON of the same mode whose rows of the groups run here are
+    replaced by this run's (`merge_into`); the JSON, plots and report are written from the
+    merged result."""
     from bench.cases import comments as comment_cases
     from bench.cases import feeds as feed_cases
     from bench.cases import social as social_cases
@@ -236,6 +263,11 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             log(f"[peer] {time.perf_counter() - t0:.1f} s")
     info["seconds"] = round(time.perf_counter() - started, 1)
     result = {"info": info, "rows": bench.rows, "notes": bench.notes, "peer": peer}
+    if update_path:
+        with open(update_path) as fh:
+            result = merge_into(json.load(fh), result, groups)
+        log(f"bench: merged {len(bench.rows)} rows of {', '.join(groups)} into {update_path}'s "
+            f"{len(result['rows']) - len(bench.rows)} others")
     if json_path:
         if json_path != "-" and os.path.dirname(json_path):
             os.makedirs(os.path.dirname(json_path), exist_ok=True)
@@ -246,7 +278,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
         finally:
             if target is not sys.stdout:
                 target.close()
-        log(f"bench: wrote {len(bench.rows)} rows to {json_path}")
+        log(f"bench: wrote {len(result['rows'])} rows to {json_path}")
     plots = {}
     if plots_dir:
         from bench import plots as plotting

@@ -40,3 +40,29 @@ def test_the_push_strategies_are_held_to_the_page():
     assert (w["at_floor"], w["per_author"]) == (True, False)
     w = verdict([feed_row("write", 1000, 10, 1046, 22)], "write")
     assert (w["at_floor"], w["per_author"]) == (False, False)
+
+
+def _result(mode, started, rows, notes=(), peer=None):
+    return {"info": {"mode": mode, "started": started, "seconds": 60.0, "sizes": {}, "machine": {}},
+            "rows": rows, "notes": list(notes), "peer": peer}
+
+
+def test_a_re_measured_group_replaces_only_its_rows_and_is_recorded():
+    import pytest
+
+    from bench.runner import merge_into
+
+    page = {"case": "comments.page", "strategy": "document", "size": 10, "depth": 1}
+    previous = _result("full", "2026-11-22 23:03 UTC", [page, feed_row("read", 1000, 10, 1218, 218)],
+                       notes=["embedded: holds 15,114 comments", "feed.post read: measured up to 10"], peer={"ours": [1]})
+    fresh = _result("full", "2026-11-23 01:00 UTC", [feed_row("read", 1000, 10, 1054, 26)], notes=["feed.read: new"])
+    merged = merge_into(previous, fresh, ("feeds",))
+    assert merged["rows"] == [page, fresh["rows"][0]]
+    assert merged["notes"] == ["embedded: holds 15,114 comments", "feed.read: new"]
+    assert merged["peer"] == {"ours": [1]} and merged["info"]["started"] == "2026-11-22 23:03 UTC"
+    assert merged["info"]["updates"] == [{"groups": ["feeds"], "started": "2026-11-23 01:00 UTC", "seconds": 60.0}]
+    # Re-measuring the same group again replaces the record; a quick run never goes into a full one.
+    again = merge_into(merged, fresh, ("feeds",))
+    assert len(again["info"]["updates"]) == 1 and len(again["rows"]) == 2
+    with pytest.raises(ValueError, match="cannot merge a quick run into a full one"):
+        merge_into(previous, _result("quick", "x", []), ("feeds",))

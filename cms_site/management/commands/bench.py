@@ -17,6 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--no-explain", action="store_true",
                             help="Skip keys/documents examined (no explain on a server, no planner model on mongomock).")
         parser.add_argument("--only", metavar="GROUPS", help="Comma-separated case groups: comments,social,feeds,peer.")
+        parser.add_argument("--update", metavar="FILE",
+                            help="A bench JSON of the same mode (e.g. docs/bench/benchmarks.json) whose rows of the "
+                                 "--only groups are replaced by this run's; --json, --plots and --docs are then "
+                                 "written from the merged result, which records what was re-measured when.")
 
     def handle(self, *args, **options):
         from bench.runner import CASE_GROUPS, run
@@ -30,4 +34,4 @@ class Command(BaseCommand):
         log = self.stdout.write if options["json"] != "-" else self.stderr.write
         run(mode="quick" if options["quick"] else "full", json_path=options["json"], plots_dir=options["plots"],
             docs_path=options["docs"], only=only, log=log,
-            explain=not options["no_explain"], baseline_path=options["baseline"])
+            explain=not options["no_explain"], baseline_path=options["baseline"], update_path=options["update"])
