@@ -59,8 +59,8 @@ class ActivityLogManager(MongoManager):
         scan per author: limit + 1 documents, and limit + 1 keys plus the key each scan has
         read ahead (about one per author).
 
-        More authors: first the newest date of each (one aggregation: `$sort` by (author, date
-        desc) then `$group` with `$first`, a covered DISTINCT_SCAN that reads one key per author
+        More authors: first the newest (date, _id) of each (one aggregation: `$sort` by (author,
+        date desc, _id desc) then `$group` with `$first`, a covered DISTINCT_SCAN that reads one key per author
         and no document), then the same merge over the only authors that can hold the page
         (`_page_authors`). Two round trips, limit + 1 documents, about one key per author plus
         twice the page in keys, at any depth. A merge over every author would sort in memory
@@ -86,24 +86,25 @@ class ActivityLogManager(MongoManager):
     def _page_authors(self, *, authors: list[int], position, wanted: int) -> list[int]:
         """The authors that can hold the `wanted` newest activities older than `position`.
 
-        With n(a) the date of author a's newest activity in range, and T the `wanted`-th
-        largest n(a): the `wanted` authors at or above T have `wanted` distinct activities dated
-        T or later, so no activity of an author below T (all dated before T) is among the
-        `wanted` newest. Ties at T are all kept. The range is `date <= cursor date` (an
-        explicit index bound, audit 12); an author whose newest in that range is at exactly the
-        cursor's date may have only already-shown activities there, so such authors are kept
-        whatever their rank and left out of T. One aggregation, one reply of one small
-        document per author (`batchSize` covers them all: no getMore)."""
+        With n(a) the (date, _id) of author a's newest activity older than `position`, and T the
+        `wanted`-th largest n(a): the `wanted` authors at or above T hold `wanted` distinct
+        activities at T or newer, so no activity of an author below T is among the `wanted`
+        newest; (date, _id) is unique, so exactly `wanted` authors are at or above T. The
+        aggregation reads each author's newest activity with `date <= cursor date` (an explicit
+        index bound, audit 12): when that is at or after the cursor itself (already shown, at
+        the cursor's millisecond) the author's next one is not known, and the author is kept.
+        One aggregation, one reply of one small document per author (`batchSize` covers them
+        all: no getMore)."""
         match = {"author": {"$in": authors}}
         if position is not None:
             match["date"] = {"$lte": position[0]}
         rows = self.read_db[self.collection_name].aggregate([
             {"$match": match},
-            {"$sort": {"author": 1, "date": -1}},
-            {"$group": {"_id": "$author", "newest": {"$first": "$date"}}},
+            {"$sort": {"author": 1, "date": -1, "_id": -1}},
+            {"$group": {"_id": "$author", "date": {"$first": "$date"}, "id": {"$first": "$_id"}}},
         ], batchSize=len(authors) + 1)
-        newest = {row["_id"]: row["newest"] for row in rows}
-        at_cursor = {a for a, d in newest.items() if position is not None and d == position[0]}
-        dates = sorted((d for a, d in newest.items() if a not in at_cursor), reverse=True)
-        threshold = dates[wanted - 1] if len(dates) >= wanted else None
-        return sorted(a for a, d in newest.items() if a in at_cursor or threshold is None or d >= threshold)
+        newest = {row["_id"]: (row["date"], row["id"]) for row in rows}
+        shown = {a for a, key in newest.items() if position is not None and key >= position}
+        keys = sorted((key for a, key in newest.items() if a not in shown), reverse=True)
+        threshold = keys[wanted - 1] if len(keys) >= wanted else None
+        return sorted(a for a, key in newest.items() if a in shown or threshold is None or key >= threshold)

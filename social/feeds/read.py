@@ -5,7 +5,7 @@ Write: 1 round trip (the log insert, done before `post`), whatever the follower 
 Read: my mutes, my following ids (ceil(following / SOCIAL_IDS_PER_DOC) documents in one
 cursor), then `ActivityLogManager.by_authors`: for up to 100 followed authors one merge
 `{author: {$in: following}}` sorted by (date, _id) desc on the (author, date, _id) index;
-for more, first one covered DISTINCT_SCAN for each author's newest date, then that merge over the
+for more, first one covered DISTINCT_SCAN for each author's newest (date, _id), then that merge over the
 authors that can hold the page. 3 or 4 round trips and about `limit` documents at any depth,
 but one index key per followed author: a page must look at the newest activity of every
 author I follow. That is the strategy's floor, and the cost the push strategies avoid. On a

@@ -252,27 +252,35 @@ def test_cursor_filters_bound_the_date_at_the_top_level():
 
 def test_fan_out_on_read_merges_at_most_100_authors_and_only_those_that_can_hold_the_page(monkeypatch):
     """Audit 11: a merge of more than 200 authors sorts in memory. 250 authors: one aggregation finds
-    each author's newest date, then one merge over the authors that can hold the page (the 10 newest
-    and their ties: 4 at second 59, 4 at 58, 4 at 57), not one merge of limit + 1 per 100 authors."""
+    each author's newest (date, _id), then one merge over the authors of the 11 newest (a page of 10
+    and the one that says there is more; 4 at second 59, 4 at 58, 3 at 57), not one merge of
+    limit + 1 per 100 authors."""
     log = ActivityLogManager()
     for author in range(1, 251):
         log.record(Activity(id="", type="publish", actor_id=author, actor=f"a{author}",
                             date=datetime(2024, 1, 1, 0, 0, author % 60, tzinfo=UTC), url="/"))
-    queries = []
+    queries, inside = [], []
     collection = type(log.collection)
-    original = collection.find
+    find, aggregate = collection.find, collection.aggregate
 
-    def spy(self, filter=None, *args, **kwargs):
-        if filter:  # not the engine's own scan behind aggregate()
+    def find_spy(self, filter=None, *args, **kwargs):
+        if filter and not inside:  # not the engine's own find() behind aggregate()
             queries.append(filter)
-        return original(self, filter, *args, **kwargs)
+        return find(self, filter, *args, **kwargs)
 
-    monkeypatch.setattr(collection, "find", spy)
+    def aggregate_spy(self, *args, **kwargs):
+        inside.append(1)
+        try:
+            return aggregate(self, *args, **kwargs)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(collection, "find", find_spy)
+    monkeypatch.setattr(collection, "aggregate", aggregate_spy)
     page = log.by_authors(authors=list(range(1, 251)), cursor=None, limit=10)
-    assert len(queries) == 1 and sorted(queries[0]["author"]["$in"]) == sorted(
-        a for a in range(1, 251) if a % 60 in (57, 58, 59))
+    everything = sorted(find(log.collection), key=lambda d: (d["date"], d["_id"]), reverse=True)
+    assert len(queries) == 1 and sorted(queries[0]["author"]["$in"]) == sorted(d["author"] for d in everything[:11])
     assert [a.date.second for a in page.items] == [59] * 4 + [58] * 4 + [57] * 2
-    everything = sorted(log.collection.find(), key=lambda d: (d["date"], d["_id"]), reverse=True)
     assert [a.id for a in page.items] == [str(d["_id"]) for d in everything[:10]]
 
 
