@@ -41,6 +41,11 @@ COMMENT_PAGE = {**COMMENT_PAGE, "properties": {
                  "description": "URL of the previous page (by cursor), null on the first."},
     "next_cursor": {"type": "string", "nullable": True, "description": "Cursor of the next page (pass as ?cursor=)."},
     "previous_cursor": {"type": "string", "nullable": True, "description": "Cursor of the previous page."},
+    "pinned": {"type": "array", "items": {"$ref": "#/components/schemas/Comment"},
+               "description": "On the first page (page 1, no cursor) of every order but hot, which lists them first "
+                              "itself: the topic's pinned comments you may see, most liked first (at most 10). They "
+                              "also keep their place in the ordinary pages, whose counts and cursors pins never "
+                              "change. Empty on every other page."},
 }}
 
 
@@ -72,7 +77,8 @@ class CommentListApi(APIView):
         following, preceding = page.extra.get("next"), page.extra.get("previous")
         return Response({**page_payload(page, CommentSerializer(page.items, many=True).data),
                          "next": _cursor_url(request, following), "previous": _cursor_url(request, preceding),
-                         "next_cursor": following, "previous_cursor": preceding})
+                         "next_cursor": following, "previous_cursor": preceding,
+                         "pinned": CommentSerializer(page.extra["pinned"], many=True).data})
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],

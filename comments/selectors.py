@@ -7,8 +7,16 @@ placeholder without text, author or likers; an `author_only` comment (seed 004
 others. Placeholders keep their place, so counts, pages and thread shapes are the
 same for every viewer.
 
+"In reply to @name": a reply stores its parent's author's name (`reply_to`) when it is
+posted. A reader shows it only while the viewer may see the parent: never for a deleted
+parent (tombstones name nobody), and for a removed or hidden parent only to editors (and a
+hidden parent's own author). The parent's current status comes from the page itself when
+the parent is on it, otherwise from the status index (`comment_statuses`: one `_id $in`
+query of at most page_size keys, only when the page holds replies to comments off it).
+
 Costs: a page is the strategy's `page()` (a small constant number of round trips) plus
-one query for the viewer's likes on that page; a permalink is `get()` plus `position()`.
+one query for the viewer's likes on that page, plus the parents' statuses above; a
+permalink is `get()` plus `position()`.
 """
 
 from __future__ import annotations
@@ -18,12 +26,13 @@ from dataclasses import dataclass, replace
 from cms_site.errors import InvalidInput, NotFound
 from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.ids import is_comment_id
-from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, Comment
+from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, VISIBLE, Comment
 from comments.managers.likes import CommentLikeManager
-from comments.services import can_see, comment_manager, is_threaded
+from comments.services import can_see, comment_manager, comment_statuses, is_threaded
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
+PINNED_SHOWN = 10  # pinned comments shown above the first page (the most liked first; the rest stay in place)
 ORDER_LABELS = {CHRONOLOGICAL: "Oldest first", NEWEST: "Newest first", THREADED: "Threaded", HOT: "Hot"}
 
 
@@ -63,14 +72,48 @@ def mask(comment: Comment, viewer) -> Comment:
                    edited=None)
 
 
+def _parent_visible(status: str, name: str, viewer) -> bool:
+    """Whether `viewer` may learn who wrote a parent in `status` (its author is `name`)."""
+    if status == DELETED:
+        return False
+    if status in (REMOVED, AUTHOR_ONLY, "pending"):
+        if viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active:
+            return True
+        return status == AUTHOR_ONLY and getattr(viewer, "is_authenticated", False) and viewer.get_username() == name
+    return True
+
+
+def with_reply_names(items: list[Comment], *, discussion_id: int, viewer, moderated: bool = True) -> list[Comment]:
+    """`items` (as stored, before masking) with `parent_status` set and `reply_to` cleared where
+    the viewer may not see the parent. Parents on the page need no query; the others' statuses
+    come from the status index in one query (absent there: visible), and only when the
+    discussion is `moderated` (its hint: some comment of it ever left visible)."""
+    on_page = {c.id: c.status for c in items}
+    wanted = {c.parent for c in items if c.parent and c.parent not in on_page} if moderated else set()
+    found = comment_statuses(keys=[(discussion_id, p) for p in sorted(wanted)]) if wanted else {}
+    shown = []
+    for comment in items:
+        if comment.parent:
+            status = on_page.get(comment.parent) or found.get((discussion_id, comment.parent), VISIBLE)
+            name = comment.reply_to if comment.reply_to and _parent_visible(status, comment.reply_to, viewer) else None
+            comment = replace(comment, reply_to=name, parent_status=status)
+        shown.append(comment)
+    return shown
+
+
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:
     """One page of the topic's comments in `order` (default: the topic's order).
 
     `cursor` (from a page's `next`/`previous`) picks the page after or before another
     instead of `request.page`: keyset navigation, at the floor in every order.
     `page.extra`: `order`, `liked` (ids on this page the viewer likes), `next` and
-    `previous` cursors (None at either end). A page number past the last page is
-    NotFound (page 1 of an empty discussion is an empty page); a bad cursor is InvalidInput.
+    `previous` cursors (None at either end), and `pinned`: on the first page (page 1, no
+    cursor) of every order but hot (which lists them first itself), the topic's pinned
+    comments the viewer may see, most liked first (at most PINNED_SHOWN; one more read,
+    only when the discussion's hint says it has pinned comments), else []. The ordinary
+    pages are unchanged by pins: counts, page numbers and cursors stay as they were.
+    A page number past the last page is NotFound (page 1 of an empty discussion is an
+    empty page); a bad cursor is InvalidInput.
     """
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
@@ -85,13 +128,21 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
             cursor=cursor or None)
     if not cursor and request.page > page.num_pages:
         raise NotFound(f"There is no page {request.page}: this discussion has {page.num_pages}.")
-    page.items = [mask(c, viewer) for c in page.items]
+    pinned: list[Comment] = []
+    if not cursor and request.page == 1 and order != HOT and page.extra.get("pinned_count"):
+        pinned = [c for c in comment_manager(topic).pinned(discussion_id=topic.discussion_id, limit=PINNED_SHOWN,
+                                                           threaded=is_threaded(topic)) if can_see(c, viewer)]
+    named = with_reply_names(page.items + pinned, discussion_id=topic.discussion_id, viewer=viewer,
+                             moderated=page.extra.get("moderated", True))
+    shown = len(page.items)
+    page.items = [mask(c, viewer) for c in named[:shown]]
+    pinned = [mask(c, viewer) for c in named[shown:]]
     liked: set[str] = set()
     if viewer is not None and getattr(viewer, "is_authenticated", False) and page.items:
         liked = CommentLikeManager().liked_ids(
-            discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=[c.id for c in page.items]
+            discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=[c.id for c in page.items + pinned]
         )
-    page.extra = {**page.extra, "order": order, "liked": liked}
+    page.extra = {**page.extra, "order": order, "liked": liked, "pinned": pinned}
     return page
 
 
@@ -105,11 +156,13 @@ def _newest_page(topic, request: PageRequest) -> Page[Comment]:
     end = total - (request.page - 1) * size
     start = max(0, end - size)
     items: list[Comment] = []
+    hints: dict = {}
     if end > 0:
         window = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL, threaded=is_threaded(topic),
                               request=_Window(page=1, page_size=end - start, offset=start))
         items = list(reversed(window.items))
-    return Page(items=items, count=total, page=request.page, page_size=size)
+        hints = {k: v for k, v in window.extra.items() if k in ("pinned_count", "moderated")}
+    return Page(items=items, count=total, page=request.page, page_size=size, extra=hints)
 
 
 def comment_get(*, topic, comment_id, viewer=None) -> Comment:

@@ -135,6 +135,8 @@ def topic_detail(request, slug):
     return render(request, "comments/topic_detail.html", _context(
         request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
         liked=page.extra["liked"], form=CommentForm(),
+        # Pinned comments above the first page; in their place on that page a short link up to them.
+        pinned=page.extra["pinned"], pinned_ids={c.id for c in page.extra["pinned"]},
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
         cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor"))))
 

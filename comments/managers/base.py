@@ -45,6 +45,13 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
 - `html` is the Markdown `text` rendered and sanitised at write time (cms_site.markdown),
   stored beside it; an edit replaces both in one update, guarded by the text it
   replaces (a concurrent edit makes it match nothing instead of losing a revision).
+- Discussion hints, kept with the discussion's counter (the document `page()` reads
+  anyway, so they cost no round trip): `pinned`, an upper bound of how many of its
+  comments are pinned (raised before a pin, lowered after an unpin), and `moderated`,
+  set before any comment first leaves `visible` (a deletion, a removal, a hiding) and
+  never cleared. `page()` returns them in `extra["pinned_count"]` and
+  `extra["moderated"]`; readers skip the pinned read (`pinned()`) and the parents'
+  statuses (comments.selectors) of a discussion that does not need them.
 - `locator` is where the strategy found the comment (a bucket number, an element
   path): opaque to callers, handed back to `edit`/`delete` so they address the comment
   in one round trip. It is not part of a comment's value (excluded from ==).
@@ -85,6 +92,11 @@ LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -2
 HOT_PINNED = 1 << 40  # the pinned flag in the hot score, above any realistic like count
 
 
+def pinned_order(comments: list[Comment]) -> list[Comment]:
+    """Pinned comments as the hot order lists them: most liked first, then newest."""
+    return sorted(comments, key=lambda c: (c.likes, c.seq, c.posted), reverse=True)
+
+
 def hot_score(*, pinned: bool, likes: int) -> int:
     """Seed 004 HoSc: pinned first, then the most liked (one integer, so one index field)."""
     return (HOT_PINNED if pinned else 0) + likes
@@ -118,6 +130,9 @@ class Comment:
     html: str = ""
     edited: datetime | None = None
     reply_to: str | None = None  # the name of the parent's author when it was answered ("in reply to @name")
+    # The parent's status as a reader's selector found it (None: not looked up). Readers show `reply_to`
+    # only while the viewer may see the parent (comments.selectors), never a deleted parent's author.
+    parent_status: str | None = field(default=None, compare=False)
     locator: object = field(default=None, compare=False, repr=False)
     # Dense per-discussion sequence number from 1; 0 when this read does not carry it (an embedded
     # get() returns the element without its array index). Not part of a comment's value.
@@ -312,6 +327,24 @@ class CommentManager(MongoManager, abc.ABC):
     def delete(self, *, discussion_id: int, comment: Comment, threaded: bool = False) -> bool:
         """Turn `comment` into a tombstone in its place: status "deleted", text and html "".
         Replies, likes and its position stay. False if it was already deleted or is unknown."""
+
+    @abc.abstractmethod
+    def pinned(self, *, discussion_id: int, limit: int, threaded: bool = False) -> list[Comment]:
+        """The discussion's pinned comments (any status), most liked first, then newest: at most
+        `limit`, in one read that examines about as many index keys and documents as there are
+        pinned comments (document: the hot index; bucketed: the buckets holding one; embedded:
+        the one discussion document)."""
+
+    @abc.abstractmethod
+    def set_hints(self, *, discussion_id: int, pinned: int, moderated: bool) -> None:
+        """Repair: store the discussion's hints (`pinned` count, `moderated`) as recounted by a
+        full read (comments_backfill); a discussion without a counter is left alone."""
+
+    @abc.abstractmethod
+    def set_html(self, *, discussion_id: int, comment: Comment, html: str, threaded: bool = False) -> bool:
+        """Backfill: store `html` for a comment stored without it (before Markdown), in one update
+        whose filter requires the stored text to still be `comment.text` and the html to be empty.
+        False when that no longer holds (an edit in between: it rendered its own html)."""
 
     @abc.abstractmethod
     def drop_discussion(self, *, discussion_id: int) -> None:

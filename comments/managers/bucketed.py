@@ -1,10 +1,10 @@
 """Comments in buckets of COMMENTS_BUCKET_SIZE (seed 000 "hybrid", seed 003 "buckets").
 
 Collections:
-- `comment_bucket_discussions`: `{_id: discussion_id, count, size}`: `count` is the
-  number of comments posted (the total, and the last sequence number), `size` the
-  bucket size fixed at the first post (later changes of the setting do not move
-  existing comments).
+- `comment_bucket_discussions`: `{_id: discussion_id, count, size, pinned?, moderated?}`:
+  `count` is the number of comments posted (the total, and the last sequence number),
+  `size` the bucket size fixed at the first post (later changes of the setting do not
+  move existing comments), `pinned`/`moderated` the discussion hints (base.py).
 - `comment_buckets`: `{_id: "<discussion_id>:<bucket>", discussion_id, bucket, count,
   comments: [comment, ...]}`, buckets numbered from 1; each element carries the fields
   of `Comment` (fields.py) and its `seq`.
@@ -24,6 +24,8 @@ Invariants:
   each reduced on the server to the comments in the range (`$filter` on `seq`). The
   bucket counts are never read: they are implied by the numbers.
 - `position()` is `seq - 1`. Only chronological order is offered.
+- Pinned comments are found through (discussion_id, comments.pinned): the buckets that
+  hold one, each reduced on the server to its pinned comments (`pinned()`).
 - Sharding: `{discussion_id: "hashed"}` for buckets (uniqueness of (discussion_id,
   bucket) is carried by `_id`), `{_id: "hashed"}` for discussions: every operation
   names `discussion_id`, so each goes to one shard, including single-comment updates
@@ -39,8 +41,27 @@ from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
-from comments.managers.base import BACKWARD, CHRONOLOGICAL, DELETED, Comment, CommentManager, decode_cursor, keyset_page
-from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
+from comments.managers.base import (
+    BACKWARD,
+    CHRONOLOGICAL,
+    DELETED,
+    VISIBLE,
+    Comment,
+    CommentManager,
+    decode_cursor,
+    keyset_page,
+    pinned_order,
+)
+from comments.managers.fields import (
+    check_order,
+    from_element,
+    like_update,
+    moderated_hint,
+    new_comment,
+    pinned_hint,
+    text_fields,
+    to_element,
+)
 
 
 def bucket_of(seq: int, size: int) -> int:
@@ -69,6 +90,7 @@ class BucketedCommentManager(CommentManager):
                 IndexModel([("discussion_id", ASCENDING), ("bucket", ASCENDING)], name="discussion_bucket"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.id", ASCENDING)], name="discussion_comment_id"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.path", ASCENDING)], name="discussion_comment_path"),
+                IndexModel([("discussion_id", ASCENDING), ("comments.pinned", ASCENDING)], name="discussion_comment_pinned"),
                 IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
@@ -123,7 +145,8 @@ class BucketedCommentManager(CommentManager):
         for i in range(0, len(docs), 2_000):
             self.buckets.insert_many(docs[i:i + 2_000], ordered=False)
         self.discussions.bulk_write([UpdateOne({"_id": discussion_id},
-                                               {"$inc": {"count": len(comments)}, "$setOnInsert": {"size": size}},
+                                               {"$inc": {"count": len(comments), **pinned_hint(comments)},
+                                                "$setOnInsert": {"size": size, **moderated_hint(comments)}},
                                                upsert=True)])
         return len(docs) + 1
 
@@ -133,11 +156,39 @@ class BucketedCommentManager(CommentManager):
                                          update)
         return result.matched_count > 0
 
+    def _hint(self, discussion_id: int, update: dict) -> None:
+        self.discussions.update_one({"_id": discussion_id}, update)
+
     def set_status(self, *, discussion_id, comment_id, status, threaded=False):
+        if status != VISIBLE:  # the hint first: never behind the comments
+            self._hint(discussion_id, {"$set": {"moderated": True}})
         return self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.status": status}})
 
     def set_pinned(self, *, discussion_id, comment_id, pinned, threaded=False):
-        return self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.pinned": bool(pinned)}})
+        # The `pinned` hint goes up before a pin and down after an unpin (never below the truth);
+        # only a real change of the element moves it.
+        pinned = bool(pinned)
+        if pinned:
+            self._hint(discussion_id, {"$inc": {"pinned": 1}})
+        result = self.buckets.update_one(
+            {"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment_id, "pinned": {"$ne": pinned}}}},
+            {"$set": {"comments.$.pinned": pinned}})
+        if result.matched_count:
+            if not pinned:
+                self._hint(discussion_id, {"$inc": {"pinned": -1}})
+            return True
+        if pinned:
+            self._hint(discussion_id, {"$inc": {"pinned": -1}})  # nothing changed: take the raise back
+        return self.buckets.count_documents({"discussion_id": discussion_id, "comments.id": comment_id}, limit=1) > 0
+
+    def set_hints(self, *, discussion_id, pinned, moderated):
+        self._hint(discussion_id, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+
+    def set_html(self, *, discussion_id, comment, html, threaded=False):
+        result = self.buckets.update_one(
+            self._in_bucket(discussion_id, comment, {"text": comment.text, "html": {"$in": ["", None]}}),
+            {"$set": {"comments.$.html": html}})
+        return result.matched_count > 0
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         return self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
@@ -162,6 +213,8 @@ class BucketedCommentManager(CommentManager):
         return result.matched_count > 0
 
     def delete(self, *, discussion_id, comment, threaded=False):
+        if comment.status == VISIBLE:  # the hint first (a comment already moderated has set it)
+            self._hint(discussion_id, {"$set": {"moderated": True}})
         result = self.buckets.update_one(
             self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
             {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
@@ -173,10 +226,24 @@ class BucketedCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
-    def _meta(self, discussion_id: int, *, read: bool = True, session=None) -> tuple[int, int]:
+    def _meta(self, discussion_id: int, *, read: bool = True, session=None, hints: dict | None = None) -> tuple[int, int]:
+        """(count, size) of the discussion; its hints into `hints` when given (the same read)."""
         db = self.read_db if read else self.db
-        meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1}, session=session)
+        meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1, "pinned": 1,
+                                                                           "moderated": 1}, session=session)
+        if hints is not None:
+            hints.update(pinned_count=max(0, int((meta or {}).get("pinned", 0))),
+                         moderated=bool((meta or {}).get("moderated")))
         return (int(meta["count"]), int(meta["size"])) if meta else (0, max(1, settings.COMMENTS_BUCKET_SIZE))
+
+    def pinned(self, *, discussion_id, limit, threaded=False):
+        # The buckets holding a pinned comment, through (discussion_id, comments.pinned), each reduced on the server.
+        cursor = self.read_db[self.buckets_name].aggregate([
+            {"$match": {"discussion_id": discussion_id, "comments.pinned": True}},
+            {"$project": {"_id": 0, "comments": {"$filter": {"input": "$comments", "as": "c",
+                                                             "cond": {"$eq": ["$$c.pinned", True]}}}}},
+        ])
+        return pinned_order([from_element(e, discussion_id) for doc in cursor for e in doc["comments"]])[:limit]
 
     def counts(self, *, discussion_ids):
         docs = self.read_db[self.discussions_name].find({"_id": {"$in": list(discussion_ids)}}, {"count": 1})
@@ -193,7 +260,8 @@ class BucketedCommentManager(CommentManager):
             return self._page(discussion_id, order, request, position, session)
 
     def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
-        total, size = self._meta(discussion_id, session=session)
+        hints: dict = {}
+        total, size = self._meta(discussion_id, session=session, hints=hints)
         n = request.page_size
         if position is None:
             lo, hi = request.skip + 1, request.skip + n
@@ -212,8 +280,10 @@ class BucketedCommentManager(CommentManager):
                 {"$project": {"_id": 0, "comments": {"$filter": {"input": "$comments", "as": "c", "cond": in_range}}}},
             ], session=session)
             items = [from_element(e, discussion_id) for doc in cursor_ for e in doc["comments"]]
-        return keyset_page(items, order=order, count=total, request=request, more_before=lo > 1, more_after=hi < total,
+        page = keyset_page(items, order=order, count=total, request=request, more_before=lo > 1, more_after=hi < total,
                            number=(lo - 1) // n + 1)
+        page.extra.update(hints)
+        return page
 
     def get(self, *, discussion_id, comment_id, threaded=False):
         doc = self.buckets.find_one({"discussion_id": discussion_id, "comments.id": comment_id},

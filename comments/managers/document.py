@@ -7,8 +7,9 @@ Collections:
   `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
   `likes`, `latest_likers`, and `hot` (seed 004 HoSc: HOT_PINNED when pinned plus the
   like count, so `hot` descending lists pinned comments first, then the most liked).
-- `comment_document_discussions`: `{_id: discussion_id, seq}`, the counter: `seq` is the
-  number of comments posted, i.e. the total and the last sequence number.
+- `comment_document_discussions`: `{_id: discussion_id, seq, pinned?, moderated?}`, the
+  counter: `seq` is the number of comments posted, i.e. the total and the last sequence
+  number; `pinned` and `moderated` are the discussion hints (base.py), read with it.
 
 Invariants:
 - (discussion_id, cid) is unique through `_id`, which holds both; a random id that
@@ -47,13 +48,24 @@ from comments.managers.base import (
     HOT,
     HOT_PINNED,
     THREADED,
+    VISIBLE,
     Comment,
     CommentManager,
     decode_cursor,
     hot_score,
     keyset_page,
+    pinned_order,
 )
-from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
+from comments.managers.fields import (
+    check_order,
+    from_element,
+    like_update,
+    moderated_hint,
+    new_comment,
+    pinned_hint,
+    text_fields,
+    to_element,
+)
 
 _ID_ATTEMPTS = 8
 
@@ -153,22 +165,45 @@ class DocumentCommentManager(CommentManager):
             docs.append(self._to_document(comment))
         for i in range(0, len(docs), 10_000):
             self.collection.insert_many(docs[i:i + 10_000], ordered=False)
-        self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)}}, upsert=True)
+        hints = {**pinned_hint(comments), **moderated_hint(comments)}  # as posting leaves it: no field until needed
+        self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)},
+                                                             **({"$set": hints} if hints else {})}, upsert=True)
         return len(docs)
 
+    def _hint(self, discussion_id: int, update: dict) -> None:
+        self.discussions.update_one({"_id": discussion_id}, update)
+
     def set_status(self, *, discussion_id, comment_id, status, threaded=False):
+        if status != VISIBLE:  # the hint first: never behind the comments
+            self._hint(discussion_id, {"$set": {"moderated": True}})
         result = self.collection.update_one(self._key(discussion_id, comment_id), {"$set": {"status": status}})
         return result.matched_count > 0
 
     def set_pinned(self, *, discussion_id, comment_id, pinned, threaded=False):
-        # Only a real change moves `hot`, so pinning twice cannot add the flag twice.
+        # Only a real change moves `hot`, so pinning twice cannot add the flag twice. The `pinned`
+        # hint goes up before a pin and down after an unpin: it is never below the pinned comments.
+        if pinned:
+            self._hint(discussion_id, {"$inc": {"pinned": 1}})
         result = self.collection.update_one(
             {**self._key(discussion_id, comment_id), "pinned": {"$ne": pinned}},
             {"$set": {"pinned": pinned}, "$inc": {"hot": HOT_PINNED if pinned else -HOT_PINNED}},
         )
         if result.matched_count:
+            if not pinned:
+                self._hint(discussion_id, {"$inc": {"pinned": -1}})
             return True
+        if pinned:
+            self._hint(discussion_id, {"$inc": {"pinned": -1}})  # nothing changed: take the raise back
         return self.collection.count_documents(self._key(discussion_id, comment_id), limit=1) > 0
+
+    def set_hints(self, *, discussion_id, pinned, moderated):
+        self._hint(discussion_id, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+
+    def set_html(self, *, discussion_id, comment, html, threaded=False):
+        result = self.collection.update_one(
+            {**self._key(discussion_id, comment.id), "text": comment.text, "html": {"$in": ["", None]}},
+            {"$set": {"html": html}})
+        return result.matched_count > 0
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         update = like_update("", username=username, delta=delta, extra_inc={"hot": delta})
@@ -187,6 +222,8 @@ class DocumentCommentManager(CommentManager):
         return result.matched_count > 0
 
     def delete(self, *, discussion_id, comment, threaded=False):
+        if comment.status == VISIBLE:  # the hint first (a comment already moderated has set it)
+            self._hint(discussion_id, {"$set": {"moderated": True}})
         result = self.collection.update_one(
             {**self._key(discussion_id, comment.id), "status": {"$ne": DELETED}},
             {"$set": {"status": DELETED, "text": "", "html": ""}})
@@ -209,14 +246,26 @@ class DocumentCommentManager(CommentManager):
         doc = db[self.discussions_name].find_one({"_id": discussion_id}, {"seq": 1}, session=session)
         return int(doc["seq"]) if doc else 0
 
+    def _head(self, discussion_id, session) -> dict:
+        """The counter with the hints: one document by `_id`."""
+        return self.read_db[self.discussions_name].find_one(
+            {"_id": discussion_id}, {"seq": 1, "pinned": 1, "moderated": 1}, session=session) or {}
+
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
         position = decode_cursor(cursor, order)
         with self.read_session() as session:  # the counter and the page see one causal history
-            return self._page(discussion_id, order, request, position, session)
+            head = self._head(discussion_id, session)
+            page = self._page(discussion_id, order, request, position, session, int(head.get("seq", 0)))
+        page.extra.update(pinned_count=max(0, int(head.get("pinned", 0))), moderated=bool(head.get("moderated")))
+        return page
 
-    def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
-        total = self.count(discussion_id=discussion_id, session=session)
+    def pinned(self, *, discussion_id, limit, threaded=False):
+        # A range on the hot index: pinned comments hold hot >= HOT_PINNED, most liked first, then newest.
+        docs = self.read_collection.find({"discussion_id": discussion_id, "hot": {"$gte": Int64(HOT_PINNED)}})
+        return pinned_order([self._from_document(d) for d in docs.sort(_SORTS[HOT]).limit(limit)])
+
+    def _page(self, discussion_id, order, request, position, session, total) -> Page[Comment]:
         comments = self.read_collection
         size = request.page_size
         if order == CHRONOLOGICAL:

@@ -5,6 +5,9 @@ Collection `comment_discussions`, one document per discussion:
     {_id: discussion_id, layout: "flat",   count, bytes, comments: [comment, ...]}     chronological topics
     {_id: discussion_id, layout: "nested", count, bytes, replies: [{..., replies: [...]}, ...]}   threaded topics
 
+plus the discussion hints (base.py) `pinned` (here exact: changed in the same update as
+the comment) and `moderated`.
+
 The layout is chosen by `threaded` at the first post and kept: later calls that pass
 the other `threaded` value still work (they find the stored layout and follow it).
 Each element carries the fields of `Comment` (comments/managers/fields.py) with a
@@ -53,14 +56,25 @@ from comments.managers.base import (
     CHRONOLOGICAL,
     DELETED,
     THREADED,
+    VISIBLE,
     Comment,
     CommentManager,
     DiscussionFull,
     decode_cursor,
     keyset_page,
+    pinned_order,
     window,
 )
-from comments.managers.fields import check_order, from_element, like_update, new_comment, text_fields, to_element
+from comments.managers.fields import (
+    check_order,
+    from_element,
+    like_update,
+    moderated_hint,
+    new_comment,
+    pinned_hint,
+    text_fields,
+    to_element,
+)
 
 FLAT = "flat"
 NESTED = "nested"
@@ -201,15 +215,16 @@ class EmbeddedCommentManager(CommentManager):
         raise RuntimeError(f"could not post to discussion {discussion_id} after {_POST_ATTEMPTS} attempts")
 
     def _update_comment(self, discussion_id: int, comment_id: str, threaded: bool, update_for,
-                        guard: dict | None = None) -> bool:
+                        guard: dict | None = None, element: dict | None = None) -> bool:
         """Apply `update_for(prefix)` to one comment: positional `comments.$.` in a flat document,
         the explicit path found in the loaded tree in a nested one. Tries the caller's layout first.
-        `guard` adds conditions on the discussion document to the update's filter."""
-        guard = guard or {}
+        `guard` adds conditions on the discussion document to the update's filter, `element`
+        conditions on the comment's own fields."""
+        guard, element = guard or {}, element or {}
 
         def flat() -> bool:
             result = self.collection.update_one(
-                {"_id": discussion_id, "layout": FLAT, "comments": {"$elemMatch": {"id": comment_id}}, **guard},
+                {"_id": discussion_id, "layout": FLAT, "comments": {"$elemMatch": {"id": comment_id, **element}}, **guard},
                 update_for("comments.$."))
             return result.matched_count > 0
 
@@ -218,16 +233,36 @@ class EmbeddedCommentManager(CommentManager):
             path = element_paths(doc).get(comment_id) if doc else None
             if path is None:
                 return False
-            return self.collection.update_one({"_id": discussion_id, **guard}, update_for(f"{path}.")).matched_count > 0
+            own = {f"{path}.{key}": value for key, value in element.items()}
+            return self.collection.update_one({"_id": discussion_id, **guard, **own},
+                                              update_for(f"{path}.")).matched_count > 0
 
         first, second = (nested, flat) if threaded else (flat, nested)
         return first() or second()
 
     def set_status(self, *, discussion_id, comment_id, status, threaded=False):
-        return self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$set": {f"{p}status": status}})
+        hint = {"moderated": True} if status != VISIBLE else {}  # in the same update: never behind the comments
+        return self._update_comment(discussion_id, comment_id, threaded,
+                                    lambda p: {"$set": {f"{p}status": status, **hint}})
 
     def set_pinned(self, *, discussion_id, comment_id, pinned, threaded=False):
-        return self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$set": {f"{p}pinned": bool(pinned)}})
+        # The element and the `pinned` count change in one update, only when the element changes.
+        pinned = bool(pinned)
+        if self._update_comment(discussion_id, comment_id, threaded,
+                                lambda p: {"$set": {f"{p}pinned": pinned}, "$inc": {"pinned": 1 if pinned else -1}},
+                                element={"pinned": {"$ne": pinned}}):
+            return True
+        return self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded) is not None
+
+    def set_hints(self, *, discussion_id, pinned, moderated):
+        self.collection.update_one({"_id": discussion_id}, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+
+    def set_html(self, *, discussion_id, comment, html, threaded=False):
+        try:
+            return self._change_element(discussion_id, comment, {"text": comment.text, "html": {"$in": ["", None]}},
+                                        {"html": html})
+        except DiscussionFull:
+            return False  # no room for the html: pages render this comment on the fly
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         if delta < 0:
@@ -265,18 +300,21 @@ class EmbeddedCommentManager(CommentManager):
                 by_id[comment.parent]["replies"].append(element)
             else:
                 roots.append(element)
+        kept = comments[:stored]
         self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
-                                    _ARRAY[layout]: roots})
+                                    **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
         return stored
 
-    def _change_element(self, discussion_id: int, comment: Comment, match: dict, changes: dict) -> bool:
+    def _change_element(self, discussion_id: int, comment: Comment, match: dict, changes: dict,
+                        document: dict | None = None) -> bool:
         """Set `changes` (field -> value) on one comment whose stored fields equal `match`,
-        moving `bytes` by the size difference; DiscussionFull if growing passes the bound."""
+        moving `bytes` by the size difference; DiscussionFull if growing passes the bound.
+        `document` (field -> value) is set on the discussion document in the same update."""
         old = {key: getattr(comment, key) for key in changes}
         growth = len(bson.encode(changes)) - len(bson.encode(old))
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
-        update = lambda prefix: {"$set": {f"{prefix}{k}": v for k, v in changes.items()},  # noqa: E731
+        update = lambda prefix: {"$set": {**{f"{prefix}{k}": v for k, v in changes.items()}, **(document or {})},  # noqa: E731
                                  "$inc": {"bytes": growth}}
         path = comment.locator if isinstance(comment.locator, str) else None
         if path is None:  # a flat document: the positional operator finds the element
@@ -318,7 +356,7 @@ class EmbeddedCommentManager(CommentManager):
             return False
         # The text guard keeps `bytes` exact: a concurrent edit makes this match nothing (the caller reads again).
         return self._change_element(discussion_id, comment, {"text": comment.text, "status": comment.status},
-                                    {"status": DELETED, "text": "", "html": ""})
+                                    {"status": DELETED, "text": "", "html": ""}, document={"moderated": True})
 
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_one({"_id": discussion_id})
@@ -327,7 +365,8 @@ class EmbeddedCommentManager(CommentManager):
 
     def _load(self, discussion_id: int, projection: dict | None = None, *, read: bool = True) -> dict | None:
         collection = self.read_collection if read else self.collection
-        return collection.find_one({"_id": discussion_id}, projection or {"layout": 1, "count": 1, "comments": 1, "replies": 1})
+        return collection.find_one({"_id": discussion_id}, projection or {"layout": 1, "count": 1, "comments": 1, "replies": 1,
+                                                                          "pinned": 1, "moderated": 1})
 
     def _ordered(self, doc: dict, order: str) -> list[dict]:
         elements = list(iter_elements(doc))
@@ -357,19 +396,40 @@ class EmbeddedCommentManager(CommentManager):
             if position is not None:
                 skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
                 size = size if position.direction != BACKWARD else position.key - 1 - skip
-            doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1,
+            doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1, "pinned": 1, "moderated": 1,
                                              "comments": {"$slice": [skip, max(size, 0)]}})
             if doc is not None and doc.get("layout") != NESTED:
                 items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(doc.get("comments", []))]
-                return keyset_page(items[:max(size, 0)], order=order, count=doc["count"], request=request,
-                                   more_before=skip > 0, more_after=skip + len(items) < doc["count"],
-                                   number=skip // request.page_size + 1)
+                return self._hinted(keyset_page(items[:max(size, 0)], order=order, count=doc["count"], request=request,
+                                                more_before=skip > 0, more_after=skip + len(items) < doc["count"],
+                                                number=skip // request.page_size + 1), doc)
         else:
             doc = self._load(discussion_id)
         if doc is None:
             return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
-        return window(self._comments(doc, order, discussion_id), order=order, request=request, position=position,
-                      count=doc["count"])
+        return self._hinted(window(self._comments(doc, order, discussion_id), order=order, request=request,
+                                   position=position, count=doc["count"]), doc)
+
+    @staticmethod
+    def _hinted(page: Page[Comment], doc: dict) -> Page[Comment]:
+        page.extra.update(pinned_count=max(0, int(doc.get("pinned", 0))), moderated=bool(doc.get("moderated")))
+        return page
+
+    def pinned(self, *, discussion_id, limit, threaded=False):
+        # The one discussion document: a flat one reduced on the server to its pinned comments;
+        # a nested one travels whole and is walked here (as its pages do).
+        docs = list(self.read_collection.aggregate([
+            {"$match": {"_id": discussion_id}},
+            {"$project": {"layout": 1, "replies": 1, "comments": {"$filter": {
+                "input": {"$ifNull": ["$comments", []]}, "as": "c", "cond": {"$eq": ["$$c.pinned", True]}}}}},
+        ]))
+        if not docs:
+            return []
+        if docs[0].get("layout") == NESTED:
+            found = [c for c in self._comments(docs[0], CHRONOLOGICAL, discussion_id) if c.pinned]
+        else:
+            found = [from_element(element, discussion_id) for element in docs[0].get("comments") or []]
+        return pinned_order(found)[:limit]
 
     def _comments(self, doc: dict, order: str, discussion_id: int) -> list[Comment]:
         """Every comment of the loaded document in `order`, each with its `seq` (chronological position + 1)."""

@@ -123,6 +123,17 @@ def like_update(prefix: str, *, username: str, delta: int, extra_inc: dict | Non
     return update
 
 
+def pinned_hint(comments) -> dict:
+    """The `pinned` discussion hint of bulk-loaded comments, as posting and pinning leave it (no field at 0)."""
+    pinned = sum(1 for c in comments if c.pinned)
+    return {"pinned": pinned} if pinned else {}
+
+
+def moderated_hint(comments) -> dict:
+    """The `moderated` discussion hint of bulk-loaded comments (no field until a comment left visible)."""
+    return {"moderated": True} if any(c.status != VISIBLE for c in comments) else {}
+
+
 def check_order(manager, order: str) -> None:
     if order not in manager.orders:
         raise ValueError(f"{type(manager).__name__} does not support order {order!r}; it offers {manager.orders}")

@@ -118,6 +118,33 @@ def test_in_reply_to_name_and_storage_badge_for_editors_only(client, topic, alic
     assert topic.get_comment_storage_display() in client.get("/").content.decode()
 
 
+def test_in_reply_to_never_names_a_deleted_or_moderated_parent(client, topic, alice, make_user, editor):
+    """The reply keeps its place; its "in reply to" names the parent's author only while the
+    viewer may see the parent: never for a tombstone, only editors for a removed parent.
+    The parent is on another page than the reply (page_size 1) and on the same page."""
+    bob = make_user("bob")
+    gone = services.comment_create(topic=topic, author=alice, text="soon gone")
+    moderated = services.comment_create(topic=topic, author=alice, text="soon removed")
+    services.comment_create(topic=topic, author=bob, text="reply to gone", parent=gone.id)
+    services.comment_create(topic=topic, author=bob, text="reply to moderated", parent=moderated.id)
+    services.comment_delete(topic=topic, comment_id=gone.id, user=alice)
+    services.comment_set_status(topic=topic, comment_id=moderated.id, status="removed", moderator=editor)
+    link = f'in reply to <a href="/t/{topic.slug}/c/{{}}/">{{}}</a>'
+    for query in ("?order=chronological", "?order=chronological&page_size=1&page=3",
+                  "?order=chronological&page_size=1&page=4", "?order=newest"):
+        html = client.get(f"/t/{topic.slug}/{query}").content.decode()
+        assert "@alice" not in html, query
+        if "page=4" not in query:
+            assert link.format(gone.id, "a deleted comment") in html, query
+        if "page=3" not in query:
+            assert link.format(moderated.id, "a comment") in html, query
+    client.force_login(editor)
+    html = client.get(f"/t/{topic.slug}/?order=chronological&page_size=1&page=4").content.decode()
+    assert link.format(moderated.id, "@alice") in html
+    html = client.get(f"/t/{topic.slug}/?order=chronological").content.decode()
+    assert link.format(gone.id, "a deleted comment") in html and link.format(moderated.id, "@alice") in html
+
+
 def test_continue_this_thread_past_the_display_depth(client, make_topic, alice, settings):
     settings.COMMENTS_MAX_DEPTH = 8
     topic = make_topic("document", "threaded")

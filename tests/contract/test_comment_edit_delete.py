@@ -80,7 +80,11 @@ def test_delete_leaves_a_tombstone_and_keeps_replies_counts_and_positions(counti
     victim = manager.get(discussion_id=d, comment_id=tree[1].id, threaded=threaded)
     counter.reset()
     assert manager.delete(discussion_id=d, comment=victim, threaded=threaded)
-    assert len(counter.calls) == 1, counter.calls
+    # One update of the comment; the document and bucketed strategies also set the discussion's
+    # `moderated` hint on its counter document first (embedded: in the same update).
+    assert len(counter.calls) == (1 if manager.storage == "embedded" else 2), counter.calls
+    assert manager.page(discussion_id=d, order=order, request=PageRequest(page=2, page_size=2),
+                        threaded=threaded).extra["moderated"] is True
     got = manager.get(discussion_id=d, comment_id=victim.id, threaded=threaded)
     assert (got.status, got.text, got.html) == (DELETED, "", "")
     assert (got.path, got.parent, got.likes) == (victim.path, victim.parent, 1)

@@ -136,6 +136,40 @@ def test_chronological_comment_pages_examine_a_page_at_any_depth_and_size(counte
     assert_floor(figures, what=f"comments.page {storage} chronological")
 
 
+@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
+def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, make_topic, make_user, editor, storage):
+    """Page 1 of a topic with pins reads its pinned comments (an index range on the document
+    strategy's hot index, the buckets holding one, the one embedded document); a moderated
+    topic's page reads its off-page parents' statuses by _id. Neither grows with the size."""
+    from comments.selectors import comment_page
+    from comments.services import comment_set_pinned, comment_set_status
+
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            topic, posted = _discussion(make_topic, make_user, storage, "chronological", size)
+            for comment in (posted[1], posted[size // 2]):
+                comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=editor)
+            comment_set_status(topic=topic, comment_id=posted[0].id, status="removed", moderator=editor)
+        last = -(-size // PAGE)
+        for depth in (1, last):
+            m, page = measure(counter, lambda t=topic, d=depth: comment_page(
+                topic=t, order="chronological", request=PageRequest(page=d, page_size=PAGE)))
+            assert len(page.extra["pinned"]) == (2 if depth == 1 else 0)
+            figures[(size, depth)] = m
+    problems = [problem for (size, depth), m in figures.items()
+                for problem in shape_problems(m, what=f"pinned {storage} size {size} page {depth}")]
+    assert not problems, "\n".join(problems)
+    for depth in ("first", "last"):
+        works = {size: work(m) for (size, d), m in figures.items() if (d == 1) == (depth == "first")}
+        assert max(works.values()) - min(works.values()) <= SLACK, (storage, depth, works)
+    # The pinned read itself: the two pinned comments' keys and documents (or the buckets / the one
+    # embedded document holding them) on top of page 1, at both sizes.
+    for size in SIZES:
+        extra = work(figures[(size, 1)]) - work(figures[(size, -(-size // PAGE))])
+        assert 0 < extra <= 2 * 2 + SLACK, (storage, size, extra)
+
+
 @pytest.mark.parametrize("storage,order", [("document", "threaded"), ("document", "hot"), ("embedded", "threaded")])
 def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
                                                                                        storage, order):
