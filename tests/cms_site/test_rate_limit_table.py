@@ -135,3 +135,16 @@ def test_long_windows_on_a_simulated_clock(scope, who, short, long, window):
     assert first_refusal_by_long is not None
     assert [r.requests for r in rates(scope)[who]][0] == short
     assert rate_limit_hit(scope, now=t0 + window + 1, **key) is None  # once it has passed, allowed again
+
+
+def test_one_account_count_across_the_log_in_page_the_admin_and_the_token_api(client, make_user):
+    make_user("alice")
+    for n in range(5):
+        assert client.post("/accounts/login/", {"username": "alice", "password": f"p{n}"},
+                           REMOTE_ADDR=f"198.51.100.{n}").status_code == 200
+    for n in range(5):
+        assert client.post("/admin/login/", {"username": "Alice", "password": f"a{n}"},
+                           REMOTE_ADDR=f"192.0.2.{n}").status_code == 200
+    assert client.post("/admin/login/", {"username": "alice", "password": "x"}).status_code == 429
+    assert_throttled(api(ip="203.0.113.200").post("/api/auth/token/", {"username": "ＡＬＩＣＥ", "password": "x"},
+                                                  format="json"))
