@@ -28,7 +28,7 @@ from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.ids import is_comment_id
 from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, VISIBLE, Comment
 from comments.managers.likes import CommentLikeManager
-from comments.services import can_see, comment_manager, comment_statuses, is_threaded
+from comments.services import can_see, comment_manager, comment_statuses, is_threaded, needs_html, with_html
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
@@ -65,9 +65,9 @@ def _order(topic, order) -> str:
 
 
 def mask(comment: Comment, viewer) -> Comment:
-    """The comment as `viewer` may see it."""
+    """The comment as `viewer` may see it (with its html rendered now if it was stored before Markdown)."""
     if can_see(comment, viewer):
-        return comment
+        return with_html([comment])[0] if needs_html(comment) else comment
     return replace(comment, text=PLACEHOLDERS.get(comment.status, "[hidden]"), html="", author=None, latest_likers=[],
                    edited=None)
 
@@ -99,6 +99,18 @@ def with_reply_names(items: list[Comment], *, discussion_id: int, viewer, modera
             comment = replace(comment, reply_to=name, parent_status=status)
         shown.append(comment)
     return shown
+
+
+def masked(comments: list[Comment], viewer) -> list[Comment]:
+    """`mask` over a list, rendering the html of the visible ones stored before Markdown with one
+    query for their `@names` (not one per comment)."""
+    seen = [i for i, c in enumerate(comments) if needs_html(c) and can_see(c, viewer)]
+    if seen:
+        rendered = with_html([comments[i] for i in seen])
+        comments = list(comments)
+        for i, comment in zip(seen, rendered, strict=True):
+            comments[i] = comment
+    return [mask(c, viewer) for c in comments]
 
 
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:
@@ -135,8 +147,8 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     named = with_reply_names(page.items + pinned, discussion_id=topic.discussion_id, viewer=viewer,
                              moderated=page.extra.get("moderated", True))
     shown = len(page.items)
-    page.items = [mask(c, viewer) for c in named[:shown]]
-    pinned = [mask(c, viewer) for c in named[shown:]]
+    named = masked(named, viewer)
+    page.items, pinned = named[:shown], named[shown:]
     liked: set[str] = set()
     if viewer is not None and getattr(viewer, "is_authenticated", False) and page.items:
         liked = CommentLikeManager().liked_ids(
@@ -181,7 +193,7 @@ def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
     thread = comment_manager(topic).thread(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
     if not thread:
         raise NotFound(f"No comment {comment_id} in this topic.")
-    return [mask(c, viewer) for c in thread]
+    return masked(thread, viewer)
 
 
 def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:

@@ -40,7 +40,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from cms_site.errors import Conflict, Forbidden, InvalidInput, NotFound
-from cms_site.markdown import render_markdown
+from cms_site.markdown import mentioned_usernames, render_markdown
 from cms_site.paging import PageRequest
 from cms_site.text import text_clean
 from cms_site.writers import require_writer
@@ -53,6 +53,7 @@ from comments.managers.base import (
     LATEST_LIKERS,
     REMOVED,
     STATUSES,
+    VISIBLE,
     Author,
     Comment,
     CommentManager,
@@ -131,6 +132,34 @@ def _existing_usernames(names) -> set[str]:
 def comment_render(*, text: str) -> str:
     """The sanitised HTML of a comment's Markdown `text` (also the page preview)."""
     return render_markdown(text, known_usernames=_existing_usernames)
+
+
+def comment_render_many(*, texts: list[str]) -> list[str]:
+    """The sanitised HTML of several Markdown texts, with ONE query for the `@names` of all of
+    them (comments stored before Markdown, rendered when read, and the backfill)."""
+    names: dict[str, None] = {}
+    for text in texts:
+        names.update(dict.fromkeys(mentioned_usernames(text)))
+    known = _existing_usernames(list(names)[:500]) if names else set()
+    return [render_markdown(text, known_usernames=lambda found: known & set(found)) for text in texts]
+
+
+def needs_html(comment: Comment) -> bool:
+    """A comment stored before Markdown: text but no stored html (a tombstone has neither)."""
+    return not comment.html and bool(comment.text) and comment.status != DELETED
+
+
+def with_html(comments: list[Comment]) -> list[Comment]:
+    """`comments` with the html of those stored before Markdown rendered now (nothing is stored:
+    `manage.py comments_backfill` stores it); at most one query for the whole list."""
+    missing = [i for i, c in enumerate(comments) if needs_html(c)]
+    if not missing:
+        return comments
+    rendered = comment_render_many(texts=[comments[i].text for i in missing])
+    out = list(comments)
+    for i, html in zip(missing, rendered, strict=True):
+        out[i] = replace(out[i], html=html)
+    return out
 
 
 class SubmissionGate(Protocol):
@@ -309,6 +338,54 @@ def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair
     return report
 
 
+@dataclass
+class Backfill:
+    topics: int = 0
+    comments: int = 0
+    rendered: int = 0  # comments stored before Markdown whose html was stored now
+    raced: int = 0  # edited while being backfilled (the edit stored its own html)
+    pinned: int = 0  # pinned comments counted into the discussions' hints
+
+
+def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
+    """Bring stored comments up to date with the current layout, per topic through its storage
+    manager: store the html of comments stored before Markdown (rendered as a post would render
+    it, one query for the `@names` of a page), and recount the discussion hints (`pinned`,
+    `moderated`, docs/comments.md) of discussions stored before them. Chronological pages of
+    REPAIR_PAGE; one guarded update per comment without html (an edit in between wins: counted
+    in `raced`), one update of the hints per topic. Idempotent: run it again at any time."""
+    report = Backfill()
+    for topic in topics:
+        manager, threaded = comment_manager(topic), is_threaded(topic)
+        checked = rendered = pinned = 0
+        moderated = False
+        number = 1
+        while True:
+            page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
+                                request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
+            missing = [c for c in page.items if needs_html(c)]
+            for comment, html in zip(missing, comment_render_many(texts=[c.text for c in missing]), strict=True):
+                if manager.set_html(discussion_id=topic.discussion_id, comment=comment, html=html, threaded=threaded):
+                    rendered += 1
+                else:
+                    report.raced += 1
+            checked += len(page.items)
+            pinned += sum(1 for c in page.items if c.pinned)
+            moderated = moderated or any(c.status != VISIBLE for c in page.items)
+            if not page.items or number >= page.num_pages:
+                break
+            number += 1
+        if checked:
+            manager.set_hints(discussion_id=topic.discussion_id, pinned=pinned, moderated=moderated)
+        report.topics += 1
+        report.comments += checked
+        report.rendered += rendered
+        report.pinned += pinned
+        progress(f"{topic.slug}: {checked} comments, {rendered} rendered, {pinned} pinned"
+                 f"{', moderated' if moderated else ''}")
+    return report
+
+
 # --- edit, delete, revisions ------------------------------------------------------
 
 _CHANGE_ATTEMPTS = 3  # an edit or deletion that raced with another change reads again
@@ -408,7 +485,11 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
     comment = _existing(topic, comment_id)
     if not is_editor(user) and (comment.author is None or comment.author.id != user.pk or not can_see(comment, user)):
         raise Forbidden("Only its author and editors can see a comment's revisions.")
-    return CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
+    history = CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
+    missing = [i for i, r in enumerate(history) if r.text and not r.html]  # texts kept from before Markdown
+    for i, html in zip(missing, comment_render_many(texts=[history[i].text for i in missing]), strict=True):
+        history[i] = replace(history[i], html=html)
+    return history
 
 
 # --- moderation -----------------------------------------------------------------

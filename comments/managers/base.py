@@ -337,8 +337,9 @@ class CommentManager(MongoManager, abc.ABC):
 
     @abc.abstractmethod
     def set_hints(self, *, discussion_id: int, pinned: int, moderated: bool) -> None:
-        """Repair: store the discussion's hints (`pinned` count, `moderated`) as recounted by a
-        full read (comments_backfill); a discussion without a counter is left alone."""
+        """Repair: store the discussion's `pinned` count as recounted by a full read, and set
+        `moderated` when `moderated` (it is never cleared: a deletion racing the recount must not
+        be forgotten). A discussion without a counter is left alone."""
 
     @abc.abstractmethod
     def set_html(self, *, discussion_id: int, comment: Comment, html: str, threaded: bool = False) -> bool:

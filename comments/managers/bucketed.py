@@ -182,7 +182,7 @@ class BucketedCommentManager(CommentManager):
         return self.buckets.count_documents({"discussion_id": discussion_id, "comments.id": comment_id}, limit=1) > 0
 
     def set_hints(self, *, discussion_id, pinned, moderated):
-        self._hint(discussion_id, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+        self._hint(discussion_id, {"$set": {"pinned": int(pinned), **({"moderated": True} if moderated else {})}})
 
     def set_html(self, *, discussion_id, comment, html, threaded=False):
         result = self.buckets.update_one(

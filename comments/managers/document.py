@@ -197,7 +197,7 @@ class DocumentCommentManager(CommentManager):
         return self.collection.count_documents(self._key(discussion_id, comment_id), limit=1) > 0
 
     def set_hints(self, *, discussion_id, pinned, moderated):
-        self._hint(discussion_id, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+        self._hint(discussion_id, {"$set": {"pinned": int(pinned), **({"moderated": True} if moderated else {})}})
 
     def set_html(self, *, discussion_id, comment, html, threaded=False):
         result = self.collection.update_one(

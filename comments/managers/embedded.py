@@ -255,7 +255,8 @@ class EmbeddedCommentManager(CommentManager):
         return self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded) is not None
 
     def set_hints(self, *, discussion_id, pinned, moderated):
-        self.collection.update_one({"_id": discussion_id}, {"$set": {"pinned": int(pinned), "moderated": bool(moderated)}})
+        hints = {"pinned": int(pinned), **({"moderated": True} if moderated else {})}
+        self.collection.update_one({"_id": discussion_id}, {"$set": hints})
 
     def set_html(self, *, discussion_id, comment, html, threaded=False):
         try:

@@ -79,4 +79,8 @@ def test_set_hints_repairs_the_counter(manager):
     manager.set_hints(discussion_id=d, pinned=5, moderated=True)
     assert hints(manager, d, CHRONOLOGICAL, False) == (5, True)
     manager.set_hints(discussion_id=d, pinned=1, moderated=False)
-    assert hints(manager, d, CHRONOLOGICAL, False) == (1, False)
+    assert hints(manager, d, CHRONOLOGICAL, False) == (1, True)  # `moderated` is never cleared
+    e = new_discussion_id()
+    post_tree(manager, e, [None], threaded=False)
+    manager.set_hints(discussion_id=e, pinned=0, moderated=False)
+    assert hints(manager, e, CHRONOLOGICAL, False) == (0, False)
