@@ -66,6 +66,7 @@ class Bench:
     log: Callable[[str], None] = print
     rows: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    group: str = ""  # the case group running: recorded on every row (what `--update` replaces)
     _db_serial: int = 0
     _db_prefix: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
     _dbs: list[str] = field(default_factory=list)
@@ -96,7 +97,8 @@ class Bench:
         return out, result, varies
 
     def row(self, case: str, strategy: str, size: int, depth: int, m: Measurement, *, varies: bool = False, **extra) -> dict:
-        row = {"case": case, "strategy": strategy, "size": size, "depth": depth, "round_trips": m.round_trips,
+        row = {"case": case, "group": self.group, "strategy": strategy, "size": size, "depth": depth,
+               "round_trips": m.round_trips,
                "docs_read": m.docs_read, "ms": round(m.ms, 3), "bytes_read": m.bytes_read,
                "engine_ms": round(m.engine_ms, 3),
                "keys_examined": m.keys_examined, "docs_examined": m.docs_examined, "in_memory_sort": m.in_memory_sort,
@@ -184,7 +186,8 @@ def machine() -> dict:
 
 
 CASE_GROUPS = ("comments", "social", "feeds", "peer")
-# The group each case's rows come from (the peer comparison also fills `result["peer"]`).
+# The group each case's rows come from, for results written before rows carried their `group`
+# (the peer comparison also fills `result["peer"]`).
 CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followers.page": "social", "follow": "social",
               "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "peer.page": "peer", "peer.tree": "peer"}
 
@@ -196,11 +199,15 @@ def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
     if previous["info"]["mode"] != fresh["info"]["mode"]:
         raise ValueError(f"cannot merge a {fresh['info']['mode']} run into a {previous['info']['mode']} one: "
                          "their sizes differ")
-    unknown = sorted({r["case"] for r in previous["rows"]} - set(CASE_GROUP))
+    def group_of(row: dict) -> str | None:
+        return row.get("group") or CASE_GROUP.get(row["case"])
+
+    unknown = sorted({r["case"] for r in previous["rows"] if group_of(r) is None})
     if unknown:
         raise ValueError(f"rows of unknown cases {', '.join(unknown)} in the previous result")
-    replaced = {case for case, group in CASE_GROUP.items() if group in groups}
-    rows = [r for r in previous["rows"] if r["case"] not in replaced] + fresh["rows"]
+    replaced = {r["case"] for r in previous["rows"] + fresh["rows"] if group_of(r) in groups} | {
+        case for case, group in CASE_GROUP.items() if group in groups}
+    rows = [r for r in previous["rows"] if group_of(r) not in groups] + fresh["rows"]
     notes = [n for n in previous.get("notes", []) if not n.startswith(tuple(replaced))] + fresh.get("notes", [])
     updates = [u for u in previous["info"].get("updates", []) if not set(u["groups"]) <= set(groups)]
     updates.append({"groups": list(groups), "started": fresh["info"]["started"], "seconds": fresh["info"]["seconds"]})
@@ -251,6 +258,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             if group in groups:
                 t0 = time.perf_counter()
                 log(f"[{group}]")
+                bench.group = group
                 module.run(bench)
                 log(f"[{group}] {time.perf_counter() - t0:.1f} s")
         peer = None
@@ -259,6 +267,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
 
             t0 = time.perf_counter()
             log("[peer]")
+            bench.group = "peer"
             peer = peer_cases.run(bench)
             log(f"[peer] {time.perf_counter() - t0:.1f} s")
     info["seconds"] = round(time.perf_counter() - started, 1)

@@ -66,3 +66,11 @@ def test_a_re_measured_group_replaces_only_its_rows_and_is_recorded():
     assert len(again["info"]["updates"]) == 1 and len(again["rows"]) == 2
     with pytest.raises(ValueError, match="cannot merge a quick run into a full one"):
         merge_into(previous, _result("quick", "x", []), ("feeds",))
+    # Rows carry their group, so a case added later merges without a table entry.
+    search = {"case": "search.page", "group": "search", "strategy": "topics", "size": 10, "depth": 1}
+    kept = merge_into(_result("full", "a", [search, page]), fresh, ("feeds",))
+    assert kept["rows"] == [search, page, fresh["rows"][0]]
+    newer = {**search, "depth": 2}
+    assert merge_into(kept, _result("full", "b", [newer]), ("search",))["rows"] == [page, fresh["rows"][0], newer]
+    with pytest.raises(ValueError, match="unknown cases mystery"):
+        merge_into(_result("full", "a", [{"case": "mystery", "size": 1, "depth": 1}]), fresh, ("feeds",))
