@@ -20,6 +20,8 @@ a comment in the middle of the loaded discussion.
 
 from __future__ import annotations
 
+import itertools
+
 from django.conf import settings
 
 from bench import loaders, people
@@ -28,6 +30,9 @@ from comments.managers.base import CHRONOLOGICAL, THREADED
 
 PAGE_ORDERS = (CHRONOLOGICAL, THREADED)
 EMBEDDED_HEADROOM = 100  # comments left free in a capped embedded discussion
+# A new text for every comment the bench posts: the same text again by one writer within the
+# hour is refused as spam (moderation/spam.py, SPAM_DUPLICATE_WINDOW), as it is for anyone.
+POSTED = itertools.count(1)
 
 
 def page_depths(num_pages: int) -> list[int]:
@@ -210,7 +215,7 @@ def _page_and_post(bench, *, storage, editor, writers, authors, label, order) ->
     middle = comments[len(comments) // 2]
     writer = writers[0]
     for kind, parent in (("top-level", None), ("reply", middle.id)):
-        m, posted, varies = bench.measure(lambda p=parent: comment_create(topic=topic, author=writer, text="A new comment.",
-                                                                          parent=p), repeats=sizes.post_repeats)
+        m, posted, varies = bench.measure(lambda p=parent: comment_create(
+            topic=topic, author=writer, text=f"A new comment, number {next(POSTED)}.", parent=p), repeats=sizes.post_repeats)
         bench.row("comments.post", label, size, posted.depth, m, varies=varies, kind=kind, layer="service",
                   topic_order=topic.comment_order)
