@@ -14,7 +14,9 @@ Invariants (tests/cms_site/test_markdown.py):
   blocks, quotes, lists, line breaks and links; no images and no headings (a heading is
   shown as text). The "topic" profile (editors) adds headings, images, rules and tables;
 - every link of a comment carries `rel="nofollow ugc"` (user-generated content);
-- bare URLs and `www.` hosts become links (linkify); `@username` becomes a link to
+- bare URLs and `www.` hosts become links (linkify); the TEXT of such an autolink is
+  shortened to LINK_TEXT_MAX characters ("…" at the end: a 500-character URL does not
+  fill a phone screen), its `href` is the whole URL; `@username` becomes a link to
   `/u/<username>/` when the name exists (the `known` callable says which do), never inside
   code or an existing link;
 - output is deterministic for a given input, so storing it is safe.
@@ -120,8 +122,17 @@ def _text(content: str, level: int) -> Token:
     return token
 
 
+LINK_TEXT_MAX = 60  # characters of an autolinked URL shown as its text
+
+
+def _short_link_text(text: str) -> str:
+    return text if len(text) <= LINK_TEXT_MAX else text[:LINK_TEXT_MAX - 1] + "…"
+
+
 def _parser(profile: str, known) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False, "breaks": True})
+    shown = md.normalizeLinkText  # used for the text of autolinks and linkified URLs only
+    md.normalizeLinkText = lambda link: _short_link_text(shown(link))
     md.enable(["linkify", "strikethrough"])
     if profile == TOPIC:
         md.enable("table")

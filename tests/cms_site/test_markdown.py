@@ -1,10 +1,12 @@
 """The one Markdown renderer + sanitiser (cms_site/markdown.py), for comments and topics."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cms_site.markdown import COMMENT, TOPIC, mentioned_usernames, render_markdown
+from cms_site.markdown import COMMENT, LINK_TEXT_MAX, TOPIC, mentioned_usernames, render_markdown
 
 
 def test_basic_markdown_renders():
@@ -75,3 +77,13 @@ def test_property_no_tag_outside_the_allow_list(source):
     assert tags <= {"p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a"}
     assert not re.search(r"\son\w+\s*=", html)
     assert 'href="javascript' not in html.lower()
+
+
+def test_a_long_autolinked_url_shows_short_text_and_links_the_whole_url():
+    url = "https://example.org/" + "segment-" * 40 + "?q=" + "x" * 200
+    html = render_markdown(f"see {url} and <{url}>")
+    assert html.count(f'href="{url}"') == 2
+    shown = re.findall(r">([^<]*)</a>", html)
+    assert shown == [url[:LINK_TEXT_MAX - 1] + "…"] * 2
+    short = "https://example.org/a"
+    assert f'>{short}</a>' in render_markdown(short) and f">{url[:10]}" not in render_markdown("[text](" + url + ")")
