@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.sitemaps",
+    "django.contrib.humanize",  # naturaltime: "now", "3 minutes ago"
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",

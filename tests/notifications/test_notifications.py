@@ -145,6 +145,7 @@ def test_bell_page_and_mark_read_page(people, make_topic, client):
     assert 'href="/notifications/"' in home and '<span class="badge">1</span>' in home
     page = client.get("/notifications/").content.decode()
     assert "replied to your comment" in page and "Bells &lt;b&gt;" in page and "<b>" not in page.split("Bells")[1][:10]
+    assert '<span class="meta">now</span>' in page and "0 minutes" not in page  # naturaltime, not "0 minutes ago"
     client.post("/notifications/read/")
     assert selectors.unread_count(user=ana) == 0
     assert client.get("/notifications/?cursor=bad!").status_code == 302
