@@ -84,8 +84,9 @@ SEARCH_PARAMS = [
                      description="Comments: the next_cursor of the previous page."),
 ]
 class SearchApi(APIView):
-    """Published topics and visible comments matching q. Topics are page-numbered; comments,
-    newest first, are paged by `cursor` (one indexed query per page)."""
+    """Published topics and visible comments matching q (editors also get drafts and scheduled
+    topics, and comments in them, marked by `status`/`publish_at` and `topic_status`). Topics
+    are page-numbered; comments, newest first, are paged by `cursor` (one indexed query per page)."""
 
     @extend_schema(operation_id="search", parameters=SEARCH_PARAMS, tags=["search"],
                    responses={200: SearchResultSerializer, 400: ERROR, 404: ERROR})
@@ -102,6 +103,7 @@ class SearchApi(APIView):
             page = selectors.topic_search(q=q, viewer=request.user, request=req)
             body["topics"] = page_payload(page, TopicSerializer(page.items, many=True).data)
         if kind in ("all", "comments"):
-            hits, next_cursor = selectors.comment_search(q=q, cursor=params.get("cursor"), page_size=req.page_size)
+            hits, next_cursor = selectors.comment_search(q=q, viewer=request.user, cursor=params.get("cursor"),
+                                                         page_size=req.page_size)
             body["comments"] = {"results": CommentSearchHitSerializer(hits, many=True).data, "next_cursor": next_cursor}
         return Response(body)

@@ -133,6 +133,13 @@ class Topic(models.Model):
         return self.status == TopicStatus.PUBLISHED and (self.publish_at is None or self.publish_at <= now)
 
     @property
+    def state(self) -> str:
+        """What a reader would call it: live, draft, or scheduled (published, time to come)."""
+        if self.status != TopicStatus.PUBLISHED:
+            return "draft"
+        return "scheduled" if self.is_scheduled else "live"
+
+    @property
     def is_scheduled(self) -> bool:
         return self.status == TopicStatus.PUBLISHED and self.publish_at is not None and self.publish_at > timezone.now()
 

@@ -86,14 +86,15 @@ def search_terms(q) -> list[str]:
 
 
 def topic_search(*, q, viewer, request: PageRequest) -> Page:
-    """Live topics whose title, summary or body holds every word (the Django database; a
-    page-numbered list like every topic list). Editors search live topics too: search is
-    the public view."""
+    """Topics `viewer` may see whose title, summary or body holds every word (the Django
+    database; a page-numbered list like every topic list). Everyone gets live topics;
+    editors also get drafts and scheduled topics, which the pages and the API mark
+    (`status`, `publish_at`), as everywhere else an editor looks."""
     terms = search_terms(q)
     condition = Q()
     for term in terms:
         condition &= Q(title__icontains=term) | Q(summary__icontains=term) | Q(body__icontains=term)
-    topics = Topic.objects.live().filter(condition).select_related("author").prefetch_related("tags")
+    topics = Topic.objects.visible_to(viewer).filter(condition).select_related("author").prefetch_related("tags")
     page = Page(items=[], count=topics.count(), page=request.page, page_size=request.page_size)
     if request.page > page.num_pages:
         raise NotFound(f"There is no page {request.page}.")
@@ -126,17 +127,20 @@ def _decode_cursor(cursor) -> tuple[datetime, str] | None:
     return posted, match.group(2)
 
 
-def comment_search(*, q, cursor=None, page_size: int = DEFAULT_PAGE_SIZE) -> tuple[list[CommentHit], str | None]:
-    """Visible comments of live topics holding every word, newest first, by keyset cursor.
+def comment_search(*, q, viewer=None, cursor=None,
+                   page_size: int = DEFAULT_PAGE_SIZE) -> tuple[list[CommentHit], str | None]:
+    """Visible comments holding every word, newest first, by keyset cursor, in the topics
+    `viewer` may see (live ones; editors: every topic, drafts marked).
 
     Costs one indexed MongoDB query (page_size + 1 documents) and one Django query for the
-    topics of the page; a hit whose topic is not live (a draft, scheduled) is dropped."""
+    topics of the page; for everyone but editors a hit whose topic is not live (a draft,
+    scheduled) is dropped, so such a page can be short (its cursor still goes on)."""
     terms = search_terms(q)
     before = _decode_cursor(cursor)
     hits = CommentSearchManager().search(terms=terms, limit=page_size + 1, before=before)
     more = len(hits) > page_size
     hits = hits[:page_size]
-    topics = Topic.objects.live().in_bulk({h.discussion_id for h in hits})
+    topics = Topic.objects.visible_to(viewer).in_bulk({h.discussion_id for h in hits})
     items = [CommentHit(topic=topics[h.discussion_id], hit=h) for h in _still_visible(hits) if h.discussion_id in topics]
     return items, (_encode_cursor(hits[-1]) if more and hits else None)
 

@@ -55,11 +55,13 @@ class CommentSearchHitSerializer(serializers.Serializer):
     id = serializers.CharField(source="hit.comment_id")
     topic = serializers.SlugField(source="topic.slug")
     topic_title = serializers.CharField(source="topic.title")
+    topic_status = serializers.ChoiceField(
+        source="topic.state", choices=["live", "draft", "scheduled"], read_only=True,
+        help_text="Only editors are ever shown comments of a topic that is not live.")
     author = serializers.CharField(source="hit.author")
     posted = serializers.DateTimeField(source="hit.posted")
     excerpt = serializers.CharField(source="hit.excerpt")
     url = serializers.CharField()
-
 
 class CommentSearchPageSerializer(serializers.Serializer):
     results = CommentSearchHitSerializer(many=True)

@@ -57,7 +57,7 @@ def search(request):
             req = parse_page_request(request.GET, default_size=10, max_size=50)
             context["topics"] = selectors.topic_search(q=q, viewer=request.user, request=req)
             context["comments"], context["next_cursor"] = selectors.comment_search(
-                q=q, cursor=request.GET.get("cursor"), page_size=10)
+                q=q, viewer=request.user, cursor=request.GET.get("cursor"), page_size=10)
         except InvalidInput as exc:
             context["error"] = exc.message
             return render(request, "topics/search.html", context, status=400)

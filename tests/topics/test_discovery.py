@@ -39,13 +39,14 @@ def world(editor, make_user):
     return {"live": live, "draft": draft, "later": later, "posted": posted, "alice": alice}
 
 
-def test_api_search_returns_live_topics_and_visible_comments_only(api_client, world, editor):
-    api_client.force_authenticate(editor)  # even editors: search is the public view
+def test_api_search_returns_live_topics_and_visible_comments_only(api_client, world, make_user):
+    api_client.force_authenticate(make_user("bob"))
     body = api_client.get("/api/search/?q=Zucchini").json()
     assert [t["slug"] for t in body["topics"]["results"]] == [world["live"].slug]
     found = {c["id"] for c in body["comments"]["results"]}
     assert found == {world["posted"]["shown"].id, world["posted"]["edited"].id}
     assert body["comments"]["next_cursor"] is None
+    assert {c["topic_status"] for c in body["comments"]["results"]} == {"live"}
     first = body["comments"]["results"][0]
     assert first["url"] == f"/t/{world['live'].slug}/c/{first['id']}/" and first["author"] == "alice"
     assert api_client.get("/api/search/?q=tomatoes&kind=comments").json()["comments"]["results"] == []  # edited away
@@ -93,6 +94,23 @@ def test_words_are_normalised_distinct_and_bounded(text):
     found = words(text)
     assert len(found) == len(set(found)) <= 300
     assert all(2 <= len(w) <= 40 and w == w.casefold() for w in found)
+
+
+def test_editors_search_drafts_and_scheduled_topics_marked(api_client, client, world, editor):
+    api_client.force_authenticate(editor)
+    body = api_client.get("/api/search/?q=Zucchini").json()
+    states = {t["slug"]: (t["status"], t["publish_at"] is not None) for t in body["topics"]["results"]}
+    assert states == {world["live"].slug: ("published", False), world["draft"].slug: ("draft", False),
+                      world["later"].slug: ("published", True)}
+    by_id = {c["id"]: c["topic_status"] for c in body["comments"]["results"]}
+    assert by_id == {world["posted"]["shown"].id: "live", world["posted"]["edited"].id: "live",
+                     world["posted"]["in_draft"].id: "draft", world["posted"]["in_later"].id: "scheduled"}
+    client.force_login(editor)
+    page = client.get("/search/?q=zucchini").content.decode()
+    assert "Secret zucchini draft" in page and "zucchini in a draft" in page and "zucchini scheduled" in page
+    assert 'class="badge draft"' in page and "Scheduled for" in page
+    for leaked in ("spam removed", "hidden later", "deleted by its author"):  # moderated text: not even for editors here
+        assert leaked not in page
 
 
 def test_page_search(client, world):
