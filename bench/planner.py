@@ -731,12 +731,20 @@ class Planner:
         return out
 
     @staticmethod
-    def _field_intervals(index: Index, preds: list[Predicate]) -> list[tuple[tuple[Interval, ...], bool]]:
+    def _field_intervals(index: Index, preds: list[Predicate],
+                         multikey: frozenset[str] = frozenset()) -> list[tuple[tuple[Interval, ...], bool]]:
+        """Each index field's bounds: the intersection of its predicates' intervals, except on a
+        multikey field, where the server cannot intersect (`{w: "a", $and: [{w: "b"}]}` matches a
+        document whose array holds both values, in two different keys): there the bounds are the
+        first constraining predicate's, and the others are checked on the fetched documents."""
         out = []
         for f in index.fields:
             intervals, exact, seen = FULL, True, False
             for p in preds:
                 if p.path == f:
+                    if f in multikey and seen and intervals != FULL:
+                        exact = False
+                        continue
                     intervals = _intersect(intervals, p.intervals)
                     exact = exact and p.exact
                     seen = True
@@ -771,8 +779,8 @@ class Planner:
               exact_ors: bool = True, budget: float = math.inf) -> _Plan | None:
         """The plan scanning `index`; None when its work passes `budget` (another plan is cheaper)."""
         keys_of_index = self.source.keys(collection, index)
-        per_field = self._field_intervals(index, preds)
         multikey = keys_of_index.multikey_fields
+        per_field = self._field_intervals(index, preds, multikey)
         indexed = set(index.fields)
         # Exact when every predicate is on an indexed, non-multikey field with exact intervals.
         exact = exact_ors and all(p.exact and p.path in indexed and p.path not in multikey for p in preds)

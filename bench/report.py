@@ -350,6 +350,24 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
                     for r in sorted(reads, key=lambda r: (r["strategy"], r["size"], r["depth"]))]))
         add("")
 
+    searches = [r for r in rows if r["case"] == "search"]
+    if searches:
+        add("## Search\n")
+        add("The comment search of `/search/` and `/api/search/` (`topics.selectors.comment_search`: one range on "
+            "the `comment_search` index led by the query's longest word, the status index check, one SQL query for "
+            "the page's topics) over indexes of growing size; `page` is reached by the keyset cursor. One word: the "
+            "page and its look-ahead (plus 8 for same-millisecond ties on a cursor page) at any size and depth. "
+            "Several words: the other words are checked on the leading word's entries, at most "
+            f"{searches[0].get('scan_limit', 1000):,} of them per request; when the leading word is common and the "
+            "others rare, the page answers short (even empty) with a cursor to go on (`hits`).\n")
+        add(_table(["query", "comments", "page", "round trips", "documents", "keys examined", "docs examined",
+                    "in-memory sort", "hits", "ms"],
+                   [[r["strategy"] + (f" (`{r['q']}`)" if r.get("q") else ""), r["size"], r["depth"], _trips(r),
+                     r["docs_read"], r.get("keys_examined", "–"), r.get("docs_examined", "–"), _sort_mark(r),
+                     r.get("hits", min(r.get("page_size", 20), r.get("matches", 0))), r["ms"]]
+                    for r in sorted(searches, key=lambda r: (r["strategy"], r["size"], r["depth"]))]))
+        add("")
+
     # --- peer ---------------------------------------------------------------------------
     peer = result.get("peer") or {}
     peer_rows = [r for r in rows if r["case"] in ("peer.page", "peer.tree")]

@@ -185,11 +185,12 @@ def machine() -> dict:
     }
 
 
-CASE_GROUPS = ("comments", "social", "feeds", "peer")
+CASE_GROUPS = ("comments", "social", "feeds", "search", "peer")
 # The group each case's rows come from, for results written before rows carried their `group`
 # (the peer comparison also fills `result["peer"]`).
 CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followers.page": "social", "follow": "social",
-              "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "peer.page": "peer", "peer.tree": "peer"}
+              "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "search": "search", "peer.page": "peer",
+              "peer.tree": "peer"}
 
 
 def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
@@ -228,6 +229,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     merged result."""
     from bench.cases import comments as comment_cases
     from bench.cases import feeds as feed_cases
+    from bench.cases import search as search_cases
     from bench.cases import social as social_cases
 
     sizes = sizes or (FULL if mode == "full" else QUICK)
@@ -254,7 +256,8 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     with counting(counter, server=server, database=f"{bench._db_prefix}_0"), \
             override_settings(PASSWORD_HASHERS=passwords, STORAGES=storages), \
             (django_test_database() if own_database else nullcontext()):
-        for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases)):
+        for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases),
+                              ("search", search_cases)):
             if group in groups:
                 t0 = time.perf_counter()
                 log(f"[{group}]")

@@ -132,17 +132,21 @@ def comment_search(*, q, viewer=None, cursor=None,
     """Visible comments holding every word, newest first, by keyset cursor, in the topics
     `viewer` may see (live ones; editors: every topic, drafts marked).
 
-    Costs one indexed MongoDB query (page_size + 1 documents) and one Django query for the
-    topics of the page; for everyone but editors a hit whose topic is not live (a draft,
-    scheduled) is dropped, so such a page can be short (its cursor still goes on)."""
+    Costs one indexed MongoDB query (page_size + 1 documents for one word; at most
+    SCAN_LIMIT for several, after which the page, even short or empty, hands out a cursor
+    from where the scan stopped) and one Django query for the topics of the page; for
+    everyone but editors a hit whose topic is not live (a draft, scheduled) is dropped, so
+    such a page can be short (its cursor still goes on)."""
     terms = search_terms(q)
     before = _decode_cursor(cursor)
-    hits = CommentSearchManager().search(terms=terms, limit=page_size + 1, before=before)
+    hits, resume = CommentSearchManager().search(terms=terms, limit=page_size + 1, before=before)
     more = len(hits) > page_size
     hits = hits[:page_size]
     topics = Topic.objects.visible_to(viewer).in_bulk({h.discussion_id for h in hits})
     items = [CommentHit(topic=topics[h.discussion_id], hit=h) for h in _still_visible(hits) if h.discussion_id in topics]
-    return items, (_encode_cursor(hits[-1]) if more and hits else None)
+    if more and hits:
+        return items, _encode_cursor(hits[-1])
+    return items, (_encode_cursor(resume) if resume is not None else None)
 
 
 def _still_visible(hits: list[Hit]) -> list[Hit]:

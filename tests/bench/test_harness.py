@@ -92,3 +92,25 @@ def test_peer_ratios_compare_each_strategy_with_the_peer_page_by_page():
     [ratio] = ratios(rows)
     assert ratio["time_ratio"] == 3.0 and ratio["time_ratio_outside_engine"] == 6.0
     assert (ratio["ours_round_trips"], ratio["ours_sql"], ratio["xtd_sql"]) == (2, 1, 3)
+
+
+def test_search_rows_stay_at_the_page_or_the_scan_bound(tmp_path, monkeypatch):
+    from topics.managers import search
+
+    monkeypatch.setattr(search, "SCAN_LIMIT", 50)  # TINY's index (120 comments) is smaller than the real bound
+    docs = tmp_path / "benchmarks.md"
+    result = run(mode="quick", sizes=TINY, only=("search",), log=lambda _: None, own_database=False)
+    write_report(result, {}, str(docs))
+    rows = result["rows"]
+    assert {r["strategy"] for r in rows} == {"common word", "rare word", "rarer word leads", "common word leads"}
+    page = TINY.page_size
+    common = [r for r in rows if r["strategy"] == "common word"]
+    assert {r["depth"] for r in common} == {1, 3, 6} and {r["size"] for r in rows} == {TINY.comments}
+    for r in rows:
+        assert r["round_trips"] == (2 if r["hits"] else 1) and not r["in_memory_sort"], r  # search (+ status check)
+        assert all("COLLSCAN" not in p for p in r["plans"]), r
+    for r in common + [r for r in rows if r["strategy"] in ("rare word", "rarer word leads")]:
+        assert r["keys_examined"] <= page + 1 + 8 and r["docs_examined"] <= page + 1 + 8, r
+    worst = next(r for r in rows if r["strategy"] == "common word leads")
+    assert worst["keys_examined"] == 50 and worst["hits"] == 0, worst  # stopped at the bound (the one match is older)
+    assert "## Search" in docs.read_text()

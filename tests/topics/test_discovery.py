@@ -84,8 +84,31 @@ def test_search_leads_with_the_longest_word_and_stops_at_the_limit(mongo_db, mak
         comments.comment_create(topic=topic, author=user, text=f"common word {i}" + (" rare" if i % 10 == 0 else ""))
     names = {ix["name"] for ix in mongo_db["comment_search"].list_indexes()}
     assert {"word_status_newest", "discussion_status_newest"} <= names  # declared, created by mongo_indexes
-    hits = CommentSearchManager().search(terms=["common", "rare"], limit=2)
-    assert [h.excerpt for h in hits] == ["common word 20 rare", "common word 10 rare"]
+    hits, resume = CommentSearchManager().search(terms=["common", "rare"], limit=2)
+    assert [h.excerpt for h in hits] == ["common word 20 rare", "common word 10 rare"] and resume is None
+
+
+def test_a_several_word_page_scans_at_most_scan_limit_entries_and_resumes_after_them(
+        api_client, mongo_db, make_topic, make_user, monkeypatch):
+    from topics.managers import search
+
+    monkeypatch.setattr(search, "SCAN_LIMIT", 4)
+    topic = make_topic()
+    user = make_user()
+    for i in range(11):  # newest first: 10 .. 0; "rare" on 9 and 1
+        comments.comment_create(topic=topic, author=user, text=f"common word {i}" + (" rare" if i in (1, 9) else ""))
+    hits, resume = CommentSearchManager().search(terms=["common", "rare"], limit=3)
+    assert [h.excerpt for h in hits] == ["common word 9 rare"] and resume.excerpt == "common word 7"
+    seen, cursor, pages = [], None, 0
+    while True:
+        pages += 1
+        body = api_client.get("/api/search/", {"q": "common rare", "kind": "comments", "page_size": 2,
+                                               **({"cursor": cursor} if cursor else {})}).json()["comments"]
+        seen += [c["excerpt"] for c in body["results"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == ["common word 9 rare", "common word 1 rare"] and pages == 3  # 10-7, 6-3 (empty), 2-0
 
 
 @hsettings(max_examples=25)

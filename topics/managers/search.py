@@ -13,8 +13,9 @@ Words (`w`) are the comment's distinct normalised words (NFKC, case-folded, 2 to
 letters or digits, at most MAX_WORDS): a multikey index on (w, s, p, _id) answers
 "comments with word W, visible, newest first" as one index range; further query words
 are checked on the documents that range yields. The query leads with its longest word
-(usually the rarest), so the keys examined are bounded by that word's matches up to the
-page. The same plan on mongomock and on a server: no $text (the embedded engine has none).
+(usually the rarest); a one-word page examines page_size + 1 keys, a several-word page at
+most SCAN_LIMIT (then it hands out a cursor from where it stopped, even when short).
+The same plan on mongomock and on a server: no $text (the embedded engine has none).
 
 Status (`s`) is the comment's CURRENT status: a search only returns `visible` comments,
 so a removed, hidden, pending or deleted comment drops out of search the moment its
@@ -39,6 +40,7 @@ MAX_WORDS = 300
 MAX_QUERY_WORDS = 6
 EXCERPT = 280
 TIE_ROOM = 8  # comments of one millisecond a cursor page may have to step over
+SCAN_LIMIT = 1000  # entries of the leading word a several-word search examines per page, at most
 _WORD = re.compile(r"[^\W_]{2,40}")
 
 
@@ -84,16 +86,28 @@ class CommentSearchManager(MongoManager):
         # Spread by comment: searches are scatter-gather either way (a word spans topics).
         return {cls.collection_name: {"_id": "hashed"}}
 
-    def upsert(self, *, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
-               status: str) -> None:
+    @staticmethod
+    def entry(*, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
+              status: str) -> dict:
+        """A comment's search document (without `_id`)."""
         plain = " ".join((text or "").split())
         excerpt = plain if len(plain) <= EXCERPT else plain[: EXCERPT - 1].rstrip() + "…"
-        self.collection.update_one(
-            {"_id": _key(discussion_id, comment_id)},
-            {"$set": {"d": int(discussion_id), "c": comment_id, "w": words(text), "s": status, "p": posted,
-                      "a": author, "x": excerpt, "h": html or ""}},
-            upsert=True,
-        )
+        return {"d": int(discussion_id), "c": comment_id, "w": words(text), "s": status, "p": posted,
+                "a": author, "x": excerpt, "h": html or ""}
+
+    def upsert(self, *, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
+               status: str) -> None:
+        doc = self.entry(discussion_id=discussion_id, comment_id=comment_id, text=text, html=html, author=author,
+                         posted=posted, status=status)
+        self.collection.update_one({"_id": _key(discussion_id, comment_id)}, {"$set": doc}, upsert=True)
+
+    def bulk_load(self, entries: list[dict], chunk: int = 20_000) -> int:
+        """Insert `entry()` documents of comments not indexed yet (the benchmark's loader and
+        a rebuild into an empty collection); returns how many were written."""
+        for start in range(0, len(entries), chunk):
+            self.collection.insert_many([{"_id": _key(e["d"], e["c"]), **e} for e in entries[start:start + chunk]],
+                                        ordered=False)
+        return len(entries)
 
     def set_status(self, *, discussion_id: int, comment_id: str, status: str) -> None:
         """Record the comment's current status (an upsert: a status may arrive before its post)."""
@@ -113,16 +127,22 @@ class CommentSearchManager(MongoManager):
         return [Hit(discussion_id=doc["d"], comment_id=doc["c"], author=doc.get("a", ""), posted=doc["p"],
                     excerpt=doc.get("x", ""), html=doc.get("h", "")) for doc in docs]
 
-    def search(self, *, terms: list[str], limit: int, before: tuple[datetime, str] | None = None) -> list[Hit]:
+    def search(self, *, terms: list[str], limit: int,
+               before: tuple[datetime, str] | None = None) -> tuple[list[Hit], Hit | None]:
         """Visible comments holding every term, newest first, after the keyset `before`
-        (posted, _id) of the previous page. One index range on the longest term."""
+        (posted, _id) of the previous page: one index range on the longest term.
+
+        Returns (hits, resume). One word: the range yields exactly the hits (`limit` keys).
+        Several words: the other words are checked on the leading word's entries, at most
+        SCAN_LIMIT of them per call, so a page costs a bounded scan even when the leading
+        word is common and the others rare; when that bound stops the scan before `limit`
+        hits are found, `resume` is the last entry examined, for the next page to go on from
+        (the page may be short, even empty, and still have a next one)."""
         if not terms:
-            return []
+            return [], None
         lead = max(terms, key=len)
-        query: dict = {"w": lead, "s": VISIBLE}
         rest = [t for t in terms if t != lead]
-        if rest:
-            query["$and"] = [{"w": t} for t in rest]
+        query: dict = {"w": lead, "s": VISIBLE}
         room = 0
         if before is not None:
             # One index range from the cursor's time down; the few documents of that same
@@ -130,11 +150,28 @@ class CommentSearchManager(MongoManager):
             posted, key = before
             query["p"] = {"$lte": posted}
             room = TIE_ROOM
-        cursor = self.read_collection.find(query, {"w": 0}).sort([("p", DESCENDING), ("_id", DESCENDING)])
-        docs = list(cursor.hint("word_status_newest").limit(int(limit) + room))
-        if before is not None:
-            docs = [d for d in docs if not (d["p"] == posted and d["_id"] >= key)]
-        return self._hits(docs[: int(limit)])
+        cursor = self.read_collection.find(query, None if rest else {"w": 0})  # several words: `w` is checked here
+        cursor = cursor.sort([("p", DESCENDING), ("_id", DESCENDING)]).hint("word_status_newest")
+        if not rest:
+            docs = list(cursor.limit(int(limit) + room))
+            if before is not None:
+                docs = [d for d in docs if not (d["p"] == posted and d["_id"] >= key)]
+            return self._hits(docs[: int(limit)]), None
+        # Read the leading word's entries lazily (batch by batch) and stop at a full page.
+        found, examined, last = [], 0, None
+        with cursor.limit(SCAN_LIMIT + room) as docs:
+            for doc in docs:
+                if before is not None and doc["p"] == posted and doc["_id"] >= key:
+                    continue
+                examined += 1
+                last = doc
+                if all(t in doc.get("w", ()) for t in rest):
+                    found.append(doc)
+                    if len(found) == int(limit):
+                        return self._hits(found), None
+                if examined == SCAN_LIMIT:
+                    return self._hits(found), self._hits([last])[0]
+        return self._hits(found), None
 
     def latest(self, *, discussion_id: int, limit: int) -> list[Hit]:
         """A discussion's newest visible comments (the topic's Atom feed)."""
