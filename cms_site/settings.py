@@ -297,6 +297,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "TopicStatusEnum": "topics.models.TopicStatus",
+        "TopicStateEnum": "topics.models.Topic.STATES",  # live, draft, scheduled (search hits' topic_status)
         "CommentStatusEnum": "comments.managers.base.COMMENT_STATUSES",  # the one list of statuses
     },
     "TITLE": "CMS comments and social API",

@@ -132,6 +132,8 @@ class Topic(models.Model):
         now = now or timezone.now()
         return self.status == TopicStatus.PUBLISHED and (self.publish_at is None or self.publish_at <= now)
 
+    STATES = ("live", "draft", "scheduled")
+
     @property
     def state(self) -> str:
         """What a reader would call it: live, draft, or scheduled (published, time to come)."""

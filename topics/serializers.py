@@ -56,7 +56,7 @@ class CommentSearchHitSerializer(serializers.Serializer):
     topic = serializers.SlugField(source="topic.slug")
     topic_title = serializers.CharField(source="topic.title")
     topic_status = serializers.ChoiceField(
-        source="topic.state", choices=["live", "draft", "scheduled"], read_only=True,
+        source="topic.state", choices=Topic.STATES, read_only=True,
         help_text="Only editors are ever shown comments of a topic that is not live.")
     author = serializers.CharField(source="hit.author")
     posted = serializers.DateTimeField(source="hit.posted")
