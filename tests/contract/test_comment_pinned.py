@@ -7,6 +7,9 @@ Pins change nothing in the ordinary pages: counts, order and page contents stay.
 """
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED
@@ -84,3 +87,43 @@ def test_set_hints_repairs_the_counter(manager):
     post_tree(manager, e, [None], threaded=False)
     manager.set_hints(discussion_id=e, pinned=0, moderated=False)
     assert hints(manager, e, CHRONOLOGICAL, False) == (0, False)
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+@hsettings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_any_pins_and_unpins_leave_the_pinned_read_and_the_pages_right(manager, threaded, settings, data):
+    """Property: after any sequence of pins and unpins (repeats and unknown ids included), `pinned()`
+    is exactly the pinned comments, most liked first then newest, the hint equals their number
+    (sequential writes: the bound is exact), and every page holds what it held before."""
+    if threaded:
+        needs_threaded(manager)
+    settings.COMMENTS_BUCKET_SIZE = 3  # pinned comments in several buckets
+    order = THREADED if threaded else CHRONOLOGICAL
+    size = data.draw(st.integers(min_value=1, max_value=9), label="comments")
+    parents = [data.draw(st.one_of(st.none(), st.integers(0, n - 1)) if n else st.none(), label="parent")
+               for n in range(size)]
+    d = new_discussion_id()
+    tree = post_tree(manager, d, parents, threaded=threaded)
+    for n in data.draw(st.lists(st.integers(0, size - 1), max_size=4), label="liked"):
+        manager.add_like(discussion_id=d, comment_id=tree[n].id, username=f"u{n}", threaded=threaded)
+    before = walk(manager, d, order, 2, threaded=threaded)
+    pinned: set[str] = set()
+    steps = st.tuples(st.integers(0, size), st.booleans())  # index `size` is an unknown id
+    for n, pin in data.draw(st.lists(steps, max_size=10), label="steps"):
+        comment_id = tree[n].id if n < size else "nosuchcomment"
+        assert manager.set_pinned(discussion_id=d, comment_id=comment_id, pinned=pin, threaded=threaded) == (n < size)
+        if n < size:
+            (pinned.add if pin else pinned.discard)(comment_id)
+    found = manager.pinned(discussion_id=d, limit=20, threaded=threaded)
+    assert {c.id for c in found} == pinned and all(c.pinned for c in found)
+    stored = {c.id: c for c in walk_items(manager, d, threaded)}
+    assert [c.id for c in found] == [c.id for c in sorted((stored[i] for i in pinned),
+                                                          key=lambda c: (c.likes, c.posted), reverse=True)]
+    assert hints(manager, d, order, threaded)[0] == len(pinned)
+    assert walk(manager, d, order, 2, threaded=threaded) == before
+
+
+def walk_items(manager, d, threaded):
+    return manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=1, page_size=100),
+                        threaded=threaded).items
