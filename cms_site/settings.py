@@ -228,6 +228,12 @@ CELERY_BEAT_SCHEDULE = {"topics-publish-due": {"task": "topics.publish_due", "sc
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if DEBUG
                                else "django.core.mail.backends.smtp.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Commons <noreply@localhost>")
+# The SMTP relay of the smtp backend (Django's defaults: a local MTA on port 25).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")  # masked in error reports (a PASS setting)
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # More e-mails than this to one person within NOTIFICATIONS_DIGEST_WINDOW seconds are held and sent as one digest.
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
