@@ -3,6 +3,9 @@
 A page costs three queries whatever its depth: the page (`limit + 1` documents on the index
 (r, hidden, updated, _id), keyset cursor, no skip), the unread counter (one document) and my
 mutes (actors I muted since are left out of a group; a group left with nobody is not shown).
+A notification keeps the title its topic had; one SQL query per page checks the page's
+topics are still visible to the reader, and the title of one that went back to draft (or
+was deleted) is not shown.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from notifications.managers import NotificationManager
 from notifications.managers.notifications import Notification
 from social.feeds.base import EPOCH, decode_cursor, encode_cursor
 from social.managers.mutes import MuteManager
+from topics import selectors as topic_selectors
 
 DEFAULT_SIZE = 20
 MAX_SIZE = 100
@@ -70,7 +74,22 @@ def notifications_page(*, user, cursor: str | None = None, limit: int = DEFAULT_
         names = set(get_user_model().objects.filter(pk__in=muted).values_list("username", flat=True))
         items = [replace(n, actors=[a for a in n.actors if a not in names]) for n in items]
         items = [n for n in items if n.actors]
+    items = _without_hidden_titles(items, user)
     return NotificationsPage(items=items, unread=notes.unread(recipient=user.pk), next_cursor=_cursor(page.last))
+
+
+_TOPIC_URL = re.compile(r"/t/([^/]{1,220})/")
+
+
+def _without_hidden_titles(items: list[Notification], user) -> list[Notification]:
+    slugs = {m.group(1) for n in items if n.title and (m := _TOPIC_URL.match(n.url or ""))}
+    visible = topic_selectors.visible_slugs(slugs=slugs, viewer=user) if slugs else set()
+
+    def shown(n: Notification) -> Notification:
+        m = _TOPIC_URL.match(n.url or "")
+        return n if not n.title or (m and m.group(1) in visible) or not m else replace(n, title="")
+
+    return [shown(n) for n in items]
 
 
 def unread_count(*, user) -> int:

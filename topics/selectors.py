@@ -58,6 +58,21 @@ def topic_redirect_slug(*, slug, viewer) -> str | None:
     return old.topic.slug
 
 
+def visible_slugs(*, slugs, viewer) -> set[str]:
+    """Which of `slugs` (current or old ones) name a topic `viewer` may see: one SQL query,
+    two when some are old slugs."""
+    slugs = {s for s in slugs if isinstance(s, str)}
+    if not slugs:
+        return set()
+    found = set(Topic.objects.visible_to(viewer).filter(slug__in=slugs).values_list("slug", flat=True))
+    rest = slugs - found
+    if rest:
+        visible = Topic.objects.visible_to(viewer).values("pk")
+        found |= set(TopicSlugRedirect.objects.filter(old_slug__in=rest, topic__in=visible)
+                     .values_list("old_slug", flat=True))
+    return found
+
+
 def tag_get(*, slug) -> Tag:
     tag = Tag.objects.filter(slug=slug).first() if isinstance(slug, str) else None
     if tag is None:

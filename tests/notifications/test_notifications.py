@@ -210,3 +210,25 @@ def test_subscription_api_and_page(people, make_topic, api_client, client):
     from notifications.managers import ThreadSubscriptionManager
 
     assert ThreadSubscriptionManager().exists(discussion_id=topic.discussion_id, user_id=ana.pk)
+
+
+def test_a_topic_sent_back_to_draft_keeps_its_title_out_of_notifications(people, make_topic, client, editor):
+    from topics.services import topic_update
+
+    ana, bob = people["ana"], people["bob"]
+    topic = make_topic("document", title="Soon a secret")
+    mine = comment_create(topic=topic, author=ana, text="My comment")
+    comment_create(topic=topic, author=bob, text="A reply", parent=mine.id)
+    social.follow_create(follower=bob, followee=ana)
+    titles = [n.title for n in selectors.notifications_page(user=ana).items]
+    assert titles == ["", "Soon a secret"]  # the follow has no topic
+    topic = topic_update(topic=topic, editor=editor, slug="renamed-secret")  # an old slug still names it
+    assert [n.title for n in selectors.notifications_page(user=ana).items] == titles
+    topic_update(topic=topic, editor=editor, status="draft")
+    items = selectors.notifications_page(user=ana).items
+    assert [(n.kind, n.title) for n in items] == [("follow", ""), ("reply", "")]
+    client.force_login(ana)
+    assert "Soon a secret" not in client.get("/notifications/").content.decode()
+    assert "Soon a secret" not in client.get("/api/notifications/").content.decode()
+    editor_items = selectors.notifications_page(user=editor).items  # editors see drafts: nothing of theirs here
+    assert editor_items == []
