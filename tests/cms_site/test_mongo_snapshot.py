@@ -87,11 +87,14 @@ WRITE = """
 from django.contrib.auth import get_user_model
 from cms_site import mongo_snapshot
 from comments import services
+from social.services import follow_create
 from topics.services import topic_create
 editor = get_user_model().objects.create_user("ed", password="pw", is_staff=True)
 alice = get_user_model().objects.create_user("al", password="pw")
 topic = topic_create(author=editor, title="Kept", comment_storage="{storage}")
 c = services.comment_create(topic=topic, author=alice, text="written before the restart")
+services.comment_like(topic=topic, comment_id=c.id, user=editor)
+follow_create(follower=alice, followee=editor)
 mongo_snapshot.mark_dirty()  # what the middleware does after a write request
 print(c.id)
 """
@@ -99,8 +102,13 @@ READ = """
 from comments import selectors
 from topics.models import Topic
 topic = Topic.objects.get(slug="kept")
+from django.contrib.auth import get_user_model
+from social.selectors import profile_get
 c = selectors.comment_get(topic=topic, comment_id="{cid}")
-print(c.text)
+User = get_user_model()
+editor, alice = User.objects.get(username="ed"), User.objects.get(username="al")
+profile = profile_get(user=editor, viewer=alice)
+print(c.text, c.likes, profile.followers_count, profile.is_following, sep="|")
 """
 
 
@@ -119,4 +127,5 @@ def test_a_restart_keeps_what_users_wrote(tmp_path, storage):
     manage("migrate", "--noinput", "-v", "0")
     cid = manage("shell", "-c", WRITE.format(storage=storage))
     assert (tmp_path / "var" / "snap.bson").exists()
-    assert manage("shell", "-c", READ.format(cid=cid)) == "written before the restart"
+    # the comment, its like and the follow: all in the embedded engine, all back after the restart
+    assert manage("shell", "-c", READ.format(cid=cid)) == "written before the restart|1|1|True"
