@@ -92,6 +92,43 @@ def test_mongodb_outage_is_a_503_and_the_site_recovers(client, settings, make_to
     assert client.get("/healthz").status_code == 200
 
 
+def test_the_same_client_recovers_when_a_server_answers_again(client, settings, make_topic):
+    """The outage as production meets it: the same URI, the same pymongo client, no restart.
+    Nothing listens (503), then a server answers on that port (a wire-protocol stand-in:
+    tests/cms_site/wire_standin.py), then it goes away again (503 once more)."""
+    from tests.cms_site.wire_standin import StandIn
+
+    topic = make_topic()
+    port = _closed_port()
+    uri = f"mongodb://127.0.0.1:{port}/?directConnection=true"
+    settings.MONGODB_URI = uri
+    # Above pymongo's minimum heartbeat interval (500 ms): a request that starts after the
+    # server is back gets a fresh check within its selection timeout, so it must succeed.
+    settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS = 1000
+    settings.MONGODB_CONNECT_TIMEOUT_MS = 300
+    standin = None
+    try:
+        assert client.get("/healthz").status_code == 503
+        assert client.get(f"/api/topics/{topic.slug}/comments/").status_code == 503
+        used = mongo.get_client()
+        standin = StandIn(port)
+        health = client.get("/healthz")
+        assert health.status_code == 200 and health.json()["mongodb"] == "ok", health.content
+        api = client.get(f"/api/topics/{topic.slug}/comments/")
+        assert api.status_code == 200 and api.json()["count"] == 0  # the stand-in holds no comments
+        assert mongo.get_client() is used  # recovered by itself: the same client, nothing re-created
+        assert "ping" in standin.commands and "find" in standin.commands
+        standin.stop()
+        standin = None
+        assert client.get("/healthz").status_code == 503
+        assert client.get(f"/api/topics/{topic.slug}/comments/").json()["code"] == "mongodb_unavailable"
+    finally:
+        if standin is not None:
+            standin.stop()
+        mongo.close_client(uri)
+        settings.MONGODB_URI = ""
+
+
 def test_check_deploy_is_clean_under_production_settings(tmp_path):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "1",
            "SECRET_KEY": "k3J9-production-like-secret-key-for-the-deploy-check-0123456789abcdef",
