@@ -937,6 +937,11 @@ class Planner:
         wanted = query.skip + query.limit if query.limit else math.inf
         found = sum(p.returned for p in sub_plans)
         returned = min(found, wanted) - query.skip if math.isfinite(wanted) else found - query.skip
+        if not merged_sorted and not any(p.covered for p in sub_plans) and all(p.docs <= p.returned for p in sub_plans):
+            # Every branch's bounds answer its filter (it fetches only what it returns): the server
+            # puts one FETCH above the OR / SORT_MERGE and under the LIMIT, and the merge streams,
+            # so only the documents the command returns are fetched, not each branch's look-ahead.
+            docs = min(found, wanted) if math.isfinite(wanted) else found
         label = ("SORT_MERGE" if query.sort else "OR") + "(" + ", ".join(p.label for p in sub_plans) + ")"
         return _Plan(None, keys=keys, docs=docs, sorted_docs=sorted_docs, in_memory_sort=merged_sorted,
                      covered=all(p.covered for p in sub_plans), returned=max(0, returned), label=label)

@@ -135,6 +135,22 @@ def test_a_contained_or_keyset_cursor_is_bounded(items):
     assert not e.in_memory_sort and e.keys_examined <= 22 and e.returned == 21
 
 
+def test_a_contained_or_answered_by_its_bounds_fetches_only_what_it_returns(items):
+    # A keyset cursor on a tie: (b 5, _id < 1058) holds 8 entries, (b < 5) 50. Both branches are
+    # answered by the index bounds, so the server puts one FETCH above the SORT_MERGE, under the
+    # LIMIT: the 6 documents returned, not each branch's 6. A residual filter on a field outside
+    # the index fetches in each branch instead.
+    indexes = [ID_INDEX, Index("d_b_id", (("d", 1), ("b", 1), ("_id", 1)))]
+    sort = [("b", -1), ("_id", -1)]
+    tie = {"d": 1, "$or": [{"b": {"$lt": 5}}, {"b": 5, "_id": {"$lt": 1058}}]}
+    e = explain(items, Query("items", tie, sort, limit=6), indexes)
+    assert (e.docs_examined, e.returned, e.in_memory_sort) == (6, 6, False)
+    assert e.keys_examined <= 2 * 6  # each branch reads at most the limit
+    residual = {**tie, "x": {"$in": list(range(0, 100, 2))}}  # x is outside the index: checked per branch
+    e = explain(items, Query("items", residual, sort, limit=6), indexes)
+    assert e.returned == 6 and e.docs_examined > 6
+
+
 def test_writes_examine_their_query_part(items):
     planner = Planner(indexes=lambda name: INDEXES)
     [upsert] = explain_call(planner, items, "update_one", ({"d": 9, "posted": 3}, {"$set": {"a": 1}}), {"upsert": True})
