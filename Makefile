@@ -55,7 +55,7 @@ test: install-dev
 	$(PY) -m pytest
 
 ## make bench: full-size benchmark; rewrites docs/benchmarks.md and its plots in docs/bench/
-# The report quotes docs/bench/before-issue7.json (the managers before issue 7, measured in quick mode) as "before".
+# The report quotes docs/bench/before-issue7.json (the managers before the storage rework, measured in quick mode) as "before".
 # The bench runs with its own throw-away databases; SECRET_KEY only has to exist.
 BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0 PYTHONUNBUFFERED=1
 bench: $(VENV)/.installed-bench

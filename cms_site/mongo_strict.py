@@ -13,7 +13,7 @@ tests/cms_site/test_mongo_strict.py name the rule they check.
   operation, and the evaluation of a cursor's whole result, runs under ONE re-entrant
   lock per process. Operations are serialised, which a server is not; the embedded
   engine is a development engine and the lock costs about a microsecond per operation
-  (measured in the issue 7 report), far below mongomock's own cost.
+  (measured by `make bench` against the unchecked engine), far below mongomock's own cost.
 - Document size (server: BSON documents are at most 16 MiB, 16,777,216 bytes). An
   insert of a larger document is refused by the driver before it is sent
   (`DocumentTooLarge`); an update whose result would be larger fails with

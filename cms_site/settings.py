@@ -165,7 +165,7 @@ LOGOUT_REDIRECT_URL = "home"
 MONGODB_URI = os.environ.get("MONGODB_URI", "")
 MONGODB_DB = os.environ.get("MONGODB_DB", "cms")
 # Read preference for reads that may be stale (listing pages, feeds, follower pages).
-# Writes and read-your-own-write paths always use the primary. Seed 004 reads from
+# Writes and read-your-own-write paths always use the primary. seeds/004_d286869db7b63c27.txt reads from
 # secondaries: set "secondaryPreferred" on a replica set.
 MONGODB_STALE_READ_PREFERENCE = os.environ.get("MONGODB_STALE_READ_PREFERENCE", "primary")
 # Write concern "w" for every write: "majority", or a number of members.
@@ -183,7 +183,7 @@ MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "em
 MONGODB_SNAPSHOT_DEBOUNCE = float(os.environ.get("MONGODB_SNAPSHOT_DEBOUNCE", "1.0"))
 
 # --- Comments ------------------------------------------------------------------
-COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seed 000/003
+COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seeds/003_0f57851d2e8bac42.txt
 COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # levels; depth runs 0..MAX-1, deeper replies attach at the last
 COMMENTS_MAX_TEXT = env_int("COMMENTS_MAX_TEXT", 10_000)  # characters, after stripping
 COMMENTS_EDIT_WINDOW = env_int("COMMENTS_EDIT_WINDOW", 900)  # seconds after posting during which the author may edit
@@ -200,7 +200,7 @@ MODERATION_NEW_USER_COMMENTS = env_int("MODERATION_NEW_USER_COMMENTS", 0)
 # --- Social graph and feeds ----------------------------------------------------
 SOCIAL_IDS_PER_DOC = env_int("SOCIAL_IDS_PER_DOC", 1000)  # ids per followers/following document
 FEED_STRATEGY = os.environ.get("FEED_STRATEGY", "write")  # read | write | bucket
-FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seed 001: 50 activities per bucket
+FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seeds/001_94fc363f03dca98a.txt: 50 activities per bucket
 
 # Hybrid fan-out: an author with more followers than this is not pushed to their
 # followers; readers pull that author's activities from the author log at read time.

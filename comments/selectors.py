@@ -2,7 +2,7 @@
 
 Status masking: a `deleted` comment is a tombstone for everyone (text and html "", no
 author); a `removed` comment is shown to everyone but staff as a "[removed]"
-placeholder without text, author or likers; an `author_only` comment (seed 004
+placeholder without text, author or likers; an `author_only` comment (seeds/004_d286869db7b63c27.txt
 "self-visible") shows its text only to its author and to staff, a placeholder to
 others. Placeholders keep their place, so counts, pages and thread shapes are the
 same for every viewer.

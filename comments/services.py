@@ -20,7 +20,7 @@ Rules:
 - a deletion (the author at any time, or an editor) leaves a tombstone in place:
   status "deleted", text and html "", revisions removed; replies, likes and positions stay.
 
-Credits (seed 004's task system, simplified). Flows record raw counts per day and
+Credits (seeds/004_d286869db7b63c27.txt's task system, simplified). Flows record raw counts per day and
 month (`comments.managers.credits`); points are derived from them when read:
 - posting a comment: +5, for at most 5 comments a day;
 - replying: +1, for at most 5 replies a day;
@@ -299,7 +299,7 @@ REPAIR_PAGE = 100
 
 def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair:
     """Recompute every comment's `likes` and `latest_likers` from the like edges, the source of
-    truth (audit 15: the edge and the counter are two writes; a crash between them, or a like
+    truth (the edge and the counter are two writes; a crash between them, or a like
     and an unlike racing, leave the counter off). Per topic, through its storage manager: the
     discussion's active edges (one query), the likers' usernames (one SQL query), the comments
     in chronological pages of REPAIR_PAGE, and one guarded update per comment that is off. The

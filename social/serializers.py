@@ -25,7 +25,7 @@ class ProfileSerializer(serializers.Serializer):
     following_count = serializers.IntegerField()
     is_following = serializers.BooleanField(allow_null=True, help_text="Whether you follow this user; null when "
                                             "anonymous or yourself.")
-    credits = CreditsSerializer(help_text="This month's comment credits (seed 004's credit flows).")
+    credits = CreditsSerializer(help_text="This month's comment credits (the credit flows of seeds/004_d286869db7b63c27.txt).")
     profile_url = serializers.SerializerMethodField()
 
     def get_profile_url(self, obj) -> str:

@@ -1,7 +1,8 @@
 """The one interface every comment storage strategy implements.
 
 A discussion is a topic's comment thread, keyed by `discussion_id` (the topic's
-primary key, an int). Three strategies implement `CommentManager` (seeds 000/003):
+primary key, an int). Three strategies implement `CommentManager` (seeds/000_5361298652f931b7.txt,
+seeds/003_0f57851d2e8bac42.txt):
 
 - `DocumentCommentManager`  one MongoDB document per comment;
 - `EmbeddedCommentManager`  every comment inside one discussion document;
@@ -75,10 +76,10 @@ from cms_site.paging import Page, PageRequest
 
 CHRONOLOGICAL = "chronological"
 THREADED = "threaded"
-HOT = "hot"  # pinned first, then most liked, then newest (seed 004 HoSc); document strategy only
+HOT = "hot"  # pinned first, then most liked, then newest (seeds/004_d286869db7b63c27.txt HoSc); document strategy only
 
 VISIBLE = "visible"
-AUTHOR_ONLY = "author_only"  # seed 004 "self-visible": shown only to its author and to editors
+AUTHOR_ONLY = "author_only"  # seeds/004_d286869db7b63c27.txt "self-visible": shown only to its author and to editors
 REMOVED = "removed"  # removed by a moderator: kept as a placeholder so threads keep their shape
 DELETED = "deleted"  # deleted by its author (or an editor): a tombstone without text, html or revisions
 STATUSES = (VISIBLE, AUTHOR_ONLY, REMOVED)  # what moderation may set; DELETED only comes from a deletion
@@ -88,7 +89,7 @@ PENDING = "pending"
 # Every status a comment can be shown with (the API's enum): the one list serializers and the schema use.
 COMMENT_STATUSES = (VISIBLE, PENDING, AUTHOR_ONLY, REMOVED, DELETED)
 
-LATEST_LIKERS = 20  # seed 004: keep the latest 20 likers ($push with $slice: -20)
+LATEST_LIKERS = 20  # seeds/004_d286869db7b63c27.txt: keep the latest 20 likers ($push with $slice: -20)
 HOT_PINNED = 1 << 40  # the pinned flag in the hot score, above any realistic like count
 
 
@@ -98,7 +99,7 @@ def pinned_order(comments: list[Comment]) -> list[Comment]:
 
 
 def hot_score(*, pinned: bool, likes: int) -> int:
-    """Seed 004 HoSc: pinned first, then the most liked (one integer, so one index field)."""
+    """seeds/004_d286869db7b63c27.txt HoSc: pinned first, then the most liked (one integer, so one index field)."""
     return (HOT_PINNED if pinned else 0) + likes
 
 
@@ -305,7 +306,8 @@ class CommentManager(MongoManager, abc.ABC):
     @abc.abstractmethod
     def set_likes(self, *, discussion_id: int, comment: Comment, likes: int, latest_likers: list[str],
                   threaded: bool = False) -> bool:
-        """Repair (audit 15): set the like count and the latest likers of `comment` (as read), in
+        """Repair (the edge and the counter are two writes and can drift): set the like count
+        and the latest likers of `comment` (as read), in
         one update whose filter requires its stored count to still be `comment.likes`. False when
         it no longer is (a like or an unlike in between: nothing changed, read again)."""
 

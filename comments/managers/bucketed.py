@@ -1,4 +1,5 @@
-"""Comments in buckets of COMMENTS_BUCKET_SIZE (seed 000 "hybrid", seed 003 "buckets").
+"""Comments in buckets of COMMENTS_BUCKET_SIZE (seeds/000_5361298652f931b7.txt "hybrid",
+seeds/003_0f57851d2e8bac42.txt "buckets").
 
 Collections:
 - `comment_bucket_discussions`: `{_id: discussion_id, count, size, pinned?, moderated?}`:
@@ -17,7 +18,7 @@ Invariants:
   array stays in `seq` order even when two writers push out of order. A bucket
   therefore holds exactly the comments numbered ((b-1)*size, b*size]: it never takes
   more than `size` comments, and a writer with stale information cannot append to an
-  older bucket (seed 000's `num_pages` race is gone: the number decides the bucket).
+  older bucket (seeds/000_5361298652f931b7.txt's `num_pages` race is gone: the number decides the bucket).
 - Page N is the `seq` range [skip+1, skip+size]: one read of the discussion document (the
   total and the size, no bucket read), then ONE aggregation over exactly the one or two
   buckets holding that range (an equality and a range on (discussion_id, bucket)),
@@ -29,7 +30,7 @@ Invariants:
 - Sharding: `{discussion_id: "hashed"}` for buckets (uniqueness of (discussion_id,
   bucket) is carried by `_id`), `{_id: "hashed"}` for discussions: every operation
   names `discussion_id`, so each goes to one shard, including single-comment updates
-  (the audit's untargeted updateOne), and new discussions spread over the shards.
+  (MongoDB 7.0 refuses an updateOne without the shard key), and new discussions spread over the shards.
 """
 
 from __future__ import annotations

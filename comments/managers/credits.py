@@ -1,4 +1,5 @@
-"""Comment credit flows (seed 004 "comment task system"): daily and monthly counters.
+"""Comment credit flows (seeds/004_d286869db7b63c27.txt "comment task
+system"): daily and monthly counters.
 
 Two collections, one document per key and period, created on first use by upserts:
 
@@ -10,7 +11,7 @@ Two collections, one document per key and period, created on first use by upsert
   `LATEST_LIKERS` liker ids ($push with $each and $slice: -20).
 
 `period` is "day" or "month" and `ts` the UTC start of that day or month. A TTL index on
-`ts` expires flows a year after their period started (seed 004: keep one year of flows).
+`ts` expires flows a year after their period started (seeds/004_d286869db7b63c27.txt: keep one year of flows).
 Each event is ONE `bulk_write` of upserts to one collection (the day and the month
 document together, `$inc` so concurrent events never lose a count): one round trip.
 
@@ -103,7 +104,7 @@ class CreditFlowManager(MongoManager):
         self.db[self.user_flows].bulk_write(ops, ordered=False)
 
     def record_like(self, *, author_id: int, discussion_id: int, comment_id: str, liker_id: int, at: datetime) -> None:
-        """`liker_id` liked a comment of `author_id` at `at` (seed 004's bulkWrite, verbatim in spirit)."""
+        """`liker_id` liked a comment of `author_id` at `at` (seeds/004_d286869db7b63c27.txt's bulkWrite, verbatim in spirit)."""
         key = {"user_id": int(author_id), "discussion_id": int(discussion_id), "comment_id": str(comment_id)}
         ops = [
             UpdateOne({**key, "period": DAY, "ts": day_start(at)}, {"$inc": {"likes": 1}}, upsert=True),

@@ -1,11 +1,12 @@
-"""One MongoDB document per comment (seed 000/003 "one document per comment").
+"""One MongoDB document per comment (seeds/000_5361298652f931b7.txt and seeds/003_0f57851d2e8bac42.txt:
+"one document per comment").
 
 Collections:
 - `comments`, one document per comment, with the seed's field names: `_id`
   ("<discussion_id>:<cid>"), `discussion_id`, `cid` (the comment id), `seq` (its
   dense number in the discussion), `slug` (path of cids), `full_slug` (the sort key),
   `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
-  `likes`, `latest_likers`, and `hot` (seed 004 HoSc: HOT_PINNED when pinned plus the
+  `likes`, `latest_likers`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc: HOT_PINNED when pinned plus the
   like count, so `hot` descending lists pinned comments first, then the most liked).
 - `comment_document_discussions`: `{_id: discussion_id, seq, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence

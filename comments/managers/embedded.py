@@ -1,4 +1,5 @@
-"""Every comment of a discussion embedded in one document (seed 000/003 "embedding all comments").
+"""Every comment of a discussion embedded in one document (seeds/000_5361298652f931b7.txt and
+seeds/003_0f57851d2e8bac42.txt: "embedding all comments").
 
 Collection `comment_discussions`, one document per discussion:
 

@@ -7,7 +7,8 @@ edge changes state here, so a second like or a second unlike is a no-op.
 
 An edge is never deleted on unlike, only switched off (`active: false`): `like()` can
 then tell a first like from a like-again, and the credit rules reward a given user's
-like of a given comment once (seed 004 "simple anti-abuse" of likes).
+like of a given comment once (seeds/004_d286869db7b63c27.txt "simple anti-abuse"
+of likes).
 
 Every method is one round trip; `liked_ids()` answers for a whole page of comments at once.
 
@@ -101,7 +102,7 @@ class CommentLikeManager(MongoManager):
 
     def active_likes(self, *, discussion_id: int) -> dict[str, list[tuple[int, object]]]:
         """{comment_id: [(user_id, liked), ...]} of every active edge of a discussion: the truth the
-        like counters are repaired from (audit 15). One query on the shard key (the hashed
+        like counters are repaired from (the edge and the counter are two writes). One query on the shard key (the hashed
         `discussion_id` index), reading the discussion's edges: a maintenance read, not a page."""
         out: dict[str, list[tuple[int, object]]] = {}
         cursor = self.collection.find({"discussion_id": int(discussion_id), "active": True},

@@ -1,4 +1,4 @@
-"""Bucketed fan-out on write (seed 001, "写时将信息流整合成块状"): each follower's feed
+"""Bucketed fan-out on write (seeds/001_94fc363f03dca98a.txt, "写时将信息流整合成块状"): each follower's feed
 is a series of buckets of about `FEED_BUCKET_SIZE` (50) activities.
 
     counters  {_id: owner, activityCount: int}

@@ -1,4 +1,4 @@
-"""The author log: every activity stored once, keyed by its author (seed 001's
+"""The author log: every activity stored once, keyed by its author (seeds/001_94fc363f03dca98a.txt's
 fan-out-on-read `activity` collection).
 
     {_id: ObjectId, type, author: int, author_name, date, url, topic_slug?, topic_title?,
@@ -64,7 +64,8 @@ class ActivityLogManager(MongoManager):
         and no document), then the same merge over the only authors that can hold the page
         (`_page_authors`). Two round trips, limit + 1 documents, about one key per author plus
         twice the page in keys, at any depth. A merge over every author would sort in memory
-        past 200 authors (audit 11); merging chunks of 100 would fetch limit + 1 documents per
+        past 200 authors (MongoDB's planner explodes an `$in` into per-value index scans only up
+        to 200 of them, then sorts in memory); merging chunks of 100 would fetch limit + 1 documents per
         chunk (218 documents for a page of 20 from 1,000 authors).
         """
         position = parse_time_cursor(cursor)
@@ -91,8 +92,10 @@ class ActivityLogManager(MongoManager):
         activities at T or newer, so no activity of an author below T is among the `wanted`
         newest; (date, _id) is unique, so exactly `wanted` authors are at or above T. The
         aggregation reads each author's newest activity with `date <= cursor date` (an explicit
-        index bound, audit 12): when that is at or after the cursor itself (already shown, at
-        the cursor's millisecond) the author's next one is not known, and the author is kept.
+        index bound: a range only inside a top-level `$or` leaves the bounds to the planner, and a
+        cached plan from a shallow cursor may scan every newer key on deep ones): when that is at or
+        after the cursor itself (already shown, at the cursor's millisecond) the author's next one is
+        not known, and the author is kept.
         One aggregation, one reply of one small document per author (`batchSize` covers them
         all: no getMore)."""
         match = {"author": {"$in": authors}}

@@ -1,4 +1,4 @@
-"""Fan-out on read (seed 001, "读时整合"): each activity is stored once, in the author
+"""Fan-out on read (seeds/001_94fc363f03dca98a.txt, "读时整合"): each activity is stored once, in the author
 log; a feed is a query over the activities of the people I follow.
 
 Write: 1 round trip (the log insert, done before `post`), whatever the follower count.

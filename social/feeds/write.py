@@ -1,4 +1,4 @@
-"""Fan-out on write (seed 001, "写时整合"): one copy of the activity per follower.
+"""Fan-out on write (seeds/001_94fc363f03dca98a.txt, "写时整合"): one copy of the activity per follower.
 
     {_id: "<owner>:<aid>", owner: int, aid: ObjectId (the log's id), type, author, ..., date}
 

@@ -1,4 +1,4 @@
-"""Followers and following lists with `tbc` continuation documents (seed 002).
+"""Followers and following lists with `tbc` continuation documents (seeds/002_500e1da7e0d7886e.txt).
 
 One collection holds both kinds of list. A user's list is a head document plus
 continuations, in placement order (oldest first):

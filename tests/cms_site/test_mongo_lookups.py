@@ -65,7 +65,7 @@ def test_array_valued_keys_fall_back_to_scanning(mongo_db):
 
 
 def test_a_dropped_and_recreated_unique_index_starts_a_new_map(mongo_db):
-    # Audit 19: the map cache was keyed by id() of the index and the store, which a new
+    # The map cache was keyed by id() of the index and the store, which a new
     # index or store may reuse after a drop; entries are now checked by identity.
     from pymongo import IndexModel
     from pymongo.errors import DuplicateKeyError

@@ -147,7 +147,7 @@ def test_bulk_inserts_still_report_duplicates(mongo_db):
 
 
 def test_the_reads_of_one_page_share_one_causally_consistent_session(mongo_db, monkeypatch):
-    # Audit 5: a page's two reads (counter or head, then the page) may hit two secondaries;
+    # A page's two reads (counter or head, then the page) may hit two secondaries;
     # in one causally consistent session the second never sees an older state than the first.
     from contextlib import contextmanager
 

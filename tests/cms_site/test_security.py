@@ -1,4 +1,4 @@
-"""Issue 8, item 8: the security findings, each tried as an attacker would, each a 4xx with nothing stored."""
+"""Attacks on the site, each tried as an attacker would, each a 4xx with nothing stored."""
 
 import json
 import subprocess

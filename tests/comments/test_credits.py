@@ -1,4 +1,4 @@
-"""Credit flows (seed 004): one bulk_write of upserts per event, day and month documents,
+"""Credit flows (seeds/004_d286869db7b63c27.txt): one bulk_write of upserts per event, day and month documents,
 caps derived when read, TTL of one year on `ts`."""
 
 from datetime import UTC, datetime, timedelta

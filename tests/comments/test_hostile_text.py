@@ -1,4 +1,4 @@
-"""Issue 8 findings about comment text and likes, in every storage layout: hostile text
+"""Comment text and likes under attack, in every storage layout: hostile text
 stores nothing; a like on a comment removed since can be taken back."""
 
 import pytest

@@ -36,7 +36,8 @@ def test_liked_ids_answers_for_a_page_in_one_query(likes):
 
 
 def test_an_edge_is_unique_by_its_id_on_a_hashed_shard_key(likes, mongo_db):
-    # Audit 4/18: no unique secondary index (impossible on a hashed shard key) and no unused
+    # A hashed shard key leads (no monotonically increasing value), so no unique secondary
+    # index (impossible on a hashed shard key) and no unused
     # likes_by_user index: the edge's `_id` holds (discussion, comment, user).
     assert not [m for m in CommentLikeManager.indexes()["comment_likes"] if m.document.get("unique")]
     assert CommentLikeManager.shard_keys() == {"comment_likes": {"discussion_id": "hashed"}}

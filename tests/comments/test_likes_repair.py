@@ -1,4 +1,4 @@
-"""Audit 15: like counters repaired from the like edges, in every storage layout
+"""Like counters (a second write after the edge, so they can drift) repaired from the like edges, in every storage layout
 (`manage.py comments_repair_likes`, `comments.services.comment_likes_repair`)."""
 
 from io import StringIO

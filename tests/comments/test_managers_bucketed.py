@@ -21,7 +21,7 @@ def bucket_sizes(mongo_db, d):
 
 
 def test_pages_read_the_counter_then_only_the_buckets_holding_the_page(mongo_db, settings):
-    # Audit 1: the old page grouped EVERY bucket of the discussion to learn the counts.
+    # A page reads only its buckets: the old page grouped EVERY bucket of the discussion to learn the counts.
     settings.COMMENTS_BUCKET_SIZE = 10
     counter = CountingDB(mongo_db)
     manager = BucketedCommentManager(db=counter, read_db=counter)
@@ -54,7 +54,7 @@ def test_the_bucket_size_is_fixed_at_the_first_post(mongo_db, settings):
 
 
 def test_concurrent_posts_fill_each_bucket_exactly_and_in_number_order(mongo_db, settings):
-    # Audit 9 and 16: racing writers never overfill a bucket, never push into an older bucket
+    # Racing writers never overfill a bucket, never push into an older bucket
     # after a newer one started, never waste a bucket; numbers are dense and each array sorted.
     import sys
     import threading

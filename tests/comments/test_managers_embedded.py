@@ -20,7 +20,7 @@ def test_chronological_topic_uses_one_flat_array(mongo_db):
     assert doc["layout"] == "flat" and doc["count"] == 2 and "replies" not in doc
     assert [e["id"] for e in doc["comments"]] == [a.id, b.id] and doc["comments"][1]["parent"] == a.id
     assert doc["bytes"] == sum(charge(e) for e in doc["comments"])
-    assert len(bson.encode(doc)) <= doc["bytes"] + 100  # audit 7: an upper bound, array keys included
+    assert len(bson.encode(doc)) <= doc["bytes"] + 100  # an upper bound, array keys included
     assert len(a.id) == 12
 
 
@@ -131,7 +131,7 @@ def test_unknown_parent_is_refused(mongo_db):
 
 
 def test_the_size_bound_counts_array_keys_and_likers(mongo_db):
-    # Audit 7: `bytes` summed standalone element sizes (no array keys) and ignored likers,
+    # `bytes` once summed standalone element sizes (no array keys) and ignored likers,
     # so a discussion the guard called full could pass 16 MiB on a like (code 17419).
     from comments.managers.embedded import HARD_MAX_BYTES
 

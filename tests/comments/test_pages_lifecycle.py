@@ -1,4 +1,4 @@
-"""Comment pages, issue 9: refused text is kept, preview, edit/delete/revisions through the
+"""Comment pages: refused text is kept, preview, edit/delete/revisions through the
 forms, in-place fragments for the small script, in-reply-to names, continue-this-thread,
 the storage badge for editors only, and the friendly 404 page."""
 

@@ -1,4 +1,4 @@
-"""Pinned comments first in every order (issue 9, item 5), in every layout, on pages and in the API.
+"""Pinned comments first in every order , in every layout, on pages and in the API.
 
 The first page of every order but hot (which sorts them first itself) carries the topic's
 pinned comments above the ordinary list (`page.extra["pinned"]`, the API's `pinned`);

@@ -1,4 +1,5 @@
-"""Sharding rules every declaration and every write must keep (audit items 3, 4, 13).
+"""Sharding rules every declaration and every write must keep (MongoDB's sharding
+documentation: targeted writes name the shard key, hashed keys, an index on the key).
 
 - MongoDB 7.0 refuses an updateOne/deleteOne/findAndModify whose filter does not name
   the full shard key (or `_id`); later versions broadcast it. Every single-document
@@ -97,7 +98,7 @@ def test_every_shard_key_has_a_supporting_index_for_collections_that_hold_data()
 
 
 def test_mongo_shard_creates_the_supporting_indexes_before_sharding(mongo_db, monkeypatch):
-    # Audit 13: shardCollection on a collection that holds data fails without an index on the key.
+    # shardCollection on a collection that holds data fails without an index on the key.
     from io import StringIO
 
     from django.core.management import call_command

@@ -1,6 +1,6 @@
 """Moderated text never leaks: feeds and profile activity show a comment's text only as
 its CURRENT status allows, for anonymous and signed-in visitors, in every storage
-strategy and every feed strategy (docs/moderation.md, item 7)."""
+strategy and every feed strategy (docs/moderation.md)."""
 
 import pytest
 

@@ -311,7 +311,7 @@ def test_feed_posts_scan_nothing_and_sort_nothing_big(counter, make_user, settin
 
 
 def test_a_fan_out_on_read_feed_past_the_explode_limit_examines_a_page_of_documents(counter, make_user, settings):
-    """Audit 11: `author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted
+    """`author: {$in: k}` explodes into at most 200 merged scans; past that the page is sorted
     in memory. And the floor of fan-out on read past 100 authors: every followed author's newest key is
     looked at once (a DISTINCT_SCAN, no document), then one merge over the authors that can hold the page:
     documents examined stay at the page (not page + 1 per chunk of 100 authors), keys at one per author

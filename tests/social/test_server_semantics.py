@@ -1,4 +1,5 @@
-"""Audit findings of the social graph and feeds (shared/audits/mongodb-server-semantics.md), each
+"""What a real MongoDB server does with the social graph and feeds (races, write concern,
+query shapes), each
 with the test that fails on the code before its fix."""
 
 import sys
@@ -41,7 +42,7 @@ def consistent(lists, owner, kind):
     return ids
 
 
-# --- audit 8: follow/unfollow races, idempotent membership ------------------------------------------
+# --- follow/unfollow races, idempotent membership ------------------------------------------
 
 
 def test_appending_a_listed_member_again_is_a_no_op():
@@ -117,7 +118,7 @@ def test_racing_follows_and_unfollows_keep_lists_consistent(make_user, monkeypat
     assert sorted(consistent(lists, star.pk, FOLLOWERS)) == sorted(f.pk for f in fans)
 
 
-# --- audit 9: two writers opening one continuation ----------------------------------------------------
+# --- two writers opening one continuation ----------------------------------------------------
 
 
 def test_the_loser_of_a_continuation_upsert_appends_to_it_instead_of_opening_another(monkeypatch):
@@ -147,7 +148,7 @@ def test_the_loser_of_a_continuation_upsert_appends_to_it_instead_of_opening_ano
     assert consistent(lists, 7, FOLLOWERS) == [1, 2, 3, 90, 91]
 
 
-# --- audit 6: write-concern errors are errors -------------------------------------------------------
+# --- write-concern errors are errors -------------------------------------------------------
 
 
 WC_ONLY = {"writeErrors": [], "writeConcernErrors": [{"code": 64, "errmsg": "waiting for replication timed out"}],
@@ -207,7 +208,7 @@ def test_a_retried_follow_completes_the_lists_after_a_write_concern_error(make_u
     assert consistent(lists, fan.pk, FOLLOWING) == [star.pk]
 
 
-# --- audits 10, 11, 12, 14: query shapes --------------------------------------------------------------
+# --- query shapes: index order, explicit bounds, projections --------------------------------------------------------------
 
 
 def test_continuations_are_read_by_owner_kind_and_seq_in_index_order(monkeypatch):
@@ -251,7 +252,7 @@ def test_cursor_filters_bound_the_date_at_the_top_level():
 
 
 def test_fan_out_on_read_merges_at_most_100_authors_and_only_those_that_can_hold_the_page(monkeypatch):
-    """Audit 11: a merge of more than 200 authors sorts in memory. 250 authors: one aggregation finds
+    """A merge of more than 200 authors sorts in memory. 250 authors: one aggregation finds
     each author's newest (date, _id), then one merge over the authors of the 11 newest (a page of 10
     and the one that says there is more; 4 at second 59, 4 at 58, 3 at 57), not one merge of
     limit + 1 per 100 authors."""

@@ -1,4 +1,5 @@
-"""Recompute comments' like counts and latest likers from the like edges (audit 15; see
+"""Recompute comments' like counts and latest likers from the like edges (the edge and the
+counter are two writes, so the counter can drift from the edges; see
 `comments.services.comment_likes_repair` and docs/comments.md)."""
 
 from comments.management.topics import TopicsCommand
