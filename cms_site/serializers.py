@@ -1,4 +1,3 @@
-from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 
@@ -20,26 +19,6 @@ class StrictInputSerializer(serializers.Serializer):
 
 class UserRefSerializer(serializers.Serializer):
     username = serializers.CharField(read_only=True)
-
-
-class RegisterSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=get_user_model()._meta.get_field("username").max_length)
-    password = serializers.CharField(write_only=True, style={"input_type": "password"})
-    email = serializers.EmailField(required=False, allow_blank=True, default="")
-
-
-class RegisteredSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    token = serializers.CharField()
-
-
-class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(write_only=True, style={"input_type": "password"})
-
-
-class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField()
 
 
 class ErrorSerializer(serializers.Serializer):

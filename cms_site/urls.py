@@ -1,13 +1,11 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from cms_site import api, serving, views
+from cms_site import serving
 
 api_patterns = [
-    path("auth/register/", api.RegisterApi.as_view(), name="api-register"),
-    path("auth/token/", api.TokenApi.as_view(), name="api-token"),
+    path("", include("accounts.api_urls")),
     path("", include("topics.api_urls")),
     path("", include("comments.api_urls")),
     path("", include("social.api_urls")),
@@ -20,9 +18,7 @@ api_patterns = [
 
 urlpatterns = [
     path("", include("topics.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("comments.urls")),

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from accounts.usernames import user_named
 from cms_site.errors import Forbidden, InvalidInput
 from cms_site.paging import parse_whole_number
-from cms_site.usernames import user_named
 from comments import services as comment_services
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of

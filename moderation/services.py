@@ -38,8 +38,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts.usernames import user_named
 from cms_site.errors import Forbidden, InvalidInput, NotFound
-from cms_site.usernames import user_named
 from comments import services as comment_services
 from comments.managers.base import AUTHOR_ONLY, PENDING, REMOVED, VISIBLE, Author, Comment
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
@@ -425,7 +425,7 @@ def queue_moderate(*, entry_ids, action, moderator) -> int:
 
 def _user(username):
     """The user an editor names: as typed (a trailing newline or space is a 400, not another
-    name), NFKC-normalised and ignoring case like sign-up (cms_site.usernames.user_named)."""
+    name), NFKC-normalised and ignoring case like sign-up (accounts.usernames.user_named)."""
     user = user_named(username)
     if user is None:
         raise NotFound(f"No user named {username!r}.")

@@ -5,7 +5,7 @@ from django.contrib.auth import login
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from cms_site.forms import SignupForm
+from accounts.forms import SignupForm
 
 
 def signup(request):

@@ -7,8 +7,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site import services
-from cms_site.serializers import RegisteredSerializer, RegisterSerializer, TokenRequestSerializer, TokenSerializer
+from accounts import services
+from accounts.serializers import RegisteredSerializer, RegisterSerializer, TokenRequestSerializer, TokenSerializer
+from cms_site.errors import InvalidInput
 
 
 class RegisterApi(APIView):
@@ -34,8 +35,6 @@ class TokenApi(APIView):
         data.is_valid(raise_exception=True)
         user = authenticate(request, **data.validated_data)
         if user is None:
-            from cms_site.errors import InvalidInput
-
             raise InvalidInput("Unable to log in with the given username and password.")
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})

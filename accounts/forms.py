@@ -2,12 +2,12 @@ from django import forms
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
+from accounts.usernames import username_clean, username_taken
 from cms_site.errors import InvalidInput
-from cms_site.usernames import username_clean, username_taken
 
 
 def _clean_username(form, *, exclude_pk=None) -> str:
-    """The shared username rules (cms_site/usernames.py) as a form field's clean step."""
+    """The shared username rules (accounts.usernames.py) as a form field's clean step."""
     try:
         name = username_clean(form.cleaned_data.get("username"))
     except InvalidInput as exc:

@@ -1,4 +1,4 @@
-"""Case-insensitive username lookups (cms_site/usernames.py) are answered by the
+"""Case-insensitive username lookups (accounts.usernames.py) are answered by the
 `auth_user_username_upper` index (migration cms_site/0003) rather than a scan of the
 user table: the query plan says so (SQLite's EXPLAIN QUERY PLAN; the suite runs on
 SQLite), and the lookups find the same users `iexact` did."""
@@ -6,8 +6,8 @@ SQLite), and the lookups find the same users `iexact` did."""
 import pytest
 from django.db import connection
 
+from accounts.usernames import user_named, username_taken, users_named
 from cms_site.errors import InvalidInput
-from cms_site.usernames import user_named, username_taken, users_named
 
 pytestmark = pytest.mark.django_db
 

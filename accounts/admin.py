@@ -1,13 +1,13 @@
-"""The Django admin for the project's wiring: users (topics and tags: topics/admin.py)."""
+"""The Django admin for users (topics and tags: topics/admin.py)."""
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
-from cms_site.forms import AdminUserChangeForm, AdminUserCreationForm
+from accounts.forms import AdminUserChangeForm, AdminUserCreationForm
 
 # Users: Django's admin with the username rules of sign-up and the register API
-# (cms_site/usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
+# (accounts.usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
 admin.site.unregister(get_user_model())
 
 

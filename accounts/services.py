@@ -7,14 +7,14 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
+from accounts.usernames import username_clean, username_taken
 from cms_site.errors import InvalidInput
-from cms_site.usernames import username_clean, username_taken
 
 User = get_user_model()
 
 
 def user_register(*, username: str, password: str, email: str = "") -> User:
-    """Create an active, non-staff user after the username rules (cms_site/usernames.py) and
+    """Create an active, non-staff user after the username rules (accounts.usernames.py) and
     Django's password validation."""
     username = username_clean(username)
     if username_taken(username):

@@ -1,0 +1,24 @@
+"""Account API inputs and outputs."""
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+
+class RegisterSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=get_user_model()._meta.get_field("username").max_length)
+    password = serializers.CharField(write_only=True, style={"input_type": "password"})
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+
+
+class RegisteredSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    token = serializers.CharField()
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(write_only=True, style={"input_type": "password"})
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()
