@@ -1,38 +1,50 @@
-"""Create every MongoDB index the managers declare. Idempotent."""
+"""Make the MongoDB indexes what the managers declare. Idempotent on any existing store."""
+
+from collections import Counter
 
 from django.core.management.base import BaseCommand
 
-from cms_site.managers import declared_indexes
+from cms_site import mongo_snapshot
+from cms_site.managers import declared_indexes, ensure_indexes, index_definition
 from cms_site.mongo import get_db
 
 
 class Command(BaseCommand):
-    help = "Create every index declared by the MongoDB managers (safe to run again)."
+    help = ("Create every index declared by the MongoDB managers; rebuild one whose keys or options changed "
+            "under the same name; with --prune drop indexes no manager declares (safe to run again).")
 
     def add_arguments(self, parser):
         parser.add_argument("--list", action="store_true", help="Only list the declared indexes.")
+        parser.add_argument("--prune", action="store_true",
+                            help="Drop indexes no manager declares any more (never _id_).")
 
     def handle(self, *args, **options):
         db = get_db()
-        declared = declared_indexes()
-        total = 0
-        for collection, models in declared.items():
-            existing = set() if options["list"] else set(db[collection].index_information())
-            for model in models:
-                spec = model.document
-                keys = ", ".join(f"{k}: {v}" for k, v in spec["key"].items())
-                flags = " ".join(f for f in ("unique", "sparse") if spec.get(f))
-                if "expireAfterSeconds" in spec:
-                    flags += f" ttl={spec['expireAfterSeconds']}s"
-                if "partialFilterExpression" in spec:
-                    flags += " partial"
-                if options["list"]:
-                    state = "declared"
-                else:
-                    state = "exists " if spec["name"] in existing else "created"
-                self.stdout.write(f"{state}  {collection}.{spec['name']}  {{{keys}}} {flags}".rstrip())
-                total += 1
-            if not options["list"]:
-                db[collection].create_indexes(models)
-        verb = "declared" if options["list"] else "ensured"
-        self.stdout.write(self.style.SUCCESS(f"{total} indexes {verb} on {len(declared)} collections in {db.name!r}."))
+        if options["list"]:
+            declared = declared_indexes()
+            total = 0
+            for collection, models in declared.items():
+                for model in models:
+                    pattern, flags = index_definition(model.document)
+                    keys = ", ".join(f"{field}: {direction}" for field, direction in pattern)
+                    extra = "".join(f" {k}={v}" for k, v in sorted(flags.items()))
+                    self.stdout.write(f"declared   {collection}.{model.document['name']}  {{{keys}}}{extra}")
+                    total += 1
+            self.stdout.write(self.style.SUCCESS(f"{total} indexes declared on {len(declared)} collections."))
+            return
+
+        def progress(action):
+            line = action.line()
+            if action.action in ("rebuilt", "replaced", "dropped"):
+                line = self.style.WARNING(line)
+            self.stdout.write(line)
+            self.stdout.flush()
+
+        actions = ensure_indexes(db, prune=options["prune"], out=progress)
+        if any(action.action in ("created", "rebuilt", "replaced", "dropped") for action in actions):
+            mongo_snapshot.mark_dirty()  # the embedded engine's snapshot keeps the indexes (saved at exit)
+        counts = Counter(action.action for action in actions)
+        order = ("exists", "created", "rebuilt", "replaced", "dropped", "undeclared")
+        summary = ", ".join(f"{counts[a]} {a}" for a in order if counts[a])
+        collections = len({action.collection for action in actions})
+        self.stdout.write(self.style.SUCCESS(f"Indexes of {db.name!r} on {collections} collections: {summary or 'none'}."))

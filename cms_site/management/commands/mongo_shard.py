@@ -27,8 +27,8 @@ class Command(BaseCommand):
         admin.command("enableSharding", db.name)
         # A collection that holds data can only be sharded on a key some index supports: create
         # every declared index first (each shard key has one; tests/contract/test_shard_targeting.py).
-        for collection, name in ensure_indexes(db):
-            self.stdout.write(f"index {collection}.{name}")
+        # ensure_indexes compares with listIndexes first: a changed index is rebuilt, never a conflict.
+        ensure_indexes(db, out=lambda action: self.stdout.write(f"index {action.line()}"))
         for collection, key in keys.items():
             admin.command("shardCollection", f"{db.name}.{collection}", key=key)
             self.stdout.write(self.style.SUCCESS(f"sharded {collection}"))

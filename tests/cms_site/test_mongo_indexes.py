@@ -1,0 +1,117 @@
+"""`ensure_indexes` / `manage.py mongo_indexes` on a store that already has indexes: identical
+ones are left alone, a declared name whose keys or options changed is dropped and rebuilt,
+an undeclared index on a declared key pattern is replaced, leftovers are reported and dropped
+with --prune (never `_id_`). Runs on the embedded engine and on a real server (MONGODB_URI)."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from cms_site.managers import declared_indexes, ensure_indexes, index_definition
+from cms_site.mongo import get_client, is_embedded
+
+
+def _indexes(collection) -> dict:
+    return {info["name"]: info for info in collection.list_indexes()}
+
+
+def _declared(collection: str, name: str) -> dict:
+    return next(m.document for m in declared_indexes()[collection] if m.document["name"] == name)
+
+
+def _actions(actions, kind):
+    return {(a.collection, a.name) for a in actions if a.action == kind}
+
+
+def test_a_second_run_changes_nothing(mongo_db):
+    actions = ensure_indexes(mongo_db)
+    assert {a.action for a in actions} == {"exists"}
+    assert len(actions) == sum(len(models) for models in declared_indexes().values())
+
+
+def test_changed_options_under_the_same_name_are_rebuilt(mongo_db):
+    spec = _declared("notifications", "subject")
+    assert "partialFilterExpression" in spec
+    mongo_db.notifications.drop_index("subject")
+    mongo_db.notifications.create_index([("subject", 1)], name="subject")  # the partial filter lost
+    lines = []
+    actions = ensure_indexes(mongo_db, out=lambda a: lines.append(a.line()))
+    assert _actions(actions, "rebuilt") == {("notifications", "subject")}
+    assert _actions(actions, "created") == set()
+    assert index_definition(_indexes(mongo_db.notifications)["subject"]) == index_definition(spec)
+    assert any(line.startswith("rebuilt") and "notifications.subject" in line and "partialFilterExpression" in line
+               for line in lines)
+    assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}
+
+
+def test_changed_keys_and_uniqueness_under_the_same_name_are_rebuilt(mongo_db):
+    unique = next((c, m.document) for c, ms in declared_indexes().items() for m in ms if m.document.get("unique")
+                  and not m.document.get("sparse") and "partialFilterExpression" not in m.document)
+    collection, spec = unique
+    mongo_db[collection].drop_index(spec["name"])
+    mongo_db[collection].create_index(list(spec["key"].items()), name=spec["name"])  # not unique
+    mongo_db.notifications.drop_index("subject")
+    mongo_db.notifications.create_index([("subject", -1)], name="subject", partialFilterExpression={
+        "subject": {"$type": "string"}})  # another direction
+    actions = ensure_indexes(mongo_db)
+    assert _actions(actions, "rebuilt") == {(collection, spec["name"]), ("notifications", "subject")}
+    assert _indexes(mongo_db[collection])[spec["name"]].get("unique") is True
+    assert dict(_indexes(mongo_db.notifications)["subject"]["key"]) == {"subject": 1}
+
+
+def test_an_undeclared_index_on_a_declared_key_pattern_is_replaced(mongo_db):
+    spec = _declared("notifications", "subject")
+    mongo_db.notifications.drop_index("subject")
+    mongo_db.notifications.create_index([("subject", 1)], name="subject_old")
+    actions = ensure_indexes(mongo_db)
+    assert _actions(actions, "replaced") == {("notifications", "subject")}
+    names = set(_indexes(mongo_db.notifications))
+    assert "subject" in names and "subject_old" not in names
+    assert index_definition(_indexes(mongo_db.notifications)["subject"]) == index_definition(spec)
+
+
+def test_undeclared_indexes_are_kept_and_reported_then_dropped_with_prune(mongo_db):
+    mongo_db.notifications.create_index([("leftover", 1)], name="leftover_1")
+    mongo_db.retired_collection.insert_one({"x": 1})
+    mongo_db.retired_collection.create_index([("x", 1)], name="x_1")
+    actions = ensure_indexes(mongo_db)
+    assert _actions(actions, "undeclared") == {("notifications", "leftover_1"), ("retired_collection", "x_1")}
+    assert "leftover_1" in _indexes(mongo_db.notifications)
+    pruned = ensure_indexes(mongo_db, prune=True)
+    assert _actions(pruned, "dropped") == {("notifications", "leftover_1"), ("retired_collection", "x_1")}
+    assert set(_indexes(mongo_db.notifications)) == {"_id_", *(m.document["name"] for m in declared_indexes()["notifications"])}
+    assert set(_indexes(mongo_db.retired_collection)) == {"_id_"}  # never _id_
+    assert {a.action for a in ensure_indexes(mongo_db, prune=True)} == {"exists"}
+
+
+def test_the_command_prints_each_index_and_a_report(mongo_db):
+    mongo_db.notifications.drop_index("subject")
+    mongo_db.notifications.create_index([("subject", 1)], name="subject")
+    mongo_db.notifications.create_index([("leftover", 1)], name="leftover_1")
+    out = StringIO()
+    call_command("mongo_indexes", "--prune", stdout=out)
+    text = out.getvalue()
+    assert "rebuilt    notifications.subject  was {subject: 1}, now {subject: 1} partialFilterExpression=" in text
+    assert "dropped    notifications.leftover_1" in text
+    total = sum(len(models) for models in declared_indexes().values())
+    assert f"{total - 1} exists, 1 rebuilt, 1 dropped." in text.splitlines()[-1]
+    out = StringIO()
+    call_command("mongo_indexes", stdout=out)
+    assert out.getvalue().splitlines()[-1].endswith(f": {total} exists.")
+
+
+def test_indexes_restored_from_a_snapshot_are_recognised(mongo_db, tmp_path):
+    # The restart crash: a snapshot restores each index with create_index(list of pairs), which
+    # mongomock compared unequal to create_indexes' spelling of the same index.
+    if not is_embedded():
+        pytest.skip("the snapshot belongs to the embedded engine")
+    from cms_site.mongo_snapshot import Snapshotter
+
+    mongo_db.notifications.insert_one({"subject": "s", "r": 1})
+    path = tmp_path / "snap.bson"
+    Snapshotter(get_client(), path, db_name=mongo_db.name).save()
+    target = type(get_client())(tz_aware=True)
+    Snapshotter(target, path, db_name=mongo_db.name).load()
+    actions = ensure_indexes(target[mongo_db.name])
+    assert {a.action for a in actions} == {"exists"}
