@@ -7,7 +7,7 @@ from django.contrib.auth.admin import UserAdmin
 from accounts.forms import AdminUserChangeForm, AdminUserCreationForm
 
 # Users: Django's admin with the username rules of sign-up and the register API
-# (accounts.usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
+# (accounts/usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
 admin.site.unregister(get_user_model())
 
 

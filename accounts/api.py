@@ -7,8 +7,14 @@ from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import services
-from accounts.serializers import RegisteredSerializer, RegisterSerializer, TokenRequestSerializer, TokenSerializer
+from accounts import selectors, services
+from accounts.serializers import (
+    MeSerializer,
+    RegisteredSerializer,
+    RegisterSerializer,
+    TokenRequestSerializer,
+    TokenSerializer,
+)
 from cms_site.errors import InvalidInput
 
 
@@ -20,7 +26,7 @@ class RegisterApi(APIView):
     def post(self, request):
         data = RegisterSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = services.user_register(**data.validated_data)
+        user = services.user_register(**data.validated_data, request=request._request)
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"username": user.username, "token": token.key}, status=status.HTTP_201_CREATED)
 
@@ -38,3 +44,11 @@ class TokenApi(APIView):
             raise InvalidInput("Unable to log in with the given username and password.")
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
+
+
+class MeApi(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses={200: MeSerializer}, tags=["account"])
+    def get(self, request):
+        return Response(MeSerializer(selectors.me(user=request.user)).data)

@@ -7,7 +7,7 @@ from cms_site.errors import InvalidInput
 
 
 def _clean_username(form, *, exclude_pk=None) -> str:
-    """The shared username rules (accounts.usernames.py) as a form field's clean step."""
+    """The shared username rules (accounts/usernames.py) as a form field's clean step."""
     try:
         name = username_clean(form.cleaned_data.get("username"))
     except InvalidInput as exc:

@@ -22,3 +22,10 @@ class TokenRequestSerializer(serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    email = serializers.CharField(help_text="The primary e-mail address, or empty.")
+    email_verified = serializers.BooleanField(help_text="Whether the link e-mailed to it was opened.")
+    date_joined = serializers.DateTimeField()

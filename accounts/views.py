@@ -1,30 +1,16 @@
-"""Account pages: sign-up. Thin: parse, call, render."""
+"""Account pages of our own: the account page (log-in, sign-up, password and e-mail are
+allauth's, under accounts/urls.py). Thin: parse, call, render."""
 
-from django.contrib import messages
-from django.contrib.auth import login
-from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from allauth.socialaccount.adapter import get_adapter as get_social_adapter
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
 
-from accounts.forms import SignupForm
-
-
-def signup(request):
-    if request.user.is_authenticated:
-        return redirect("home")
-    form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.username}!")
-        return redirect(safe_next(request, request.GET.get("next") or request.POST.get("next"), fallback="home"))
-    return render(request, "registration/signup.html", {"form": form})
+from accounts import selectors
 
 
-def safe_next(request, target, *, fallback: str):
-    """`target` when it is a path or URL on this site (no other host, no `//host`, no
-    `javascript:`), else `fallback`: the one check for every `next` parameter."""
-    if isinstance(target, str) and target and url_has_allowed_host_and_scheme(
-            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return target
-    return fallback
-
+@login_required
+def account(request):
+    return render(request, "account/account.html", {
+        "me": selectors.me(user=request.user),
+        "providers": get_social_adapter().list_providers(request),
+    })

@@ -56,7 +56,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "cms_site",
-    "accounts",
+    "accounts",  # before allauth: its templates (accounts/templates) restyle allauth's pages
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",  # its providers are added below, each when its keys are set
     "topics",
     "comments",
     "social",
@@ -74,6 +77,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "cms_site.clients.ClientMiddleware",
     "cms_site.throttling.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -158,6 +162,33 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
+
+# --- Accounts (django-allauth; accounts/) -------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",  # the admin, the token API
+    "allauth.account.auth_backends.AuthenticationBackend",  # log-in by username or e-mail
+]
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"  # the site's username rules (accounts/usernames.py)
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]  # e-mail optional
+ACCOUNT_EMAIL_VERIFICATION = "optional"  # an address is verified by the link e-mailed to it
+ACCOUNT_CONFIRM_EMAIL_ON_GET = False  # the link opens a page with a Confirm button (mail scanners open links)
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Commons] "
+ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if HTTPS else "http"
+ACCOUNT_CHANGE_EMAIL = True  # one address per account: adding another replaces it once verified
+ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below
+SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # a provider's address never logs into an existing account
+SOCIALACCOUNT_STORE_TOKENS = False
+# Log-in with GitHub / Google: each is offered only when both its keys are set.
+SOCIALACCOUNT_PROVIDERS = {}
+for _provider, _prefix, _scope in (("github", "GITHUB", ["read:user", "user:email"]),
+                                   ("google", "GOOGLE", ["profile", "email"])):
+    _id, _secret = os.environ.get(f"{_prefix}_CLIENT_ID", ""), os.environ.get(f"{_prefix}_CLIENT_SECRET", "")
+    if _id and _secret:
+        SOCIALACCOUNT_PROVIDERS[_provider] = {"APPS": [{"client_id": _id, "secret": _secret}], "SCOPE": _scope}
+        INSTALLED_APPS.append(f"allauth.socialaccount.providers.{_provider}")  # its URLs exist only then
 
 # --- MongoDB -------------------------------------------------------------------
 # With no MONGODB_URI the project runs on mongomock, in process, kept across restarts
@@ -262,6 +293,7 @@ RATE_LIMIT_RATES = {
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
     "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
     "register": {"ip": ["5/hour", "20/day"]},
+    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"]},
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }

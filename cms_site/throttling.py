@@ -8,8 +8,9 @@ with `Retry-After`; a page answers 429 with the message and a form that still ho
 was typed (passwords excepted), ready to send again.
 
 - A scope names a kind of write: `comment`, `edit`, `like`, `flag`, `follow`,
-  `register`, `login` (log-in page, admin log-in and `POST /api/auth/token/`) and `write`
-  (any other write). An API view names its scope in `throttle_scope`; a page's scope
+  `register`, `login` (log-in page, admin log-in, `POST /api/auth/token/`, and the pages
+  that check a password), `email` (the pages that send a message to an address: password
+  reset, adding an e-mail) and `write` (any other write). An API view names its scope in `throttle_scope`; a page's scope
   comes from its URL name (`PAGE_SCOPES`); reads are never limited.
 - Who is counted: `user` (the logged-in user's id), `ip` (the client address,
   `cms_site.clients.client_ip`: REMOTE_ADDR, or the address `RATE_LIMIT_NUM_PROXIES` hops
@@ -54,6 +55,9 @@ PAGE_SCOPES = {
     "comment-flag": "flag", "social-follow": "follow", "social-unfollow": "follow",
     "social-mute": "follow", "social-unmute": "follow", "signup": "register",
     "login": "login", "logout": None,  # None: not limited
+    # Account pages (accounts/urls.py): the ones that send e-mail, and the ones that check a password.
+    "account_reset_password": "email", "account_email": "email", "account_change_password": "login",
+    "account_set_password": "login", "account_delete": "login",
 }
 # POST fields never echoed back on the "slow down" page.
 SECRET_FIELDS = re.compile(r"pass|token|secret|csrf", re.IGNORECASE)
@@ -135,7 +139,9 @@ def _request_who(request, scope: str) -> dict:
         who["user_id"] = user.pk
     if scope == "login":
         data = getattr(request, "data", None) if hasattr(request, "data") else None
-        name = (data.get("username") if hasattr(data, "get") else None) if data is not None else request.POST.get("username")
+        form = data if data is not None else request.POST
+        # The API and the admin name the account in `username`; allauth's log-in page in `login`.
+        name = (form.get("username") or form.get("login")) if hasattr(form, "get") else None
         who["account"] = account_key(name)
     return who
 

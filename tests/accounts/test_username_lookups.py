@@ -1,4 +1,4 @@
-"""Case-insensitive username lookups (accounts.usernames.py) are answered by the
+"""Case-insensitive username lookups (accounts/usernames.py) are answered by the
 `auth_user_username_upper` index (migration cms_site/0003) rather than a scan of the
 user table: the query plan says so (SQLite's EXPLAIN QUERY PLAN; the suite runs on
 SQLite), and the lookups find the same users `iexact` did."""

@@ -77,7 +77,7 @@ def open_page(browser, site):
         page = context.new_page()
         if user is not None:
             page.goto("/accounts/login/")
-            page.fill("input[name=username]", user.username)
+            page.fill("input[name=login]", user.username)
             page.fill("input[name=password]", PASSWORD)
             page.click("main form button[type=submit]")
             page.wait_for_load_state()

@@ -22,6 +22,7 @@ README_TABLE = {
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
     "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
     "register": {"ip": ["5/hour", "20/day"]},
+    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"]},
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }
@@ -105,7 +106,7 @@ def test_other_writes_per_address(client, make_user):
 
 
 def test_login_page_attempts_per_address_across_accounts(client):
-    codes = [client.post("/accounts/login/", {"username": f"someone{n}", "password": "x"},
+    codes = [client.post("/accounts/login/", {"login": f"someone{n}", "password": "x"},
                          REMOTE_ADDR="203.0.113.60").status_code for n in range(31)]
     assert 429 not in codes[:30] and codes[30] == 429
 
@@ -140,7 +141,7 @@ def test_long_windows_on_a_simulated_clock(scope, who, short, long, window):
 def test_one_account_count_across_the_log_in_page_the_admin_and_the_token_api(client, make_user):
     make_user("alice")
     for n in range(5):
-        assert client.post("/accounts/login/", {"username": "alice", "password": f"p{n}"},
+        assert client.post("/accounts/login/", {"login": "alice", "password": f"p{n}"},
                            REMOTE_ADDR=f"198.51.100.{n}").status_code == 200
     for n in range(5):
         assert client.post("/admin/login/", {"username": "Alice", "password": f"a{n}"},

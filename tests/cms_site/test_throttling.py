@@ -133,8 +133,8 @@ def test_token_attempts_per_address_across_accounts(make_user):
 def test_login_page_per_account_and_message(client, make_user):
     make_user("alice")
     for n in range(10):
-        assert client.post("/accounts/login/", {"username": "alice", "password": f"guess{n}"}).status_code == 200
-    r = client.post("/accounts/login/", {"username": "alice", "password": "pw-for-tests"})
+        assert client.post("/accounts/login/", {"login": "alice", "password": f"guess{n}"}).status_code == 200
+    r = client.post("/accounts/login/", {"login": "alice", "password": "pw-for-tests"})
     assert r.status_code == 429 and int(r["Retry-After"]) >= 1
     page = r.content.decode()
     assert "Too many requests" in page and "pw-for-tests" not in page  # passwords are never echoed

@@ -1,0 +1,42 @@
+"""django-allauth's hooks: the site's username rules for every sign-up door.
+
+allauth's sign-up page, its social sign-up (a GitHub or Google log-in that creates an
+account, whose suggested usernames are tried with `shallow=True`) and the register API
+share accounts/usernames.py: NFKC, letters of one script, unique ignoring case and
+look-alike letters.
+"""
+
+from __future__ import annotations
+
+from allauth.account.adapter import DefaultAccountAdapter
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from django import forms
+
+from accounts.usernames import username_clean, username_taken
+from cms_site.errors import InvalidInput
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def clean_username(self, username, shallow=False):
+        try:
+            name = username_clean(username)
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.message, code="invalid") from None
+        if not shallow and username_taken(name):
+            raise forms.ValidationError("That username is taken.", code="unique")
+        return name
+
+
+class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    """A GitHub or Google log-in that creates an account proposes the provider's username;
+    one that breaks the site's rules or is taken is dropped, and allauth derives a free
+    one (each candidate through `AccountAdapter.clean_username`)."""
+
+    def populate_user(self, request, sociallogin, data):
+        user = super().populate_user(request, sociallogin, data)
+        try:
+            name = username_clean(user.username or "")
+            user.username = "" if username_taken(name) else name
+        except InvalidInput:
+            user.username = ""
+        return user
