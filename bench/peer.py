@@ -1,16 +1,19 @@
-"""Side by side with django-comments-xtd: the same threaded discussion, first and deep pages.
+"""Side by side with django-comments-xtd: wall time of the same threaded discussion's pages.
 
-Our side: for each strategy, a topic holding the discussion of `sizes.peer_comments`
-comments shaped by `bench.shape` (bulk-loaded, see bench/loaders.py), and its page
-`/t/<slug>/?page=N&order=...` rendered through the Django test client by an anonymous
-visitor: threaded order where the strategy offers it (document, embedded), posting
-order for bucketed storage, which keeps posting order only. We count MongoDB round
-trips and documents (bench.counting) and SQL queries (the topic and the session).
+At each size of `sizes.peer_sizes` (1,000, 10,000 and 100,000 comments at full size),
+for each strategy, a topic holding a discussion shaped by `bench.shape` (bulk-loaded,
+see bench/loaders.py); in every order its storage pages in (`comment_orders`), its
+first, middle and last page, requested by an anonymous visitor through the Django test
+client twice over: the HTML topic page `/t/<slug>/?page=N&order=...` (case `peer.page`)
+and the comments API `/api/topics/<slug>/comments/?page=N&order=...` (case `peer.api`).
+We count MongoDB round trips and documents (bench.counting) and SQL queries (the topic
+and the session); `ms` is the median wall time of `repeats` requests after a warm-up.
 
-The peer's side runs in a subprocess with bench/xtd_settings.py (see bench/xtd_peer.py):
-the same tree posted through XtdComment.save() into SQLite, rendered with xtd's
-paginated threaded listing. Both sides request each page once to warm up, then take
-the median of `repeats` requests.
+The peer's side runs in a subprocess per size with bench/xtd_settings.py (see
+bench/xtd_peer.py): the same tree posted through XtdComment.save() into SQLite, its
+paginated threaded listing (`peer.page`) and its own comments API, paginated by 20 like
+ours (`peer.api`), at the same first, middle and last page. `ratios()` sets each of our
+rows beside xtd's row of the same case, size and page position: our time over theirs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -31,9 +35,18 @@ from comments.managers.base import THREADED
 ROOT = Path(__file__).resolve().parent.parent
 
 
+POSITIONS = ("first", "middle", "last")
+
+
 def pages_for(size: int, page_size: int) -> list[int]:
     last = max(1, -(-size // page_size))
     return sorted({1, max(1, (last + 1) // 2), last})
+
+
+def positions(size: int, page_size: int) -> list[tuple[str, int]]:
+    """(first|middle|last, page number) of a discussion of `size` comments."""
+    last = max(1, -(-size // page_size))
+    return list(zip(POSITIONS, (1, max(1, (last + 1) // 2), last), strict=True))
 
 
 def render(bench, client, url: str, repeats: int) -> tuple[dict, bytes]:
@@ -52,16 +65,22 @@ def render(bench, client, url: str, repeats: int) -> tuple[dict, bytes]:
         if response.status_code != 200:
             raise RuntimeError(f"{url} answered {response.status_code}")
         runs.append((m, sql.n))
-    ms = sorted(m.ms for m, _ in runs)[len(runs) // 2]
-    engine_ms = sorted(m.engine_ms for m, _ in runs)[len(runs) // 2]
+    ms = statistics.median(m.ms for m, _ in runs)
+    engine_ms = statistics.median(m.engine_ms for m, _ in runs)
     worst, sql_queries = max(runs, key=lambda r: (r[0].round_trips, r[1]))
     return {"round_trips": worst.round_trips, "docs_read": worst.docs_read, "bytes_read": worst.bytes_read,
             "ms": round(ms, 3), "engine_ms": round(engine_ms, 3), "sql_queries": sql_queries, "bytes": len(body),
             "commands": worst.commands}, body
 
 
+PAGES = (("peer.page", "/t/{slug}/?page={page}&order={order}"),
+         ("peer.api", "/api/topics/{slug}/comments/?page={page}&order={order}"))
+
+
 def ours(bench) -> list[dict]:
     from django.test import Client
+
+    from comments.selectors import comment_orders
 
     sizes = bench.sizes
     rows = []
@@ -69,26 +88,31 @@ def ours(bench) -> list[dict]:
         editor = people.editor()
         writers = people.users(50, "peer")
     authors = people.authors(writers)
-    for storage in strategies():
-        with bench.fresh_db():
-            try:
-                topic, comments = load_discussion(bench, storage=storage, size=sizes.peer_comments, editor=editor,
-                                                  authors=authors, title=f"Peer {storage}")
-            except LookupError as exc:
-                bench.note(str(exc))
-                continue
-            with bench.counter.paused():
-                bench.create_indexes()
-            client = Client()
-            order = topic.comment_order
-            for page in pages_for(len(comments), sizes.page_size):
-                stats, body = render(bench, client, f"/t/{topic.slug}/?page={page}&order={order}", sizes.repeats)
-                row = {"case": "peer.page", "strategy": storage, "size": len(comments), "depth": page, "order": order,
-                       **stats}
-                rows.append(row)
-                bench.rows.append(row)
-                bench.log(f"  peer.page        {storage:<10} size={len(comments):<8} depth={page:<6} "
-                          f"rt={stats['round_trips']:<3} sql={stats['sql_queries']:<3} {stats['ms']:9.2f} ms order={order}")
+    for size in sizes.peer_sizes:
+        for storage in strategies():
+            with bench.fresh_db():
+                try:
+                    topic, comments = load_discussion(bench, storage=storage, size=size, editor=editor,
+                                                      authors=authors, title=f"Peer {storage} {size}")
+                except LookupError as exc:
+                    bench.note(str(exc))
+                    continue
+                with bench.counter.paused():
+                    bench.create_indexes()
+                client = Client()
+                for order in comment_orders(topic=topic):
+                    for position, page in positions(len(comments), sizes.page_size):
+                        for case, url in PAGES:
+                            stats, _ = render(bench, client, url.format(slug=topic.slug, page=page, order=order),
+                                              sizes.repeats)
+                            row = {"case": case, "strategy": storage, "size": len(comments), "peer_size": size,
+                                   "depth": page, "position": position, "order": order,
+                                   "topic_order": order == topic.comment_order, **stats}
+                            rows.append(row)
+                            bench.rows.append(row)
+                            bench.log(f"  {case:<16} {storage:<10} size={len(comments):<8} depth={page:<6} "
+                                      f"rt={stats['round_trips']:<3} sql={stats['sql_queries']:<3} {stats['ms']:9.2f} ms "
+                                      f"order={order}")
     return rows
 
 
@@ -97,41 +121,63 @@ def xtd(bench) -> dict | None:
     if importlib.util.find_spec("django_comments_xtd") is None:
         bench.note("django-comments-xtd is not installed (pip install -r requirements-bench.txt): peer comparison skipped")
         return None
-    pages = pages_for(sizes.peer_comments, sizes.page_size)
-    command = [sys.executable, "-m", "bench.xtd_peer", "--size", str(sizes.peer_comments),
-               "--pages", ",".join(map(str, pages)), "--repeats", str(sizes.repeats)]
-    if bench.mode == "full":
-        command.append("--tree")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings",
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    result: dict | None = None
     t0 = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        bench.note(f"peer run failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-        return None
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    result["seconds"] = round(time.perf_counter() - t0, 1)
-    for row in result["rows"]:
-        bench.rows.append(row)
-        bench.log(f"  {row['case']:<16} xtd        size={row['size']:<8} depth={row['depth']:<6} "
-                  f"sql={row['sql_queries']:<5} {row['ms']:9.2f} ms")
+    for size in sizes.peer_sizes:
+        command = [sys.executable, "-m", "bench.xtd_peer", "--size", str(size),
+                   "--pages", ",".join(str(page) for _, page in positions(size, sizes.page_size)),
+                   "--repeats", str(sizes.repeats), "--api"]
+        if bench.mode == "full" and size == sizes.peer_comments:
+            command.append("--tree")
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            bench.note(f"peer run at {size:,} comments failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+            continue
+        one = json.loads(done.stdout.strip().splitlines()[-1])
+        by_page = {page: position for position, page in positions(size, sizes.page_size)}
+        for row in one["rows"]:
+            row["peer_size"] = size
+            if row["case"] != "peer.tree":
+                row["position"] = by_page[row["depth"]]
+            bench.rows.append(row)
+            bench.log(f"  {row['case']:<16} xtd        size={row['size']:<8} depth={row['depth']:<6} "
+                      f"sql={row['sql_queries']:<5} {row['ms']:9.2f} ms")
+        if result is None:
+            result = {**one, "load_seconds": {}}
+        else:
+            result["rows"] += one["rows"]
+        result["load_seconds"][str(size)] = one["load_seconds"]
+    if result is not None:
+        result["seconds"] = round(time.perf_counter() - t0, 1)
     return result
 
 
+def _match_key(row: dict) -> tuple:
+    # Rows written before the size sweep carry neither peer_size nor position: size and page number then.
+    return row["case"], row.get("peer_size", row.get("size")), row.get("position", row["depth"])
+
+
 def ratios(rows: list[dict]) -> list[dict]:
-    """Per strategy and page: the peer's time and queries over ours."""
-    peer = {r["depth"]: r for r in rows if r["case"] == "peer.page" and r["strategy"] == "xtd"}
+    """Each of our page rows beside xtd's of the same case, size and page position:
+    `x_xtd` is our wall time over xtd's (below 1: ours is faster); `time_ratio` the inverse."""
+    peer = {_match_key(r): r for r in rows if r["case"] in ("peer.page", "peer.api") and r["strategy"] == "xtd"}
     out = []
     for r in rows:
-        if r["case"] != "peer.page" or r["strategy"] == "xtd" or r["depth"] not in peer:
+        if r["case"] not in ("peer.page", "peer.api") or r["strategy"] == "xtd" or _match_key(r) not in peer:
             continue
-        p = peer[r["depth"]]
+        p = peer[_match_key(r)]
+        outside = r["ms"] - r.get("engine_ms", 0)
         out.append({
-            "strategy": r["strategy"], "order": r.get("order"), "page": r["depth"],
-            "ours_ms": r["ms"], "xtd_ms": p["ms"], "time_ratio": round(p["ms"] / r["ms"], 2) if r["ms"] else None,
-            "ours_outside_engine_ms": round(r["ms"] - r.get("engine_ms", 0), 3),
-            "time_ratio_outside_engine": round(p["ms"] / (r["ms"] - r.get("engine_ms", 0)), 2)
-            if r.get("engine_ms") and r["ms"] > r["engine_ms"] else None,
+            "kind": "api" if r["case"] == "peer.api" else "html", "strategy": r["strategy"], "order": r.get("order"),
+            "size": r.get("peer_size", r.get("size")), "position": r.get("position"), "page": r["depth"],
+            "topic_order": r.get("topic_order", True),
+            "ours_ms": r["ms"], "xtd_ms": p["ms"],
+            "x_xtd": round(r["ms"] / p["ms"], 2) if p["ms"] else None,
+            "time_ratio": round(p["ms"] / r["ms"], 2) if r["ms"] else None,
+            "ours_outside_engine_ms": round(outside, 3),
+            "time_ratio_outside_engine": round(p["ms"] / outside, 2) if r.get("engine_ms") and outside > 0 else None,
             "ours_round_trips": r["round_trips"], "ours_sql": r["sql_queries"], "xtd_sql": p["sql_queries"],
         })
     return out
@@ -142,5 +188,6 @@ def run(bench) -> dict:
     peer = xtd(bench)
     threaded = [s for s in strategies() if s != "bucketed"]
     result = {"ours": our_rows, "xtd": peer, "ratios": ratios(bench.rows), "threaded_strategies": threaded,
-              "order_note": f"{THREADED} order for {', '.join(threaded)}; bucketed pages in posting order"}
+              "order_note": f"xtd pages in {THREADED} order; ours in every order each storage offers "
+                            f"({THREADED} for {', '.join(threaded)}; bucketed storage keeps posting order only)"}
     return result

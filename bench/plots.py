@@ -151,12 +151,21 @@ def draw(result: dict, directory: str) -> dict[str, str]:
         out["feed_read"] = _save(fig, directory, "feed_read.png")
         plt.close(fig)
 
-    peer_rows = [r for r in rows if r["case"] == "peer.page"]
+    # The headline discussion (sizes.peer_comments), HTML pages in each topic's own order.
+    headline = result.get("info", {}).get("sizes", {}).get("peer_comments")
+    peer_rows = [r for r in rows if r["case"] == "peer.page" and r.get("topic_order", True)]
+    sizes = {r.get("peer_size", r["size"]) for r in peer_rows}
+    if peer_rows and headline not in sizes:
+        headline = max(sizes)
+    peer_rows = [r for r in peer_rows if r.get("peer_size", r["size"]) == headline]
     if peer_rows:
         strategies = sorted({r["strategy"] for r in peer_rows}, key=lambda s: (s == "xtd", s))
-        depths = sorted({r["depth"] for r in peer_rows})
-        by = {(r["strategy"], r["depth"]): r for r in peer_rows}
-        fig, left, right = _two_panels(plt, f"Rendering a page of a {peer_rows[0]['size']:,}-comment discussion "
+        # Pages by position (first, middle, last): a discussion the embedded strategy had to cut short has
+        # other page numbers than xtd's.
+        depths = [p for p in ("first", "middle", "last") if any(r.get("position") == p for r in peer_rows)] or \
+            sorted({r["depth"] for r in peer_rows})
+        by = {(r["strategy"], r.get("position", r["depth"])): r for r in peer_rows}
+        fig, left, right = _two_panels(plt, f"Rendering a page of a {headline:,}-comment discussion "
                                             f"(ours on {engine}, django-comments-xtd on SQLite)")
         width = 0.8 / len(strategies)
         for i, strategy in enumerate(strategies):
@@ -173,7 +182,7 @@ def draw(result: dict, directory: str) -> dict[str, str]:
             right.bar(xs, ops, width, color=COLORS.get(strategy), label=label)
         for ax, ylabel in ((left, "ms per page (median, test client)"), (right, "database operations per page")):
             ax.set_xticks(range(len(depths)))
-            ax.set_xticklabels([f"page {d}" for d in depths])
+            ax.set_xticklabels([f"{d} page" if isinstance(d, str) else f"page {d}" for d in depths])
             ax.set_ylabel(ylabel)
             ax.grid(axis="y", alpha=0.3)
         right.set_title("ours: MongoDB round trips + SQL queries; xtd: SQL queries", fontsize=9)

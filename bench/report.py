@@ -190,7 +190,7 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
           for u in info.get("updates", [])],
         ["sizes", f"comments {sizes['comments']:,} (also {sweep_sizes(sizes)}), "
                   f"followers {sizes['followers']:,}, fan-out up to {sizes['feed_followers']:,}, "
-                  f"peer discussion {sizes['peer_comments']:,}, page size {sizes['page_size']}, "
+                  f"peer discussions {_peer_sizes(sizes)}, page size {sizes['page_size']}, "
                   f"{sizes['repeats']} timed repetition(s) per read"],
         ["MongoDB engine", machine["engine"]],
         ["CPU", f"{machine['cpu']} ({machine['cpus']} logical CPUs)"],
@@ -221,7 +221,7 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     add(f"- **Feeds**: authors with 10 … {sizes['feed_followers']:,} followers (lists written as above); readers "
         f"following {', '.join(f'{n:,}' for n in sizes['following'])} people who posted "
         f"{sizes['feed_activities_per_author']} activities each, delivered by each strategy's own `post()`.")
-    add(f"- **Peer comparison**: the same threaded discussion of {sizes['peer_comments']:,} comments for our "
+    add(f"- **Peer comparison**: the same threaded discussions of {_peer_sizes(sizes)} comments for our "
         "three strategies (bulk-loaded as above) and for django-comments-xtd (posted through `XtdComment.save()` "
         "into SQLite).")
     add("- Django rows go to a throw-away test database, MongoDB data to `bench_*` databases dropped at the end.")
@@ -370,37 +370,36 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
 
     # --- peer ---------------------------------------------------------------------------
     peer = result.get("peer") or {}
-    peer_rows = [r for r in rows if r["case"] in ("peer.page", "peer.tree")]
+    peer_rows = [r for r in rows if r["case"] in ("peer.page", "peer.api", "peer.tree")]
     if peer_rows:
         add("## Side by side with django-comments-xtd\n")
         xtd = peer.get("xtd") or {}
         add(img("peer", "Rendering a first, middle and last page: ours and django-comments-xtd"))
         add(f"The peer a Django site would pick instead: django-comments-xtd {xtd.get('xtd_version', '')} on "
             f"{xtd.get('database', 'SQLite')} (Django {xtd.get('django_version', '')}), in its own process with "
-            "`bench/xtd_settings.py`, serving the same threaded discussion. Both sides render the page through the "
-            "Django test client as an anonymous visitor, after one warm-up request, median of the repeats.\n")
+            "`bench/xtd_settings.py`, serving the same threaded discussion. Both sides are requested through the "
+            "Django test client as an anonymous visitor, after one warm-up request, median wall time of the "
+            "repeats: our HTML topic page and our comments API, xtd's page and xtd's comments API.\n")
         add("Being fair to the peer: its page uses its fastest documented paginated listing — its own manager's "
             "queryset (`select_related` user and content type, ordered by `COMMENTS_XTD_LIST_ORDER` = "
             "(thread_id, order), which is threaded order) with Django's `Paginator`, as its `XtdCommentListView` "
             "does: one count and one page query. Its template is minimal (no forms, no navigation), ours is the "
-            "site's full topic page. " + (peer.get("order_note", "") + ".") + "\n")
-        add(_table(["side", "page", "ms", "of which in MongoDB engine", "MongoDB round trips", "SQL queries", "page bytes"],
-                   [["django-comments-xtd" if r["strategy"] == "xtd" else r["strategy"],
-                     r["depth"] if r["case"] == "peer.page" else "whole tree", r["ms"],
-                     r.get("engine_ms", "–") if r["strategy"] != "xtd" else "–",
-                     r.get("round_trips", "–") if r["strategy"] != "xtd" else "–", r.get("sql_queries", 0), r.get("bytes", 0)]
-                    for r in sorted(peer_rows, key=lambda r: (r["case"], r["strategy"] == "xtd", r["strategy"], r["depth"]))]))
-        add("")
-        ratios = peer.get("ratios") or []
-        if ratios:
-            add("Ratios (above 1: the peer is slower, or sends more queries). \"outside the engine\" sets aside the time "
-                "our page spends inside the MongoDB engine: on mongomock that is mongomock's Python scanning, on a "
-                "server the wait for its replies.\n")
-            add(_table(["strategy", "page", "xtd ms / our ms", "xtd ms / our ms outside the engine", "our MongoDB + SQL",
-                        "xtd SQL", "xtd queries / ours"],
-                       [[r["strategy"], r["page"], r["time_ratio"], r.get("time_ratio_outside_engine") or "–",
-                         f"{r['ours_round_trips']} + {r['ours_sql']}", r["xtd_sql"],
-                         round(r["xtd_sql"] / max(1, r["ours_round_trips"] + r["ours_sql"]), 2)] for r in ratios]))
+            "site's full topic page. Its API is its own `CommentList` view and serializer, paginated by 20 with "
+            "DRF's `PageNumberPagination` as ours is. " + (peer.get("order_note", "") + ".") + "\n")
+        table = peer_table(rows)
+        if table:
+            add("### Wall time against xtd\n")
+            add("`× xtd`: our median wall time over xtd's for the same page of the same discussion (below 1: ours "
+                "is faster). Each order each storage offers is measured; xtd pages in threaded order only, so every "
+                "order is set beside xtd's threaded page. `*` marks the topic's own order (what a visitor gets "
+                "without choosing one).\n")
+            add(peer_summary(table))
+            add("")
+            add(_table(["comments", "strategy", "order", "page", "our HTML ms", "xtd page ms", "HTML × xtd",
+                        "our API ms", "xtd API ms", "API × xtd", "our MongoDB + SQL (HTML)", "xtd SQL (page / API)"],
+                       [[f"{t['size']:,}", t["strategy"], t["order"] + (" *" if t["topic_order"] else ""),
+                         f"{t['position']} ({t['page']:,})", t["html_ms"], t["xtd_html_ms"], t["html_x"],
+                         t["api_ms"], t["xtd_api_ms"], t["api_x"], t["ops"], t["xtd_sql"]] for t in table]))
             add("")
         tree = [r for r in peer_rows if r["case"] == "peer.tree"]
         if tree:
@@ -577,16 +576,14 @@ def closing(rows: list[dict], peer: dict, baseline: dict | None = None) -> str:
                      + (f" ({'; '.join(others)})" if others else "") + "; the worst row of each: " + "; ".join(
                          f"{w['case']} {w['key']}: {w['row']['keys_examined']:,} keys, {w['row']['docs_examined']:,} "
                          f"documents (size {w['row']['size']:,}, page {w['row']['depth']:,})" for w in worst) + ".")
-    ratios = (peer or {}).get("ratios") or []
-    if ratios:
-        last_page = max(r["page"] for r in ratios)
-        quoted = "; ".join(
-            f"{r['strategy']} page {r['page']}: {r['ours_round_trips']} MongoDB + {r['ours_sql']} SQL against "
-            f"{r['xtd_sql']} SQL, the peer's time {r['time_ratio']}× ours "
-            f"({r.get('time_ratio_outside_engine') or '–'}× outside the MongoDB engine)"
-            for r in ratios if r["page"] in (1, last_page))
-        parts.append(f"Against django-comments-xtd on the same {peer_size(peer)} discussion (ratios are the peer's "
-                     f"figure over ours): {quoted}.")
+    table = peer_table(rows)
+    if table:
+        parts.append("Wall time against django-comments-xtd (our median over xtd's for the same page; HTML topic page / "
+                     "comments API, the topic's own order, first to last page): " + "; ".join(
+                         f"{size:,} comments: " + ", ".join(
+                             f"{strategy} {_ratio_span(ts, 'html_x')} / {_ratio_span(ts, 'api_x')}"
+                             for strategy, ts in by_strategy)
+                         for size, by_strategy in _peer_groups(table, topic_order_only=True)) + ".")
     if baseline:
         before = {(w["case"], w["key"]): w["row"] for w in worst_rows(baseline.get("rows", []))}
         quoted = [f"{w['case']} {w['key']}: {before[(w['case'], w['key'])]['keys_examined']:,} keys / "
@@ -604,6 +601,61 @@ def closing(rows: list[dict], peer: dict, baseline: dict | None = None) -> str:
     return " ".join(parts) or "No rows."
 
 
-def peer_size(peer: dict) -> str:
-    sizes = {r["size"] for r in (peer or {}).get("ours", [])}
-    return f"{max(sizes):,}-comment" if sizes else "threaded"
+def _peer_sizes(sizes: dict) -> str:
+    values = sizes.get("peer_sizes") or [sizes["peer_comments"]]
+    return ", ".join(f"{n:,}" for n in values)
+
+
+def peer_table(rows: list[dict]) -> list[dict]:
+    """One line per size, strategy, order and page position: our HTML and API wall time beside xtd's
+    (bench.peer.ratios), sorted by size, strategy, the topic's own order first, and position."""
+    from bench.peer import POSITIONS, ratios
+
+    lines: dict[tuple, dict] = {}
+    for r in ratios(rows):
+        key = (r["size"], r["strategy"], r["order"] or "", r["position"] or r["page"])
+        line = lines.setdefault(key, {"size": r["size"] or 0, "strategy": r["strategy"], "order": r["order"] or "–",
+                                      "position": r["position"] or "page", "page": r["page"],
+                                      "topic_order": r["topic_order"], "html_ms": "–", "xtd_html_ms": "–", "html_x": "–",
+                                      "api_ms": "–", "xtd_api_ms": "–", "api_x": "–", "ops": "–", "sql": {}})
+        kind = r["kind"]
+        line[f"{kind}_ms"], line[f"xtd_{kind}_ms"], line[f"{kind}_x"] = r["ours_ms"], r["xtd_ms"], r["x_xtd"]
+        if kind == "html":
+            line["ops"] = f"{r['ours_round_trips']} + {r['ours_sql']}"
+        line["sql"][kind] = r["xtd_sql"]
+    for line in lines.values():
+        line["xtd_sql"] = " / ".join(str(line["sql"].get(k, "–")) for k in ("html", "api"))
+    rank = {p: i for i, p in enumerate(POSITIONS)}
+    return sorted(lines.values(), key=lambda t: (t["size"], t["strategy"], not t["topic_order"], t["order"],
+                                                 rank.get(t["position"], 9), t["page"]))
+
+
+def _peer_groups(table: list[dict], *, topic_order_only: bool) -> list[tuple[int, list[tuple[str, list[dict]]]]]:
+    out = []
+    for size in sorted({t["size"] for t in table}):
+        of_size = [t for t in table if t["size"] == size and (t["topic_order"] or not topic_order_only)]
+        strategies = sorted({t["strategy"] for t in of_size})
+        out.append((size, [(s, [t for t in of_size if t["strategy"] == s]) for s in strategies]))
+    return out
+
+
+def _ratio_span(lines: list[dict], column: str) -> str:
+    """The range of a ratio column over `lines`: "0.8×", "0.8–1.3×", or "–" when none was measured."""
+    values = [t[column] for t in lines if isinstance(t[column], int | float)]
+    if not values:
+        return "–"
+    low, high = min(values), max(values)
+    return f"{low}×" if low == high else f"{low}–{high}×"
+
+
+def peer_summary(table: list[dict]) -> str:
+    """Per size and strategy, the range of `× xtd` over pages and orders: HTML and API."""
+    lines = []
+    for size, by_strategy in _peer_groups(table, topic_order_only=False):
+        for strategy, ts in by_strategy:
+            own = [t for t in ts if t["topic_order"]]
+            lines.append([f"{size:,}", strategy, _ratio_span(own, "html_x"), _ratio_span(own, "api_x"),
+                          _ratio_span(ts, "html_x"), _ratio_span(ts, "api_x")])
+    return _table(["comments", "strategy", "HTML × xtd (topic's order)", "API × xtd (topic's order)",
+                   "HTML × xtd (every order)", "API × xtd (every order)"], lines)
+

@@ -40,7 +40,8 @@ class Sizes:
     followers: int  # followers.page
     feed_followers: int  # feed.post fan-out
     following: tuple[int, ...] = (10, 100, 1000)  # feed.read: people the reader follows
-    peer_comments: int = 10_000  # the peer comparison's threaded discussion
+    peer_comments: int = 10_000  # the peer comparison's headline discussion (the plot, xtd's whole tree)
+    peer_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)  # the peer comparison's discussions: wall time against xtd
     page_size: int = 20
     repeats: int = 3
     post_repeats: int = 5
@@ -48,11 +49,13 @@ class Sizes:
     comment_sweep: tuple[int, ...] = (1_000, 10_000)  # smaller discussions: first and last page only
 
 
-QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, peer_comments=2_000, repeats=1, post_repeats=3)
+QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, peer_comments=2_000, peer_sizes=(500, 2_000),
+              repeats=1, post_repeats=3)
 # One timed repetition at full size: counts do not vary between repetitions, and a page of a
 # 100,000-comment discussion read with skip costs mongomock a scan of the whole discussion.
 FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=1_000_000, repeats=1)
-TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, repeats=1,
+TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, peer_sizes=(120,),
+             repeats=1,
              post_repeats=2, feed_activities_per_author=2, comment_sweep=(30,))
 
 
@@ -190,7 +193,7 @@ CASE_GROUPS = ("comments", "social", "feeds", "search", "peer")
 # (the peer comparison also fills `result["peer"]`).
 CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followers.page": "social", "follow": "social",
               "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "search": "search", "peer.page": "peer",
-              "peer.tree": "peer"}
+              "peer.api": "peer", "peer.tree": "peer"}
 
 
 def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
@@ -212,7 +215,8 @@ def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
     notes = [n for n in previous.get("notes", []) if not n.startswith(tuple(replaced))] + fresh.get("notes", [])
     updates = [u for u in previous["info"].get("updates", []) if not set(u["groups"]) <= set(groups)]
     updates.append({"groups": list(groups), "started": fresh["info"]["started"], "seconds": fresh["info"]["seconds"]})
-    info = {**previous["info"], "updates": updates}
+    # Sizes of one mode only grow new fields (peer_sizes): the fresh run's win.
+    info = {**previous["info"], "sizes": {**previous["info"]["sizes"], **fresh["info"]["sizes"]}, "updates": updates}
     peer = fresh.get("peer") if "peer" in groups else previous.get("peer")
     return {"info": info, "rows": rows, "notes": notes, "peer": peer}
 

@@ -14,6 +14,9 @@ The pages are rendered through the Django test client:
   (thread_id, order), which is threaded order, with `select_related("user",
   "content_type")`), public and not removed, paginated by Django's `Paginator`, as
   its own `XtdCommentListView` does. A count query and one page query.
+- `peer.api`: xtd's own comments API (`django_comments_xtd.api`, CommentList: its
+  queryset with the flags prefetched, ReadCommentSerializer), paginated by 20 with DRF's
+  PageNumberPagination like ours (bench/xtd_settings.py), in the same threaded order.
 - `peer.tree`: the tutorial's `{% render_xtdcomment_tree for object %}`, which builds
   and renders the whole discussion (xtd has no paginated tree).
 
@@ -117,8 +120,10 @@ def measure(client, url: str, repeats: int, *, warm: bool = True) -> dict:
             raise RuntimeError(f"{url} answered {response.status_code}")
         queries = max(queries, count.n)
         size = len(body)
-    return {"ms": round(statistics.median(times), 3), "sql_queries": queries, "bytes": size,
-            "comments_shown": body.count(b'class="comment"') + body.count(b'class="media')}
+    shown = body.count(b'class="comment"') + body.count(b'class="media')
+    if response.get("Content-Type", "").startswith("application/json"):
+        shown = len(json.loads(body).get("results", []))
+    return {"ms": round(statistics.median(times), 3), "sql_queries": queries, "bytes": size, "comments_shown": shown}
 
 
 def main(argv=None) -> int:
@@ -126,6 +131,7 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--pages", default="1,250,500")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--api", action="store_true", help="Also xtd's comments API at the same pages.")
     parser.add_argument("--tree", action="store_true", help="Also render the whole tree (render_xtdcomment_tree).")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.xtd_settings")
@@ -152,6 +158,9 @@ def main(argv=None) -> int:
         for page in [int(p) for p in args.pages.split(",") if p.strip()]:
             stats = measure(client, f"/article/{article.pk}/?page={page}", args.repeats)
             rows.append({"case": "peer.page", "strategy": "xtd", "size": args.size, "depth": page, **stats})
+            if args.api:
+                stats = measure(client, f"/xtd-api/flatpages-flatpage/{article.pk}/?page={page}", args.repeats)
+                rows.append({"case": "peer.api", "strategy": "xtd", "size": args.size, "depth": page, **stats})
         if args.tree:
             stats = measure(client, f"/article/{article.pk}/tree/", 1, warm=False)
             rows.append({"case": "peer.tree", "strategy": "xtd", "size": args.size, "depth": 0, **stats})

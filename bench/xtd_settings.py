@@ -71,3 +71,5 @@ COMMENTS_XTD_MAX_THREAD_LEVEL = 7
 COMMENTS_XTD_CONFIRM_EMAIL = False
 COMMENTS_XTD_LIST_ORDER = ("thread_id", "order")  # the default: threaded order
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# xtd's comments API pages like ours: 20 per page, by page number (DRF's defaults otherwise).
+REST_FRAMEWORK = {"DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination", "PAGE_SIZE": 20}

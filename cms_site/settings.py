@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "background",
     "notifications",
     "moderation",
+    "bench",  # the benchmark harness: `manage.py bench` (docs/benchmarks.md); no models, no URLs
 ]
 
 MIDDLEWARE = [
