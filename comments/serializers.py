@@ -1,8 +1,9 @@
 """Comment API serializers: input serializers carry plain strings to the services (which
 hold the rules), output serializers render `comments.managers.base.Comment`.
 
-A comment is `{id, parent, path, depth, author: {username}, text, posted, status,
-pinned, likes, latest_likers}`; `author` is null on a masked placeholder.
+A comment is `{id, parent, path, depth, author: {username, name, guest}, text, posted, status,
+pinned, likes, latest_likers}`; `author` is null on a masked placeholder. A guest author
+(imported history, no account) has `username` null, `name` their name and `guest` true.
 """
 
 from rest_framework import serializers
@@ -12,7 +13,9 @@ from comments.managers.base import COMMENT_STATUSES
 
 
 class CommentAuthorSerializer(serializers.Serializer):
-    username = serializers.CharField(source="name")
+    username = serializers.CharField(allow_null=True, help_text="The author's username; null for a guest author.")
+    name = serializers.CharField(help_text="What to show: the username, or a guest author's name.")
+    guest = serializers.BooleanField(help_text="An author of imported history without an account (no profile).")
 
 
 class CommentSerializer(serializers.Serializer):

@@ -263,7 +263,7 @@ def comment_like(*, topic, comment_id: str, user) -> Comment:
         return comment
     manager.add_like(discussion_id=topic.discussion_id, comment_id=comment.id, username=user.username, delta=1,
                      threaded=is_threaded(topic))
-    if change.first and comment.author.id != user.pk:
+    if change.first and comment.author.id is not None and comment.author.id != user.pk:  # a guest earns nothing
         CreditFlowManager().record_like(author_id=comment.author.id, discussion_id=topic.discussion_id,
                                         comment_id=comment.id, liker_id=user.pk, at=now)
     comment = replace(comment, likes=comment.likes + 1,

@@ -26,3 +26,9 @@ comment_liked = Signal()
 comment_edited = Signal()
 comment_deleted = Signal()
 comment_status_changed = Signal()
+
+# comments_imported(sender=Comment, topic=Topic, comments=[Comment])
+#     Comments of another system's history were stored (manage.py comments_import): derived views
+#     that a post would have updated (search) take them in; nothing is announced (no feed activity,
+#     no notification, no credits).
+comments_imported = Signal()

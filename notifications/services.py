@@ -84,7 +84,8 @@ def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, even
              email_text) -> int:
     """Create the notifications of one event for `recipients` ({user id: kind}), skipping the actor,
     inactive recipients and those who muted the actor. Returns how many were new."""
-    recipients = {r: k for r, k in recipients.items() if r != actor.pk}
+    # A guest author of imported history (id None) has no account, hence no inbox.
+    recipients = {r: k for r, k in recipients.items() if r is not None and r != actor.pk}
     if not recipients or _banned(actor):
         return 0
     muted = MuteManager().muters_among(muted=actor.pk, user_ids=sorted(recipients))

@@ -20,6 +20,14 @@ def on_comment_posted(sender, topic, comment, **kwargs):
     _upsert(topic, comment)
 
 
+def on_comments_imported(sender, topic, comments, **kwargs):
+    """Imported history: its entries in one write (a deleted comment's without words or text)."""
+    CommentSearchManager().upsert_many([CommentSearchManager.entry(
+        discussion_id=topic.discussion_id, comment_id=c.id, text=c.text, html=c.html,
+        author=c.author.name if c.author else "", posted=c.posted, status=c.status,
+        guest=c.author is not None and c.author.guest) for c in comments])
+
+
 def on_comment_edited(sender, topic, comment, **kwargs):
     _upsert(topic, comment)
 

@@ -107,10 +107,26 @@ class DiscussionFull(Exception):
     """The embedded discussion document reached its size bound; no comment was stored."""
 
 
+class DuplicateComment(Exception):
+    """`append()` of a comment whose id the discussion already holds; nothing was stored."""
+
+
 @dataclass(frozen=True)
 class Author:
-    id: int
+    """Who wrote a comment: a user (`id` their primary key, `name` their username), or a guest
+    author of imported history (`id` None, `name` the display name the source gave): a guest has
+    no account, no profile link, no notifications and no credits."""
+
+    id: int | None
     name: str
+
+    @property
+    def guest(self) -> bool:
+        return self.id is None
+
+    @property
+    def username(self) -> str | None:
+        return None if self.id is None else self.name
 
 
 @dataclass
@@ -352,6 +368,14 @@ class CommentManager(MongoManager, abc.ABC):
     @abc.abstractmethod
     def drop_discussion(self, *, discussion_id: int) -> None:
         """Delete every stored comment of the discussion (topic deleted)."""
+
+    @abc.abstractmethod
+    def append(self, comment: Comment, *, threaded: bool = False) -> Comment:
+        """Store a comment the caller built whole (an import: its own id, time, placement, status
+        and likes) after the discussion's last comment, as `post()` stores one: it takes the next
+        `seq`, and the `moderated` hint is set first when its status is not visible. Raises
+        DiscussionFull as `post()` does, and DuplicateComment when the id is taken in the
+        discussion (document strategy; the array strategies cannot check it in one write)."""
 
     @abc.abstractmethod
     def bulk_load(self, comments: list[Comment], *, threaded: bool = False) -> int:

@@ -128,6 +128,21 @@ class BucketedCommentManager(CommentManager):
         comment.locator = bucket
         return comment
 
+    def append(self, comment, *, threaded=False):
+        discussion_id = comment.discussion_id
+        if comment.status != VISIBLE:  # the hint first: never behind the comments
+            self.discussions.update_one({"_id": discussion_id}, {"$set": {"moderated": True}, "$setOnInsert": {
+                "size": max(1, settings.COMMENTS_BUCKET_SIZE)}}, upsert=True)
+        comment.seq, size = self.next_seq(discussion_id)
+        bucket = bucket_of(comment.seq, size)
+        self.buckets.update_one(
+            {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
+            {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}},
+            upsert=True,
+        )
+        comment.locator = bucket
+        return comment
+
     @staticmethod
     def _element(comment: Comment) -> dict:
         return {**to_element(comment), "seq": comment.seq}

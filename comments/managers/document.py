@@ -52,6 +52,7 @@ from comments.managers.base import (
     VISIBLE,
     Comment,
     CommentManager,
+    DuplicateComment,
     decode_cursor,
     hot_score,
     keyset_page,
@@ -155,6 +156,19 @@ class DocumentCommentManager(CommentManager):
                 continue  # the random id is taken in this discussion: draw another, keep the number
             return comment
         raise RuntimeError(f"no free comment id after {_ID_ATTEMPTS} attempts in discussion {discussion_id}")
+
+    def append(self, comment, *, threaded=False):
+        if comment.status != VISIBLE:  # the hint first: never behind the comments
+            self._hint_upsert(comment.discussion_id, {"$set": {"moderated": True}})
+        comment.seq = self.next_seq(comment.discussion_id)
+        try:
+            self.collection.insert_one(self._to_document(comment))
+        except DuplicateKeyError:
+            raise DuplicateComment(f"discussion {comment.discussion_id} holds a comment {comment.id}") from None
+        return comment
+
+    def _hint_upsert(self, discussion_id: int, update: dict) -> None:
+        self.discussions.update_one({"_id": discussion_id}, update, upsert=True)
 
     def bulk_load(self, comments, *, threaded=False):
         if not comments:

@@ -170,6 +170,16 @@ class EmbeddedCommentManager(CommentManager):
     def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
         comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
                               parent=parent, html=html)
+        return self._push(comment, threaded)
+
+    def append(self, comment, *, threaded=False):
+        return self._push(comment, threaded)
+
+    def _push(self, comment: Comment, threaded: bool) -> Comment:
+        """Push `comment` into its discussion (creating it at the first comment); the `moderated`
+        hint is set in the same update when the comment is not visible."""
+        discussion_id = comment.discussion_id
+        hint = {"$set": {"moderated": True}} if comment.status != VISIBLE else {}
         layout = NESTED if threaded else FLAT
         loaded = None  # the whole document, needed only to find where a nested reply goes
         for _ in range(_POST_ATTEMPTS):
@@ -193,7 +203,7 @@ class EmbeddedCommentManager(CommentManager):
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             stored = self.collection.find_one_and_update(
                 {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}},
-                {"$push": {target: element}, "$inc": {"count": 1, "bytes": size}},
+                {"$push": {target: element}, "$inc": {"count": 1, "bytes": size}, **hint},
                 projection={"count": 1}, return_document=ReturnDocument.AFTER,
             )
             if stored is not None:

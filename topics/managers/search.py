@@ -1,7 +1,7 @@
 """The comment search index: one small document per comment, whatever strategy stores it.
 
     {_id: "<discussion_id>:<comment_id>", d: discussion id, c: comment id, w: [words],
-     s: status, p: posted, a: author username, x: plain-text excerpt, h: html}
+     s: status, p: posted, a: author username (a guest's name when g: true), x: plain-text excerpt, h: html}
 
 Why a collection of its own: comments live in three storage strategies (one document per
 comment, one document per discussion, buckets); a MongoDB text index cannot reach inside
@@ -31,7 +31,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
-from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReplaceOne
 
 from cms_site.managers import MongoManager
 
@@ -62,6 +62,7 @@ class Hit:
     posted: datetime
     excerpt: str
     html: str
+    guest: bool = False  # `author` is a guest's name (imported history), not a username
 
 
 def _key(discussion_id: int, comment_id: str) -> str:
@@ -88,12 +89,12 @@ class CommentSearchManager(MongoManager):
 
     @staticmethod
     def entry(*, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
-              status: str) -> dict:
-        """A comment's search document (without `_id`)."""
+              status: str, guest: bool = False) -> dict:
+        """A comment's search document (without `_id`); `g` marks a guest author (no account)."""
         plain = " ".join((text or "").split())
         excerpt = plain if len(plain) <= EXCERPT else plain[: EXCERPT - 1].rstrip() + "…"
         return {"d": int(discussion_id), "c": comment_id, "w": words(text), "s": status, "p": posted,
-                "a": author, "x": excerpt, "h": html or ""}
+                "a": author, "x": excerpt, "h": html or "", **({"g": True} if guest else {})}
 
     def upsert(self, *, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
                status: str) -> None:
@@ -108,6 +109,12 @@ class CommentSearchManager(MongoManager):
             self.collection.insert_many([{"_id": _key(e["d"], e["c"]), **e} for e in entries[start:start + chunk]],
                                         ordered=False)
         return len(entries)
+
+    def upsert_many(self, entries: list[dict]) -> None:
+        """Store `entry()` documents, replacing any with the same comment (imported comments)."""
+        if entries:
+            self.collection.bulk_write([ReplaceOne({"_id": _key(e["d"], e["c"])}, e, upsert=True) for e in entries],
+                                       ordered=False)
 
     def set_status(self, *, discussion_id: int, comment_id: str, status: str) -> None:
         """Record the comment's current status (an upsert: a status may arrive before its post)."""
@@ -125,7 +132,7 @@ class CommentSearchManager(MongoManager):
     @staticmethod
     def _hits(docs) -> list[Hit]:
         return [Hit(discussion_id=doc["d"], comment_id=doc["c"], author=doc.get("a", ""), posted=doc["p"],
-                    excerpt=doc.get("x", ""), html=doc.get("h", "")) for doc in docs]
+                    excerpt=doc.get("x", ""), html=doc.get("h", ""), guest=bool(doc.get("g"))) for doc in docs]
 
     def search(self, *, terms: list[str], limit: int,
                before: tuple[datetime, str] | None = None) -> tuple[list[Hit], Hit | None]:
