@@ -118,7 +118,8 @@ def _read_database(alias: str):
                     threads.add(thread.key)
                     thread.position = position
                     yield thread
-                fields = {"comment": text, "submit_date": submitted.isoformat() if submitted else None,
+                stamp = submitted.isoformat() if hasattr(submitted, "isoformat") else submitted  # a driver may give text
+                fields = {"comment": text, "submit_date": stamp,
                           "is_public": bool(public), "is_removed": bool(removed), "user_name": name, "user_email": email}
                 try:
                     comment = comment_of(position, pk, thread.key, fields)

@@ -1,0 +1,44 @@
+"""Helpers of the import tests: run the commands, read a topic's comments back whole."""
+
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+
+from django.core.management import call_command
+
+from cms_site.paging import PageRequest
+from comments.managers import manager_for
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run_import(fmt, source, *args, **options) -> str:
+    out = StringIO()
+    call_command("comments_import", fmt, str(source) if source is not None else None, *args, stdout=out, **options)
+    return out.getvalue()
+
+
+def stored(topic) -> list:
+    """Every stored comment of the topic (any status, unmasked), in chronological (seq) order."""
+    manager, number, items = manager_for(topic.comment_storage), 1, []
+    threaded = topic.comment_order == "threaded"
+    while True:
+        page = manager.page(discussion_id=topic.pk, order="chronological", request=PageRequest(page=number, page_size=100),
+                            threaded=threaded)
+        items.extend(page.items)
+        if not page.items or number >= page.num_pages:
+            return items
+        number += 1
+
+
+def shape(topic) -> list[tuple]:
+    """(text, author name, guest?, status, posted, parent's text, likes) per comment, in posting order:
+    what an import must reproduce, whatever ids it drew."""
+    comments = stored(topic)
+    by_id = {c.id: c for c in comments}
+    return [(c.text, c.author.name, c.author.guest, c.status, c.posted,
+             by_id[c.parent].text if c.parent else None, c.likes) for c in comments]
+
+
+def utc(*parts) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
