@@ -1,9 +1,9 @@
 """Comment API serializers: input serializers carry plain strings to the services (which
 hold the rules), output serializers render `comments.managers.base.Comment`.
 
-A comment is `{id, parent, path, depth, author: {username, name, guest}, text, posted, status,
+A comment is `{id, parent, path, depth, author: {username}, text, posted, status,
 pinned, likes, latest_likers}`; `author` is null on a masked placeholder. A guest author
-(imported history, no account) has `username` null, `name` their name and `guest` true.
+(imported history, no account) is `{username: null, name, guest: true}`.
 """
 
 from rest_framework import serializers
@@ -13,9 +13,18 @@ from comments.managers.base import COMMENT_STATUSES
 
 
 class CommentAuthorSerializer(serializers.Serializer):
+    """`{username}` for a user (the contract's shape, unchanged); a guest author of imported
+    history, who has no account, is `{username: null, name, guest: true}`."""
+
     username = serializers.CharField(allow_null=True, help_text="The author's username; null for a guest author.")
-    name = serializers.CharField(help_text="What to show: the username, or a guest author's name.")
-    guest = serializers.BooleanField(help_text="An author of imported history without an account (no profile).")
+    name = serializers.CharField(required=False, help_text="A guest author's name (guests only).")
+    guest = serializers.BooleanField(required=False, help_text="Present and true for a guest author (no account, "
+                                                               "no profile).")
+
+    def to_representation(self, author):
+        if author.guest:
+            return {"username": None, "name": author.name, "guest": True}
+        return {"username": author.name}
 
 
 class CommentSerializer(serializers.Serializer):

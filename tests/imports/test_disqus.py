@@ -85,8 +85,8 @@ def test_guest_authors_on_pages_and_api(site, make_topic, client, api_client):
     data = api_client.get(f"/api/topics/{topic.slug}/comments/?page_size=50").json()
     authors = [r["author"] for r in data["results"] if r["author"]]
     assert {"username": None, "name": "Bob Guest", "guest": True} in authors
-    assert {"username": "alice", "name": "alice", "guest": False} in authors
-    guest = next(r for r in data["results"] if r["author"] and r["author"]["name"] == "Carol")
+    assert {"username": "alice"} in authors
+    guest = next(r for r in data["results"] if r["author"] and r["author"].get("name") == "Carol")
     assert api_client.get(f"/api/topics/{topic.slug}/comments/{guest['id']}/").status_code == 200
     assert client.get(f"/t/{topic.slug}/c/{guest['id']}/").status_code == 200
     assert client.get(f"/t/{topic.slug}/feed/").status_code == 200
