@@ -35,6 +35,7 @@ import secrets
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
+from itertools import groupby
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -141,8 +142,12 @@ def comments_import(*, fmt: str, source, editor=None, storage: str = "document",
         progress(f"staged {report.read} comments in {report.threads} threads; writing")
         writer = _Writer(fmt=fmt, run=run, staging=staging, report=report, editor=editor, storage=storage,
                          order=order, dry_run=dry_run, every=every, progress=progress)
-        for thread in staging.staged_threads(run):
-            writer.thread(thread)
+        for key, docs in groupby(staging.staged_comments(run), key=lambda doc: doc["t"]):
+            thread = staging.staged_thread(run, key)
+            if thread is None:
+                report.warn(f"thread {key}", "comments of a thread the source does not describe: a topic is made for it")
+                thread = {"key": key, "title": f"Thread {key}"}
+            writer.thread(thread, docs)
     finally:
         staging.drop_run(run)
     return report
@@ -204,15 +209,16 @@ _TOPIC_PATH = re.compile(r"/t/([A-Za-z0-9_-]+)/?")
 
 def _candidate_slugs(thread: dict) -> list[str]:
     slugs = []
-    if thread.get("slug"):
-        slugs.append(slugify(thread["slug"])[:220])
+    given = (thread.get("slug") or "").strip()
+    if given and slugify(given) == given.lower():  # a slug, not an identifier such as "123 https://...?p=123"
+        slugs.append(given.lower()[:220])
     path = urlsplit(thread.get("url") or "").path
     match = _TOPIC_PATH.search(path)
     if match:
         slugs.append(match.group(1))
     segments = [s for s in path.split("/") if s]
     if segments:
-        last = re.sub(r"\.(html?|php|aspx?)$", "", segments[-1], flags=re.I)
+        last = re.sub(r"\.(html?|php|aspx?)\Z", "", segments[-1], flags=re.I)
         slugs.append(slugify(last)[:220])
     return [s for s in dict.fromkeys(slugs) if s]
 
@@ -304,7 +310,8 @@ class _Writer:
 
     # --- one thread ---
 
-    def thread(self, thread: dict) -> None:
+    def thread(self, thread: dict, docs) -> None:
+        """Write one thread's staged comments (`docs`, in posting order)."""
         report = self.report
         before = (report.imported, report.already)
         topic = self.topic_for(thread)
@@ -320,9 +327,7 @@ class _Writer:
                 self.write_chunk(topic, manager, threaded, chunk, placed, waiting, state)
                 chunk.clear()
 
-        for doc in self.staging.staged_comments(self.run, thread["key"]):
-            if "sid" not in doc:
-                continue  # a patch's leftover without its comment
+        for doc in docs:
             chunk.append(doc)
             if len(chunk) >= CHUNK:
                 flush()
@@ -438,36 +443,69 @@ class _Writer:
         statuses = CommentStatusIndexManager()
         stored: list[Comment] = []
         done: list[str] = []
-        for index, (doc, comment, recovering) in enumerate(plan):
-            if recovering or doc.get("keep"):
-                existing = manager.get(discussion_id=topic.pk, comment_id=comment.id, threaded=threaded)
-                if existing is not None:
-                    report.already += 1
-                    done.append(doc["sid"])
-                    continue
-            if comment.status != VISIBLE:  # the status index first, as moderation writes it
-                statuses.set(discussion_id=topic.pk, comment_id=comment.id, status=comment.status)
-            try:
-                manager.append(comment, threaded=threaded)
-            except DiscussionFull:
-                rest = [d["sid"] for d, _, _ in plan[index:]]
-                self.staging.forget(self.fmt, rest)
-                report.skipped += len(rest)
-                report.problem(doc["pos"], f"topic {topic.slug!r} is full ({topic.comment_storage} storage): this and "
-                                           "the following comments of its thread were not imported")
-                state["full"] = True
-                break
-            except DuplicateComment:
-                report.skipped += 1
-                report.problem(doc["pos"], f"comment id {comment.id!r} is taken in topic {topic.slug!r}")
-                self.staging.forget(self.fmt, [doc["sid"]])
-                continue
+        run: list[tuple[dict, Comment]] = []  # new comments, stored together (append_many)
+
+        def record(doc, comment):
             stored.append(comment)
             done.append(doc["sid"])
             report.imported += 1
             self.written += 1
             if self.every and self.written % self.every == 0:
                 self.progress(f"imported {self.written} comments")
+
+        def one(doc, comment) -> None:
+            if comment.status != VISIBLE:  # the status index first, as moderation writes it
+                statuses.set(discussion_id=topic.pk, comment_id=comment.id, status=comment.status)
+            try:
+                manager.append(comment, threaded=threaded)
+            except DiscussionFull:
+                report.problem(doc["pos"], f"topic {topic.slug!r} is full ({topic.comment_storage} storage): this and "
+                                           "the following comments of its thread were not imported")
+                state["full"] = True
+                return
+            except DuplicateComment:
+                report.skipped += 1
+                report.problem(doc["pos"], f"comment id {comment.id!r} is taken in topic {topic.slug!r}")
+                self.staging.forget(self.fmt, [doc["sid"]])
+                return
+            record(doc, comment)
+
+        def flush() -> None:
+            batch = list(run)
+            run.clear()
+            if not batch or state["full"]:
+                return
+            for _, comment in batch:
+                if comment.status != VISIBLE:
+                    statuses.set(discussion_id=topic.pk, comment_id=comment.id, status=comment.status)
+            try:
+                stored_count = manager.append_many([c for _, c in batch], threaded=threaded)
+            except (DuplicateComment, DiscussionFull) as exc:
+                stored_count = getattr(exc, "stored", 0)
+            for doc, comment in batch[:stored_count]:
+                record(doc, comment)
+            for doc, comment in batch[stored_count:]:  # after a refusal: one at a time, each refusal reported
+                if not state["full"]:
+                    one(doc, comment)
+
+        for doc, comment, recovering in plan:
+            if state["full"]:
+                break
+            if recovering or doc.get("keep"):  # it may be stored already: look it up first
+                flush()
+                if manager.get(discussion_id=topic.pk, comment_id=comment.id, threaded=threaded) is not None:
+                    report.already += 1
+                    done.append(doc["sid"])
+                    continue
+                one(doc, comment)
+            else:
+                run.append((doc, comment))
+        flush()
+        if state["full"]:
+            finished = set(done)
+            rest = [doc["sid"] for doc, _, _ in plan if doc["sid"] not in finished]
+            self.staging.forget(self.fmt, rest)
+            report.skipped += len(rest)
         if stored:
             signals.comments_imported.send(sender=Comment, topic=topic, comments=stored)
         self.staging.finish(self.fmt, done)

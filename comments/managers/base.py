@@ -377,6 +377,20 @@ class CommentManager(MongoManager, abc.ABC):
         DiscussionFull as `post()` does, and DuplicateComment when the id is taken in the
         discussion (document strategy; the array strategies cannot check it in one write)."""
 
+    def append_many(self, comments: list[Comment], *, threaded: bool = False) -> int:
+        """`append()` of several comments of ONE discussion, in their order, in as few writes as the
+        strategy allows (document: one counter update and one insert; bucketed: one counter update
+        and one push per bucket; embedded: one push each). Returns len(comments). DuplicateComment
+        or DiscussionFull carry `stored`: how many of `comments` were stored before it (the numbers
+        taken for the others stay unused, as when a writer dies after taking its number)."""
+        for index, comment in enumerate(comments):
+            try:
+                self.append(comment, threaded=threaded)
+            except (DuplicateComment, DiscussionFull) as exc:
+                exc.stored = index
+                raise
+        return len(comments)
+
     @abc.abstractmethod
     def bulk_load(self, comments: list[Comment], *, threaded: bool = False) -> int:
         """Store the comments of ONE new discussion, in posting order, as `post()` calls would

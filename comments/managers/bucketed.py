@@ -143,6 +143,32 @@ class BucketedCommentManager(CommentManager):
         comment.locator = bucket
         return comment
 
+    def append_many(self, comments, *, threaded=False):
+        if not comments:
+            return 0
+        discussion_id = comments[0].discussion_id
+        hint = {"moderated": True} if any(c.status != VISIBLE for c in comments) else {}
+        if hint:  # the hint first: never behind the comments
+            self.discussions.update_one({"_id": discussion_id}, {"$set": hint, "$setOnInsert": {
+                "size": max(1, settings.COMMENTS_BUCKET_SIZE)}}, upsert=True)
+        meta = self.discussions.find_one_and_update(
+            {"_id": discussion_id},
+            {"$inc": {"count": len(comments)}, "$setOnInsert": {"size": max(1, settings.COMMENTS_BUCKET_SIZE)}},
+            projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
+        )
+        first, size = int(meta["count"]) - len(comments) + 1, int(meta["size"])
+        buckets: dict[int, list[dict]] = {}
+        for offset, comment in enumerate(comments):
+            comment.seq = first + offset
+            comment.locator = bucket_of(comment.seq, size)
+            buckets.setdefault(comment.locator, []).append(self._element(comment))
+        # One push per bucket, in bucket order: each bucket holds exactly its numbers (see post()).
+        self.buckets.bulk_write([UpdateOne(
+            {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
+            {"$inc": {"count": len(elements)}, "$push": {"comments": {"$each": elements, "$sort": {"seq": 1}}}},
+            upsert=True) for bucket, elements in buckets.items()], ordered=True)
+        return len(comments)
+
     @staticmethod
     def _element(comment: Comment) -> dict:
         return {**to_element(comment), "seq": comment.seq}

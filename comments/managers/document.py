@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
@@ -166,6 +166,30 @@ class DocumentCommentManager(CommentManager):
         except DuplicateKeyError:
             raise DuplicateComment(f"discussion {comment.discussion_id} holds a comment {comment.id}") from None
         return comment
+
+    def append_many(self, comments, *, threaded=False):
+        if not comments:
+            return 0
+        discussion_id = comments[0].discussion_id
+        if any(c.status != VISIBLE for c in comments):  # the hint first: never behind the comments
+            self._hint_upsert(discussion_id, {"$set": {"moderated": True}})
+        counter = self.discussions.find_one_and_update({"_id": discussion_id}, {"$inc": {"seq": len(comments)}},
+                                                       projection={"seq": 1}, upsert=True,
+                                                       return_document=ReturnDocument.AFTER)
+        first = int(counter["seq"]) - len(comments) + 1
+        for offset, comment in enumerate(comments):
+            comment.seq = first + offset
+        try:
+            self.collection.insert_many([self._to_document(c) for c in comments], ordered=True)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if not errors or errors[0].get("code") != 11000:
+                raise
+            index = errors[0]["index"]
+            duplicate = DuplicateComment(f"discussion {discussion_id} holds a comment {comments[index].id}")
+            duplicate.stored = index
+            raise duplicate from None
+        return len(comments)
 
     def _hint_upsert(self, discussion_id: int, update: dict) -> None:
         self.discussions.update_one({"_id": discussion_id}, update, upsert=True)

@@ -4,10 +4,12 @@
     threads  {_id: "<run>:t:<thread key>", run, k: "t", key, url, slug, title, pk, pos}
     comments {_id: "<run>:c:<source id>", run, k: "c", sid, t: thread key, p: posted, n: ordinal in
               the source, pos, parent, name, email, username, text, html, status, likes, edited, keep}
+    patches  {_id: "<run>:x:<ordinal>", run, k: "x", sid, parent, likes, pos}
 A second record with the same source id collides on `_id`: the duplicate is reported, the first
-kept. Patches (a parent, likes given apart from the comment) `$set`/`$inc` the comment's document
-with an upsert, so they apply whichever comes first. A run's documents are dropped at its end.
-Index (run, k, t, p, n): one thread's comments in posting order (ties: source order), streamed.
+kept. Patches (a parent, likes given apart from the comment) are applied to the staged comments
+once all are staged, whatever their order in the source. A run's documents are dropped at its end.
+Index (run, k, t, p, n): the comments thread by thread, each in posting order (ties: source
+order), in one streamed walk.
 
 `comment_import_map`, the record of what was imported, kept for good (idempotency):
     comments {_id: "<format>:<source id>", d: discussion id, c: comment id, parent, path, depth,
@@ -97,14 +99,15 @@ class CommentImportManager(MongoManager):
         flush()
         return missing
 
-    def staged_threads(self, run: str):
-        return self.collection.find({"run": run, "k": "t"}).sort([("key", ASCENDING)])
+    def staged_thread(self, run: str, key: str) -> dict | None:
+        return self.collection.find_one({"_id": f"{run}:t:{key}"})
 
-    def staged_comments(self, run: str, thread: str, batch_size: int = 500):
-        """One thread's comments in posting order (ties: source order), streamed."""
-        query = {"run": run, "k": "c", "t": thread}
-        return self.collection.find(query).sort([("run", ASCENDING), ("k", ASCENDING), ("t", ASCENDING),
-                                                 ("p", ASCENDING), ("n", ASCENDING)]).batch_size(batch_size)
+    def staged_comments(self, run: str, batch_size: int = 500):
+        """Every staged comment of the run, thread by thread, each thread in posting order (ties:
+        source order): ONE walk of the (run, k, t, p, n) index, streamed in batches."""
+        return self.collection.find({"run": run, "k": "c"}).sort(
+            [("run", ASCENDING), ("k", ASCENDING), ("t", ASCENDING), ("p", ASCENDING), ("n", ASCENDING)]
+        ).batch_size(batch_size)
 
     def drop_run(self, run: str) -> None:
         self.collection.delete_many({"run": run})

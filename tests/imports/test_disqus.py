@@ -126,3 +126,17 @@ def test_dry_run_writes_nothing(site, make_topic):
     assert "7 would be imported" in out and "1 matched, 1 to create" in out
     assert stored(topic) == [] and not Topic.objects.filter(slug="naive-cafe").exists()
     assert CommentImportManager().map.count_documents({}) == 0
+
+
+def test_batches_span_buckets_as_posts_do(site, make_topic, settings):
+    from cms_site.paging import PageRequest
+
+    settings.COMMENTS_BUCKET_SIZE = 2
+    topic = make_topic("bucketed", title="Existing topic", slug="existing-topic")
+    run_import("disqus", FIXTURES / "disqus.xml")
+    manager = manager_for("bucketed")
+    pages = [manager.page(discussion_id=topic.pk, order="chronological", request=PageRequest(page=n, page_size=2))
+             for n in (1, 2, 3)]
+    assert [[c.seq for c in p.items] for p in pages] == [[1, 2], [3, 4], [5, 6]]
+    assert [c.text for p in pages for c in p.items] == [r[0] for r in EXPECTED_EXISTING]
+    assert manager.buckets.count_documents({"discussion_id": topic.pk}) == 3

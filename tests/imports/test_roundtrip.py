@@ -116,30 +116,65 @@ def test_disqus_export_imports_back(populated, empty_site, tmp_path):
         assert [(r[0], r[1], r[3], r[4], r[5]) for r in after] == [(r[0], r[1], r[3], r[4], r[5]) for r in rows]
 
 
-def test_an_interrupted_import_completes_on_the_next_run(make_topic, editor, monkeypatch):
+@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
+def test_an_interrupted_import_completes_on_the_next_run(make_topic, editor, monkeypatch, storage):
     editor.is_superuser = True
     editor.save()
-    topic = make_topic("bucketed", title="Existing topic", slug="existing-topic")
-    manager_cls = type(manager_for("bucketed"))
-    real = manager_cls.append
-    calls = {"n": 0}
+    topic = make_topic(storage, "chronological", title="Existing topic", slug="existing-topic")
+    manager_cls = type(manager_for(storage))
+    real = manager_cls.append_many
 
-    def dying(self, comment, *, threaded=False):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise RuntimeError("the process died")
-        return real(self, comment, threaded=threaded)
+    def dying(self, comments, *, threaded=False):
+        real(self, comments[:3], threaded=threaded)
+        raise RuntimeError("the process died")
 
-    monkeypatch.setattr(manager_cls, "append", dying)
+    monkeypatch.setattr(manager_cls, "append_many", dying)
     with pytest.raises(RuntimeError):
         run_import("disqus", FIXTURES / "disqus.xml")
-    assert len(stored(topic)) == 3  # three written, the fourth entered in the map but never stored
-    monkeypatch.setattr(manager_cls, "append", real)
+    assert len(stored(topic)) == 3  # three written; the others entered in the map but never stored
+    monkeypatch.setattr(manager_cls, "append_many", real)
     out = run_import("disqus", FIXTURES / "disqus.xml")
     assert "3 already imported" in out
     rows = shape(topic)
     assert [r[0] for r in rows] == [
         "First! **bold** and a [link](https://example.org/x)\n\nSecond paragraph", "A reply",
         "Reply to the reply: Ünïcödé 漢字 🎉 مرحبا", "", "Buy cheap watches", "A reply to the deleted one"]
+    assert [r[5] for r in rows][:3] == [None, rows[0][0], "A reply"]
     assert [c.seq for c in stored(topic)] == [1, 2, 3, 4, 5, 6]
     assert "0 imported" in run_import("disqus", FIXTURES / "disqus.xml")
+    assert len(stored(topic)) == 6
+
+
+def test_a_refused_comment_in_a_batch_is_reported_and_the_rest_stored(make_topic, editor, monkeypatch):
+    """A duplicate id inside a batch (a race: random ids do not collide): those before it are stored by the
+    batch, it is reported, the ones after it are stored one by one."""
+    editor.is_superuser = True
+    editor.save()
+    topic = make_topic("document", "threaded", title="Existing topic", slug="existing-topic")
+    taken = {"n": 0}
+    real_append = type(manager_for("document")).append
+
+    def append(self, comment, *, threaded=False):
+        taken["n"] += 1
+        if taken["n"] == 1:  # the first one after the refusal collides too
+            from comments.managers.base import DuplicateComment
+            raise DuplicateComment("taken")
+        return real_append(self, comment, threaded=threaded)
+
+    def append_many(self, comments, *, threaded=False):
+        from comments.managers.base import DuplicateComment
+        for c in comments[:2]:
+            real_append(self, c, threaded=threaded)
+        exc = DuplicateComment("taken")
+        exc.stored = 2
+        raise exc
+
+    cls = type(manager_for("document"))
+    monkeypatch.setattr(cls, "append_many", append_many)
+    monkeypatch.setattr(cls, "append", append)
+    out = run_import("disqus", FIXTURES / "disqus.xml")
+    assert "is taken in topic 'existing-topic'" in out
+    assert len(stored(topic)) == 5
+    monkeypatch.undo()
+    assert "1 imported" in run_import("disqus", FIXTURES / "disqus.xml")  # the refused one, next time
+    assert len(stored(topic)) == 6
