@@ -33,7 +33,8 @@ def test_wordpress(make_user):
     assert shape(topic) == [
         (first, "A WordPress Commenter", True, "visible", utc(2016, 1, 10, 11), None, 0),
         ("Réponse — “quoted” ✓", zoe.username, False, "visible", utc(2016, 1, 10, 12), first, 0),
-        ("Third level", "Deep", True, "visible", utc(2016, 1, 10, 12, 30), "Réponse — “quoted” ✓", 0),
+        ("Third level  \nsecond line\n\nnew paragraph", "Deep", True, "visible", utc(2016, 1, 10, 12, 30),
+         "Réponse — “quoted” ✓", 0),
         ("cheap pills", "Spammy", True, "removed", utc(2016, 1, 11, 8), None, 0),
         ("", "Regretful", True, "deleted", utc(2016, 1, 11, 9), None, 0),
         ("Held for moderation", "Waiting", True, "author_only", utc(2016, 1, 11, 10), None, 0),

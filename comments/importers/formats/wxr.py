@@ -8,6 +8,8 @@ pingbacks and trackbacks are skipped."""
 
 from __future__ import annotations
 
+import re
+
 from comments.importers.formats.xmlstream import records
 from comments.importers.records import (
     DELETED,
@@ -20,6 +22,17 @@ from comments.importers.records import (
     SourceThread,
     parse_time,
 )
+
+
+def _autop(content: str) -> str:
+    """WordPress stores a comment's line breaks as typed and adds <p>/<br> when showing it (wpautop):
+    do the same before reading it as HTML, so paragraphs and line breaks survive."""
+    content = re.sub(r"(<br\s*/?>)[ \t]*\n", r"\1", content.replace("\r\n", "\n"), flags=re.I).strip()
+    if "<p" in content.lower():
+        return content
+    paragraphs = [p.strip().replace("\n", "<br />") for p in re.split(r"\n\s*\n", content) if p.strip()]
+    return "".join(f"<p>{p}</p>" for p in paragraphs)
+
 
 _STATUS = {"1": VISIBLE, "approve": VISIBLE, "0": HIDDEN, "hold": HIDDEN, "spam": REMOVED, "trash": DELETED}
 
@@ -56,7 +69,7 @@ def read(source, **options):
             parent = node.get("comment_parent")
             yield SourceComment(
                 id=source_id, thread=key, posted=posted,
-                text=node.get("comment_content"), is_html=True, position=position,
+                text=_autop(node.get("comment_content")), is_html=True, position=position,
                 parent=parent if parent not in ("", "0") else None, name=node.get("comment_author"),
                 email=node.get("comment_author_email"), status=_STATUS.get(approved, HIDDEN),
             )
