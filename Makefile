@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test bench bench-update bench-quick lint install install-dev indexes clean
+.PHONY: run serve test bench bench-update bench-quick bench-load lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,13 @@ bench-update: $(VENV)/.installed-bench
 bench-quick: $(VENV)/.installed-bench
 	mkdir -p bench-out
 	$(BENCH_ENV) $(PY) manage.py bench --quick --json bench-out/quick.json --plots bench-out
+
+## make bench-load: this site as `make serve` runs it and django-comments-xtd under gunicorn, the same
+## 10,000-comment thread, each endpoint driven by wrk (Debian's package `wrk`) for 20 s: req/s, p50, p99 into
+## docs/bench/load.json and the "Load run" section of docs/benchmarks.md (about 5 minutes; stops by itself)
+bench-load: $(VENV)/.installed-bench
+	@command -v wrk >/dev/null || { echo "make bench-load needs wrk (Debian: apt-get install wrk)"; exit 2; }
+	$(BENCH_ENV) $(PY) manage.py bench_load --json docs/bench/load.json --docs docs/benchmarks.md
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -158,7 +158,10 @@ def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
     return verdicts
 
 
-def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None = None) -> None:
+def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None = None,
+          load: dict | None = None) -> None:
+    """The Markdown report of `result`; `load`, a `make bench-load` result (docs/bench/load.json), adds its
+    section (between markers, so that `make bench-load` can rewrite it alone)."""
     info, rows, notes = result["info"], result["rows"], result.get("notes", [])
     machine = info["machine"]
     sizes = info["sizes"]
@@ -465,6 +468,10 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     for line in findings(rows):
         add(f"- {line}")
     add("")
+    if load:
+        add(LOAD_START)
+        add(load_section(load))
+        add(LOAD_END + "\n")
     add("## Closing note\n")
     add(closing(rows, peer, baseline))
     add("")
@@ -659,3 +666,65 @@ def peer_summary(table: list[dict]) -> str:
     return _table(["comments", "strategy", "HTML × xtd (topic's order)", "API × xtd (topic's order)",
                    "HTML × xtd (every order)", "API × xtd (every order)"], lines)
 
+
+# --- the load run (make bench-load, bench/load.py) -----------------------------------------
+
+LOAD_START = "<!-- make bench-load writes this section (docs/bench/load.json) -->"
+LOAD_END = "<!-- end of the bench-load section -->"
+
+
+def _x(ours, xtd) -> str:
+    return f"{round(ours / xtd, 2)}×" if isinstance(ours, int | float) and isinstance(xtd, int | float) and xtd else "–"
+
+
+def load_section(load: dict) -> str:
+    """The "Load run" section: req/s, p50 and p99 per endpoint for both sides, and ours over xtd's."""
+    info, rows = load["info"], load["rows"]
+    by = {(r["endpoint"], r["side"]): r for r in rows}
+    endpoints = list(dict.fromkeys(r["endpoint"] for r in rows))
+    lines = []
+    for name in endpoints:
+        ours, xtd = by.get((name, "ours"), {}), by.get((name, "xtd"), {})
+        lines.append([name, ours.get("rps", "–"), xtd.get("rps", "–"), _x(ours.get("rps"), xtd.get("rps")),
+                      ours.get("p50_ms", "–"), xtd.get("p50_ms", "–"), ours.get("p99_ms", "–"), xtd.get("p99_ms", "–"),
+                      f"{ours.get('non_2xx', 0) + ours.get('socket_errors', 0)} / "
+                      f"{xtd.get('non_2xx', 0) + xtd.get('socket_errors', 0)}" if xtd else
+                      f"{ours.get('non_2xx', 0) + ours.get('socket_errors', 0)} / –"])
+    ready, rss = info.get("ready_seconds", {}), info.get("rss_mb_after", {})
+    text = [
+        "## Load run: this site and django-comments-xtd under wrk\n",
+        f"`make bench-load` ({info['started']}, {info['seconds']:,} s; bench/load.py): both sides started as `make serve` "
+        f"starts a site, gunicorn `{info['gunicorn']}` on loopback, DEBUG off; ours on {info['engine']} with the demo "
+        f"content plus a {info['size']:,}-comment threaded discussion (document strategy), xtd on SQLite with the same "
+        f"thread. {info['wrk']}: {info['connections']} connections, {info['threads']} threads, {info['duration']} s per "
+        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits and "
+        "the duplicate-text check off; posting is authenticated (our API with a token, xtd's API with HTTP Basic), a new "
+        "text each request, and runs last.\n",
+        _table(["endpoint", "ours req/s", "xtd req/s", "ours / xtd req/s", "ours p50 ms", "xtd p50 ms", "ours p99 ms",
+                "xtd p99 ms", "errors (non-2xx + socket), ours / xtd"], lines),
+        "",
+        f"Ready to serve after start (gunicorn start to the first 200 of the topic page): ours {ready.get('ours', '–')} s, "
+        f"xtd {ready.get('xtd', '–')} s. Worker memory after the run (RSS): ours {rss.get('ours', '–')} MB, "
+        f"xtd {rss.get('xtd', '–')} MB. The followers page has no xtd counterpart.",
+    ]
+    return "\n".join(text)
+
+
+def put_load_section(path: str, load: dict) -> None:
+    """Write the load section into the report at `path`: between its markers, else before the closing note."""
+    section = f"{LOAD_START}\n{load_section(load)}\n{LOAD_END}"
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = ""
+    if LOAD_START in text and LOAD_END in text:
+        head, rest = text.split(LOAD_START, 1)
+        text = head + section + rest.split(LOAD_END, 1)[1]
+    elif "## Closing note" in text:
+        head, rest = text.split("## Closing note", 1)
+        text = head + section + "\n\n## Closing note" + rest
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    with open(path, "w") as fh:
+        fh.write(text)

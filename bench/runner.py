@@ -308,7 +308,13 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
         if baseline_path:
             with open(baseline_path) as fh:
                 baseline = json.load(fh)
-        report.write(result, plots, docs_path, baseline=baseline)
+        # The load run's figures (make bench-load) stay on the page when the bench rewrites it.
+        load_file = os.path.join(os.path.dirname(os.path.abspath(docs_path)), "bench", "load.json")
+        load = None
+        if os.path.exists(load_file):
+            with open(load_file) as fh:
+                load = json.load(fh)
+        report.write(result, plots, docs_path, baseline=baseline, load=load)
         log(f"bench: wrote {docs_path}")
     log(f"bench: done in {info['seconds']} s")
     return result

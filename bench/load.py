@@ -1,0 +1,377 @@
+"""`make bench-load`: this site and django-comments-xtd under load, side by side, with wrk.
+
+Both sides are started as a small production site is (`make serve`): gunicorn on a free
+loopback port, DEBUG off, one worker with 4 threads (what `make serve` runs on the embedded
+engine; the same for xtd). Ours serves the demo content plus a generated discussion of
+`size` comments (document strategy, threaded: the default layout), bulk-loaded by
+bench/loaders.py into the data `make serve` then loads; xtd serves the same thread
+(bench/xtd_peer.py `load`, through XtdComment.save()) from SQLite with bench/xtd_settings.py.
+Rate limits and the duplicate-text spam check are off on our side (RATE_LIMITS=off,
+SPAM_DUPLICATE_WINDOW=0): the load run measures serving, not refusing.
+
+wrk drives each endpoint for `duration` seconds with `connections` connections (one side at
+a time, the other idle): topic page 1, a deep page (the middle one), the comments API page 1,
+a followers page (ours only: xtd has no follow graph) and posting (authenticated: our API with
+a token, xtd's API with HTTP Basic and its comment form's security hash; every request a new
+text). Posting runs last, so the pages are measured on the discussion as loaded. wrk's own
+timeout is raised to 30 s so slow answers count in the latency instead of being dropped.
+
+Results: requests/s, p50 and p99 latency, non-2xx answers and socket errors per endpoint and
+side, in a JSON file (docs/bench/load.json) and the "Load run" section of docs/benchmarks.md
+(`bench.report.load_section`, kept between markers when `make bench` rewrites the page).
+
+Entry points: `python manage.py bench_load` (the run), and `python -m bench.load seed-ours|seed-xtd`
+(the data, each in the process of its own settings; one JSON line on stdout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GUNICORN_ARGS = ["--workers", "1", "--threads", "4", "--timeout", "60"]
+POSTER_PASSWORD = "bench-load-only-password"  # a throw-away user of a throw-away database
+
+# --- wrk ----------------------------------------------------------------------------------
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _ms(text: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text.strip())
+    if not match:
+        raise ValueError(f"not a wrk duration: {text!r}")
+    return round(float(match.group(1)) * _UNITS[match.group(2)], 3)
+
+
+def parse_wrk(text: str) -> dict:
+    """wrk's report (with --latency) as {requests, seconds, rps, p50_ms, p90_ms, p99_ms, non_2xx, socket_errors}."""
+    out: dict = {}
+    match = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
+    if not match:
+        raise ValueError("no request count in wrk's output:\n" + text[-2000:])
+    out["requests"] = int(match.group(1))
+    out["seconds"] = round(_ms(match.group(2) + match.group(3)) / 1000, 2)
+    out["rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    for percent in ("50", "90", "99"):
+        found = re.search(rf"^\s+{percent}(?:\.000)?%\s+(\S+)", text, re.MULTILINE)
+        out[f"p{percent}_ms"] = _ms(found.group(1)) if found else None
+    found = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    out["non_2xx"] = int(found.group(1)) if found else 0
+    found = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    out["socket_errors"] = sum(int(g) for g in found.groups()) if found else 0
+    return out
+
+
+POST_SCRIPT = """
+-- One new comment text per request (the same text twice is a duplicate on either side).
+local counter = 0
+local prefix = string.format("%d-%d", os.time(), math.random(1, 1000000))
+request = function()
+  counter = counter + 1
+  local text = string.format("Load run comment %s-%d: a reply of ordinary length.", prefix, counter)
+  local body = string.format(BODY, text)
+  return wrk.format("POST", PATH, HEADERS, body)
+end
+"""
+
+
+def post_script(path: str, headers: dict[str, str], body_template: str) -> str:
+    """A wrk Lua script POSTing `body_template` (one `%s`: the comment text) to `path` with `headers`."""
+    lua_headers = "{" + ", ".join(f'["{k}"] = "{v}"' for k, v in headers.items()) + "}"
+    body = body_template.replace("\\", "\\\\").replace('"', '\\"')
+    return f'PATH = "{path}"\nHEADERS = {lua_headers}\nBODY = "{body}"\n' + POST_SCRIPT
+
+
+def run_wrk(url: str, *, duration: int, connections: int, threads: int, script: str | None = None,
+            workdir: Path) -> dict:
+    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "30s"]
+    if script is not None:
+        path = workdir / f"post-{uuid.uuid4().hex[:8]}.lua"
+        path.write_text(script)
+        command += ["-s", str(path)]
+    done = subprocess.run([*command, url], capture_output=True, text=True, timeout=duration + 120)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    return parse_wrk(done.stdout)
+
+
+# --- the seeds (each in a process of its own settings) --------------------------------------
+
+
+def seed_ours(size: int) -> dict:
+    """In the site's process: a threaded discussion of `size` comments, a poster with a token."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from bench import loaders, people
+    from cms_site import mongo_snapshot
+    from cms_site.managers import ensure_indexes
+    from comments.managers import manager_for
+    from comments.managers.base import THREADED
+
+    User = get_user_model()
+    editor = people.editor()
+    authors = people.authors(people.users(50, "loadwriter"))
+    topic = people.topic(author=editor, storage="document", order=THREADED, title=f"Load run discussion {size}")
+    comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
+                                  id_length=loaders.ID_LENGTH["document"])
+    loaders.load_document(manager_for("document"), comments, threaded=True)
+    ensure_indexes()
+    poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
+    token, _ = Token.objects.get_or_create(user=poster)
+    mongo_snapshot.mark_dirty()  # the embedded engine keeps it for the server process (saved at exit)
+    return {"slug": topic.slug, "token": token.key, "pages": -(-size // 20), "followers_of": "celebrity"}
+
+
+def seed_xtd(size: int) -> dict:
+    """In xtd's process (bench.xtd_settings, BENCH_XTD_DB): the same thread, a poster, a security hash."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django_comments.forms import CommentSecurityForm
+
+    from bench import xtd_peer
+
+    call_command("migrate", verbosity=0, interactive=False)
+    article = xtd_peer.load(size)
+    # xtd takes the comment's name from get_full_name(): a user without one is refused ("name").
+    get_user_model().objects.create_user(username="loadposter", email="loadposter@example.com", first_name="Load",
+                                         last_name="Poster",
+                                         password=POSTER_PASSWORD)
+    form = CommentSecurityForm(article)
+    return {"pk": article.pk, "pages": -(-size // 20), "username": "loadposter",
+            "timestamp": form["timestamp"].value(), "security_hash": form["security_hash"].value()}
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 - loopback only
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+class Server:
+    """A gunicorn process on a free loopback port, its log in the run's directory."""
+
+    def __init__(self, name: str, app: str, env: dict, workdir: Path):
+        self.name, self.port = name, _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(workdir / f"{name}.log", "w+")  # noqa: SIM115 - closed in stop()
+        gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *GUNICORN_ARGS],
+                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.ready_seconds: float | None = None
+
+    def wait(self, path: str, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if _status(self.base + path) == 200:
+                    self.ready_seconds = round(time.monotonic() - self.started, 1)
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                raise RuntimeError(f"{self.name} did not serve {path}:\n{self.log.read()[-3000:]}")
+            time.sleep(0.3)
+
+    def rss_mb(self) -> float | None:
+        """Resident memory of the worker(s) (Linux /proc), MB."""
+        total = 0
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+            for pid in children:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            return None
+        return round(total / 1024, 1) if total else None
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def _manage(args: list[str], env: dict) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def _seed(kind: str, size: int, env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-m", "bench.load", kind, "--size", str(size)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def endpoints(ours: dict, xtd: dict) -> list[dict]:
+    """What wrk drives: (name, our request, xtd's request or None)."""
+    import base64
+
+    deep = max(1, (ours["pages"] + 1) // 2)
+    basic = base64.b64encode(f"{xtd['username']}:{POSTER_PASSWORD}".encode()).decode()
+    xtd_body = json.dumps({"content_type": "flatpages.flatpage", "object_pk": str(xtd["pk"]),
+                           "timestamp": xtd["timestamp"], "security_hash": xtd["security_hash"], "honeypot": "",
+                           "name": "", "email": "", "followup": False, "reply_to": 0, "comment": "__TEXT__"})
+    ours_body = json.dumps({"text": "__TEXT__"})
+    return [
+        {"name": "topic page 1", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/"},
+        {"name": f"deep page ({deep})", "ours": f"/t/{ours['slug']}/?page={deep}",
+         "xtd": f"/article/{xtd['pk']}/?page={deep}"},
+        {"name": "comments API page 1", "ours": f"/api/topics/{ours['slug']}/comments/",
+         "xtd": f"/xtd-api/flatpages-flatpage/{xtd['pk']}/"},
+        {"name": "followers page", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None},
+        {"name": "posting a comment", "post": True,
+         "ours": (f"/api/topics/{ours['slug']}/comments/",
+                  {"Content-Type": "application/json", "Authorization": f"Token {ours['token']}"},
+                  ours_body.replace("__TEXT__", "%s")),
+         "xtd": ("/xtd-api/comment/", {"Content-Type": "application/json", "Authorization": f"Basic {basic}"},
+                 xtd_body.replace("__TEXT__", "%s"))},
+    ]
+
+
+def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
+        json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print) -> dict:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
+    started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    db_name = f"benchload_{uuid.uuid4().hex[:8]}"
+    ours_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "0",
+                "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-load-only-insecure-key-0123456789abcdefghij",
+                "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+                "MONGODB_SNAPSHOT": str(workdir / "embedded-mongo.bson"), "MONGODB_DB": db_name,
+                "STATIC_ROOT": str(workdir / "static"), "RATE_LIMITS": "off", "SPAM_DUPLICATE_WINDOW": "0",
+                "PYTHONUNBUFFERED": "1"}
+    ours_env.pop("CELERY_BROKER_URL", None)
+    xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
+               "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    servers: list[Server] = []
+    try:
+        log(f"bench-load: `make serve` set-up in {workdir}")
+        for args in (["migrate", "--noinput", "-v", "0"], ["collectstatic", "--noinput", "-v", "0"], ["mongo_indexes"],
+                     ["load_demo"]):
+            _manage(args, ours_env)
+        t0 = time.perf_counter()
+        ours = _seed("seed-ours", size, ours_env)
+        log(f"bench-load: ours: {size:,} comments loaded in {time.perf_counter() - t0:.1f} s (topic {ours['slug']})")
+        t0 = time.perf_counter()
+        xtd = _seed("seed-xtd", size, xtd_env)
+        log(f"bench-load: xtd: {size:,} comments posted in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
+        # One after the other, so that each start-up time is its own.
+        ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
+        servers.append(ours_server)
+        ours_server.wait(f"/t/{ours['slug']}/")
+        xtd_server = Server("xtd", "django.core.wsgi:get_wsgi_application()", xtd_env, workdir)
+        servers.append(xtd_server)
+        xtd_server.wait(f"/article/{xtd['pk']}/")
+        log(f"bench-load: ours ready in {ours_server.ready_seconds} s, xtd in {xtd_server.ready_seconds} s")
+        rows = []
+        for endpoint in endpoints(ours, xtd):
+            for side, server in (("ours", ours_server), ("xtd", xtd_server)):
+                target = endpoint[side]
+                if target is None:
+                    continue
+                if endpoint.get("post"):
+                    path, headers, body = target
+                    stats = run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
+                                    script=post_script(path, headers, body), workdir=workdir)
+                else:
+                    path = target
+                    stats = run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
+                                    workdir=workdir)
+                row = {"endpoint": endpoint["name"], "side": side, "path": path.split("?")[0] if endpoint.get("post")
+                       else path, "method": "POST" if endpoint.get("post") else "GET", **stats}
+                rows.append(row)
+                log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
+                    f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}")
+        rss = {"ours": ours_server.rss_mb(), "xtd": xtd_server.rss_mb()}
+        result = {
+            "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
+                     "connections": connections, "threads": threads, "gunicorn": " ".join(GUNICORN_ARGS),
+                     "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "mongomock (in process)",
+                     "cpus": os.cpu_count(), "wrk": _wrk_version(),
+                     "ready_seconds": {"ours": ours_server.ready_seconds, "xtd": xtd_server.ready_seconds},
+                     "rss_mb_after": rss, "seconds": None},
+            "rows": rows,
+        }
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("MONGODB_URI"):
+            import pymongo
+
+            pymongo.MongoClient(os.environ["MONGODB_URI"]).drop_database(db_name)
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["info"]["seconds"] = round(time.perf_counter() - started, 1)
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+        log(f"bench-load: wrote {json_path}")
+    if docs_path:
+        from bench.report import put_load_section
+
+        put_load_section(docs_path, result)
+        log(f"bench-load: wrote the load section of {docs_path}")
+    return result
+
+
+def _wrk_version() -> str:
+    done = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
+    first = (done.stdout + done.stderr).strip().splitlines()
+    return first[0].split(" Copyright")[0] if first else "wrk"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Seed the load run's data in this process's settings.")
+    parser.add_argument("what", choices=("seed-ours", "seed-xtd"))
+    parser.add_argument("--size", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    import django
+
+    django.setup()
+    result = seed_ours(args.size) if args.what == "seed-ours" else seed_xtd(args.size)
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

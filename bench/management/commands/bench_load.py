@@ -1,0 +1,29 @@
+"""`python manage.py bench_load`: this site and django-comments-xtd under wrk (bench/load.py)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = ("Start this site as `make serve` does and django-comments-xtd under gunicorn with the same thread, "
+            "drive each endpoint with wrk, report req/s, p50 and p99 (docs/bench/load.json, docs/benchmarks.md).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--size", type=int, default=10_000, help="Comments in the generated discussion.")
+        parser.add_argument("--duration", type=int, default=20, help="Seconds of wrk per endpoint and side.")
+        parser.add_argument("--connections", type=int, default=8)
+        parser.add_argument("--threads", type=int, default=2, help="wrk threads.")
+        parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/load.json).")
+        parser.add_argument("--docs", metavar="FILE", help="Rewrite the load section of this report (docs/benchmarks.md).")
+
+    def handle(self, *args, **options):
+        from bench.load import run
+
+        for name in ("size", "duration", "connections", "threads"):
+            if options[name] < 1:
+                raise CommandError(f"--{name} must be at least 1")
+        try:
+            run(size=options["size"], duration=options["duration"], connections=options["connections"],
+                threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                log=lambda line: (self.stdout.write(line), self.stdout.flush()))
+        except RuntimeError as exc:
+            raise CommandError(str(exc)) from exc

@@ -1,0 +1,93 @@
+"""The load run's parts that do not need servers: wrk's report parsed, the posting script, and the
+"Load run" section of docs/benchmarks.md (kept by `make bench`, rewritten alone by `make bench-load`)."""
+
+import json
+
+import pytest
+
+from bench.load import endpoints, parse_wrk, post_script
+from bench.report import LOAD_END, LOAD_START, load_section, put_load_section
+
+WRK_OUTPUT = """Running 20s test @ http://127.0.0.1:40123/t/load-run/
+  2 threads and 8 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   361.20ms   80.10ms   1.20s    70.00%
+    Req/Sec    11.50      4.10    20.00     60.00%
+  Latency Distribution
+     50%  350.50ms
+     75%  400.00ms
+     90%  480.00ms
+     99%    1.10s
+  452 requests in 20.04s, 9.80MB read
+  Socket errors: connect 0, read 0, write 0, timeout 3
+  Non-2xx or 3xx responses: 2
+Requests/sec:     22.55
+Transfer/sec:    500.12KB
+"""
+
+
+def test_wrk_output_is_parsed_into_rate_and_percentiles():
+    out = parse_wrk(WRK_OUTPUT)
+    assert out == {"requests": 452, "seconds": 20.04, "rps": 22.55, "p50_ms": 350.5, "p90_ms": 480.0, "p99_ms": 1100.0,
+                   "non_2xx": 2, "socket_errors": 3}
+    fast = parse_wrk(WRK_OUTPUT.replace("350.50ms", "950.00us").replace("  Non-2xx or 3xx responses: 2\n", "")
+                     .replace("  Socket errors: connect 0, read 0, write 0, timeout 3\n", ""))
+    assert fast["p50_ms"] == 0.95 and fast["non_2xx"] == 0 and fast["socket_errors"] == 0
+    with pytest.raises(ValueError):
+        parse_wrk("wrk: connection refused")
+
+
+def test_the_post_script_sends_a_new_text_each_request():
+    script = post_script("/api/topics/t/comments/", {"Content-Type": "application/json", "Authorization": "Token abc"},
+                         json.dumps({"text": "%s"}))
+    assert 'PATH = "/api/topics/t/comments/"' in script
+    assert '["Authorization"] = "Token abc"' in script
+    assert 'BODY = "{\\"text\\": \\"%s\\"}"' in script
+    assert "counter = counter + 1" in script and 'wrk.format("POST", PATH, HEADERS, body)' in script
+
+
+def test_endpoints_pair_our_pages_with_xtds():
+    ours = {"slug": "load-run", "pages": 500, "token": "tok", "followers_of": "celebrity"}
+    xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
+    by = {e["name"]: e for e in endpoints(ours, xtd)}
+    assert by["topic page 1"]["ours"] == "/t/load-run/" and by["topic page 1"]["xtd"] == "/article/7/"
+    assert by["deep page (250)"]["ours"] == "/t/load-run/?page=250" and by["deep page (250)"]["xtd"] == "/article/7/?page=250"
+    assert by["comments API page 1"]["xtd"] == "/xtd-api/flatpages-flatpage/7/"
+    assert by["followers page"]["xtd"] is None
+    path, headers, body = by["posting a comment"]["xtd"]
+    assert path == "/xtd-api/comment/" and headers["Authorization"].startswith("Basic ")
+    assert json.loads(body.replace("%s", "x"))["security_hash"] == "h"
+    assert by["posting a comment"]["ours"][1]["Authorization"] == "Token tok"
+
+
+LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,
+                 "threads": 2, "gunicorn": "--workers 1 --threads 4", "engine": "mongomock (in process)", "cpus": 2,
+                 "wrk": "wrk 4.1.0", "ready_seconds": {"ours": 12.0, "xtd": 1.5}, "rss_mb_after": {"ours": 300.0, "xtd": 70.0}},
+        "rows": [
+            {"endpoint": "topic page 1", "side": "ours", "rps": 10.0, "p50_ms": 700.0, "p99_ms": 1500.0, "non_2xx": 0,
+             "socket_errors": 0},
+            {"endpoint": "topic page 1", "side": "xtd", "rps": 40.0, "p50_ms": 150.0, "p99_ms": 300.0, "non_2xx": 0,
+             "socket_errors": 0},
+            {"endpoint": "followers page", "side": "ours", "rps": 100.0, "p50_ms": 50.0, "p99_ms": 120.0, "non_2xx": 1,
+             "socket_errors": 0},
+        ]}
+
+
+def test_the_load_section_gives_both_sides_and_the_ratio():
+    text = load_section(LOAD)
+    assert "| topic page 1 | 10.0 | 40.0 | 0.25× | 700.0 | 150.0 | 1,500.0 | 300.0 | 0 / 0 |" in text
+    assert "| followers page | 100.0 | – | – | 50.0 | – | 120.0 | – | 1 / – |" in text
+    assert "10,000-comment threaded discussion" in text and "ours 12.0 s, xtd 1.5 s" in text
+
+
+def test_the_load_section_is_replaced_in_place_or_put_before_the_closing_note(tmp_path):
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\n## Findings\n\n- one\n\n## Closing note\n\nDone.\n")
+    put_load_section(str(page), LOAD)
+    first = page.read_text()
+    assert first.index(LOAD_START) < first.index("## Closing note") and first.endswith("Done.\n")
+    changed = {**LOAD, "rows": [{**LOAD["rows"][0], "rps": 12.0}, *LOAD["rows"][1:]]}
+    put_load_section(str(page), changed)
+    second = page.read_text()
+    assert second.count(LOAD_START) == 1 and second.count(LOAD_END) == 1
+    assert "| topic page 1 | 12.0 | 40.0 | 0.3× |" in second and "| topic page 1 | 10.0 |" not in second
