@@ -1,4 +1,4 @@
-"""Import throughput and peak memory on a generated Disqus export (docs/benchmarks.md, "Import").
+"""Import throughput and peak memory on a generated Disqus export (docs/import.md, "Throughput and memory").
 
     python bench/import_disqus.py generate 1000000 /tmp/disqus-1m.xml   # threads of 100 posts, 40 % replies
     python bench/import_disqus.py parse /tmp/disqus-1m.xml              # the streaming reader alone

@@ -33,11 +33,13 @@ LIKE_FLAG = "I liked it"
 TOPIC_MODELS = {"topics.topic", "cms_site.topic"}
 
 
-def _content_type(value) -> str:
+def _content_type(value, known: dict[int, str]) -> str:
+    """"app.model" of a natural key, or of a content type id named by the dump's own
+    contenttypes.contenttype records (dumpdata without --natural-foreign), else "contenttype<id>"."""
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
         return f"{value[0]}.{value[1]}".lower()
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"contenttype{value}"
+        return known.get(value, f"contenttype{value}")
     return ""
 
 
@@ -64,13 +66,16 @@ def read(source, *, database: str | None = None, **options):
         yield from _read_database(database)
         return
     threads: set[str] = set()
+    content_types: dict[int, str] = {}  # a dump lists contenttypes before django_comments (alphabetical)
     for position, record in array_or_lines(source):
         if not isinstance(record, dict) or not isinstance(record.get("fields"), dict):
             yield Skipped(position, "not a dumpdata record (an object with model, pk, fields)")
             continue
         model, pk, fields = str(record.get("model", "")).lower(), record.get("pk"), record["fields"]
-        if model in COMMENT_MODELS:
-            content_type = _content_type(fields.get("content_type"))
+        if model == "contenttypes.contenttype" and isinstance(pk, int):
+            content_types[pk] = f"{fields.get('app_label', '')}.{fields.get('model', '')}".lower()
+        elif model in COMMENT_MODELS:
+            content_type = _content_type(fields.get("content_type"), content_types)
             if pk is None or not content_type or fields.get("object_pk") in (None, ""):
                 yield Skipped(position, "a comment without pk, content_type or object_pk")
                 continue
