@@ -13,7 +13,7 @@ from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
 
 from accounts.usernames import username_clean, username_taken
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 
 class AccountAdapter(DefaultAccountAdapter):

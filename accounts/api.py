@@ -15,7 +15,7 @@ from accounts.serializers import (
     TokenRequestSerializer,
     TokenSerializer,
 )
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 
 class RegisterApi(APIView):

@@ -3,7 +3,7 @@ from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
 from accounts.usernames import username_clean, username_taken
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 
 def _clean_username(form, *, exclude_pk=None) -> str:

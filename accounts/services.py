@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 
 from accounts.usernames import username_clean, username_taken
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 User = get_user_model()
 

@@ -26,7 +26,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Value
 from django.db.models.functions import Upper
 
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 _ALLOWED = re.compile(r"[\w.@+-]+")  # used with fullmatch (never `$`: it would accept a trailing newline)
 

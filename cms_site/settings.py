@@ -72,21 +72,21 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "cms_site.serving.ContentSecurityPolicyMiddleware",
+    "core.serving.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "allauth.account.middleware.AccountMiddleware",
-    "cms_site.clients.ClientMiddleware",
-    "cms_site.throttling.RateLimitMiddleware",
+    "core.clients.ClientMiddleware",
+    "core.throttling.RateLimitMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "topics.middleware.TopicSlugRedirectMiddleware",
     "social.middleware.PresenceMiddleware",
     "cms_site.mongo_snapshot.SnapshotMiddleware",
     # Last, so it sees a view's exception first: a MongoDB outage becomes a 503.
-    "cms_site.serving.MongoOutageMiddleware",
+    "core.serving.MongoOutageMiddleware",
 ]
 
 ROOT_URLCONF = "cms_site.urls"
@@ -272,7 +272,7 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
 NOTIFICATIONS_DIGEST_WINDOW = env_int("NOTIFICATIONS_DIGEST_WINDOW", 3600)
 
-# --- Cache and rate limits (cms_site/throttling.py) -----------------------------
+# --- Cache and rate limits (core/throttling.py) -----------------------------
 # Rate-limit counters live in Django's cache. The default, local memory, is PER PROCESS:
 # behind several workers set CACHE_URL=redis://host:6379/1 so they share the counts.
 CACHE_URL = os.environ.get("CACHE_URL", "")
@@ -315,18 +315,18 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # JSON bodies are bounded in depth (cms_site/parsers.py); oversized bodies are a JSON 400.
+    # JSON bodies are bounded in depth (core/parsers.py); oversized bodies are a JSON 400.
     "DEFAULT_PARSER_CLASSES": [
-        "cms_site.parsers.BoundedJSONParser",
+        "core.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "cms_site.api_errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "cms_site.paging.PageNumberPagination",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "core.paging.PageNumberPagination",
     # Every unsafe method, per user and per IP, scope from the view's `throttle_scope`.
-    "DEFAULT_THROTTLE_CLASSES": ["cms_site.throttling.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.WriteRateThrottle"],
     "PAGE_SIZE": 20,
 }
 
@@ -348,13 +348,13 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    # Every operation documents its error responses (cms_site/openapi.py).
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "cms_site.openapi.document_error_responses"],
+    # Every operation documents its error responses (core/openapi.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.openapi.document_error_responses"],
 }
 
 # Error reports mask secrets inside values too (URI passwords), not only secret-named settings.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "cms_site.error_reports.SecretMaskingReporterFilter"
-DEFAULT_EXCEPTION_REPORTER = "cms_site.error_reports.SecretMaskingExceptionReporter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "core.error_reports.SecretMaskingReporterFilter"
+DEFAULT_EXCEPTION_REPORTER = "core.error_reports.SecretMaskingExceptionReporter"
 
 LOGGING = {
     "version": 1,

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from cms_site import serving
+from core import serving
 
 api_patterns = [
     path("", include("accounts.api_urls")),
@@ -30,5 +30,5 @@ urlpatterns = [
     re_path(r"^api/", serving.api_not_found),
 ]
 
-handler404 = "cms_site.serving.handler404"
-handler500 = "cms_site.serving.handler500"
+handler404 = "core.serving.handler404"
+handler500 = "core.serving.handler500"

@@ -20,10 +20,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from cms_site.errors import InvalidInput, NotFound, ServiceError
-from cms_site.paging import parse_page_request
 from comments import selectors, services
 from comments.forms import ModerationForm
+from core.errors import InvalidInput, NotFound, ServiceError
+from core.paging import parse_page_request
 from topics.admin import TopicAdmin
 from topics.models import Topic
 

@@ -1,6 +1,6 @@
 """Comment API: one APIView per operation; rules live in services, reads in selectors.
 
-Every bad input is a 4xx JSON body with `detail` (cms_site.api_errors) and stores
+Every bad input is a 4xx JSON body with `detail` (core.api_errors) and stores
 nothing: services validate before they write, and no request value reaches a query but
 as a validated scalar (page numbers parsed to ints, ids checked against a whitelist).
 """
@@ -12,7 +12,6 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site.paging import DEFAULT_PAGE_SIZE, page_payload, paginated_schema, parse_page_request
 from comments import selectors, services
 from comments.serializers import (
     CommentCreateSerializer,
@@ -24,6 +23,7 @@ from comments.serializers import (
     CommentSerializer,
     CommentThreadSerializer,
 )
+from core.paging import DEFAULT_PAGE_SIZE, page_payload, paginated_schema, parse_page_request
 from topics.selectors import topic_get
 
 ERROR = OpenApiResponse(

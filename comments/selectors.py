@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cms_site.errors import InvalidInput, NotFound
-from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.ids import is_comment_id
 from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, VISIBLE, Comment
 from comments.managers.likes import CommentLikeManager
 from comments.services import can_see, comment_manager, comment_statuses, is_threaded, needs_html, with_html
+from core.errors import InvalidInput, NotFound
+from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy

@@ -8,8 +8,8 @@ pinned, likes, latest_likers}`; `author` is null on a masked placeholder. A gues
 
 from rest_framework import serializers
 
-from cms_site.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from comments.managers.base import COMMENT_STATUSES
+from core.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 
 class CommentAuthorSerializer(serializers.Serializer):
@@ -85,7 +85,7 @@ class CommentRevisionListSerializer(serializers.Serializer):
 
 
 class CommentListQuerySerializer(serializers.Serializer):
-    """Documentation of the list's query parameters (parsed by cms_site.paging and the selectors)."""
+    """Documentation of the list's query parameters (parsed by core.paging and the selectors)."""
 
     page = serializers.IntegerField(required=False, min_value=1, default=1)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)

@@ -12,7 +12,7 @@ Rules:
 - a like is idempotent: the like edge (`CommentLikeManager`) changes state at most once
   per like/unlike, and only then does the comment's counter move;
 - an embedded discussion that reached its size bound refuses comments: `Conflict`.
-- `html` is rendered from `text` here, once per write (cms_site.markdown, comment
+- `html` is rendered from `text` here, once per write (core.markdown, comment
   profile, `@names` linked only for existing users), and stored beside it.
 - an edit is the author's within COMMENTS_EDIT_WINDOW seconds of posting, or an
   editor's at any time; the replaced text is kept as a revision (with who replaced it)
@@ -39,11 +39,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from cms_site.errors import Conflict, Forbidden, InvalidInput, NotFound
-from cms_site.markdown import mentioned_usernames, render_markdown
-from cms_site.paging import PageRequest
-from cms_site.text import text_clean
-from cms_site.writers import require_writer
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import manager_for
@@ -63,6 +58,11 @@ from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, 
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
+from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.markdown import mentioned_usernames, render_markdown
+from core.paging import PageRequest
+from core.text import text_clean
+from core.writers import require_writer
 
 POST_POINTS, POST_DAILY_LIMIT = 5, 5
 REPLY_POINTS, REPLY_DAILY_LIMIT = 1, 5
@@ -119,7 +119,7 @@ def can_see(comment: Comment, viewer) -> bool:
 
 
 def _clean_text(text) -> str:
-    """Stored text: see cms_site/text.py (zero-width-only text is empty; controls and bidi overrides refused)."""
+    """Stored text: see core/text.py (zero-width-only text is empty; controls and bidi overrides refused)."""
     return text_clean(text, field="text", max_length=settings.COMMENTS_MAX_TEXT)
 
 

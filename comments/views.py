@@ -23,14 +23,15 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
-from cms_site.paging import DEFAULT_PAGE_SIZE, parse_page_request
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
+from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
+from core.paging import DEFAULT_PAGE_SIZE, parse_page_request
+from core.redirects import posted_next
 from topics.selectors import topic_get
 
 THREAD_DISPLAY_DEPTH = 5  # levels shown indented on a topic page (depth 0..4)
@@ -42,13 +43,6 @@ def _topic(request, slug):
         return topic_get(slug=slug, viewer=request.user)
     except NotFound as exc:
         raise Http404(exc.message) from None
-
-
-def _safe_next(request, fallback: str) -> str:
-    target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return target
-    return fallback
 
 
 def _page_url(topic, *, page: int, order: str, comment_id: str | None = None) -> str:
@@ -83,7 +77,7 @@ def _fragment(request, topic, comment, *, depth: int | None = None, indent: bool
     html = render_to_string("comments/_comment.html", {
         "topic": topic, "comment": selectors.mask(comment, request.user),
         "depth": comment.depth if depth is None else depth, "indent": indent,
-        "liked": liked, "here": _safe_next(request, topic.get_absolute_url()), "highlight": False,
+        "liked": liked, "here": posted_next(request, topic.get_absolute_url()), "highlight": False,
         "max_text": settings.COMMENTS_MAX_TEXT,
     }, request=request)
     return HttpResponse(html, status=status)
@@ -181,9 +175,9 @@ def comment_post(request, slug):
     fallback = topic.get_absolute_url()
     if not form.is_valid():  # only malformed submissions get here: every field is an optional string
         messages.error(request, "The comment form was incomplete; nothing was posted.")
-        return redirect(_safe_next(request, fallback))
+        return redirect(posted_next(request, fallback))
     text, parent = form.cleaned_data["text"], form.cleaned_data["parent"] or ""
-    back = _safe_next(request, fallback)
+    back = posted_next(request, fallback)
     # The service refuses a malformed parent; only a well-formed id is echoed back (anchor, kept draft).
     shown_parent = parent if is_comment_id(parent) else ""
     anchor = f"#c-{shown_parent}" if shown_parent else "#comment-form"
@@ -239,7 +233,7 @@ def _attempt(request, action, *, back: str, refused):
 def comment_edit(request, slug, comment_id):
     topic = _topic(request, slug)
     form = CommentForm(request.POST)
-    back = _safe_next(request, _permalink(topic, comment_id))
+    back = posted_next(request, _permalink(topic, comment_id))
     text = form.data.get("text", "") if isinstance(form.data.get("text", ""), str) else ""
 
     def refused(exc):
@@ -260,7 +254,7 @@ def comment_edit(request, slug, comment_id):
 @require_POST
 def comment_delete(request, slug, comment_id):
     topic = _topic(request, slug)
-    back = _safe_next(request, _permalink(topic, comment_id))
+    back = posted_next(request, _permalink(topic, comment_id))
 
     def refused(exc):
         messages.error(request, exc.message)
@@ -280,7 +274,7 @@ def comment_delete(request, slug, comment_id):
 def comment_like(request, slug, comment_id):
     topic = _topic(request, slug)
     form = LikeForm(request.POST)
-    back = _safe_next(request, _permalink(topic, comment_id))
+    back = posted_next(request, _permalink(topic, comment_id))
     if not form.is_valid():
         messages.error(request, "Unknown like action.")
         return redirect(back)

@@ -4,7 +4,7 @@ too, through the same services (so every change is in the audit log)."""
 
 from django.contrib import admin, messages
 
-from cms_site.errors import ServiceError
+from core.errors import ServiceError
 from moderation import services
 from moderation.models import SpamWord, UserModeration
 

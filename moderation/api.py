@@ -1,6 +1,6 @@
 """Moderation API: flags (any signed-in user), the queue, actions, the audit log, bans and
 pre-moderation (editors). One APIView per resource; rules live in services, reads in
-selectors; every error is the JSON body of cms_site.api_errors.
+selectors; every error is the JSON body of core.api_errors.
 """
 
 from django.utils.http import urlencode
@@ -10,9 +10,9 @@ from rest_framework import permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site.paging import page_payload, paginated_schema, parse_page_request
 from comments.api import COMMENT_ID, ERROR, SLUG
 from comments.serializers import CommentSerializer
+from core.paging import page_payload, paginated_schema, parse_page_request
 from moderation import selectors, services
 from moderation.serializers import (
     ActionSerializer,

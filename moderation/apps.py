@@ -7,9 +7,9 @@ class ModerationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from cms_site.writers import register_write_check
         from comments.services import register_submission_gate
         from comments.signals import comment_edited, comment_posted, comment_status_changed
+        from core.writers import register_write_check
         from moderation import receivers, services, spam
 
         register_write_check("moderation.bans", services.user_write_check)

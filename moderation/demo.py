@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from cms_site.paging import PageRequest
 from comments.selectors import comment_page
+from core.paging import PageRequest
 from moderation import services
 from moderation.managers.queue import PENDING, REPORTED, ModerationQueueManager
 

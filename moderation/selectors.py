@@ -1,6 +1,6 @@
 """Moderation reads: the site-wide queue, the audit log, a viewer's held comments, bans.
 
-Every list is newest first and read with a keyset cursor (`social.feeds.base` cursors:
+Every list is newest first and read with a keyset cursor (`core.cursors`:
 the last item's time and id) through one of the queue's declared indexes, so a page
 examines about `page_size` keys at any depth: equality on state, topic, author or one
 search word, then (`updated`, `_id`) descending. A tab's count is the counter document
@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.usernames import user_named
-from cms_site.errors import Forbidden, InvalidInput
-from cms_site.paging import parse_whole_number
 from comments import services as comment_services
+from core.cursors import parse_time_cursor, time_cursor
+from core.errors import Forbidden, InvalidInput
+from core.paging import parse_whole_number
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
 from moderation.models import UserModeration
 from moderation.services import held_comment
-from social.feeds.base import parse_time_cursor, time_cursor
 from topics.models import Topic
 
 QUEUE_VIEWS = ("reported", "pending", "removed", "all")
@@ -227,7 +227,7 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
 def bans_page(*, viewer, request) -> object:
     """Users under a ban or pre-moderation, most recently changed first (a Django page)."""
     _require_editor(viewer)
-    from cms_site.paging import Page
+    from core.paging import Page
 
     qs = UserModeration.objects.select_related("user").order_by("-updated")
     qs = qs.filter(banned=True) | qs.filter(premoderated=True)

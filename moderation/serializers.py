@@ -3,8 +3,8 @@ rules); outputs render queue rows, log rows, flags and bans."""
 
 from rest_framework import serializers
 
-from cms_site.serializers import StrictInputSerializer
 from comments.serializers import CommentSerializer
+from core.serializers import StrictInputSerializer
 from moderation.selectors import MAX_SIZE, QUEUE_VIEWS
 from moderation.services import ACTIONS, FLAG_REASONS, MAX_BULK, NOTE_MAX
 

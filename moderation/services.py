@@ -39,9 +39,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.usernames import user_named
-from cms_site.errors import Forbidden, InvalidInput, NotFound
 from comments import services as comment_services
 from comments.managers.base import AUTHOR_ONLY, PENDING, REMOVED, VISIBLE, Author, Comment
+from core.errors import Forbidden, InvalidInput, NotFound
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
 from moderation.managers.queue import PENDING as PENDING_STATE
@@ -106,7 +106,7 @@ def restriction_of(user) -> UserModeration | None:
 
 
 def user_write_check(user, action: str) -> None:
-    """Registered with cms_site.writers: a banned user (not shadow-banned) gets a 403."""
+    """Registered with core.writers: a banned user (not shadow-banned) gets a 403."""
     restriction = restriction_of(user)
     if restriction is None or not restriction.ban_in_force() or restriction.shadow:
         return

@@ -9,7 +9,7 @@ pipeline; the remote check (Akismet) runs only when nothing local rejected.
 
 The checks:
 - honeypot: a field hidden from people on the page comment forms (`website`,
-  cms_site.clients.HONEYPOT_FIELD); a bot fills it: REJECT. The API has no honeypot;
+  core.clients.HONEYPOT_FIELD); a bot fills it: REJECT. The API has no honeypot;
 - links: more than `SPAM_MAX_LINKS` links (http(s)://, www., bare domain names with a
   common top-level domain): HOLD; more than twice as many: REJECT;
 - words: editors keep a list of banned words (REJECT) and suspect words (HOLD) in the
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.cache import cache
 
-from cms_site.clients import Client, current_client
-from cms_site.errors import InvalidInput
+from core.clients import Client, current_client
+from core.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 

@@ -15,23 +15,17 @@ from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from cms_site.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
-from cms_site.paging import parse_page_request
+from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
+from core.paging import parse_page_request
+from core.redirects import posted_next
 from moderation import selectors, services
 from moderation.forms import BanForm, FlagForm, QueueActionForm, UserActionForm
 from topics.selectors import topic_get
 
 TAB_LABELS = {"reported": "Reported", "pending": "Pending", "removed": "Removed", "all": "All"}
-
-
-def _safe_next(request, fallback: str) -> str:
-    target = request.POST.get("next") or ""
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return target
-    return fallback
 
 
 @require_POST
@@ -44,23 +38,23 @@ def comment_flag(request, slug, comment_id):
     form = FlagForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Not reported: choose a reason (and keep the note under 500 characters).")
-        return redirect(_safe_next(request, fallback))
+        return redirect(posted_next(request, fallback))
     try:
         result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user,
                                       reason=form.cleaned_data["reason"], note=form.cleaned_data["note"])
     except NotAuthenticated as exc:
         messages.error(request, exc.message)
-        return redirect_to_login(_safe_next(request, fallback))
+        return redirect_to_login(posted_next(request, fallback))
     except NotFound as exc:
         raise Http404(exc.message) from None
     except ServiceError as exc:
         messages.error(request, f"Not reported: {exc.message}")
-        return redirect(_safe_next(request, fallback))
+        return redirect(posted_next(request, fallback))
     if result.created:
         messages.success(request, "Thank you: the editors will review this comment.")
     else:
         messages.info(request, "You have already reported this comment.")
-    return redirect(_safe_next(request, fallback))
+    return redirect(posted_next(request, fallback))
 
 
 def _admin_context(request, title):

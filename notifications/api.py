@@ -8,8 +8,8 @@ from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site.errors import InvalidInput
-from cms_site.serializers import ErrorSerializer
+from core.errors import InvalidInput
+from core.serializers import ErrorSerializer
 from notifications import selectors, services
 from notifications.models import KINDS
 from notifications.serializers import (

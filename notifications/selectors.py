@@ -16,10 +16,10 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 
-from cms_site.errors import InvalidInput, NotAuthenticated
+from core.cursors import EPOCH, decode_cursor, encode_cursor
+from core.errors import InvalidInput, NotAuthenticated
 from notifications.managers import NotificationManager
 from notifications.managers.notifications import Notification
-from social.feeds.base import EPOCH, decode_cursor, encode_cursor
 from social.managers.mutes import MuteManager
 from topics import selectors as topic_selectors
 

@@ -38,8 +38,8 @@ from django.core import signing
 from django.core.mail import EmailMessage
 from django.utils import timezone
 
-from cms_site.errors import InvalidInput, NotAuthenticated, NotFound
-from cms_site.markdown import mentioned_usernames
+from core.errors import InvalidInput, NotAuthenticated, NotFound
+from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
 from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
 from social.managers.edges import now_ms

@@ -6,11 +6,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from cms_site.errors import InvalidInput, NotFound, ServiceError
+from core.errors import InvalidInput, NotFound, ServiceError
+from core.redirects import posted_next
 from notifications import selectors, services
 from notifications.models import KINDS, NotificationPreference
 from topics.selectors import topic_get
@@ -71,10 +71,7 @@ def unsubscribe(request, token):
 
 
 def _back(request, topic):
-    target = request.POST.get("next") or ""
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return redirect(target)
-    return redirect(f"/t/{topic.slug}/")
+    return redirect(posted_next(request, f"/t/{topic.slug}/"))
 
 
 def _topic_or_404(request, slug):

@@ -17,8 +17,8 @@ from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site.paging import page_payload, paginated_schema, parse_page_request
-from cms_site.serializers import ErrorSerializer
+from core.paging import page_payload, paginated_schema, parse_page_request
+from core.serializers import ErrorSerializer
 from social import selectors, services
 from social.serializers import (
     ActivitySerializer,

@@ -19,7 +19,7 @@ class PresenceMiddleware:
     def __call__(self, request):
         response = self.get_response(request)
         user = getattr(request, "user", None)
-        # 503: MongoDB is unreachable (cms_site/serving.py); do not wait for it a second time.
+        # 503: MongoDB is unreachable (core/serving.py); do not wait for it a second time.
         if user is not None and user.is_authenticated and response.status_code != 503:
             try:
                 presence_touch(user_id=user.pk)

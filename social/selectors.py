@@ -16,9 +16,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from cms_site.errors import NotFound
-from cms_site.paging import Page, PageRequest, parse_whole_number
 from comments.services import comment_copy_states
+from core.errors import NotFound
+from core.paging import Page, PageRequest, parse_whole_number
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, Activity, FeedPage
 from social.feeds.hybrid import merged_page

@@ -39,8 +39,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
-from cms_site.errors import InvalidInput, NotFound
-from cms_site.writers import require_writer
+from core.errors import InvalidInput, NotFound
+from core.writers import require_writer
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager
 from social.feeds.log import ActivityLogManager

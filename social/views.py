@@ -4,11 +4,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from cms_site.errors import InvalidInput, NotFound, ServiceError
-from cms_site.paging import parse_page_request
+from core.errors import InvalidInput, NotFound, ServiceError
+from core.paging import parse_page_request
+from core.redirects import posted_next
 from social import selectors, services
 
 
@@ -56,10 +57,7 @@ def following(request, username):
 
 
 def _back(request, user):
-    target = request.POST.get("next") or ""
-    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        return redirect(target)
-    return redirect("social-profile", username=user.username)
+    return redirect(posted_next(request, reverse("social-profile", kwargs={"username": user.username})))
 
 
 @login_required

@@ -13,7 +13,7 @@ MONGODB_DB = "test"
 # No snapshot file: each test has its own database (tests/cms_site/test_mongo_snapshot.py
 # tests the snapshot with its own client and file).
 MONGODB_SNAPSHOT = ""
-# Rate limits are off for the suite; tests/cms_site/test_throttling.py turns them on.
+# Rate limits are off for the suite; tests/core/test_throttling.py turns them on.
 RATE_LIMITS_ENABLED = False
 
 # Tests render pages with DEBUG off and no collectstatic: plain static storage, and

@@ -6,8 +6,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from cms_site.errors import InvalidInput
-from cms_site.paging import page_payload, paginated_schema, parse_page_request
+from core.errors import InvalidInput
+from core.paging import page_payload, paginated_schema, parse_page_request
 from topics import selectors, services
 from topics.serializers import (
     CommentSearchHitSerializer,

@@ -21,7 +21,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from cms_site.markdown import TOPIC, render_markdown
+from core.markdown import TOPIC, render_markdown
 
 
 class CommentStorage(models.TextChoices):
@@ -83,7 +83,7 @@ class Topic(models.Model):
         help_text="One or two sentences: the list excerpt and the page's meta description.",
     )
     body = models.TextField(blank=True, help_text="Markdown: headings, lists, links, images, tables, code; no raw HTML.")
-    # `body` rendered and sanitised (cms_site.markdown, topic profile) at every save.
+    # `body` rendered and sanitised (core.markdown, topic profile) at every save.
     body_html = models.TextField(blank=True, editable=False)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="topics")
     status = models.CharField(max_length=16, choices=TopicStatus.choices, default=TopicStatus.PUBLISHED)

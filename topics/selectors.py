@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q
 
-from cms_site.errors import InvalidInput, NotFound
-from cms_site.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from comments.services import comment_statuses
+from core.errors import InvalidInput, NotFound
+from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from topics.managers.search import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words
 from topics.models import Tag, Topic, TopicSlugRedirect
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from cms_site.serializers import UserRefSerializer
+from core.serializers import UserRefSerializer
 from topics.models import CommentModeration, CommentOrder, CommentStorage, Topic, TopicStatus
 
 

@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from cms_site.errors import Forbidden, InvalidInput, NotAuthenticated
+from core.errors import Forbidden, InvalidInput, NotAuthenticated
 from topics.models import CommentModeration, CommentOrder, CommentStorage, Tag, Topic, TopicSlugRedirect, TopicStatus
 from topics.signals import topic_published
 

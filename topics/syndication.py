@@ -10,7 +10,7 @@ from django.contrib.syndication.views import Feed
 from django.http import Http404
 from django.utils.feedgenerator import Atom1Feed
 
-from cms_site.errors import NotFound
+from core.errors import NotFound
 from topics import selectors
 from topics.models import Tag, Topic
 

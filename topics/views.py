@@ -4,9 +4,9 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 
-from cms_site.errors import InvalidInput, NotFound
-from cms_site.paging import parse_page_request
 from comments.selectors import comment_counts
+from core.errors import InvalidInput, NotFound
+from core.paging import parse_page_request
 from topics import selectors
 
 

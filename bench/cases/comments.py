@@ -25,8 +25,8 @@ import itertools
 from django.conf import settings
 
 from bench import loaders, people
-from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED
+from core.paging import PageRequest
 
 PAGE_ORDERS = (CHRONOLOGICAL, THREADED)
 EMBEDDED_HEADROOM = 100  # comments left free in a capped embedded discussion

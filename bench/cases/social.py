@@ -22,7 +22,7 @@ from django.contrib.auth.hashers import make_password
 from django.test.utils import override_settings
 
 from bench import people
-from cms_site.paging import PageRequest
+from core.paging import PageRequest
 
 SYNTHETIC_BASE = 50_000_000  # follower ids far above the bench's real users
 

@@ -43,7 +43,7 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   by its author leaves a tombstone (status "deleted", text and html "") in its place,
   so positions, counts, replies, sequence numbers and page arithmetic never shift
   under a reader.
-- `html` is the Markdown `text` rendered and sanitised at write time (cms_site.markdown),
+- `html` is the Markdown `text` rendered and sanitised at write time (core.markdown),
   stored beside it; an edit replaces both in one update, guarded by the text it
   replaces (a concurrent edit makes it match nothing instead of losing a revision).
 - Discussion hints, kept with the discussion's counter (the document `page()` reads
@@ -70,9 +70,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from cms_site.errors import InvalidInput
 from cms_site.managers import MongoManager
-from cms_site.paging import Page, PageRequest
+from core.errors import InvalidInput
+from core.paging import Page, PageRequest
 
 CHRONOLOGICAL = "chronological"
 THREADED = "threaded"

@@ -40,7 +40,6 @@ import re
 from django.conf import settings
 from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
 
-from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
 from comments.managers.base import (
     BACKWARD,
@@ -63,6 +62,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from core.paging import Page, PageRequest
 
 
 def bucket_of(seq: int, size: int) -> int:

@@ -40,7 +40,6 @@ from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
 from comments.managers.base import (
     BACKWARD,
@@ -68,6 +67,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
 

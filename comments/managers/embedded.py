@@ -50,7 +50,6 @@ from django.conf import settings
 from pymongo import IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.paging import Page, PageRequest
 from comments.ids import new_comment_id
 from comments.managers.base import (
     BACKWARD,
@@ -76,6 +75,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from core.paging import Page, PageRequest
 
 FLAT = "flat"
 NESTED = "nested"

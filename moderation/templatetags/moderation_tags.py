@@ -4,7 +4,7 @@ comment."""
 
 from django import template
 
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 from moderation import selectors
 from moderation.forms import FlagForm
 

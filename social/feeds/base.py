@@ -6,36 +6,28 @@ excerpt) or the followed user (id, username), plus the link to show.
 
 Feeds are newest first, ordered by a unique, stable key, and paged with an opaque
 cursor like DRF's CursorPagination: the cursor names the last item shown, the next
-page is everything strictly older, so new activity never shifts a page. A cursor is
-URL-safe base64 of a small JSON object whose fields are validated (types and ranges)
-before use; anything else is `InvalidInput` (a 400).
+page is everything strictly older, so new activity never shifts a page. The codec is
+`core.cursors`; the bucketed strategy's (sequence, position) cursor is here.
 """
 
 from __future__ import annotations
 
 import abc
-import base64
-import binascii
-import json
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import ClassVar
 
 from bson import ObjectId
 
-from cms_site.errors import InvalidInput
 from cms_site.managers import MongoManager
+from core.cursors import bad_cursor, decode_cursor, encode_cursor, time_cursor, whole
 
 PUBLISH = "publish"
 COMMENT = "comment"
 FOLLOW = "follow"
 ACTIVITY_TYPES = (PUBLISH, COMMENT, FOLLOW)
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_HEX24 = re.compile(r"[0-9a-f]{24}")  # used with fullmatch: `$` would let "...\n" through
-MAX_CURSOR_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -90,58 +82,7 @@ class FeedPage:
         return time_cursor(self.items[index].date, self.items[index].id)
 
 
-# --- cursors ---------------------------------------------------------------------
-
-
-def encode_cursor(position: dict) -> str:
-    raw = json.dumps(position, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> dict | None:
-    """The cursor's JSON object, or None for the first page. Structure only: callers validate fields."""
-    if cursor is None or cursor == "":
-        return None
-    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_LENGTH or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
-        raise InvalidInput("cursor is not valid.", field="cursor")
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not valid.", field="cursor") from None
-    if not isinstance(data, dict):
-        raise InvalidInput("cursor is not valid.", field="cursor")
-    return data
-
-
-def _whole(value, *, minimum: int = 0, maximum: int = 2**53) -> int:
-    if type(value) is not int or not minimum <= value <= maximum:
-        raise InvalidInput("cursor is not valid.", field="cursor")
-    return value
-
-
-def time_cursor(item_date: datetime, item_id: str) -> str:
-    """Cursor of a (date, id) keyed feed: milliseconds since the epoch and the ObjectId hex."""
-    ms = (item_date - EPOCH) // timedelta(milliseconds=1)
-    return encode_cursor({"k": "t", "d": ms, "i": item_id})
-
-
-def parse_time_cursor(cursor: str | None) -> tuple[datetime, ObjectId] | None:
-    data = decode_cursor(cursor)
-    if data is None:
-        return None
-    if set(data) != {"k", "d", "i"} or data["k"] != "t" or not isinstance(data["i"], str) or not _HEX24.fullmatch(data["i"]):
-        raise InvalidInput("cursor is not valid.", field="cursor")
-    return EPOCH + timedelta(milliseconds=_whole(data["d"], maximum=253402300799999)), ObjectId(data["i"])
-
-
-def older_than(date_field: str, id_field: str, position: tuple[datetime, ObjectId] | None) -> dict:
-    """Filter for items strictly after `position` in (date, id) descending order."""
-    if position is None:
-        return {}
-    date, oid = position
-    # The top-level bound makes the index range explicit ([date, ...) descending), whatever plan
-    # the planner cached from a shallower cursor; the $or only breaks the tie at `date`.
-    return {date_field: {"$lte": date}, "$or": [{date_field: {"$lt": date}}, {date_field: date, id_field: {"$lt": oid}}]}
+# --- bucket cursors ------------------------------------------------------------
 
 
 def bucket_cursor(sequence: int, position: int) -> str:
@@ -153,8 +94,8 @@ def parse_bucket_cursor(cursor: str | None) -> tuple[int, int] | None:
     if data is None:
         return None
     if set(data) != {"k", "s", "p"} or data["k"] != "b":
-        raise InvalidInput("cursor is not valid.", field="cursor")
-    return _whole(data["s"]), _whole(data["p"], maximum=10**6)
+        raise bad_cursor()
+    return whole(data["s"]), whole(data["p"], maximum=10**6)
 
 
 # --- the interface ---------------------------------------------------------------

@@ -25,16 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from cms_site.errors import InvalidInput
-from social.feeds.base import (
-    EPOCH,
-    Activity,
-    FeedManager,
-    FeedPage,
-    decode_cursor,
-    encode_cursor,
-    parse_time_cursor,
-)
+from core.cursors import EPOCH, decode_cursor, encode_cursor, parse_time_cursor
+from core.errors import InvalidInput
+from social.feeds.base import Activity, FeedManager, FeedPage
 from social.feeds.log import ActivityLogManager
 
 EXHAUSTED = 0

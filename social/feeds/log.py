@@ -17,7 +17,8 @@ from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
 
 from cms_site.managers import MongoManager
-from social.feeds.base import Activity, FeedPage, older_than, parse_time_cursor, time_cursor
+from core.cursors import older_than, parse_time_cursor, time_cursor
+from social.feeds.base import Activity, FeedPage
 
 NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]
 # At most this many authors in one `$in` merge: the planner merges up to 200 index scans in

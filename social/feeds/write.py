@@ -15,7 +15,8 @@ from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
 from pymongo.errors import BulkWriteError
 
-from social.feeds.base import Activity, FeedManager, FeedPage, older_than, parse_time_cursor, time_cursor
+from core.cursors import older_than, parse_time_cursor, time_cursor
+from social.feeds.base import Activity, FeedManager, FeedPage
 
 DUPLICATE_KEY = 11000
 BATCH = 1000

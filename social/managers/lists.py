@@ -48,8 +48,8 @@ from django.conf import settings
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.errors import Conflict
 from cms_site.managers import MongoManager
+from core.errors import Conflict
 
 FOLLOWERS = "followers"
 FOLLOWING = "following"

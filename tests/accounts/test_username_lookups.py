@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from accounts.usernames import user_named, username_taken, users_named
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ import pytest
 from django.test.utils import override_settings
 
 from bench import loaders, shape
-from cms_site.paging import PageRequest
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import CHRONOLOGICAL, THREADED, Author
+from core.paging import PageRequest
 
 SIZE = 37
 

@@ -152,9 +152,9 @@ def test_the_reads_of_one_page_share_one_causally_consistent_session(mongo_db, m
     from contextlib import contextmanager
 
     from cms_site import mongo
-    from cms_site.paging import PageRequest
     from comments.managers import manager_for
     from comments.managers.base import CHRONOLOGICAL, Author
+    from core.paging import PageRequest
     from social.managers import FOLLOWERS, FollowListManager
 
     sessions, opened = [], []

@@ -1,8 +1,8 @@
-"""The OpenAPI schema documents every operation's error responses (cms_site/openapi.py)."""
+"""The OpenAPI schema documents every operation's error responses (core/openapi.py)."""
 
 import pytest
 
-from cms_site.api_errors import _flat_errors
+from core.api_errors import _flat_errors
 
 pytestmark = pytest.mark.django_db
 

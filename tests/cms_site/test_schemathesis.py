@@ -7,7 +7,7 @@ Bounded and repeatable: `EXAMPLES` generated cases per operation and identity,
 derandomised. Generated path parameters mostly name nothing (404s); every other example
 is pointed at a topic, comment and user that exist, so the success paths run too. Rate
 limits are off here (tests/settings.py) as in the rest of the suite; their 429 is
-documented and tested in tests/cms_site/test_throttling.py.
+documented and tested in tests/core/test_throttling.py.
 """
 
 import itertools

@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from django.test import RequestFactory, override_settings
 from rest_framework.test import APIClient
 
-from cms_site.error_reports import mask_secrets
-from cms_site.paging import parse_whole_number
-from social.feeds.base import encode_cursor
+from core.cursors import encode_cursor
+from core.error_reports import mask_secrets
+from core.paging import parse_whole_number
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

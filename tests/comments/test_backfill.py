@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from cms_site.paging import PageRequest
 from comments import selectors, services
+from core.paging import PageRequest
 
 pytestmark = pytest.mark.django_db
 

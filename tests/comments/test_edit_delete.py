@@ -8,9 +8,9 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
-from cms_site.errors import Forbidden, NotAuthenticated
 from comments import selectors, services
 from comments.managers.base import DELETED
+from core.errors import Forbidden, NotAuthenticated
 from tests.comments.support import stored
 from tests.comments.test_services_roundtrips import counter, trips  # noqa: F401  (counter is a fixture)
 

@@ -3,9 +3,9 @@
 import pytest
 from django.conf import settings as django_settings
 
-from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED, Author
 from comments.managers.bucketed import BucketedCommentManager, bucket_of
+from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 
 ALICE = Author(id=1, name="alice")

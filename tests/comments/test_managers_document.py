@@ -2,10 +2,10 @@
 
 import itertools
 
-from cms_site.paging import PageRequest
 from comments.managers import document as document_module
 from comments.managers.base import CHRONOLOGICAL, HOT, Author
 from comments.managers.document import HOT_PINNED, DocumentCommentManager
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
 ALICE = Author(id=1, name="alice")

@@ -3,9 +3,9 @@
 import bson
 import pytest
 
-from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED, Author, DiscussionFull
 from comments.managers.embedded import EmbeddedCommentManager, charge, element_paths
+from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 
 ALICE = Author(id=1, name="alice")

@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from cms_site.errors import InvalidInput
-from cms_site.paging import PageRequest
 from comments import selectors, services
+from core.errors import InvalidInput
+from core.paging import PageRequest
 
 pytestmark = pytest.mark.django_db
 

@@ -115,7 +115,7 @@ def test_comment_text_is_escaped(client, topic, alice):
     comment = services.comment_create(topic=topic, author=alice, text='<script>alert("x")</script> & <b>bold</b>')
     for url in (f"/t/{topic.slug}/", f"/t/{topic.slug}/c/{comment.id}/"):
         html = client.get(url).content.decode()
-        # Rendered once by cms_site.markdown: raw HTML is text (quotes need no escaping in text content).
+        # Rendered once by core.markdown: raw HTML is text (quotes need no escaping in text content).
         assert "<script>alert" not in html and '&lt;script&gt;alert("x")&lt;/script&gt; &amp; &lt;b&gt;' in html
 
 

@@ -9,8 +9,8 @@ topic with pins costs one read more.
 
 import pytest
 
-from cms_site.paging import PageRequest
 from comments import selectors, services
+from core.paging import PageRequest
 from tests.comments.test_services_roundtrips import counter, trips  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.django_db

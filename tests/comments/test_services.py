@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from cms_site.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
-from cms_site.paging import PageRequest
-from cms_site.text import BIDI_CONTROLS
 from comments import selectors, services, signals
 from comments.managers.base import HOT, Comment
+from core.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
+from core.paging import PageRequest
+from core.text import BIDI_CONTROLS
 from tests.comments.support import stored
 
 pytestmark = pytest.mark.django_db
@@ -265,7 +265,7 @@ def test_like_rules(topic, make_user, editor):
 @hypothesis_settings(max_examples=20)
 @given(text=st.text(min_size=1, max_size=60))
 def test_any_text_is_stored_trimmed_or_refused(make_topic, make_user, text):
-    # The rules of cms_site/text.py: controls, lone surrogates and bidi overrides are refused;
+    # The rules of core/text.py: controls, lone surrogates and bidi overrides are refused;
     # text with nothing visible is empty; stored text is the input (newlines normalised, BOM and
     # zero-width spaces dropped) trimmed to its first and last visible character.
     # Each example posts to a new topic, so examples never see each other's comments.

@@ -3,9 +3,9 @@
 import pytest
 
 from cms_site import demo as cms_demo
-from cms_site.paging import PageRequest
 from comments import demo, selectors
 from comments.managers import manager_for
+from core.paging import PageRequest
 from topics import demo as topics_demo
 
 pytestmark = pytest.mark.django_db

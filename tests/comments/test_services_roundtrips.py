@@ -6,8 +6,8 @@ from unittest import mock
 import pytest
 from pymongo.collection import Collection
 
-from cms_site.paging import PageRequest
 from comments import selectors, services
+from core.paging import PageRequest
 
 pytestmark = pytest.mark.django_db
 

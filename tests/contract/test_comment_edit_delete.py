@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED, DiscussionFull
 from comments.managers.embedded import NESTED
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 from tests.contract.test_comment_managers import needs_threaded, post_tree
 

@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from cms_site.paging import PageRequest
 from comments import clock
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
@@ -27,6 +26,7 @@ from comments.managers.base import (
     Author,
     CommentManager,
 )
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
 SORT_KEY_LEVEL = re.compile(r"^\d{17}:[0-9a-z]+$")

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from cms_site.paging import PageRequest
 from comments.managers.base import CHRONOLOGICAL, THREADED
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 from tests.contract.test_comment_managers import needs_threaded, post_tree, walk
 

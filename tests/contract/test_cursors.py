@@ -5,10 +5,10 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from cms_site.errors import InvalidInput
-from cms_site.paging import PageRequest
 from comments.managers import manager_for
 from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author, encode_cursor
+from core.errors import InvalidInput
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
 BOB = Author(id=2, name="bob")

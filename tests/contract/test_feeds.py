@@ -2,10 +2,10 @@
 
 import pytest
 
-from cms_site.errors import InvalidInput
+from core.cursors import encode_cursor
+from core.errors import InvalidInput
 from social import selectors, services
 from social.feeds import STRATEGIES, get_feed
-from social.feeds.base import encode_cursor
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ documentation: targeted writes name the shard key, hashed keys, an index on the 
 import pytest
 
 from cms_site.managers import declared_indexes, declared_shard_keys
-from cms_site.paging import PageRequest
 from comments.managers import manager_for
 from comments.managers.base import CHRONOLOGICAL, Author
+from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
 SINGLE_WRITES = {"update_one", "replace_one", "delete_one", "find_one_and_update", "find_one_and_delete",

@@ -5,8 +5,8 @@ strategy. The counters follow every way in and out of Pending and are rebuilt by
 
 import pytest
 
-from cms_site.errors import InvalidInput
 from comments import services as comment_services
+from core.errors import InvalidInput
 from moderation import selectors, services
 from moderation.managers import ModerationQueueManager
 from tests.moderation.conftest import premoderate

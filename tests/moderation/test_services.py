@@ -5,11 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from cms_site.errors import Forbidden, InvalidInput, NotFound
-from cms_site.paging import PageRequest
 from comments import selectors as comment_selectors
 from comments import services as comment_services
 from comments.managers.base import PENDING
+from core.errors import Forbidden, InvalidInput, NotFound
+from core.paging import PageRequest
 from moderation import selectors, services
 from moderation.managers import ModerationLogManager, ModerationQueueManager
 from tests.comments.support import stored

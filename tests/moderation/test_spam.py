@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from rest_framework.test import APIClient
 
-from cms_site.clients import Client
+from core.clients import Client
 from moderation import spam
 from moderation.models import SpamWord
 from tests.comments.support import stored

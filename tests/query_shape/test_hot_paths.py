@@ -22,7 +22,7 @@ import pytest
 from django.conf import settings
 
 from bench.counting import OpCounter, install_mongomock_counting
-from cms_site.paging import PageRequest
+from core.paging import PageRequest
 
 pytestmark = [
     pytest.mark.django_db,

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from bench.counting import OpCounter, counting
-from cms_site.paging import PageRequest
+from core.paging import PageRequest
 from social import selectors, services, tasks
 from social.feeds.base import PUBLISH, Activity
 from social.managers import FOLLOWERS, FollowListManager

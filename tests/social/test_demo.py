@@ -2,7 +2,7 @@
 
 import pytest
 
-from cms_site.paging import PageRequest
+from core.paging import PageRequest
 from social import demo, selectors, services
 from social.managers import FOLLOWERS, FollowListManager
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from cms_site.errors import InvalidInput, NotAuthenticated
-from cms_site.paging import PageRequest
+from core.errors import InvalidInput, NotAuthenticated
+from core.paging import PageRequest
 from social import selectors, services
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 

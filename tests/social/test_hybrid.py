@@ -141,7 +141,7 @@ def test_a_muted_author_leaves_the_feed(settings, strategy, make_user):
 
 
 def test_mute_rules(make_user):
-    from cms_site.errors import InvalidInput, NotAuthenticated
+    from core.errors import InvalidInput, NotAuthenticated
 
     a = make_user()
     with pytest.raises(InvalidInput):
@@ -151,8 +151,8 @@ def test_mute_rules(make_user):
 
 
 def test_hybrid_cursor_is_validated(push_strategy, make_user):
-    from cms_site.errors import InvalidInput
-    from social.feeds.base import encode_cursor
+    from core.cursors import encode_cursor
+    from core.errors import InvalidInput
 
     fan = make_user()
     for bad in ({"k": "h", "p": "x", "q": None}, {"k": "h", "p": None, "q": [1, "zz"]}, {"k": "h", "p": None},

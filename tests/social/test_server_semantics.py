@@ -13,8 +13,9 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from pymongo.errors import BulkWriteError, DuplicateKeyError, WriteConcernError
 
+from core.cursors import older_than
 from social import services
-from social.feeds.base import Activity, older_than
+from social.feeds.base import Activity
 from social.feeds.bucket import BucketedFanoutFeed
 from social.feeds.log import ActivityLogManager
 from social.feeds.write import FanoutOnWriteFeed

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 from topics.models import Topic, TopicSlugRedirect
 from topics.services import topic_create, topic_publish_due, topic_update
 from topics.signals import topic_published

@@ -1,6 +1,6 @@
 import pytest
 
-from cms_site.errors import Forbidden, InvalidInput, NotAuthenticated
+from core.errors import Forbidden, InvalidInput, NotAuthenticated
 from topics.services import topic_create
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,8 @@
 import pytest
 from django.http import QueryDict
 
-from cms_site.errors import InvalidInput
-from cms_site.paging import Page, parse_page_request
+from core.errors import InvalidInput
+from core.paging import Page, parse_page_request
 
 
 @pytest.mark.parametrize("query", ["page=0", "page=abc", "page=-1", "page_size=1000", "page_size=0", "page=1.5",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 REMOVED_CHARACTERS = str.maketrans("", "", "\ufeff\u200b")
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")

@@ -1,4 +1,4 @@
-"""The one Markdown renderer + sanitiser (cms_site/markdown.py), for comments and topics."""
+"""The one Markdown renderer + sanitiser (core/markdown.py), for comments and topics."""
 
 import re
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cms_site.markdown import COMMENT, LINK_TEXT_MAX, TOPIC, mentioned_usernames, render_markdown
+from core.markdown import COMMENT, LINK_TEXT_MAX, TOPIC, mentioned_usernames, render_markdown
 
 
 def test_basic_markdown_renders():

@@ -2,15 +2,15 @@
 API and the pages (how many requests one address gets through across several accounts,
 replies counted with comments, log-in attempts per address on the page), the long
 windows (per hour, per day) on a simulated clock through the same counter. Complements
-tests/cms_site/test_throttling.py, which covers the per-user minute windows."""
+tests/core/test_throttling.py, which covers the per-user minute windows."""
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
 
-from cms_site.throttling import rate_limit_hit, rates
 from comments import services
-from tests.cms_site.test_throttling import api, assert_throttled, requests_until_throttled
+from core.throttling import rate_limit_hit, rates
+from tests.core.test_throttling import api, assert_throttled, requests_until_throttled
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ stored beside the source (`html`) and pages print it as is. Rendering 20 comment
 scratch on every view would cost a few milliseconds per page; reading the stored `html` costs
 nothing beyond the bytes (figures in docs/comments.md).
 
-Invariants (tests/cms_site/test_markdown.py):
+Invariants (tests/core/test_markdown.py):
 - raw HTML in the source is never passed through: markdown-it escapes it (`html=False`)
   and nh3 then keeps only an allow-list of tags and attributes, so no `<script>`, no event
   handler, no `style`, and only http(s)/mailto links (no `javascript:` or `data:` URL);

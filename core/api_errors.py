@@ -4,11 +4,11 @@
 
 `errors` is present for field validation errors, always `{field: [messages]}` (an error
 inside a list or a nested object gets a dotted key: `tags.0`). Domain errors from services
-(`cms_site.errors`) get their own status code (400, 401, 403, 404, 409).
+(`core.errors`) get their own status code (400, 401, 403, 404, 409).
 
 - 401 (no or bad credentials) always carries `WWW-Authenticate: Token`; 403 means the
   caller is known but may not do this.
-- 429 `{"detail", "code": "throttled"}` with `Retry-After` (cms_site/throttling.py).
+- 429 `{"detail", "code": "throttled"}` with `Retry-After` (core/throttling.py).
 - A body over `DATA_UPLOAD_MAX_MEMORY_SIZE` (or with too many fields) is a JSON 400
   `code: "too_large"` here, not Django's HTML 400 page.
 """
@@ -18,7 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from cms_site.errors import ServiceError
+from core.errors import ServiceError
 
 
 def _first_message(data) -> str:

@@ -13,7 +13,7 @@ was typed (passwords excepted), ready to send again.
   reset, adding an e-mail) and `write` (any other write). An API view names its scope in `throttle_scope`; a page's scope
   comes from its URL name (`PAGE_SCOPES`); reads are never limited.
 - Who is counted: `user` (the logged-in user's id), `ip` (the client address,
-  `cms_site.clients.client_ip`: REMOTE_ADDR, or the address `RATE_LIMIT_NUM_PROXIES` hops
+  `core.clients.client_ip`: REMOTE_ADDR, or the address `RATE_LIMIT_NUM_PROXIES` hops
   from the right of X-Forwarded-For behind that many trusted proxies; IPv6 by /64) and
   `account` (the username a log-in names, NFKC and case-folded, whether it exists or not).
   A request must be under every limit that applies; a refused request is not counted.
@@ -43,7 +43,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.throttling import BaseThrottle
 
-from cms_site.clients import client_ip
+from core.clients import client_ip
 
 _RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)")
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}

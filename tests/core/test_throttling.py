@@ -1,12 +1,12 @@
-"""Rate limits (cms_site/throttling.py), turned on here only: how many requests each limit
+"""Rate limits (core/throttling.py), turned on here only: how many requests each limit
 lets through, the 429 body and Retry-After, per user, per IP, per account, and pages."""
 
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from cms_site.throttling import Rate, client_ip, parse_rate, rate_limit_hit
 from comments import services
+from core.throttling import Rate, client_ip, parse_rate, rate_limit_hit
 from tests.comments.support import stored
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cms_site.errors import Forbidden, NotAuthenticated
+from core.errors import Forbidden, NotAuthenticated
 
 WriteCheck = Callable[[object, str], None]
 _checks: dict[str, WriteCheck] = {}

@@ -6,7 +6,7 @@ that, and any document nested deeper than `MAX_JSON_DEPTH` levels, into a 400
 ParseError. No endpoint takes more than a few levels: the bound is generous.
 
 Bodies larger than Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` are refused by Django itself
-(RequestDataTooBig); `cms_site.api_errors` answers those with the API's JSON 400.
+(RequestDataTooBig); `core.api_errors` answers those with the API's JSON 400.
 """
 
 from __future__ import annotations

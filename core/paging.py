@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from rest_framework import pagination
 from rest_framework.response import Response
 
-from cms_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -123,7 +123,7 @@ class PageNumberPagination(pagination.PageNumberPagination):
         count = queryset.count()
         self.page_obj = Page(items=[], count=count, page=parsed.page, page_size=parsed.page_size)
         if parsed.page > self.page_obj.num_pages:
-            from cms_site.errors import NotFound
+            from core.errors import NotFound
 
             raise NotFound(f"Page {parsed.page} does not exist; there are {self.page_obj.num_pages}.")
         self.page_obj.items = list(queryset[parsed.skip : parsed.skip + parsed.page_size])

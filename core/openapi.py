@@ -11,7 +11,7 @@ that no operation documents only its success and an endpoint added later is cove
   check of a session);
 - 404 `not_found`: every operation with a path parameter;
 - 415 `unsupported_media_type`: every operation with a body (JSON, form or multipart only);
-- 429 `throttled` (with `Retry-After`): every write (cms_site/throttling.py).
+- 429 `throttled` (with `Retry-After`): every write (core/throttling.py).
 A response a view already documents is kept as it is. Every error body is the `Error`
 component: `{"detail", "code", "errors"?}`.
 """

@@ -1,3 +1,5 @@
+"""Serializers the API shares across apps: strict input, a user reference, the error body."""
+
 from rest_framework import serializers
 
 
@@ -22,7 +24,7 @@ class UserRefSerializer(serializers.Serializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    """The error body of every /api/ response (cms_site/api_errors.py), for the OpenAPI schema."""
+    """The error body of every /api/ response (core/api_errors.py), for the OpenAPI schema."""
 
     detail = serializers.CharField()
     code = serializers.CharField()

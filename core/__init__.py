@@ -1,0 +1,4 @@
+"""Shared infrastructure every app uses: domain errors and their HTTP edges (errors,
+api_errors, serving, error_reports, openapi), request parsing (parsers, paging, cursors),
+rate limits (throttling, clients), who may write (writers), user text (text, markdown),
+safe redirects (redirects) and the API's shared serializers. No app's domain code."""
