@@ -90,8 +90,9 @@ def _handle(exc, context):
         response.data = {"detail": _first_message(errors) or "Invalid input.", "code": "invalid", "errors": errors}
         response.status_code = status.HTTP_400_BAD_REQUEST
     elif isinstance(exc, exceptions.Throttled):
+        # DRF sets Retry-After to exc.wait (whole seconds, rounded up): the body says the same number.
         wait = exc.wait
-        response.data = {"detail": f"Too many requests: try again in {int(wait or 0) + 1} seconds."
+        response.data = {"detail": f"Too many requests: try again in {int(wait)} seconds."
                          if wait is not None else "Too many requests.", "code": "throttled"}
     elif isinstance(response.data, dict) and "detail" in response.data:
         response.data = {"detail": str(response.data["detail"]), "code": getattr(exc, "default_code", "error")}

@@ -19,11 +19,17 @@ was typed (passwords excepted), ready to send again.
   A request must be under every limit that applies; a refused request is not counted.
 - Each rate is `N/period` with period `s`, `min`, `hour`, `day`, optionally multiplied
   (`10/15min`); a scope may have several windows (`5/min` and `60/hour`).
-- Counting: a sliding window of timestamps per key in Django's cache (as DRF's
-  SimpleRateThrottle). The default cache is local memory, which is PER PROCESS: with N
-  worker processes a limit is N times looser. Production sets `CACHE_URL`
-  (redis://...) so every process shares the counts. Check-then-record is not atomic:
-  two requests racing at the very edge of a window may both pass.
+- Counting: one counter per key and fixed window in Django's cache, as django-ratelimit
+  counts: `cache.add(key, 0)` creates it (a no-op when it exists) and `cache.incr(key)`
+  adds one, both atomic on Redis and in the local-memory cache, so two requests racing
+  for the last place never both get it. A request over any limit takes its increments
+  back (`decr`): a refused request is not counted. A key's window opens at its first
+  request and lasts the period; the wait is the time to the end of the window (the
+  `Retry-After` value, and the number the 429 body and page say). A client may spend a
+  window's allowance at its end and the next window's at once: at most twice the rate
+  over one period, never more. The default cache is local memory, which is PER PROCESS:
+  with N worker processes a limit is N times looser. Production sets `CACHE_URL`
+  (redis://...) so every process shares the counts.
 - Editors (staff) are not limited except when logging in. `RATE_LIMITS=off` turns every
   limit off (bulk imports, load tests, the benchmark; the test suite, except the tests
   of this module).
@@ -106,25 +112,53 @@ def _keys(scope: str, *, user_id=None, ip: str | None = None, account: str | Non
     return keys
 
 
+def _window(key: str, rate: Rate, now: float) -> tuple[str, float]:
+    """The counter key of the window holding `now`, and the time that window ends.
+
+    A key's first window opens at its first request (`cache.add` of the anchor, atomic: racing
+    first requests agree on one) and windows follow each other from there, each `rate.seconds`
+    long; the anchor expires with the first window, so after a quiet spell the next request
+    opens a new one. (Windows aligned on the clock instead would cut a burst of requests in
+    two at a minute's turn.)"""
+    anchor_key = f"{key}:anchor"
+    cache.add(anchor_key, now, rate.seconds)
+    anchor = cache.get(anchor_key)
+    if not isinstance(anchor, int | float):
+        anchor = now
+    start = anchor + max(0, int((now - anchor) // rate.seconds)) * rate.seconds
+    return f"{key}:{start!r}", start + rate.seconds
+
+
+def _count(key: str, timeout: int) -> int:
+    """Add one to `key`, atomically on a shared cache: `add` creates the counter only if it is
+    missing (atomic in Redis and in the local-memory cache), `incr` then adds one atomically."""
+    cache.add(key, 0, timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired or evicted between the two calls: start again
+        cache.add(key, 0, timeout)
+        return cache.incr(key)
+
+
 def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
                    now: float | None = None) -> float | None:
     """Count one request of `scope`; None when allowed, else the seconds to wait (nothing counted)."""
     if not enabled():
         return None
     now = time.time() if now is None else now
-    keys = _keys(scope, user_id=user_id, ip=ip, account=account)
-    histories = cache.get_many([key for key, _ in keys])
-    wait = 0.0
-    kept = {}
-    for key, rate in keys:
-        history = [t for t in histories.get(key, []) if t > now - rate.seconds]
-        if len(history) >= rate.requests:
-            wait = max(wait, history[-1] + rate.seconds - now)  # the oldest counted request leaves the window
-        kept[key] = (history, rate)
+    counted, wait = [], 0.0
+    for key, rate in _keys(scope, user_id=user_id, ip=ip, account=account):
+        window_key, ends = _window(key, rate, now)
+        counted.append(window_key)
+        if _count(window_key, math.ceil(ends - now) + 1) > rate.requests:
+            wait = max(wait, ends - now)
     if wait > 0:
+        for window_key in counted:  # a refused request is not counted: take back every increment
+            try:
+                cache.decr(window_key)
+            except ValueError:
+                pass
         return wait
-    for key, (history, rate) in kept.items():
-        cache.set(key, [now, *history][: rate.requests], rate.seconds)
     return None
 
 

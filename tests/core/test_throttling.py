@@ -196,13 +196,66 @@ def test_reads_are_never_limited(make_topic):
     assert all(client.get(f"/api/topics/{topic.slug}/comments/").status_code == 200 for _ in range(70))
 
 
-def test_sliding_window_and_retry_after(settings):
+def test_fixed_windows_and_retry_after(settings):
     settings.RATE_LIMIT_RATES = {"write": {"user": ["3/min"]}}
-    t0 = 1_000_000.0
+    t0 = 1_000_000.0  # the first request opens the window
     assert [rate_limit_hit("write", user_id=1, now=t0 + i) for i in range(3)] == [None, None, None]
-    assert rate_limit_hit("write", user_id=1, now=t0 + 10) == pytest.approx(50)  # the first leaves at t0 + 60
-    assert rate_limit_hit("write", user_id=1, now=t0 + 60.5) is None
+    assert rate_limit_hit("write", user_id=1, now=t0 + 10) == pytest.approx(50)  # the window ends at t0 + 60
+    assert rate_limit_hit("write", user_id=1, now=t0 + 59.5) == pytest.approx(0.5)
+    assert rate_limit_hit("write", user_id=1, now=t0 + 60) is None  # the next window
+    assert [rate_limit_hit("write", user_id=1, now=t0 + 61) for _ in range(3)][1:] == [None, 59.0]
     assert rate_limit_hit("write", user_id=2, now=t0 + 10) is None  # keys are per user
+
+
+def test_two_requests_racing_for_the_last_place_do_not_both_get_it(settings, monkeypatch):
+    """Both requests have read whatever they read before either writes (a barrier holds each at
+    its first write to the cache): a read-then-write count lets both through; add-then-incr
+    lets one."""
+    import threading
+
+    from core import throttling
+
+    settings.RATE_LIMIT_RATES = {"write": {"user": ["1/min"]}}
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Interleaving:
+        def __init__(self, real):
+            self.real, self.waited = real, threading.local()
+
+        def __getattr__(self, name):
+            method = getattr(self.real, name)
+
+            def call(*args, **kwargs):
+                if name in ("set", "set_many", "add", "incr") and not getattr(self.waited, "done", False):
+                    self.waited.done = True
+                    barrier.wait()
+                return method(*args, **kwargs)
+            return call
+
+    monkeypatch.setattr(throttling, "cache", Interleaving(cache))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(rate_limit_hit("write", user_id=7, now=1_000_020.0)))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r is None for r in results].count(True) == 1
+
+
+def test_the_body_says_the_retry_after_wait(make_topic, make_user, settings):
+    settings.RATE_LIMIT_RATES = {**settings.RATE_LIMIT_RATES, "like": {"user": ["1/hour"]}}
+    import re
+
+    topic = make_topic("document", "chronological")
+    comment = services.comment_create(topic=topic, author=make_user("writer"), text="hello")
+    client = api(make_user("liker"))
+    url = f"/api/topics/{topic.slug}/comments/{comment.id}/like/"
+    assert client.post(url).status_code == 200
+    response = client.post(url)
+    assert_throttled(response)
+    said = re.search(r"try again in (\d+) seconds", response.json()["detail"])
+    assert said and int(said.group(1)) == int(response["Retry-After"])
 
 
 def test_a_refused_request_is_not_counted(settings):
