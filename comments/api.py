@@ -5,7 +5,6 @@ nothing: services validate before they write, and no request value reaches a que
 as a validated scalar (page numbers parsed to ints, ids checked against a whitelist).
 """
 
-from django.utils.http import urlencode
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -23,7 +22,7 @@ from comments.serializers import (
     CommentSerializer,
     CommentThreadSerializer,
 )
-from core.paging import DEFAULT_PAGE_SIZE, page_payload, paginated_schema, parse_page_request
+from core.paging import DEFAULT_PAGE_SIZE, KeysetPagination, page_payload, paginated_schema, parse_page_request
 from topics.selectors import topic_get
 
 ERROR = OpenApiResponse(
@@ -32,15 +31,12 @@ ERROR = OpenApiResponse(
         "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}}}},
     description="What is wrong, in `detail`.",
 )
-COMMENT_PAGE = paginated_schema({"type": "array", "items": {"$ref": "#/components/schemas/Comment"}})
-COMMENT_PAGE = {**COMMENT_PAGE, "properties": {
-    **COMMENT_PAGE["properties"],
-    "next": {"type": "string", "format": "uri", "nullable": True,
-             "description": "URL of the next page (by cursor), null on the last."},
-    "previous": {"type": "string", "format": "uri", "nullable": True,
-                 "description": "URL of the previous page (by cursor), null on the first."},
-    "next_cursor": {"type": "string", "nullable": True, "description": "Cursor of the next page (pass as ?cursor=)."},
-    "previous_cursor": {"type": "string", "nullable": True, "description": "Cursor of the previous page."},
+COMMENTS = {"type": "array", "items": {"$ref": "#/components/schemas/Comment"}}
+# Page numbers and cursors both: the numbered envelope, the keyset links of both directions, the pinned block.
+_NUMBERED, _KEYSET = paginated_schema(COMMENTS), KeysetPagination(bidirectional=True).get_paginated_response_schema(COMMENTS)
+COMMENT_PAGE = {**_NUMBERED, "required": [*_NUMBERED["required"], *(k for k in _KEYSET["required"] if k != "results")],
+                "properties": {
+    **_NUMBERED["properties"], **_KEYSET["properties"],
     "pinned": {"type": "array", "items": {"$ref": "#/components/schemas/Comment"},
                "description": "On the first page (page 1, no cursor) of every order but hot, which lists them first "
                               "itself: the topic's pinned comments you may see, most liked first (at most 10). They "
@@ -48,14 +44,6 @@ COMMENT_PAGE = {**COMMENT_PAGE, "properties": {
                               "change. Empty on every other page."},
 }}
 
-
-def _cursor_url(request, cursor: str | None) -> str | None:
-    """The URL of the page at `cursor`, keeping the request's order and page_size: `next` and
-    `previous` are URLs here as in the feed, queue and log APIs; the bare cursors are beside them."""
-    if cursor is None:
-        return None
-    query = {key: request.query_params[key] for key in ("order", "page_size") if key in request.query_params}
-    return request.build_absolute_uri(f"{request.path}?{urlencode({**query, 'cursor': cursor})}")
 SLUG = OpenApiParameter("slug", OpenApiTypes.STR, OpenApiParameter.PATH, description="The topic's slug.")
 COMMENT_ID = OpenApiParameter("comment_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="A comment id ([a-z0-9]).")
 
@@ -71,14 +59,14 @@ class CommentListApi(APIView):
     )
     def get(self, request, slug):
         topic = topic_get(slug=slug, viewer=request.user)
+        paginator = KeysetPagination(request, bidirectional=True)
         page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
                                       request=parse_page_request(request.query_params), viewer=request.user,
-                                      cursor=request.query_params.get("cursor"))
-        following, preceding = page.extra.get("next"), page.extra.get("previous")
-        return Response({**page_payload(page, CommentSerializer(page.items, many=True).data),
-                         "next": _cursor_url(request, following), "previous": _cursor_url(request, preceding),
-                         "next_cursor": following, "previous_cursor": preceding,
-                         "pinned": CommentSerializer(page.extra["pinned"], many=True).data})
+                                      cursor=paginator.cursor)
+        numbered = page_payload(page, CommentSerializer(page.items, many=True).data)
+        return paginator.get_paginated_response(
+            numbered.pop("results"), next_cursor=page.extra.get("next"), previous_cursor=page.extra.get("previous"),
+            **numbered, pinned=CommentSerializer(page.extra["pinned"], many=True).data)
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],

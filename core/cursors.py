@@ -33,11 +33,11 @@ def encode_cursor(position: dict) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str | None) -> dict | None:
+def decode_cursor(cursor: str | None, *, max_length: int = MAX_CURSOR_LENGTH) -> dict | None:
     """The cursor's JSON object, or None for the first page. Structure only: callers validate fields."""
     if cursor is None or cursor == "":
         return None
-    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_LENGTH or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
+    if not isinstance(cursor, str) or len(cursor) > max_length or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
         raise InvalidInput("cursor is not valid.", field="cursor")
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))

@@ -1,4 +1,5 @@
-"""Page-number paging shared by every list: parameters, the page object, the API class.
+"""Paging shared by every list: parameters, the page object, the API's two pagination classes
+(`PageNumberPagination` for numbered lists, `KeysetPagination` for every cursor list).
 
 Pages count from 1; `page_size` defaults to 20 and is at most 100. Parameters are
 parsed into plain ints here, so no request value reaches a query unvalidated:
@@ -12,11 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlencode
 
-from rest_framework import pagination
+from rest_framework import pagination, serializers
 from rest_framework.response import Response
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, NotFound
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -40,12 +42,16 @@ def is_ascii_digits(raw) -> bool:
 
 
 def parse_whole_number(raw, *, name: str, default: int, minimum: int = 1, maximum: int | None = None) -> int:
-    """A request parameter as an int in minimum..maximum; `default` when absent or empty; else InvalidInput."""
+    """A request parameter as an int in minimum..maximum; `default` when absent or empty; else InvalidInput.
+    An int (from code, not from a request) is only checked against the range."""
     if raw is None or raw == "":
         return default
-    if not is_ascii_digits(raw) or len(raw) > 9:
+    if type(raw) is int:
+        value = raw
+    elif not is_ascii_digits(raw) or len(raw) > 9:
         raise InvalidInput(f"{name} must be a positive whole number, got {raw!r}.", field=name)
-    value = int(raw)
+    else:
+        value = int(raw)
     if value < minimum:
         raise InvalidInput(f"{name} must be {minimum} or more, got {value}.", field=name)
     if maximum is not None and value > maximum:
@@ -53,16 +59,108 @@ def parse_whole_number(raw, *, name: str, default: int, minimum: int = 1, maximu
     return value
 
 
-def _positive_int(params, name: str, default: int, maximum: int | None = None) -> int:
-    return parse_whole_number(params.get(name), name=name, default=default, maximum=maximum)
-
-
 def parse_page_request(params, *, default_size: int = DEFAULT_PAGE_SIZE, max_size: int = MAX_PAGE_SIZE) -> PageRequest:
     """Read `page` and `page_size` from a QueryDict (or any mapping of str)."""
     return PageRequest(
-        page=_positive_int(params, "page", 1),
-        page_size=_positive_int(params, "page_size", default_size, max_size),
+        page=parse_whole_number(params.get("page"), name="page", default=1),
+        page_size=parse_page_size(params.get("page_size"), default=default_size, maximum=max_size),
     )
+
+
+def parse_page_size(raw, *, default: int = DEFAULT_PAGE_SIZE, maximum: int = MAX_PAGE_SIZE) -> int:
+    """A `page_size` parameter (1..maximum, `default` when absent): the one parser of every list."""
+    return parse_whole_number(raw, name="page_size", default=default, maximum=maximum)
+
+
+# --- keyset (cursor) lists ---------------------------------------------------------
+
+NEXT_HELP = "URL of the next page (by cursor), null on the last."
+PREVIOUS_HELP = "URL of the previous page (by cursor), null on the first."
+NEXT_CURSOR_HELP = "The opaque cursor inside `next` (pass it as ?cursor=), null on the last page."
+PREVIOUS_CURSOR_HELP = "The opaque cursor inside `previous`, null on the first page."
+
+
+class KeysetPagination(pagination.BasePagination):
+    """The one pagination of every keyset list of the API (comments by cursor, the feed,
+    notifications, the moderation queue and log, held comments, comment search).
+
+    It reads `?cursor=` (handed as is to the selector, whose codec in `core.cursors` checks
+    it: a malformed cursor is a 400) and `?page_size=` (`parse_page_size`), and answers
+    `{..., results, next, next_cursor}`, plus `previous`/`previous_cursor` for lists that
+    page both ways (`bidirectional`). `next` and `previous` are absolute URLs of the same
+    path with the request's other parameters (filters, order, page_size) and the cursor;
+    `page` is dropped (a cursor names the page). The schema of that envelope is
+    `get_paginated_response_schema` (drf-spectacular) or, as a named component,
+    `page_serializer`.
+
+    Views use it as DRF's paginators are used outside generic views:
+
+        paginator = KeysetPagination(request)
+        page = selectors.some_page(cursor=paginator.cursor, limit=paginator.page_size)
+        return paginator.get_paginated_response(Serializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor, unread=page.unread)
+    """
+
+    cursor_query_param = "cursor"
+    page_size_query_param = "page_size"
+    dropped_query_params = ("cursor", "page")
+
+    def __init__(self, request=None, *, bidirectional: bool = False, default_size: int = DEFAULT_PAGE_SIZE,
+                 max_size: int = MAX_PAGE_SIZE, fixed_params: dict | None = None):
+        self.bidirectional = bidirectional
+        self.fixed_params = fixed_params or {}  # set in every link (search: kind=comments)
+        self.request = request
+        self.cursor = None
+        self.page_size = default_size
+        if request is not None:
+            params = request.query_params
+            raw = params.get(self.cursor_query_param)
+            self.cursor = raw if raw not in (None, "") else None
+            self.page_size = parse_page_size(params.get(self.page_size_query_param), default=default_size, maximum=max_size)
+
+    def link(self, cursor: str | None) -> str | None:
+        """The URL of the page at `cursor`, or None when there is none."""
+        if not cursor:
+            return None
+        dropped = {*self.dropped_query_params, *self.fixed_params}
+        kept = [(key, value) for key, values in self.request.query_params.lists()
+                if key not in dropped for value in values]
+        query = urlencode([*kept, *self.fixed_params.items(), (self.cursor_query_param, cursor)])
+        return self.request.build_absolute_uri(f"{self.request.path}?{query}")
+
+    def links(self, *, next_cursor: str | None, previous_cursor: str | None = None) -> dict:
+        body = {"next": self.link(next_cursor), "next_cursor": next_cursor}
+        if self.bidirectional:
+            body.update(previous=self.link(previous_cursor), previous_cursor=previous_cursor)
+        return body
+
+    def get_paginated_response(self, data, *, next_cursor: str | None, previous_cursor: str | None = None,
+                               **fields) -> Response:
+        """`fields` (counts, `unread`...) first, then `results` and the links."""
+        return Response({**fields, "results": data, **self.links(next_cursor=next_cursor, previous_cursor=previous_cursor)})
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        properties = {
+            "results": schema,
+            "next": {"type": "string", "format": "uri", "nullable": True, "description": NEXT_HELP},
+            "next_cursor": {"type": "string", "nullable": True, "description": NEXT_CURSOR_HELP},
+        }
+        if self.bidirectional:
+            properties["previous"] = {"type": "string", "format": "uri", "nullable": True, "description": PREVIOUS_HELP}
+            properties["previous_cursor"] = {"type": "string", "nullable": True, "description": PREVIOUS_CURSOR_HELP}
+        return {"type": "object", "required": list(properties), "properties": properties}
+
+    @staticmethod
+    def page_serializer(name: str, item_serializer, *, bidirectional: bool = False, **fields):
+        """A serializer class (an OpenAPI component named `name`) of this envelope: `fields`, then
+        `results` (`item_serializer(many=True)`) and the links."""
+        attrs = {**fields, "results": item_serializer(many=True),
+                 "next": serializers.URLField(allow_null=True, help_text=NEXT_HELP),
+                 "next_cursor": serializers.CharField(allow_null=True, help_text=NEXT_CURSOR_HELP)}
+        if bidirectional:
+            attrs["previous"] = serializers.URLField(allow_null=True, help_text=PREVIOUS_HELP)
+            attrs["previous_cursor"] = serializers.CharField(allow_null=True, help_text=PREVIOUS_CURSOR_HELP)
+        return type(name, (serializers.Serializer,), attrs)
 
 
 @dataclass
@@ -123,8 +221,6 @@ class PageNumberPagination(pagination.PageNumberPagination):
         count = queryset.count()
         self.page_obj = Page(items=[], count=count, page=parsed.page, page_size=parsed.page_size)
         if parsed.page > self.page_obj.num_pages:
-            from core.errors import NotFound
-
             raise NotFound(f"Page {parsed.page} does not exist; there are {self.page_obj.num_pages}.")
         self.page_obj.items = list(queryset[parsed.skip : parsed.skip + parsed.page_size])
         return self.page_obj.items

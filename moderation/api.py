@@ -3,7 +3,6 @@ pre-moderation (editors). One APIView per resource; rules live in services, read
 selectors; every error is the JSON body of core.api_errors.
 """
 
-from django.utils.http import urlencode
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, status
@@ -12,7 +11,7 @@ from rest_framework.views import APIView
 
 from comments.api import COMMENT_ID, ERROR, SLUG
 from comments.serializers import CommentSerializer
-from core.paging import page_payload, paginated_schema, parse_page_request
+from core.paging import KeysetPagination, page_payload, paginated_schema, parse_page_request
 from moderation import selectors, services
 from moderation.serializers import (
     ActionSerializer,
@@ -34,13 +33,6 @@ from topics.selectors import topic_get
 USERNAME = OpenApiParameter("username", OpenApiTypes.STR, OpenApiParameter.PATH)
 CURSOR_PARAMS = [OpenApiParameter("cursor", str, description="Opaque cursor from `next_cursor`; omit for the newest."),
                  OpenApiParameter("page_size", int, description="1..100, default 20.")]
-
-
-def _next(request, cursor):
-    if not cursor:
-        return None
-    query = {k: v for k, v in request.query_params.items() if k != "cursor"}
-    return request.build_absolute_uri(f"{request.path}?{urlencode({**query, 'cursor': cursor})}")
 
 
 class FlagApi(APIView):
@@ -71,11 +63,11 @@ class HeldApi(APIView):
                                "`count`: all of them; `awaiting`: those awaiting moderation (status `pending`).")
     def get(self, request, slug):
         topic = topic_get(slug=slug, viewer=request.user)
-        page = selectors.held_for_viewer(topic=topic, viewer=request.user, cursor=request.query_params.get("cursor"),
-                                         size=request.query_params.get("page_size"))
-        return Response({"count": page.count, "awaiting": page.awaiting,
-                         "results": CommentSerializer(page.items, many=True).data,
-                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
+        paginator = KeysetPagination(request, default_size=selectors.HELD_SHOWN)
+        page = selectors.held_for_viewer(topic=topic, viewer=request.user, cursor=paginator.cursor,
+                                         size=paginator.page_size)
+        return paginator.get_paginated_response(CommentSerializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor, count=page.count, awaiting=page.awaiting)
 
 
 class QueueApi(APIView):
@@ -84,12 +76,12 @@ class QueueApi(APIView):
     @extend_schema(operation_id="moderation_queue", parameters=[QueueQuerySerializer], tags=["moderation"],
                    responses={200: QueuePageSerializer, 400: ERROR, 401: ERROR, 403: ERROR})
     def get(self, request):
-        params = request.query_params
+        params, paginator = request.query_params, KeysetPagination(request)
         page = selectors.queue_page(viewer=request.user, view=params.get("state"), topic=params.get("topic"),
-                                    author=params.get("author"), q=params.get("q"), cursor=params.get("cursor"),
-                                    size=params.get("page_size"))
-        return Response({"count": page.count, "results": QueueRowSerializer(page.items, many=True).data,
-                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
+                                    author=params.get("author"), q=params.get("q"), cursor=paginator.cursor,
+                                    size=paginator.page_size)
+        return paginator.get_paginated_response(QueueRowSerializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor, count=page.count)
 
 
 class ActionApi(APIView):
@@ -117,10 +109,10 @@ class LogApi(APIView):
     @extend_schema(operation_id="moderation_log", parameters=CURSOR_PARAMS, tags=["moderation"],
                    responses={200: LogPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR})
     def get(self, request):
-        page = selectors.log_page(viewer=request.user, cursor=request.query_params.get("cursor"),
-                                  size=request.query_params.get("page_size"))
-        return Response({"results": LogRowSerializer(page.items, many=True).data,
-                         "next": _next(request, page.next_cursor), "next_cursor": page.next_cursor})
+        paginator = KeysetPagination(request)
+        page = selectors.log_page(viewer=request.user, cursor=paginator.cursor, size=paginator.page_size)
+        return paginator.get_paginated_response(LogRowSerializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor)
 
 
 class BanListApi(APIView):

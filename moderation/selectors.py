@@ -18,7 +18,7 @@ from accounts.usernames import user_named
 from comments import services as comment_services
 from core.cursors import parse_time_cursor, time_cursor
 from core.errors import Forbidden, InvalidInput
-from core.paging import parse_whole_number
+from core.paging import Page, parse_page_size
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
 from moderation.models import UserModeration
@@ -44,10 +44,6 @@ def _require_editor(viewer) -> None:
         comment_services._require_moderator(viewer)
     if not viewer.is_active or not viewer.is_staff:
         raise Forbidden("Only editors can see the moderation queue.")
-
-
-def page_size(raw) -> int:
-    return parse_whole_number(raw, name="page_size", default=DEFAULT_SIZE, maximum=MAX_SIZE)
 
 
 def _words(q) -> list[str]:
@@ -127,7 +123,7 @@ def queue_page(*, viewer, view="reported", topic=None, author=None, q=None, curs
         view = "reported"
     if not isinstance(view, str) or view not in QUEUE_VIEWS:
         raise InvalidInput(f"state must be one of {', '.join(QUEUE_VIEWS)}.", field="state")
-    limit = page_size(size)
+    limit = parse_page_size(size, default=DEFAULT_SIZE, maximum=MAX_SIZE)
     position = parse_time_cursor(cursor)
     topic_id, author_id, words = _topic_id(topic), _author_id(author), _words(q)
     queue = ModerationQueueManager()
@@ -172,7 +168,7 @@ class LogRow:
 def log_page(*, viewer, cursor=None, size=None) -> CursorPage:
     """The audit log, newest first (editors)."""
     _require_editor(viewer)
-    limit = page_size(size)
+    limit = parse_page_size(size, default=DEFAULT_SIZE, maximum=MAX_SIZE)
     docs = ModerationLogManager().page(after=parse_time_cursor(cursor), limit=limit + 1)
     rows = [LogRow(id=str(d["_id"]), at=d["at"], actor=d.get("actor_name", ""), action=d["action"],
                    topic_slug=d.get("topic_slug", ""), comment=d.get("comment"), target=d.get("target", ""),
@@ -204,9 +200,9 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
     by a shadow ban. Nobody else's: anonymous viewers get an empty page."""
     if viewer is None or not getattr(viewer, "is_authenticated", False):
         parse_time_cursor(cursor)
-        parse_whole_number(size, name="page_size", default=HELD_SHOWN, maximum=MAX_SIZE)
+        parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
         return EMPTY_HELD
-    limit = parse_whole_number(size, name="page_size", default=HELD_SHOWN, maximum=MAX_SIZE)
+    limit = parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
     position = parse_time_cursor(cursor)
     queue = ModerationQueueManager()
     docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
@@ -227,8 +223,6 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
 def bans_page(*, viewer, request) -> object:
     """Users under a ban or pre-moderation, most recently changed first (a Django page)."""
     _require_editor(viewer)
-    from core.paging import Page
-
     qs = UserModeration.objects.select_related("user").order_by("-updated")
     qs = qs.filter(banned=True) | qs.filter(premoderated=True)
     count = qs.count()

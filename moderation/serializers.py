@@ -4,6 +4,7 @@ rules); outputs render queue rows, log rows, flags and bans."""
 from rest_framework import serializers
 
 from comments.serializers import CommentSerializer
+from core.paging import KeysetPagination
 from core.serializers import StrictInputSerializer
 from moderation.selectors import MAX_SIZE, QUEUE_VIEWS
 from moderation.services import ACTIONS, FLAG_REASONS, MAX_BULK, NOTE_MAX
@@ -60,19 +61,15 @@ class QueueRowSerializer(serializers.Serializer):
                 "status": row.status, "url": row.url}
 
 
-class QueuePageSerializer(serializers.Serializer):
-    count = serializers.IntegerField(allow_null=True, help_text="Entries in this tab; null for a filtered view.")
-    results = QueueRowSerializer(many=True)
-    next = serializers.CharField(allow_null=True)
-    next_cursor = serializers.CharField(allow_null=True)
+QueuePageSerializer = KeysetPagination.page_serializer(
+    "QueuePageSerializer", QueueRowSerializer,
+    count=serializers.IntegerField(allow_null=True, help_text="Entries in this tab; null for a filtered view."))
 
 
-class HeldPageSerializer(serializers.Serializer):
-    count = serializers.IntegerField(help_text="All my held submissions on this topic.")
-    awaiting = serializers.IntegerField(help_text="Of which awaiting moderation (status pending).")
-    results = CommentSerializer(many=True)
-    next = serializers.CharField(allow_null=True)
-    next_cursor = serializers.CharField(allow_null=True)
+HeldPageSerializer = KeysetPagination.page_serializer(
+    "HeldPageSerializer", CommentSerializer,
+    count=serializers.IntegerField(help_text="All my held submissions on this topic."),
+    awaiting=serializers.IntegerField(help_text="Of which awaiting moderation (status pending)."))
 
 
 class ActionSerializer(StrictInputSerializer):
@@ -131,7 +128,5 @@ class LogRowSerializer(serializers.Serializer):
     note = serializers.CharField(allow_blank=True)
 
 
-class LogPageSerializer(serializers.Serializer):
-    results = LogRowSerializer(many=True)
-    next = serializers.CharField(allow_null=True)
-    next_cursor = serializers.CharField(allow_null=True)
+LogPageSerializer = KeysetPagination.page_serializer(
+    "LogPageSerializer", LogRowSerializer)

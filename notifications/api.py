@@ -1,14 +1,13 @@
 """Notifications API: my notifications (cursor pages, newest first), mark read, e-mail
 preferences, thread subscriptions. One class per operation; rules in services."""
 
-from urllib.parse import urlencode
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import InvalidInput
+from core.paging import KeysetPagination
 from core.serializers import ErrorSerializer
 from notifications import selectors, services
 from notifications.models import KINDS
@@ -33,14 +32,10 @@ class NotificationListApi(APIView):
                    responses={200: NotificationsPageSerializer, **ERRORS}, tags=["notifications"],
                    description="My notifications, grouped, the most recently updated first.")
     def get(self, request):
-        size = selectors.page_size(request.query_params.get("page_size"))
-        page = selectors.notifications_page(user=request.user, cursor=request.query_params.get("cursor"), limit=size)
-        next_url = None
-        if page.next_cursor:
-            query = {"cursor": page.next_cursor, **({"page_size": size} if "page_size" in request.query_params else {})}
-            next_url = request.build_absolute_uri(f"{request.path}?{urlencode(query)}")
-        return Response({"results": NotificationSerializer(page.items, many=True).data, "unread": page.unread,
-                         "next": next_url})
+        paginator = KeysetPagination(request)
+        page = selectors.notifications_page(user=request.user, cursor=paginator.cursor, limit=paginator.page_size)
+        return paginator.get_paginated_response(NotificationSerializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor, unread=page.unread)
 
 
 class NotificationReadApi(APIView):

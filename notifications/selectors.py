@@ -35,14 +35,6 @@ class NotificationsPage:
     next_cursor: str | None
 
 
-def page_size(raw) -> int:
-    if raw is None or raw == "":
-        return DEFAULT_SIZE
-    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 4 or not 1 <= int(raw) <= MAX_SIZE:
-        raise InvalidInput(f"page_size must be a whole number from 1 to {MAX_SIZE}.", field="page_size")
-    return int(raw)
-
-
 def _parse_cursor(cursor):
     data = decode_cursor(cursor)
     if data is None:

@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from core.paging import KeysetPagination
+
 
 class NotificationSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="Opaque; pass it to POST /api/notifications/read/.")
@@ -13,10 +15,8 @@ class NotificationSerializer(serializers.Serializer):
     read = serializers.BooleanField()
 
 
-class NotificationsPageSerializer(serializers.Serializer):
-    results = NotificationSerializer(many=True)
-    unread = serializers.IntegerField()
-    next = serializers.CharField(allow_null=True, help_text="URL of the next older page; null on the last page.")
+NotificationsPageSerializer = KeysetPagination.page_serializer("NotificationsPageSerializer", NotificationSerializer,
+                                                               unread=serializers.IntegerField())
 
 
 class MarkReadSerializer(serializers.Serializer):

@@ -10,14 +10,12 @@ One class per operation; rules live in services, reads in selectors.
   page never shifts when new activity arrives. `page_size` is 1..100, default 20.
 """
 
-from urllib.parse import urlencode
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.paging import page_payload, paginated_schema, parse_page_request
+from core.paging import KeysetPagination, page_payload, paginated_schema, parse_page_request
 from core.serializers import ErrorSerializer
 from social import selectors, services
 from social.serializers import (
@@ -129,11 +127,7 @@ class FeedApi(APIView):
         description="Activities (publish, comment, follow) of the people you follow, newest first.",
     )
     def get(self, request):
-        size = selectors.feed_size(request.query_params.get("page_size"))
-        page = selectors.feed_page(user=request.user, cursor=request.query_params.get("cursor"), limit=size)
-        next_url = None
-        if page.next_cursor:
-            query = {"cursor": page.next_cursor, **({"page_size": size} if "page_size" in request.query_params else {})}
-            next_url = request.build_absolute_uri(f"{request.path}?{urlencode(query)}")
-        return Response({"results": ActivitySerializer(page.items, many=True).data, "next": next_url,
-                         "next_cursor": page.next_cursor})
+        paginator = KeysetPagination(request)
+        page = selectors.feed_page(user=request.user, cursor=paginator.cursor, limit=paginator.page_size)
+        return paginator.get_paginated_response(ActivitySerializer(page.items, many=True).data,
+                                                next_cursor=page.next_cursor)

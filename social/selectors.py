@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from comments.services import comment_copy_states
 from core.errors import NotFound
-from core.paging import Page, PageRequest, parse_whole_number
+from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, Activity, FeedPage
 from social.feeds.hybrid import merged_page
@@ -29,8 +29,7 @@ from social.managers.pulled import PulledAuthorManager
 from social.services import comment_excerpt
 from topics.models import Topic, TopicSlugRedirect
 
-FEED_DEFAULT_SIZE = 20
-FEED_MAX_SIZE = 100
+FEED_DEFAULT_SIZE = DEFAULT_PAGE_SIZE
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,6 @@ def followers_page(*, user, request: PageRequest) -> Page:
 def following_page(*, user, request: PageRequest) -> Page:
     """Whom `user` follows, most recently followed first. Items are User objects."""
     return _people_page(user=user, kind=FOLLOWING, request=request)
-
-
-def feed_size(raw) -> int:
-    return parse_whole_number(raw, name="page_size", default=FEED_DEFAULT_SIZE, maximum=FEED_MAX_SIZE)
 
 
 # --- moderated text never leaks ------------------------------------------------------

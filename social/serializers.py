@@ -2,6 +2,8 @@
 
 from rest_framework import serializers
 
+from core.paging import KeysetPagination
+
 
 class PersonSerializer(serializers.Serializer):
     username = serializers.CharField(read_only=True)
@@ -72,7 +74,4 @@ class ActivitySerializer(serializers.Serializer):
         return {"username": obj.target} if obj.target else None
 
 
-class FeedSerializer(serializers.Serializer):
-    results = ActivitySerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="URL of the next (older) page, or null on the last page.")
-    next_cursor = serializers.CharField(allow_null=True, help_text="The opaque cursor inside `next`.")
+FeedSerializer = KeysetPagination.page_serializer("FeedSerializer", ActivitySerializer)

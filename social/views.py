@@ -60,52 +60,32 @@ def _back(request, user):
     return redirect(posted_next(request, reverse("social-profile", kwargs={"username": user.username})))
 
 
-@login_required
-@require_POST
-def follow(request, username):
-    user = _user_or_404(username)
-    try:
-        if services.follow_create(follower=request.user, followee=user):
-            messages.success(request, f"You follow {user.username} now.")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    return _back(request, user)
+def _relation_action(change, done: str):
+    """A POST page action on another user (follow, unfollow, mute, unmute): `change(me, them)`
+    from the services, `done` (formatted with the username) as the message when it changed
+    something, then back to the posted `next` or the profile."""
+
+    @login_required
+    @require_POST
+    def view(request, username):
+        user = _user_or_404(username)
+        try:
+            if change(request.user, user):
+                messages.success(request, done.format(username=user.username))
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        return _back(request, user)
+
+    return view
 
 
-@login_required
-@require_POST
-def unfollow(request, username):
-    user = _user_or_404(username)
-    try:
-        if services.follow_delete(follower=request.user, followee=user):
-            messages.success(request, f"You no longer follow {user.username}.")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    return _back(request, user)
-
-
-@login_required
-@require_POST
-def mute(request, username):
-    user = _user_or_404(username)
-    try:
-        if services.mute_create(muter=request.user, muted=user):
-            messages.success(request, f"You muted {user.username}: their comments collapse and they cannot notify you.")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    return _back(request, user)
-
-
-@login_required
-@require_POST
-def unmute(request, username):
-    user = _user_or_404(username)
-    try:
-        if services.mute_delete(muter=request.user, muted=user):
-            messages.success(request, f"You unmuted {user.username}.")
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    return _back(request, user)
+follow = _relation_action(lambda me, them: services.follow_create(follower=me, followee=them),
+                          "You follow {username} now.")
+unfollow = _relation_action(lambda me, them: services.follow_delete(follower=me, followee=them),
+                            "You no longer follow {username}.")
+mute = _relation_action(lambda me, them: services.mute_create(muter=me, muted=them),
+                        "You muted {username}: their comments collapse and they cannot notify you.")
+unmute = _relation_action(lambda me, them: services.mute_delete(muter=me, muted=them), "You unmuted {username}.")
 
 
 @login_required

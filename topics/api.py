@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import InvalidInput
-from core.paging import page_payload, paginated_schema, parse_page_request
+from core.paging import KeysetPagination, page_payload, paginated_schema, parse_page_request
 from topics import selectors, services
 from topics.serializers import (
     CommentSearchHitSerializer,
@@ -103,7 +103,9 @@ class SearchApi(APIView):
             page = selectors.topic_search(q=q, viewer=request.user, request=req)
             body["topics"] = page_payload(page, TopicSerializer(page.items, many=True).data)
         if kind in ("all", "comments"):
-            hits, next_cursor = selectors.comment_search(q=q, viewer=request.user, cursor=params.get("cursor"),
-                                                         page_size=req.page_size)
-            body["comments"] = {"results": CommentSearchHitSerializer(hits, many=True).data, "next_cursor": next_cursor}
+            paginator = KeysetPagination(request, fixed_params={"kind": "comments"})
+            hits, next_cursor = selectors.comment_search(q=q, viewer=request.user, cursor=paginator.cursor,
+                                                         page_size=paginator.page_size)
+            body["comments"] = {"results": CommentSearchHitSerializer(hits, many=True).data,
+                                **paginator.links(next_cursor=next_cursor)}
         return Response(body)

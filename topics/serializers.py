@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from core.paging import KeysetPagination
 from core.serializers import UserRefSerializer
 from topics.models import CommentModeration, CommentOrder, CommentStorage, Topic, TopicStatus
 
@@ -63,9 +64,8 @@ class CommentSearchHitSerializer(serializers.Serializer):
     excerpt = serializers.CharField(source="hit.excerpt")
     url = serializers.CharField()
 
-class CommentSearchPageSerializer(serializers.Serializer):
-    results = CommentSearchHitSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for older comments; null at the end.")
+
+CommentSearchPageSerializer = KeysetPagination.page_serializer("CommentSearchPageSerializer", CommentSearchHitSerializer)
 
 
 class TopicPageSerializer(serializers.Serializer):

@@ -61,16 +61,14 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
 from __future__ import annotations
 
 import abc
-import base64
-import binascii
 import bisect
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
 from cms_site.managers import MongoManager
+from core import cursors
 from core.errors import InvalidInput
 from core.paging import Page, PageRequest
 
@@ -188,33 +186,21 @@ def rank(order: str, key):
 
 
 def encode_cursor(order: str, direction: str, key) -> str:
-    raw = json.dumps({"o": _ORDER_CODES[order], "d": direction, "k": list(key) if order == HOT else key},
-                     separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _bad_cursor():
-    return InvalidInput("cursor is not valid.", field="cursor")
+    """The opaque cursor (core.cursors) of the page `direction` of the item keyed `key` in `order`."""
+    return cursors.encode_cursor({"o": _ORDER_CODES[order], "d": direction, "k": list(key) if order == HOT else key})
 
 
 def _whole(value) -> int:
-    if type(value) is not int or not 0 <= value <= _MAX_INT:
-        raise _bad_cursor()
-    return value
+    return cursors.whole(value, maximum=_MAX_INT)
 
 
 def decode_cursor(cursor, order: str) -> Position | None:
     """The cursor's position, or None for none; InvalidInput (a 400) for anything malformed or of another order."""
-    if cursor is None or cursor == "":
+    data = cursors.decode_cursor(cursor, max_length=MAX_CURSOR_LENGTH)  # threaded sort keys make long cursors
+    if data is None:
         return None
-    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_LENGTH or not re.fullmatch(r"[A-Za-z0-9_-]+", cursor):
-        raise _bad_cursor()
-    try:
-        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise _bad_cursor() from None
-    if not isinstance(data, dict) or set(data) != {"o", "d", "k"} or data["d"] not in (FORWARD, BACKWARD):
-        raise _bad_cursor()
+    if set(data) != {"o", "d", "k"} or data["d"] not in (FORWARD, BACKWARD):
+        raise cursors.bad_cursor()
     if data["o"] != _ORDER_CODES.get(order):
         raise InvalidInput("cursor belongs to another order.", field="cursor")
     key = data["k"]
@@ -222,10 +208,10 @@ def decode_cursor(cursor, order: str) -> Position | None:
         key = _whole(key)
     elif order == THREADED:
         if not isinstance(key, str) or not _SORT_KEY.fullmatch(key):
-            raise _bad_cursor()
+            raise cursors.bad_cursor()
     else:
         if not isinstance(key, list) or len(key) != 2:
-            raise _bad_cursor()
+            raise cursors.bad_cursor()
         key = (_whole(key[0]), _whole(key[1]))
     return Position(order=order, direction=data["d"], key=key)
 
