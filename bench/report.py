@@ -356,7 +356,7 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     searches = [r for r in rows if r["case"] == "search"]
     if searches:
         add("## Search\n")
-        add("The comment search of `/search/` and `/api/search/` (`topics.selectors.comment_search`: one range on "
+        add("The comment search of `/search/` and `/api/search/` (`search.selectors.comment_search`: one range on "
             "the `comment_search` index led by the query's longest word, the status index check, one SQL query for "
             "the page's topics) over indexes of growing size; `page` is reached by the keyset cursor. One word: the "
             "page and its look-ahead (plus 8 for same-millisecond ties on a cursor page) at any size and depth. "

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",  # its providers are added below, each when its keys are set
     "topics",
+    "search",
     "comments",
     "social",
     "background",

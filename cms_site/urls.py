@@ -7,6 +7,7 @@ from core import serving
 api_patterns = [
     path("", include("accounts.api_urls")),
     path("", include("topics.api_urls")),
+    path("", include("search.api_urls")),
     path("", include("comments.api_urls")),
     path("", include("social.api_urls")),
     path("", include("moderation.api_urls")),
@@ -18,6 +19,7 @@ api_patterns = [
 
 urlpatterns = [
     path("", include("topics.urls")),
+    path("", include("search.urls")),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),

@@ -7,11 +7,8 @@ pending and deleted comments never appear). Each feed is one bounded query.
 
 from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
-from django.http import Http404
 from django.utils.feedgenerator import Atom1Feed
 
-from core.errors import NotFound
-from topics import selectors
 from topics.models import Tag, Topic
 
 FEED_ITEMS = 20
@@ -43,47 +40,6 @@ class LatestTopicsFeed(Feed):
 
     def item_categories(self, item):
         return [t.name for t in item.tags.all()]
-
-
-class TopicCommentsFeed(Feed):
-    feed_type = Atom1Feed
-
-    def get_object(self, request, slug):
-        try:
-            # Feeds are public: a draft's feed is a 404 even for editors.
-            return selectors.topic_get(slug=slug, viewer=None)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
-
-    def title(self, obj):
-        return f"Commons: comments on {obj.title}"
-
-    def link(self, obj):
-        return obj.get_absolute_url()
-
-    def subtitle(self, obj):
-        return f"The latest comments on “{obj.title}”."
-
-    def items(self, obj):
-        return [selectors.CommentHit(topic=obj, hit=h) for h in selectors.topic_latest_comments(topic=obj, limit=FEED_ITEMS)]
-
-    def item_title(self, item):
-        return f"{item.hit.author}: {item.hit.excerpt[:80]}"
-
-    def item_description(self, item):
-        return item.hit.html or item.hit.excerpt
-
-    def item_link(self, item):
-        return item.url
-
-    def item_guid(self, item):
-        return f"comment:{item.hit.discussion_id}:{item.hit.comment_id}"
-
-    def item_author_name(self, item):
-        return item.hit.author
-
-    def item_pubdate(self, item):
-        return item.hit.posted
 
 
 class TopicSitemap(Sitemap):

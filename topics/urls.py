@@ -6,8 +6,6 @@ from topics import syndication, views
 urlpatterns = [
     path("", views.home, name="home"),
     path("tags/<slug:slug>/", views.tag_detail, name="tag-detail"),
-    path("search/", views.search, name="search"),
     path("feeds/topics/", syndication.LatestTopicsFeed(), name="feed-topics"),
-    path("t/<slug:slug>/feed/", syndication.TopicCommentsFeed(), name="feed-topic-comments"),
     path("sitemap.xml", sitemap, {"sitemaps": syndication.SITEMAPS}, name="sitemap"),
 ]

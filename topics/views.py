@@ -46,21 +46,3 @@ def tag_detail(request, slug):
     except NotFound as exc:
         raise Http404(exc.message) from None
     return render(request, "topics/home.html", {"page": _with_comment_counts(page), "tag": tag})
-
-
-def search(request):
-    """`/search/?q=`: live topics (page-numbered) and visible comments (keyset `cursor`)."""
-    q = request.GET.get("q", "")
-    context = {"q": q, "topics": None, "comments": [], "next_cursor": None}
-    if q.strip():
-        try:
-            req = parse_page_request(request.GET, default_size=10, max_size=50)
-            context["topics"] = selectors.topic_search(q=q, viewer=request.user, request=req)
-            context["comments"], context["next_cursor"] = selectors.comment_search(
-                q=q, viewer=request.user, cursor=request.GET.get("cursor"), page_size=10)
-        except InvalidInput as exc:
-            context["error"] = exc.message
-            return render(request, "topics/search.html", context, status=400)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
-    return render(request, "topics/search.html", context)

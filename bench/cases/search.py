@@ -38,7 +38,7 @@ def index_sizes(largest: int) -> list[int]:
 
 
 def run(bench) -> None:
-    from topics.managers.search import CommentSearchManager
+    from search.managers import CommentSearchManager
 
     for size in index_sizes(bench.sizes.comments):
         with bench.fresh_db():
@@ -72,16 +72,16 @@ def _load(manager, topics, size: int) -> list[tuple[datetime, int, str]]:
 
 def _cursor_before(keys, index: int) -> str:
     """The cursor a page ending at `keys[index]` hands out."""
-    from topics.managers.search import Hit
-    from topics.selectors import _encode_cursor
+    from search.managers import Hit
+    from search.selectors import encode_cursor as _encode_cursor
 
     posted, discussion_id, cid = keys[index]
     return _encode_cursor(Hit(discussion_id=discussion_id, comment_id=cid, author="", posted=posted, excerpt="", html=""))
 
 
 def _measure(bench, size: int, keys) -> None:
-    from topics.managers.search import SCAN_LIMIT
-    from topics.selectors import comment_search
+    from search.managers import SCAN_LIMIT
+    from search.selectors import comment_search
 
     page_size = bench.sizes.page_size
     num_pages = -(-size // page_size)

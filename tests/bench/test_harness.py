@@ -95,7 +95,7 @@ def test_peer_ratios_compare_each_strategy_with_the_peer_page_by_page():
 
 
 def test_search_rows_stay_at_the_page_or_the_scan_bound(tmp_path, monkeypatch):
-    from topics.managers import search
+    from search import managers as search
 
     monkeypatch.setattr(search, "SCAN_LIMIT", 50)  # TINY's index (120 comments) is smaller than the real bound
     docs = tmp_path / "benchmarks.md"

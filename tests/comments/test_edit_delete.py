@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 # a deletion also writes the comment status index first (1: feeds drop the excerpt) and
 # the moderation app looks up the comment's queue entry (1) to keep it in step; an edit
 # refreshes the text of the comment's queue entry, if it has one (1).
-# Each includes one round trip for the comment search index (topics/receivers.py):
+# Each includes one round trip for the comment search index (search/receivers.py):
 # an edit re-indexes the words, a deletion drops them. An edit also records the new text
 # in the status index (1: feed and profile excerpts show the current text).
 EDIT_TRIPS = {"document": 6, "embedded": 6, "bucketed": 6}

@@ -1,4 +1,4 @@
-"""Comment signals keep the comment search index (topics/managers/search.py) in step.
+"""Comment signals keep the comment search index (search/managers.py) in step.
 
 Every change of what a visitor may see reaches the index: a post (with its status), an
 edit (new words and html), a deletion (words and text dropped) and a status change.
@@ -6,7 +6,7 @@ edit (new words and html), a deletion (words and text dropped) and a status chan
 
 from __future__ import annotations
 
-from topics.managers.search import CommentSearchManager
+from search.managers import CommentSearchManager
 
 
 def _upsert(topic, comment) -> None:

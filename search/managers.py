@@ -6,7 +6,7 @@
 Why a collection of its own: comments live in three storage strategies (one document per
 comment, one document per discussion, buckets); a MongoDB text index cannot reach inside
 embedded arrays per comment, and a search must cost one bounded index scan whatever the
-strategy. Signal receivers (topics/receivers.py) keep it in step with every write that
+strategy. Signal receivers (search/receivers.py) keep it in step with every write that
 changes what a visitor may see: post, edit, delete, and status changes.
 
 Words (`w`) are the comment's distinct normalised words (NFKC, case-folded, 2 to 40

@@ -9,7 +9,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from comments import services as comments
-from topics.managers.search import CommentSearchManager, words
+from search.managers import CommentSearchManager, words
 from topics.services import topic_create
 
 pytestmark = pytest.mark.django_db
@@ -90,7 +90,7 @@ def test_search_leads_with_the_longest_word_and_stops_at_the_limit(mongo_db, mak
 
 def test_a_several_word_page_scans_at_most_scan_limit_entries_and_resumes_after_them(
         api_client, mongo_db, make_topic, make_user, monkeypatch):
-    from topics.managers import search
+    from search import managers as search
 
     monkeypatch.setattr(search, "SCAN_LIMIT", 4)
     topic = make_topic()

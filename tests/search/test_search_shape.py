@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 
 from bench.counting import OpCounter, install_mongomock_counting
-from topics import selectors
+from search import selectors
 
 pytestmark = [
     pytest.mark.django_db,

@@ -1,5 +1,0 @@
-"""MongoDB managers of the topics app: the comment search index."""
-
-from topics.managers.search import CommentSearchManager
-
-__all__ = ["CommentSearchManager"]
