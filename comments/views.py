@@ -29,6 +29,7 @@ from django.views.decorators.http import require_POST
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
+from comments.viewers import muted_ids
 from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
 from core.paging import DEFAULT_PAGE_SIZE, parse_page_request
 from core.redirects import posted_next
@@ -101,11 +102,9 @@ def _continue_links(items: list) -> list:
 
 def _context(request, topic, **extra) -> dict:
     draft = _take_draft(request, topic)
-    from social.selectors import muted_ids
-
     return {"topic": topic, "draft": draft, "max_text": settings.COMMENTS_MAX_TEXT,
             "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(),
-            "muted": muted_ids(user=request.user), **extra}  # authors the viewer muted: their comments collapse
+            "muted": muted_ids(request.user), **extra}  # authors the viewer muted: their comments collapse
 
 
 def topic_detail(request, slug):

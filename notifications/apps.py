@@ -8,7 +8,7 @@ class NotificationsConfig(AppConfig):
 
     def ready(self):
         from comments import signals as comment_signals
-        from notifications import receivers
+        from notifications import receivers, signals
         from social.signals import user_followed
 
         comment_signals.comment_posted.connect(receivers.on_comment_posted, dispatch_uid="notifications.comment_posted")
@@ -17,3 +17,4 @@ class NotificationsConfig(AppConfig):
         comment_signals.comment_status_changed.connect(receivers.on_comment_status_changed,
                                                        dispatch_uid="notifications.status_changed")
         user_followed.connect(receivers.on_user_followed, dispatch_uid="notifications.user_followed")
+        signals.digest_held.connect(receivers.on_digest_held, dispatch_uid="notifications.digest_held")

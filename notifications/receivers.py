@@ -1,6 +1,9 @@
 """Signals of other apps become notification tasks (ids only; the work runs in the background)."""
 
-from notifications import tasks
+from celery import current_app
+from django.conf import settings
+
+from notifications import services, tasks
 
 
 def on_comment_posted(sender, topic, comment, author, **kwargs):
@@ -17,3 +20,12 @@ def on_user_followed(sender, follower, followee, **kwargs):
 
 def on_comment_status_changed(sender, topic, comment, **kwargs):
     tasks.subject_visibility.delay(topic.discussion_id, comment.id, comment.status == "visible")
+
+
+def on_digest_held(sender, recipient_id, at, **kwargs):
+    """With a worker, send the digest when the window closes; eagerly (no broker) the
+    `notifications_digest` command (cron) sends it."""
+    if current_app.conf.task_always_eager:
+        return
+    window_end = services.digest_window_start(at).timestamp() + settings.NOTIFICATIONS_DIGEST_WINDOW
+    tasks.email_digest.apply_async((recipient_id,), countdown=max(1, int(window_end - at.timestamp())))

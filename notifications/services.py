@@ -42,6 +42,7 @@ from core.errors import InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
 from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
+from notifications.signals import digest_held
 from social.managers.edges import now_ms
 from social.managers.mutes import MuteManager
 
@@ -273,7 +274,7 @@ def unsubscribe_apply(*, token: str) -> tuple[object, str]:
     return user, kind
 
 
-def _window_start(now: datetime) -> datetime:
+def digest_window_start(now: datetime) -> datetime:
     window = max(1, settings.NOTIFICATIONS_DIGEST_WINDOW)
     return datetime.fromtimestamp(int(now.timestamp()) // window * window, tz=UTC)
 
@@ -293,28 +294,15 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str) -> bool:
         return False
     now = timezone.now()
     outbox = EmailOutboxManager()
-    sent = outbox.count_sent(recipient=recipient.pk, window_start=_window_start(now))
+    sent = outbox.count_sent(recipient=recipient.pk, window_start=digest_window_start(now))
     link = f"{settings.SITE_URL.rstrip('/')}{url}"
     if sent > max(0, settings.NOTIFICATIONS_DIGEST_AFTER):
         outbox.hold(recipient=recipient.pk, item={"kind": kind, "text": text, "url": link, "at": now})
         if sent == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
-            _schedule_digest(recipient.pk, now)
+            digest_held.send(sender=None, recipient_id=recipient.pk, at=now)
         return False
     _message(user=recipient, subject=f"[Commons] {text}", lines=[text, link], kind=kind).send()
     return True
-
-
-def _schedule_digest(recipient_id: int, now: datetime) -> None:
-    """With a worker, send the digest when the window closes; eagerly (no broker) the
-    `notifications_digest` command (cron) sends it."""
-    from celery import current_app
-
-    from notifications.tasks import email_digest
-
-    if current_app.conf.task_always_eager:
-        return
-    window_end = _window_start(now).timestamp() + settings.NOTIFICATIONS_DIGEST_WINDOW
-    email_digest.apply_async((recipient_id,), countdown=max(1, int(window_end - now.timestamp())))
 
 
 def email_digest_send(*, recipient_id: int) -> int:

@@ -6,9 +6,15 @@ class SocialConfig(AppConfig):
     verbose_name = "Social graph and feeds"
 
     def ready(self):
+        from comments import viewers
         from comments.signals import comment_posted
-        from social import receivers
+        from social import receivers, selectors, signals
         from topics.signals import topic_published
+
+        viewers.register_muted_ids("social.mutes", lambda user: selectors.muted_ids(user=user))
 
         topic_published.connect(receivers.on_topic_published, dispatch_uid="social.topic_published")
         comment_posted.connect(receivers.on_comment_posted, dispatch_uid="social.comment_posted")
+        signals.activity_recorded.connect(receivers.on_activity_recorded, dispatch_uid="social.activity_recorded")
+        signals.user_returned.connect(receivers.on_user_returned, dispatch_uid="social.user_returned")
+        signals.user_muted.connect(receivers.on_user_muted, dispatch_uid="social.user_muted")

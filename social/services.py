@@ -41,6 +41,7 @@ from django.utils import timezone
 
 from core.errors import InvalidInput, NotFound
 from core.writers import require_writer
+from social import signals
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager
 from social.feeds.log import ActivityLogManager
@@ -152,10 +153,8 @@ def follow_lists_rebuild(*, user_ids: Iterable[int], chunk: int = 500) -> None:
 
 def activity_record(*, activity: Activity) -> Activity:
     """Store the activity in the author log (one round trip), then queue its delivery."""
-    from social.tasks import activity_deliver
-
     stored = ActivityLogManager().record(activity)
-    activity_deliver.delay(stored.id)
+    signals.activity_recorded.send(sender=None, activity_id=stored.id)
     return stored
 
 
@@ -226,14 +225,12 @@ def presence_touch(*, user_id: int) -> bool:
     cache remembers the day: per process with the default cache, site-wide with a shared one).
     A user back after FEED_ACTIVE_DAYS gets their feed rebuilt in the background.
     True when a write happened."""
-    from social.tasks import feed_rebuild as feed_rebuild_task
-
     today = day_start(timezone.now())
     if not cache.add(f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400):
         return False
     before = PresenceManager().touch(user_id=user_id, day=today)
     if before is not None and before.replace(tzinfo=before.tzinfo or UTC) < _active_cutoff():
-        feed_rebuild_task.delay(user_id)
+        signals.user_returned.send(sender=None, user_id=user_id)
     return True
 
 
@@ -243,8 +240,6 @@ def presence_touch(*, user_id: int) -> bool:
 def mute_create(*, muter, muted) -> bool:
     """`muter` mutes `muted`. Idempotent: False if already muted. Their pushed copies leave the
     muter's feed (in the background)."""
-    from social.tasks import feed_purge_author
-
     _require_login(muter)
     if muter.pk == muted.pk:
         raise InvalidInput("You cannot mute yourself.")
@@ -253,7 +248,7 @@ def mute_create(*, muter, muted) -> bool:
         raise InvalidInput(f"You can mute at most {MAX_MUTES} people.")
     if not mutes.create(muter=muter.pk, muted=muted.pk, at=now_ms()):
         return False
-    feed_purge_author.delay(muter.pk, muted.pk)
+    signals.user_muted.send(sender=None, muter_id=muter.pk, muted_id=muted.pk)
     return True
 
 

@@ -3,8 +3,20 @@
 user_followed(sender=None, follower=User, followee=User)
     `follower` started following `followee` (a new edge; a repeated follow sends nothing).
     The notifications app tells the followee.
+activity_recorded(sender=None, activity_id=str)
+    An activity is in its author's log; its delivery to followers' feeds is queued.
+user_returned(sender=None, user_id=int)
+    A user is back after FEED_ACTIVE_DAYS away; their pushed feed is refilled in the background.
+user_muted(sender=None, muter_id=int, muted_id=int)
+    A new mute; the muted author's copies leave the muter's feed in the background.
+
+The last three are the social app's own: its receivers enqueue the tasks (services never
+import tasks, and tasks call services).
 """
 
 from django.dispatch import Signal
 
 user_followed = Signal()
+activity_recorded = Signal()
+user_returned = Signal()
+user_muted = Signal()

@@ -1,21 +1,13 @@
-"""Topic pages: the home page (topics, newest first) and tag pages. Thin: parse, call, render."""
+"""Topic pages: the home page (topics, newest first) and tag pages. Thin: parse, call, render.
+Each topic's comment count comes from the comments app's `with_comment_counts` template filter."""
 
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 
-from comments.selectors import comment_counts
 from core.errors import InvalidInput, NotFound
 from core.paging import parse_page_request
 from topics import selectors
-
-
-def _with_comment_counts(page):
-    """Each topic of the page gets `comment_count`, from the comment counters (one query per storage)."""
-    counts = comment_counts(topics=page.items)
-    for topic in page.items:
-        topic.comment_count = counts.get(topic.pk, 0)
-    return page
 
 
 def home(request):
@@ -28,7 +20,7 @@ def home(request):
         page = selectors.topic_page(viewer=request.user, request=req)
     except NotFound as exc:
         raise Http404(exc.message) from None
-    return render(request, "topics/home.html", {"page": _with_comment_counts(page)})
+    return render(request, "topics/home.html", {"page": page})
 
 
 def tag_detail(request, slug):
@@ -45,4 +37,4 @@ def tag_detail(request, slug):
         page = selectors.topic_page(viewer=request.user, request=req, tag=tag)
     except NotFound as exc:
         raise Http404(exc.message) from None
-    return render(request, "topics/home.html", {"page": _with_comment_counts(page), "tag": tag})
+    return render(request, "topics/home.html", {"page": page, "tag": tag})

@@ -6,8 +6,6 @@ edge of the graph)."""
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 # The project's own top-level packages: each is a node of the graph. `cms_site` is the wiring
 # (settings, urls) that may import every app; `core` is what every app may import.
@@ -80,10 +78,6 @@ def test_the_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Still cyclic: comments <-> topics (comments' API and pages resolve topics; the home page's comment "
-    "counts), comments <-> social (the topic page's mutes; social's selectors read comments' services). "
-    "Strict: this fails as soon as the cycles are gone, and the marker must go with them."))
 def test_apps_import_each_other_without_cycles():
     edges, _ = graph()
     edges = {app: targets - WIRING for app, targets in edges.items() if app not in WIRING}
@@ -98,3 +92,12 @@ def test_core_imports_no_app():
 def test_no_app_imports_another_apps_private_names():
     _, private = graph()
     assert private == [], "\n".join(private)
+
+
+def test_services_never_import_tasks():
+    """Services send signals; receivers enqueue tasks; tasks call services. A service importing a
+    tasks module (even inside a function, to hide the cycle) would close that loop."""
+    found = [f"{path.relative_to(ROOT)}: {module}"
+             for app in APPS for path in modules(app) if path.stem == "services"
+             for module, _ in imports(path) if module.split(".")[-1] == "tasks"]
+    assert found == [], "\n".join(found)
