@@ -22,12 +22,29 @@ permalink is `get()` plus `position()`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import date, datetime
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from comments.ids import is_comment_id
-from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, HOT, REMOVED, THREADED, VISIBLE, Comment
+from comments.managers import manager_for
+from comments.managers.base import (
+    AUTHOR_ONLY,
+    CHRONOLOGICAL,
+    DELETED,
+    HOT,
+    REMOVED,
+    THREADED,
+    VISIBLE,
+    Comment,
+    CommentManager,
+)
+from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.likes import CommentLikeManager
-from comments.services import can_see, comment_manager, comment_statuses, is_threaded, needs_html, with_html
+from comments.managers.statuses import CommentStatusIndexManager
 from core.errors import InvalidInput, NotFound
+from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
@@ -224,3 +241,120 @@ def comment_counts(*, topics) -> dict[int, int]:
         found = comment_manager(group[0]).counts(discussion_ids=[t.discussion_id for t in group])
         counts.update({t.pk: found.get(t.discussion_id, 0) for t in group})
     return counts
+
+
+# --- reads the services share (they import them from here) ---------------------------
+
+
+def comment_manager(topic) -> CommentManager:
+    return manager_for(topic.comment_storage)
+
+
+def is_threaded(topic) -> bool:
+    return topic.comment_order == "threaded"
+
+
+def can_see(comment: Comment, viewer) -> bool:
+    """Whether `viewer` may see the comment's text and author (nobody sees a deleted one's)."""
+    if comment.status == DELETED:
+        return False
+    if viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active:
+        return True
+    if comment.status == REMOVED:
+        return False
+    if comment.status == "author_only":
+        return viewer is not None and getattr(viewer, "is_authenticated", False) and viewer.pk == comment.author.id
+    return True
+
+
+def existing_usernames(names) -> set[str]:
+    """Which of `names` are users (one query, at write time only)."""
+    names = list(names)[:50]
+    return set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+
+
+def comment_render_many(*, texts: list[str]) -> list[str]:
+    """The sanitised HTML of several Markdown texts, with ONE query for the `@names` of all of
+    them (comments stored before Markdown, rendered when read, and the backfill)."""
+    names: dict[str, None] = {}
+    for text in texts:
+        names.update(dict.fromkeys(mentioned_usernames(text)))
+    known = existing_usernames(list(names)[:500]) if names else set()
+    return [render_markdown(text, known_usernames=lambda found: known & set(found)) for text in texts]
+
+
+def needs_html(comment: Comment) -> bool:
+    """A comment stored before Markdown: text but no stored html (a tombstone has neither)."""
+    return not comment.html and bool(comment.text) and comment.status != DELETED
+
+
+def with_html(comments: list[Comment]) -> list[Comment]:
+    """`comments` with the html of those stored before Markdown rendered now (nothing is stored:
+    `manage.py comments_backfill` stores it); at most one query for the whole list."""
+    missing = [i for i, c in enumerate(comments) if needs_html(c)]
+    if not missing:
+        return comments
+    rendered = comment_render_many(texts=[comments[i].text for i in missing])
+    out = list(comments)
+    for i, html in zip(missing, rendered, strict=True):
+        out[i] = replace(out[i], html=html)
+    return out
+
+
+def comment_statuses(*, keys) -> dict[tuple[int, str], str]:
+    """Current statuses of (discussion_id, comment_id) keys that ever left `visible`
+    (absent: visible). One query, for readers that show copies of comment text."""
+    return CommentStatusIndexManager().statuses(keys)
+
+
+def comment_copy_states(*, keys) -> dict[tuple[int, str], tuple[str, str | None]]:
+    """(current status, current text if edited since posting, else None) of (discussion_id,
+    comment_id) keys that ever left `visible` or were edited (absent: visible, unedited).
+    One query, for readers that show copies of comment text."""
+    return CommentStatusIndexManager().states(keys)
+
+
+# --- credits (derived from the flows when read) ------------------------------------
+
+POST_POINTS, POST_DAILY_LIMIT = 5, 5
+REPLY_POINTS, REPLY_DAILY_LIMIT = 1, 5
+LIKE_POINTS, LIKES_PER_COMMENT_MONTHLY_LIMIT, LIKE_MONTHLY_POINTS_LIMIT = 1, 50, 500
+
+
+@dataclass(frozen=True)
+class CreditSummary:
+    month: date
+    posts: int
+    replies: int
+    likes_received: int
+    post_points: int
+    reply_points: int
+    like_points: int
+    today_posts: int
+    today_replies: int
+
+    @property
+    def total(self) -> int:
+        return self.post_points + self.reply_points + self.like_points
+
+
+def credit_summary(*, user, at: datetime | None = None) -> CreditSummary:
+    """This month's comment credits of `user` (two round trips)."""
+    at = at or timezone.now()
+    flows = CreditFlowManager()
+    docs = flows.user_month(user_id=user.pk, at=at)
+    days = [f for f in docs if f.period == DAY]
+    month = next((f for f in docs if f.period == MONTH), None)
+    today = next((f for f in days if f.ts == day_start(at)), None)
+    likes = flows.like_totals(user_id=user.pk, at=at, per_comment_cap=LIKES_PER_COMMENT_MONTHLY_LIMIT)
+    return CreditSummary(
+        month=month_start(at).date(),
+        posts=month.posts if month else 0,
+        replies=month.replies if month else 0,
+        likes_received=likes.likes,
+        post_points=sum(min(f.posts, POST_DAILY_LIMIT) * POST_POINTS for f in days),
+        reply_points=sum(min(f.replies, REPLY_DAILY_LIMIT) * REPLY_POINTS for f in days),
+        like_points=min(likes.capped * LIKE_POINTS, LIKE_MONTHLY_POINTS_LIMIT),
+        today_posts=today.posts if today else 0,
+        today_replies=today.replies if today else 0,
+    )

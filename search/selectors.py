@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models import Q
 
-from comments.services import comment_statuses
+from comments.selectors import comment_statuses
 from core.errors import InvalidInput, NotFound
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from search.managers import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words

@@ -16,17 +16,16 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from comments.services import comment_copy_states
+from comments.selectors import comment_copy_states, credit_summary
 from core.errors import NotFound
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from social.feeds import get_feed
-from social.feeds.base import COMMENT, Activity, FeedPage
+from social.feeds.base import COMMENT, Activity, FeedPage, comment_excerpt
 from social.feeds.hybrid import merged_page
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.mutes import MuteManager
 from social.managers.pulled import PulledAuthorManager
-from social.services import comment_excerpt
 from topics.models import Topic, TopicSlugRedirect
 
 FEED_DEFAULT_SIZE = DEFAULT_PAGE_SIZE
@@ -38,7 +37,7 @@ class Profile:
     followers_count: int
     following_count: int
     is_following: bool | None  # None when the viewer is anonymous or the user themself
-    credits: object = None  # comments.services.CreditSummary of this month, when asked for
+    credits: object = None  # comments.selectors.CreditSummary of this month, when asked for
     is_muted: bool | None = None  # whether the viewer mutes them (None: anonymous or themself)
 
 
@@ -50,8 +49,6 @@ def profile_get(*, user, viewer=None, with_credits: bool = False) -> Profile:
         is_muted = MuteManager().exists(muter=viewer.pk, muted=user.pk)
     credits = None
     if with_credits:
-        from comments.services import credit_summary
-
         credits = credit_summary(user=user)
     return Profile(user=user, followers_count=sizes[FOLLOWERS], following_count=sizes[FOLLOWING], is_following=is_following,
                    credits=credits, is_muted=is_muted)
@@ -81,7 +78,7 @@ def following_page(*, user, request: PageRequest) -> Page:
 #
 # A comment activity carries an excerpt of the comment's text as it was posted. Feeds and
 # profiles resolve the comment's CURRENT status at read time, in one batched query per
-# page (`comments.services.comment_statuses`: the status index of every comment that
+# page (`comments.selectors.comment_statuses`: the status index of every comment that
 # ever left `visible`, whatever its storage strategy), and show a placeholder instead of
 # the excerpt of a removed, hidden or deleted comment. Resolving at read time (rather
 # than rewriting every copy when a comment is moderated) keeps moderation one small write

@@ -43,7 +43,7 @@ from core.errors import InvalidInput, NotFound
 from core.writers import require_writer
 from social import signals
 from social.feeds import get_feed
-from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager
+from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager, comment_excerpt
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.edges import now_ms
@@ -56,7 +56,6 @@ from social.signals import user_followed
 def day_start(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
-EXCERPT_LENGTH = 140
 
 
 def _require_login(user) -> None:
@@ -269,12 +268,6 @@ def activity_topic_published(*, topic) -> Activity:
         id="", type=PUBLISH, actor_id=author.pk, actor=author.username, date=now_ms(), url=f"/t/{topic.slug}/",
         topic_slug=topic.slug, topic_title=topic.title, topic_id=getattr(topic, "pk", None),
     ))
-
-
-def comment_excerpt(text: str | None) -> str:
-    """The excerpt a comment activity shows: whitespace collapsed, at most EXCERPT_LENGTH."""
-    text = " ".join((text or "").split())
-    return text if len(text) <= EXCERPT_LENGTH else text[: EXCERPT_LENGTH - 1].rstrip() + "…"
 
 
 def activity_comment_posted(*, topic, comment, author) -> Activity:

@@ -16,7 +16,7 @@ Each event is ONE `bulk_write` of upserts to one collection (the day and the mon
 document together, `$inc` so concurrent events never lose a count): one round trip.
 
 The flows hold raw counts only. Points, and the caps on them, are business rules that
-services derive from the counts when reading (`comments.services.credit_summary`), so a
+selectors derive from the counts when reading (`comments.selectors.credit_summary`), so a
 cap holds under concurrency without any read-modify-write here. Both collections are
 keyed by user first, so a user's flows of a period stay on one shard (shard key
 (user_id, period, ts), the prefix of both unique keys).

@@ -27,6 +27,14 @@ PUBLISH = "publish"
 COMMENT = "comment"
 FOLLOW = "follow"
 ACTIVITY_TYPES = (PUBLISH, COMMENT, FOLLOW)
+EXCERPT_LENGTH = 140
+
+
+
+def comment_excerpt(text: str | None) -> str:
+    """The excerpt a comment activity shows: whitespace collapsed, at most EXCERPT_LENGTH."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= EXCERPT_LENGTH else text[: EXCERPT_LENGTH - 1].rstrip() + "…"
 
 
 

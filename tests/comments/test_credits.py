@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from comments import services
+from comments import selectors, services
 from comments.managers.credits import FLOW_TTL_SECONDS, CreditFlowManager
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,7 @@ def test_posting_and_replying_caps_per_day(make_user, make_topic):
     roots = [services.comment_create(topic=topic, author=user, text=f"r{i}") for i in range(7)]
     for i in range(6):
         services.comment_create(topic=topic, author=user, text=f"re{i}", parent=roots[0].id)
-    summary = services.credit_summary(user=user)
+    summary = selectors.credit_summary(user=user)
     assert (summary.posts, summary.replies, summary.today_posts, summary.today_replies) == (7, 6, 7, 6)
     assert (summary.post_points, summary.reply_points, summary.like_points, summary.total) == (25, 5, 0, 30)
 
@@ -90,10 +90,10 @@ def test_caps_are_per_day_and_the_summary_is_this_month(mongo_db, make_user):
     for at, n in ((NOON, 6), (NOON + timedelta(days=1), 2), (NOON - timedelta(days=30), 4)):  # last one: February
         for _ in range(n):
             flows.record_comment(user_id=user.pk, reply=False, at=at)
-    summary = services.credit_summary(user=user, at=NOON + timedelta(days=1))
+    summary = selectors.credit_summary(user=user, at=NOON + timedelta(days=1))
     assert (summary.posts, summary.post_points, summary.today_posts) == (8, 25 + 10, 2)
     assert summary.month.isoformat() == "2026-03-01"
-    assert services.credit_summary(user=user, at=NOON - timedelta(days=30)).post_points == 20
+    assert selectors.credit_summary(user=user, at=NOON - timedelta(days=30)).post_points == 20
 
 
 def test_likes_received_are_capped_per_comment_and_per_month(mongo_db, make_user, monkeypatch):
@@ -103,11 +103,11 @@ def test_likes_received_are_capped_per_comment_and_per_month(mongo_db, make_user
         flows.record_like(author_id=user.pk, discussion_id=1, comment_id="big", liker_id=liker, at=NOON)
     for liker in range(3):
         flows.record_like(author_id=user.pk, discussion_id=1, comment_id="small", liker_id=liker, at=NOON)
-    summary = services.credit_summary(user=user, at=NOON)
+    summary = selectors.credit_summary(user=user, at=NOON)
     assert (summary.likes_received, summary.like_points) == (63, 53)
-    monkeypatch.setattr(services, "LIKE_MONTHLY_POINTS_LIMIT", 40)
-    assert services.credit_summary(user=user, at=NOON).like_points == 40
-    assert services.credit_summary(user=user, at=NOON + timedelta(days=31)).like_points == 0
+    monkeypatch.setattr(selectors, "LIKE_MONTHLY_POINTS_LIMIT", 40)
+    assert selectors.credit_summary(user=user, at=NOON).like_points == 40
+    assert selectors.credit_summary(user=user, at=NOON + timedelta(days=31)).like_points == 0
 
 
 def test_a_like_is_credited_once_per_liker_and_never_for_oneself(make_user, make_topic):
@@ -119,6 +119,6 @@ def test_a_like_is_credited_once_per_liker_and_never_for_oneself(make_user, make
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
         services.comment_unlike(topic=topic, comment_id=comment.id, user=fan)
     services.comment_like(topic=topic, comment_id=comment.id, user=fan)
-    summary = services.credit_summary(user=author)
+    summary = selectors.credit_summary(user=author)
     assert (summary.likes_received, summary.like_points, summary.post_points) == (1, 1, 5)
-    assert services.credit_summary(user=fan).total == 0
+    assert selectors.credit_summary(user=fan).total == 0

@@ -123,4 +123,4 @@ def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user, qu
 
 def test_credit_summary_is_two_round_trips(counter, make_user):
     user = make_user()
-    assert trips(counter, lambda: services.credit_summary(user=user)) == 2
+    assert trips(counter, lambda: selectors.credit_summary(user=user)) == 2

@@ -3,6 +3,7 @@
 import pytest
 from django.core.management import call_command
 
+from comments import selectors as comment_selectors
 from comments import services as comment_services
 from comments.managers.statuses import CommentStatusIndexManager
 from moderation import selectors, services
@@ -55,4 +56,4 @@ def test_status_index_resync(topic, alice, editor):
     comment = comment_services.comment_create(topic=topic, author=alice, text="x")
     CommentStatusIndexManager().set(discussion_id=topic.pk, comment_id=comment.id, status="removed")  # interrupted
     assert services.moderation_repair(statuses=True).statuses == 1
-    assert comment_services.comment_statuses(keys=[(topic.pk, comment.id)]) == {(topic.pk, comment.id): "visible"}
+    assert comment_selectors.comment_statuses(keys=[(topic.pk, comment.id)]) == {(topic.pk, comment.id): "visible"}

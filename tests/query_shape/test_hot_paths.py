@@ -175,8 +175,7 @@ def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_
                                                                                        storage, order):
     """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
     (A page NUMBER deep in these orders walks the keys before it: documented in docs/comments.md.)"""
-    from comments.selectors import comment_page
-    from comments.services import comment_manager, is_threaded
+    from comments.selectors import comment_manager, comment_page, is_threaded
 
     figures = {}
     for size in SIZES:
