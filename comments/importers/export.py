@@ -26,9 +26,9 @@ from xml.sax.saxutils import escape, quoteattr
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from cms_site.paging import PageRequest
 from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, REMOVED
 from comments.services import comment_manager, is_threaded
+from core.paging import PageRequest
 
 PAGE = 100
 

@@ -43,8 +43,6 @@ from django.contrib.auth import get_user_model
 from django.db.models.functions import Lower
 from django.utils.text import slugify
 
-from cms_site.errors import InvalidInput
-from cms_site.text import text_clean
 from comments import signals
 from comments.ids import new_comment_id
 from comments.importers.formats import READERS
@@ -63,6 +61,8 @@ from comments.managers.fields import place
 from comments.managers.imports import CommentImportManager
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.services import comment_manager, comment_render_many, is_threaded
+from core.errors import InvalidInput
+from core.text import text_clean
 
 STAGE_BATCH = 1000
 CHUNK = 200

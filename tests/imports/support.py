@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from cms_site.paging import PageRequest
 from comments.managers import manager_for
+from core.paging import PageRequest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

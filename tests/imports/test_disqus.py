@@ -6,9 +6,9 @@ from django.core.management.base import CommandError
 
 from comments.managers import manager_for
 from comments.managers.imports import CommentImportManager
+from search.managers import CommentSearchManager
 from tests.comments.support import LAYOUTS
 from tests.imports.support import FIXTURES, run_import, shape, stored, utc
-from topics.managers.search import CommentSearchManager
 from topics.models import Topic
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +129,7 @@ def test_dry_run_writes_nothing(site, make_topic):
 
 
 def test_batches_span_buckets_as_posts_do(site, make_topic, settings):
-    from cms_site.paging import PageRequest
+    from core.paging import PageRequest
 
     settings.COMMENTS_BUCKET_SIZE = 2
     topic = make_topic("bucketed", title="Existing topic", slug="existing-topic")

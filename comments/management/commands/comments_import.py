@@ -3,9 +3,9 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from cms_site.errors import InvalidInput
 from comments.importers.formats import READERS
 from comments.importers.service import ImportFailed, comments_import
+from core.errors import InvalidInput
 from topics.models import CommentOrder, CommentStorage
 
 
