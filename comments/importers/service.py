@@ -334,8 +334,8 @@ class _Writer:
         flush()
         for parent, replies in waiting.items():  # parents never seen: the replies become top-level comments
             for doc in replies:
-                report.warn(doc["pos"], f"comment {doc['sid']!r} answers {parent!r}, which is not in this thread: "
-                                        "imported as a top-level comment")
+                report.warn(doc["pos"], f"comment {doc['sid']!r} answers {parent!r}, which is not in this thread or was "
+                                        "not imported: imported as a top-level comment")
                 doc["parent"] = None
                 chunk.append(doc)
         waiting.clear()
@@ -348,16 +348,18 @@ class _Writer:
         if state["full"]:
             report.skipped += len(docs)
             return
-        known = self.staging.entries(self.fmt, [d["sid"] for d in docs])
+        discussion_id = topic.pk if topic is not None else 0
+        # Entries of another discussion are stale (its topic was deleted since): imported again here.
+        known = {sid: entry for sid, entry in self.staging.entries(self.fmt, [d["sid"] for d in docs]).items()
+                 if entry.get("d") == discussion_id or self.dry_run}
         parents_needed = {d["parent"] for d in docs if d.get("parent") and d["parent"] not in placed}
         if parents_needed:
             for sid, entry in self.staging.entries(self.fmt, parents_needed).items():
-                if entry.get("done") or entry.get("c"):
+                if entry.get("c") and entry.get("d") == discussion_id:
                     self._place(placed, sid, _Placed(entry["c"], entry.get("parent"), entry["path"], entry["depth"],
                                                      entry["sort_key"], entry["posted"], entry.get("name", ""),
                                                      entry.get("guest", False)))
         self.authors(docs)
-        discussion_id = topic.pk if topic is not None else 0
         plan: list[tuple[dict, Comment, bool]] = []  # (doc, comment, recovering)
 
         for doc in docs:

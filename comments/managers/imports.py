@@ -130,9 +130,9 @@ class CommentImportManager(MongoManager):
         return {doc["_id"][prefix:]: doc for doc in self.map.find({"_id": {"$in": keys}})}
 
     def begin(self, fmt: str, entries: dict[str, dict]) -> None:
-        """Record comments about to be written (done: false); an entry left from an interrupted
-        run is replaced only while it is still undone."""
-        ops = [UpdateOne({"_id": f"{fmt}:{sid}", "done": {"$ne": True}}, {"$set": {**entry, "done": False}}, upsert=True)
+        """Record comments about to be written (done: false), replacing an entry left by an
+        interrupted run or a stale one (a discussion deleted since)."""
+        ops = [UpdateOne({"_id": f"{fmt}:{sid}"}, {"$set": {**entry, "done": False}}, upsert=True)
                for sid, entry in entries.items()]
         if ops:
             self.map.bulk_write(ops, ordered=False)

@@ -140,3 +140,13 @@ def test_batches_span_buckets_as_posts_do(site, make_topic, settings):
     assert [[c.seq for c in p.items] for p in pages] == [[1, 2], [3, 4], [5, 6]]
     assert [c.text for p in pages for c in p.items] == [r[0] for r in EXPECTED_EXISTING]
     assert manager.buckets.count_documents({"discussion_id": topic.pk}) == 3
+
+
+def test_a_topic_deleted_after_an_import_is_imported_again(site, make_topic):
+    make_topic("document", "threaded", title="Existing topic", slug="existing-topic")
+    run_import("disqus", FIXTURES / "disqus.xml")
+    Topic.objects.get(slug="naive-cafe").delete()
+    out = run_import("disqus", FIXTURES / "disqus.xml")
+    assert "1 imported, 6 already imported" in out
+    again = Topic.objects.get(slug="naive-cafe")
+    assert shape(again) == [("Café au lait", "Émile", True, "visible", utc(2015, 4, 2, 8, 30, 15, 250000), None, 0)]
