@@ -150,3 +150,18 @@ def test_a_topic_deleted_after_an_import_is_imported_again(site, make_topic):
     assert "1 imported, 6 already imported" in out
     again = Topic.objects.get(slug="naive-cafe")
     assert shape(again) == [("Café au lait", "Émile", True, "visible", utc(2015, 4, 2, 8, 30, 15, 250000), None, 0)]
+
+
+def test_a_guest_comment_can_be_flagged_and_moderated(site, make_topic, make_user, editor, api_client):
+    topic = make_topic("document", "threaded", title="Existing topic", slug="existing-topic")
+    run_import("disqus", FIXTURES / "disqus.xml")
+    carol = next(c for c in stored(topic) if c.author.name == "Carol")
+    api_client.force_authenticate(make_user("reader"))
+    assert api_client.post(f"/api/topics/{topic.slug}/comments/{carol.id}/flag/", {"reason": "spam"},
+                           format="json").status_code == 201
+    api_client.force_authenticate(editor)
+    queue = api_client.get("/api/moderation/queue/?state=reported").json()
+    assert [r["comment"]["id"] for r in queue["results"]] == [carol.id]
+    assert api_client.post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [carol.id],
+                                                        "action": "remove"}, format="json").status_code == 200
+    assert manager_for("document").get(discussion_id=topic.pk, comment_id=carol.id).status == "removed"
