@@ -203,6 +203,29 @@ def comment_get(*, topic, comment_id, viewer=None) -> Comment:
     return mask(comment, viewer)
 
 
+def comment_stored(*, topic, comment_id: str) -> Comment | None:
+    """The comment as stored (unmasked, read on the primary), or None: the input of what is
+    derived from it in the background (the search entry, the comment activity)."""
+    if not is_comment_id(comment_id):
+        return None
+    return comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id,
+                                      threaded=is_threaded(topic))
+
+
+def comment_stored_pages(*, topic, page_size: int = 100):
+    """Every stored comment of a topic (unmasked), in chronological pages of `page_size`: what
+    the repairs of derived views rebuild from, one page in memory at a time."""
+    manager, number = comment_manager(topic), 1
+    while True:
+        page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
+                            request=PageRequest(page=number, page_size=page_size), threaded=is_threaded(topic))
+        if page.items:
+            yield page.items
+        if not page.items or number >= page.num_pages:
+            return
+        number += 1
+
+
 def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
     """The comment and all its descendants in threaded order."""
     if not is_comment_id(comment_id):

@@ -31,6 +31,7 @@ month (`comments.managers.credits`); points are derived from them when read:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -63,6 +64,8 @@ from core.markdown import render_markdown
 from core.paging import PageRequest
 from core.text import text_clean
 from core.writers import require_writer
+
+log = logging.getLogger(__name__)
 
 # --- shared helpers (also used by selectors) -----------------------------------------
 
@@ -173,8 +176,13 @@ def _store(topic, manager: CommentManager, author, text: str, parent_comment: Co
         )
     except DiscussionFull:
         raise Conflict("This discussion is full: it cannot take more comments.") from None
-    CreditFlowManager().record_comment(user_id=author.pk, reply=parent_comment is not None, at=comment.posted)
-    signals.comment_posted.send(sender=Comment, topic=topic, comment=comment, author=author)
+    # What follows the stored comment never undoes it nor fails the request: the credit flow is
+    # best effort (logged), and each receiver only enqueues a task keyed by the comment's id.
+    try:
+        CreditFlowManager().record_comment(user_id=author.pk, reply=parent_comment is not None, at=comment.posted)
+    except Exception:
+        log.exception("credit flow of comment %s not recorded", comment.id)
+    signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
     return comment
 
 
@@ -209,7 +217,7 @@ def comment_like(*, topic, comment_id: str, user) -> Comment:
     comment = replace(comment, likes=comment.likes + 1,
                       latest_likers=[*[n for n in comment.latest_likers if n != user.username], user.username][-LATEST_LIKERS:])
     if change.first:
-        signals.comment_liked.send(sender=Comment, topic=topic, comment=comment, user=user)
+        signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment, user=user)
     return comment
 
 
@@ -388,7 +396,7 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
             # Copies of the text (feed and profile excerpts) show the current text from here on.
             CommentStatusIndexManager().set_text(discussion_id=topic.discussion_id, comment_id=comment.id, text=text)
             edited = replace(comment, text=text, html=html, edited=now)
-            signals.comment_edited.send(sender=Comment, topic=topic, comment=edited, user=user)
+            signals.send(signals.comment_edited, sender=Comment, topic=topic, comment=edited, user=user)
             return edited
     raise Conflict("The comment changed while you were editing it; reload and try again.")
 
@@ -411,8 +419,8 @@ def comment_delete(*, topic, comment_id: str, user) -> Comment:
         if manager.delete(discussion_id=topic.discussion_id, comment=comment, threaded=is_threaded(topic)):
             CommentRevisionManager().drop(discussion_id=topic.discussion_id, comment_id=comment.id)
             deleted = replace(comment, status=DELETED, text="", html="")
-            signals.comment_deleted.send(sender=Comment, topic=topic, comment=deleted, user=user)
-            signals.comment_status_changed.send(sender=Comment, topic=topic, comment=deleted, before=comment.status,
+            signals.send(signals.comment_deleted, sender=Comment, topic=topic, comment=deleted, user=user)
+            signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=deleted, before=comment.status,
                                                 after=DELETED, moderator=user)
             return deleted
         CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
@@ -450,7 +458,7 @@ def comment_set_status(*, topic, comment_id: str, status: str, moderator) -> Com
     manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status, threaded=is_threaded(topic))
     changed = replace(comment, status=status)
     if comment.status != status:
-        signals.comment_status_changed.send(sender=Comment, topic=topic, comment=changed, before=comment.status,
+        signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=changed, before=comment.status,
                                             after=status, moderator=moderator)
     return changed
 

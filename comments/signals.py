@@ -1,4 +1,4 @@
-"""Signals of the comments app. Sent by services after the write succeeded.
+"""Signals of the comments app. Sent by services after the write succeeded, through `send`.
 
 comment_posted(sender=Comment, topic=Topic, comment=Comment, author=User)
     A new comment or reply was stored. The social app turns it into a `comment`
@@ -19,7 +19,11 @@ comment_status_changed(sender=Comment, topic=Topic, comment=Comment, before=str,
     app keeps its queue in step and records the change in its audit log.
 """
 
+import logging
+
 from django.dispatch import Signal
+
+log = logging.getLogger(__name__)
 
 comment_posted = Signal()
 comment_liked = Signal()
@@ -32,3 +36,12 @@ comment_status_changed = Signal()
 #     that a post would have updated (search) take them in; nothing is announced (no feed activity,
 #     no notification, no credits).
 comments_imported = Signal()
+
+
+def send(signal: Signal, **kwargs) -> None:
+    """Send `signal` to every receiver even when one raises (Django's `send_robust`); a failing
+    receiver is logged, never the writer's error: the write is stored, and receivers only
+    enqueue idempotent tasks keyed by the record's id (what they derive is rebuilt by repairs)."""
+    for receiver, result in signal.send_robust(**kwargs):
+        if isinstance(result, Exception):
+            log.error("receiver %s failed", getattr(receiver, "__qualname__", receiver), exc_info=result)

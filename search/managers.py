@@ -6,8 +6,10 @@
 Why a collection of its own: comments live in three storage strategies (one document per
 comment, one document per discussion, buckets); a MongoDB text index cannot reach inside
 embedded arrays per comment, and a search must cost one bounded index scan whatever the
-strategy. Signal receivers (search/receivers.py) keep it in step with every write that
-changes what a visitor may see: post, edit, delete, and status changes.
+strategy. Signal receivers (search/receivers.py) enqueue, for every write that changes
+what a visitor may see (post, edit, delete, status change), one task keyed by the
+comment's id that derives the entry from the comment as stored (`upsert` of `entry()`):
+idempotent, retried, and rebuilt per topic by `manage.py comments_search_rebuild`.
 
 Words (`w`) are the comment's distinct normalised words (NFKC, case-folded, 2 to 40
 letters or digits, at most MAX_WORDS): a multikey index on (w, s, p, _id) answers
@@ -110,11 +112,13 @@ class CommentSearchManager(MongoManager):
                                         ordered=False)
         return len(entries)
 
-    def upsert_many(self, entries: list[dict]) -> None:
-        """Store `entry()` documents, replacing any with the same comment (imported comments)."""
+    def upsert_many(self, entries: list[dict]) -> int:
+        """Store `entry()` documents, replacing any with the same comment (imported comments, a
+        comment's task, a rebuild's page): one unordered bulk write by `_id`. Returns how many."""
         if entries:
             self.collection.bulk_write([ReplaceOne({"_id": _key(e["d"], e["c"])}, e, upsert=True) for e in entries],
                                        ordered=False)
+        return len(entries)
 
     def set_status(self, *, discussion_id: int, comment_id: str, status: str) -> None:
         """Record the comment's current status (an upsert: a status may arrive before its post)."""

@@ -1,23 +1,23 @@
 """Comment signals keep the comment search index (search/managers.py) in step.
 
-Every change of what a visitor may see reaches the index: a post (with its status), an
-edit (new words and html), a deletion (words and text dropped) and a status change.
+Every change of what a visitor may see (a post, an edit, a deletion, a status change)
+enqueues one task keyed by the comment's id that derives the entry from the comment as
+stored (`search.services.comment_search_sync`): the receiver only enqueues, the task is
+idempotent and retried, and a failure never reaches the writer's request.
 """
 
 from __future__ import annotations
 
+from search import tasks
 from search.managers import CommentSearchManager
 
 
-def _upsert(topic, comment) -> None:
-    CommentSearchManager().upsert(
-        discussion_id=topic.discussion_id, comment_id=comment.id, text=comment.text, html=comment.html,
-        author=comment.author.name if comment.author else "", posted=comment.posted, status=comment.status,
-    )
+def _sync(topic, comment) -> None:
+    tasks.comment_search_sync.delay(topic.pk, comment.id)
 
 
 def on_comment_posted(sender, topic, comment, **kwargs):
-    _upsert(topic, comment)
+    _sync(topic, comment)
 
 
 def on_comments_imported(sender, topic, comments, **kwargs):
@@ -29,14 +29,14 @@ def on_comments_imported(sender, topic, comments, **kwargs):
 
 
 def on_comment_edited(sender, topic, comment, **kwargs):
-    _upsert(topic, comment)
+    _sync(topic, comment)
 
 
 def on_comment_deleted(sender, topic, comment, **kwargs):
-    CommentSearchManager().forget(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
+    _sync(topic, comment)
 
 
 def on_comment_status_changed(sender, topic, comment, after, **kwargs):
     if after == "deleted":
-        return  # comment_deleted already dropped it (one round trip, not two)
-    CommentSearchManager().set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=after)
+        return  # comment_deleted already enqueued it
+    _sync(topic, comment)

@@ -1,24 +1,26 @@
 """Signal receivers: other apps' events become activities (connected in apps.py).
 
-The senders fire after their write succeeded; receivers call social services, or (for the
-social app's own signals) only enqueue its tasks.
+The senders fire after their write succeeded; receivers only enqueue tasks. Other apps'
+records (a published topic, a stored comment) become a task keyed by the record's id, which
+derives the activity with an id of its own derived from that record: retried or run twice,
+it is stored once. The social app's own signals enqueue its tasks.
 """
 
 from __future__ import annotations
 
-from social import services, tasks
+from social import tasks
 
 
 def on_topic_published(sender, topic, **kwargs):
-    services.activity_topic_published(topic=topic)
+    tasks.activity_publish.delay(topic.pk)
 
 
 def on_comment_posted(sender, topic, comment, author, **kwargs):
-    services.activity_comment_posted(topic=topic, comment=comment, author=author)
+    tasks.activity_comment.delay(topic.pk, comment.id)
 
 
-def on_activity_recorded(sender, activity_id, **kwargs):
-    tasks.activity_deliver.delay(activity_id)
+def on_activity_recorded(sender, activity_id, author_id=None, **kwargs):
+    tasks.activity_deliver.delay(activity_id, author_id)
 
 
 def on_user_returned(sender, user_id, **kwargs):

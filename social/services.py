@@ -31,9 +31,11 @@ notifications from them are not created.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
+from bson import ObjectId
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
@@ -51,6 +53,7 @@ from social.managers.mutes import MAX_MUTES, MuteManager
 from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
 from social.signals import user_followed
+from topics.models import Topic
 
 
 def day_start(at: datetime) -> datetime:
@@ -153,15 +156,23 @@ def follow_lists_rebuild(*, user_ids: Iterable[int], chunk: int = 500) -> None:
 def activity_record(*, activity: Activity) -> Activity:
     """Store the activity in the author log (one round trip), then queue its delivery."""
     stored = ActivityLogManager().record(activity)
-    signals.activity_recorded.send(sender=None, activity_id=stored.id)
+    # The author is the log's shard key: the delivery reads the activity on one shard.
+    signals.activity_recorded.send(sender=None, activity_id=stored.id, author_id=stored.actor_id)
     return stored
+
+
+def activity_id_of(key: str, at: datetime) -> str:
+    """A deterministic activity id for the record `key` names ("comment:<discussion>:<id>"):
+    an ObjectId whose time is `at` and whose other 8 bytes are a hash of the key."""
+    digest = hashlib.sha256(key.encode()).digest()[:8]
+    return str(ObjectId(int(at.timestamp()).to_bytes(4, "big") + digest))
 
 
 def _active_cutoff() -> datetime:
     return day_start(timezone.now()) - timedelta(days=max(0, settings.FEED_ACTIVE_DAYS))
 
 
-def activity_deliver(*, activity_id: str) -> int:
+def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     """Deliver a logged activity to the author's followers (hybrid fan-out). Returns copies written.
 
     Cost: the log read, the list heads, then per batch of 1,000 followers one presence read,
@@ -170,7 +181,7 @@ def activity_deliver(*, activity_id: str) -> int:
     feed = get_feed()
     if feed.name == "read":
         return 0  # fan-out on read: the log is the feed
-    activity = ActivityLogManager().get(activity_id)
+    activity = ActivityLogManager().get(activity_id, author=author_id)
     if activity is None:
         return 0  # the activity was removed before delivery
     lists, pulled = FollowListManager(), PulledAuthorManager()
@@ -263,17 +274,53 @@ def feed_purge_author(*, owner: int, author: int) -> int:
 
 
 def activity_topic_published(*, topic) -> Activity:
+    """The `publish` activity of a topic; keyed by the topic when it was announced (`announced`),
+    so the announcement retried records it once."""
     author = topic.author
+    announced = getattr(topic, "announced", None)
+    date = announced.replace(microsecond=announced.microsecond // 1000 * 1000) if announced else now_ms()
+    key = activity_id_of(f"publish:{topic.pk}", date) if announced and getattr(topic, "pk", None) else ""
     return activity_record(activity=Activity(
-        id="", type=PUBLISH, actor_id=author.pk, actor=author.username, date=now_ms(), url=f"/t/{topic.slug}/",
+        id=key, type=PUBLISH, actor_id=author.pk, actor=author.username, date=date, url=f"/t/{topic.slug}/",
         topic_slug=topic.slug, topic_title=topic.title, topic_id=getattr(topic, "pk", None),
     ))
 
 
 def activity_comment_posted(*, topic, comment, author) -> Activity:
+    """The `comment` activity of a stored comment; keyed by the comment (and dated when it was
+    posted) when it carries its time, so a retried task records it once."""
     excerpt = comment_excerpt(comment.text)
+    posted = getattr(comment, "posted", None)
+    date = posted.replace(microsecond=posted.microsecond // 1000 * 1000) if posted else now_ms()
+    key = activity_id_of(f"comment:{topic.discussion_id}:{comment.id}", date) if posted else ""
     return activity_record(activity=Activity(
-        id="", type=COMMENT, actor_id=author.pk, actor=author.username, date=now_ms(),
+        id=key, type=COMMENT, actor_id=author.pk, actor=author.username, date=date,
         url=f"/t/{topic.slug}/c/{comment.id}/", topic_slug=topic.slug, topic_title=topic.title,
         comment_id=str(comment.id), excerpt=excerpt, topic_id=getattr(topic, "pk", None),
     ))
+
+
+def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
+    """The task behind `comment_posted`: the comment's activity from the stored comment
+    (idempotent: its id is derived from the comment). False when the topic or comment is gone."""
+    from comments.selectors import comment_stored
+
+    topic = Topic.objects.select_related("author").filter(pk=topic_id).first()
+    comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+    if comment is None or comment.author is None:
+        return False
+    author = get_user_model().objects.filter(pk=comment.author.id).first()
+    if author is None:
+        return False
+    activity_comment_posted(topic=topic, comment=comment, author=author)
+    return True
+
+
+def activity_publish_record(*, topic_id: int) -> bool:
+    """The task behind `topic_published`: the topic's `publish` activity (idempotent: its id is
+    derived from the topic and its announcement). False when the topic is gone or unannounced."""
+    topic = Topic.objects.select_related("author").filter(pk=topic_id, announced__isnull=False).first()
+    if topic is None:
+        return False
+    activity_topic_published(topic=topic)
+    return True

@@ -11,8 +11,18 @@ from social import services
 
 
 @shared_task(base=DeliveryTask, name="social.activity_deliver")
-def activity_deliver(activity_id: str) -> int:
-    return services.activity_deliver(activity_id=str(activity_id))
+def activity_deliver(activity_id: str, author_id: int | None = None) -> int:
+    return services.activity_deliver(activity_id=str(activity_id), author_id=None if author_id is None else int(author_id))
+
+
+@shared_task(base=DeliveryTask, name="social.activity_comment")
+def activity_comment(topic_id: int, comment_id: str) -> bool:
+    return services.activity_comment_record(topic_id=int(topic_id), comment_id=str(comment_id))
+
+
+@shared_task(base=DeliveryTask, name="social.activity_publish")
+def activity_publish(topic_id: int) -> bool:
+    return services.activity_publish_record(topic_id=int(topic_id))
 
 
 @shared_task(base=DeliveryTask, name="social.feed_rebuild")

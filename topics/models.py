@@ -102,6 +102,10 @@ class Topic(models.Model):
     # When `topic_published` was sent (once per topic): the followers' activity. Empty
     # while a topic is a draft or scheduled; `topic_publish_due` fills it.
     announced = models.DateTimeField(null=True, blank=True, editable=False)
+    # Set with `announced` in the same UPDATE, cleared once every receiver of `topic_published`
+    # took the announcement: a pending one is sent again by `topic_publish_due` (receivers only
+    # enqueue tasks idempotent by the topic's id), so a failure delays it, never loses it.
+    announce_pending = models.BooleanField(default=False, editable=False, db_index=True)
     # When the topic went (or goes) live: `publish_at` when scheduled, else the first save
     # as published. Empty for a draft never published. Lists and feeds sort on it.
     published_at = models.DateTimeField(null=True, blank=True, editable=False)

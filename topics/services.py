@@ -1,10 +1,13 @@
 """Topic writes: create, update (slug history), tags, and publishing.
 
 Invariants:
-- `topic_published` is sent exactly once per topic, when it is both committed and live:
+- `topic_published` is sent once per topic, when it is both committed and live:
   `_announce` claims the topic with a conditional UPDATE (`announced IS NULL`), so two
   concurrent publishers (a save and `topics_publish_due`, or two runs of it) cannot both
-  send it. A draft or a scheduled topic is announced later by `topic_publish_due`.
+  send it. A draft or a scheduled topic is announced later by `topic_publish_due`. The
+  claim also sets `announce_pending`, cleared once every receiver took the signal; a
+  receiver that failed leaves it set and `topic_publish_due` sends the signal again
+  (receivers enqueue tasks idempotent by the topic's id: a repeat records nothing twice).
 - Reading never depends on the announcement: selectors filter on status/publish_at, so a
   scheduled topic shows up at its time even if the publishing task runs late.
 - A changed slug leaves a `TopicSlugRedirect` from the old one; a slug that comes back to
@@ -14,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
@@ -25,6 +29,8 @@ from topics.models import CommentModeration, CommentOrder, CommentStorage, Tag, 
 from topics.signals import topic_published
 
 MAX_TAGS = 10
+
+log = logging.getLogger(__name__)
 
 
 def require_editor(user, action: str) -> None:
@@ -192,20 +198,40 @@ def topic_after_save(*, topic: Topic, previous_slug: str | None) -> None:
 
 
 def _announce(pk: int, now=None) -> bool:
-    """Send `topic_published` for a live topic, once: the conditional UPDATE is the claim."""
+    """Announce a live topic, once: the conditional UPDATE is the claim, and it records the
+    announcement as pending in the same statement; `_send_announcement` finishes it."""
     now = now or timezone.now()
-    claimed = Topic.objects.live(now).filter(pk=pk, announced__isnull=True).update(announced=now)
+    claimed = Topic.objects.live(now).filter(pk=pk, announced__isnull=True).update(announced=now, announce_pending=True)
     if not claimed:
         return False
-    topic = Topic.objects.select_related("author").get(pk=pk)
-    topic_published.send(sender=Topic, topic=topic)
+    _send_announcement(pk)
+    return True
+
+
+def _send_announcement(pk: int) -> bool:
+    """Send `topic_published` to every receiver (one failing never stops another, nor reaches
+    the editor's request); clear `announce_pending` only when none failed. True when cleared."""
+    topic = Topic.objects.select_related("author").filter(pk=pk, announce_pending=True).first()
+    if topic is None:
+        return False
+    failed = [result for _, result in topic_published.send_robust(sender=Topic, topic=topic)
+              if isinstance(result, Exception)]
+    for error in failed:
+        log.error("announcement of topic %s left pending", pk, exc_info=error)
+    if failed:
+        return False
+    Topic.objects.filter(pk=pk, announce_pending=True).update(announce_pending=False)
     return True
 
 
 def topic_publish_due(*, now=None, limit: int = 500) -> int:
     """Announce every topic that is live but not yet announced (scheduled ones whose time
-    has come, drafts published by a bulk edit). Idempotent; returns how many it announced."""
+    has come, drafts published by a bulk edit), and send again the announcements left
+    pending by a receiver that failed. Idempotent; returns how many it announced or finished."""
     now = now or timezone.now()
+    pending = list(Topic.objects.filter(announce_pending=True).order_by("id").values_list("pk", flat=True)[:limit])
+    done = sum(1 for pk in pending if _send_announcement(pk))
     due = list(Topic.objects.live(now).filter(announced__isnull=True).order_by("publish_at", "id")
-               .values_list("pk", flat=True)[:limit])
-    return sum(1 for pk in due if _announce(pk, now))
+               .values_list("pk", flat=True)[:max(0, limit - len(pending))])
+    return done + sum(1 for pk in due if _announce(pk, now))
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
 
 from cms_site.managers import MongoManager
 from core.cursors import older_than, parse_time_cursor, time_cursor
@@ -42,14 +43,24 @@ class ActivityLogManager(MongoManager):
         return {cls.collection_name: {"author": 1}}
 
     def record(self, activity: Activity) -> Activity:
-        """Store the activity once; returns it with its id. One round trip."""
+        """Store the activity once; returns it with its id. One round trip. An activity whose
+        id the caller derived from what it describes (a retried task) is stored once: the
+        second insert's duplicate key means it is there already."""
         oid = ObjectId(activity.id) if activity.id else ObjectId()
-        self.collection.insert_one({"_id": oid, **activity.to_fields()})
+        try:
+            self.collection.insert_one({"_id": oid, **activity.to_fields()})
+        except DuplicateKeyError:
+            if not activity.id:
+                raise
         return Activity.from_fields(activity.to_fields(), id=oid)
 
-    def get(self, activity_id: str) -> Activity | None:
-        """One activity by its id (the delivery task's input). One round trip on `_id`."""
-        doc = self.collection.find_one({"_id": ObjectId(activity_id)})
+    def get(self, activity_id: str, *, author: int | None = None) -> Activity | None:
+        """One activity by its id (the delivery task's input). One round trip; with its `author`
+        (the shard key) it is targeted to one shard, not broadcast to all."""
+        query: dict = {"_id": ObjectId(activity_id)}
+        if author is not None:
+            query["author"] = int(author)
+        doc = self.collection.find_one(query)
         return Activity.from_fields(doc, id=doc["_id"]) if doc else None
 
     def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:

@@ -28,7 +28,7 @@ def test_a_delivery_that_keeps_failing_is_recorded_and_replayed(settings, make_u
         stored = services.activity_topic_published(topic=FakeTopic(author))  # the request does not fail
     assert post.call_count == settings.CELERY_TASK_MAX_RETRIES + 1  # first try + retries (eager: at once)
     failure = FailedTask.objects.get()
-    assert (failure.task, failure.args, failure.replayed_at) == ("social.activity_deliver", [stored.id], None)
+    assert (failure.task, failure.args, failure.replayed_at) == ("social.activity_deliver", [stored.id, author.pk], None)
     assert "AutoReconnect" in failure.error and failure.retries == settings.CELERY_TASK_MAX_RETRIES
     assert selectors.feed_page(user=fan).items == []
     # Editors see it in the admin.

@@ -87,10 +87,15 @@ def ours(counter) -> list[str]:
 
 @pytest.fixture
 def queued_notifications():
-    """The request side only: notifications are queued (background work, measured in tests/notifications)."""
+    """The request side only: notifications, the search entry and the comment activity are queued
+    (background work, measured in tests/notifications, tests/topics and tests/social)."""
     from notifications import tasks
+    from social import tasks as social_tasks
+    from topics import tasks as topic_tasks
 
-    with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"):
+    with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"), \
+            mock.patch.object(topic_tasks.comment_search_sync, "delay"), \
+            mock.patch.object(social_tasks.activity_comment, "delay"):
         yield
 
 

@@ -86,7 +86,7 @@ def test_fan_out_on_write_is_batched_and_deferred(settings, counter, make_user, 
     with mock.patch.object(tasks.activity_deliver, "delay") as queued, counter.measure() as request_side:
         stored = services.activity_record(activity=activity(author))
     assert request_side.round_trips == 1  # the log insert; delivery is queued
-    queued.assert_called_once_with(stored.id)
+    queued.assert_called_once_with(stored.id, stored.actor_id)  # the author: the shard key of the read
     with counter.measure() as deferred:
         tasks.activity_deliver.apply(args=(stored.id,))
     # log read, list heads, registry unmark, head + continuations (one query), then per batch of 1,000

@@ -1,0 +1,47 @@
+"""Writes of the comment search index: entries derived from the stored comments.
+
+A comment's entry is set by one task keyed by the comment's id (`search.tasks`, enqueued by
+`search.receivers` for every post, edit, deletion and status change), from the comment as
+stored at that moment: idempotent and order-free (whichever run comes last writes the current
+state). `comment_search_rebuild` rebuilds a topic's entries (`manage.py comments_search_rebuild`).
+"""
+
+from __future__ import annotations
+
+from comments.selectors import comment_stored, comment_stored_pages
+from search.managers import CommentSearchManager
+from topics.models import Topic
+
+
+def _search_entry(topic, comment) -> dict:
+    return CommentSearchManager.entry(
+        discussion_id=topic.discussion_id, comment_id=comment.id, text=comment.text, html=comment.html,
+        author=comment.author.name if comment.author else "", posted=comment.posted, status=comment.status,
+        guest=comment.author is not None and comment.author.guest,
+    )
+
+
+def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
+    """Set a comment's search entry from the comment as stored now (its text, html and current
+    status; a tombstone keeps no words). Idempotent and order-free: whichever run comes last
+    writes the current state. False when the topic or the comment is gone."""
+    topic = Topic.objects.filter(pk=topic_id).first()
+    comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+    if comment is None:
+        return False
+    CommentSearchManager().upsert_many([_search_entry(topic, comment)])
+    return True
+
+
+def comment_search_rebuild(*, topics, page_size: int = 500, progress=lambda message: None) -> int:
+    """Rebuild the search entries of every comment of `topics` from the stored comments: one
+    chronological page of `page_size` comments in memory at a time, one bulk upsert per page.
+    Idempotent; a comment changed meanwhile is set again by its own task. Returns entries written."""
+    search, total = CommentSearchManager(), 0
+    for topic in topics:
+        written = 0
+        for page in comment_stored_pages(topic=topic, page_size=page_size):
+            written += search.upsert_many([_search_entry(topic, comment) for comment in page])
+        total += written
+        progress(f"{topic.slug}: {written} comment(s) indexed")
+    return total
