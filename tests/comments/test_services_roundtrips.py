@@ -91,10 +91,10 @@ def queued_notifications():
     (background work, measured in tests/notifications, tests/topics and tests/social)."""
     from notifications import tasks
     from social import tasks as social_tasks
-    from topics import tasks as topic_tasks
+    from search import tasks as search_tasks
 
     with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"), \
-            mock.patch.object(topic_tasks.comment_search_sync, "delay"), \
+            mock.patch.object(search_tasks.comment_search_sync, "delay"), \
             mock.patch.object(social_tasks.activity_comment, "delay"):
         yield
 
