@@ -13,8 +13,9 @@ Collections:
 Invariants:
 - A post takes the next sequence number with one `$inc` on the discussion document
   (atomic: concurrent writers get distinct, dense numbers), then pushes the comment
-  into bucket `(seq - 1) // size + 1` with an upsert on `_id` (an equality upsert, which
-  a server retries itself on a duplicate key), `$push` with `$sort: {seq: 1}` so the
+  into bucket `(seq - 1) // size + 1` with an upsert on `_id` (its filter also names
+  discussion_id and bucket, so a server does NOT retry its duplicate key: two posts that
+  open a bucket at once, and the loser repeats it as a plain update), `$push` with `$sort: {seq: 1}` so the
   array stays in `seq` order even when two writers push out of order. A bucket
   therefore holds exactly the comments numbered ((b-1)*size, b*size]: it never takes
   more than `size` comments, and a writer with stale information cannot append to an
@@ -39,6 +40,7 @@ import re
 
 from django.conf import settings
 from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
+from pymongo.errors import DuplicateKeyError
 
 from comments.ids import new_comment_id
 from comments.managers.base import (
@@ -120,11 +122,17 @@ class BucketedCommentManager(CommentManager):
                               parent=parent, html=html)
         comment.seq, size = self.next_seq(discussion_id)
         bucket = bucket_of(comment.seq, size)
-        self.buckets.update_one(
-            {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
-            {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}},
-            upsert=True,
-        )
+        key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket}
+        push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}}
+        try:
+            self.buckets.update_one(key, push, upsert=True)
+        except DuplicateKeyError:
+            # Two posts opened this bucket at once and the other inserted it first. The server
+            # retries an upsert's duplicate key itself only when the filter is equalities on
+            # every field of a unique index and nothing else (MongoDB docs, "Upsert with
+            # Duplicate Values"); this one also names discussion_id and bucket, so we repeat
+            # it as a plain update: the bucket exists now.
+            self.buckets.update_one(key, push)
         comment.locator = bucket
         return comment
 

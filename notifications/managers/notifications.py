@@ -9,7 +9,9 @@
 Grouping (Mastodon's group_key): the `_id` is the group, so a new event is one upsert:
 `$inc count`, `$push` the actor with `$slice`, `read: false`, `updated: now` (the group moves to
 the top). Idempotent: the filter `events: {$ne: event}` makes a replayed event match nothing,
-and its upsert then fails on the existing `_id` (a duplicate key: nothing changes).
+and its upsert then fails on the existing `_id` (a duplicate key); repeated as a plain update
+it matches nothing either (a replay), while an event whose group another event created
+meanwhile is added then (`add`). A replay recounts the unread counter (`recount_unread`).
 Unread counter: moved only when a group goes from read (or absent) to unread, from unread to
 read, or is hidden/shown while unread; `find_one_and_update` returns the state before, so the
 counter never depends on a count over the collection. A page: `{r, hidden: false}` sorted by
@@ -73,22 +75,42 @@ class NotificationManager(MongoManager):
 
     def add(self, *, recipient: int, kind: str, target: str, subject: str, actor_id: int, actor: str, event: str,
             url: str, title: str, at: datetime) -> bool:
-        """Record one event in its group. True when it was new; False for a replay. 1-2 round trips."""
+        """Record one event in its group. True when it was new; False for a replay. 1-2 round trips.
+
+        The filter names the shard key `r` (an upsert must carry the full shard key on a
+        sharded cluster). Two events that create one group at once: the server does not retry
+        the loser's duplicate key (its filter is not only equalities on a unique index), so it
+        is repeated as a plain update of the group the winner inserted. A replay (the event is
+        already in its group) recounts the recipient's unread counter: the delivery it replays
+        may have stopped between the group and the counter."""
+        key = {"_id": group_id(recipient, kind, target), "r": recipient, "events": {"$ne": event}}
+        update = {"$set": {"updated": at, "read": False, "url": url, "title": title, "subject": subject},
+                  "$setOnInsert": {"kind": kind, "target": target, "created": at, "hidden": False},
+                  "$inc": {"count": 1},
+                  "$push": {"actors": {"$each": [actor], "$slice": -MAX_ACTORS},
+                            "actor_ids": {"$each": [actor_id], "$slice": -MAX_ACTORS},
+                            "events": {"$each": [event], "$slice": -EVENT_MEMORY}}}
+        projection = {"read": 1, "hidden": 1}
         try:
-            before = self.collection.find_one_and_update(
-                {"_id": group_id(recipient, kind, target), "events": {"$ne": event}},
-                {"$set": {"updated": at, "read": False, "url": url, "title": title, "subject": subject},
-                 "$setOnInsert": {"r": recipient, "kind": kind, "target": target, "created": at, "hidden": False},
-                 "$inc": {"count": 1},
-                 "$push": {"actors": {"$each": [actor], "$slice": -MAX_ACTORS},
-                           "actor_ids": {"$each": [actor_id], "$slice": -MAX_ACTORS},
-                           "events": {"$each": [event], "$slice": -EVENT_MEMORY}}},
-                upsert=True, return_document=ReturnDocument.BEFORE, projection={"read": 1, "hidden": 1})
+            before = self.collection.find_one_and_update(key, update, upsert=True, return_document=ReturnDocument.BEFORE,
+                                                         projection=projection)
         except DuplicateKeyError:
-            return False
+            before = self.collection.find_one_and_update(key, update, return_document=ReturnDocument.BEFORE,
+                                                         projection=projection)
+            if before is None:  # the group holds the event: a replay
+                self.recount_unread(recipient=recipient)
+                return False
         if before is None or (before.get("read") and not before.get("hidden")):
             self._inc(recipient, 1)
         return True
+
+    def recount_unread(self, *, recipient: int) -> int:
+        """Set the recipient's unread counter to the number of unread, shown groups (the repair
+        of a counter step that was lost; a replayed delivery calls it). Returns the count:
+        one count over the index (r, hidden, updated, _id), as many keys as shown groups."""
+        unread = self.collection.count_documents({"r": recipient, "hidden": False, "read": False})
+        self.db[self.counters_name].update_one({"_id": recipient}, {"$set": {"unread": unread}}, upsert=True)
+        return unread
 
     def _inc(self, recipient: int, delta: int) -> None:
         self.db[self.counters_name].update_one({"_id": recipient}, {"$inc": {"unread": delta}}, upsert=True)
@@ -101,6 +123,9 @@ class NotificationManager(MongoManager):
         query: dict = {"r": recipient, "hidden": False}
         if after is not None:
             updated, last_id = after
+            # The range bound at the top level beside the tie-breaking $or: the index bounds hold
+            # whatever plan the planner caches (MongoDB docs, "$or Clauses and Indexes").
+            query["updated"] = {"$lte": updated}
             query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": last_id}}]
         docs = list(self.read_collection.find(query, {"events": 0, "actor_ids": 0})
                     .sort([("updated", DESCENDING), ("_id", DESCENDING)]).limit(limit + 1))
