@@ -22,14 +22,18 @@ E-mail: `reply`, `mention` (and the others if the recipient asks) go by e-mail t
 Django's e-mail framework to recipients with an address who want that kind
 (`NotificationPreference`); past NOTIFICATIONS_DIGEST_AFTER e-mails in
 NOTIFICATIONS_DIGEST_WINDOW seconds, the rest are held and sent as one digest. Every e-mail
-carries a signed one-click unsubscribe link (no log-in).
+carries a signed one-click unsubscribe link (no log-in). Each message is one task
+(`notifications.email_send`), retried on SMTP and network errors, sent once per notification
+event (its key is recorded after sending; its Message-ID is derived from it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from django.apps import apps  # the Topic model, without importing the topics app at module load
 from django.conf import settings
@@ -97,7 +101,8 @@ def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, even
         if notes.add(recipient=recipient_id, kind=kind, target=target_of(kind), subject=subject, actor_id=actor.pk,
                      actor=actor.username, event=event_of(kind, recipient_id), url=url, title=title, at=at):
             new += 1
-            email_notify(recipient=user, kind=kind, text=email_text(kind), url=url)
+            email_notify(recipient=user, kind=kind, text=email_text(kind), url=url,
+                         key=f"{recipient_id}:{event_of(kind, recipient_id)}")
     return new
 
 
@@ -288,8 +293,13 @@ def _message(*, user, subject: str, lines: list[str], kind: str) -> EmailMessage
         "List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
 
 
-def email_notify(*, recipient, kind: str, text: str | None, url: str) -> bool:
-    """E-mail one notification if the recipient wants it; past the digest threshold hold it. True if sent now."""
+def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str = "") -> bool:
+    """E-mail one notification if the recipient wants it; past the digest threshold hold it.
+    The message itself is one task (`notifications.email_send`, retried), idempotent by `key`
+    (the notification event's id): a refused SMTP connection delays it, a redelivery never
+    doubles it. True if it was queued to be sent now."""
+    from notifications.tasks import email_send
+
     if not text or not recipient.email or not preferences_of(recipient).wants(kind):
         return False
     now = timezone.now()
@@ -301,7 +311,31 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str) -> bool:
         if sent == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
             digest_held.send(sender=None, recipient_id=recipient.pk, at=now)
         return False
-    _message(user=recipient, subject=f"[Commons] {text}", lines=[text, link], kind=kind).send()
+    email_send.delay(recipient.pk, kind, text, link, key or f"{recipient.pk}:{kind}:{link}:{now.timestamp()}")
+    return True
+
+
+def message_id_of(key: str) -> str:
+    """The deterministic Message-ID of the e-mail `key` names (a resent copy is the same message)."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    domain = (urlsplit(settings.SITE_URL).hostname or "commons.invalid").strip(".") or "commons.invalid"
+    return f"<{digest}@{domain}>"
+
+
+def email_notification_send(*, recipient_id: int, kind: str, text: str, url: str, key: str) -> bool:
+    """Send one notification e-mail (the `email_send` task), once per `key`: an e-mail already
+    recorded as sent is not sent again; it is recorded after the SMTP server took it (a crash
+    in between sends it again, with the same Message-ID). True if sent now."""
+    user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
+    if user is None or not user.email:
+        return False
+    outbox = EmailOutboxManager()
+    if outbox.was_sent(recipient=recipient_id, key=key):
+        return False
+    message = _message(user=user, subject=f"[Commons] {text}", lines=[text, url], kind=kind)
+    message.extra_headers.update({"Message-ID": message_id_of(key), "X-Commons-Key": key})
+    message.send()
+    outbox.mark_sent(recipient=recipient_id, key=key)
     return True
 
 

@@ -1,12 +1,15 @@
 """Background work of notifications: thin tasks, ids in, one service call each.
 
 Idempotent: every notification event has a deterministic id (the like, the reply, the
-follow...), and a group ignores an event it already holds; e-mails are sent once per new event.
+follow...), and a group ignores an event it already holds; each e-mail is its own task, sent
+once per new event (keyed by the event's id).
 """
+
+import smtplib
 
 from celery import shared_task
 
-from background.tasks import DeliveryTask
+from background.tasks import TRANSIENT, DeliveryTask
 from notifications import services
 
 
@@ -29,6 +32,12 @@ def notify_follow(follower_id: int, followee_id: int) -> int:
 def subject_visibility(discussion_id: int, comment_id: str, visible: bool) -> int:
     return services.notification_subject_visibility(discussion_id=int(discussion_id), comment_id=str(comment_id),
                                                     visible=bool(visible))
+
+
+@shared_task(base=DeliveryTask, name="notifications.email_send", autoretry_for=(*TRANSIENT, smtplib.SMTPException))
+def email_send(recipient_id: int, kind: str, text: str, url: str, key: str) -> bool:
+    return services.email_notification_send(recipient_id=int(recipient_id), kind=str(kind), text=str(text), url=str(url),
+                                            key=str(key))
 
 
 @shared_task(base=DeliveryTask, name="notifications.email_digest")

@@ -1,7 +1,8 @@
 """The e-mail outbox: how many notification e-mails a user got in the current window, and
 what is held for their next digest.
 
-    {_id: recipient, window: datetime (start), sent: int, held: [{kind, text, url, at}, ...] (at most MAX_HELD)}
+    {_id: recipient, window: datetime (start), sent: int, held: [{kind, text, url, at}, ...] (at most MAX_HELD),
+     sent_keys: [key, ...] (the latest SENT_MEMORY e-mails sent: a retried send task skips them)}
 
 A user gets at most NOTIFICATIONS_DIGEST_AFTER e-mails per NOTIFICATIONS_DIGEST_WINDOW; later
 ones are held and sent together as one digest (`take_held` empties the list atomically).
@@ -16,6 +17,7 @@ from pymongo import ASCENDING, IndexModel, ReturnDocument
 from cms_site.managers import MongoManager
 
 MAX_HELD = 100
+SENT_MEMORY = 200
 
 
 class EmailOutboxManager(MongoManager):
@@ -34,6 +36,14 @@ class EmailOutboxManager(MongoManager):
             doc = self.collection.find_one_and_update({"_id": recipient}, {"$set": {"window": window_start, "sent": 1}},
                                                       upsert=True, return_document=ReturnDocument.AFTER)
         return doc["sent"]
+
+    def was_sent(self, *, recipient: int, key: str) -> bool:
+        return self.collection.find_one({"_id": recipient, "sent_keys": key}, {"_id": 1}) is not None
+
+    def mark_sent(self, *, recipient: int, key: str) -> None:
+        """Remember that the e-mail `key` went out (an upsert on `_id` alone: the server retries its duplicate key)."""
+        self.collection.update_one({"_id": recipient},
+                                   {"$push": {"sent_keys": {"$each": [key], "$slice": -SENT_MEMORY}}}, upsert=True)
 
     def hold(self, *, recipient: int, item: dict) -> None:
         self.collection.update_one({"_id": recipient}, {"$push": {"held": {"$each": [item], "$slice": -MAX_HELD}},
