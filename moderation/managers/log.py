@@ -43,5 +43,8 @@ class ModerationLogManager(MongoManager):
                 query["comment"] = comment_id
         if after is not None:
             at, oid = after
+            # The range bound at the top level beside the tie-breaking $or: the index bounds hold
+            # whatever plan the planner caches (MongoDB docs, "$or Clauses and Indexes").
+            query["at"] = {"$lte": at}
             query["$or"] = [{"at": {"$lt": at}}, {"at": at, "_id": {"$lt": oid}}]
         return list(self.read_collection.find(query).sort(NEWEST).limit(limit))

@@ -217,6 +217,9 @@ class ModerationQueueManager(MongoManager):
             query["state"] = state
         if after is not None:
             updated, oid = after
+            # The range bound at the top level beside the tie-breaking $or (as held_by does): the
+            # index bounds hold whatever plan the planner caches (MongoDB docs, "$or Clauses and Indexes").
+            query["updated"] = {"$lte": updated}
             query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": oid}}]
         return list(self.read_collection.find(query).sort(NEWEST).limit(limit))
 
