@@ -408,11 +408,14 @@ class EmbeddedCommentManager(CommentManager):
             if position is not None:
                 skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
                 size = size if position.direction != BACKWARD else position.key - 1 - skip
+            # A server refuses a `$slice` limit of 0 or less ("$slice limit must be positive"): a
+            # backward cursor at the first comment asks for nothing, so read one and show none.
             doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1, "pinned": 1, "moderated": 1,
-                                             "comments": {"$slice": [skip, max(size, 0)]}})
+                                             "comments": {"$slice": [skip, max(size, 1)]}})
             if doc is not None and doc.get("layout") != NESTED:
-                items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(doc.get("comments", []))]
-                return self._hinted(keyset_page(items[:max(size, 0)], order=order, count=doc["count"], request=request,
+                elements = doc.get("comments", [])[:max(size, 0)]
+                items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(elements)]
+                return self._hinted(keyset_page(items, order=order, count=doc["count"], request=request,
                                                 more_before=skip > 0, more_after=skip + len(items) < doc["count"],
                                                 number=skip // request.page_size + 1), doc)
         else:
