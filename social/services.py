@@ -7,8 +7,10 @@ follower's following list. If a list append fails, the edge and any list entry
 already written are removed before the error propagates, so a retry starts clean; if
 the process dies in between, the edge exists without its list entries (the lists
 under-count by one) until `follow_lists_rebuild` is run for that user. Unfollow removes
-the edge and both list entries; it removes list entries even without an edge, so it
-also repairs a list left inconsistent by a crash or a follow racing an unfollow.
+the edge, then both end with `_settle`: the lists are set to what the edge is (appended
+if it exists, removed if not) and the edge is read again until it did not change meanwhile,
+so whichever of racing follows and unfollows writes last leaves lists equal to the edge; an
+unfollow without an edge also repairs a list left inconsistent by a crash.
 
 Activities are emitted after the write they describe: stored once in the author log
 (the request's only feed write: one round trip, whatever the author's follower count),
@@ -81,12 +83,10 @@ def follow_create(*, follower, followee) -> bool:
         raise InvalidInput("You cannot follow yourself.")
     edges, lists = FollowEdgeManager(), FollowListManager()
     if not edges.create(follower=follower.pk, followee=followee.pk):
-        # Already following. The lists are appended again (idempotent: a member is listed
-        # once): a follow whose edge insert was acknowledged with a write-concern error
+        # Already following. The lists are brought in step with the edge (idempotent: a member is
+        # listed once): a follow whose edge insert was acknowledged with a write-concern error
         # wrote the edge but not the lists, and its retry lands here and completes it.
-        lists.append(owner=followee.pk, kind=FOLLOWERS, member=follower.pk)
-        lists.append(owner=follower.pk, kind=FOLLOWING, member=followee.pk)
-        _unlist_if_unfollowed(edges, lists, follower.pk, followee.pk)
+        _settle(edges, lists, follower.pk, followee.pk, listed=None)
         return False
     written: list[tuple[int, str, int]] = []
     try:
@@ -98,7 +98,7 @@ def follow_create(*, follower, followee) -> bool:
             lists.remove(owner=owner, kind=kind, member=member)
         edges.delete(follower=follower.pk, followee=followee.pk)
         raise
-    if _unlist_if_unfollowed(edges, lists, follower.pk, followee.pk):
+    if not _settle(edges, lists, follower.pk, followee.pk, listed=True):
         return True  # an unfollow raced with this follow and won: nothing to announce
     user_followed.send(sender=None, follower=follower, followee=followee)
     activity_record(activity=Activity(
@@ -108,14 +108,28 @@ def follow_create(*, follower, followee) -> bool:
     return True
 
 
-def _unlist_if_unfollowed(edges, lists, follower: int, followee: int) -> bool:
-    """After appending: if the edge is gone (an unfollow ran between our edge insert and our
-    appends, and its removals found nothing yet), take our appends back. True if it did."""
-    if edges.exists(follower=follower, followee=followee):
-        return False
-    lists.remove(owner=followee, kind=FOLLOWERS, member=follower)
-    lists.remove(owner=follower, kind=FOLLOWING, member=followee)
-    return True
+SETTLE_ATTEMPTS = 20
+
+
+def _settle(edges, lists, follower: int, followee: int, *, listed: bool | None) -> bool:
+    """After a follow's or an unfollow's own writes (`listed`: the state the caller just wrote
+    the lists for, None for none), bring both lists in step with the edge and return whether
+    the edge exists. The edge is read; while the lists were not written for what it says, they
+    are (appended if it exists, removed if not) and the edge is read again. Every follow and
+    unfollow ends with this step, so the last one to write leaves the lists equal to the edge
+    whatever the interleaving (appends and removals are idempotent). One read when nothing raced."""
+    for _ in range(SETTLE_ATTEMPTS):
+        exists = edges.exists(follower=follower, followee=followee)
+        if exists == listed:
+            return exists
+        if exists:
+            lists.append(owner=followee, kind=FOLLOWERS, member=follower)
+            lists.append(owner=follower, kind=FOLLOWING, member=followee)
+        else:
+            lists.remove(owner=followee, kind=FOLLOWERS, member=follower)
+            lists.remove(owner=follower, kind=FOLLOWING, member=followee)
+        listed = exists
+    return listed
 
 
 def follow_delete(*, follower, followee) -> bool:
@@ -123,10 +137,11 @@ def follow_delete(*, follower, followee) -> bool:
     _require_login(follower)
     if follower.pk == followee.pk:
         raise InvalidInput("You cannot unfollow yourself.")
-    existed = FollowEdgeManager().delete(follower=follower.pk, followee=followee.pk)
-    lists = FollowListManager()
+    edges, lists = FollowEdgeManager(), FollowListManager()
+    existed = edges.delete(follower=follower.pk, followee=followee.pk)
     lists.remove(owner=followee.pk, kind=FOLLOWERS, member=follower.pk)
     lists.remove(owner=follower.pk, kind=FOLLOWING, member=followee.pk)
+    _settle(edges, lists, follower.pk, followee.pk, listed=False)  # a follow may have raced in
     return existed
 
 

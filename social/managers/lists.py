@@ -18,8 +18,8 @@ Invariants:
   an append that matches nothing first asks whether the member is already listed
   (the (owner, kind, ids) index) before opening a continuation. So a document never
   holds an id twice, each `$pull` removes exactly one id and `n -= 1` stays equal to the
-  array's length; `remove()` repeats until the id is in no document of the list (a
-  follow, unfollow and follow again racing can leave it in two documents at most).
+  array's length; `remove()` pulls it from every document that holds it (a follow,
+  unfollow and follow again racing can leave it in two documents at most).
 - Two writers opening one continuation: the loser's upsert meets a duplicate `_id`
   (the server does not retry it: the filter is not all equalities); it retries as a
   plain update, so it appends to the new document instead of opening another.
@@ -157,20 +157,27 @@ class FollowListManager(MongoManager):
 
     def remove(self, *, owner: int, kind: str, member: int) -> bool:
         """Remove `member` from every document holding it (leaves a hole); False if it was not
-        listed. 3 round trips: pull, mirror, and the pull that finds no other copy."""
+        listed. 3 round trips when listed: the documents holding it (one query on the
+        (owner, kind, ids) index), then per document the pull and the head's mirror.
+
+        The pull names the document's full shard key (owner, kind, seq): a findAndModify must be
+        targeted to one shard on a sharded cluster (MongoDB 7.0 refuses it otherwise when the
+        list's chunks span shards)."""
         removed = False
-        while True:
+        holders = list(self.collection.find({"owner": owner, "kind": kind, "ids": member}, {"seq": 1}))
+        for holder in holders:
             doc = self.collection.find_one_and_update(
-                {"owner": owner, "kind": kind, "ids": member},
+                {"_id": holder["_id"], "owner": owner, "kind": kind, "seq": holder["seq"], "ids": member},
                 {"$pull": {"ids": member}, "$inc": {"n": -1}},  # one copy per document: n stays len(ids)
                 projection={"seq": 1},
             )
             if doc is None:
-                return removed
+                continue  # another removal took it first
             removed = True
             seq = doc["seq"]
             inc = {"count": -1} if seq == 0 else {"count": -1, f"tbc.{seq - 1}.n": -1}
             self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner}, {"$inc": inc})
+        return removed
 
     def replace(self, *, kind: str, lists: dict[int, list[int]], chunk: int = 1000) -> int:
         """Rebuild whole lists ({owner: ids oldest first}) from the edges: the bulk path
@@ -242,9 +249,11 @@ class FollowListManager(MongoManager):
             doc_id, start, length = wanted[0]
             if start < 0:
                 start, length = 0, length + start
+            if length <= 0:  # a server refuses a `$slice` limit of 0 or less
+                return IdPage([], count)
             # Inclusion projection: `$slice` alone would return every other field (tbc, ...) too.
             doc = self.read_collection.find_one({"_id": doc_id, "owner": owner},
-                                                {"n": 1, "ids": {"$slice": [start, max(length, 0)]}}, session=session)
+                                                {"n": 1, "ids": {"$slice": [start, length]}}, session=session)
             return IdPage(list(reversed((doc or {}).get("ids", []))), count)
         docs = {d["_id"]: d.get("ids", []) for d in self.read_collection.find(
             {"_id": {"$in": [w[0] for w in wanted]}, "owner": owner}, {"ids": 1}, session=session)}
