@@ -35,7 +35,7 @@ def test_a_follow_unfollow_storm_leaves_lists_edges_and_counts_in_agreement(make
             rng = random.Random(trial)
             plans = [[(rng.choice(stars), rng.random() < 0.5) for _ in range(OPERATIONS)] for _ in range(THREADS)]
 
-            def storm(plan):
+            def storm(plan, fan=fan):
                 for star, follow in plan:
                     (services.follow_create if follow else services.follow_delete)(follower=fan, followee=star)
 
