@@ -26,6 +26,11 @@ class PresenceManager(MongoManager):
     def indexes(cls):
         return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}  # the shard key's index
 
+    @classmethod
+    def shard_keys(cls):
+        # Point lookups by user (`_id $in` a batch of followers): hashed, so users spread over shards.
+        return {cls.collection_name: {"_id": "hashed"}}
+
     def touch(self, *, user_id: int, day: datetime) -> datetime | None:
         """Record `user_id` as seen on `day`; returns the day seen before (None: never). One round trip."""
         before = self.collection.find_one_and_update({"_id": int(user_id)}, {"$set": {"seen": day}}, upsert=True,
