@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils.module_loading import autodiscover_modules
 from pymongo import IndexModel
 from pymongo.database import Database
@@ -49,6 +50,17 @@ class MongoManager:
     @property
     def read_collection(self):
         return self.read_db[self.collection_name]
+
+    @property
+    def max_time_ms(self) -> int | None:
+        """maxTimeMS of a request's page reads (MONGODB_MAX_TIME_MS; None: no limit): the server
+        stops a read whose request was abandoned (`cursor.max_time_ms()`, `find_one(max_time_ms=)`)."""
+        return settings.MONGODB_MAX_TIME_MS or None
+
+    def time_limit(self) -> dict:
+        """The same bound as `aggregate()` keyword arguments."""
+        ms = self.max_time_ms
+        return {"maxTimeMS": ms} if ms else {}
 
     @contextmanager
     def read_session(self):

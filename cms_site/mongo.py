@@ -59,16 +59,25 @@ def get_client() -> MongoClient:
         return client
 
 
+SOCKET_MARGIN_MS = 5_000
+
+
+def server_options(uri: str) -> dict:
+    """The client options from settings that the URI does not set itself (options in the URI win).
+    Short timeouts: an outage fails a request in about 2 s (a 503, see cms_site/serving.py)
+    instead of pymongo's 30 s. The socket timeout stays SOCKET_MARGIN_MS above the write
+    concern's wtimeout: a slow majority write must end as the server's write-concern timeout,
+    not as a network error that the driver's retry turns into twice the wait."""
+    socket_ms = max(settings.MONGODB_SOCKET_TIMEOUT_MS, settings.MONGODB_WRITE_TIMEOUT_MS + SOCKET_MARGIN_MS)
+    return {k: v for k, v in {
+        "serverSelectionTimeoutMS": settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+        "connectTimeoutMS": settings.MONGODB_CONNECT_TIMEOUT_MS,
+        "socketTimeoutMS": socket_ms,
+    }.items() if k.lower() not in uri.lower()}
+
+
 def _new_server_client(uri: str) -> MongoClient:
-    # Short timeouts (settings): an outage fails a request in about 2 s (a 503, see
-    # cms_site/serving.py) instead of pymongo's 30 s; options in the URI win.
-    return MongoClient(
-        uri, tz_aware=True, **{k: v for k, v in {
-            "serverSelectionTimeoutMS": settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
-            "connectTimeoutMS": settings.MONGODB_CONNECT_TIMEOUT_MS,
-            "socketTimeoutMS": settings.MONGODB_SOCKET_TIMEOUT_MS,
-        }.items() if k.lower() not in uri.lower()},
-    )
+    return MongoClient(uri, tz_aware=True, **server_options(uri))
 
 
 def close_client(uri: str) -> None:

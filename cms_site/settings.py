@@ -209,7 +209,13 @@ MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
 # default 30 s; pymongo keeps monitoring, so the site recovers by itself.
 MONGODB_SERVER_SELECTION_TIMEOUT_MS = env_int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 2_000)
 MONGODB_CONNECT_TIMEOUT_MS = env_int("MONGODB_CONNECT_TIMEOUT_MS", 2_000)
-MONGODB_SOCKET_TIMEOUT_MS = env_int("MONGODB_SOCKET_TIMEOUT_MS", 10_000)
+# Longer than the write timeout: a slow majority write ends as a write-concern timeout (the
+# server's answer), never as a network timeout whose retry doubles the wait (cms_site/mongo.py
+# also keeps it above MONGODB_WRITE_TIMEOUT_MS + 5 s whatever is set).
+MONGODB_SOCKET_TIMEOUT_MS = env_int("MONGODB_SOCKET_TIMEOUT_MS", 20_000)
+# maxTimeMS of the page reads of requests (comments, feeds, notifications): the server stops a
+# read nobody waits for any more. 0: no limit.
+MONGODB_MAX_TIME_MS = env_int("MONGODB_MAX_TIME_MS", 5_000)
 # The embedded engine (no MONGODB_URI) keeps what users wrote in this snapshot file,
 # loaded at start and rewritten (atomically) about a second after writes; empty: off.
 # A crash can lose the last second of writes (cms_site/mongo_snapshot.py).

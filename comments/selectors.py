@@ -247,10 +247,12 @@ def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEF
     return position // page_size + 1
 
 
-def comment_liked_ids(*, topic, comment_ids: list[str], viewer) -> set[str]:
+def comment_liked_ids(*, topic, comment_ids: list[str], viewer, fresh: bool = False) -> set[str]:
+    """Which of `comment_ids` the viewer likes; `fresh` reads the primary (right after the viewer's own write)."""
     if viewer is None or not getattr(viewer, "is_authenticated", False):
         return set()
-    return CommentLikeManager().liked_ids(discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=comment_ids)
+    return CommentLikeManager().liked_ids(discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=comment_ids,
+                                          fresh=fresh)
 
 
 def comment_counts(*, topics) -> dict[int, int]:

@@ -74,7 +74,8 @@ def _take_draft(request, topic) -> dict | None:
 
 
 def _fragment(request, topic, comment, *, depth: int | None = None, indent: bool = True, status: int = 200):
-    liked = selectors.comment_liked_ids(topic=topic, comment_ids=[comment.id], viewer=request.user)
+    # Rendered right after the viewer's own write (post, edit, like): the like state from the primary.
+    liked = selectors.comment_liked_ids(topic=topic, comment_ids=[comment.id], viewer=request.user, fresh=True)
     html = render_to_string("comments/_comment.html", {
         "topic": topic, "comment": selectors.mask(comment, request.user),
         "depth": comment.depth if depth is None else depth, "indent": indent,

@@ -328,7 +328,7 @@ class BucketedCommentManager(CommentManager):
                 {"$match": {"discussion_id": discussion_id, "bucket": buckets}},
                 {"$sort": {"bucket": 1}},
                 {"$project": {"_id": 0, "comments": {"$filter": {"input": "$comments", "as": "c", "cond": in_range}}}},
-            ], session=session)
+            ], session=session, **self.time_limit())
             items = [from_element(e, discussion_id) for doc in cursor_ for e in doc["comments"]]
         page = keyset_page(items, order=order, count=total, request=request, more_before=lo > 1, more_after=hi < total,
                            number=(lo - 1) // n + 1)

@@ -318,7 +318,7 @@ class DocumentCommentManager(CommentManager):
             items = []
             if lo <= hi and lo <= total:
                 in_range = {"discussion_id": discussion_id, "seq": {"$gte": lo, "$lte": hi}}
-                cursor_ = comments.find(in_range, session=session).sort(_SORTS[order])
+                cursor_ = comments.find(in_range, session=session).sort(_SORTS[order]).max_time_ms(self.max_time_ms)
                 items = [self._from_document(doc) for doc in cursor_]
             page = keyset_page(items, order=order, count=total, request=request, more_before=lo > 1,
                                more_after=hi < total, number=(lo - 1) // size + 1)
@@ -327,13 +327,15 @@ class DocumentCommentManager(CommentManager):
         if position is None:
             docs = []
             if request.skip < total:
-                docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(request.skip).limit(size + 1))
+                docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(request.skip).limit(size + 1)
+                            .max_time_ms(self.max_time_ms))
             items = [self._from_document(d) for d in docs[:size]]
             return keyset_page(items, order=order, count=total, request=request, more_before=request.skip > 0,
                                more_after=len(docs) > size)
         forward = position.direction != BACKWARD
         query.update(self._after(order, position.key) if forward else self._before(order, position.key))
-        docs = list(comments.find(query, session=session).sort(_SORTS[order] if forward else _REVERSED[order]).limit(size + 1))
+        docs = list(comments.find(query, session=session).sort(_SORTS[order] if forward else _REVERSED[order])
+                    .limit(size + 1).max_time_ms(self.max_time_ms))
         more = len(docs) > size
         docs = docs[:size]
         if not forward:

@@ -376,9 +376,11 @@ class EmbeddedCommentManager(CommentManager):
     # --- reads -------------------------------------------------------------------
 
     def _load(self, discussion_id: int, projection: dict | None = None, *, read: bool = True) -> dict | None:
+        """The discussion document; a stale `read` is a request's page read, bounded by maxTimeMS."""
         collection = self.read_collection if read else self.collection
         return collection.find_one({"_id": discussion_id}, projection or {"layout": 1, "count": 1, "comments": 1, "replies": 1,
-                                                                          "pinned": 1, "moderated": 1})
+                                                                          "pinned": 1, "moderated": 1},
+                                   max_time_ms=self.max_time_ms if read else None)
 
     def _ordered(self, doc: dict, order: str) -> list[dict]:
         elements = list(iter_elements(doc))

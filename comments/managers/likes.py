@@ -89,12 +89,13 @@ class CommentLikeManager(MongoManager):
         )
         return LikeChange(changed=result.modified_count == 1)
 
-    def liked_ids(self, *, discussion_id: int, user_id: int, comment_ids: list[str]) -> set[str]:
-        """Which of `comment_ids` the user currently likes: one query for a whole page."""
+    def liked_ids(self, *, discussion_id: int, user_id: int, comment_ids: list[str], fresh: bool = False) -> set[str]:
+        """Which of `comment_ids` the user currently likes: one query for a whole page. `fresh`:
+        from the primary (what a like or unlike just wrote), else from the stale-read handle."""
         if not comment_ids:
             return set()
         ids = [self.edge_id(discussion_id, str(c), user_id) for c in comment_ids]
-        cursor = self.read_db[self.collection_name].find(
+        cursor = (self.db if fresh else self.read_db)[self.collection_name].find(
             {"_id": {"$in": ids}, "discussion_id": int(discussion_id), "active": True},
             projection={"comment_id": 1, "_id": 0},
         )

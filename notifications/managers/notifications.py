@@ -128,7 +128,7 @@ class NotificationManager(MongoManager):
             query["updated"] = {"$lte": updated}
             query["$or"] = [{"updated": {"$lt": updated}}, {"updated": updated, "_id": {"$lt": last_id}}]
         docs = list(self.read_collection.find(query, {"events": 0, "actor_ids": 0})
-                    .sort([("updated", DESCENDING), ("_id", DESCENDING)]).limit(limit + 1))
+                    .sort([("updated", DESCENDING), ("_id", DESCENDING)]).limit(limit + 1).max_time_ms(self.max_time_ms))
         items = [self._notification(d) for d in docs[:limit]]
         last = (docs[limit - 1]["updated"], docs[limit - 1]["_id"]) if len(docs) > limit else None
         return NotificationPage(items, last)

@@ -101,8 +101,11 @@ class BucketedFanoutFeed(FeedManager):
             query["sequence"] = {"$lte": position[0]}
         wanted = math.ceil((limit + 1) / bucket_size()) + 1
         found: list[tuple[int, int, dict]] = []  # (sequence, position, stored activity)
-        docs = self.read_db[self.buckets_name].find(query).sort("sequence", DESCENDING).batch_size(wanted)
-        try:
+        while True:
+            # `limit`, not only a batch size: the command returns its documents and closes its
+            # cursor (no killCursors round trip); buckets thinned by purges read the next ones after.
+            docs = list(self.read_db[self.buckets_name].find(query).sort("sequence", DESCENDING).limit(wanted)
+                        .max_time_ms(self.max_time_ms))
             for bucket in docs:
                 activities = bucket.get("activities", [])
                 end = len(activities)
@@ -114,8 +117,9 @@ class BucketedFanoutFeed(FeedManager):
                         break
                 if len(found) > limit:
                     break
-        finally:
-            docs.close()
+            if len(found) > limit or len(docs) < wanted:
+                break
+            query["sequence"] = {"$lt": docs[-1]["sequence"]}
         items = [Activity.from_fields(a, id=a["aid"]) for _, _, a in found[:limit]]
         more = len(found) > limit
         cursors = [bucket_cursor(sequence, pos) for sequence, pos, _ in found[:limit]]

@@ -89,7 +89,8 @@ class ActivityLogManager(MongoManager):
         for start in range(0, len(authors), AUTHORS_PER_QUERY):  # one chunk, unless many authors tie (below)
             chunk = authors[start:start + AUTHORS_PER_QUERY]
             query = {"author": chunk[0] if len(chunk) == 1 else {"$in": chunk}, **older_than("date", "_id", position)}
-            docs += self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1)
+            docs += self.read_db[self.collection_name].find(query).sort(NEWEST_FIRST).limit(limit + 1).max_time_ms(
+                self.max_time_ms)
         docs.sort(key=lambda d: (d["date"], d["_id"]), reverse=True)
         docs = docs[:limit + 1]
         items = [Activity.from_fields(d, id=d["_id"]) for d in docs[:limit]]
@@ -117,7 +118,7 @@ class ActivityLogManager(MongoManager):
             {"$match": match},
             {"$sort": {"author": 1, "date": -1, "_id": -1}},
             {"$group": {"_id": "$author", "date": {"$first": "$date"}, "id": {"$first": "$_id"}}},
-        ], batchSize=len(authors) + 1)
+        ], batchSize=len(authors) + 1, **self.time_limit())
         newest = {row["_id"]: (row["date"], row["id"]) for row in rows}
         shown = {a for a, key in newest.items() if position is not None and key >= position}
         keys = sorted((key for a, key in newest.items() if a not in shown), reverse=True)

@@ -60,7 +60,7 @@ class FanoutOnWriteFeed(FeedManager):
         position = parse_time_cursor(cursor)
         query = {"owner": owner, **older_than("date", "aid", position)}
         docs = list(self.read_db[self.collection_name].find(query).sort([("date", DESCENDING), ("aid", DESCENDING)])
-                    .limit(limit + 1))
+                    .limit(limit + 1).max_time_ms(self.max_time_ms))
         items = [Activity.from_fields(d, id=d["aid"]) for d in docs[:limit]]
         more = len(docs) > limit
         return FeedPage(items, time_cursor(items[-1].date, items[-1].id) if more else None)
