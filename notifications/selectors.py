@@ -73,13 +73,18 @@ def notifications_page(*, user, cursor: str | None = None, limit: int = DEFAULT_
 _TOPIC_URL = re.compile(r"/t/([^/]{1,220})/")
 
 
+HIDDEN_TOPIC_URL = "/notifications/"
+
+
 def _without_hidden_titles(items: list[Notification], user) -> list[Notification]:
-    slugs = {m.group(1) for n in items if n.title and (m := _TOPIC_URL.match(n.url or ""))}
+    """A notification about a topic the reader may not see (sent back to draft, scheduled,
+    deleted) keeps neither its title nor its link (the link names the slug): one SQL query."""
+    slugs = {m.group(1) for n in items if (m := _TOPIC_URL.match(n.url or ""))}
     visible = topic_selectors.visible_slugs(slugs=slugs, viewer=user) if slugs else set()
 
     def shown(n: Notification) -> Notification:
         m = _TOPIC_URL.match(n.url or "")
-        return n if not n.title or (m and m.group(1) in visible) or not m else replace(n, title="")
+        return n if not m or m.group(1) in visible else replace(n, title="", url=HIDDEN_TOPIC_URL)
 
     return [shown(n) for n in items]
 

@@ -86,15 +86,19 @@ def _banned(user) -> bool:
 
 
 def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, event_of, url: str, title: str,
-             email_text) -> int:
+             email_text, topic=None) -> int:
     """Create the notifications of one event for `recipients` ({user id: kind}), skipping the actor,
-    inactive recipients and those who muted the actor. Returns how many were new."""
+    inactive recipients, those who muted the actor and, about a `topic` that is not live (a
+    draft, a scheduled topic), everyone but editors: its title and slug reach nobody who may
+    not see it. Returns how many were new."""
     # A guest author of imported history (id None) has no account, hence no inbox.
     recipients = {r: k for r, k in recipients.items() if r is not None and r != actor.pk}
     if not recipients or _banned(actor):
         return 0
     muted = MuteManager().muters_among(muted=actor.pk, user_ids=sorted(recipients))
     users = _active_users(r for r in recipients if r not in muted)
+    if topic is not None and not topic.is_live():
+        users = {pk: user for pk, user in users.items() if user.is_staff}
     notes, at, new = NotificationManager(), now_ms(), 0
     for recipient_id, user in users.items():
         kind = recipients[recipient_id]
@@ -133,7 +137,7 @@ def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
     texts = {REPLY: f"{author.username} replied to your comment in “{topic.title}”.",
              MENTION: f"{author.username} mentioned you in “{topic.title}”.",
              COMMENT: f"{author.username} commented in “{topic.title}”, a discussion you follow."}
-    return _deliver(recipients=recipients, actor=author, subject=key, url=url, title=topic.title,
+    return _deliver(recipients=recipients, actor=author, subject=key, url=url, title=topic.title, topic=topic,
                     target_of=lambda kind: f"d{topic.discussion_id}" if kind == COMMENT else key,
                     event_of=lambda kind, r: f"{kind}:{key}", email_text=texts.get)
 
@@ -148,7 +152,7 @@ def notify_like(*, topic_id: int, comment_id: str, liker_id: int) -> int:
     if comment is None or comment.status != "visible":
         return 0
     key = subject_key(topic.discussion_id, comment.id)
-    return _deliver(recipients={comment.author.id: LIKE}, actor=liker, subject=key, title=topic.title,
+    return _deliver(recipients={comment.author.id: LIKE}, actor=liker, subject=key, title=topic.title, topic=topic,
                     url=f"/t/{topic.slug}/c/{comment.id}/", target_of=lambda kind: key,
                     event_of=lambda kind, r: f"like:{key}:{liker.pk}",
                     email_text=lambda kind: f"{liker.username} liked your comment in “{topic.title}”.")
