@@ -278,6 +278,8 @@ SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # More e-mails than this to one person within NOTIFICATIONS_DIGEST_WINDOW seconds are held and sent as one digest.
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
 NOTIFICATIONS_DIGEST_WINDOW = env_int("NOTIFICATIONS_DIGEST_WINDOW", 3600)
+# An e-mail's one-click unsubscribe link works this many seconds after it was sent (60 days).
+NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE = env_int("NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE", 60 * 86_400)
 
 # --- Cache and rate limits (core/throttling.py) -----------------------------
 # Rate-limit counters live in Django's cache. The default, local memory, is PER PROCESS:

@@ -1,4 +1,5 @@
-"""The bell: the signed-in user's unread count in every page's header (one counter read)."""
+"""The bell: the signed-in user's unread count in every page's header (the counter and the user's mutes;
+one count more when they muted someone: the groups the list hides are not counted)."""
 
 import logging
 

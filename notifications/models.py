@@ -14,6 +14,9 @@ class NotificationPreference(models.Model):
     email_like = models.BooleanField("e-mail me likes of my comments", default=EMAIL_DEFAULTS["like"])
     email_follow = models.BooleanField("e-mail me new followers", default=EMAIL_DEFAULTS["follow"])
     email_comment = models.BooleanField("e-mail me new comments in discussions I follow", default=EMAIL_DEFAULTS["comment"])
+    # Signed into every unsubscribe link; moved on when the user turns an e-mail kind back on,
+    # so links sent before no longer unsubscribe them.
+    unsubscribe_version = models.PositiveIntegerField(default=0, editable=False)
 
     def __str__(self):
         return f"e-mail preferences of {self.user}"

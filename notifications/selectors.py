@@ -67,7 +67,15 @@ def notifications_page(*, user, cursor: str | None = None, limit: int = DEFAULT_
         items = [replace(n, actors=[a for a in n.actors if a not in names]) for n in items]
         items = [n for n in items if n.actors]
     items = _without_hidden_titles(items, user)
-    return NotificationsPage(items=items, unread=notes.unread(recipient=user.pk), next_cursor=_cursor(page.last))
+    return NotificationsPage(items=items, unread=_unread(notes, user.pk, muted), next_cursor=_cursor(page.last))
+
+
+def _unread(notes: NotificationManager, user_id: int, muted) -> int:
+    """The unread counter less the unread groups the list hides (only muted users in them)."""
+    unread = notes.unread(recipient=user_id)
+    if unread and muted:
+        unread -= notes.unread_only_from(recipient=user_id, actor_ids=sorted(muted))
+    return max(0, unread)
 
 
 _TOPIC_URL = re.compile(r"/t/([^/]{1,220})/")
@@ -92,4 +100,4 @@ def _without_hidden_titles(items: list[Notification], user) -> list[Notification
 def unread_count(*, user) -> int:
     if user is None or not getattr(user, "is_authenticated", False):
         return 0
-    return NotificationManager().unread(recipient=user.pk)
+    return _unread(NotificationManager(), user.pk, MuteManager().muted_by(muter=user.pk))

@@ -236,21 +236,30 @@ def preferences_of(user) -> NotificationPreference:
 
 
 def preferences_update(*, user, values: dict) -> NotificationPreference:
+    """Set the e-mail kinds in `values`; turning one back on retires the unsubscribe links sent before."""
     _require_login(user)
     prefs = preferences_of(user)
+    resubscribed = False
     for kind in KINDS:
         if kind in values:
             if not isinstance(values[kind], bool):
                 raise InvalidInput(f"{kind} must be true or false.", field=kind)
+            resubscribed = resubscribed or (values[kind] and not prefs.wants(kind))
             setattr(prefs, f"email_{kind}", values[kind])
+    if resubscribed:
+        prefs.unsubscribe_version += 1
     prefs.save()
     return prefs
 
 
 def unsubscribe_token(*, user, kind: str) -> str:
+    """A signed, timestamped link token naming the user, the kind and the user's current
+    unsubscribe version: it expires after NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE and stops working
+    once the user re-subscribes."""
     if kind not in (*KINDS, "all"):
         raise InvalidInput("unknown kind.", field="kind")
-    return signing.dumps({"u": user.pk, "k": kind}, salt=UNSUBSCRIBE_SALT, compress=True)
+    return signing.dumps({"u": user.pk, "k": kind, "v": preferences_of(user).unsubscribe_version},
+                         salt=UNSUBSCRIBE_SALT, compress=True)
 
 
 def unsubscribe_url(*, user, kind: str) -> str:
@@ -262,14 +271,19 @@ def unsubscribe_parse(token: str):
     if not isinstance(token, str) or len(token) > 300:
         raise NotFound("This unsubscribe link is not valid.")
     try:
-        data = signing.loads(token, salt=UNSUBSCRIBE_SALT)
+        data = signing.loads(token, salt=UNSUBSCRIBE_SALT, max_age=settings.NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE)
+    except signing.SignatureExpired:
+        raise NotFound("This unsubscribe link has expired: change your e-mail preferences after logging in.") from None
     except signing.BadSignature:
         raise NotFound("This unsubscribe link is not valid.") from None
-    if not isinstance(data, dict) or type(data.get("u")) is not int or data.get("k") not in (*KINDS, "all"):
+    if (not isinstance(data, dict) or type(data.get("u")) is not int or data.get("k") not in (*KINDS, "all")
+            or type(data.get("v")) is not int):
         raise NotFound("This unsubscribe link is not valid.")
     user = get_user_model().objects.filter(pk=data["u"]).first()
     if user is None:
         raise NotFound("This unsubscribe link is not valid.")
+    if data["v"] != preferences_of(user).unsubscribe_version:
+        raise NotFound("This unsubscribe link was sent before you subscribed again; it no longer applies.")
     return user, data["k"]
 
 

@@ -104,6 +104,15 @@ class NotificationManager(MongoManager):
             self._inc(recipient, 1)
         return True
 
+    def unread_only_from(self, *, recipient: int, actor_ids: list[int]) -> int:
+        """How many of the recipient's unread, shown groups name no actor but `actor_ids` (the
+        muted users: the list hides those groups). One count over the recipient's unread groups,
+        on the index (r, hidden, updated, _id)."""
+        if not actor_ids:
+            return 0
+        return self.collection.count_documents({"r": recipient, "hidden": False, "read": False,
+                                                "actor_ids": {"$not": {"$elemMatch": {"$nin": list(actor_ids)}}}})
+
     def recount_unread(self, *, recipient: int) -> int:
         """Set the recipient's unread counter to the number of unread, shown groups (the repair
         of a counter step that was lost; a replayed delivery calls it). Returns the count:
