@@ -116,6 +116,15 @@ class SubmissionGate(Protocol):
     def is_held(self, *, topic, comment_id: str) -> bool: ...
 
 
+def _check_edit(*, topic, user, text: str) -> None:
+    """The gates' checks of an edited text (a gate with `check_edit` raises to refuse it): an
+    edit cannot turn a comment into what a post would not be allowed to say."""
+    for gate in list(_gates.values()):
+        check = getattr(gate, "check_edit", None)
+        if check is not None:
+            check(topic=topic, author=user, text=text)
+
+
 _gates: dict[str, SubmissionGate] = {}
 
 
@@ -382,6 +391,7 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
             raise Forbidden("Only its author (for a while after posting) and editors can edit a comment.")
         if text == comment.text:
             return comment  # nothing to change, no revision
+        _check_edit(topic=topic, user=user, text=text)
         now = timezone.now()
         now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # BSON's precision: what is read back
         revisions.record(discussion_id=topic.discussion_id, comment_id=comment.id, text=comment.text, html=comment.html,

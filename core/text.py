@@ -7,9 +7,10 @@ Decisions (README "Errors"):
   surrogates and the bidirectional embedding/override/isolate controls (U+202A-U+202E,
   U+2066-U+2069: "Trojan Source" reordering) are refused with a 400 naming the
   character, rather than silently stripped, so the writer knows why the text changed;
-- the text is trimmed of white space and invisible format characters at both ends,
-  and text with no visible character left (only zero-width joiners, for instance) is
-  empty. Zero-width joiners inside the text stay: emoji sequences and several scripts
+- the text is trimmed of white space, invisible format characters and characters that
+  render blank (Hangul fillers, the braille blank, Khmer inherent vowels: BLANK_RENDERING)
+  at both ends, and text with no visible character left (only zero-width joiners or
+  U+3164, for instance) is empty. Zero-width joiners inside the text stay: emoji sequences and several scripts
   need them. The right-to-left and left-to-right marks (U+200E/U+200F) stay too.
 """
 
@@ -21,10 +22,18 @@ from core.errors import InvalidInput
 
 REMOVED_CHARACTERS = str.maketrans("", "", "\ufeff\u200b")
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Letters and marks that render as blank space though they are not white space nor format
+# characters: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), the braille blank (U+2800)
+# and the Khmer inherent vowels (U+17B4, U+17B5). A text of nothing else shows blank.
+BLANK_RENDERING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
 
 
-def _invisible(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char) == "Cf"
+def invisible(char: str) -> bool:
+    """White space, a format character (zero-width, joiners, soft hyphen) or a blank-rendering one."""
+    return char.isspace() or unicodedata.category(char) == "Cf" or char in BLANK_RENDERING
+
+
+_invisible = invisible
 
 
 def _refused(char: str) -> bool:

@@ -23,7 +23,8 @@ The checks:
   Akismet's REST endpoint): "true" is HOLD, "true" with `X-akismet-pro-tip: discard` is
   REJECT. Off without a key. A timeout or an error lets the comment through (logged):
   an outage of a third party must not stop every comment.
-Editors (staff) skip the pipeline.
+Editors (staff) skip the pipeline. An edit runs the same checks (`SpamGate.check_edit`);
+what a post would have held is refused for an edit (it cannot wait in the queue).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from django.core.cache import cache
 
 from core.clients import Client, current_client
 from core.errors import InvalidInput
+from core.markdown import render_markdown
+from core.text import invisible
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +97,16 @@ LINK = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://[^\s<>()]+|\bwww\.[^\s<>()]+|\b(?:[
 
 
 def count_links(text: str) -> int:
-    return len(LINK.findall(unicodedata.normalize("NFKC", text)))
+    """Links the text shows: what the pattern finds, or what the Markdown renderer makes links of
+    (protocol-relative `[l](//h.example/p)`, bare domains it linkifies such as `h.ly/x`), whichever
+    is more. `@name` links to profiles are not counted."""
+    normalised = unicodedata.normalize("NFKC", text)
+    rendered = sum(1 for href in _HREF.findall(render_markdown(normalised, known_usernames=lambda names: set()))
+                   if not href.startswith("/") or href.startswith("//"))
+    return max(len(LINK.findall(normalised)), rendered)
+
+
+_HREF = re.compile(r'<a [^>]*href="([^"]*)"')
 
 
 def check_links(sub: Submission) -> Finding | None:
@@ -108,7 +120,10 @@ def check_links(sub: Submission) -> Finding | None:
 
 
 def normalise(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """NFKC, case-folded, invisible and blank-rendering characters dropped (an added zero-width
+    character does not make a new text), white space collapsed."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join("".join(c for c in folded if c.isspace() or not invisible(c)).split())
 
 
 def _word_pattern(words: list[str]) -> re.Pattern | None:
@@ -227,6 +242,16 @@ class SpamGate:
             return held
         return None
 
+    def check_edit(self, *, topic, author, text):
+        """An edit runs the same checks as a post; it cannot wait in a queue, so what a post
+        would have held is refused too (400, the comment keeps its text)."""
+        if author.is_staff:
+            return
+        verdict = spam_verdict(submission_of(topic=topic, author=author, text=text))
+        if verdict.action != ACCEPT:
+            logger.info("spam edit refused (user %s): %s", author.pk, verdict.reason)
+            raise SpamRejected(f"Not changed: this looks like spam ({verdict.reason}).", field="text")
+
     def is_held(self, *, topic, comment_id):
         return False  # what this gate holds is in the moderation queue, which the pre-moderation gate answers for
 
@@ -234,3 +259,9 @@ class SpamGate:
 def on_comment_posted(sender, topic, comment, author, **kwargs):
     """Remember a stored comment's text for the duplicate check."""
     remember(submission_of(topic=topic, author=author, text=comment.text))
+
+
+def on_comment_edited(sender, topic, comment, user, **kwargs):
+    """Remember an edited comment's new text too (the author's; an editor's edit is not theirs)."""
+    if comment.author is not None and comment.author.id == user.pk:
+        remember(submission_of(topic=topic, author=user, text=comment.text))
