@@ -15,8 +15,18 @@ class RegisteredSerializer(serializers.Serializer):
     token = serializers.CharField()
 
 
+class StrictCharField(serializers.CharField):
+    """A string and nothing else: DRF's CharField turns a JSON number into text, so `123` would
+    log in as "123" (a 400 here, and the per-account rate limit counts it: cms_site.throttling)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
+    username = StrictCharField()
     password = serializers.CharField(write_only=True, style={"input_type": "password"})
 
 

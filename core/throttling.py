@@ -96,6 +96,11 @@ def rates(scope: str) -> dict[str, list[Rate]]:
 
 
 def account_key(username) -> str | None:
+    """The per-account key of a log-in's username. A number or a boolean (sent as JSON) counts
+    as its text: `123` and `"123"` name the same account (the request itself is then a 400),
+    so a wrong JSON type never skips the per-account limit."""
+    if isinstance(username, bool | int | float):
+        username = str(username).lower() if isinstance(username, bool) else str(username)
     if not isinstance(username, str) or not username.strip():
         return None
     return unicodedata.normalize("NFKC", username).strip().casefold()[:150]
