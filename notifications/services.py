@@ -364,7 +364,14 @@ def email_digest_send(*, recipient_id: int) -> int:
     if not items or user is None or not user.email:
         return 0
     lines = [f"- {i['text']} {i['url']}" for i in items]
-    _message(user=user, subject=f"[Commons] {len(items)} new notifications", lines=lines, kind="all").send()
+    try:
+        _message(user=user, subject=f"[Commons] {len(items)} new notifications", lines=lines, kind="all").send()
+    except Exception:
+        # Taken but not sent (the SMTP server refused): hold them again for the retry or the next run.
+        outbox = EmailOutboxManager()
+        for item in items:
+            outbox.hold(recipient=recipient_id, item=item)
+        raise
     return len(items)
 
 

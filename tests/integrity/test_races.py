@@ -142,3 +142,25 @@ def test_an_smtp_refusal_is_retried_and_the_reply_is_mailed_once(monkeypatch, ma
     services.email_notification_send(recipient_id=ana.pk, kind="reply", text="x", url=f"/t/{topic.slug}/c/{reply.id}/",
                                      key=mail.outbox[0].extra_headers["X-Commons-Key"])
     assert len(mail.outbox) == 1 and message_id.endswith(">")
+
+
+def test_a_digest_the_smtp_server_refused_is_held_again(monkeypatch, settings, make_user):
+    from django.core.mail.backends.locmem import EmailBackend
+
+    from notifications.managers import EmailOutboxManager
+
+    ana = make_user("ana", email="ana@example.org")
+    outbox = EmailOutboxManager()
+    for n in range(3):
+        outbox.hold(recipient=ana.pk, item={"kind": "reply", "text": f"reply {n}", "url": "https://x.example/", "at": n})
+    real = EmailBackend.send_messages
+
+    def refuses(self, messages):
+        raise smtplib.SMTPServerDisconnected("gone")
+
+    monkeypatch.setattr(EmailBackend, "send_messages", refuses)
+    with pytest.raises(smtplib.SMTPException):
+        services.email_digest_send(recipient_id=ana.pk)
+    monkeypatch.setattr(EmailBackend, "send_messages", real)
+    assert services.email_digest_send(recipient_id=ana.pk) == 3
+    assert len(mail.outbox) == 1 and "3 new notifications" in mail.outbox[0].subject
