@@ -46,6 +46,7 @@ from core.errors import InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
 from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
+from notifications.selectors import unread_count
 from notifications.signals import digest_held
 from social.managers.edges import now_ms
 from social.managers.mutes import MuteManager
@@ -205,9 +206,9 @@ def notification_mark_read(*, user, ids: list[str] | None = None) -> int:
     if ids is not None:
         ids = [i for i in ids if ID_PATTERN.fullmatch(i) and int(ID_PATTERN.fullmatch(i).group(1)) == user.pk]
         if not ids:
-            return notes.unread(recipient=user.pk)
+            return unread_count(user=user)
     notes.mark_read(recipient=user.pk, ids=ids)
-    return notes.unread(recipient=user.pk)
+    return unread_count(user=user)  # what the bell shows (groups of muted users only are not counted)
 
 
 # --- thread subscriptions -------------------------------------------------------------

@@ -61,3 +61,14 @@ def test_an_unsubscribe_link_expires(settings, make_user, monkeypatch):
     monkeypatch.setattr(signing, "loads", later)
     with pytest.raises(services.NotFound):
         services.unsubscribe_apply(token=token)
+
+
+def test_marking_read_answers_the_count_the_bell_shows(make_topic, make_user):
+    ana, bob, cy = make_user("ana"), make_user("bob"), make_user("cy")
+    topic = make_topic("document")
+    mine = comment_create(topic=topic, author=ana, text="Mine")
+    comment_create(topic=topic, author=bob, text="reply by bob", parent=mine.id)
+    comment_create(topic=topic, author=cy, text="reply by cy", parent=mine.id)
+    social.mute_create(muter=ana, muted=bob)
+    [shown] = selectors.notifications_page(user=ana).items
+    assert services.notification_mark_read(user=ana, ids=[shown.id]) == 0 == selectors.unread_count(user=ana)
