@@ -34,6 +34,7 @@ notifications from them are not created.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
@@ -56,6 +57,8 @@ from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
 from social.signals import user_followed
 from topics.models import Topic
+
+log = logging.getLogger(__name__)
 
 
 def day_start(at: datetime) -> datetime:
@@ -100,7 +103,10 @@ def follow_create(*, follower, followee) -> bool:
         raise
     if not _settle(edges, lists, follower.pk, followee.pk, listed=True):
         return True  # an unfollow raced with this follow and won: nothing to announce
-    user_followed.send(sender=None, follower=follower, followee=followee)
+    # Receivers only enqueue; one failing never stops the others nor this follow's activity.
+    for receiver, result in user_followed.send_robust(sender=None, follower=follower, followee=followee):
+        if isinstance(result, Exception):
+            log.error("receiver %s of user_followed failed", getattr(receiver, "__qualname__", receiver), exc_info=result)
     activity_record(activity=Activity(
         id="", type=FOLLOW, actor_id=follower.pk, actor=follower.username, date=now_ms(),
         url=f"/u/{followee.username}/", target_id=followee.pk, target=followee.username,

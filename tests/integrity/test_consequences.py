@@ -138,3 +138,21 @@ def test_a_publish_activity_recorded_twice_is_stored_once(make_user, editor, dja
     assert activity_publish_record(topic_id=topic.pk) is True  # a redelivered task
     assert [a.type for a in social_selectors.feed_page(user=fan, limit=10).items] == ["publish"]
     assert [a.type for a in social_selectors.activity_by_user(user=editor).items] == ["publish"]
+
+
+def test_a_failing_follow_receiver_never_fails_the_follow_nor_stops_its_activity(make_user):
+    from social import selectors as social_selectors
+    from social.services import follow_create
+    from social.signals import user_followed
+
+    fan, star = make_user("fan"), make_user("star")
+
+    def broken(sender, **kwargs):
+        raise ConnectionError("broker refused the task")
+
+    user_followed.connect(broken, dispatch_uid="test-broken-follow")
+    try:
+        assert follow_create(follower=fan, followee=star) is True
+    finally:
+        user_followed.disconnect(dispatch_uid="test-broken-follow")
+    assert [a.type for a in social_selectors.activity_by_user(user=fan).items] == ["follow"]

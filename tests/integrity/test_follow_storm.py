@@ -24,7 +24,7 @@ def _listed(lists, owner, kind):
 
 def test_a_follow_unfollow_storm_leaves_lists_edges_and_counts_in_agreement(make_user, monkeypatch):
     monkeypatch.setattr(services, "activity_record", lambda *, activity: activity)
-    monkeypatch.setattr(services.user_followed, "send", lambda **kwargs: [])
+    monkeypatch.setattr(services.user_followed, "send_robust", lambda **kwargs: [])
     edges, lists = FollowEdgeManager(), FollowListManager()
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
