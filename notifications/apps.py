@@ -18,3 +18,4 @@ class NotificationsConfig(AppConfig):
                                                        dispatch_uid="notifications.status_changed")
         user_followed.connect(receivers.on_user_followed, dispatch_uid="notifications.user_followed")
         signals.digest_held.connect(receivers.on_digest_held, dispatch_uid="notifications.digest_held")
+        signals.email_due.connect(receivers.on_email_due, dispatch_uid="notifications.email_due")

@@ -29,3 +29,7 @@ def on_digest_held(sender, recipient_id, at, **kwargs):
         return
     window_end = services.digest_window_start(at).timestamp() + settings.NOTIFICATIONS_DIGEST_WINDOW
     tasks.email_digest.apply_async((recipient_id,), countdown=max(1, int(window_end - at.timestamp())))
+
+
+def on_email_due(sender, recipient_id, kind, text, url, key, **kwargs):
+    tasks.email_send.delay(recipient_id, kind, text, url, key)

@@ -47,7 +47,7 @@ from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
 from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
 from notifications.selectors import unread_count
-from notifications.signals import digest_held
+from notifications.signals import digest_held, email_due
 from social.managers.edges import now_ms
 from social.managers.mutes import MuteManager
 
@@ -317,8 +317,6 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str =
     The message itself is one task (`notifications.email_send`, retried), idempotent by `key`
     (the notification event's id): a refused SMTP connection delays it, a redelivery never
     doubles it. True if it was queued to be sent now."""
-    from notifications.tasks import email_send
-
     if not text or not recipient.email or not preferences_of(recipient).wants(kind):
         return False
     now = timezone.now()
@@ -330,7 +328,8 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str =
         if sent == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
             digest_held.send(sender=None, recipient_id=recipient.pk, at=now)
         return False
-    email_send.delay(recipient.pk, kind, text, link, key or f"{recipient.pk}:{kind}:{link}:{now.timestamp()}")
+    email_due.send(sender=None, recipient_id=recipient.pk, kind=kind, text=text, url=link,
+                   key=key or f"{recipient.pk}:{kind}:{link}:{now.timestamp()}")
     return True
 
 

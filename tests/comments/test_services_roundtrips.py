@@ -90,8 +90,8 @@ def queued_notifications():
     """The request side only: notifications, the search entry and the comment activity are queued
     (background work, measured in tests/notifications, tests/topics and tests/social)."""
     from notifications import tasks
-    from social import tasks as social_tasks
     from search import tasks as search_tasks
+    from social import tasks as social_tasks
 
     with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"), \
             mock.patch.object(search_tasks.comment_search_sync, "delay"), \

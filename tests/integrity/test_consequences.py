@@ -8,8 +8,8 @@ from pymongo.errors import AutoReconnect
 from background.models import FailedTask
 from comments.services import comment_create, comment_edit, comment_set_status
 from notifications.selectors import notifications_page
-from topics.managers.search import CommentSearchManager
-from topics.selectors import comment_search
+from search.managers import CommentSearchManager
+from search.selectors import comment_search
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_a_search_write_that_keeps_failing_leaves_the_rest_and_the_rebuild_repai
     assert answer.status_code == 201
     # The other consequences ran: the parent's author is notified, and the failure is recorded for replay.
     assert [n.kind for n in notifications_page(user=parent_author).items] == ["reply"]
-    assert FailedTask.objects.filter(task="topics.comment_search_sync").count() == 1
+    assert FailedTask.objects.filter(task="search.comment_search_sync").count() == 1
     # The user's retry of the same text is a duplicate, but it was stored: nothing is lost.
     assert _found("quixotic") == []
     monkeypatch.undo()

@@ -9,6 +9,7 @@ from pymongo.errors import AutoReconnect, DuplicateKeyError
 
 from comments.managers.bucketed import BucketedCommentManager
 from comments.services import comment_create
+from core.paging import PageRequest
 from notifications import selectors, services
 from notifications.managers import NotificationManager
 
@@ -59,8 +60,7 @@ def test_two_posts_opening_a_bucket_at_once_both_land(settings, monkeypatch, mak
     assert state["wrapped"].raced
     manager = BucketedCommentManager()
     texts = [c.text for c in manager.page(discussion_id=topic.discussion_id, order="chronological",
-                                          request=__import__("cms_site.paging", fromlist=["PageRequest"]).PageRequest(
-                                              page=1, page_size=10)).items]
+                                          request=PageRequest(page=1, page_size=10)).items]
     assert texts == ["one", "two", "three", "four (the competitor)"] and first.seq == 1
     assert manager.get(discussion_id=topic.discussion_id, comment_id=mine.id).seq == 3
     bucket = manager.buckets.find_one({"_id": manager.bucket_id(topic.discussion_id, 2)})

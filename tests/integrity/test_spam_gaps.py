@@ -3,9 +3,9 @@ and a comment of blank-rendering characters is empty."""
 
 import pytest
 
+from comments.services import comment_create, comment_edit
 from core.clients import Client
 from core.errors import InvalidInput
-from comments.services import comment_create, comment_edit
 from moderation import spam
 
 pytestmark = pytest.mark.django_db

@@ -24,10 +24,12 @@ def test_the_first_held_email_schedules_the_digest_once(make_user, settings, wor
     ana = make_user("ana")
     ana.email = "ana@example.org"
     ana.save()
-    with mock.patch.object(tasks.email_digest, "apply_async") as scheduled:
+    with mock.patch.object(tasks.email_digest, "apply_async") as scheduled, \
+            mock.patch.object(tasks.email_send, "delay") as queued:  # each e-mail is a task of its own
         sent = [services.email_notify(recipient=ana, kind="reply", text=f"bob replied {n}", url="/t/x/")
                 for n in range(6)]
     assert sent[0] and not any(sent[3:])  # the later ones are held
+    assert queued.call_count == sum(sent)
     assert scheduled.call_count == 1
     args, kwargs = scheduled.call_args
     assert args == ((ana.pk,),) and 1 <= kwargs["countdown"] <= settings.NOTIFICATIONS_DIGEST_WINDOW
