@@ -8,18 +8,19 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 
 from comments.selectors import comment_statuses
+from core import cursors
 from core.errors import InvalidInput, NotFound
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from search.managers import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words
 from topics.models import Topic
 
 MAX_QUERY_LENGTH = 200
-_CURSOR = re.compile(r"([0-9]{1,15})\.([0-9]{1,19}:[a-z0-9]{1,32})")  # used with fullmatch
+_KEY = re.compile(r"[0-9]{1,19}:[a-z0-9]{1,32}")  # used with fullmatch
 
 
 def search_terms(q) -> list[str]:
@@ -64,19 +65,20 @@ class CommentHit:
 
 
 def encode_cursor(hit: Hit) -> str:
-    """The cursor that continues after `hit` (newest first)."""
+    """The cursor that continues after `hit` (newest first): core.cursors' opaque codec of the
+    index's key, (posted in milliseconds, "<discussion_id>:<comment_id>")."""
     ms = int(hit.posted.timestamp() * 1000)
-    return f"{ms}.{hit.discussion_id}:{hit.comment_id}"
+    return cursors.encode_cursor({"k": "s", "t": ms, "i": f"{hit.discussion_id}:{hit.comment_id}"})
 
 
 def decode_cursor(cursor) -> tuple[datetime, str] | None:
-    if cursor in (None, ""):
+    data = cursors.decode_cursor(cursor)
+    if data is None:
         return None
-    match = _CURSOR.fullmatch(cursor) if isinstance(cursor, str) else None
-    if match is None:
-        raise InvalidInput("cursor is not a cursor this site handed out.", field="cursor")
-    posted = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(match.group(1)))
-    return posted, match.group(2)
+    if set(data) != {"k", "t", "i"} or data["k"] != "s" or not isinstance(data["i"], str) \
+            or not _KEY.fullmatch(data["i"]):
+        raise cursors.bad_cursor()
+    return cursors.EPOCH + timedelta(milliseconds=cursors.whole(data["t"], maximum=253402300799999)), data["i"]
 
 
 def comment_search(*, q, viewer=None, cursor=None,
