@@ -6,6 +6,8 @@ edge of the graph)."""
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 # The project's own top-level packages: each is a node of the graph. `cms_site` is the wiring
 # (settings, urls) that may import every app; `core` is what every app may import.
@@ -101,3 +103,22 @@ def test_services_never_import_tasks():
              for app in APPS for path in modules(app) if path.stem == "services"
              for module, _ in imports(path) if module.split(".")[-1] == "tasks"]
     assert found == [], "\n".join(found)
+
+
+def _selector_modules():
+    for app in APPS:
+        for path in modules(app):
+            if path.stem == "selectors":
+                still = app == "moderation"  # reads through services until the moderation pipeline's rework
+                # Not strict: the moderation rework lands in parallel; once it passes, drop the marker.
+                marks = [pytest.mark.xfail(strict=False, reason="moderation/selectors.py imports comments' and "
+                                           "moderation's services (_require_moderator, held_comment)")] if still else []
+                yield pytest.param(path, marks=marks, id=str(path.relative_to(ROOT)))
+
+
+@pytest.mark.parametrize("path", list(_selector_modules()))
+def test_selectors_never_import_services(path):
+    """Selectors read; services write and may use selectors, never the other way round."""
+    found = [module + (f" ({', '.join(names)})" if names else "") for module, names in imports(path)
+             if module.split(".")[-1] == "services" or "services" in names]
+    assert found == [], f"{path.relative_to(ROOT)} imports " + "; ".join(found)
