@@ -171,7 +171,8 @@ def ratios(rows: list[dict]) -> list[dict]:
         outside = r["ms"] - r.get("engine_ms", 0)
         out.append({
             "kind": "api" if r["case"] == "peer.api" else "html", "strategy": r["strategy"], "order": r.get("order"),
-            "size": r.get("peer_size", r.get("size")), "position": r.get("position"), "page": r["depth"],
+            "size": r.get("peer_size", r.get("size")), "held": r.get("size"), "position": r.get("position"),
+            "page": r["depth"],
             "topic_order": r.get("topic_order", True),
             "ours_ms": r["ms"], "xtd_ms": p["ms"],
             "x_xtd": round(r["ms"] / p["ms"], 2) if p["ms"] else None,

@@ -395,12 +395,14 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
             add("`× xtd`: our median wall time over xtd's for the same page of the same discussion (below 1: ours "
                 "is faster). Each order each storage offers is measured; xtd pages in threaded order only, so every "
                 "order is set beside xtd's threaded page. `*` marks the topic's own order (what a visitor gets "
-                "without choosing one).\n")
+                "without choosing one). \"(N fit)\": the embedded strategy's one document holds only N comments "
+                "under COMMENTS_EMBEDDED_MAX_BYTES; its first, middle and last page are those of N comments.\n")
             add(peer_summary(table))
             add("")
             add(_table(["comments", "strategy", "order", "page", "our HTML ms", "xtd page ms", "HTML × xtd",
                         "our API ms", "xtd API ms", "API × xtd", "our MongoDB + SQL (HTML)", "xtd SQL (page / API)"],
-                       [[f"{t['size']:,}", t["strategy"], t["order"] + (" *" if t["topic_order"] else ""),
+                       [[f"{t['size']:,}" + (f" ({t['held']:,} fit)" if t["held"] != t["size"] else ""), t["strategy"],
+                         t["order"] + (" *" if t["topic_order"] else ""),
                          f"{t['position']} ({t['page']:,})", t["html_ms"], t["xtd_html_ms"], t["html_x"],
                          t["api_ms"], t["xtd_api_ms"], t["api_x"], t["ops"], t["xtd_sql"]] for t in table]))
             add("")
@@ -621,7 +623,8 @@ def peer_table(rows: list[dict]) -> list[dict]:
     lines: dict[tuple, dict] = {}
     for r in ratios(rows):
         key = (r["size"], r["strategy"], r["order"] or "", r["position"] or r["page"])
-        line = lines.setdefault(key, {"size": r["size"] or 0, "strategy": r["strategy"], "order": r["order"] or "–",
+        line = lines.setdefault(key, {"size": r["size"] or 0, "held": r.get("held") or r["size"] or 0,
+                                      "strategy": r["strategy"], "order": r["order"] or "–",
                                       "position": r["position"] or "page", "page": r["page"],
                                       "topic_order": r["topic_order"], "html_ms": "–", "xtd_html_ms": "–", "html_x": "–",
                                       "api_ms": "–", "xtd_api_ms": "–", "api_x": "–", "ops": "–", "sql": {}})

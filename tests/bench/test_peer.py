@@ -68,6 +68,8 @@ def test_the_table_sets_html_and_api_side_by_side_and_the_summary_gives_ranges()
     summary = peer_summary(table)
     assert "| 1,000 | document | 0.5–2.0× | 0.5× | 0.5–2.0× | 0.5× |" in summary
     assert "| 10,000 | embedded | 2.0× | – | 2.0× | – |" in summary
+    embedded = next(t for t in table if t["strategy"] == "embedded")
+    assert (embedded["size"], embedded["held"]) == (10000, 9000)  # cut short: shown as "10,000 (9,000 fit)"
 
 
 @pytest.mark.django_db(transaction=True)
