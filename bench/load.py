@@ -305,6 +305,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         xtd_server.wait(f"/article/{xtd['pk']}/")
         log(f"bench-load: ours ready in {ours_server.ready_seconds} s, xtd in {xtd_server.ready_seconds} s")
         rows = []
+        load_before = _loadavg()
         for endpoint in endpoints(ours, xtd):
             for side, server in (("ours", ours_server), ("xtd", xtd_server)):
                 target = endpoint[side]
@@ -330,7 +331,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                      "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "mongomock (in process)",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "ready_seconds": {"ours": ours_server.ready_seconds, "xtd": xtd_server.ready_seconds},
-                     "rss_mb_after": rss, "seconds": None},
+                     "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
             "rows": rows,
         }
     finally:
@@ -352,6 +353,14 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         put_load_section(docs_path, result)
         log(f"bench-load: wrote the load section of {docs_path}")
     return result
+
+
+def _loadavg() -> float | None:
+    """The machine's 1-minute load average: other work on the CPUs the run shares."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _wrk_version() -> str:

@@ -708,7 +708,9 @@ def load_section(load: dict) -> str:
         "",
         f"Ready to serve after start (gunicorn start to the first 200 of the topic page): ours {ready.get('ours', '–')} s, "
         f"xtd {ready.get('xtd', '–')} s. Worker memory after the run (RSS): ours {rss.get('ours', '–')} MB, "
-        f"xtd {rss.get('xtd', '–')} MB. The followers page has no xtd counterpart.",
+        f"xtd {rss.get('xtd', '–')} MB. The followers page has no xtd counterpart."
+        + (f" The machine's 1-minute load average (other work on the same CPUs) was {info['loadavg']['before']} "
+           f"before the wrk runs and {info['loadavg']['after']} after them." if info.get("loadavg") else ""),
     ]
     return "\n".join(text)
 

@@ -78,6 +78,9 @@ def test_the_load_section_gives_both_sides_and_the_ratio():
     assert "| topic page 1 | 10.0 | 40.0 | 0.25× | 700.0 | 150.0 | 1,500.0 | 300.0 | 0 / 0 |" in text
     assert "| followers page | 100.0 | – | – | 50.0 | – | 120.0 | – | 1 / – |" in text
     assert "10,000-comment threaded discussion" in text and "ours 12.0 s, xtd 1.5 s" in text
+    assert "load average" not in text  # not recorded by this run
+    busy = load_section({**LOAD, "info": {**LOAD["info"], "loadavg": {"before": 3.5, "after": 4.25}}})
+    assert "load average (other work on the same CPUs) was 3.5 before the wrk runs and 4.25 after them" in busy
 
 
 def test_the_load_section_is_replaced_in_place_or_put_before_the_closing_note(tmp_path):
