@@ -11,8 +11,9 @@ Invariants (tests/core/test_markdown.py):
   and nh3 then keeps only an allow-list of tags and attributes, so no `<script>`, no event
   handler, no `style`, and only http(s)/mailto links (no `javascript:` or `data:` URL);
 - the "comment" profile allows paragraphs, emphasis, strikethrough, inline code and code
-  blocks, quotes, lists, line breaks and links; no images and no headings (a heading is
-  shown as text). The "topic" profile (editors) adds headings, images, rules and tables;
+  blocks, quotes, lists, line breaks (a single newline is a break) and links; no images and no headings (a heading is
+  shown as text). The "topic" profile (editors) adds headings, images, rules and tables, and keeps
+  CommonMark's soft breaks (a single newline inside a paragraph is a space);
 - every link of a comment carries `rel="nofollow ugc"` (user-generated content);
 - bare URLs and `www.` hosts become links (linkify); the TEXT of such an autolink is
   shortened to LINK_TEXT_MAX characters ("…" at the end: a 500-character URL does not
@@ -130,7 +131,11 @@ def _short_link_text(text: str) -> str:
 
 
 def _parser(profile: str, known) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False, "breaks": True})
+    # A comment is typed in a textarea, where a single newline is meant as a line break; a topic
+    # body is a document, written as CommonMark is: a single newline is a soft wrap and only a
+    # blank line starts a paragraph (CommonMark spec, "Soft line breaks").
+    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False,
+                                   "breaks": profile != TOPIC})
     shown = md.normalizeLinkText  # used for the text of autolinks and linkified URLs only
     md.normalizeLinkText = lambda link: _short_link_text(shown(link))
     md.enable(["linkify", "strikethrough"])

@@ -15,6 +15,7 @@ class TopicSlugRedirectInline(admin.TabularInline):
     fields = ("old_slug", "created")
     readonly_fields = ("created",)
     verbose_name = "former slug (redirects here)"
+    verbose_name_plural = "former slugs (redirect here)"
 
 
 @admin.register(Topic)

@@ -30,6 +30,15 @@ class CommentStorage(models.TextChoices):
     BUCKETED = "bucketed", "Buckets of about 100 comments (hybrid)"
 
 
+# How a topic's comments are stored, in words an editor reads without knowing MongoDB
+# (shown on pages to editors only: visitors have no use for it).
+STORAGE_IN_PLAIN_WORDS = {
+    CommentStorage.DOCUMENT: "each comment stored on its own",
+    CommentStorage.EMBEDDED: "all comments stored together in one record",
+    CommentStorage.BUCKETED: "comments stored in batches of about 100",
+}
+
+
 class CommentOrder(models.TextChoices):
     CHRONOLOGICAL = "chronological", "Chronological"
     THREADED = "threaded", "Threaded"
@@ -126,6 +135,10 @@ class Topic(models.Model):
 
     def get_absolute_url(self):
         return reverse("topic-detail", kwargs={"slug": self.slug})
+
+    @property
+    def storage_in_plain_words(self) -> str:
+        return STORAGE_IN_PLAIN_WORDS.get(self.comment_storage, self.comment_storage)
 
     @property
     def discussion_id(self) -> int:

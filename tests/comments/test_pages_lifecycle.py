@@ -111,11 +111,13 @@ def test_in_reply_to_name_and_storage_badge_for_editors_only(client, topic, alic
     services.comment_create(topic=topic, author=bob, text="reply", parent=root.id)
     html = client.get(f"/t/{topic.slug}/?order=chronological").content.decode()
     assert f'in reply to <a href="/t/{topic.slug}/c/{root.id}/">@alice</a>' in html
-    assert topic.get_comment_storage_display() not in html
-    assert topic.get_comment_storage_display() not in client.get("/").content.decode()
+    words = topic.storage_in_plain_words
+    assert words not in html and "One document per comment" not in html
+    assert words not in client.get("/").content.decode()
     client.force_login(editor)
-    assert topic.get_comment_storage_display() in client.get(f"/t/{topic.slug}/").content.decode()
-    assert topic.get_comment_storage_display() in client.get("/").content.decode()
+    assert words in client.get(f"/t/{topic.slug}/").content.decode()
+    assert words in client.get("/").content.decode()
+    assert "One document per comment" not in client.get(f"/t/{topic.slug}/").content.decode()
 
 
 def test_in_reply_to_never_names_a_deleted_or_moderated_parent(client, topic, alice, make_user, editor):

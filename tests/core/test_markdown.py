@@ -87,3 +87,19 @@ def test_a_long_autolinked_url_shows_short_text_and_links_the_whole_url():
     assert shown == [url[:LINK_TEXT_MAX - 1] + "…"] * 2
     short = "https://example.org/a"
     assert f'>{short}</a>' in render_markdown(short) and f">{url[:10]}" not in render_markdown("[text](" + url + ")")
+
+
+def test_a_single_newline_is_a_break_in_comments_and_a_soft_wrap_in_topics():
+    source = "first line\nsame paragraph\n\nsecond paragraph"
+    assert "<br>" in render_markdown(source, profile=COMMENT)
+    topic = render_markdown(source, profile=TOPIC)
+    assert "<br" not in topic
+    assert topic.count("<p>") == 2 and "first line\nsame paragraph" in topic
+
+
+def test_a_topic_keeps_its_table_code_and_quote():
+    html = render_markdown("| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nx = 1\n```\n\n> quoted\n> still quoted",
+                           profile=TOPIC)
+    assert "<table>" in html and "<th>a</th>" in html and "<td>2</td>" in html
+    assert '<pre><code class="language-python">x = 1\n</code></pre>' in html
+    assert "<blockquote>" in html and "<br" not in html
