@@ -245,6 +245,7 @@ FEED_BUCKET_SIZE = env_int("FEED_BUCKET_SIZE", 50)  # seeds/001_94fc363f03dca98a
 # Hybrid fan-out: an author with more followers than this is not pushed to their
 # followers; readers pull that author's activities from the author log at read time.
 FEED_PUSH_LIMIT = env_int("FEED_PUSH_LIMIT", 10_000)
+FEED_FOLLOW_BACKFILL = env_int("FEED_FOLLOW_BACKFILL", 20)  # a new follow brings this many recent activities
 # Pushes skip followers not seen for this many days; their feed is rebuilt when they return.
 FEED_ACTIVE_DAYS = env_int("FEED_ACTIVE_DAYS", 30)
 

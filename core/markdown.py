@@ -152,6 +152,27 @@ def _static_parser(profile: str) -> MarkdownIt:
     return _parser(profile, None)
 
 
+def markdown_to_text(text: str) -> str:
+    """The words a reader sees in a comment's Markdown, as plain text on one line: no `**`,
+    no link syntax, no quote markers; code keeps its content. For excerpts (feeds, profile
+    activity), which are printed escaped. Parses with the comment profile, renders nothing."""
+    if not text:
+        return ""
+    parts: list[str] = []
+    for token in _static_parser(COMMENT).parse(text):
+        if token.type == "inline":
+            for child in token.children or ():
+                if child.type in ("text", "code_inline"):
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append(" ")
+            parts.append(" ")
+        elif token.type in ("code_block", "fence"):
+            parts.append(token.content)
+            parts.append(" ")
+    return " ".join("".join(parts).split())
+
+
 def sanitise(html: str, *, profile: str = COMMENT) -> str:
     """Keep only the allow-listed tags and attributes of `profile`; links get its `rel`."""
     tags = _TOPIC_TAGS if profile == TOPIC else _COMMENT_TAGS

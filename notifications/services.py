@@ -211,6 +211,22 @@ def notification_mark_read(*, user, ids: list[str] | None = None) -> int:
     return unread_count(user=user)  # what the bell shows (groups of muted users only are not counted)
 
 
+def notification_open(*, user, notification_id: str) -> str:
+    """Opening a notification: mark it read and give its link (a path on this site).
+    Raises NotFound for an id that is not one of the user's notifications."""
+    _require_login(user)
+    match = ID_PATTERN.fullmatch(notification_id or "")
+    if not match or int(match.group(1)) != user.pk:
+        raise NotFound("No such notification.")
+    notes = NotificationManager()
+    url = notes.url_of(recipient=user.pk, notification_id=notification_id)
+    if url is None:
+        raise NotFound("No such notification.")
+    notes.mark_read(recipient=user.pk, ids=[notification_id])
+    # Only a path on this site is followed (the stored url is written by this site's services).
+    return url if url.startswith("/") and not url.startswith("//") and "\\" not in url else "/notifications/"
+
+
 # --- thread subscriptions -------------------------------------------------------------
 
 

@@ -27,6 +27,16 @@ def notification_list(request):
 
 
 @login_required
+def open_notification(request, notification_id):
+    """The link of a notification in the list: marks it read, then goes where it points."""
+    try:
+        url = services.notification_open(user=request.user, notification_id=notification_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    return redirect(url)
+
+
+@login_required
 @require_POST
 def mark_read(request):
     raw = request.POST.getlist("id")

@@ -18,3 +18,4 @@ class SocialConfig(AppConfig):
         signals.activity_recorded.connect(receivers.on_activity_recorded, dispatch_uid="social.activity_recorded")
         signals.user_returned.connect(receivers.on_user_returned, dispatch_uid="social.user_returned")
         signals.user_muted.connect(receivers.on_user_muted, dispatch_uid="social.user_muted")
+        signals.user_followed.connect(receivers.on_user_followed, dispatch_uid="social.user_followed")

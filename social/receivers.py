@@ -29,3 +29,7 @@ def on_user_returned(sender, user_id, **kwargs):
 
 def on_user_muted(sender, muter_id, muted_id, **kwargs):
     tasks.feed_purge_author.delay(muter_id, muted_id)
+
+
+def on_user_followed(sender, follower, followee, **kwargs):
+    tasks.feed_backfill.delay(follower.pk, followee.pk)

@@ -79,8 +79,9 @@ def following_page(*, user, request: PageRequest) -> Page:
 # A comment activity carries an excerpt of the comment's text as it was posted. Feeds and
 # profiles resolve the comment's CURRENT status at read time, in one batched query per
 # page (`comments.selectors.comment_statuses`: the status index of every comment that
-# ever left `visible`, whatever its storage strategy), and show a placeholder instead of
-# the excerpt of a removed, hidden or deleted comment. Resolving at read time (rather
+# ever left `visible`, whatever its storage strategy), and leave out the activity of a
+# removed, hidden or deleted comment (editors still see removed and hidden ones).
+# Resolving at read time (rather
 # than rewriting every copy when a comment is moderated) keeps moderation one small write
 # however many feeds hold a copy (fan-out on write pushes up to FEED_PUSH_LIMIT copies,
 # bucketed feeds embed them), and a restore brings the text back with nothing to redo.
@@ -93,8 +94,8 @@ EXCERPT_PLACEHOLDERS = {"removed": "[removed]", "author_only": "[hidden]", "dele
 def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
     """`items` as `viewer` may see them: an activity on a topic that is not live for them (a
     draft, a scheduled topic, a published topic an editor took back to draft) is left out;
-    the excerpt of every comment that is not visible to them is replaced by a placeholder,
-    and that of a comment edited since it was posted is made from its current text.
+    the activity of every comment that is not visible to them is left out, and the excerpt of
+    a comment edited since it was posted is made from its current text.
 
     One SQL query for the page's topics (by id; by slug for activities recorded before they
     carried one, plus one for slugs that have changed since) and one MongoDB query (none
@@ -132,11 +133,13 @@ def visible_activities(items: list[Activity], *, viewer) -> list[Activity]:
     shown = []
     for a in items:
         status, text = states.get(key(a), (None, None)) if id(a) in resolved else (None, None)
-        # A deleted comment's text is gone for everyone, editors included (as in its thread).
+        # A deleted comment's text is gone for everyone, editors included (as in its thread);
+        # an activity whose comment the viewer may not read says nothing but "[removed]", so
+        # the row is left out rather than shown as a placeholder.
         if status == "deleted" or (status in EXCERPT_PLACEHOLDERS and not staff
                                    and not (status == "author_only" and a.actor_id == viewer_id)):
-            a = replace(a, excerpt=EXCERPT_PLACEHOLDERS[status])
-        elif text is not None:
+            continue
+        if text is not None:
             a = replace(a, excerpt=comment_excerpt(text))
         shown.append(a)
     return shown

@@ -224,6 +224,25 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
 REBUILD_LIMIT = 200
 
 
+def feed_backfill(*, owner: int, author: int) -> int:
+    """After `owner` follows `author`: the author's recent activities (at most
+    FEED_FOLLOW_BACKFILL, newest ones, delivered oldest first) into the owner's feed, so a
+    new follow shows something. Idempotent in every strategy (`FeedManager.backfill`). Fan-out
+    on read has nothing to copy (the feed reads the author log); an author pulled at read
+    time (above FEED_PUSH_LIMIT followers) is read from the log too; nothing for an author
+    the owner muted or no longer follows. Cost: the edge, the mutes, one log page, the writes."""
+    limit = max(0, int(settings.FEED_FOLLOW_BACKFILL))
+    feed = get_feed()
+    if feed.name == "read" or limit == 0:
+        return 0
+    if not FollowEdgeManager().exists(follower=owner, followee=author):
+        return 0
+    if author in MuteManager().muted_by(muter=owner) or author in set(PulledAuthorManager().all_ids()):
+        return 0
+    recent = ActivityLogManager().by_authors(authors=[author], cursor=None, limit=limit).items
+    return feed.backfill(owner=owner, activities=list(reversed(recent)))
+
+
 def feed_rebuild(*, user_id: int) -> int:
     """Refill the pushed feed of a user who comes back after FEED_ACTIVE_DAYS: the activities of
     the (pushed) authors they follow newer than the newest item in their feed, at most

@@ -33,3 +33,8 @@ def feed_rebuild(user_id: int) -> int:
 @shared_task(base=DeliveryTask, name="social.feed_purge_author")
 def feed_purge_author(owner_id: int, author_id: int) -> int:
     return services.feed_purge_author(owner=int(owner_id), author=int(author_id))
+
+
+@shared_task(base=DeliveryTask, name="social.feed_backfill")
+def feed_backfill(owner_id: int, author_id: int) -> int:
+    return services.feed_backfill(owner=int(owner_id), author=int(author_id))

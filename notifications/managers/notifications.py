@@ -149,6 +149,12 @@ class NotificationManager(MongoManager):
                             url=doc.get("url", ""), title=doc.get("title", ""), created=doc["created"],
                             updated=doc["updated"], read=bool(doc.get("read")))
 
+    def url_of(self, *, recipient: int, notification_id: str) -> str | None:
+        """The link of one of the recipient's notifications (None when it is not theirs or gone).
+        One read by _id, targeted by the shard key r."""
+        doc = self.collection.find_one({"_id": notification_id, "r": recipient}, {"url": 1})
+        return doc.get("url", "") if doc else None
+
     def mark_read(self, *, recipient: int, ids: list[str] | None) -> int:
         """Mark the recipient's `ids` (all when None) read; returns how many changed. 2 round trips."""
         query: dict = {"r": recipient, "read": False}

@@ -22,6 +22,7 @@ from bson import ObjectId
 
 from cms_site.managers import MongoManager
 from core.cursors import bad_cursor, decode_cursor, encode_cursor, time_cursor, whole
+from core.markdown import markdown_to_text
 
 PUBLISH = "publish"
 COMMENT = "comment"
@@ -32,8 +33,9 @@ EXCERPT_LENGTH = 140
 
 
 def comment_excerpt(text: str | None) -> str:
-    """The excerpt a comment activity shows: whitespace collapsed, at most EXCERPT_LENGTH."""
-    text = " ".join((text or "").split())
+    """The excerpt a comment activity shows: the words of its Markdown as plain text (what a
+    reader sees, not `**` and link syntax), whitespace collapsed, at most EXCERPT_LENGTH."""
+    text = markdown_to_text(text or "")
     return text if len(text) <= EXCERPT_LENGTH else text[: EXCERPT_LENGTH - 1].rstrip() + "…"
 
 
@@ -126,6 +128,12 @@ class FeedManager(MongoManager, abc.ABC):
     def page(self, *, owner: int, following: Callable[[], list[int]], cursor: str | None, limit: int) -> FeedPage:
         """`limit` activities newest first, strictly older than `cursor`. `following()` returns
         the ids `owner` follows (called only by fan-out on read)."""
+
+    def backfill(self, *, owner: int, activities: list[Activity]) -> int:
+        """Deliver `activities` (oldest first) to `owner` alone: a newly followed author's recent
+        activity. Must be idempotent (a retried task). Fan-out on write's `_id` (owner, aid)
+        already is; strategies whose `post` is not override this. Returns copies written."""
+        return sum(self.post(activity, followers=lambda: iter([[owner]])) for activity in activities)
 
     def purge_author(self, *, owner: int, author: int) -> int:
         """Remove `author`'s activities from `owner`'s delivered feed (a mute). Strategies that

@@ -90,6 +90,21 @@ class BucketedFanoutFeed(FeedManager):
             retry = collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
             return done + retry.modified_count + retry.upserted_count
 
+    def backfill(self, *, owner: int, activities: list[Activity]) -> int:
+        """`post` pushes (not idempotent), so a retried backfill first reads the owner's newest
+        buckets, as many as can hold the activities just backfilled and a bucket more (one
+        query on (owner, sequence), bounded by the count), and skips the ids already there.
+        Backfilled activities go to the head of the feed, where a newly followed author's
+        recent activity is read first (a bucketed feed is in delivery order)."""
+        if not activities:
+            return 0
+        wanted = math.ceil(len(activities) / bucket_size()) + 1
+        docs = self.db[self.buckets_name].find({"owner": owner}, {"activities.aid": 1}).sort(
+            "sequence", DESCENDING).limit(wanted)
+        present = {a.get("aid") for d in docs for a in d.get("activities", [])}
+        fresh = [a for a in activities if ObjectId(a.id) not in present]
+        return sum(self.post(activity, followers=lambda: iter([[owner]])) for activity in fresh)
+
     def purge_author(self, *, owner: int, author: int) -> int:
         return self.db[self.buckets_name].update_many({"owner": owner, "activities.author": author},
                                                       {"$pull": {"activities": {"author": author}}}).modified_count

@@ -232,3 +232,30 @@ def test_a_topic_sent_back_to_draft_keeps_its_title_out_of_notifications(people,
     assert "Soon a secret" not in client.get("/api/notifications/").content.decode()
     editor_items = selectors.notifications_page(user=editor).items  # editors see drafts: nothing of theirs here
     assert editor_items == []
+
+
+def test_opening_a_notification_marks_it_read_and_goes_where_it_points(people, make_topic, client):
+    ana, bob, cy = people["ana"], people["bob"], people["cy"]
+    topic = make_topic("document")
+    mine = comment_create(topic=topic, author=ana, text="My comment")
+    comment_create(topic=topic, author=bob, text="A reply", parent=mine.id)
+    social.follow_create(follower=cy, followee=ana)
+    assert selectors.unread_count(user=ana) == 2
+    reply = next(n for n in selectors.notifications_page(user=ana).items if n.kind == "reply")
+    client.force_login(ana)
+    html = client.get("/notifications/").content.decode()
+    opener = f"/notifications/{reply.id}/open/"
+    assert f'href="{opener}"' in html and "Mark all read" in html
+    r = client.get(opener)
+    assert r.status_code == 302 and r["Location"] == reply.url and r["Location"].startswith(f"/t/{topic.slug}/")
+    assert selectors.unread_count(user=ana) == 1
+    assert [n.read for n in selectors.notifications_page(user=ana).items if n.kind == "reply"] == [True]
+    assert client.get(opener).status_code == 302 and selectors.unread_count(user=ana) == 1  # again: no change
+    # Someone else's notification, a malformed id, or nobody logged in: nothing is marked.
+    follow = next(n for n in selectors.notifications_page(user=ana).items if n.kind == "follow")
+    client.force_login(bob)
+    assert client.get(f"/notifications/{follow.id}/open/").status_code == 404
+    assert client.get("/notifications/%24gt/open/").status_code == 404
+    client.logout()
+    assert client.get(f"/notifications/{follow.id}/open/").status_code == 302  # to the log-in page
+    assert selectors.unread_count(user=ana) == 1

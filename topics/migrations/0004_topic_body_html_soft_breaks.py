@@ -5,7 +5,7 @@ from django.db import migrations
 
 
 def render_again(apps, schema_editor):
-    from cms_site.markdown import TOPIC, render_markdown
+    from core.markdown import TOPIC, render_markdown
 
     Topic = apps.get_model("topics", "Topic")
     db = schema_editor.connection.alias
