@@ -36,6 +36,7 @@ from datetime import datetime
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReplaceOne
 
 from cms_site.managers import MongoManager
+from cms_site.markdown import markdown_to_text
 
 VISIBLE = "visible"
 MAX_WORDS = 300
@@ -93,7 +94,7 @@ class CommentSearchManager(MongoManager):
     def entry(*, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
               status: str, guest: bool = False) -> dict:
         """A comment's search document (without `_id`); `g` marks a guest author (no account)."""
-        plain = " ".join((text or "").split())
+        plain = markdown_to_text(text or "")  # the words a reader sees, not `**` and link syntax
         excerpt = plain if len(plain) <= EXCERPT else plain[: EXCERPT - 1].rstrip() + "…"
         return {"d": int(discussion_id), "c": comment_id, "w": words(text), "s": status, "p": posted,
                 "a": author, "x": excerpt, "h": html or "", **({"g": True} if guest else {})}

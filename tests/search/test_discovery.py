@@ -129,7 +129,7 @@ def test_editors_search_drafts_and_scheduled_topics_marked(api_client, client, w
     assert by_id == {world["posted"]["shown"].id: "live", world["posted"]["edited"].id: "live",
                      world["posted"]["in_draft"].id: "draft", world["posted"]["in_later"].id: "scheduled"}
     client.force_login(editor)
-    page = client.get("/search/?q=zucchini").content.decode()
+    page = client.get("/search/?q=zucchini").content.decode().replace("<mark>", "").replace("</mark>", "")  # highlights aside
     assert "Secret zucchini draft" in page and "zucchini in a draft" in page and "zucchini scheduled" in page
     assert 'class="badge draft"' in page and "Scheduled for" in page
     for leaked in ("spam removed", "hidden later", "deleted by its author"):  # moderated text: not even for editors here
@@ -137,7 +137,7 @@ def test_editors_search_drafts_and_scheduled_topics_marked(api_client, client, w
 
 
 def test_page_search(client, world):
-    page = client.get("/search/?q=zucchini").content.decode()
+    page = client.get("/search/?q=zucchini").content.decode().replace("<mark>", "").replace("</mark>", "")
     assert "Gardening with zucchini" in page and "Zucchini grows fast in July" in page
     for leaked in ("Secret zucchini draft", "spam removed", "hidden later", "deleted by its author", "in a draft",
                    "scheduled"):
