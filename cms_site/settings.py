@@ -312,6 +312,7 @@ RATE_LIMIT_RATES = {
 # --- Spam checks (moderation/spam.py) -------------------------------------------
 SPAM_MAX_LINKS = env_int("SPAM_MAX_LINKS", 3)  # more links: held for review; more than twice as many: rejected
 SPAM_DUPLICATE_WINDOW = env_int("SPAM_DUPLICATE_WINDOW", 3600)  # seconds; the same text again by one user is rejected
+SPAM_DUPLICATE_MIN_LENGTH = env_int("SPAM_DUPLICATE_MIN_LENGTH", 30)  # shorter texts: duplicates within one topic only
 AKISMET_API_KEY = os.environ.get("AKISMET_API_KEY", "")  # empty: no Akismet check
 AKISMET_URL = os.environ.get("AKISMET_URL", "")  # empty: https://{key}.rest.akismet.com
 AKISMET_SITE_URL = os.environ.get("AKISMET_SITE_URL", SITE_URL)  # Akismet's "blog"

@@ -17,7 +17,8 @@ The checks:
   `ＶＩＡＧＲＡ` and `Viagra` match `viagra` but `Scunthorpe` does not match a banned
   substring;
 - duplicate: the same text (NFKC, case-folded, white space collapsed) by the same user
-  within `SPAM_DUPLICATE_WINDOW` seconds: REJECT. Fingerprints live in Django's cache
+  within `SPAM_DUPLICATE_WINDOW` seconds: REJECT; a text shorter than
+  `SPAM_DUPLICATE_MIN_LENGTH` characters only within the same discussion. Fingerprints live in Django's cache
   (per process with the default local memory, like the rate limits);
 - akismet: with `AKISMET_API_KEY` set, Akismet's comment-check (`AKISMET_URL`, default
   Akismet's REST endpoint): "true" is HOLD, "true" with `X-akismet-pro-tip: discard` is
@@ -147,7 +148,13 @@ def check_words(sub: Submission) -> Finding | None:
 
 
 def _fingerprint_key(sub: Submission) -> str:
-    digest = hashlib.sha256(normalise(sub.text).encode()).hexdigest()[:32]
+    # A short common reply ("Thanks!", "+1") repeated in another discussion is not spam: a
+    # text shorter than SPAM_DUPLICATE_MIN_LENGTH is compared within one discussion only.
+    text = normalise(sub.text)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+    if len(text) < settings.SPAM_DUPLICATE_MIN_LENGTH:
+        where = hashlib.sha256(sub.topic_url.encode()).hexdigest()[:16]
+        return f"spam:dup:{sub.author_id}:{where}:{digest}"
     return f"spam:dup:{sub.author_id}:{digest}"
 
 

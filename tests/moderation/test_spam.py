@@ -77,6 +77,31 @@ def test_duplicate_within_the_window(settings):
     assert spam.spam_verdict(first).action == spam.ACCEPT  # off
 
 
+def test_a_short_common_reply_is_a_duplicate_only_within_one_discussion(settings):
+    settings.SPAM_DUPLICATE_WINDOW, settings.SPAM_DUPLICATE_MIN_LENGTH = 3600, 30
+    here, there = "https://site.example/t/one/", "https://site.example/t/two/"
+    thanks = spam.Submission(author_id=1, author_name="alice", text="Thanks!", topic_url=here)
+    spam.remember(thanks)
+    assert spam.spam_verdict(spam.Submission(author_id=1, author_name="alice", text="thanks!", topic_url=here)
+                             ).action == spam.REJECT  # the same discussion: still a duplicate
+    assert spam.spam_verdict(spam.Submission(author_id=1, author_name="alice", text="Thanks!", topic_url=there)
+                             ).action == spam.ACCEPT
+    long = "The same thirty-odd characters, pasted into every discussion"
+    spam.remember(spam.Submission(author_id=1, author_name="alice", text=long, topic_url=here))
+    assert spam.spam_verdict(spam.Submission(author_id=1, author_name="alice", text=long, topic_url=there)
+                             ).action == spam.REJECT  # long enough to matter: site-wide
+
+
+def test_thanks_in_a_second_topic_within_the_hour_is_accepted(make_topic, make_user):
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(make_user("alice"))
+    first, second = make_topic("document"), make_topic("bucketed")
+    assert api.post(f"/api/topics/{first.slug}/comments/", {"text": "Thanks!"}, format="json").status_code == 201
+    assert api.post(f"/api/topics/{second.slug}/comments/", {"text": "Thanks!"}, format="json").status_code == 201
+    r = api.post(f"/api/topics/{second.slug}/comments/", {"text": "thanks!"}, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "spam"
+
+
 def test_a_reject_stops_the_pipeline(settings):
     settings.SPAM_MAX_LINKS = 0
     verdict = spam.spam_verdict(sub("https://a.example https://b.example", honeypot="x"))
