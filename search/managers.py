@@ -36,7 +36,7 @@ from datetime import datetime
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReplaceOne
 
 from cms_site.managers import MongoManager
-from cms_site.markdown import markdown_to_text
+from core.markdown import markdown_to_text
 
 VISIBLE = "visible"
 MAX_WORDS = 300

@@ -3,7 +3,7 @@
 The text is cut at word boundaries and EVERY piece is escaped, matched or not; only the
 <mark> tags this filter writes are markup, so no text or query can inject HTML. A word
 matches as the search index compares words (NFKC, case-folded, whole words:
-`topics.managers.search.words`)."""
+`search.managers.words`)."""
 
 import re
 import unicodedata
@@ -12,7 +12,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from topics.managers.search import MAX_QUERY_WORDS, words
+from search.managers import MAX_QUERY_WORDS, words
 
 register = template.Library()
 

@@ -3,7 +3,7 @@
 import pytest
 
 from comments.services import comment_create
-from topics.templatetags.search_tags import highlight
+from search.templatetags.search_tags import highlight
 
 pytestmark = pytest.mark.django_db
 
