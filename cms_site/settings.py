@@ -299,6 +299,7 @@ RATE_LIMIT_NUM_PROXIES = env_int("RATE_LIMIT_NUM_PROXIES", 0)
 # scope -> who (user, ip, account) -> one or more windows "N/period".
 RATE_LIMIT_RATES = {
     "comment": {"user": ["5/min", "60/hour"], "ip": ["20/min", "300/hour"]},
+    "preview": {"user": ["30/min"], "ip": ["120/min"]},  # a Preview is never counted as a comment
     "edit": {"user": ["10/min"], "ip": ["30/min"]},
     "like": {"user": ["30/min"], "ip": ["60/min"]},
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},

@@ -66,6 +66,8 @@ def load(ctx, out=print) -> None:
         likes = 0
         for comment in rng.sample(posted, min(LIKES_PER_TOPIC, len(posted))):
             for fan in rng.sample(people, rng.randint(1, min(5, len(people)))):
+                if comment.author is not None and comment.author.id == fan.pk:
+                    continue  # no one likes their own comment
                 services.comment_like(topic=topic, comment_id=comment.id, user=fan)
                 likes += 1
         if topic.comment_storage == "document" and len(posted) > 2:

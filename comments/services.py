@@ -208,6 +208,8 @@ def _likeable(topic, comment_id, user, *, taking_back: bool = False) -> tuple[Co
         raise InvalidInput(f"A {comment.status} comment cannot be liked.", field="comment")
     if not can_see(comment, user):
         raise NotFound(f"No comment {comment_id} in this topic.")
+    if comment.author is not None and comment.author.id is not None and comment.author.id == user.pk:
+        raise InvalidInput("You cannot like your own comment.", field="comment")
     return manager, comment
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from rest_framework.throttling import BaseThrottle
 
@@ -208,8 +208,15 @@ class WriteRateThrottle(BaseThrottle):
 
 
 def throttled_page(request, wait: float) -> HttpResponse:
-    """429 page: the message, and the submitted form again with what was typed (no passwords)."""
+    """429 page: the message, and the submitted form again with what was typed (no passwords).
+    A page's script (fetch, `X-Requested-With: fetch`) gets the API's JSON instead, with the
+    wait: {detail, code: "throttled", retry_after}."""
     seconds = retry_after(wait)
+    if request.headers.get("X-Requested-With") == "fetch":
+        response = JsonResponse({"detail": f"Too many requests: try again in {seconds} second{'s' if seconds != 1 else ''}.",
+                                 "code": "throttled", "retry_after": seconds}, status=429)
+        response["Retry-After"] = str(seconds)
+        return response
     kept, hidden = [], []
     for name, values in request.POST.lists():
         if SECRET_FIELDS.search(name):
@@ -237,6 +244,8 @@ class RateLimitMiddleware:
         match = request.resolver_match
         name = match.url_name if match else None
         scope = PAGE_SCOPES.get(name or "", "write")
+        if scope == "comment" and "preview" in request.POST:
+            scope = "preview"  # the comment form's Preview button stores nothing: its own, generous limit
         if match and match.app_name == "admin" and name in ("login", "logout"):
             scope = PAGE_SCOPES[name]
         if scope is None:

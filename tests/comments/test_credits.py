@@ -7,6 +7,7 @@ import pytest
 
 from comments import selectors, services
 from comments.managers.credits import FLOW_TTL_SECONDS, CreditFlowManager
+from core.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 
@@ -114,7 +115,8 @@ def test_a_like_is_credited_once_per_liker_and_never_for_oneself(make_user, make
     author, fan = make_user("author"), make_user("fan")
     topic = make_topic("document")
     comment = services.comment_create(topic=topic, author=author, text="x")
-    services.comment_like(topic=topic, comment_id=comment.id, user=author)
+    with pytest.raises(InvalidInput):  # no liking one's own comment
+        services.comment_like(topic=topic, comment_id=comment.id, user=author)
     for _ in range(2):
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
         services.comment_unlike(topic=topic, comment_id=comment.id, user=fan)

@@ -211,3 +211,25 @@ def test_topic_list_shows_comment_counts_from_the_counters(client, make_topic, a
     for n, topic in enumerate(topics):
         assert f'<a href="{topic.get_absolute_url()}#comments">{n + 1} comment{"" if n == 0 else "s"}</a>' in html
     assert sorted(calls) == ["bucketed", "document", "embedded"]  # one counter query per storage, not per topic
+
+
+def test_no_liking_your_own_comment_and_counts_only_when_there_are_likes(client, topic, alice, make_user):
+    from rest_framework.test import APIClient
+
+    bob = make_user("bob")
+    mine = services.comment_create(topic=topic, author=alice, text="mine")
+    theirs = services.comment_create(topic=topic, author=bob, text="theirs")
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(alice)
+    r = api.post(f"/api/topics/{topic.slug}/comments/{mine.id}/like/")
+    assert r.status_code == 400 and "own comment" in r.json()["detail"]
+    assert api.post(f"/api/topics/{topic.slug}/comments/{theirs.id}/like/").status_code in (200, 201)
+    client.force_login(alice)
+    html = client.get(f"/t/{topic.slug}/?order=chronological").content.decode()
+    own = html.split(f'id="c-{mine.id}"')[1].split("</article>")[0]
+    other = html.split(f'id="c-{theirs.id}"')[1].split("</article>")[0]
+    assert "♡ Like" not in own and "0 likes" not in own and 'class="likes"' not in own
+    assert "♥ Unlike" in other and "1 like<" in other
+    # Relative time in the text, the full date on hover.
+    assert re.search(r'<time datetime="[^"]+" title="\d{1,2} \w+ \d{4}, \d\d:\d\d [A-Z]+">(now|\d+\xa0\w+ ago|[^<]*ago)</time>',
+                     own), own

@@ -208,7 +208,7 @@ def test_hot_order_lists_pinned_then_most_liked(make_topic, make_user, editor):
     topic = make_topic("document", "chronological")
     assert HOT in selectors.comment_orders(topic=topic)
     users = [make_user() for _ in range(3)]
-    a, b, c = (services.comment_create(topic=topic, author=users[0], text=t) for t in "abc")
+    a, b, c = (services.comment_create(topic=topic, author=make_user(), text=t) for t in "abc")
     for user in users:
         services.comment_like(topic=topic, comment_id=b.id, user=user)
     services.comment_like(topic=topic, comment_id=a.id, user=users[1])

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 # The defaults (cms_site/settings.py) as the README states them: scope -> who -> windows.
 README_TABLE = {
     "comment": {"user": ["5/min", "60/hour"], "ip": ["20/min", "300/hour"]},
+    "preview": {"user": ["30/min"], "ip": ["120/min"]},
     "edit": {"user": ["10/min"], "ip": ["30/min"]},
     "like": {"user": ["30/min"], "ip": ["60/min"]},
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},

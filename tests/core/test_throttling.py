@@ -156,6 +156,28 @@ def test_comment_page_keeps_the_typed_text(client, make_topic, make_user):
     assert stored(topic) == 5
 
 
+def test_a_preview_is_not_a_comment_and_a_script_gets_the_wait_in_json(client, make_topic, make_user):
+    topic = make_topic("document", "chronological")
+    client.force_login(make_user("alice"))
+    for n in range(12):  # more previews than comments allowed per minute
+        r = client.post(f"/t/{topic.slug}/comments/", {"text": f"draft {n}", "preview": "1"})
+        assert r.status_code == 302, n
+    for n in range(5):
+        assert client.post(f"/t/{topic.slug}/comments/", {"text": f"page comment {n}"}).status_code == 302, n
+    assert stored(topic) == 5
+    fetch = {"HTTP_X_REQUESTED_WITH": "fetch"}
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "one too many"}, **fetch)
+    assert_throttled(r)
+    body = r.json()
+    assert body["retry_after"] == int(r["Retry-After"]) and f"{body['retry_after']} second" in body["detail"]
+    assert client.post(f"/t/{topic.slug}/comments/", {"text": "still a preview", "preview": "1"}).status_code == 302
+    for _ in range(30):  # the preview limit itself is generous, not absent
+        r = client.post(f"/t/{topic.slug}/comments/", {"text": "again", "preview": "1"}, **fetch)
+        if r.status_code == 429:
+            break
+    assert_throttled(r)
+
+
 def test_follow_page_and_api_share_one_count(client, make_user):
     alice = make_user("alice")
     targets = [make_user() for _ in range(21)]
