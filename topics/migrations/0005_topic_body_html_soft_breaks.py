@@ -16,7 +16,7 @@ def render_again(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("topics", "0003_topic_body_html_published_at"),
+        ("topics", "0004_topic_announce_pending"),
     ]
 
     operations = [
