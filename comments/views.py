@@ -117,6 +117,11 @@ def topic_detail(request, slug):
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect(topic.get_absolute_url())
+    except selectors.PastTheLastPage as exc:  # an old link to a page that moved or shrank: the last page
+        url = _page_url(topic, page=exc.last_page, order=exc.order)
+        if req.page_size != DEFAULT_PAGE_SIZE:
+            url += "&" + urlencode({"page_size": req.page_size})
+        return redirect(url)
     except NotFound as exc:
         raise Http404(exc.message) from None
     order = page.extra["order"]

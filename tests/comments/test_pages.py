@@ -62,13 +62,18 @@ def test_pager_keeps_the_order(client, topic, alice):
     assert f'href="?order={topic.comment_order}&amp;page=1"' in html
 
 
-def test_bad_page_and_order_redirect_with_a_message_and_past_the_end_is_404(client, topic, alice):
+def test_bad_page_and_order_redirect_with_a_message_and_past_the_end_shows_the_last_page(client, topic, alice):
     services.comment_create(topic=topic, author=alice, text="x")
     for query in ("page=0", "page=abc", "page_size=1000", "order=nonsense"):
         r = client.get(f"/t/{topic.slug}/?{query}", follow=True)
         assert r.redirect_chain == [(f"/t/{topic.slug}/", 302)], query
         assert messages_of(r), query
-    assert client.get(f"/t/{topic.slug}/?page=2").status_code == 404
+    r = client.get(f"/t/{topic.slug}/?page=2&order=chronological")
+    assert r.status_code == 302 and r["Location"] == f"/t/{topic.slug}/?page=1&order=chronological"
+    r = client.get(f"/t/{topic.slug}/?page=99999&page_size=5", follow=True)
+    assert r.status_code == 200 and ">x<" in r.content.decode().replace("<p>x</p>", ">x<")
+    assert r.redirect_chain[-1][0].endswith("&page_size=5")
+    assert client.get(f"/api/topics/{topic.slug}/comments/?page=2").status_code == 404  # the API keeps its 404
     assert client.get("/t/no-such-topic/").status_code == 404
 
 
