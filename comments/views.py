@@ -16,10 +16,12 @@ Threaded pages indent at most THREAD_DISPLAY_DEPTH levels: deeper replies are le
 the permalink page, reached by a "continue this thread" link on their ancestor.
 """
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -212,8 +214,27 @@ def comment_post(request, slug):
             messages.success(request, "Your comment was posted.")
         return redirect(topic.get_absolute_url() + "#held")
     messages.success(request, "Your reply was posted." if comment.parent else "Your comment was posted.")
-    number = selectors.comment_page_of(topic=topic, comment=comment, order=topic.comment_order)
-    return redirect(_page_url(topic, page=number, order=topic.comment_order, comment_id=comment.id))
+    order, page_size = _reading(topic, back)
+    number = selectors.comment_page_of(topic=topic, comment=comment, order=order, page_size=page_size)
+    url = _page_url(topic, page=number, order=order)
+    if page_size != DEFAULT_PAGE_SIZE:
+        url += "&" + urlencode({"page_size": page_size})
+    return redirect(f"{url}#c-{comment.id}")
+
+
+def _reading(topic, back: str) -> tuple[str, int]:
+    """The order and page size of the page the form was posted from (its `next`), parsed like
+    the page's own query; anything unknown or malformed falls back to the topic's order and the
+    default size. After posting, the writer lands on their comment in the order they were reading."""
+    query = QueryDict(urlsplit(back).query)
+    order = query.get("order")
+    if order not in selectors.comment_orders(topic=topic):
+        order = topic.comment_order
+    try:
+        page_size = parse_page_request(query).page_size
+    except InvalidInput:
+        page_size = DEFAULT_PAGE_SIZE
+    return order, page_size
 
 
 def _attempt(request, action, *, back: str, refused):

@@ -169,3 +169,29 @@ def test_removed_comment_is_a_placeholder_on_the_page(client, make_topic, alice,
     assert "rude words" not in html and "[removed]" in html and "1 comment" in html
     client.force_login(editor)
     assert "rude words" in client.get(f"/t/{topic.slug}/").content.decode()
+
+
+def test_after_posting_you_land_on_your_comment_in_the_order_you_were_reading(make_topic, alice, make_user):
+    topic = make_topic("document", "chronological")
+    bob = make_user("bob")
+    for n in range(25):
+        services.comment_create(topic=topic, author=bob, text=f"earlier {n}")
+    client = csrf_client(alice)
+    reading = f"/t/{topic.slug}/?order=newest&page=2"
+    token = csrf_token(client, reading)
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, newest", "csrfmiddlewaretoken": token, "next": reading})
+    assert r.status_code == 302
+    comment_id = r["Location"].rsplit("#c-", 1)[1]
+    assert r["Location"] == f"/t/{topic.slug}/?page=1&order=newest#c-{comment_id}"  # newest first: page 1, not 2
+    page = client.get(r["Location"].split("#")[0]).content.decode()
+    assert f'id="c-{comment_id}"' in page
+    # Oldest first with 10 a page: the 27th comment is on page 3, in that page size.
+    reading = f"/t/{topic.slug}/?order=chronological&page_size=10"
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, oldest first", "csrfmiddlewaretoken": token,
+                                                    "next": reading})
+    comment_id = r["Location"].rsplit("#c-", 1)[1]
+    assert r["Location"] == f"/t/{topic.slug}/?page=3&order=chronological&page_size=10#c-{comment_id}"
+    # A hostile or unknown order in `next` falls back to the topic's order.
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, third", "csrfmiddlewaretoken": token,
+                                                    "next": f"/t/{topic.slug}/?order=%24gt&page_size=%C2%B2"})
+    assert "order=chronological" in r["Location"] and "page_size" not in r["Location"]
