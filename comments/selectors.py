@@ -37,8 +37,10 @@ from comments.managers.base import (
     REMOVED,
     THREADED,
     VISIBLE,
+    FORWARD,
     Comment,
     CommentManager,
+    encode_cursor,
 )
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.likes import CommentLikeManager
@@ -243,6 +245,19 @@ def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
     if not thread:
         raise NotFound(f"No comment {comment_id} in this topic.")
     return masked(thread, viewer)
+
+
+NEW_SHOWN = 20  # comments a "new comments" poll returns at most (the notice says how many; more: reload)
+
+
+def comments_after(*, topic, after: int, viewer=None) -> Page[Comment]:
+    """The comments posted after sequence number `after` (a page's `count` when it was shown:
+    the counter is the last sequence number), oldest first, at most NEW_SHOWN, as `viewer` may
+    see them. The keyset page after that key in chronological order: one indexed read of about
+    NEW_SHOWN keys in every strategy, whatever the discussion's length. `extra["next"]` is set
+    when more follow."""
+    return comment_page(topic=topic, order=CHRONOLOGICAL, request=PageRequest(page=1, page_size=NEW_SHOWN),
+                        viewer=viewer, cursor=encode_cursor(CHRONOLOGICAL, FORWARD, int(after)))
 
 
 def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:

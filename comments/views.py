@@ -33,7 +33,7 @@ from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
 from comments.viewers import muted_ids
 from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
-from core.paging import DEFAULT_PAGE_SIZE, parse_page_request
+from core.paging import DEFAULT_PAGE_SIZE, parse_page_request, parse_whole_number
 from core.redirects import posted_next
 from topics.selectors import topic_get
 
@@ -139,7 +139,33 @@ def topic_detail(request, slug):
         # Pinned comments above the first page; in their place on that page a short link up to them.
         pinned=page.extra["pinned"], pinned_ids={c.id for c in page.extra["pinned"]},
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
-        cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor"))))
+        cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor")),
+        poll_seconds=settings.COMMENTS_POLL_SECONDS))
+
+
+def comments_new(request, slug):
+    """`?after=N` (the count the page was shown with): the comments posted since, for the page's
+    "N new comments" notice, as JSON {count, more, last, ids, html} (html: the comments as the
+    page shows them, oldest first). Polled by comments.js; one indexed read."""
+    topic = _topic(request, slug)
+    try:
+        after = parse_whole_number(request.GET.get("after"), name="after", default=None, minimum=0)
+        if after is None:
+            raise InvalidInput("after is required.", field="after")
+        page = selectors.comments_after(topic=topic, after=after, viewer=request.user)
+    except InvalidInput as exc:
+        return _refusal(request, exc)
+    liked = selectors.comment_liked_ids(topic=topic, comment_ids=[c.id for c in page.items], viewer=request.user)
+    context = {"topic": topic, "depth": 0, "indent": False, "liked": liked, "highlight": False,
+               "here": topic.get_absolute_url(), "max_text": settings.COMMENTS_MAX_TEXT,
+               "muted": muted_ids(request.user)}
+    html = "".join(render_to_string("comments/_comment.html", {**context, "comment": c}, request=request)
+                   for c in page.items)
+    last = max((c.seq for c in page.items), default=after)
+    response = JsonResponse({"count": len(page.items), "more": bool(page.extra.get("next")), "last": last,
+                             "ids": [c.id for c in page.items], "html": html})
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 def comment_permalink(request, slug, comment_id):

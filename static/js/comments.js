@@ -121,9 +121,51 @@
       .finally(function () { buttons.forEach(function (b) { b.disabled = false; }); });
   });
 
+  /* "N new comments": poll the page's cheap endpoint (comments after the count the page was
+     shown with), say how many arrived, and show them on demand without a reload. */
+  function setupNewComments() {
+    var box = document.querySelector(".new-comments[data-new-url]");
+    if (!box || !window.fetch) return;
+    var notice = box.querySelector(".new-notice"), button = notice.querySelector("button");
+    var list = box.querySelector(".new-list"), waiting = [], delay = 1000 * (parseInt(box.dataset.interval, 10) || 30);
+    function fresh(ids) { return ids.filter(function (id) { return !document.getElementById("c-" + id); }); }
+    function poll() {
+      if (document.hidden) { setTimeout(poll, delay); return; }
+      fetch(box.dataset.newUrl + "?after=" + encodeURIComponent(box.dataset.after),
+            {credentials: "same-origin", headers: {"X-Requested-With": "fetch"}})
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (body && body.count) {
+            box.dataset.after = body.last;
+            var doc = fragment("<div>" + body.html + "</div>");
+            Array.prototype.slice.call(doc.children).forEach(function (el) {
+              if (fresh([el.dataset.id]).length) waiting.push(el);
+            });
+          }
+          if (waiting.length) {
+            button.textContent = waiting.length + (waiting.length === 1 ? " new comment" : " new comments") +
+              (body && body.more ? " (and more: reload)" : "") + ": show";
+            notice.hidden = false;
+          }
+        })
+        .catch(function () {})
+        .finally(function () { setTimeout(poll, delay); });
+    }
+    button.addEventListener("click", function () {
+      waiting.forEach(function (el) { if (!document.getElementById(el.id)) { list.appendChild(el); el.classList.add("flash"); } });
+      waiting = [];
+      list.hidden = false;
+      notice.hidden = true;
+      var newest = list.lastElementChild;
+      if (newest && newest.focus) { newest.setAttribute("tabindex", "-1"); newest.focus({preventScroll: false}); }
+    });
+    setTimeout(poll, delay);
+  }
+
   function init() {
     document.querySelectorAll("textarea[data-counter]").forEach(updateCounter);
     setupCollapse();
+    setupNewComments();
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();

@@ -195,3 +195,24 @@ def test_after_posting_you_land_on_your_comment_in_the_order_you_were_reading(ma
     r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, third", "csrfmiddlewaretoken": token,
                                                     "next": f"/t/{topic.slug}/?order=%24gt&page_size=%C2%B2"})
     assert "order=chronological" in r["Location"] and "page_size" not in r["Location"]
+
+
+@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("embedded", "threaded"), ("bucketed", None)])
+def test_new_comments_endpoint_returns_what_came_after_the_count_shown(client, make_topic, alice, make_user,
+                                                                        storage, order):
+    topic = make_topic(storage, order)
+    bob = make_user("bob")
+    first = services.comment_create(topic=topic, author=bob, text="before the page")
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    shown = int(re.search(r'data-after="(\d+)"', page).group(1))
+    assert shown == 1 and 'data-new-url="/t/' in page
+    assert client.get(f"/t/{topic.slug}/comments/new/?after={shown}").json()["count"] == 0
+    later = [services.comment_create(topic=topic, author=alice, text=f"new **{n}**", parent=first.id if n else None)
+             for n in range(3)]
+    body = client.get(f"/t/{topic.slug}/comments/new/?after={shown}").json()
+    assert body["count"] == 3 and body["ids"] == [c.id for c in later] and body["last"] == 4 and not body["more"]
+    assert "new <strong>1</strong>" in body["html"] and 'id="c-' + later[2].id + '"' in body["html"]
+    assert client.get(f"/t/{topic.slug}/comments/new/?after=4").json()["count"] == 0
+    for bad in ("", "-1", "abc", "%C2%B2", "1e3", "99999999999"):
+        r = client.get(f"/t/{topic.slug}/comments/new/?after={bad}")
+        assert r.status_code == 400 and r.json()["code"] == "invalid", bad
