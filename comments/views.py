@@ -133,9 +133,16 @@ def topic_detail(request, slug):
         query += urlencode({"page_size": req.page_size}) + "&"
     indent = order == "threaded"
     items = _continue_links(page.items) if indent else page.items
+    # A threaded page that starts inside a thread shows the comment it continues (one read).
+    continues = None
+    if indent and items and items[0].depth > 0 and items[0].parent:
+        try:
+            continues = selectors.comment_get(topic=topic, comment_id=items[0].parent, viewer=request.user)
+        except NotFound:
+            continues = None
     return render(request, "comments/topic_detail.html", _context(
         request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
-        liked=page.extra["liked"], form=CommentForm(),
+        liked=page.extra["liked"], form=CommentForm(), continues=continues,
         # Pinned comments above the first page; in their place on that page a short link up to them.
         pinned=page.extra["pinned"], pinned_ids={c.id for c in page.extra["pinned"]},
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.

@@ -53,7 +53,9 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
     moderation.flag_create(topic=topic, comment_id=reply.id, user=alice, reason="abuse")
 
     pages = {
-        None: [("home", "/"), ("topic", f"/t/{topic.slug}/"), ("permalink", f"/t/{topic.slug}/c/{reply.id}/"),
+        None: [("home", "/"), ("topic", f"/t/{topic.slug}/"),
+               ("topic-page-2", f"/t/{topic.slug}/?order=threaded&page=2&page_size=1"),  # starts inside a thread
+               ("permalink", f"/t/{topic.slug}/c/{reply.id}/"),
                ("profile", "/u/alice/"), ("followers", "/u/alice/followers/"), ("search", "/search/?q=comment"),
                ("login", "/accounts/login/"), ("signup", "/accounts/signup/"), ("admin-login", "/admin/login/")],
         alice: [("topic-member", f"/t/{topic.slug}/"), ("feed", "/feed/"), ("notifications", "/notifications/")],

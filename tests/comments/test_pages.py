@@ -216,3 +216,17 @@ def test_new_comments_endpoint_returns_what_came_after_the_count_shown(client, m
     for bad in ("", "-1", "abc", "%C2%B2", "1e3", "99999999999"):
         r = client.get(f"/t/{topic.slug}/comments/new/?after={bad}")
         assert r.status_code == 400 and r.json()["code"] == "invalid", bad
+
+
+def test_a_threaded_page_that_starts_inside_a_thread_shows_the_comment_it_continues(client, make_topic, alice):
+    topic = make_topic("document", "threaded")
+    root = services.comment_create(topic=topic, author=alice, text="The **root** of a long thread")
+    for n in range(25):
+        services.comment_create(topic=topic, author=alice, text=f"reply {n}", parent=root.id)
+    first = client.get(f"/t/{topic.slug}/?order=threaded").content.decode()
+    assert "Continues the thread" not in first
+    second = client.get(f"/t/{topic.slug}/?order=threaded&page=2").content.decode()
+    assert "Continues the thread of" in second and f'href="/t/{topic.slug}/c/{root.id}/"' in second
+    assert "The root of a long thread" in second and "<strong>root</strong>" not in second.split("comment-list")[1][:600]
+    flat = client.get(f"/t/{topic.slug}/?order=chronological&page=2").content.decode()
+    assert "Continues the thread" not in flat
