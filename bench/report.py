@@ -447,9 +447,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         add(_worst_table(worst))
         add("")
         if baseline:
-            add("### Before and after the storage rework (issue 7)\n")
+            add("### Before and after the storage rework (counters, sequence numbers, keyset cursors)\n")
             b_info = baseline.get("info", {})
-            add(f"Before: the managers as they were before issue 7, measured by this harness in "
+            add(f"Before: the managers as they were before that rework, measured by this harness in "
                 f"{b_info.get('mode', '?')} mode ({b_info.get('started', '?')}; comments "
                 f"{b_info.get('sizes', {}).get('comments', 0):,}, followers "
                 f"{b_info.get('sizes', {}).get('followers', 0):,}). After: this run.\n")

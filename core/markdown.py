@@ -63,10 +63,14 @@ def mentioned_usernames(text: str) -> list[str]:
     return list(seen)
 
 
-def _mention_rule(known: Callable[[Iterable[str]], set[str]] | None):
-    """A core rule that turns `@name` inside plain text tokens (not code, not links) into links."""
+def _mention_rule():
+    """A core rule that turns `@name` inside plain text tokens (not code, not links) into links.
+
+    The filter of existing users comes with each render (`env["known_usernames"]`), so one parser
+    per profile serves every render."""
 
     def rule(state) -> None:
+        known = state.env.get("known_usernames") if isinstance(state.env, dict) else None
         candidates: set[str] = set()
         for block in state.tokens:
             if block.type == "inline" and block.children:
@@ -130,7 +134,8 @@ def _short_link_text(text: str) -> str:
     return text if len(text) <= LINK_TEXT_MAX else text[:LINK_TEXT_MAX - 1] + "…"
 
 
-def _parser(profile: str, known) -> MarkdownIt:
+@lru_cache(maxsize=4)
+def _parser(profile: str) -> MarkdownIt:
     # A comment is typed in a textarea, where a single newline is meant as a line break; a topic
     # body is a document, written as CommonMark is: a single newline is a soft wrap and only a
     # blank line starts a paragraph (CommonMark spec, "Soft line breaks").
@@ -143,13 +148,8 @@ def _parser(profile: str, known) -> MarkdownIt:
         md.enable("table")
     else:
         md.disable(["image", "heading", "lheading"])
-    md.core.ruler.push("mentions", _mention_rule(known))
+    md.core.ruler.push("mentions", _mention_rule())
     return md
-
-
-@lru_cache(maxsize=4)
-def _static_parser(profile: str) -> MarkdownIt:
-    return _parser(profile, None)
 
 
 def markdown_to_text(text: str) -> str:
@@ -159,7 +159,7 @@ def markdown_to_text(text: str) -> str:
     if not text:
         return ""
     parts: list[str] = []
-    for token in _static_parser(COMMENT).parse(text):
+    for token in _parser(COMMENT).parse(text):
         if token.type == "inline":
             for child in token.children or ():
                 if child.type in ("text", "code_inline"):
@@ -197,5 +197,5 @@ def render_markdown(text: str, *, profile: str = COMMENT,
         raise ValueError(f"unknown Markdown profile {profile!r}")
     if not text:
         return ""
-    md = _parser(profile, known_usernames) if known_usernames is not None else _static_parser(profile)
-    return sanitise(md.render(text), profile=profile).strip()
+    env = {"known_usernames": known_usernames} if known_usernames is not None else {}
+    return sanitise(_parser(profile).render(text, env), profile=profile).strip()

@@ -103,3 +103,17 @@ def test_a_topic_keeps_its_table_code_and_quote():
     assert "<table>" in html and "<th>a</th>" in html and "<td>2</td>" in html
     assert '<pre><code class="language-python">x = 1\n</code></pre>' in html
     assert "<blockquote>" in html and "<br" not in html
+
+
+def test_one_parser_per_profile_serves_every_render_with_its_own_known_users():
+    # The parser is built once per profile; the users a render may link come with the render.
+    from core import markdown
+
+    markdown._parser.cache_clear()
+    first = markdown.render_markdown("@alice and @bob", known_usernames=lambda names: {"alice"} & set(names))
+    second = markdown.render_markdown("@alice and @bob", known_usernames=lambda names: {"bob"} & set(names))
+    plain = markdown.render_markdown("@alice and @bob")
+    assert 'href="/u/alice/"' in first and 'href="/u/bob/"' not in first
+    assert 'href="/u/bob/"' in second and 'href="/u/alice/"' not in second
+    assert 'href="/u/alice/"' in plain and 'href="/u/bob/"' in plain
+    assert markdown._parser.cache_info().misses == 1
