@@ -338,3 +338,19 @@ def test_a_fan_out_on_read_feed_past_the_explode_limit_examines_a_page_of_docume
         assert m.keys_examined <= authors + 2 * (PAGE + 1) + SLACK, f"{what}: {m.keys_examined} keys examined\n{plans}"
         trips.add(m.round_trips)
     assert len(trips) == 1, trips
+
+
+@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
+def test_the_new_comments_poll_examines_a_page_at_any_size(counter, make_topic, make_user, storage, monkeypatch):
+    from comments import selectors
+
+    monkeypatch.setattr(selectors, "NEW_SHOWN", PAGE)
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            topic, _ = _discussion(make_topic, make_user, storage, "chronological", size)
+        for label, after in ((1, size - 3), (2, 0)):  # 3 new comments; every comment new (a page of them)
+            m, page = measure(counter, lambda t=topic, a=after: selectors.comments_after(topic=t, after=a))
+            assert [c.seq for c in page.items] == list(range(after + 1, min(size, after + PAGE) + 1))
+            figures[(size, label)] = m
+    assert_floor(figures, what=f"comments.after {storage}")
