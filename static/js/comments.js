@@ -84,7 +84,7 @@
     e.preventDefault();
     var article = form.closest("article.comment");
     var kind = form.dataset.inPlace;
-    var buttons = form.querySelectorAll("button");
+    var buttons = form.querySelectorAll("button"), wait = 0;
     buttons.forEach(function (b) { b.disabled = true; });
     /* getAttribute: the like form has an input named "action", which shadows form.action */
     fetch(form.getAttribute("action"), {method: "POST", body: new FormData(form), credentials: "same-origin",
@@ -114,11 +114,16 @@
           });
         }
         if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */
-        return response.json().then(function (body) { showError(form, body.detail || "That did not work."); },
-                                    function () { showError(form, "That did not work (" + response.status + ")."); });
+        return response.json().then(function (body) {
+          showError(form, body.detail || "That did not work.");
+          /* 429: the server's message says how long; the buttons wait that long too */
+          if (response.status === 429 && body.retry_after > 0) wait = Math.min(body.retry_after, 3600) * 1000;
+        }, function () { showError(form, "That did not work (" + response.status + ")."); });
       })
       .catch(function () { showError(form, "The network failed; your text is still here. Try again."); })
-      .finally(function () { buttons.forEach(function (b) { b.disabled = false; }); });
+      .finally(function () {
+        setTimeout(function () { buttons.forEach(function (b) { b.disabled = false; }); }, wait);
+      });
   });
 
   /* "N new comments": poll the page's cheap endpoint (comments after the count the page was

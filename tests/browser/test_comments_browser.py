@@ -152,3 +152,24 @@ def test_no_horizontal_overflow_with_long_words_and_deep_threads(open_page, pers
         const n = document.querySelector('.nav').getBoundingClientRect();
         return b.right <= n.left || b.bottom <= n.top; }""")
     assert header, "the brand runs into the navigation"
+
+
+def test_an_in_place_action_past_a_limit_shows_the_servers_message_and_wait(open_page, person, topic, settings):
+    from django.core.cache import cache
+
+    settings.RATE_LIMITS_ENABLED = True
+    settings.RATE_LIMIT_RATES = {**settings.RATE_LIMIT_RATES, "like": {"user": ["1/min"], "ip": ["60/min"]}}
+    cache.clear()
+    alice, bob = person("alice"), person("bob")
+    root = services.comment_create(topic=topic, author=bob, text="Like me twice")
+    page = open_page(alice)
+    page.goto(f"/t/{topic.slug}/")
+    no_reload_marker(page)
+    page.locator(f"#c-{root.id} form.like button").click()
+    page.locator(f"#c-{root.id} form.like button[aria-pressed=true]").wait_for()
+    page.locator(f"#c-{root.id} form.like button").click()  # the second like action in a minute: 429
+    error = page.locator(f"#c-{root.id} [role=alert], #c-{root.id} .field-error").first
+    error.wait_for()
+    assert "Too many requests: try again in" in error.inner_text() and "second" in error.inner_text()
+    assert page.locator(f"#c-{root.id} form.like button").is_disabled() and stayed(page)
+    cache.clear()
