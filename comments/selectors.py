@@ -28,7 +28,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from comments.ids import is_comment_id
-from comments.managers import manager_for
+from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
     AUTHOR_ONLY,
     CHRONOLOGICAL,
@@ -407,3 +407,32 @@ def credit_summary(*, user, at: datetime | None = None) -> CreditSummary:
         today_posts=today.posts if today else 0,
         today_replies=today.replies if today else 0,
     )
+# --- an account's comments (export) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthoredComment:
+    topic: object
+    storage: str
+    comment: Comment
+
+
+def comments_by_author(*, user) -> list[AuthoredComment]:
+    """Every comment `user` wrote, in every storage strategy (an export), oldest first, each
+    with its topic (None when the topic is gone): a maintenance read, not a page."""
+    from django.apps import apps
+
+    found = [(storage, comment) for storage in STRATEGIES for comment in manager_for(storage).by_author(author_id=user.pk)]
+    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({c.discussion_id for _, c in found}))
+    items = [AuthoredComment(topics.get(c.discussion_id), storage, c) for storage, c in found]
+    return sorted(items, key=lambda item: (item.comment.posted, item.comment.discussion_id, item.comment.id))
+
+
+def likes_by_user(*, user) -> list[tuple[object, str, object]]:
+    """(topic, comment id, when) of every comment `user` likes now (an export), oldest first."""
+    from django.apps import apps
+
+    rows = CommentLikeManager().by_user(user_id=user.pk)
+    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({row["discussion_id"] for row in rows}))
+    out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
+    return sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))

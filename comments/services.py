@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from comments import signals
 from comments.ids import is_comment_id
+from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
     CHRONOLOGICAL,
     DELETED,
@@ -522,3 +523,81 @@ def comment_moderate(*, topic, comment_ids: list[str], action: str, moderator) -
 # --- credits --------------------------------------------------------------------
 
 
+# --- an account's comments (export, account deletion) -------------------------------
+
+ERASE_MODES = ("tombstone", "remove")
+
+
+def _topics_by_discussion(discussion_ids) -> dict:
+    """{discussion_id: topic}: a topic's discussion is keyed by its primary key (topics.models)."""
+    from django.apps import apps
+
+    return apps.get_model("topics", "Topic").objects.in_bulk(list(set(discussion_ids)))
+
+
+def _erase(topic, storage: str, manager: CommentManager, comment: Comment, *, status: str, user) -> bool:
+    """One comment of a deleted account: text, html and revisions gone, `status` DELETED (a
+    tombstone) or REMOVED (the moderators' placeholder); the status index first, as
+    comment_delete does. Copies left in a strategy the topic no longer uses (a migration) are
+    erased too, without signals (nothing reads them). Idempotent."""
+    if comment.status == status and not comment.text and not comment.html:
+        return False
+    discussion_id = comment.discussion_id
+    current = topic is not None and topic.comment_storage == storage
+    threaded = is_threaded(topic) if topic is not None else False
+    if current:
+        CommentStatusIndexManager().set(discussion_id=discussion_id, comment_id=comment.id, status=status)
+    if comment.status != DELETED or comment.text or comment.html:
+        manager.delete(discussion_id=discussion_id, comment=comment, threaded=threaded)
+    if status != DELETED:
+        manager.set_status(discussion_id=discussion_id, comment_id=comment.id, status=status, threaded=threaded)
+    CommentRevisionManager().drop(discussion_id=discussion_id, comment_id=comment.id)
+    if current:
+        # Downstream, either mode is a deletion by its author (search drops the words, the
+        # notifications about it are hidden, moderation logs nothing of the author's); the
+        # search entry and the status index keep the comment's own status.
+        signals.comment_deleted.send(sender=Comment, topic=topic, comment=replace(comment, status=status, text="", html=""),
+                                     user=user)
+        signals.comment_status_changed.send(sender=Comment, topic=topic, before=comment.status, after=DELETED,
+                                            comment=replace(comment, status=DELETED, text="", html=""), moderator=user)
+    return True
+
+
+def comments_forget_author(*, user, mode: str) -> int:
+    """Erase an account from the comments, in every storage strategy (account deletion):
+
+    - each of its comments becomes a tombstone (`mode` "tombstone": status deleted) or a
+      removed placeholder ("remove": status removed), its text, html and revisions gone
+      (the search entries and notifications about it follow through the signals);
+    - its likes are taken back (the comments' counts and latest likers follow), then its like
+      edges and its credit flows go;
+    - every comment's author that was the account becomes "a deleted account"
+      (FORGOTTEN), and replies lose "in reply to @name".
+    Comments keep their places: positions, counts and replies never move. Idempotent: run
+    again after an interruption, it finishes the job. Returns the comments erased."""
+    if mode not in ERASE_MODES:
+        raise InvalidInput(f"comments must be one of {', '.join(ERASE_MODES)}.", field="comments")
+    status = DELETED if mode == "tombstone" else REMOVED
+    erased = 0
+    managers = {storage: manager_for(storage) for storage in STRATEGIES}
+    for storage, manager in managers.items():
+        found = manager.by_author(author_id=user.pk)
+        topics = _topics_by_discussion(c.discussion_id for c in found)
+        for comment in found:
+            erased += _erase(topics.get(comment.discussion_id), storage, manager, comment, status=status, user=user)
+    likes = CommentLikeManager()
+    liked = likes.by_user(user_id=user.pk)
+    topics = _topics_by_discussion(row["discussion_id"] for row in liked)
+    for row in liked:
+        topic = topics.get(row["discussion_id"])
+        if topic is None:
+            continue
+        change = likes.unlike(discussion_id=topic.discussion_id, comment_id=row["comment_id"], user_id=user.pk)
+        if change.changed:
+            comment_manager(topic).add_like(discussion_id=topic.discussion_id, comment_id=row["comment_id"],
+                                            username=user.username, delta=-1, threaded=is_threaded(topic))
+    likes.forget_user(user_id=user.pk)
+    CreditFlowManager().forget_user(user_id=user.pk)
+    for manager in managers.values():
+        manager.forget_author(author_id=user.pk, name=user.username)
+    return erased

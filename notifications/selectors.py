@@ -101,3 +101,18 @@ def unread_count(*, user) -> int:
     if user is None or not getattr(user, "is_authenticated", False):
         return 0
     return _unread(NotificationManager(), user.pk, MuteManager().muted_by(muter=user.pk))
+
+
+def email_preferences(*, user) -> dict[str, bool]:
+    """{kind: whether e-mails of that kind are wanted}: the saved row, else the defaults."""
+    from notifications.models import EMAIL_DEFAULTS, NotificationPreference
+
+    saved = NotificationPreference.objects.filter(user=user).first()
+    return {kind: (saved.wants(kind) if saved else default) for kind, default in EMAIL_DEFAULTS.items()}
+
+
+def followed_discussions(*, user) -> list[int]:
+    """The discussions (topic ids) whose new comments `user` follows."""
+    from notifications.managers import ThreadSubscriptionManager
+
+    return ThreadSubscriptionManager().discussions_of(user_id=user.pk)

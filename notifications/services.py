@@ -400,3 +400,13 @@ def email_digests_send_all() -> int:
             return sent
         for recipient_id in recipients:
             sent += 1 if email_digest_send(recipient_id=recipient_id) else 0
+
+
+def user_forget(*, user) -> int:
+    """Erase an account from notifications (account deletion): its notifications, unread
+    counter, e-mail outbox and discussion subscriptions, and itself from the notifications it
+    caused (NotificationManager.forget_user). Its preferences row goes with the user row."""
+    gone = NotificationManager().forget_user(user_id=user.pk, username=user.username)
+    ThreadSubscriptionManager().forget_user(user_id=user.pk)
+    EmailOutboxManager().forget(recipient=user.pk)
+    return gone

@@ -131,6 +131,11 @@ class CommentSearchManager(MongoManager):
         self.collection.update_one({"_id": _key(discussion_id, comment_id)},
                                    {"$set": {"s": status, "w": [], "x": "", "h": ""}})
 
+    def forget_author(self, *, author: str) -> int:
+        """Blank the author's name on every entry (account deletion; their comments' words are
+        gone already, as deleted comments'). A scan: entries are not indexed by author."""
+        return self.collection.update_many({"a": author}, {"$set": {"a": ""}}).modified_count
+
     def drop_discussion(self, *, discussion_id: int) -> None:
         self.collection.delete_many({"d": int(discussion_id)})
 

@@ -45,3 +45,8 @@ def comment_search_rebuild(*, topics, page_size: int = 500, progress=lambda mess
         total += written
         progress(f"{topic.slug}: {written} comment(s) indexed")
     return total
+
+
+def search_forget_author(*, username: str) -> int:
+    """No search entry names `username` any more (account deletion)."""
+    return CommentSearchManager().forget_author(author=username)

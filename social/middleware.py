@@ -20,7 +20,8 @@ class PresenceMiddleware:
         response = self.get_response(request)
         user = getattr(request, "user", None)
         # 503: MongoDB is unreachable (core/serving.py); do not wait for it a second time.
-        if user is not None and user.is_authenticated and response.status_code != 503:
+        # A user deleted by this request has no primary key any more: nothing to record.
+        if user is not None and user.is_authenticated and user.pk is not None and response.status_code != 503:
             try:
                 presence_touch(user_id=user.pk)
             except Exception:  # presence is best effort

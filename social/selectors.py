@@ -184,3 +184,15 @@ def activity_by_user(*, user, cursor: str | None = None, limit: int = 10, viewer
     comment text as its current status allows `viewer` (`visible_activities`)."""
     page = ActivityLogManager().by_authors(authors=[user.pk], cursor=cursor, limit=limit)
     return replace(page, items=visible_activities(page.items, viewer=viewer))
+
+
+def follow_names(*, user) -> dict[str, list[str]]:
+    """{"following": [username], "followers": [username]}, each in list order (an export):
+    the list documents, then one SQL query per list for the names."""
+    lists, users = FollowListManager(), get_user_model().objects
+    out = {}
+    for key, kind in (("following", FOLLOWING), ("followers", FOLLOWERS)):
+        ids = lists.all_ids(owner=user.pk, kind=kind)
+        names = dict(users.filter(pk__in=ids).values_list("pk", "username"))
+        out[key] = [names[i] for i in ids if i in names]
+    return out

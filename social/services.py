@@ -47,6 +47,7 @@ from django.utils import timezone
 from core.errors import InvalidInput, NotFound
 from core.writers import require_writer
 from social import signals
+from social.feeds import STRATEGIES as FEED_STRATEGIES
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager, comment_excerpt
 from social.feeds.log import ActivityLogManager
@@ -364,3 +365,27 @@ def activity_publish_record(*, topic_id: int) -> bool:
         return False
     activity_topic_published(topic=topic)
     return True
+
+
+def user_forget(*, user) -> None:
+    """Erase an account from the social graph and the feeds (account deletion): every follow
+    from and to it goes, with the other side's list and count; its own lists, mutes (by and of
+    it), presence and pulled-author mark; its activities and those naming it, from the author
+    log and from every feed strategy's delivered copies (not only FEED_STRATEGY's: a site may
+    have switched). Idempotent: run again after an interruption, it finishes the job."""
+    uid = user.pk
+    edges, lists = FollowEdgeManager(), FollowListManager()
+    following = set(lists.all_ids(owner=uid, kind=FOLLOWING)) | set(edges.following_of([uid])[uid])
+    followers = set(lists.all_ids(owner=uid, kind=FOLLOWERS)) | set(edges.followers_of([uid])[uid])
+    edges.forget_user(user_id=uid)
+    for other in sorted(following):
+        lists.remove(owner=other, kind=FOLLOWERS, member=uid)
+    for other in sorted(followers):
+        lists.remove(owner=other, kind=FOLLOWING, member=uid)
+    lists.drop_owner(owner=uid)
+    MuteManager().forget_user(user_id=uid)
+    PresenceManager().forget(user_id=uid)
+    PulledAuthorManager().unmark(author=uid)
+    for name in FEED_STRATEGIES:
+        get_feed(name).forget_user(user_id=uid)
+    ActivityLogManager().forget_user(user_id=uid)

@@ -127,6 +127,9 @@ class Author:
         return None if self.id is None else self.name
 
 
+FORGOTTEN = Author(id=0, name="")  # the author of a comment whose account was deleted ("a deleted account")
+
+
 @dataclass
 class Comment:
     id: str
@@ -350,6 +353,17 @@ class CommentManager(MongoManager, abc.ABC):
         """Backfill: store `html` for a comment stored without it (before Markdown), in one update
         whose filter requires the stored text to still be `comment.text` and the html to be empty.
         False when that no longer holds (an edit in between: it rendered its own html)."""
+
+    @abc.abstractmethod
+    def by_author(self, *, author_id: int) -> list[Comment]:
+        """Every comment `author_id` wrote, in every discussion this strategy stores (an export,
+        an account deletion): a maintenance read over the collection, not a page."""
+
+    @abc.abstractmethod
+    def forget_author(self, *, author_id: int, name: str) -> int:
+        """Erase who `author_id` was: each of their comments gets the FORGOTTEN author, and the
+        replies to them lose "in reply to @name" (`reply_to`). Returns how many comments were
+        theirs. Idempotent; positions, sequence numbers and replies never move."""
 
     @abc.abstractmethod
     def drop_discussion(self, *, discussion_id: int) -> None:

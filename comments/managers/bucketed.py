@@ -47,6 +47,7 @@ from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
     DELETED,
+    FORGOTTEN,
     VISIBLE,
     Comment,
     CommentManager,
@@ -56,6 +57,7 @@ from comments.managers.base import (
 )
 from comments.managers.fields import (
     check_order,
+    forget_changes,
     from_element,
     like_update,
     moderated_hint,
@@ -273,6 +275,23 @@ class BucketedCommentManager(CommentManager):
     def drop_discussion(self, *, discussion_id):
         self.buckets.delete_many({"discussion_id": discussion_id})
         self.discussions.delete_one({"_id": discussion_id})
+
+    def by_author(self, *, author_id):
+        # A maintenance read: no index leads with the author, so the server scans the buckets.
+        return [from_element(element, doc["discussion_id"]) for doc in self.buckets.find({"comments.author.id": int(author_id)})
+                for element in doc.get("comments", []) if (element.get("author") or {}).get("id") == int(author_id)]
+
+    def forget_author(self, *, author_id, name):
+        query = {"comments.author.id": int(author_id)}
+        mine = 0
+        for doc in self.buckets.find({"$or": [query, {"comments.reply_to": name}]} if name else query):
+            elements = ((f"comments.{i}", e) for i, e in enumerate(doc.get("comments", [])))
+            changes, count = forget_changes(elements, author_id=int(author_id), name=name,
+                                            forgotten={"id": FORGOTTEN.id, "name": FORGOTTEN.name})
+            mine += count
+            if changes:  # positions in a bucket never change: it is only ever pushed to, in seq order
+                self.buckets.update_one({"_id": doc["_id"], "discussion_id": doc["discussion_id"]}, {"$set": changes})
+        return mine
 
     # --- reads -------------------------------------------------------------------
 

@@ -94,6 +94,14 @@ class CreditFlowManager(MongoManager):
 
     # --- writes: one bulk_write per event -------------------------------------------
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete `user_id`'s flows (theirs, on the shard of their key) and take their id out of
+        the likers of other people's comment flows (a scan: likers are not indexed)."""
+        deleted = sum(self.db[name].delete_many({"user_id": int(user_id)}).deleted_count
+                      for name in (self.user_flows, self.comment_flows))
+        self.db[self.comment_flows].update_many({"likers": int(user_id)}, {"$pull": {"likers": int(user_id)}})
+        return deleted
+
     def record_comment(self, *, user_id: int, reply: bool, at: datetime) -> None:
         """A comment (or a reply) was posted by `user_id` at `at`."""
         counter = "replies" if reply else "posts"

@@ -45,6 +45,7 @@ from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
     DELETED,
+    FORGOTTEN,
     HOT,
     HOT_PINNED,
     THREADED,
@@ -271,6 +272,21 @@ class DocumentCommentManager(CommentManager):
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_many({"discussion_id": discussion_id})
         self.discussions.delete_one({"_id": discussion_id})
+
+    def by_author(self, *, author_id):
+        return [self._from_document(doc) for doc in self.collection.find({"author.id": int(author_id)})]
+
+    def forget_author(self, *, author_id, name):
+        discussions = sorted({doc["discussion_id"] for doc in
+                              self.collection.find({"author.id": int(author_id)}, {"discussion_id": 1})})
+        mine = 0
+        for discussion_id in discussions:  # each update names the shard key: one shard each
+            mine += self.collection.update_many(
+                {"discussion_id": discussion_id, "author.id": int(author_id)},
+                {"$set": {"author": {"id": FORGOTTEN.id, "name": FORGOTTEN.name}}}).matched_count
+            if name:  # a reply names its parent's author, and a parent lives in its reply's discussion
+                self.collection.update_many({"discussion_id": discussion_id, "reply_to": name}, {"$set": {"reply_to": None}})
+        return mine
 
     # --- reads -------------------------------------------------------------------
 

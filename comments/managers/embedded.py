@@ -55,6 +55,7 @@ from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
     DELETED,
+    FORGOTTEN,
     THREADED,
     VISIBLE,
     Comment,
@@ -67,6 +68,7 @@ from comments.managers.base import (
 )
 from comments.managers.fields import (
     check_order,
+    forget_changes,
     from_element,
     like_update,
     moderated_hint,
@@ -372,6 +374,32 @@ class EmbeddedCommentManager(CommentManager):
 
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_one({"_id": discussion_id})
+
+    def _touching(self, author_id: int, name: str):
+        """The discussions holding a comment by `author_id` (or, with `name`, a reply to them): one
+        query over every level a comment can be stored at (depth < COMMENTS_MAX_DEPTH). A
+        maintenance read: no index covers nested levels, so the server scans the collection
+        (one document per embedded discussion)."""
+        prefixes = ["comments"] + ["replies" + ".replies" * depth for depth in range(max(1, settings.COMMENTS_MAX_DEPTH))]
+        conditions = [{f"{prefix}.author.id": int(author_id)} for prefix in prefixes]
+        if name:
+            conditions += [{f"{prefix}.reply_to": name} for prefix in prefixes]
+        return self.collection.find({"$or": conditions})
+
+    def by_author(self, *, author_id):
+        return [from_element(element, doc["_id"]) for doc in self._touching(author_id, "")
+                for element in iter_elements(doc) if (element.get("author") or {}).get("id") == int(author_id)]
+
+    def forget_author(self, *, author_id, name):
+        mine = 0
+        for doc in self._touching(author_id, name):
+            paths = element_paths(doc)
+            changes, count = forget_changes(((paths[e["id"]], e) for e in iter_elements(doc)), author_id=int(author_id),
+                                            name=name, forgotten={"id": FORGOTTEN.id, "name": FORGOTTEN.name})
+            mine += count
+            if changes:  # a shorter name: `bytes` stays an upper bound
+                self.collection.update_one({"_id": doc["_id"]}, {"$set": changes})
+        return mine
 
     # --- reads -------------------------------------------------------------------
 

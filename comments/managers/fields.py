@@ -106,6 +106,22 @@ def from_element(element: dict, discussion_id: int) -> Comment:
     )
 
 
+def forget_changes(elements_with_paths, *, author_id: int, name: str, forgotten: dict) -> tuple[dict, int]:
+    """The `$set` that erases `author_id` from stored elements: `{path}.author` of theirs,
+    `{path}.reply_to` of the replies naming them; and how many elements were theirs.
+    `elements_with_paths` yields (explicit path, element): array positions never change
+    (nothing is ever removed from the arrays), so a path read once stays valid."""
+    changes: dict = {}
+    mine = 0
+    for path, element in elements_with_paths:
+        if (element.get("author") or {}).get("id") == author_id:
+            changes[f"{path}.author"] = dict(forgotten)
+            mine += 1
+        if name and element.get("reply_to") == name:
+            changes[f"{path}.reply_to"] = None
+    return changes, mine
+
+
 def text_fields(prefix: str, *, text: str, html: str, edited: datetime | None) -> dict:
     """The `$set` of an edit (or, with text and html "", of a deletion) at `prefix`."""
     return {f"{prefix}text": text, f"{prefix}html": html, f"{prefix}edited": edited}

@@ -112,5 +112,16 @@ class CommentLikeManager(MongoManager):
             out.setdefault(doc["comment_id"], []).append((doc["user_id"], doc.get("liked")))
         return out
 
+    def by_user(self, *, user_id: int) -> list[dict]:
+        """Every comment `user_id` likes now, [{discussion_id, comment_id, liked}]: a maintenance read
+        (an export, an account deletion) that scans the collection (sharded by discussion), not a page."""
+        return list(self.collection.find({"user_id": int(user_id), "active": True},
+                                         {"_id": 0, "discussion_id": 1, "comment_id": 1, "liked": 1}))
+
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete every like edge of `user_id`, switched off ones too (run after taking the active
+        likes back, so the comments' counters followed)."""
+        return self.collection.delete_many({"user_id": int(user_id)}).deleted_count
+
     def drop_discussion(self, *, discussion_id: int) -> None:
         self.collection.delete_many({"discussion_id": int(discussion_id)})

@@ -166,6 +166,28 @@ class NotificationManager(MongoManager):
             self._inc(recipient, -changed)
         return changed
 
+    def forget_user(self, *, user_id: int, username: str) -> int:
+        """Erase an account (account deletion): its own notifications and unread counter go; in
+        the groups it acted in (a scan: `actor_ids` is not indexed) its id and name are pulled
+        and the count lowered, and a group left with no event of anyone else goes, keeping its
+        recipient's unread counter in step. Returns the groups deleted. Idempotent."""
+        uid = int(user_id)
+        gone = self.collection.delete_many({"r": uid}).deleted_count
+        self.db[self.counters_name].delete_one({"_id": uid})
+        for doc in list(self.collection.find({"actor_ids": uid}, {"r": 1, "read": 1, "hidden": 1, "count": 1,
+                                                                  "actor_ids": 1})):
+            key = {"_id": doc["_id"], "r": doc["r"]}  # the shard key: one shard
+            mine = sum(1 for actor in doc.get("actor_ids", []) if actor == uid)
+            if mine >= doc.get("count", 1):
+                if self.collection.delete_one(key).deleted_count:
+                    gone += 1
+                    if not doc.get("read") and not doc.get("hidden"):
+                        self._inc(doc["r"], -1)
+            else:
+                self.collection.update_one({**key, "actor_ids": uid}, {"$pull": {"actor_ids": uid, "actors": username},
+                                                                       "$inc": {"count": -mine}})
+        return gone
+
     def set_hidden(self, *, subject: str, hidden: bool) -> int:
         """Hide (or show again) every notification about the comment `subject`, keeping the
         recipients' unread counters in step. Returns how many changed."""

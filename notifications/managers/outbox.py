@@ -45,6 +45,10 @@ class EmailOutboxManager(MongoManager):
         self.collection.update_one({"_id": recipient},
                                    {"$push": {"sent_keys": {"$each": [key], "$slice": -SENT_MEMORY}}}, upsert=True)
 
+    def forget(self, *, recipient: int) -> None:
+        """Delete the recipient's sent count and held e-mails (account deletion)."""
+        self.collection.delete_one({"_id": int(recipient)})
+
     def hold(self, *, recipient: int, item: dict) -> None:
         self.collection.update_one({"_id": recipient}, {"$push": {"held": {"$each": [item], "$slice": -MAX_HELD}},
                                                         "$set": {"has_held": True}}, upsert=True)

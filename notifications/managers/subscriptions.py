@@ -29,6 +29,14 @@ class ThreadSubscriptionManager(MongoManager):
     def sub_id(discussion_id: int, user_id: int) -> str:
         return f"{int(discussion_id)}:{int(user_id)}"
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete every discussion subscription of `user_id` (account deletion; the u_d index)."""
+        return self.collection.delete_many({"u": int(user_id)}).deleted_count
+
+    def discussions_of(self, *, user_id: int) -> list[int]:
+        """The discussions `user_id` follows (an export; the u_d index)."""
+        return [doc["d"] for doc in self.read_collection.find({"u": int(user_id)}, {"d": 1, "_id": 0}).sort("d", ASCENDING)]
+
     def create(self, *, discussion_id: int, user_id: int, at: datetime) -> bool:
         try:
             self.collection.insert_one({"_id": self.sub_id(discussion_id, user_id), "d": discussion_id, "u": user_id,

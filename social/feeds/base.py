@@ -140,6 +140,11 @@ class FeedManager(MongoManager, abc.ABC):
         copy activities into feeds override this; fan-out on read has nothing to remove."""
         return 0
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete `user_id`'s own feed and every delivered copy of an activity by them or
+        naming them, in every owner's feed (account deletion). Fan-out on read has nothing."""
+        return 0
+
     @staticmethod
     def batched(chunks: FollowerChunks, size: int = 1000) -> Iterable[list[int]]:
         """Re-cut follower chunks into batches of `size` ids: one bulk round trip each."""

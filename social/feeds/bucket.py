@@ -109,6 +109,17 @@ class BucketedFanoutFeed(FeedManager):
         return self.db[self.buckets_name].update_many({"owner": owner, "activities.author": author},
                                                       {"$pull": {"activities": {"author": author}}}).modified_count
 
+    def forget_user(self, *, user_id: int) -> int:
+        uid = int(user_id)
+        buckets = self.db[self.buckets_name]
+        changed = buckets.delete_many({"owner": uid}).deleted_count
+        self.db[self.counters_name].delete_one({"_id": uid})
+        # Other owners' buckets: a pull shifts the later positions of a bucket, as purge_author does.
+        for field in ("author", "target_id"):
+            changed += buckets.update_many({f"activities.{field}": uid},
+                                           {"$pull": {"activities": {field: uid}}}).modified_count
+        return changed
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_bucket_cursor(cursor)
         query: dict = {"owner": owner}

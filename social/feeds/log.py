@@ -54,6 +54,13 @@ class ActivityLogManager(MongoManager):
                 raise
         return Activity.from_fields(activity.to_fields(), id=oid)
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete the activities by `user_id` and those naming them (someone followed them):
+        account deletion. The second is a scan of the log (`target_id` is not indexed)."""
+        uid = int(user_id)
+        return (self.collection.delete_many({"author": uid}).deleted_count
+                + self.collection.delete_many({"target_id": uid}).deleted_count)
+
     def get(self, activity_id: str, *, author: int | None = None) -> Activity | None:
         """One activity by its id (the delivery task's input). One round trip; with its `author`
         (the shard key) it is targeted to one shard, not broadcast to all."""

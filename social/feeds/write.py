@@ -56,6 +56,11 @@ class FanoutOnWriteFeed(FeedManager):
     def purge_author(self, *, owner: int, author: int) -> int:
         return self.collection.delete_many({"owner": owner, "author": author}).deleted_count
 
+    def forget_user(self, *, user_id: int) -> int:
+        uid = int(user_id)
+        return sum(self.collection.delete_many(query).deleted_count
+                   for query in ({"owner": uid}, {"author": uid}, {"target_id": uid}))
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_time_cursor(cursor)
         query = {"owner": owner, **older_than("date", "aid", position)}

@@ -105,6 +105,12 @@ class FollowEdgeManager(MongoManager):
         flush()
         return inserted
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete every edge from or to `user_id` (account deletion; the lists are the service's)."""
+        uid = int(user_id)
+        return (self.collection.delete_many({"follower": uid}).deleted_count
+                + self.collection.delete_many({"followee": uid}).deleted_count)
+
     def followers_of(self, owners: list[int]) -> dict[int, list[int]]:
         """{followee: [follower ids, oldest edge first]} for each owner, in one query."""
         result: dict[int, list[int]] = {owner: [] for owner in owners}

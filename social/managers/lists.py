@@ -179,6 +179,10 @@ class FollowListManager(MongoManager):
             self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner}, {"$inc": inc})
         return removed
 
+    def drop_owner(self, *, owner: int) -> int:
+        """Delete both lists of `owner`, head and `tbc` continuations (account deletion)."""
+        return self.collection.delete_many({"owner": int(owner)}).deleted_count
+
     def replace(self, *, kind: str, lists: dict[int, list[int]], chunk: int = 1000) -> int:
         """Rebuild whole lists ({owner: ids oldest first}) from the edges: the bulk path
         (demo loading) and the repair path. Not for use while the owners follow or

@@ -51,6 +51,12 @@ class MuteManager(MongoManager):
     def delete(self, *, muter: int, muted: int) -> bool:
         return self.collection.delete_one({"_id": self.mute_id(muter, muted), "muter": muter}).deleted_count == 1
 
+    def forget_user(self, *, user_id: int) -> int:
+        """Delete the mutes by and of `user_id` (account deletion)."""
+        uid = int(user_id)
+        by, of = self.collection.delete_many({"muter": uid}), self.collection.delete_many({"muted": uid})
+        return by.deleted_count + of.deleted_count
+
     def count(self, *, muter: int) -> int:
         return self.collection.count_documents({"muter": muter}, limit=MAX_MUTES)
 

@@ -37,6 +37,9 @@ class PresenceManager(MongoManager):
                                                      return_document=ReturnDocument.BEFORE)
         return before.get("seen") if before else None
 
+    def forget(self, *, user_id: int) -> None:
+        self.collection.delete_one({"_id": int(user_id)})
+
     def inactive_among(self, user_ids: list[int], *, cutoff: datetime) -> set[int]:
         """Those of `user_ids` last seen before `cutoff`. One query."""
         if not user_ids:
