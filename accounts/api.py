@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.serializers import (
+    DeleteAccountSerializer,
+    ExportSerializer,
     MeSerializer,
     RegisteredSerializer,
     RegisterSerializer,
@@ -48,7 +50,25 @@ class TokenApi(APIView):
 
 class MeApi(APIView):
     permission_classes = [permissions.IsAuthenticated]
+    throttle_scope = "login"  # DELETE checks a password: limited like log-in attempts
 
     @extend_schema(responses={200: MeSerializer}, tags=["account"])
     def get(self, request):
         return Response(MeSerializer(selectors.me(user=request.user)).data)
+
+    @extend_schema(request=DeleteAccountSerializer, responses={204: None}, tags=["account"])
+    def delete(self, request):
+        data = DeleteAccountSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.account_delete(user=request.user, **data.validated_data)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeExportApi(APIView):
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(responses={200: ExportSerializer}, tags=["account"])
+    def get(self, request):
+        response = Response(selectors.export(user=request.user))
+        response["Content-Disposition"] = f'attachment; filename="commons-{request.user.pk}.json"'
+        return response

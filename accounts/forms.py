@@ -37,3 +37,12 @@ class AdminUserChangeForm(UserChangeForm):
         if "username" not in self.changed_data:
             return self.cleaned_data.get("username")
         return _clean_username(self, exclude_pk=self.instance.pk)
+
+
+class DeleteAccountForm(forms.Form):
+    comments = forms.ChoiceField(widget=forms.RadioSelect, initial="tombstone", choices=[
+        ("tombstone", "Keep them as deleted comments by \u201ca deleted account\u201d, so the replies to them still make sense"),
+        ("remove", "Remove them: each leaves only a \u201cremoved\u201d placeholder"),
+    ])
+    password = forms.CharField(widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}), max_length=4096)
+    confirm = forms.BooleanField(label="I understand that my account cannot be restored.")

@@ -34,6 +34,22 @@ class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
 
 
+class DeleteAccountSerializer(serializers.Serializer):
+    password = serializers.CharField(write_only=True, style={"input_type": "password"}, max_length=4096)
+    comments = serializers.ChoiceField(choices=["tombstone", "remove"],
+                                       help_text="tombstone: each comment stays in its place as a deleted comment by "
+                                                 "a deleted account; remove: each stays only as a removed placeholder.")
+
+
+class ExportSerializer(serializers.Serializer):
+    profile = serializers.DictField()
+    comments = serializers.ListField(child=serializers.DictField())
+    likes = serializers.ListField(child=serializers.DictField())
+    follows = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    followed_discussions = serializers.ListField(child=serializers.CharField())
+    notification_preferences = serializers.DictField()
+
+
 class MeSerializer(serializers.Serializer):
     username = serializers.CharField()
     email = serializers.CharField(help_text="The primary e-mail address, or empty.")

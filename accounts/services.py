@@ -7,9 +7,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
+from rest_framework.authtoken.models import Token
 
 from accounts.usernames import username_clean, username_taken
-from core.errors import InvalidInput
+from core.errors import Conflict, InvalidInput
 
 User = get_user_model()
 
@@ -38,3 +39,34 @@ def user_register(*, username: str, password: str, email: str = "", request=None
     if address is not None and request is not None:
         address.send_confirmation(request, signup=True)
     return user
+
+
+COMMENT_CHOICES = ("tombstone", "remove")
+
+
+def account_delete(*, user, password, comments) -> None:
+    """Delete `user`'s account after checking their password. `comments` says what becomes of
+    their comments: "tombstone" (each stays in its place as a deleted comment by "a deleted
+    account") or "remove" (each stays only as a "removed" placeholder); either way their text
+    and name are gone. Then their follows (both directions, the other side's lists and counts
+    too), likes (the counts follow), feed entries, notifications (theirs and those they
+    caused), subscriptions and search entries go, in every storage strategy and collection,
+    each owning app doing its part; the user row goes last, so an interrupted deletion can be
+    run again and finishes. An account that wrote topics is refused (an editor reassigns them)."""
+    from comments import services as comment_services
+    from notifications import services as notification_services
+    from social import services as social_services
+    from search import services as search_services
+
+    if not isinstance(password, str) or not password or not user.check_password(password):
+        raise InvalidInput("That is not your password.", field="password")
+    if comments not in COMMENT_CHOICES:
+        raise InvalidInput(f"comments must be one of {', '.join(COMMENT_CHOICES)}.", field="comments")
+    if user.topics.exists():
+        raise Conflict("This account wrote topics: an editor must give them to another author first.")
+    comment_services.comments_forget_author(user=user, mode=comments)
+    social_services.user_forget(user=user)
+    notification_services.user_forget(user=user)
+    search_services.search_forget_author(username=user.username)
+    Token.objects.filter(user=user).delete()
+    user.delete()

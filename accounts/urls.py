@@ -14,6 +14,7 @@ urlpatterns = [
     path("logout/", allauth_views.logout, name="logout"),
     path("signup/", allauth_views.signup, name="signup"),
     path("", views.account, name="account"),
+    path("delete/", views.account_delete, name="account_delete"),
     # Django's own address for the reset page, which people and password managers try.
     path("password_reset/", RedirectView.as_view(pattern_name="account_reset_password", permanent=True)),
     path("", include("allauth.urls")),
