@@ -33,7 +33,12 @@ def no_overflow(page):
 def test_reset_a_password_through_the_emailed_link(open_page, person, shots, viewport):
     person("forgetful", email="forgetful@example.com")
     page = open_page(viewport=viewport)
+    page.goto("/accounts/signup/")
+    no_overflow(page)
+    page.screenshot(path=shots / f"account-signup-{viewport['width']}.png", full_page=True)
     page.goto("/accounts/login/")
+    no_overflow(page)
+    page.screenshot(path=shots / f"account-login-{viewport['width']}.png", full_page=True)
     page.click("text=Forgot your password?")
     page.fill("input[name=email]", "forgetful@example.com")
     no_overflow(page)
@@ -125,5 +130,6 @@ def test_delete_my_account(open_page, person, make_topic, shots, viewport):
             assert "leaving_soon" not in json.dumps(doc, default=str), name
     page.goto(f"/t/{topic.slug}/")
     assert "goodbye everyone" not in page.inner_text("main")
+    page.screenshot(path=shots / f"account-deleted-topic-{viewport['width']}.png", full_page=True)
     page.goto("/u/friend/")
     page.screenshot(path=shots / f"account-deleted-friend-{viewport['width']}.png", full_page=True)
