@@ -1,3 +1,4 @@
+from allauth.account.forms import LoginForm as AllauthLoginForm
 from django import forms
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
@@ -46,3 +47,13 @@ class DeleteAccountForm(forms.Form):
     ])
     password = forms.CharField(widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}), max_length=4096)
     confirm = forms.BooleanField(label="I understand that my account cannot be restored.")
+
+
+class LoginForm(AllauthLoginForm):
+    """allauth's log-in form with the site's words: one field takes a username or an e-mail."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["login"].label = "Username or e-mail"
+        if "remember" in self.fields:
+            self.fields["remember"].label = "Keep me logged in"
