@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from accounts.parts import account_parts
 from accounts.usernames import username_clean, username_taken
 from core.errors import Conflict, InvalidInput
 
@@ -51,22 +52,17 @@ def account_delete(*, user, password, comments) -> None:
     and name are gone. Then their follows (both directions, the other side's lists and counts
     too), likes (the counts follow), feed entries, notifications (theirs and those they
     caused), subscriptions and search entries go, in every storage strategy and collection,
-    each owning app doing its part; the user row goes last, so an interrupted deletion can be
-    run again and finishes. An account that wrote topics is refused (an editor reassigns them)."""
-    from comments import services as comment_services
-    from notifications import services as notification_services
-    from social import services as social_services
-    from search import services as search_services
-
+    each owning app doing its part (its registered `erase`, accounts/parts.py); the user row
+    goes last, so an interrupted deletion can be run again and finishes. An account that
+    wrote topics is refused (an editor reassigns them)."""
     if not isinstance(password, str) or not password or not user.check_password(password):
         raise InvalidInput("That is not your password.", field="password")
     if comments not in COMMENT_CHOICES:
         raise InvalidInput(f"comments must be one of {', '.join(COMMENT_CHOICES)}.", field="comments")
     if user.topics.exists():
         raise Conflict("This account wrote topics: an editor must give them to another author first.")
-    comment_services.comments_forget_author(user=user, mode=comments)
-    social_services.user_forget(user=user)
-    notification_services.user_forget(user=user)
-    search_services.search_forget_author(username=user.username)
+    for part in account_parts():  # each app erases what it stores (accounts/parts.py), in order
+        if part.erase is not None:
+            part.erase(user=user, comments=comments)
     Token.objects.filter(user=user).delete()
     user.delete()

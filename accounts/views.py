@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 
 from accounts import selectors, services
 from accounts.forms import DeleteAccountForm
-from cms_site.errors import ServiceError
+from core.errors import ServiceError
 
 
 @login_required

@@ -11,3 +11,10 @@ class CommentsConfig(AppConfig):
         from comments.managers.embedded import check_settings
 
         checks.register(check_settings, checks.Tags.compatibility)
+
+        from accounts.parts import register_account_part
+        from comments import selectors, services
+
+        # First: the erasure of the comments sends the signals that hide their notifications and search words.
+        register_account_part("comments", order=10, export=lambda user: selectors.account_export(user=user),
+                              erase=lambda *, user, comments: services.comments_forget_author(user=user, mode=comments))

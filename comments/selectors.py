@@ -436,3 +436,20 @@ def likes_by_user(*, user) -> list[tuple[object, str, object]]:
     topics = apps.get_model("topics", "Topic").objects.in_bulk(list({row["discussion_id"] for row in rows}))
     out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
     return sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))
+
+
+def account_export(*, user) -> dict:
+    """The comments' part of "download my data": {"comments": [...], "likes": [...]}."""
+    comments = []
+    for item in comments_by_author(user=user):
+        c, topic = item.comment, item.topic
+        comments.append({
+            "topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
+            "storage": item.storage, "id": c.id, "parent": c.parent, "posted": c.posted.isoformat(),
+            "edited": c.edited.isoformat() if c.edited else None, "status": c.status, "text": c.text,
+            "likes": c.likes, "url": f"/t/{topic.slug}/c/{c.id}/" if topic else None,
+        })
+    likes = [{"topic": topic.slug if topic else None, "comment": comment_id,
+              "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
+             for topic, comment_id, liked in likes_by_user(user=user)]
+    return {"comments": comments, "likes": likes}

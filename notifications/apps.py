@@ -7,9 +7,13 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from accounts.parts import register_account_part
         from comments import signals as comment_signals
-        from notifications import receivers, signals
+        from notifications import receivers, selectors, services, signals
         from social.signals import user_followed
+
+        register_account_part("notifications", order=30, export=lambda user: selectors.account_export(user=user),
+                              erase=lambda *, user, comments: services.user_forget(user=user))
 
         comment_signals.comment_posted.connect(receivers.on_comment_posted, dispatch_uid="notifications.comment_posted")
         comment_signals.comment_liked.connect(receivers.on_comment_liked, dispatch_uid="notifications.comment_liked")

@@ -116,3 +116,14 @@ def followed_discussions(*, user) -> list[int]:
     from notifications.managers import ThreadSubscriptionManager
 
     return ThreadSubscriptionManager().discussions_of(user_id=user.pk)
+
+
+def account_export(*, user) -> dict:
+    """The notifications' part of "download my data": the discussions followed (topic slugs)
+    and the e-mail preferences."""
+    from django.apps import apps
+
+    discussions = followed_discussions(user=user)
+    topics = apps.get_model("topics", "Topic").objects.in_bulk(discussions)
+    return {"followed_discussions": [topics[d].slug for d in discussions if d in topics],
+            "notification_preferences": {"email": email_preferences(user=user)}}

@@ -6,8 +6,12 @@ class SearchConfig(AppConfig):
     verbose_name = "Search"
 
     def ready(self):
+        from accounts.parts import register_account_part
         from comments import signals
-        from search import receivers
+        from search import receivers, services
+
+        register_account_part("search", order=40,
+                              erase=lambda *, user, comments: services.search_forget_author(username=user.username))
 
         signals.comment_posted.connect(receivers.on_comment_posted, dispatch_uid="search.posted")
         signals.comments_imported.connect(receivers.on_comments_imported, dispatch_uid="search.imported")

@@ -13,6 +13,12 @@ class SocialConfig(AppConfig):
 
         viewers.register_muted_ids("social.mutes", lambda user: selectors.muted_ids(user=user))
 
+        from accounts.parts import register_account_part
+        from social import services
+
+        register_account_part("social", order=20, export=lambda user: {"follows": selectors.follow_names(user=user)},
+                              erase=lambda *, user, comments: services.user_forget(user=user))
+
         topic_published.connect(receivers.on_topic_published, dispatch_uid="social.topic_published")
         comment_posted.connect(receivers.on_comment_posted, dispatch_uid="social.comment_posted")
         signals.activity_recorded.connect(receivers.on_activity_recorded, dispatch_uid="social.activity_recorded")

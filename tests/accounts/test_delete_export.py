@@ -185,3 +185,11 @@ def test_editors_see_a_deleted_account_as_such(world, client, editor):
     client.force_login(editor)
     page = client.get(f"/t/{topic.slug}/c/{cid}/").content.decode()
     assert "a deleted account" in page and 'href="/u//"' not in page
+
+
+def test_every_app_registers_its_part_in_order():
+    from accounts.parts import account_parts
+
+    parts = [(p.name, p.export is not None, p.erase is not None) for p in account_parts()]
+    assert parts == [("comments", True, True), ("social", True, True), ("notifications", True, True),
+                     ("search", False, True)]
