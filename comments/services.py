@@ -252,12 +252,13 @@ class LikeRepair:
     comments: int = 0
     repaired: int = 0  # comments whose count or latest likers were set from the edges
     raced: int = 0  # comments liked or unliked while being repaired: left as they were (run again)
+    drifted: int = 0  # comments whose count or latest likers differed from the edges
 
 
 REPAIR_PAGE = 100
 
 
-def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair:
+def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool = True) -> LikeRepair:
     """Recompute every comment's `likes` and `latest_likers` from the like edges, the source of
     truth (the edge and the counter are two writes; a crash between them, or a like
     and an unlike racing, leave the counter off). Per topic, through its storage manager: the
@@ -265,7 +266,8 @@ def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair
     in chronological pages of REPAIR_PAGE, and one guarded update per comment that is off. The
     latest likers are the newest LATEST_LIKERS active likers by the time of their like, oldest
     first, as the likes left them. An update whose comment was liked or unliked since it was
-    read changes nothing and is counted in `raced`: run the repair again."""
+    read changes nothing and is counted in `raced`: run the repair again. `repair=False` only
+    counts the comments that differ (`drifted`; `manage.py integrity` without --repair)."""
     report = LikeRepair()
     users = get_user_model().objects
     for topic in topics:
@@ -282,6 +284,9 @@ def comment_likes_repair(*, topics, progress=lambda message: None) -> LikeRepair
                 likes = sorted(edges.get(comment.id, []), key=lambda edge: (edge[1] is not None, edge[1] or 0, edge[0]))
                 latest = [names[u] for u, _ in likes if u in names][-LATEST_LIKERS:]
                 if comment.likes == len(likes) and list(comment.latest_likers) == latest:
+                    continue
+                report.drifted += 1
+                if not repair:
                     continue
                 if manager.set_likes(discussion_id=topic.discussion_id, comment=comment, likes=len(likes),
                                      latest_likers=latest, threaded=threaded):

@@ -127,3 +127,10 @@ def account_export(*, user) -> dict:
     topics = apps.get_model("topics", "Topic").objects.in_bulk(discussions)
     return {"followed_discussions": [topics[d].slug for d in discussions if d in topics],
             "notification_preferences": {"email": email_preferences(user=user)}}
+
+
+def unread_counters_drift(*, user_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """{user id: (stored unread counter, unread shown groups)} for those of `user_ids` whose
+    counter differs from their groups (the check of `manage.py integrity`; the repair is
+    `services.unread_counters_recount`). Two queries for the batch."""
+    return NotificationManager().unread_counters_off(recipients=list(user_ids))

@@ -410,3 +410,13 @@ def user_forget(*, user) -> int:
     ThreadSubscriptionManager().forget_user(user_id=user.pk)
     EmailOutboxManager().forget(recipient=user.pk)
     return gone
+
+
+def unread_counters_recount(*, user_ids) -> int:
+    """Set each user's unread counter to the number of their unread, shown groups (the repair
+    of `manage.py integrity --repair`). Returns how many users were recounted."""
+    manager, done = NotificationManager(), 0
+    for user_id in user_ids:
+        manager.recount_unread(recipient=int(user_id))
+        done += 1
+    return done

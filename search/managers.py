@@ -105,6 +105,16 @@ class CommentSearchManager(MongoManager):
                          posted=posted, status=status)
         self.collection.update_one({"_id": _key(discussion_id, comment_id)}, {"$set": doc}, upsert=True)
 
+    def entries(self, *, discussion_id: int, comment_ids: list[str]) -> dict[str, dict]:
+        """The stored entries of these comments of one discussion, by comment id (without `_id`):
+        one query by `_id` (what `manage.py integrity` compares with `entry()`)."""
+        keys = [_key(discussion_id, comment_id) for comment_id in comment_ids]
+        return {doc["c"]: doc for doc in self.collection.find({"_id": {"$in": keys}}, {"_id": 0})}
+
+    def count_discussion(self, *, discussion_id: int) -> int:
+        """How many entries one discussion has: a count on the (d, s, p) index's prefix."""
+        return self.collection.count_documents({"d": int(discussion_id)})
+
     def bulk_load(self, entries: list[dict], chunk: int = 20_000) -> int:
         """Insert `entry()` documents of comments not indexed yet (the benchmark's loader and
         a rebuild into an empty collection); returns how many were written."""

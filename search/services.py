@@ -50,3 +50,17 @@ def comment_search_rebuild(*, topics, page_size: int = 500, progress=lambda mess
 def search_forget_author(*, username: str) -> int:
     """No search entry names `username` any more (account deletion)."""
     return CommentSearchManager().forget_author(author=username)
+
+
+def comment_search_drift(*, topic, comments) -> list[str]:
+    """Ids of `comments` (a page of `topic`'s stored comments) whose search entry is missing or
+    differs from the entry they derive now (the check of `manage.py integrity`; the repair is
+    `comment_search_rebuild`): one query for the page."""
+    stored = CommentSearchManager().entries(discussion_id=topic.discussion_id, comment_ids=[c.id for c in comments])
+    return [c.id for c in comments if stored.get(c.id) != _search_entry(topic, c)]
+
+
+def comment_search_count(*, topic) -> int:
+    """How many search entries `topic`'s discussion has (more than its stored comments: entries
+    of comments that are gone)."""
+    return CommentSearchManager().count_discussion(discussion_id=topic.discussion_id)

@@ -196,3 +196,24 @@ def follow_names(*, user) -> dict[str, list[str]]:
         names = dict(users.filter(pk__in=ids).values_list("pk", "username"))
         out[key] = [names[i] for i in ids if i in names]
     return out
+
+
+def follow_lists_drift(*, user_ids: list[int]) -> list[int]:
+    """Those of `user_ids` whose followers or following list (its ids, as a multiset, or the
+    head's count) differs from the follow edges, the source of truth (the check of `manage.py
+    integrity`; the repair is `services.follow_lists_rebuild`). Two edge queries for the batch,
+    then 1-2 reads per list and one for the counts."""
+    owners = [int(u) for u in user_ids]
+    if not owners:
+        return []
+    lists, edges = FollowListManager(), FollowEdgeManager()
+    truth = {FOLLOWERS: edges.followers_of(owners), FOLLOWING: edges.following_of(owners)}
+    drifted = []
+    for owner in owners:
+        sizes = lists.sizes(owner=owner)
+        for kind in (FOLLOWERS, FOLLOWING):
+            expected = truth[kind][owner]
+            if sizes[kind] != len(expected) or sorted(lists.all_ids(owner=owner, kind=kind)) != sorted(expected):
+                drifted.append(owner)
+                break
+    return drifted

@@ -121,6 +121,19 @@ class NotificationManager(MongoManager):
         self.db[self.counters_name].update_one({"_id": recipient}, {"$set": {"unread": unread}}, upsert=True)
         return unread
 
+    def unread_counters_off(self, *, recipients: list[int]) -> dict[int, tuple[int, int]]:
+        """{recipient: (stored unread counter, unread shown groups)} for those of `recipients`
+        whose counter differs from the groups (what `recount_unread` repairs): one grouped
+        count over the recipients' unread groups and one read of their counters."""
+        recipients = [int(r) for r in recipients]
+        counted = {doc["_id"]: doc["n"] for doc in self.collection.aggregate([
+            {"$match": {"r": {"$in": recipients}, "hidden": False, "read": False}},
+            {"$group": {"_id": "$r", "n": {"$sum": 1}}}])}
+        stored = {doc["_id"]: doc.get("unread", 0) for doc in
+                  self.db[self.counters_name].find({"_id": {"$in": recipients}}, {"unread": 1})}
+        return {r: (stored.get(r, 0), counted.get(r, 0)) for r in recipients
+                if stored.get(r, 0) != counted.get(r, 0)}
+
     def _inc(self, recipient: int, delta: int) -> None:
         self.db[self.counters_name].update_one({"_id": recipient}, {"$inc": {"unread": delta}}, upsert=True)
 

@@ -1,0 +1,149 @@
+"""`manage.py integrity`: each derived view broken on purpose is reported (exit status 1 and
+"N difference(s)"), `--repair` rebuilds it, and a second run reports nothing."""
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from comments.selectors import comment_manager
+from comments.services import comment_create, comment_like
+from notifications.managers import NotificationManager
+from search.managers import CommentSearchManager
+from social.managers import FOLLOWERS, FollowListManager
+from social.services import follow_create
+
+pytestmark = pytest.mark.django_db
+
+STORAGES = ["document", "embedded", "bucketed"]
+
+
+def run(*args):
+    """(output, clean): the command's output and whether it exited with status 0."""
+    from io import StringIO
+
+    out = StringIO()
+    try:
+        call_command("integrity", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue() + str(exc), False
+    return out.getvalue(), True
+
+
+def assert_repaired(*topic_args):
+    output, clean = run(*topic_args, "--repair")
+    assert "repaired" in output
+    output, clean = run(*topic_args)
+    assert clean, output
+    assert "0 difference(s)" in output
+
+
+@pytest.fixture
+def dataset(make_topic, make_user):
+    """A small demo-like dataset: topics in each strategy with comments, likes, replies, follows."""
+    alice, bob, carol = make_user("alice"), make_user("bob"), make_user("carol")
+    topics = {}
+    for storage in STORAGES:
+        topic = make_topic(storage)
+        first = comment_create(topic=topic, author=alice, text="first words about zebras")
+        comment_create(topic=topic, author=bob, text="a reply about lions",
+                       parent=first.id if storage != "bucketed" else None)
+        comment_like(topic=topic, comment_id=first.id, user=bob)
+        comment_like(topic=topic, comment_id=first.id, user=carol)
+        topics[storage] = (topic, first)
+    follow_create(follower=bob, followee=alice)
+    follow_create(follower=carol, followee=alice)
+    follow_create(follower=alice, followee=carol)
+    return topics, (alice, bob, carol)
+
+
+def test_a_clean_dataset_reports_nothing(dataset):
+    output, clean = run()
+    assert clean, output
+    assert "checked 3 topics, 6 comments, 4 users" in output
+    assert "0 difference(s)" in output
+    assert output.count("topic ") == 3 and "users " in output  # one progress line per topic and per batch
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_likes_drift_is_reported_and_repaired(dataset, storage):
+    topic, first = dataset[0][storage]
+    comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=first.id)
+    comment_manager(topic).set_likes(discussion_id=topic.discussion_id, comment=comment, likes=7,
+                                     latest_likers=["mallory"], threaded=topic.comment_order == "threaded")
+    output, clean = run("--topic", topic.slug)
+    assert not clean
+    assert "likes: 1 comment(s) differ" in output and "1 difference(s)" in output
+    assert_repaired("--topic", topic.slug)
+    assert comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=first.id).likes == 2
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_missing_search_entry_is_reported_and_rebuilt(dataset, storage):
+    topic, first = dataset[0][storage]
+    CommentSearchManager().collection.delete_one({"_id": f"{topic.discussion_id}:{first.id}"})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "search: 1 entr(y/ies) missing or stale" in output and first.id in output
+    assert_repaired("--topic", topic.slug)
+
+
+def test_a_stale_search_entry_is_reported(dataset):
+    topic, first = dataset[0]["document"]
+    CommentSearchManager().collection.update_one({"_id": f"{topic.discussion_id}:{first.id}"}, {"$set": {"s": "removed"}})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "search: 1 entr" in output
+    assert_repaired("--topic", topic.slug)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_counter_ahead_of_the_comments_is_reported_not_repaired(dataset, storage):
+    topic, _ = dataset[0][storage]
+    manager = comment_manager(topic)
+    field = "seq" if storage == "document" else "count"
+    collection = manager.collection if storage == "embedded" else manager.discussions
+    collection.update_one({"_id": topic.discussion_id}, {"$inc": {field: 1}})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "counter 3 for 2 stored comment(s)" in output
+    output, clean = run("--topic", topic.slug, "--repair")
+    assert not clean and "(not repaired)" in output and "1 difference(s) remain" in output
+
+
+def test_a_hole_in_seq_is_reported(dataset):
+    topic, first = dataset[0]["document"]
+    manager = comment_manager(topic)
+    manager.collection.update_one({"discussion_id": topic.discussion_id, "cid": first.id}, {"$set": {"seq": 0}})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "counter 2 for" in output
+
+
+def test_a_duplicate_id_in_a_follow_list_is_reported_and_rebuilt(dataset):
+    alice = dataset[1][0]
+    FollowListManager().collection.update_one({"_id": FollowListManager.head_id(alice.pk, FOLLOWERS)},
+                                              {"$push": {"ids": alice.pk + 1000}})
+    output, clean = run()
+    assert not clean and f"follow lists of user(s) {alice.pk} differ" in output
+    assert_repaired()
+
+
+def test_a_follow_count_off_by_one_is_reported_and_rebuilt(dataset):
+    alice = dataset[1][0]
+    FollowListManager().collection.update_one({"_id": FollowListManager.head_id(alice.pk, FOLLOWERS)},
+                                              {"$inc": {"count": 1}})
+    output, clean = run()
+    assert not clean and "follow lists" in output
+    assert_repaired()
+
+
+def test_an_unread_counter_off_is_reported_and_recounted(dataset):
+    alice = dataset[1][0]
+    manager = NotificationManager()
+    shown = manager.collection.count_documents({"r": alice.pk, "hidden": False, "read": False})
+    manager.db[manager.counters_name].update_one({"_id": alice.pk}, {"$inc": {"unread": 3}}, upsert=True)
+    output, clean = run()
+    assert not clean and f"user {alice.pk}: {shown + 3} for {shown} unread" in output
+    assert_repaired()
+    assert manager.unread(recipient=alice.pk) == shown
+
+
+def test_an_unknown_topic_is_an_error():
+    with pytest.raises(CommandError, match="No such topic"):
+        call_command("integrity", "--topic", "nope")
