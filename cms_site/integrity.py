@@ -17,6 +17,10 @@ Per user, in batches of `batch` primary keys (a Django iterator):
   (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_rebuild`).
 - `unread`: the notification unread counter equals the unread, shown groups
   (`notifications.selectors.unread_counters_drift`; repair: `unread_counters_recount`).
+Once, with the per-user checks:
+- `moderation`: the moderation tab totals equal the queue entries in each state
+  (`moderation.services.moderation_counts_drift`; repair: `moderation_repair(recount=True)`,
+  which also recounts flag counters and held totals; those two are not checked yet).
 """
 
 from __future__ import annotations
@@ -28,14 +32,15 @@ from django.contrib.auth import get_user_model
 
 from comments.selectors import comment_manager, comment_stored_pages
 from comments.services import comment_likes_repair
+from moderation.services import moderation_counts_drift, moderation_repair
 from notifications.selectors import unread_counters_drift
 from notifications.services import unread_counters_recount
 from search.services import comment_search_count, comment_search_drift, comment_search_rebuild
 from social.selectors import follow_lists_drift
 from social.services import follow_lists_rebuild
 
-COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD = "counter", "likes", "search", "follow lists", "unread"
-CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD)
+COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
+CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION)
 
 
 @dataclass
@@ -132,4 +137,16 @@ def integrity(*, topics, users: bool = True, repair: bool = False, batch: int = 
                 ids = []
         if ids:
             check_users(ids, repair=repair, report=report, say=say)
+        check_moderation(repair=repair, report=report, say=say)
     return report
+
+
+def check_moderation(*, repair: bool, report: IntegrityReport, say) -> None:
+    tabs = moderation_counts_drift()
+    if tabs:
+        report.drifted[MODERATION] += len(tabs)
+        if repair:
+            moderation_repair(recount=True)
+            report.repaired[MODERATION] += len(tabs)
+    say("moderation tab totals: " + ("; ".join(f"{tab} {stored} for {n} entries" for tab, (stored, n) in tabs.items())
+                                     if tabs else "ok"))

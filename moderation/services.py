@@ -495,6 +495,13 @@ class RepairReport:
     statuses: int = 0  # status index entries re-read from storage
 
 
+def moderation_counts_drift() -> dict[str, tuple[int, int]]:
+    """{tab: (stored total, entries)} for the moderation tabs whose total differs from the
+    queue entries (the check of `manage.py integrity`; `moderation_repair(recount=True)`
+    rebuilds them)."""
+    return ModerationQueueManager().state_counts_drift()
+
+
 def moderation_repair(*, recount: bool = False, statuses: bool = False, progress=None) -> RepairReport:
     """Finish what interrupted moderation left: entries marked `syncing` take the stored
     comment's status (the comment is the truth); interrupted approvals go back to pending

@@ -151,6 +151,13 @@ class ModerationQueueManager(MongoManager):
     def set_counts(self, counts: dict[str, int]) -> None:
         self.counts.replace_one({"_id": "states"}, {"_id": "states", **counts}, upsert=True)
 
+    def state_counts_drift(self) -> dict[str, tuple[int, int]]:
+        """{state: (stored tab total, entries in that state)} for the tabs whose total is off
+        (the check of `manage.py integrity`; `set_counts` from `count_state` repairs it)."""
+        doc = self.counts.find_one({"_id": "states"}) or {}
+        found = {state: (int(doc.get(state, 0)), self.count_state(state)) for state in STATES}
+        return {state: pair for state, pair in found.items() if pair[0] != pair[1]}
+
     def recount_held(self) -> int:
         """Recompute every (topic, author) held counter from the Pending entries (repair only);
         returns how many counters were written."""

@@ -61,7 +61,8 @@ def test_a_clean_dataset_reports_nothing(dataset):
     assert clean, output
     assert "checked 3 topics, 6 comments, 4 users" in output
     assert "0 difference(s)" in output
-    assert output.count("topic ") == 3 and "users " in output  # one progress line per topic and per batch
+    # one progress line per topic and per batch of users, one for the moderation totals
+    assert output.count("topic ") == 3 and "users " in output and "moderation tab totals: ok" in output
 
 
 @pytest.mark.parametrize("storage", STORAGES)
@@ -147,3 +148,14 @@ def test_an_unread_counter_off_is_reported_and_recounted(dataset):
 def test_an_unknown_topic_is_an_error():
     with pytest.raises(CommandError, match="No such topic"):
         call_command("integrity", "--topic", "nope")
+
+
+def test_a_moderation_tab_total_off_is_reported_and_recounted(dataset):
+    from moderation.managers import ModerationQueueManager
+
+    queue = ModerationQueueManager()
+    queue.counts.update_one({"_id": "states"}, {"$inc": {"pending": 2}}, upsert=True)
+    output, clean = run()
+    assert not clean and "moderation tab totals: pending 2 for 0 entries" in output
+    assert_repaired()
+    assert queue.state_counts()["pending"] == 0
