@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from core.cursors import EPOCH, decode_cursor, encode_cursor
 from core.errors import InvalidInput, NotAuthenticated
-from notifications.managers import NotificationManager
+from notifications.managers import NotificationManager, ThreadSubscriptionManager
 from notifications.managers.notifications import Notification
 from social.managers.mutes import MuteManager
 from topics import selectors as topic_selectors
@@ -111,10 +111,15 @@ def email_preferences(*, user) -> dict[str, bool]:
     return {kind: (saved.wants(kind) if saved else default) for kind, default in EMAIL_DEFAULTS.items()}
 
 
+def follows_discussion(*, user, topic) -> bool:
+    """Whether `user` follows `topic`'s discussion (one `_id` lookup; False for visitors)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return ThreadSubscriptionManager().exists(discussion_id=topic.discussion_id, user_id=user.pk)
+
+
 def followed_discussions(*, user) -> list[int]:
     """The discussions (topic ids) whose new comments `user` follows."""
-    from notifications.managers import ThreadSubscriptionManager
-
     return ThreadSubscriptionManager().discussions_of(user_id=user.pk)
 
 
