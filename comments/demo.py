@@ -3,7 +3,8 @@ and the social graph).
 
 Every topic whose discussion is empty gets comments and replies several levels deep
 from the demo people, a few likes (through the like service: like edges, counters,
-latest likers and credit flows) and, on document topics, a pinned and a removed comment.
+latest likers and credit flows). The moderation demo (`moderation.demo`, after this one)
+pins and removes a comment on document topics, through the moderation pipeline.
 The bucketed topic gets `BUCKETED_COMMENTS` comments, enough to fill several buckets.
 Everything goes through the services, so followers' feeds receive the activities.
 Deterministic (a seeded random generator); idempotent (non-empty discussions are kept).
@@ -70,9 +71,6 @@ def load(ctx, out=print) -> None:
                     continue  # no one likes their own comment
                 services.comment_like(topic=topic, comment_id=comment.id, user=fan)
                 likes += 1
-        if topic.comment_storage == "document" and len(posted) > 2:
-            services.comment_set_pinned(topic=topic, comment_id=posted[1].id, pinned=True, moderator=ctx.editor)
-            services.comment_set_status(topic=topic, comment_id=posted[2].id, status="removed", moderator=ctx.editor)
         deepest = max(c.depth for c in posted)
         out(f"comments: {topic.slug}: {len(posted)} comments ({topic.comment_storage}, {topic.comment_order}, "
             f"deepest reply at depth {deepest}), {likes} likes")

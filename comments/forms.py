@@ -3,8 +3,6 @@ pages, the API and the admin refuse the same inputs with the same messages)."""
 
 from django import forms
 
-from comments.ids import is_comment_id
-
 
 class CommentForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False, strip=False, label="Your comment")
@@ -15,15 +13,3 @@ class CommentForm(forms.Form):
 class LikeForm(forms.Form):
     action = forms.ChoiceField(choices=[("like", "Like"), ("unlike", "Unlike")])
     next = forms.CharField(widget=forms.HiddenInput, required=False)
-
-
-class CommentIdsField(forms.MultipleChoiceField):
-    """Several comment ids; each must be well formed (comments.ids.is_comment_id)."""
-
-    def valid_value(self, value):
-        return is_comment_id(value)
-
-
-class ModerationForm(forms.Form):
-    action = forms.ChoiceField(choices=[(a, a.capitalize()) for a in ("remove", "hide", "restore", "pin", "unpin")])
-    comments = CommentIdsField(error_messages={"required": "Select at least one comment."})

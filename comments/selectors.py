@@ -48,6 +48,7 @@ from comments.managers.statuses import CommentStatusIndexManager
 from core.errors import InvalidInput, NotFound
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
+from core.permissions import can_moderate
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
@@ -96,7 +97,7 @@ def _parent_visible(status: str, name: str, viewer) -> bool:
     if status == DELETED:
         return False
     if status in (REMOVED, AUTHOR_ONLY, "pending"):
-        if viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active:
+        if can_moderate(viewer):
             return True
         return status == AUTHOR_ONLY and getattr(viewer, "is_authenticated", False) and viewer.get_username() == name
     return True
@@ -307,7 +308,7 @@ def can_see(comment: Comment, viewer) -> bool:
     """Whether `viewer` may see the comment's text and author (nobody sees a deleted one's)."""
     if comment.status == DELETED:
         return False
-    if viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active:
+    if can_moderate(viewer):
         return True
     if comment.status == REMOVED:
         return False

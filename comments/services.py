@@ -1,4 +1,5 @@
-"""Comment writes and their rules: posting, replying, likes, moderation, credits.
+"""Comment writes and their rules: posting, replying, likes, edits, deletions, credits, and
+the storage primitives the moderation pipeline (`moderation.services`) builds on.
 
 Every function is `<entity>_<action>` with keyword-only arguments, checks who may do
 it, validates its input, picks the storage strategy from the topic and only then calls
@@ -8,7 +9,12 @@ API and the admin call these and nothing below them.
 Rules:
 - text is stripped and must hold 1..COMMENTS_MAX_TEXT characters;
 - a parent must be a well-formed comment id of the same topic, not a removed comment;
-- writers are authenticated and active; moderation (status, pinning) is staff only;
+- writers are authenticated and active; editors are users who may moderate
+  (`core.permissions.can_moderate`): they see hidden and removed comments and may
+  edit or delete any comment. Moderation itself (statuses, pins, approvals, bans, and
+  its audit log) is the moderation app's: this module only stores what it decided
+  (`comment_stored`, `comment_status_store`, `comment_pin_store`, `comment_store_held`),
+  without a permission check of its own.
 - a like is idempotent: the like edge (`CommentLikeManager`) changes state at most once
   per like/unlike, and only then does the comment's counter move;
 - an embedded discussion that reached its size bound refuses comments: `Conflict`.
@@ -63,6 +69,7 @@ from comments.selectors import can_see, comment_manager, comment_render_many, ex
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import render_markdown
 from core.paging import PageRequest
+from core.permissions import can_moderate
 from core.text import text_clean
 from core.writers import require_writer
 
@@ -74,12 +81,6 @@ log = logging.getLogger(__name__)
 def _require_writer(user, action: str = "comment"):
     """Authenticated, active, and allowed by every registered write check (bans: 403)."""
     require_writer(user, action)
-
-
-def _require_moderator(user):
-    _require_writer(user, "moderate comments")
-    if not user.is_staff:
-        raise Forbidden("Only editors can moderate comments.")
 
 
 def _existing(topic, comment_id, manager: CommentManager | None = None) -> Comment:
@@ -165,10 +166,15 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
     return _store(topic, manager, author, text, parent_comment)
 
 
-def comment_store_held(*, topic, author, text: str, parent: str | None, moderator) -> Comment:
-    """Store a submission an editor approved: it gets its place (and its feed activity,
-    credits and signals) now, as if posted at this moment. Staff only; no gate runs."""
-    _require_moderator(moderator)
+def comment_stored(*, topic, comment_id) -> Comment:
+    """The stored comment, unmasked (for the moderation pipeline); NotFound for a malformed or unknown id."""
+    return _existing(topic, comment_id)
+
+
+def comment_store_held(*, topic, author, text: str, parent: str | None) -> Comment:
+    """Store a submission the moderation pipeline approved: it gets its place (and its feed
+    activity, credits and signals) now, as if posted at this moment. No gate runs; the
+    caller (moderation.services) has checked who approves."""
     manager = comment_manager(topic)
     parent_comment = None
     if parent:
@@ -356,15 +362,11 @@ def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
 _CHANGE_ATTEMPTS = 3  # an edit or deletion that raced with another change reads again
 
 
-def is_editor(user) -> bool:
-    return user is not None and getattr(user, "is_staff", False) and user.is_active
-
-
 def can_edit(comment: Comment, user, *, at: datetime | None = None) -> bool:
     """The author within COMMENTS_EDIT_WINDOW seconds of posting, or an editor; never a deleted comment."""
     if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):
         return False
-    if is_editor(user):
+    if can_moderate(user):
         return True
     if comment.author is None or comment.author.id != user.pk or comment.status == REMOVED:
         return False
@@ -375,7 +377,15 @@ def can_edit(comment: Comment, user, *, at: datetime | None = None) -> bool:
 def can_delete(comment: Comment, user) -> bool:
     if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):
         return False
-    return is_editor(user) or (comment.author is not None and comment.author.id == user.pk and comment.status != REMOVED)
+    return can_moderate(user) or (comment.author is not None and comment.author.id == user.pk and comment.status != REMOVED)
+
+
+def can_see_revisions(comment: Comment, user) -> bool:
+    """Its author (while they may see it) and editors."""
+    if can_moderate(user):
+        return True
+    return (user is not None and getattr(user, "is_authenticated", False) and comment.author is not None
+            and comment.author.id == user.pk and can_see(comment, user))
 
 
 def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
@@ -439,7 +449,7 @@ def comment_delete(*, topic, comment_id: str, user) -> Comment:
             deleted = replace(comment, status=DELETED, text="", html="")
             signals.send(signals.comment_deleted, sender=Comment, topic=topic, comment=deleted, user=user)
             signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=deleted, before=comment.status,
-                                                after=DELETED, moderator=user)
+                         after=DELETED, user=user)
             return deleted
         CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
     raise Conflict("The comment changed while you were deleting it; reload and try again.")
@@ -449,7 +459,7 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
     """Earlier texts of a comment, newest first: for its author and editors only."""
     _require_writer(user, "see revisions")
     comment = _existing(topic, comment_id)
-    if not is_editor(user) and (comment.author is None or comment.author.id != user.pk or not can_see(comment, user)):
+    if not can_see_revisions(comment, user):
         raise Forbidden("Only its author and editors can see a comment's revisions.")
     history = CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
     missing = [i for i, r in enumerate(history) if r.text and not r.html]  # texts kept from before Markdown
@@ -458,27 +468,28 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
     return history
 
 
-# --- moderation -----------------------------------------------------------------
+# --- storage primitives of the moderation pipeline ------------------------------------
+# No permission checks here: moderation.services checks who may, and writes the audit log.
 
 
-def comment_set_status(*, topic, comment_id: str, status: str, moderator) -> Comment:
-    """Set a comment's status (visible, author_only, removed). Staff only.
+def comment_status_store(*, topic, comment_id: str, status: str) -> Comment:
+    """Store a comment's status (visible, author_only, removed) and return the comment as it was
+    before (its `status` says whether anything changed: nothing is written when it is the same).
 
     The status index (`CommentStatusIndexManager`, read by feeds and profiles) is written
     first, then the storage: interrupted, the index is the stricter of the two. Then
-    `comment_status_changed` is sent (the moderation app keeps its queue in step)."""
-    _require_moderator(moderator)
-    if status not in STATUSES:
-        raise InvalidInput(f"status must be one of {', '.join(STATUSES)}.", field="status")
+    `comment_status_changed` is sent (search and notifications follow the status)."""
+    if status not in STATUSES or status == DELETED:
+        raise InvalidInput(f"status must be one of {', '.join(s for s in STATUSES if s != DELETED)}.", field="status")
     manager = comment_manager(topic)
     comment = _existing(topic, comment_id, manager)
+    if comment.status == status:
+        return comment
     CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=status)
     manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status, threaded=is_threaded(topic))
-    changed = replace(comment, status=status)
-    if comment.status != status:
-        signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=changed, before=comment.status,
-                                            after=status, moderator=moderator)
-    return changed
+    signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=replace(comment, status=status),
+                 before=comment.status, after=status, user=None)
+    return comment
 
 
 def comment_status_resync(*, topic, comment_id: str) -> str | None:
@@ -491,38 +502,17 @@ def comment_status_resync(*, topic, comment_id: str) -> str | None:
     return comment.status
 
 
-def comment_set_pinned(*, topic, comment_id: str, pinned: bool, moderator) -> Comment:
-    """Pin a comment to the top of the hot order, or unpin it. Staff only."""
-    _require_moderator(moderator)
+def comment_pin_store(*, topic, comment_id: str, pinned: bool) -> Comment:
+    """Pin a comment to the top of the hot order, or unpin it; returns the comment as it was
+    before (nothing is written when it already is as asked)."""
     if not isinstance(pinned, bool):
         raise InvalidInput("pinned must be true or false.", field="pinned")
     manager = comment_manager(topic)
     comment = _existing(topic, comment_id, manager)
-    manager.set_pinned(discussion_id=topic.discussion_id, comment_id=comment.id, pinned=pinned, threaded=is_threaded(topic))
-    return replace(comment, pinned=pinned)
-
-
-# Moderation actions as plain functions of (topic, comment_id, moderator): the admin's
-# bulk actions call these (django-contrib-comments' perform_delete / perform_approve).
-MODERATION_ACTIONS = {
-    "remove": lambda **kw: comment_set_status(status=REMOVED, **kw),
-    "hide": lambda **kw: comment_set_status(status="author_only", **kw),
-    "restore": lambda **kw: comment_set_status(status="visible", **kw),
-    "pin": lambda **kw: comment_set_pinned(pinned=True, **kw),
-    "unpin": lambda **kw: comment_set_pinned(pinned=False, **kw),
-}
-
-
-def comment_moderate(*, topic, comment_ids: list[str], action: str, moderator) -> int:
-    """Apply one moderation action to several comments; returns how many were changed."""
-    _require_moderator(moderator)
-    if action not in MODERATION_ACTIONS:
-        raise InvalidInput(f"action must be one of {', '.join(MODERATION_ACTIONS)}.", field="action")
-    done = 0
-    for comment_id in comment_ids:
-        MODERATION_ACTIONS[action](topic=topic, comment_id=comment_id, moderator=moderator)
-        done += 1
-    return done
+    if comment.pinned != pinned:
+        manager.set_pinned(discussion_id=topic.discussion_id, comment_id=comment.id, pinned=pinned,
+                           threaded=is_threaded(topic))
+    return comment
 
 
 # --- credits --------------------------------------------------------------------

@@ -14,9 +14,11 @@ comment_deleted(sender=Comment, topic=Topic, comment=Comment, user=User)
     The comment became a tombstone (status "deleted"): whatever copied its text (feed
     excerpts, notifications, search) must drop it.
 
-comment_status_changed(sender=Comment, topic=Topic, comment=Comment, before=str, after=str, moderator=User)
-    A stored comment's status changed (`comment` carries the new one). The moderation
-    app keeps its queue in step and records the change in its audit log.
+comment_status_changed(sender=Comment, topic=Topic, comment=Comment, before=str, after=str, user=User | None)
+    A stored comment's status changed (`comment` carries the new one): the moderation
+    pipeline stored a decision (`user` None: the pipeline logs who decided), or `user`
+    deleted it (status "deleted"). Search and notifications follow the status; the
+    moderation app keeps its queue in step with deletions.
 """
 
 import logging

@@ -1,14 +1,110 @@
-"""Moderation in the Django admin: the admin index links the site-wide queue, the audit
-log and the bans page (`/moderation/`, staff only); user restrictions are editable here
-too, through the same services (so every change is in the audit log)."""
+"""Moderation in the Django admin, through the one pipeline (moderation.services).
+
+- Topics: `ModeratedTopicAdmin` (the topics app's `TopicAdmin` plus a "Moderate comments"
+  view) replaces the Topic registration. The view lists one page of a topic's comments (the
+  comments selector: every status shown to editors) and the topic's submissions awaiting
+  approval, and applies bulk actions through `services.comment_moderate`, the same function
+  the queue, the API and the topic page call.
+- User moderation: bans and pre-moderation of restricted users, through the same services
+  (so every change is in the audit log). Adding rows here is off: bans are made on
+  /moderation/users/, from a comment, or through the API.
+- The admin index links the site-wide queue, the audit log and the bans page.
+
+`is_staff` opens the admin; moderating needs the permission (core.permissions.can_moderate):
+a staff user without it gets a 403 from the moderation view and sees no moderation actions.
+"""
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
-from core.errors import ServiceError
-from moderation import services
+from comments import selectors as comment_selectors
+from core.errors import InvalidInput, NotFound, ServiceError
+from core.paging import parse_page_request
+from core.permissions import can_moderate
+from moderation import selectors, services
+from moderation.forms import ACTION_CHOICES, CommentActionForm, changed_message
 from moderation.models import SpamWord, UserModeration
+from topics.admin import TopicAdmin
+from topics.models import Topic
 
 admin.site.index_template = "moderation/admin_index.html"
+
+
+class ModeratedTopicAdmin(TopicAdmin):
+    change_form_template = "moderation/admin_topic_change_form.html"
+
+    def get_list_display(self, request):
+        shown = super().get_list_display(request)
+        return (*shown, "moderation_link") if can_moderate(request.user) else shown
+
+    def get_urls(self):
+        name = f"{self.opts.app_label}_{self.opts.model_name}_moderate"
+        return [
+            path("<path:object_id>/comments/", self.admin_site.admin_view(self.moderate_view), name=name),
+            *super().get_urls(),
+        ]
+
+    @admin.display(description="Comments")
+    def moderation_link(self, obj):
+        return format_html('<a href="{}">Moderate comments</a>', self.moderation_url(obj))
+
+    def moderation_url(self, obj) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_moderate", args=[obj.pk])
+
+    def moderate_view(self, request, object_id):
+        if not can_moderate(request.user):
+            raise PermissionDenied
+        topic = self.get_object(request, object_id)
+        if topic is None:
+            raise Http404("No such topic.")
+        here = self.moderation_url(topic)
+        if request.method == "POST":
+            form = CommentActionForm(request.POST)
+            back = here + "?" + urlencode({k: request.GET[k] for k in ("page", "order") if k in request.GET})
+            if not form.is_valid():
+                messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+                return HttpResponseRedirect(back)
+            action, ids = form.cleaned_data["action"], form.cleaned_data["comments"]
+            try:
+                done = services.comment_moderate(topic=topic, comment_ids=ids, action=action, moderator=request.user)
+            except ServiceError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, changed_message(action, done))
+            return HttpResponseRedirect(back)
+        try:
+            page = comment_selectors.comment_page(topic=topic, order=request.GET.get("order"),
+                                                  request=parse_page_request(request.GET), viewer=request.user)
+        except InvalidInput as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(here)
+        except NotFound as exc:
+            raise Http404(exc.message) from None
+        held = selectors.queue_page(viewer=request.user, view="pending", topic=topic.slug)  # the newest page
+        order = page.extra["order"]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Moderate comments: {topic.title}",
+            "opts": self.opts, "original": topic, "topic": topic, "page": page, "order": order, "held": held,
+            "orders": comment_selectors.comment_orders(topic=topic), "query": urlencode({"order": order}) + "&",
+            "actions": ACTION_CHOICES,
+        }
+        return TemplateResponse(request, "moderation/admin_moderate.html", context)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and can_moderate(request.user):
+            context["moderation_url"] = self.moderation_url(obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+
+if admin.site.is_registered(Topic):
+    admin.site.unregister(Topic)
+admin.site.register(Topic, ModeratedTopicAdmin)
 
 
 @admin.register(UserModeration)
@@ -17,10 +113,14 @@ class UserModerationAdmin(admin.ModelAdmin):
     list_filter = ("banned", "shadow", "premoderated")
     search_fields = ("user__username",)
     readonly_fields = ("user", "banned", "until", "shadow", "premoderated", "reason", "updated_by", "updated")
-    actions = ["lift_ban", "premoderate", "stop_premoderating"]
+    actions = ["ban", "shadow_ban", "lift_ban", "premoderate", "stop_premoderating"]
 
     def has_add_permission(self, request):
-        return False  # bans are made on /moderation/users/ or through the API, so they are logged
+        return False  # bans are made on /moderation/users/, from a comment or through the API, so they are logged
+
+    def has_moderate_permission(self, request):
+        """The actions below (Django admin's `permissions=["moderate"]`) need the moderation permission."""
+        return can_moderate(request.user)
 
     def _each(self, request, queryset, call, label):
         done = 0
@@ -32,16 +132,25 @@ class UserModerationAdmin(admin.ModelAdmin):
                 messages.error(request, f"{restriction.user.username}: {exc.message}")
         messages.success(request, f"{label}: {done}.")
 
-    @admin.action(description="Lift the ban of the selected users")
+    @admin.action(description="Ban the selected users (for good)", permissions=["moderate"])
+    def ban(self, request, queryset):
+        self._each(request, queryset, lambda name: services.ban_create(username=name, moderator=request.user), "Banned")
+
+    @admin.action(description="Shadow-ban the selected users", permissions=["moderate"])
+    def shadow_ban(self, request, queryset):
+        self._each(request, queryset, lambda name: services.ban_create(username=name, moderator=request.user,
+                                                                       shadow=True), "Shadow-banned")
+
+    @admin.action(description="Lift the ban of the selected users", permissions=["moderate"])
     def lift_ban(self, request, queryset):
         self._each(request, queryset, lambda name: services.ban_delete(username=name, moderator=request.user), "Lifted")
 
-    @admin.action(description="Pre-moderate the selected users")
+    @admin.action(description="Pre-moderate the selected users", permissions=["moderate"])
     def premoderate(self, request, queryset):
         self._each(request, queryset, lambda name: services.user_set_premoderation(
             username=name, premoderated=True, moderator=request.user), "Pre-moderated")
 
-    @admin.action(description="Stop pre-moderating the selected users")
+    @admin.action(description="Stop pre-moderating the selected users", permissions=["moderate"])
     def stop_premoderating(self, request, queryset):
         self._each(request, queryset, lambda name: services.user_set_premoderation(
             username=name, premoderated=False, moderator=request.user), "No longer pre-moderated")

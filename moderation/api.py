@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from comments.api import COMMENT_ID, ERROR, SLUG
 from comments.serializers import CommentSerializer
 from core.paging import KeysetPagination, page_payload, paginated_schema, parse_page_request
+from core.permissions import require_moderator
 from moderation import selectors, services
 from moderation.serializers import (
     ActionSerializer,
@@ -96,7 +97,7 @@ class ActionApi(APIView):
         if values.get("entries"):
             changed = services.queue_moderate(entry_ids=values["entries"], action=values["action"], moderator=request.user)
         else:
-            services._require_editor(request.user)
+            require_moderator(request.user)
             topic = topic_get(slug=values["topic"], viewer=request.user)
             changed = services.comment_moderate(topic=topic, comment_ids=values["comment_ids"], action=values["action"],
                                                 moderator=request.user)

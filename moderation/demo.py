@@ -1,13 +1,15 @@
 """Demo moderation for `make run` (called by cms_site.demo.load_demo after the comments):
-something in every tab of the queue an editor opens at /moderation/.
+the demo's editor in the Editors group, and something in every tab of the queue an editor
+opens at /moderation/.
 
 - Reported: a comment with one report (still visible) and one with
   MODERATION_FLAG_THRESHOLD reports (hidden pending review, `author_only`);
 - Pending: a held submission awaiting approval;
-- Removed: the comment `comments.demo` removes on each document topic.
+- Removed: on each document topic, its third comment (and its second is pinned), by the editor.
 
-Through the services only (flags, holds), so counters, statuses and the status index
-agree. Idempotent: a queue that already has reported or pending entries is kept.
+Through the moderation pipeline only (actions, flags, holds), so counters, statuses, the
+status index and the audit log agree. Idempotent: the editor joins the group once, and a
+queue that already has reported or pending entries is kept.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.conf import settings
 
 from comments.selectors import comment_page
 from core.paging import PageRequest
+from core.permissions import EDITORS_GROUP
 from moderation import services
 from moderation.managers.queue import PENDING, REPORTED, ModerationQueueManager
 
@@ -23,10 +26,17 @@ HELD_TEXT = "First post here! Check out my site for cheap watches."
 
 
 def load(ctx, out=print) -> None:
+    services.editor_add(user=ctx.editor)
+    out(f"moderation: {ctx.editor.username} is in the {EDITORS_GROUP} group (the moderation permission)")
     counts = ModerationQueueManager().state_counts()
     if counts.get(REPORTED) or counts.get(PENDING):
         out("moderation: the queue already has reported or pending entries")
         return
+    for document in (t for t in ctx.topics if t.comment_storage == "document"):
+        first = comment_page(topic=document, order="chronological", request=PageRequest(page=1, page_size=3)).items
+        if len(first) > 2:
+            services.comment_moderate(topic=document, comment_ids=[first[1].id], action="pin", moderator=ctx.editor)
+            services.comment_moderate(topic=document, comment_ids=[first[2].id], action="remove", moderator=ctx.editor)
     topic = next((t for t in ctx.topics if t.comment_storage == "document" and t.is_live()), None)
     if topic is None or len(ctx.people) < 2:
         out("moderation: no live document topic or too few people, queue left empty")

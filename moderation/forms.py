@@ -2,7 +2,20 @@
 
 from django import forms
 
-from moderation.services import ACTIONS, FLAG_REASONS, NOTE_MAX
+from comments.ids import is_comment_id
+from moderation.services import ACTIONS, AUTHOR_ACTIONS, FLAG_REASONS, NOTE_MAX
+
+ACTION_LABELS = {"approve": "Approve", "reject": "Reject", "remove": "Remove", "hide": "Hide", "restore": "Restore",
+                 "pin": "Pin", "unpin": "Unpin", "clear_flags": "Clear flags", "ban_author": "Ban the author",
+                 "shadow_ban_author": "Shadow-ban the author"}
+ACTION_CHOICES = [(a, ACTION_LABELS[a]) for a in ACTIONS]
+
+
+def changed_message(action: str, done: int) -> str:
+    """What an action did, in the words every page that takes actions uses."""
+    if action in AUTHOR_ACTIONS:
+        return f"{ACTION_LABELS[action]}: {done} user{'s' if done != 1 else ''}."
+    return f"{ACTION_LABELS[action]}: {done} comment{'s' if done != 1 else ''}."
 
 REASON_LABELS = {"spam": "Spam", "abuse": "Abusive", "off_topic": "Off topic", "other": "Other"}
 
@@ -21,8 +34,29 @@ class EntryIdsField(forms.MultipleChoiceField):
 
 
 class QueueActionForm(forms.Form):
-    action = forms.ChoiceField(choices=[(a, a.capitalize()) for a in ACTIONS])
+    action = forms.ChoiceField(choices=ACTION_CHOICES)
     entries = EntryIdsField(error_messages={"required": "Select at least one comment."})
+
+
+class CommentIdsField(forms.MultipleChoiceField):
+    """Several comment ids (stored, or a held submission's); each well formed (comments.ids.is_comment_id)."""
+
+    def valid_value(self, value):
+        return is_comment_id(value)
+
+
+class CommentActionForm(forms.Form):
+    """The per-topic admin page's bulk actions."""
+
+    action = forms.ChoiceField(choices=ACTION_CHOICES)
+    comments = CommentIdsField(error_messages={"required": "Select at least one comment."})
+
+
+class MenuActionForm(forms.Form):
+    """One action from a comment's moderation menu on the topic page."""
+
+    action = forms.ChoiceField(choices=ACTION_CHOICES)
+    next = forms.CharField(widget=forms.HiddenInput, required=False)
 
 
 class BanForm(forms.Form):

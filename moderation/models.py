@@ -28,6 +28,8 @@ class UserModeration(models.Model):
     class Meta:
         verbose_name = "user moderation"
         verbose_name_plural = "user moderation (bans, pre-moderation)"
+        # The one moderation permission (core.permissions.can_moderate), held by the Editors group.
+        permissions = [("moderate_comments", "Can moderate comments (queue, actions, bans, the topic page's menu)")]
         indexes = [models.Index(fields=["banned", "-updated"], name="moderation_banned_newest")]
 
     def __str__(self):

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.usernames import user_named
-from comments import services as comment_services
 from core.cursors import parse_time_cursor, time_cursor
-from core.errors import Forbidden, InvalidInput
+from core.errors import InvalidInput
 from core.paging import Page, parse_page_size
+from core.permissions import require_moderator
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
 from moderation.models import UserModeration
@@ -37,13 +37,6 @@ class CursorPage:
     items: list
     next_cursor: str | None
     count: int | None = None
-
-
-def _require_editor(viewer) -> None:
-    if viewer is None or not getattr(viewer, "is_authenticated", False):
-        comment_services._require_moderator(viewer)
-    if not viewer.is_active or not viewer.is_staff:
-        raise Forbidden("Only editors can see the moderation queue.")
 
 
 def _words(q) -> list[str]:
@@ -118,7 +111,7 @@ def _row(doc: dict) -> QueueRow:
 
 def queue_page(*, viewer, view="reported", topic=None, author=None, q=None, cursor=None, size=None) -> CursorPage:
     """One page of the site-wide queue: `view` is reported, pending, removed or all."""
-    _require_editor(viewer)
+    require_moderator(viewer)
     if view in (None, ""):
         view = "reported"
     if not isinstance(view, str) or view not in QUEUE_VIEWS:
@@ -139,7 +132,7 @@ def queue_page(*, viewer, view="reported", topic=None, author=None, q=None, curs
 
 
 def queue_counts(*, viewer) -> dict[str, int]:
-    _require_editor(viewer)
+    require_moderator(viewer)
     counts = ModerationQueueManager().state_counts()
     return {"reported": counts["reported"], "pending": counts["pending"], "removed": counts["removed"],
             "all": sum(counts.values())}
@@ -147,7 +140,7 @@ def queue_counts(*, viewer) -> dict[str, int]:
 
 def flags_of(*, viewer, topic, comment_id: str) -> list[dict]:
     """The latest flags of one comment (editors)."""
-    _require_editor(viewer)
+    require_moderator(viewer)
     return FlagManager().for_comment(topic_id=topic.pk, comment_id=comment_id)
 
 
@@ -156,6 +149,7 @@ class LogRow:
     id: str
     at: datetime
     actor: str
+    system: bool  # done by the system on its own (the flag threshold, holds), not by an editor
     action: str
     topic_slug: str
     comment: str | None
@@ -167,10 +161,12 @@ class LogRow:
 
 def log_page(*, viewer, cursor=None, size=None) -> CursorPage:
     """The audit log, newest first (editors)."""
-    _require_editor(viewer)
+    require_moderator(viewer)
     limit = parse_page_size(size, default=DEFAULT_SIZE, maximum=MAX_SIZE)
     docs = ModerationLogManager().page(after=parse_time_cursor(cursor), limit=limit + 1)
-    rows = [LogRow(id=str(d["_id"]), at=d["at"], actor=d.get("actor_name", ""), action=d["action"],
+    rows = [LogRow(id=str(d["_id"]), at=d["at"], actor=d.get("actor_name", ""),
+                   # entries logged before the `system` field: the system's had no user id
+                   system=bool(d.get("system", d.get("actor") is None)), action=d["action"],
                    topic_slug=d.get("topic_slug", ""), comment=d.get("comment"), target=d.get("target", ""),
                    before=d.get("before"), after=d.get("after"), note=d.get("note", "")) for d in docs[:limit]]
     more = len(docs) > limit
@@ -222,7 +218,7 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
 
 def bans_page(*, viewer, request) -> object:
     """Users under a ban or pre-moderation, most recently changed first (a Django page)."""
-    _require_editor(viewer)
+    require_moderator(viewer)
     qs = UserModeration.objects.select_related("user").order_by("-updated")
     qs = qs.filter(banned=True) | qs.filter(premoderated=True)
     count = qs.count()

@@ -119,6 +119,8 @@ class LogRowSerializer(serializers.Serializer):
     id = serializers.CharField()
     at = serializers.DateTimeField()
     actor = serializers.CharField(help_text="The editor's username, or \"system\".")
+    system = serializers.BooleanField(help_text="Done by the system on its own (the flag threshold, a hold), "
+                                                "with the reason in `note`.")
     action = serializers.CharField()
     topic = serializers.CharField(source="topic_slug", allow_blank=True)
     comment = serializers.CharField(allow_null=True)

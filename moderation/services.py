@@ -1,9 +1,17 @@
-"""Moderation writes: holding submissions, flags, editors' actions, bans, pre-moderation.
+"""The one moderation pipeline: holding submissions, flags, editors' actions, bans, pre-moderation.
 
-Every function is `<entity>_<action>` with keyword-only arguments and checks who may
-do it. Moderation actions are plain functions (django-contrib-comments'
-`views/moderation.py` style) shared by the queue page, the admin and the API; they reach
-comments only through `comments.services`.
+Every public function is `<entity>_<action>` with keyword-only arguments and checks who may
+do it through `core.permissions.require_moderator` (the `moderation.moderate_comments`
+permission, held by the Editors group). Moderation actions are plain functions
+(django-contrib-comments' `perform_flag` / `perform_delete` / `perform_approve`), each
+writing its audit entry inside the action; the per-topic admin page, the admin's user
+moderation, the queue pages, the API and the topic page's menu all call them, so they
+give the same result, the same "changed" count and the same audit entry. They reach
+comments only through the storage primitives of `comments.services`.
+
+Work the system does on its own (the flag threshold's hide, holding a submission for
+pre-moderation, a new user's first comments, a shadow ban or the spam checks) is logged
+with the actor `system` (`SYSTEM_ACTOR`, not a user) and the reason in the note.
 
 Design (docs/moderation.md):
 - A held submission (pre-moderated topic or user, a new user's first comments, a
@@ -15,9 +23,8 @@ Design (docs/moderation.md):
 - A shadow ban holds the author's comments the same way, but the author sees them as
   if they were posted (no "awaiting moderation" label); editors find them under Pending.
 - Two writes per editor action on a stored comment: the queue entry first (new status
-  and state, `syncing: true`), then the comment's status through the comment services,
-  whose `comment_status_changed` signal brings the entry in step, unsets `syncing` and
-  writes the audit log (`receivers.py`). Interrupted in between, the entry says the new
+  and state, `syncing: true`), then the comment's status through the comment services'
+  storage primitive; then `syncing` is unset and the audit entry written. Interrupted in between, the entry says the new
   status while the comment keeps the old one, and `syncing` marks it:
   `manage.py moderation_repair` re-reads the stored status of every `syncing` entry and
   makes the entry (and the status index) agree with it. Approval is queue-first too
@@ -39,9 +46,12 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.usernames import user_named
+from comments import selectors as comment_selectors
 from comments import services as comment_services
-from comments.managers.base import AUTHOR_ONLY, PENDING, REMOVED, VISIBLE, Author, Comment
+from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Author, Comment
 from core.errors import Forbidden, InvalidInput, NotFound
+from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
+from core.writers import require_writer
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
 from moderation.managers.queue import PENDING as PENDING_STATE
@@ -53,9 +63,24 @@ REJECTED = "rejected"
 APPROVING = "approving"
 FLAG_REASONS = ("spam", "abuse", "off_topic", "other")
 NOTE_MAX = 500
-ACTIONS = ("approve", "reject", "remove", "hide", "restore", "pin", "unpin")
+ACTIONS = ("approve", "reject", "remove", "hide", "restore", "pin", "unpin", "clear_flags", "ban_author",
+           "shadow_ban_author")
+AUTHOR_ACTIONS = ("ban_author", "shadow_ban_author")  # on the authors of the comments named
 MAX_BULK = 100
 SYSTEM = "system"
+
+
+class SystemActor:
+    """The actor of what the system does on its own: the audit log names it `system` (with no
+    user id) and the reason goes in the note. It is not a user and passes no permission check."""
+
+    name = SYSTEM
+
+    def __repr__(self) -> str:
+        return "SYSTEM_ACTOR"
+
+
+SYSTEM_ACTOR = SystemActor()
 
 # The tab a comment's status puts it under (flags aside).
 _STATE_OF_STATUS = {PENDING: PENDING_STATE, APPROVING: PENDING_STATE, VISIBLE: DONE, AUTHOR_ONLY: REMOVED_STATE,
@@ -67,8 +92,23 @@ def topics_in_bulk(*, ids) -> dict[int, Topic]:
     return Topic.objects.in_bulk([int(i) for i in set(ids)])
 
 
-def _require_editor(user) -> None:
-    comment_services._require_moderator(user)
+def editors_group():
+    """The Editors group, holding the moderation permission (the data migration makes it; made
+    again here if it is missing, e.g. after a test flushed the tables)."""
+    from django.contrib.auth.models import Group, Permission
+
+    group, _ = Group.objects.get_or_create(name=EDITORS_GROUP)
+    for name in EDITORS_PERMISSIONS:
+        app_label, codename = name.split(".")
+        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return group
+
+
+def editor_add(*, user) -> None:
+    """Make `user` an editor: a member of the Editors group (the demo's editor; `make_editor` in tests)."""
+    user.groups.add(editors_group())
+    for cache in ("_perm_cache", "_group_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
 
 
 def _now() -> datetime:
@@ -77,15 +117,15 @@ def _now() -> datetime:
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
-def _actor(user) -> dict:
-    if user is None:
-        return {"actor": None, "actor_name": SYSTEM}
-    return {"actor": user.pk, "actor_name": user.username}
+def _actor(actor) -> dict:
+    if actor is SYSTEM_ACTOR:
+        return {"actor": None, "actor_name": SYSTEM, "system": True}
+    return {"actor": actor.pk, "actor_name": actor.username, "system": False}
 
 
 def log_action(*, actor, action: str, entry: dict | None = None, before=None, after=None, note: str = "",
                target: str = "", topic=None, comment_id: str | None = None) -> None:
-    """Append one action to the audit log."""
+    """Append one action to the audit log. `actor`: the user who acted, or SYSTEM_ACTOR."""
     doc = {"at": _now(), **_actor(actor), "action": action, "before": before, "after": after, "note": note,
            "target": target, "topic": None, "topic_slug": "", "comment": comment_id, "entry": None}
     if entry is not None:
@@ -143,6 +183,8 @@ def comment_hold(*, topic, author, text: str, parent: Comment | str | None = Non
         "status": PENDING, "state": PENDING_STATE, "held": True, "hold_reason": reason.strip()[:200], "shadow": bool(shadow),
         "flags": 0, "open_flags": 0, "reasons": {}, "notes": [], "created": now, "updated": now,
     })
+    log_action(actor=SYSTEM_ACTOR, action="hold", entry=entry, before=None, after=PENDING, target=author.username,
+               note=entry["hold_reason"])
     return held_comment(entry)
 
 
@@ -151,7 +193,7 @@ def _hold_reason(topic, author) -> tuple[str, bool] | None:
     restriction = restriction_of(author)
     if restriction is not None and restriction.ban_in_force() and restriction.shadow:
         return "shadow ban", True
-    if author.is_staff:
+    if can_moderate(author):
         return None
     if getattr(topic, "comment_moderation", "post") == "pre":
         return "topic is pre-moderated", False
@@ -167,7 +209,7 @@ class PreModerationGate:
     """The submission gate registered with comments.services (see ModerationConfig.ready)."""
 
     def hold(self, *, topic, author, text, parent):
-        if getattr(topic, "comment_moderation", "post") == "closed" and not author.is_staff:
+        if getattr(topic, "comment_moderation", "post") == "closed" and not can_moderate(author):
             raise Forbidden("Comments are closed on this topic.")
         why = _hold_reason(topic, author)
         if why is None:
@@ -222,7 +264,7 @@ def _entry_for_comment(topic, comment: Comment) -> dict:
 def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     """`user` reports a comment. One flag per user and comment (a second is a no-op);
     at MODERATION_FLAG_THRESHOLD open flags a visible comment is hidden pending review."""
-    comment_services._require_writer(user, "flag comments")
+    require_writer(user, "flag comments")
     if not isinstance(reason, str) or reason not in FLAG_REASONS:
         raise InvalidInput(f"reason must be one of {', '.join(FLAG_REASONS)}.", field="reason")
     if note is None:
@@ -232,8 +274,8 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     note = " ".join(note.split())
     if len(note) > NOTE_MAX:
         raise InvalidInput(f"note must be at most {NOTE_MAX} characters.", field="note")
-    comment = comment_services._existing(topic, comment_id)
-    if comment.status == REMOVED or not comment_services.can_see(comment, user):
+    comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
+    if comment.status == REMOVED or not comment_selectors.can_see(comment, user):
         raise NotFound(f"No comment {comment_id} in this topic.")
     if comment.author.id == user.pk:
         raise InvalidInput("You cannot flag your own comment.", field="comment")
@@ -251,51 +293,66 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     )
     hidden = after.get("status") != VISIBLE
     if after.get("status") == VISIBLE and after["open_flags"] >= settings.MODERATION_FLAG_THRESHOLD:
-        _set_status(topic, after, AUTHOR_ONLY, moderator=None, state=REPORTED,
+        _set_status(topic, after, AUTHOR_ONLY, actor=SYSTEM_ACTOR, action="hide",
                     note=f"{after['open_flags']} flags: hidden pending review")
         hidden = True
     return FlagResult(True, after["flags"], hidden)
 
 
-# --- editors' actions ------------------------------------------------------------------------
+# --- the actions ----------------------------------------------------------------------------
+# One plain function per action, (topic, entry, actor) -> changed: each writes its audit entry
+# itself, after its writes. Every entry point (the per-topic admin page, the admin's user
+# moderation, the queue pages, the API, the topic page's menu) reaches them through
+# `comment_moderate` / `queue_moderate` below, which check the permission once.
 
 
-class _System:
-    """The actor of automatic actions (the flag threshold): staff for the comment services."""
-
-    pk = None
-    username = SYSTEM
-    is_authenticated = True
-    is_active = True
-    is_staff = True
-
-
-def _set_status(topic, entry: dict, status: str, *, moderator, state: str | None = None, note: str = "") -> bool:
-    """Queue first (syncing), then the comment; the signal receiver finishes the entry and logs."""
-    if entry.get("status") == status:
+def _set_status(topic, entry: dict, status: str, *, actor, action: str, note: str = "") -> bool:
+    """Queue first (new status and tab, `syncing`), then the comment's storage, then the entry
+    finished and the audit entry. Nothing is written when the entry already has that status;
+    a deleted comment is final."""
+    if entry.get("status") in (status, DELETED):
         return False
     queue = ModerationQueueManager()
-    fields = {"status": status, "state": state or _STATE_OF_STATUS[status], "updated": _now(), "syncing": True}
-    if moderator is not None:
+    person = actor is not SYSTEM_ACTOR
+    fields = {"status": status, "state": _STATE_OF_STATUS[status] if person else REPORTED, "updated": _now(),
+              "syncing": True}
+    if person:  # an editor's decision closes the open reports
         fields["open_flags"] = 0
     queue.update(entry["_id"], set_fields=fields)
-    comment_services.comment_set_status(topic=topic, comment_id=entry["comment"], status=status,
-                                        moderator=_Attributed(moderator, note))
+    before = comment_services.comment_status_store(topic=topic, comment_id=entry["comment"], status=status).status
+    if before == DELETED:  # deleted meanwhile: the entry says so
+        queue.update(entry["_id"], set_fields={"status": DELETED, "state": DONE}, unset=("syncing",))
+        return False
+    queue.update(entry["_id"], unset=("syncing",))
+    if before == status:
+        return False
+    log_action(actor=actor, action=action, entry=entry, before=before, after=status, note=note)
     return True
 
 
-class _Attributed:
-    """A moderator (or the system) carrying a note for the audit log, for the comment services."""
+def _clear_flags(topic, entry: dict, actor, *, action: str = "clear_flags") -> bool:
+    """Close the open reports of a comment; its status stays."""
+    if entry["state"] != REPORTED:
+        return False
+    ModerationQueueManager().update(entry["_id"], set_fields={"state": _STATE_OF_STATUS.get(entry["status"], DONE),
+                                                              "open_flags": 0, "updated": _now()})
+    log_action(actor=actor, action=action, entry=entry, before=entry["status"], after=entry["status"],
+               note=f"{entry.get('open_flags', 0)} open reports dismissed")
+    return True
 
-    def __init__(self, user, note: str = ""):
-        self.user = user
-        self.note = note
-        base = user or _System()
-        self.pk, self.username = base.pk, base.username
-        self.is_authenticated, self.is_active, self.is_staff = True, base.is_active, base.is_staff
+
+def _pin(topic, entry: dict, actor, *, pinned: bool) -> bool:
+    if entry.get("status") == DELETED:
+        return False
+    before = comment_services.comment_pin_store(topic=topic, comment_id=entry["comment"], pinned=pinned)
+    if before.pinned == pinned:
+        return False
+    log_action(actor=actor, action="pin" if pinned else "unpin", entry=entry, before="unpinned" if pinned else "pinned",
+               after="pinned" if pinned else "unpinned")
+    return True
 
 
-def _approve_held(topic, entry: dict, moderator) -> bool:
+def _approve_held(topic, entry: dict, actor) -> bool:
     queue = ModerationQueueManager()
     claimed = queue.update(entry["_id"], set_fields={"status": APPROVING, "syncing": True, "updated": _now()},
                            expect={"status": PENDING})
@@ -307,77 +364,79 @@ def _approve_held(topic, entry: dict, moderator) -> bool:
         raise InvalidInput(f"the author of {entry['_id']} no longer exists: reject it.", field="comment_ids")
     try:
         comment = comment_services.comment_store_held(topic=topic, author=author, text=entry["text"],
-                                                      parent=entry.get("parent"), moderator=moderator)
+                                                      parent=entry.get("parent"))
     except Exception:
         queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
         raise
     queue.update(entry["_id"], set_fields={"status": VISIBLE, "state": DONE, "comment": comment.id,
                                            "key": entry_key(topic.pk, comment.id), "updated": _now()},
                  unset=("syncing",))
-    log_action(actor=moderator, action="approve", entry=entry, before=PENDING, after=VISIBLE, comment_id=comment.id,
+    log_action(actor=actor, action="approve", entry=entry, before=PENDING, after=VISIBLE, comment_id=comment.id,
                note=entry.get("hold_reason", ""))
     return True
 
 
-def _held_to(entry: dict, status: str, state: str, action: str, moderator) -> bool:
+def _held_to(entry: dict, status: str, state: str, action: str, actor) -> bool:
     changed = ModerationQueueManager().update(entry["_id"], set_fields={"status": status, "state": state, "updated": _now()},
                                               expect={"status": entry["status"]})
     if changed is None:
         return False
-    log_action(actor=moderator, action=action, entry=entry, before=entry["status"], after=status)
+    log_action(actor=actor, action=action, entry=entry, before=entry["status"], after=status)
     return True
 
 
-def _dismiss_reports(entry: dict, moderator) -> bool:
-    if entry["state"] != REPORTED:
-        return False
-    ModerationQueueManager().update(entry["_id"], set_fields={"state": _STATE_OF_STATUS.get(entry["status"], DONE),
-                                                              "open_flags": 0, "updated": _now()})
-    log_action(actor=moderator, action="approve", entry=entry, before=entry["status"], after=entry["status"],
-               note="reports dismissed")
-    return True
-
-
-def _act(topic, entry: dict, action: str, moderator) -> bool:
+def _held_action(topic, entry: dict, action: str, actor) -> bool:
+    """An action on a held submission (not stored yet): approve, reject (or remove), restore a rejected one."""
     status = entry["status"]
-    if entry.get("comment") is None:  # a held submission
-        if action == "approve" and status == PENDING:
-            return _approve_held(topic, entry, moderator)
-        if action in ("reject", "remove") and status == PENDING:
-            return _held_to(entry, REJECTED, REMOVED_STATE, "reject", moderator)
-        if action == "restore" and status == REJECTED:
-            return _held_to(entry, PENDING, PENDING_STATE, "restore", moderator)
-        if action in ("approve", "reject", "remove", "restore"):
-            return False
-        raise InvalidInput(f"{action} applies to published comments; {entry['_id']} is awaiting moderation.",
-                           field="action")
-    if action in ("pin", "unpin"):
-        comment_services.comment_set_pinned(topic=topic, comment_id=entry["comment"], pinned=action == "pin",
-                                            moderator=moderator)
-        log_action(actor=moderator, action=action, entry=entry)
-        return True
-    if action in ("approve", "restore"):
-        if status in (AUTHOR_ONLY, REMOVED):
-            return _set_status(topic, entry, VISIBLE, moderator=moderator)
-        return _dismiss_reports(entry, moderator)
-    if action in ("reject", "remove"):
-        return _set_status(topic, entry, REMOVED, moderator=moderator)
-    if action == "hide":
-        return _set_status(topic, entry, AUTHOR_ONLY, moderator=moderator)
-    raise InvalidInput(f"action must be one of {', '.join(ACTIONS)}.", field="action")
+    if action == "approve" and status == PENDING:
+        return _approve_held(topic, entry, actor)
+    if action in ("reject", "remove") and status == PENDING:
+        return _held_to(entry, REJECTED, REMOVED_STATE, "reject", actor)
+    if action == "restore" and status == REJECTED:
+        return _held_to(entry, PENDING, PENDING_STATE, "restore", actor)
+    if action in ("approve", "reject", "remove", "restore", "clear_flags"):
+        return False
+    raise InvalidInput(f"{action} applies to published comments; {entry['_id']} is awaiting moderation.", field="action")
+
+
+def _approve(topic, entry, actor) -> bool:
+    """Approve a published comment: show it again if it was hidden or removed, and close its reports."""
+    if entry["status"] in (AUTHOR_ONLY, REMOVED):
+        return _set_status(topic, entry, VISIBLE, actor=actor, action="approve")
+    return _clear_flags(topic, entry, actor, action="approve")
+
+
+# The actions on a published comment.
+COMMENT_ACTIONS = {
+    "approve": _approve,
+    "reject": lambda topic, entry, actor: _set_status(topic, entry, REMOVED, actor=actor, action="reject"),
+    "remove": lambda topic, entry, actor: _set_status(topic, entry, REMOVED, actor=actor, action="remove"),
+    "hide": lambda topic, entry, actor: _set_status(topic, entry, AUTHOR_ONLY, actor=actor, action="hide"),
+    "restore": lambda topic, entry, actor: (entry["status"] in (AUTHOR_ONLY, REMOVED)
+                                            and _set_status(topic, entry, VISIBLE, actor=actor, action="restore")),
+    "pin": lambda topic, entry, actor: _pin(topic, entry, actor, pinned=True),
+    "unpin": lambda topic, entry, actor: _pin(topic, entry, actor, pinned=False),
+    "clear_flags": _clear_flags,
+}
+
+
+def _act(topic, entry: dict, action: str, actor) -> bool:
+    if entry.get("comment") is None:
+        return _held_action(topic, entry, action, actor)
+    return bool(COMMENT_ACTIONS[action](topic, entry, actor))
 
 
 def _resolve(topic, comment_id) -> dict:
     """The queue entry a comment id (stored comment or held submission) of `topic` names."""
     entry = _entry_by_hex(comment_id)
-    if entry is not None and entry["topic"] == topic.pk and entry.get("comment") is None:
-        return entry
+    if entry is not None and entry["topic"] == topic.pk and (entry.get("comment") is None or entry.get("held")):
+        return entry  # a held submission (its id still names it once approved)
     if not isinstance(comment_id, str):
         raise InvalidInput("comment ids must be strings.", field="comment_ids")
     entry = ModerationQueueManager().by_key(topic.pk, comment_id)
     if entry is not None:
         return entry
-    return _entry_for_comment(topic, comment_services._existing(topic, comment_id))
+    return _entry_for_comment(topic, comment_services.comment_stored(topic=topic, comment_id=comment_id))
 
 
 def _check_action(action, ids, name: str) -> list:
@@ -392,17 +451,26 @@ def _check_action(action, ids, name: str) -> list:
     return list(dict.fromkeys(ids))
 
 
+def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> int:
+    """Run one action over (topic, entry) pairs; the author actions ban each distinct author once."""
+    if action in AUTHOR_ACTIONS:
+        authors = dict.fromkeys(entry["author_name"] for _, entry in entries if entry.get("author_name"))
+        return sum(1 for name in authors
+                   if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author")[1])
+    return sum(1 for topic, entry in entries if _act(topic, entry, action, moderator))
+
+
 def comment_moderate(*, topic, comment_ids, action, moderator) -> int:
-    """Apply one action to comments of one topic (stored ids or held ids); returns how many changed."""
-    _require_editor(moderator)
+    """Apply one action to comments of one topic (stored ids or held ids); returns how many changed
+    (for `ban_author` / `shadow_ban_author`: how many authors were banned)."""
+    require_moderator(moderator)
     ids = _check_action(action, comment_ids, "comment_ids")
-    entries = [_resolve(topic, cid) for cid in ids]
-    return sum(1 for entry in entries if _act(topic, entry, action, moderator))
+    return _apply([(topic, _resolve(topic, cid)) for cid in ids], action, moderator)
 
 
 def queue_moderate(*, entry_ids, action, moderator) -> int:
     """Apply one action to queue entries of any topics (the site-wide queue's bulk actions)."""
-    _require_editor(moderator)
+    require_moderator(moderator)
     ids = _check_action(action, entry_ids, "entries")
     oids = []
     for value in ids:
@@ -412,12 +480,27 @@ def queue_moderate(*, entry_ids, action, moderator) -> int:
             raise InvalidInput(f"{value!r} is not a queue entry id.", field="entries") from None
     entries = ModerationQueueManager().get_many(oids)
     topics = topics_in_bulk(ids=[e["topic"] for e in entries])
-    changed = 0
-    for entry in entries:
-        topic = topics.get(entry["topic"])
-        if topic is not None and _act(topic, entry, action, moderator):
-            changed += 1
-    return changed
+    return _apply([(topics[e["topic"]], e) for e in entries if e["topic"] in topics], action, moderator)
+
+
+def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None:
+    """A comment was deleted (comments.services.comment_delete): its entry, if it has one, says
+    so; a deletion by someone other than its author (an editor) is an entry of the audit log."""
+    by_author = user is not None and comment.author is not None and comment.author.id == getattr(user, "pk", None)
+    queue = ModerationQueueManager()
+    entry = queue.by_key(topic.pk, comment.id)
+    if entry is None and by_author:
+        return  # an author deleting their own comment, never moderated: nothing to keep in step
+    if entry is None:
+        entry = _entry_for_comment(topic, comment)
+    elif entry.get("status") != DELETED:
+        fields = {"status": DELETED, "state": DONE, "updated": _now()}
+        if not by_author:
+            fields["open_flags"] = 0
+        queue.update(entry["_id"], set_fields=fields, unset=("syncing",))
+    if not by_author:
+        log_action(actor=user if user is not None else SYSTEM_ACTOR, action="delete", entry=entry, before=before,
+                   after=DELETED, comment_id=comment.id)
 
 
 # --- bans and pre-moderation -----------------------------------------------------------------
@@ -434,11 +517,16 @@ def _user(username):
 
 def ban_create(*, username, moderator, until: datetime | None = None, shadow: bool = False,
                reason: str = "") -> UserModeration:
-    """Ban a user until `until` (None: for good), or shadow-ban them. Editors cannot be banned."""
-    _require_editor(moderator)
+    """Ban a user until `until` (None: for good), or shadow-ban them. Editors cannot be banned.
+    The same ban again (same kind, end and reason) changes nothing and is not logged again."""
+    return _ban(username=username, moderator=moderator, until=until, shadow=shadow, reason=reason)[0]
+
+
+def _ban(*, username, moderator, until=None, shadow=False, reason="") -> tuple[UserModeration, bool]:
+    require_moderator(moderator)
     user = _user(username)
-    if user.is_staff:
-        raise InvalidInput("Editors cannot be banned: take their staff status away first.", field="username")
+    if can_moderate(user):
+        raise InvalidInput("Editors cannot be banned: take their moderation permission away first.", field="username")
     if until is not None and until <= _now():
         raise InvalidInput("until must be in the future.", field="until")
     if not isinstance(shadow, bool):
@@ -446,18 +534,21 @@ def ban_create(*, username, moderator, until: datetime | None = None, shadow: bo
     if not isinstance(reason, str) or len(reason) > 500:
         raise InvalidInput("reason must be a string of at most 500 characters.", field="reason")
     restriction, _ = UserModeration.objects.get_or_create(user=user)
+    if (restriction.ban_in_force() and restriction.shadow == shadow and restriction.until == until
+            and restriction.reason == reason.strip()):
+        return restriction, False
     before = restriction.describe()
     restriction.banned, restriction.until, restriction.shadow = True, until, shadow
     restriction.reason, restriction.updated_by = reason.strip(), moderator
     restriction.save()
     log_action(actor=moderator, action="shadow_ban" if shadow else "ban", target=user.username, before=before,
                after=restriction.describe(), note=restriction.reason)
-    return restriction
+    return restriction, True
 
 
 def ban_delete(*, username, moderator) -> bool:
     """Lift a user's ban; False if there was none."""
-    _require_editor(moderator)
+    require_moderator(moderator)
     user = _user(username)
     restriction = UserModeration.objects.filter(user=user).first()
     if restriction is None or not restriction.banned:
@@ -471,7 +562,7 @@ def ban_delete(*, username, moderator) -> bool:
 
 def user_set_premoderation(*, username, premoderated, moderator) -> UserModeration:
     """Put a user on pre-moderation (every comment held for review) or take them off."""
-    _require_editor(moderator)
+    require_moderator(moderator)
     if not isinstance(premoderated, bool):
         raise InvalidInput("premoderated must be true or false.", field="premoderated")
     user = _user(username)

@@ -46,6 +46,7 @@ from django.core.cache import cache
 from core.clients import Client, current_client
 from core.errors import InvalidInput
 from core.markdown import render_markdown
+from core.permissions import can_moderate
 from core.text import invisible
 
 logger = logging.getLogger(__name__)
@@ -234,7 +235,7 @@ class SpamGate:
     lets it through (its fingerprint is recorded when it is stored: `on_comment_posted`)."""
 
     def hold(self, *, topic, author, text, parent):
-        if author.is_staff:
+        if can_moderate(author):  # editors skip the checks
             return None
         sub = submission_of(topic=topic, author=author, text=text)
         verdict = spam_verdict(sub)

@@ -2,27 +2,47 @@
 
 - POST /t/{slug}/c/{id}/flag/  any signed-in user reports a comment (a message says
   whether the flag was new);
+- POST /t/{slug}/c/{id}/moderate/  editors: one action from a comment's menu on the topic
+  page (remove, hide, restore, pin, unpin, ban the author, ...), then back to the comment;
+  a request from static/js/comments.js (`X-Requested-With: fetch`) gets JSON
+  `{changed, detail}` (or `{detail, code}` with the refusal's status) instead;
 - /moderation/                 editors: the site-wide queue (tabs, filters, word search,
   bulk actions), in the admin's look and linked from the admin index;
 - /moderation/log/             editors: the audit log;
 - /moderation/users/           editors: bans, shadow bans and pre-moderated users.
+
+"Editors" are users holding the moderation permission (core.permissions.can_moderate),
+staff or not: a visitor who is not signed in goes to the log-in page, a signed-in user
+without the permission gets a 403.
 """
 
+from functools import wraps
+
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
+from comments.ids import is_comment_id
+from core.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, ServiceError
 from core.paging import parse_page_request
+from core.permissions import can_moderate, require_moderator
 from core.redirects import posted_next
 from moderation import selectors, services
-from moderation.forms import BanForm, FlagForm, QueueActionForm, UserActionForm
+from moderation.forms import (
+    ACTION_CHOICES,
+    BanForm,
+    FlagForm,
+    MenuActionForm,
+    QueueActionForm,
+    UserActionForm,
+    changed_message,
+)
 from topics.selectors import topic_get
 
 TAB_LABELS = {"reported": "Reported", "pending": "Pending", "removed": "Removed", "all": "All"}
@@ -57,13 +77,66 @@ def comment_flag(request, slug, comment_id):
     return redirect(posted_next(request, fallback))
 
 
+def moderators_only(view):
+    """Editors only: the log-in page for a visitor, a 403 for anyone without the permission."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not can_moderate(request.user):
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _in_place(request) -> bool:
+    return request.headers.get("X-Requested-With") == "fetch"
+
+
+@require_POST
+def comment_moderate(request, slug, comment_id):
+    """One action from a comment's moderation menu, through the pipeline, then back to the comment."""
+    try:
+        topic = topic_get(slug=slug, viewer=request.user)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    back = posted_next(request, topic.get_absolute_url())  # the menu sends the page it is on
+    if "#" not in back and is_comment_id(comment_id):
+        back += f"#c-{comment_id}"
+    form = MenuActionForm(request.POST)
+    try:
+        require_moderator(request.user)  # before anything else is said about the request
+        if not form.is_valid():
+            raise InvalidInput(f"action must be one of {', '.join(a for a, _ in ACTION_CHOICES)}.", field="action")
+        action = form.cleaned_data["action"]
+        done = services.comment_moderate(topic=topic, comment_ids=[comment_id], action=action, moderator=request.user)
+    except ServiceError as exc:
+        if _in_place(request):
+            return JsonResponse({"detail": exc.message, "code": exc.code}, status=exc.status_code)
+        if isinstance(exc, NotAuthenticated):
+            return redirect_to_login(back)
+        if isinstance(exc, Forbidden):
+            raise PermissionDenied(exc.message) from None
+        if isinstance(exc, NotFound):
+            raise Http404(exc.message) from None
+        messages.error(request, exc.message)
+        return redirect(back)
+    detail = changed_message(action, done) if done else "Nothing to change: it already was so."
+    if _in_place(request):
+        return JsonResponse({"changed": done, "detail": detail})
+    (messages.success if done else messages.info)(request, detail)
+    return redirect(back)
+
+
 def _admin_context(request, title):
     from django.contrib import admin
 
     return {**admin.site.each_context(request), "title": title}
 
 
-@staff_member_required
+@moderators_only
 def queue(request):
     params = request.GET
     view = params.get("state") or "reported"
@@ -79,7 +152,7 @@ def queue(request):
         except ServiceError as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"{form.cleaned_data['action'].capitalize()}: {done} comment{'s' if done != 1 else ''}.")
+            messages.success(request, changed_message(form.cleaned_data["action"], done))
         return HttpResponseRedirect(back)
     try:
         page = selectors.queue_page(viewer=request.user, view=view, topic=params.get("topic"), author=params.get("author"),
@@ -94,12 +167,12 @@ def queue(request):
     context = {
         **_admin_context(request, f"Moderation queue: {TAB_LABELS[view]}"), "page": page, "view": view, "tabs": tabs,
         "filters": filters, "next_url": next_url, "first_url": "?" + urlencode({"state": view, **filters}),
-        "actions": QueueActionForm.base_fields["action"].choices, "paged": bool(params.get("cursor")),
+        "actions": ACTION_CHOICES, "paged": bool(params.get("cursor")),
     }
     return TemplateResponse(request, "moderation/queue.html", context)
 
 
-@staff_member_required
+@moderators_only
 def log(request):
     try:
         page = selectors.log_page(viewer=request.user, cursor=request.GET.get("cursor"), size=request.GET.get("page_size"))
@@ -111,7 +184,7 @@ def log(request):
                                                              "next_url": next_url})
 
 
-@staff_member_required
+@moderators_only
 def users(request):
     if request.method == "POST":
         if "action" in request.POST:

@@ -53,8 +53,21 @@ def make_user(django_user_model):
 
 
 @pytest.fixture
-def editor(make_user):
-    return make_user("editor", is_staff=True)
+def make_editor(make_user):
+    """A user in the Editors group (the moderation permission), staff so the admin opens too."""
+    from moderation.services import editor_add
+
+    def make(username=None, **fields):
+        user = make_user(username, **{"is_staff": True, **fields})
+        editor_add(user=user)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def editor(make_editor):
+    return make_editor("editor")
 
 
 @pytest.fixture

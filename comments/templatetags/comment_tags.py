@@ -36,6 +36,11 @@ def deletable_by(comment, user) -> bool:
 
 
 @register.filter
+def revisions_visible_to(comment, user) -> bool:
+    return services.can_see_revisions(comment, user)
+
+
+@register.filter
 def initials(name) -> str:
     parts = [p for p in str(name or "").replace("_", " ").replace(".", " ").replace("-", " ").split() if p]
     if not parts:

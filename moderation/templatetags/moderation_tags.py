@@ -1,10 +1,11 @@
 """Template tags the comment pages use to show moderation: the viewer's held comments on
-a topic (paged by the `held` keyset cursor of the page's URL), and the flag form under a
-comment."""
+a topic (paged by the `held` keyset cursor of the page's URL), the flag form under a
+comment, and an editor's moderation menu on each comment."""
 
 from django import template
 
 from core.errors import InvalidInput
+from core.permissions import can_moderate
 from moderation import selectors
 from moderation.forms import FlagForm
 
@@ -15,7 +16,7 @@ register = template.Library()
 def held_comments(context, topic):
     request = context.get("request")
     viewer = getattr(request, "user", None)
-    staff = viewer is not None and getattr(viewer, "is_staff", False) and viewer.is_active
+    staff = can_moderate(viewer)
     cursor = request.GET.get("held") if request is not None else None
     error = ""
     try:
@@ -44,4 +45,32 @@ def flag_form(context, topic, comment):
     show = (user is not None and user.is_authenticated and comment.author is not None
             and comment.author.id != user.pk and comment.status == "visible")
     return {"show": show, "topic": topic, "comment": comment, "form": FlagForm(), "here": context.get("here", ""),
+            "csrf_token": context.get("csrf_token")}
+
+
+@register.filter
+def moderates(user) -> bool:
+    """Whether `user` may moderate (the one check: core.permissions.can_moderate)."""
+    return can_moderate(user)
+
+
+@register.inclusion_tag("moderation/_menu.html", takes_context=True)
+def moderation_menu(context, topic, comment):
+    """An editor's menu on one comment of the topic page: each item a small POST form to the
+    pipeline (moderation.views.comment_moderate), which comes back to the comment."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    show = can_moderate(user) and comment.status != "deleted" and not getattr(comment, "held", False)
+    items = []
+    if show:
+        if comment.status == "visible":
+            items += [("hide", "Hide (only its author sees it)"), ("remove", "Remove")]
+        else:
+            items += [("restore", "Restore")]
+            if comment.status == "author_only":
+                items += [("remove", "Remove")]
+        items.append(("unpin", "Unpin") if comment.pinned else ("pin", "Pin"))
+        if comment.author is not None and comment.author.id != user.pk:
+            items.append(("ban_author", f"Ban {comment.author.name}"))
+    return {"show": show, "items": items, "topic": topic, "comment": comment, "here": context.get("here", ""),
             "csrf_token": context.get("csrf_token")}

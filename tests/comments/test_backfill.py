@@ -49,7 +49,7 @@ def old_discussion(topic, make_user, editor, mongo_db):
     root = services.comment_create(topic=topic, author=alice, text="**bold** for @bob and @nobody")
     reply = services.comment_create(topic=topic, author=bob, text="a reply with https://example.org/x", parent=root.id)
     gone = services.comment_create(topic=topic, author=bob, text="soon deleted")
-    services.comment_set_pinned(topic=topic, comment_id=reply.id, pinned=True, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=reply.id, pinned=True)
     services.comment_delete(topic=topic, comment_id=gone.id, user=bob)
     as_before_markdown(mongo_db, topic)
     assert stored(topic, root.id).html == "" and stored(topic, reply.id).html == ""
@@ -98,10 +98,10 @@ def test_backfill_stores_html_and_hints_with_progress_and_is_idempotent(topic, o
     assert f"{topic.slug}: 3 comments, 0 rendered, 1 pinned, moderated" in again.getvalue()
 
 
-def test_an_edit_racing_the_backfill_keeps_its_own_html(topic, old_discussion, make_user):
+def test_an_edit_racing_the_backfill_keeps_its_own_html(topic, old_discussion, make_editor):
     root, _, _ = old_discussion
     before = stored(topic, root.id)  # as the backfill read it
-    services.comment_edit(topic=topic, comment_id=root.id, text="*edited*", user=make_user("ed", is_staff=True))
+    services.comment_edit(topic=topic, comment_id=root.id, text="*edited*", user=make_editor("ed"))
     manager = services.comment_manager(topic)
     assert not manager.set_html(discussion_id=topic.discussion_id, comment=before, html="<p>stale</p>",
                                 threaded=services.is_threaded(topic))

@@ -38,11 +38,6 @@ def bob(make_user):
     return make_user("bob")
 
 
-@pytest.fixture
-def editor(make_user):
-    return make_user("editor", is_staff=True)
-
-
 def test_html_is_rendered_at_write_time_and_stored(topic, alice, bob):
     c = services.comment_create(topic=topic, author=alice, text="hi @bob and @ghost, see https://example.com <b>x</b>")
     assert '<a href="/u/bob/" class="mention" rel="nofollow ugc">@bob</a>' in c.html and "/u/ghost/" not in c.html

@@ -45,7 +45,7 @@ def test_pinned_first_in_every_order_and_the_pages_unchanged(topic, discussion, 
     before = {order: walk(topic, order)[0] for order in orders}
     late, reply = discussion[7], discussion[6]
     for comment in (late, reply):
-        services.comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=editor)
+        services.comment_pin_store(topic=topic, comment_id=comment.id, pinned=True)
     services.comment_like(topic=topic, comment_id=reply.id, user=make_user())
     for order in orders:
         ids, pinned = walk(topic, order)
@@ -67,8 +67,8 @@ def test_pinned_first_in_every_order_and_the_pages_unchanged(topic, discussion, 
 def test_only_what_the_viewer_may_see_is_pinned(topic, discussion, editor, alice):
     removed, gone = discussion[1], discussion[2]
     for comment in (removed, gone):
-        services.comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=editor)
-    services.comment_set_status(topic=topic, comment_id=removed.id, status="removed", moderator=editor)
+        services.comment_pin_store(topic=topic, comment_id=comment.id, pinned=True)
+    services.comment_status_store(topic=topic, comment_id=removed.id, status="removed")
     services.comment_delete(topic=topic, comment_id=gone.id, user=editor)
     pinned = lambda viewer: [c.id for c in selectors.comment_page(  # noqa: E731
         topic=topic, request=PageRequest(page=1), viewer=viewer).extra["pinned"]]
@@ -81,15 +81,15 @@ def test_page_one_costs_one_read_more_only_when_the_topic_has_pins(counter, topi
         return trips(counter, lambda: selectors.comment_page(topic=topic, request=PageRequest(page=number, page_size=3)))
 
     assert cost(1) == cost(2)
-    services.comment_set_pinned(topic=topic, comment_id=discussion[5].id, pinned=True, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=discussion[5].id, pinned=True)
     assert cost(1) == cost(2) + 1
-    services.comment_set_pinned(topic=topic, comment_id=discussion[5].id, pinned=False, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=discussion[5].id, pinned=False)
     assert cost(1) == cost(2)
 
 
 def test_the_topic_page_shows_the_pinned_block_and_a_link_in_place(client, topic, discussion, editor):
     pinned = discussion[0]
-    services.comment_set_pinned(topic=topic, comment_id=pinned.id, pinned=True, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=pinned.id, pinned=True)
     html = client.get(f"/t/{topic.slug}/").content.decode()
     block = html[html.index('class="pinned-comments"'):html.index('class="comment-list')]
     assert f'id="c-{pinned.id}"' in block and "comment 0" in block
@@ -101,7 +101,7 @@ def test_the_topic_page_shows_the_pinned_block_and_a_link_in_place(client, topic
 
 
 def test_the_api_lists_pinned_comments_on_the_first_page(api_client, topic, discussion, editor):
-    services.comment_set_pinned(topic=topic, comment_id=discussion[4].id, pinned=True, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=discussion[4].id, pinned=True)
     first = api_client.get(f"/api/topics/{topic.slug}/comments/?page_size=3").json()
     assert [c["id"] for c in first["pinned"]] == [discussion[4].id] and first["pinned"][0]["pinned"] is True
     assert first["count"] == 8

@@ -81,7 +81,7 @@ def test_unknown_parent_or_parent_of_another_topic(topic, make_topic, make_user)
 
 def test_no_reply_to_a_removed_comment(topic, make_user, editor):
     root = services.comment_create(topic=topic, author=make_user(), text="x")
-    services.comment_set_status(topic=topic, comment_id=root.id, status="removed", moderator=editor)
+    services.comment_status_store(topic=topic, comment_id=root.id, status="removed")
     with pytest.raises(InvalidInput, match="removed"):
         services.comment_create(topic=topic, author=make_user(), text="y", parent=root.id)
     assert stored(topic) == 1
@@ -152,24 +152,16 @@ def test_page_of_a_comment_is_the_page_that_lists_it(topic, make_user):
 # --- moderation and masking -------------------------------------------------------
 
 
-def test_moderation_is_staff_only(topic, make_user):
-    comment = services.comment_create(topic=topic, author=make_user(), text="x")
-    with pytest.raises(Forbidden):
-        services.comment_set_status(topic=topic, comment_id=comment.id, status="removed", moderator=make_user())
-    with pytest.raises(NotAuthenticated):
-        services.comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=AnonymousUser())
-    assert selectors.comment_get(topic=topic, comment_id=comment.id).status == "visible"
-
-
-def test_moderation_refuses_bad_status_and_unknown_comments(topic, make_user, editor):
+def test_the_status_primitive_refuses_bad_status_and_unknown_comments(topic, make_user):
     comment = services.comment_create(topic=topic, author=make_user(), text="x")
     with pytest.raises(InvalidInput):
-        services.comment_set_status(topic=topic, comment_id=comment.id, status="deleted", moderator=editor)
+        services.comment_status_store(topic=topic, comment_id=comment.id, status="deleted")
     for bad in ("zzzzzzzz", {"$ne": 1}, "NOPE"):
         with pytest.raises(NotFound):
-            services.comment_set_status(topic=topic, comment_id=bad, status="removed", moderator=editor)
+            services.comment_status_store(topic=topic, comment_id=bad, status="removed")
     with pytest.raises(InvalidInput):
-        services.comment_moderate(topic=topic, comment_ids=[comment.id], action="explode", moderator=editor)
+        services.comment_pin_store(topic=topic, comment_id=comment.id, pinned="yes")
+    assert selectors.comment_get(topic=topic, comment_id=comment.id).status == "visible"
 
 
 def test_removed_and_author_only_are_masked_but_keep_their_place(topic, make_user, editor):
@@ -177,8 +169,8 @@ def test_removed_and_author_only_are_masked_but_keep_their_place(topic, make_use
     a = services.comment_create(topic=topic, author=author, text="secret A")
     b = services.comment_create(topic=topic, author=author, text="secret B", parent=a.id)
     services.comment_create(topic=topic, author=other, text="plain")
-    services.comment_set_status(topic=topic, comment_id=a.id, status="removed", moderator=editor)
-    services.comment_set_status(topic=topic, comment_id=b.id, status="author_only", moderator=editor)
+    services.comment_status_store(topic=topic, comment_id=a.id, status="removed")
+    services.comment_status_store(topic=topic, comment_id=b.id, status="author_only")
 
     def texts(viewer):
         page = selectors.comment_page(topic=topic, request=PageRequest(), viewer=viewer)
@@ -192,15 +184,18 @@ def test_removed_and_author_only_are_masked_but_keep_their_place(topic, make_use
     assert texts(editor)[a.id] == ("secret A", "author") and texts(editor)[b.id] == ("secret B", "author")
     assert selectors.comment_get(topic=topic, comment_id=a.id, viewer=other).text == "[removed]"
     assert [c.text for c in selectors.comment_thread(topic=topic, comment_id=a.id, viewer=other)][0] == "[removed]"
-    services.comment_moderate(topic=topic, comment_ids=[a.id, b.id], action="restore", moderator=editor)
+    for restored in (a, b):
+        assert services.comment_status_store(topic=topic, comment_id=restored.id, status="visible").status != "visible"
     assert texts(other)[a.id] == ("secret A", "author") and texts(other)[b.id] == ("secret B", "author")
 
 
-def test_pinning(topic, make_user, editor):
+def test_pinning(topic, make_user):
+    """The pin primitive returns the comment as it was: pinning twice finds it pinned the second time."""
     comment = services.comment_create(topic=topic, author=make_user(), text="x")
-    assert services.comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=editor).pinned
+    assert services.comment_pin_store(topic=topic, comment_id=comment.id, pinned=True).pinned is False
     assert selectors.comment_get(topic=topic, comment_id=comment.id).pinned is True
-    services.comment_moderate(topic=topic, comment_ids=[comment.id], action="unpin", moderator=editor)
+    assert services.comment_pin_store(topic=topic, comment_id=comment.id, pinned=True).pinned is True
+    services.comment_pin_store(topic=topic, comment_id=comment.id, pinned=False)
     assert selectors.comment_get(topic=topic, comment_id=comment.id).pinned is False
 
 
@@ -212,7 +207,7 @@ def test_hot_order_lists_pinned_then_most_liked(make_topic, make_user, editor):
     for user in users:
         services.comment_like(topic=topic, comment_id=b.id, user=user)
     services.comment_like(topic=topic, comment_id=a.id, user=users[1])
-    services.comment_set_pinned(topic=topic, comment_id=c.id, pinned=True, moderator=editor)
+    services.comment_pin_store(topic=topic, comment_id=c.id, pinned=True)
     page = selectors.comment_page(topic=topic, order=HOT, request=PageRequest(), viewer=None)
     assert [x.id for x in page.items] == [c.id, b.id, a.id]
 
@@ -253,10 +248,10 @@ def test_like_rules(topic, make_user, editor):
     for bad in ("zzzzzzzz", {"$gt": ""}):
         with pytest.raises(NotFound):
             services.comment_like(topic=topic, comment_id=bad, user=fan)
-    services.comment_set_status(topic=topic, comment_id=comment.id, status="author_only", moderator=editor)
+    services.comment_status_store(topic=topic, comment_id=comment.id, status="author_only")
     with pytest.raises(NotFound):
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
-    services.comment_set_status(topic=topic, comment_id=comment.id, status="removed", moderator=editor)
+    services.comment_status_store(topic=topic, comment_id=comment.id, status="removed")
     with pytest.raises(InvalidInput):
         services.comment_like(topic=topic, comment_id=comment.id, user=fan)
     assert selectors.comment_get(topic=topic, comment_id=comment.id, viewer=editor).likes == 0

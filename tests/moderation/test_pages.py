@@ -47,7 +47,9 @@ def test_queue_page_for_editors_with_bulk_action(client, topic, alice, editor):
     services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
     comment_services.comment_create(topic=topic, author=alice, text="queued <b>text</b>")
     client.force_login(alice)
-    assert client.get("/moderation/").status_code == 302  # to the admin login
+    assert client.get("/moderation/").status_code == 403  # signed in, not an editor
+    client.logout()
+    assert "/login" in client.get("/moderation/")["Location"]
     client.force_login(editor)
     page = client.get("/moderation/?state=pending").content.decode()
     assert "queued &lt;b&gt;text&lt;/b&gt;" in page and "Pending (1)" in page

@@ -18,7 +18,7 @@ def test_action_interrupted_before_comment_write_is_repaired(topic, alice, edito
     def crash(**kwargs):
         raise RuntimeError("process died")
 
-    monkeypatch.setattr(comment_services, "comment_set_status", crash)
+    monkeypatch.setattr(comment_services, "comment_status_store", crash)
     with pytest.raises(RuntimeError):
         services.comment_moderate(topic=topic, comment_ids=[comment.id], action="remove", moderator=editor)
     entry = ModerationQueueManager().by_key(topic.pk, comment.id)

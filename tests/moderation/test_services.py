@@ -40,7 +40,10 @@ def test_pre_moderated_topic_holds_outside_storage_then_approval_posts(topic, al
     assert services.queue_moderate(entry_ids=[page.items[0].id], action="approve", moderator=editor) == 0
     assert stored(topic) == 1
     log = ModerationLogManager().page(after=None, limit=10)
-    assert [(d["action"], d["actor_name"], d["before"], d["after"]) for d in log] == [("approve", "editor", "pending", "visible")]
+    assert [(d["action"], d["actor_name"], d["before"], d["after"], d["note"]) for d in log] == [
+        ("approve", "editor", "pending", "visible", "topic is pre-moderated"),
+        ("hold", "system", None, "pending", "topic is pre-moderated")]  # the system held it, by its own rule
+    assert [(d["actor"], d["system"]) for d in log] == [(editor.pk, False), (None, True)]
 
 
 def test_reject_keeps_it_out_and_reply_to_held_is_refused(topic, alice, bob, editor):
@@ -104,8 +107,10 @@ def test_flags_one_per_user_and_threshold_hides(topic, alice, make_user, editor,
     services.queue_moderate(entry_ids=[row.id], action="approve", moderator=editor)
     assert visible_texts(topic, u1) == ["spammy text here"]
     assert selectors.queue_page(viewer=editor, view="reported").items == []
-    actions = [d["action"] for d in ModerationLogManager().page(after=None, limit=10)]
-    assert actions == ["restore", "hide"]
+    log = ModerationLogManager().page(after=None, limit=10)
+    assert [(d["action"], d["actor_name"], d["system"], d["before"], d["after"]) for d in log] == [
+        ("approve", "editor", False, "author_only", "visible"), ("hide", "system", True, "visible", "author_only")]
+    assert log[1]["note"] == "2 flags: hidden pending review"
 
 
 def test_flag_input_is_checked(topic, alice, bob):

@@ -3,7 +3,7 @@
 import pytest
 from django.core import mail
 
-from comments.services import comment_create, comment_like, comment_set_status
+from comments.services import comment_create, comment_like, comment_status_store
 from notifications import selectors, services
 from notifications.managers import NotificationManager
 from social import services as social
@@ -68,9 +68,9 @@ def test_a_moderated_or_deleted_comment_disappears_and_comes_back(people, make_t
     mine = comment_create(topic=topic, author=ana, text="Mine")
     reply = comment_create(topic=topic, author=bob, text="rude reply", parent=mine.id)
     assert selectors.unread_count(user=ana) == 1
-    comment_set_status(topic=topic, comment_id=reply.id, status="removed", moderator=editor)
+    comment_status_store(topic=topic, comment_id=reply.id, status="removed")
     assert kinds(ana) == [] and selectors.unread_count(user=ana) == 0
-    comment_set_status(topic=topic, comment_id=reply.id, status="visible", moderator=editor)
+    comment_status_store(topic=topic, comment_id=reply.id, status="visible")
     assert kinds(ana) == [("reply", ["bob"], 1)] and selectors.unread_count(user=ana) == 1
     from comments.services import comment_delete
 

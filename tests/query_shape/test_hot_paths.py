@@ -142,15 +142,15 @@ def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, mak
     strategy's hot index, the buckets holding one, the one embedded document); a moderated
     topic's page reads its off-page parents' statuses by _id. Neither grows with the size."""
     from comments.selectors import comment_page
-    from comments.services import comment_set_pinned, comment_set_status
+    from comments.services import comment_pin_store, comment_status_store
 
     figures = {}
     for size in SIZES:
         with counter.paused():
             topic, posted = _discussion(make_topic, make_user, storage, "chronological", size)
             for comment in (posted[1], posted[size // 2]):
-                comment_set_pinned(topic=topic, comment_id=comment.id, pinned=True, moderator=editor)
-            comment_set_status(topic=topic, comment_id=posted[0].id, status="removed", moderator=editor)
+                comment_pin_store(topic=topic, comment_id=comment.id, pinned=True)
+            comment_status_store(topic=topic, comment_id=posted[0].id, status="removed")
         last = -(-size // PAGE)
         for depth in (1, last):
             m, page = measure(counter, lambda t=topic, d=depth: comment_page(

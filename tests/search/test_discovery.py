@@ -32,8 +32,8 @@ def world(editor, make_user):
         "in_draft": comments.comment_create(topic=draft, author=alice, text="zucchini in a draft"),
         "in_later": comments.comment_create(topic=later, author=alice, text="zucchini scheduled"),
     }
-    comments.comment_set_status(topic=live, comment_id=posted["removed"].id, status="removed", moderator=editor)
-    comments.comment_set_status(topic=live, comment_id=posted["hidden"].id, status="author_only", moderator=editor)
+    comments.comment_status_store(topic=live, comment_id=posted["removed"].id, status="removed")
+    comments.comment_status_store(topic=live, comment_id=posted["hidden"].id, status="author_only")
     comments.comment_delete(topic=live, comment_id=posted["deleted"].id, user=alice)
     comments.comment_edit(topic=live, comment_id=posted["edited"].id, text="now about zucchini too", user=alice)
     return {"live": live, "draft": draft, "later": later, "posted": posted, "alice": alice}

@@ -1,4 +1,5 @@
-"""Comment moderation in the admin: staff can list and moderate, others cannot."""
+"""The per-topic "Moderate comments" admin page (moderation/admin.py): editors list and
+moderate through the pipeline; staff without the moderation permission get a 403."""
 
 import re
 
@@ -7,6 +8,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from comments import selectors, services
+from moderation.managers import ModerationLogManager
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +36,7 @@ def test_topic_admin_links_to_moderation(client, superuser, topic):
 def test_staff_lists_comments_page_by_page_unmasked(client, superuser, topic, make_user):
     author = make_user("writer")
     comments = [services.comment_create(topic=topic, author=author, text=f"comment {i}") for i in range(25)]
-    services.comment_set_status(topic=topic, comment_id=comments[0].id, status="removed", moderator=superuser)
+    services.comment_status_store(topic=topic, comment_id=comments[0].id, status="removed")
     client.force_login(superuser)
     r = client.get(moderate_url(topic))
     assert r.status_code == 200
@@ -92,10 +94,21 @@ def test_non_staff_cannot_moderate(client, topic, make_user):
     assert selectors.comment_get(topic=topic, comment_id=comment.id).status == "visible"
 
 
-def test_staff_without_change_permission_is_forbidden(client, topic, make_user):
+def test_staff_without_the_moderation_permission_is_forbidden(client, topic, make_user):
+    """is_staff opens the admin, not moderation: even with every topic permission, no
+    moderation page, link or action without `moderation.moderate_comments`."""
+    author = make_user("writer")
+    comment = services.comment_create(topic=topic, author=author, text="keep me")
     staff = make_user("intern", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["change_topic", "view_topic"]))
     client.force_login(staff)
     assert client.get(moderate_url(topic)).status_code == 403
-    staff.user_permissions.add(Permission.objects.get(codename="change_topic"))
+    assert client.post(moderate_url(topic), {"action": "remove", "comments": [comment.id]}).status_code == 403
+    assert moderate_url(topic) not in client.get(f"/admin/topics/topic/{topic.pk}/change/").content.decode()
+    assert moderate_url(topic) not in client.get("/admin/topics/topic/").content.decode()
+    assert "/moderation/log/" not in client.get("/admin/").content.decode()
+    assert selectors.comment_get(topic=topic, comment_id=comment.id).status == "visible"
+    assert ModerationLogManager().page(after=None, limit=5) == []
+    staff.user_permissions.add(Permission.objects.get(codename="moderate_comments"))
     client.force_login(staff)
     assert client.get(moderate_url(topic)).status_code == 200
