@@ -12,7 +12,7 @@ from django.core.management import call_command
 from cms_site.managers import ensure_indexes
 from cms_site.mongo import drop_db, get_db
 from comments.managers import manager_for
-from comments.services import comment_create, comment_delete, comment_like, comment_set_status
+from comments.services import comment_create, comment_delete, comment_like, comment_status_store
 from tests.comments.support import LAYOUTS
 from tests.imports.support import FIXTURES, run_import, shape, stored
 from topics.models import Topic
@@ -35,7 +35,7 @@ def populated(make_topic, make_user, editor):
         gone = comment_create(topic=topic, author=bob, text="to be deleted")
         comment_delete(topic=topic, comment_id=gone.id, user=bob)
         bad = comment_create(topic=topic, author=bob, text="to be removed")
-        comment_set_status(topic=topic, comment_id=bad.id, status="removed", moderator=editor)
+        comment_status_store(topic=topic, comment_id=bad.id, status="removed")
         comment_like(topic=topic, comment_id=first.id, user=bob)
         topics.append(topic)
     return topics
