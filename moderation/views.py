@@ -5,7 +5,8 @@
 - POST /t/{slug}/c/{id}/moderate/  editors: one action from a comment's menu on the topic
   page (remove, hide, restore, pin, unpin, ban the author, ...), then back to the comment;
   a request from static/js/comments.js (`X-Requested-With: fetch`) gets JSON
-  `{changed, detail}` (or `{detail, code}` with the refusal's status) instead;
+  `{changed, detail, html}` (`html`: the comment re-rendered as the page shows it, absent
+  for a held submission) or `{detail, code}` with the refusal's status instead;
 - /moderation/                 editors: the site-wide queue (tabs, filters, word search,
   bulk actions), in the admin's look and linked from the admin index;
 - /moderation/log/             editors: the audit log;
@@ -18,16 +19,19 @@ without the permission gets a 403.
 
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from comments import selectors as comment_selectors
 from comments.ids import is_comment_id
 from core.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, ServiceError
 from core.paging import parse_page_request
@@ -125,9 +129,27 @@ def comment_moderate(request, slug, comment_id):
         return redirect(back)
     detail = changed_message(action, done) if done else "Nothing to change: it already was so."
     if _in_place(request):
-        return JsonResponse({"changed": done, "detail": detail})
+        body = {"changed": done, "detail": detail}
+        html = _comment_html(request, topic, comment_id, here=back.split("#")[0])
+        if html is not None:
+            body["html"] = html
+        return JsonResponse(body)
     (messages.success if done else messages.info)(request, detail)
     return redirect(back)
+
+
+def _comment_html(request, topic, comment_id: str, *, here: str) -> str | None:
+    """The comment as the topic page shows it to this editor, after the action (the same
+    template and context as the comment pages' in-place answers); None for a held submission."""
+    try:
+        comment = comment_selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
+    except NotFound:
+        return None
+    liked = comment_selectors.comment_liked_ids(topic=topic, comment_ids=[comment.id], viewer=request.user)
+    return render_to_string("comments/_comment.html", {
+        "topic": topic, "comment": comment, "depth": comment.depth, "indent": True, "liked": liked, "here": here,
+        "highlight": False, "max_text": settings.COMMENTS_MAX_TEXT,
+    }, request=request)
 
 
 def _admin_context(request, title):

@@ -1,7 +1,9 @@
 /* Comments, progressively enhanced. Without this script every form does a full round trip
    and everything works; with it, like/unlike, reply, edit and delete happen in place (the
    server answers `X-Requested-With: fetch` with the re-rendered comment as HTML, or a JSON
-   error that is shown beside the kept text), textareas count characters, and threads collapse. */
+   error that is shown beside the kept text), an editor's "Moderate" menu too (answered with
+   JSON: the server's message and the re-rendered comment), textareas count characters, and
+   threads collapse. */
 (function () {
   "use strict";
 
@@ -68,6 +70,38 @@
     if (!older.closest(".comment-list.threaded")) newer.className = newer.className.replace(/\bd\d\b/, "d0");
   }
 
+  function note(article, message) {
+    var old = article.querySelector(":scope > .actions > .moderation-note");
+    if (old) old.remove();
+    var p = document.createElement("p");
+    p.className = "moderation-note";
+    p.setAttribute("role", "status");
+    p.textContent = message;
+    (article.querySelector(":scope > .actions") || article).appendChild(p);
+  }
+
+  /* The moderation menu's answer: JSON {changed, detail, html?}, or {detail, code} when refused. */
+  function moderated(form, article, response) {
+    if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */
+    return response.json().then(function (body) {
+      if (!response.ok) { showError(form, body.detail || "That did not work (" + response.status + ")."); return; }
+      var target = article;
+      if (body.html) {
+        target = fragment(body.html);
+        place(target, article, depthOf(article));
+        article.replaceWith(target);
+        target.classList.add("flash");
+        setupCollapse();
+      } else {
+        var details = form.closest("details");
+        if (details) details.open = false;
+      }
+      note(target, body.detail);
+      var summary = target.querySelector("details.moderate summary");
+      if (summary && summary.focus) summary.focus({preventScroll: true});
+    }, function () { showError(form, "That did not work (" + response.status + ")."); });
+  }
+
   document.addEventListener("input", function (e) {
     if (e.target.matches && e.target.matches("textarea[data-counter]")) updateCounter(e.target);
   });
@@ -90,6 +124,7 @@
     fetch(form.getAttribute("action"), {method: "POST", body: new FormData(form), credentials: "same-origin",
                         headers: {"X-Requested-With": "fetch"}})
       .then(function (response) {
+        if (kind === "moderate") return moderated(form, article, response);
         var type = response.headers.get("Content-Type") || "";
         if (response.ok && type.indexOf("text/html") === 0) {
           return response.text().then(function (html) {

@@ -173,3 +173,32 @@ def test_an_in_place_action_past_a_limit_shows_the_servers_message_and_wait(open
     assert "Too many requests: try again in" in error.inner_text() and "second" in error.inner_text()
     assert page.locator(f"#c-{root.id} form.like button").is_disabled() and stayed(page)
     cache.clear()
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["in-place", "no-javascript"])
+def test_an_editor_removes_a_comment_from_its_menu(open_page, person, topic, shots, javascript):
+    """The topic page's "Moderate" menu goes through the moderation pipeline: in place with
+    JavaScript (the comment is re-rendered with its new badge), a full round trip without."""
+    from moderation.services import editor_add
+
+    bob = person("bob")
+    editor = person("editor-in-group")  # not staff, not superuser: the Editors group is enough
+    editor_add(user=editor)
+    spam = services.comment_create(topic=topic, author=bob, text="buy cheap things")
+    page = open_page(editor, javascript=javascript)
+    page.goto(f"/t/{topic.slug}/")
+    if javascript:
+        no_reload_marker(page)
+    article = page.locator(f"#c-{spam.id}")
+    article.locator("details.moderate summary").click()
+    article.get_by_role("button", name="Remove").click()
+    page.locator(f"#c-{spam.id} .badge", has_text="removed").wait_for()
+    page.screenshot(path=str(shots / f"moderate-menu-{'js' if javascript else 'nojs'}.png"), full_page=True)
+    if javascript:
+        assert stayed(page)
+        assert "Remove: 1 comment." in page.locator(f"#c-{spam.id} [role=status]").inner_text()
+    else:
+        assert "Remove: 1 comment." in page.content()
+    visitor = open_page()
+    visitor.goto(f"/t/{topic.slug}/")
+    assert "buy cheap things" not in visitor.content() and "[removed]" in visitor.content()

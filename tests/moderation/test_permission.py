@@ -65,7 +65,11 @@ def test_a_user_holding_only_the_permission_moderates_everywhere_but_the_admin(c
     assert comment_selectors.comment_get(topic=topic, comment_id=c.id).pinned
     # ... and the in-place script gets JSON
     response = client.post(f"/t/{topic.slug}/c/{c.id}/moderate/", {"action": "unpin"}, HTTP_X_REQUESTED_WITH="fetch")
-    assert response.json() == {"changed": 1, "detail": "Unpin: 1 comment."}
+    body = response.json()
+    assert (body["changed"], body["detail"]) == (1, "Unpin: 1 comment.")
+    assert body["html"].strip().startswith(f'<article id="c-{c.id}"') and "pinned</span>" not in body["html"]
+    response = client.post(f"/t/{topic.slug}/c/{c.id}/moderate/", {"action": "hide"}, HTTP_X_REQUESTED_WITH="fetch")
+    assert "only its author sees this" in response.json()["html"]  # re-rendered with its new status
     response = client.post(f"/t/{topic.slug}/c/{c.id}/moderate/", {"action": "unpin"}, HTTP_X_REQUESTED_WITH="fetch")
     assert response.json()["changed"] == 0
     # the admin stays closed: that is what is_staff is for
