@@ -13,7 +13,7 @@ app builds on, can ask it without importing the moderation app.
 
 from __future__ import annotations
 
-from cms_site.errors import Forbidden, NotAuthenticated
+from core.errors import Forbidden, NotAuthenticated
 
 MODERATE_COMMENTS = "moderation.moderate_comments"
 EDITORS_GROUP = "Editors"
