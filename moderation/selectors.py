@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.usernames import user_named
+from comments.managers.base import PENDING as HELD_STATUS
+from comments.managers.base import Author, Comment
 from core.cursors import parse_time_cursor, time_cursor
 from core.errors import InvalidInput
 from core.paging import Page, parse_page_size
@@ -22,7 +24,6 @@ from core.permissions import require_moderator
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
 from moderation.models import UserModeration
-from moderation.services import held_comment
 from topics.models import Topic
 
 QUEUE_VIEWS = ("reported", "pending", "removed", "all")
@@ -30,6 +31,16 @@ DEFAULT_SIZE, MAX_SIZE = 20, 100
 MAX_QUERY = 200
 MAX_WORDS = 5
 HELD_SHOWN = 20
+
+
+def held_comment(entry: dict) -> Comment:
+    """The `pending` Comment standing for a held entry (id: the entry's hex id)."""
+    cid = str(entry["_id"])
+    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=cid, depth=0, sort_key="",
+                      author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
+                      posted=entry["created"], status=HELD_STATUS)
+    comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
+    return comment
 
 
 @dataclass(frozen=True)

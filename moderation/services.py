@@ -48,7 +48,7 @@ from django.utils import timezone
 from accounts.usernames import user_named
 from comments import selectors as comment_selectors
 from comments import services as comment_services
-from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Author, Comment
+from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Comment
 from core.errors import Forbidden, InvalidInput, NotFound
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
 from core.writers import require_writer
@@ -57,6 +57,7 @@ from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
 from moderation.managers.queue import PENDING as PENDING_STATE
 from moderation.managers.queue import REMOVED as REMOVED_STATE
 from moderation.models import UserModeration
+from moderation.selectors import held_comment
 from topics.models import Topic
 
 REJECTED = "rejected"
@@ -156,16 +157,6 @@ def user_write_check(user, action: str) -> None:
 
 
 # --- holding submissions (the pending path) ------------------------------------------------
-
-
-def held_comment(entry: dict) -> Comment:
-    """The `pending` Comment standing for a held entry (id: the entry's hex id)."""
-    cid = str(entry["_id"])
-    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=cid, depth=0, sort_key="",
-                      author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
-                      posted=entry["created"], status=PENDING)
-    comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
-    return comment
 
 
 def comment_hold(*, topic, author, text: str, parent: Comment | str | None = None, reason: str,

@@ -109,11 +109,7 @@ def _selector_modules():
     for app in APPS:
         for path in modules(app):
             if path.stem == "selectors":
-                still = app == "moderation"  # reads through services until the moderation pipeline's rework
-                # Not strict: the moderation rework lands in parallel; once it passes, drop the marker.
-                marks = [pytest.mark.xfail(strict=False, reason="moderation/selectors.py imports comments' and "
-                                           "moderation's services (_require_moderator, held_comment)")] if still else []
-                yield pytest.param(path, marks=marks, id=str(path.relative_to(ROOT)))
+                yield pytest.param(path, id=str(path.relative_to(ROOT)))
 
 
 @pytest.mark.parametrize("path", list(_selector_modules()))

@@ -6,7 +6,7 @@ from django.core.management import call_command
 from pymongo.errors import AutoReconnect
 
 from background.models import FailedTask
-from comments.services import comment_create, comment_edit, comment_set_status
+from comments.services import comment_create, comment_edit, comment_status_store
 from notifications.selectors import notifications_page
 from search.managers import CommentSearchManager
 from search.selectors import comment_search
@@ -65,9 +65,9 @@ def test_the_search_entry_follows_the_stored_state_whatever_order_the_tasks_ran(
     topic, author = make_topic("embedded"), make_user()
     comment = comment_create(topic=topic, author=author, text="original marmot")
     comment_edit(topic=topic, comment_id=comment.id, text="changed wombat", user=author)
-    comment_set_status(topic=topic, comment_id=comment.id, status="removed", moderator=editor)
+    comment_status_store(topic=topic, comment_id=comment.id, status="removed")
     assert _found("wombat") == [] and _found("marmot") == []
-    comment_set_status(topic=topic, comment_id=comment.id, status="visible", moderator=editor)
+    comment_status_store(topic=topic, comment_id=comment.id, status="visible")
     assert _found("wombat") == [comment.id]
     # Rebuilding changes nothing that is right.
     CommentSearchManager().collection.delete_many({})
