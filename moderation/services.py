@@ -476,22 +476,22 @@ def queue_moderate(*, entry_ids, action, moderator) -> int:
 
 def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None:
     """A comment was deleted (comments.services.comment_delete): its entry, if it has one, says
-    so; a deletion by someone other than its author (an editor) is an entry of the audit log."""
-    by_author = user is not None and comment.author is not None and comment.author.id == getattr(user, "pk", None)
+    so; a deletion by an editor (not its author) is an entry of the audit log."""
+    own = user is not None and comment.author is not None and comment.author.id == getattr(user, "pk", None)
+    by_editor = not own and can_moderate(user)
     queue = ModerationQueueManager()
     entry = queue.by_key(topic.pk, comment.id)
-    if entry is None and by_author:
-        return  # an author deleting their own comment, never moderated: nothing to keep in step
+    if entry is None and not by_editor:
+        return  # deleted by its author (or with their account), never moderated: nothing to keep in step
     if entry is None:
         entry = _entry_for_comment(topic, comment)
     elif entry.get("status") != DELETED:
         fields = {"status": DELETED, "state": DONE, "updated": _now()}
-        if not by_author:
+        if by_editor:
             fields["open_flags"] = 0
         queue.update(entry["_id"], set_fields=fields, unset=("syncing",))
-    if not by_author:
-        log_action(actor=user if user is not None else SYSTEM_ACTOR, action="delete", entry=entry, before=before,
-                   after=DELETED, comment_id=comment.id)
+    if by_editor:
+        log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id)
 
 
 # --- bans and pre-moderation -----------------------------------------------------------------
