@@ -122,6 +122,8 @@ def drop_db(name: str) -> None:
 
 
 def _new_embedded_client():
+    if settings.MONGODB_ENGINE == "docstore":
+        return _new_docstore_client()
     import mongomock
 
     _bridge_mongomock(mongomock)
@@ -132,6 +134,18 @@ def _new_embedded_client():
     mongo_snapshot.attach(client, path=settings.MONGODB_SNAPSHOT, db_name=settings.MONGODB_DB,
                           debounce=settings.MONGODB_SNAPSHOT_DEBOUNCE, lock=mongo_strict.engine_lock)
     return client
+
+
+def _new_docstore_client():
+    import docstore
+
+    def shard_keys():
+        from cms_site.managers import declared_shard_keys
+
+        return declared_shard_keys()
+
+    return docstore.Client(settings.MONGODB_EMBEDDED_PATH or None, default_db=settings.MONGODB_DB, tz_aware=True,
+                           shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
 
 
 _bridged = False

@@ -222,6 +222,15 @@ MONGODB_MAX_TIME_MS = env_int("MONGODB_MAX_TIME_MS", 5_000)
 # A crash can lose the last second of writes (cms_site/mongo_snapshot.py).
 MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))
 MONGODB_SNAPSHOT_DEBOUNCE = float(os.environ.get("MONGODB_SNAPSHOT_DEBOUNCE", "1.0"))
+# The embedded engine: "docstore" (docstore/: SQLite in WAL mode, real indexes, several
+# processes on one file) or "mongomock" (in process, the snapshot above).
+MONGODB_ENGINE = os.environ.get("MONGODB_ENGINE", "mongomock")
+# docstore's file (the database MONGODB_DB; other databases sit beside it); empty: a
+# temporary directory removed at exit (the test suite).
+MONGODB_EMBEDDED_PATH = os.environ.get("MONGODB_EMBEDDED_PATH", str(BASE_DIR / "var" / "embedded-mongo.sqlite3"))
+# SQLite's synchronous mode for docstore: NORMAL keeps every acknowledged write across a
+# crash of the process (kill -9); FULL also across power loss, with an fsync per write.
+MONGODB_EMBEDDED_SYNCHRONOUS = os.environ.get("MONGODB_EMBEDDED_SYNCHRONOUS", "NORMAL")
 
 # --- Comments ------------------------------------------------------------------
 COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seeds/003_0f57851d2e8bac42.txt

@@ -13,6 +13,9 @@ MONGODB_DB = "test"
 # No snapshot file: each test has its own database (tests/cms_site/test_mongo_snapshot.py
 # tests the snapshot with its own client and file).
 MONGODB_SNAPSHOT = ""
+# docstore: a temporary store (a file per test database, removed with it).
+MONGODB_EMBEDDED_PATH = ""
+MONGODB_EMBEDDED_SYNCHRONOUS = "OFF"
 # Rate limits are off for the suite; tests/core/test_throttling.py turns them on.
 RATE_LIMITS_ENABLED = False
 

@@ -1,0 +1,233 @@
+"""Client and Database of the embedded engine (what `get_db()` hands out with no MONGODB_URI)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from bson.codec_options import CodecOptions
+from pymongo import ReadPreference, WriteConcern
+from pymongo.errors import InvalidName, OperationFailure
+
+from docstore.cluster import ClusterRules
+from docstore.collection import Collection
+from docstore.storage import Store
+
+
+class Database:
+    def __init__(self, client, name: str, path: str):
+        self.client = client
+        self.name = name
+        self.path = path
+        self._store = Store(path, synchronous=client.synchronous)
+        self.codec_options = CodecOptions(tz_aware=client.tz_aware)
+        self.read_preference = ReadPreference.PRIMARY
+        self.write_concern = WriteConcern()
+
+    def __repr__(self):
+        return f"Database(docstore, {self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Database) and other.name == self.name and other.client is self.client
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __getitem__(self, name: str) -> Collection:
+        if not isinstance(name, str) or not name or "$" in name or name.startswith(".") or name.endswith("."):
+            raise InvalidName(f"collection names must be non-empty strings without '$': {name!r}")
+        return Collection(self, name)
+
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def get_collection(self, name, **_kwargs) -> Collection:
+        return self[name]
+
+    def with_options(self, **_kwargs):
+        return self
+
+    def create_collection(self, name, **kwargs):
+        with self._store.transaction(True) as conn:
+            if self._store.collection(name) is not None:
+                raise OperationFailure(f"Collection {self.name}.{name} already exists", 48,
+                                       {"code": 48, "codeName": "NamespaceExists"})
+            self._store.create_collection(conn, name, kwargs)
+        return self[name]
+
+    def list_collection_names(self, session=None, filter=None, **_kwargs):
+        with self._store.transaction(False):
+            names = self._store.names()
+        if filter and "name" in filter:
+            wanted = filter["name"]
+            names = [n for n in names if n == wanted] if isinstance(wanted, str) else names
+        return names
+
+    def list_collections(self, session=None, filter=None, **_kwargs):
+        return iter([{"name": n, "type": "collection", "options": {}} for n in self.list_collection_names(filter=filter)])
+
+    def drop_collection(self, name_or_collection, session=None, **_kwargs):
+        name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
+        with self._store.transaction(True) as conn:
+            self._store.drop_collection(conn, name)
+        return {"ok": 1.0}
+
+    def command(self, command, value=1, **kwargs):
+        name = command if isinstance(command, str) else next(iter(command))
+        if name in ("ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo"):
+            return {"ok": 1.0, "isWritablePrimary": True, "version": "7.0.0-docstore", "maxBsonObjectSize": 16777216}
+        if name == "dbStats":
+            with self._store.transaction(False):
+                return {"db": self.name, "collections": len(self._store.names()), "ok": 1.0}
+        if name == "explain":
+            return self._explain(command["explain"] if not isinstance(command, str) else value)
+        raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
+
+    def _explain(self, body):
+        from docstore import planner as P
+        from docstore.collection import _sort_list, explain_document
+        from docstore.executor import Executor, Query
+
+        if "find" in body:
+            coll = self[body["find"]]
+            sort = _sort_list(body.get("sort"))
+            q = Query(body.get("filter") or {}, sort, int(body.get("skip") or 0), abs(int(body.get("limit") or 0)),
+                      P.projection_needs(body.get("projection"), sort), body.get("hint"))
+        elif "aggregate" in body:
+            coll = self[body["aggregate"]]
+            head = P.pipeline_head(list(body.get("pipeline") or []))
+            q = Query(head.filter, head.sort, head.skip, head.limit, head.needs)
+        elif "count" in body:
+            coll = self[body["count"]]
+            q = Query(body.get("query") or {}, None, int(body.get("skip") or 0), int(body.get("limit") or 0),
+                      frozenset(), count_only=True)
+        elif "distinct" in body:
+            coll = self[body["distinct"]]
+            q = Query(body.get("query") or {}, None, 0, 0, frozenset({body["key"]}))
+        elif "update" in body or "delete" in body or "findAndModify" in body or "findandmodify" in body:
+            kind = next(k for k in ("update", "delete", "findAndModify", "findandmodify") if k in body)
+            coll = self[body[kind]]
+            if kind == "update":
+                u = body["updates"][0]
+                q = Query(u.get("q") or {}, None, 0, 0 if u.get("multi") else 1, None, u.get("hint"), write=True)
+            elif kind == "delete":
+                d = body["deletes"][0]
+                q = Query(d.get("q") or {}, None, 0, 1 if d.get("limit") else 0, None, d.get("hint"), write=True)
+            else:
+                q = Query(body.get("query") or {}, _sort_list(body.get("sort")), 0, 1, None, write=True)
+        else:
+            raise OperationFailure("explain of this command is not supported by the embedded engine", 2, {"code": 2})
+        with self._store.transaction(False) as conn:
+            _, plan, rejected = Executor(conn, coll._info(), q).run()
+        return explain_document(coll, q, plan, rejected)
+
+
+class AdminDatabase:
+    def __init__(self, client):
+        self.client = client
+        self.name = "admin"
+
+    def command(self, command, *args, **kwargs):
+        name = command if isinstance(command, str) else next(iter(command))
+        if name in ("ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo"):
+            return {"ok": 1.0, "isWritablePrimary": True, "version": "7.0.0-docstore", "msg": "docstore"}
+        raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
+
+
+class _Session:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def end_session(self):
+        pass
+
+
+class Client:
+    """Databases of one embedded store. `path` is the file of database `default_db`; any other
+    database lives beside it (`<stem>.<name><suffix>`). Without a path (the test suite), a
+    temporary directory holds the files and is removed at exit."""
+
+    def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
+                 shard_keys=None, synchronous: str = "NORMAL"):
+        self.tz_aware = tz_aware
+        self.synchronous = synchronous
+        self.default_db = default_db
+        self.cluster = ClusterRules(shard_keys)
+        if path:
+            self.path = Path(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tmp = None
+        else:
+            base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+            self._tmp = tempfile.mkdtemp(prefix="docstore-", dir=base)
+            self.path = Path(self._tmp) / "embedded.sqlite3"
+            atexit.register(shutil.rmtree, self._tmp, True)
+        self._databases: dict[str, Database] = {}
+        self._lock = threading.Lock()
+        self.admin = AdminDatabase(self)
+        self.address = ("docstore", 0)
+
+    def _file(self, name: str) -> str:
+        if name == self.default_db or (not self.default_db and self._tmp is None):
+            return str(self.path)
+        return str(self.path.with_name(f"{self.path.stem}.{name}{self.path.suffix}"))
+
+    def __getitem__(self, name: str) -> Database:
+        with self._lock:
+            db = self._databases.get(name)
+            if db is None:
+                if not name or any(c in name for c in "/\\. \"$"):
+                    raise InvalidName(f"database names cannot contain the character(s) / \\ . space \" $: {name!r}")
+                db = self._databases[name] = Database(self, name, self._file(name))
+            return db
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self[name]
+
+    def get_database(self, name=None, **_kwargs) -> Database:
+        return self[name or self.default_db]
+
+    def list_database_names(self, session=None):
+        names = set(self._databases)
+        stem, suffix = self.path.stem, self.path.suffix
+        if self.path.exists() and self.default_db:
+            names.add(self.default_db)
+        for p in self.path.parent.glob(f"{stem}.*{suffix}"):
+            names.add(p.name[len(stem) + 1:len(p.name) - len(suffix)])
+        return sorted(names)
+
+    def drop_database(self, name_or_database, session=None):
+        name = name_or_database.name if isinstance(name_or_database, Database) else name_or_database
+        with self._lock:
+            db = self._databases.pop(name, None)
+        path = db.path if db is not None else self._file(name)
+        if db is not None:
+            db._store.close()
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(path + suffix)
+            except FileNotFoundError:
+                pass
+
+    def start_session(self, **_kwargs):
+        return _Session()
+
+    def server_info(self):
+        return {"version": "7.0.0-docstore", "versionArray": [7, 0, 0, 0], "ok": 1.0}
+
+    def close(self):
+        with self._lock:
+            for db in self._databases.values():
+                db._store.close()
+            self._databases.clear()

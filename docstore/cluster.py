@@ -1,0 +1,101 @@
+"""A sharded cluster's rules, enforced from the shard keys the application declares.
+
+MongoDB 7.0 on a sharded collection (the rules the managers must keep to run on a
+cluster; "Sharded Cluster Query Routing", "Shard Keys" in the MongoDB manual):
+
+- An upsert must carry the full shard key as equalities in its filter: "Failed to target
+  upsert by query :: could not extract exact shard key" (code 61, ShardKeyNotFound).
+- A single-document update or delete (updateOne, replaceOne, deleteOne) must name the
+  full shard key or an exact `_id`: "A single update on a sharded collection must
+  contain an exact match on _id ... or contain the shard key" (code 72, InvalidOptions);
+  findAndModify likewise: "Query for sharded findAndModify must contain the shard key"
+  (code 61).
+- A unique index must be prefixed by the shard key (the `_id` index excepted): "cannot
+  create unique index over {...} with shard key pattern {...}" (code 67,
+  CannotCreateIndex).
+
+Unsharded collections (no declared key) have none of these rules. A hashed shard key
+field is pinned by an equality on the field, as for a ranged one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pymongo.errors import OperationFailure, WriteError
+
+SHARD_KEY_NOT_FOUND = 61
+INVALID_OPTIONS = 72
+CANNOT_CREATE_INDEX = 67
+
+
+def _equality(value) -> bool:
+    if isinstance(value, dict):
+        return set(value) == {"$eq"} and not isinstance(value["$eq"], dict)
+    return not isinstance(value, list)
+
+
+def _pins(filter_: dict, field: str) -> bool:
+    if field in filter_ and _equality(filter_[field]):
+        return True
+    for term in filter_.get("$and", []) if isinstance(filter_.get("$and"), list) else []:
+        if isinstance(term, dict) and _pins(term, field):
+            return True
+    return False
+
+
+def _shown(pattern: dict) -> str:
+    return "{ " + ", ".join(f"{k}: {v!r}" if not isinstance(v, str) else f'{k}: "{v}"' for k, v in pattern.items()) + " }"
+
+
+class ClusterRules:
+    """`shard_keys()` returns {collection name: shard key pattern}; read at each check, so
+    declarations made after the client was created count."""
+
+    def __init__(self, shard_keys: Callable[[], dict] | None = None):
+        self._shard_keys = shard_keys
+        self.enabled = shard_keys is not None
+        self._cache = None
+
+    def key(self, collection_name: str) -> dict | None:
+        if not self.enabled:
+            return None
+        if self._cache is None:
+            self._cache = dict(self._shard_keys())
+        return self._cache.get(collection_name)
+
+    def check_write(self, collection, filter_, *, multi: bool, upsert: bool, command: str) -> None:
+        key = self.key(collection.name)
+        if not key or not isinstance(filter_, dict):
+            return
+        full_key = all(_pins(filter_, f) for f in key)
+        if upsert and not full_key:
+            raise self._error(command, "Failed to target upsert by query :: could not extract exact shard key",
+                              SHARD_KEY_NOT_FOUND, "ShardKeyNotFound")
+        if multi or full_key or _pins(filter_, "_id"):
+            return
+        if command == "findAndModify":
+            raise self._error(command, "Query for sharded findAndModify must contain the shard key",
+                              SHARD_KEY_NOT_FOUND, "ShardKeyNotFound")
+        what = "delete" if command == "delete" else "update"
+        raise self._error(command, f"A single {what} on a sharded collection must contain an exact match on _id (and "
+                          f"have the collection default collation) or contain the shard key (and have the simple "
+                          f"collation). {what.capitalize()} request: {{ q: {filter_!r} }}, shard key pattern: "
+                          f"{_shown(key)}", INVALID_OPTIONS, "InvalidOptions")
+
+    @staticmethod
+    def _error(command, message, code, name):
+        details = {"code": code, "codeName": name, "errmsg": message}
+        if command == "findAndModify":
+            return OperationFailure(message, code, details)
+        return WriteError(message, code, details)
+
+    def check_unique_index(self, collection, key: dict, options: dict) -> None:
+        shard_key = self.key(collection.name)
+        if not shard_key or not options.get("unique"):
+            return
+        fields, shard_fields = list(key), list(shard_key)
+        if fields[:len(shard_fields)] != shard_fields:
+            message = f"cannot create unique index over {_shown(key)} with shard key pattern {_shown(shard_key)}"
+            raise OperationFailure(message, CANNOT_CREATE_INDEX,
+                                   {"code": CANNOT_CREATE_INDEX, "codeName": "CannotCreateIndex", "errmsg": message})

@@ -1,0 +1,833 @@
+"""The pymongo surface of the embedded engine: Collection, Cursor, CommandCursor.
+
+Each method is one MongoDB operation and runs in one storage transaction
+(docstore/storage.py). Results and errors are pymongo's own classes with the server's
+codes and messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Mapping
+
+import bson
+from bson import ObjectId
+from pymongo import ReturnDocument
+from pymongo.errors import (
+    BulkWriteError,
+    DocumentTooLarge,
+    DuplicateKeyError,
+    InvalidOperation,
+    OperationFailure,
+    WriteError,
+)
+from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
+
+from docstore import keys as K
+from docstore import planner as P
+from docstore import semantics as S
+from docstore.executor import ID_INDEX, Executor, Query, decode, index_entries
+from docstore.storage import IndexInfo
+
+# Test hook: called between an upsert's read (nothing matched) and its insert, to force
+# the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
+upsert_race_hook = None
+
+
+def _sort_list(sort, direction=None):
+    if sort is None:
+        return None
+    if isinstance(sort, str):
+        return [(sort, direction if direction is not None else 1)]
+    if isinstance(sort, Mapping):
+        items = list(sort.items())
+    else:
+        items = [(s, 1) if isinstance(s, str) else tuple(s) for s in sort]
+    out = []
+    for f, d in items:
+        if isinstance(d, str) or d not in (1, -1):
+            if isinstance(d, dict) and "$meta" in d:
+                raise NotImplementedError("$meta sorts are not supported by the embedded engine")
+            raise ValueError(f"bad sort direction {d!r}")
+        out.append((f, int(d)))
+    return out or None
+
+
+def _dup_key_error(db, coll, index_name, keys, values) -> DuplicateKeyError:
+    shown = ", ".join(f"{f}: {_show(v)}" for f, v in zip(keys, values, strict=False))
+    msg = f"E11000 duplicate key error collection: {db}.{coll} index: {index_name} dup key: {{ {shown} }}"
+    return DuplicateKeyError(msg, 11000, {"index": 0, "code": 11000, "errmsg": msg,
+                                          "keyPattern": {f: 1 for f in keys},
+                                          "keyValue": dict(zip(keys, values, strict=False))})
+
+
+def _show(value):
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, ObjectId):
+        return f"ObjectId('{value}')"
+    if value is None:
+        return "null"
+    return repr(value)
+
+
+class Collection:
+    def __init__(self, database, name: str):
+        self.database = database
+        self.name = name
+
+    # --- identity --------------------------------------------------------------------------------
+
+    def __repr__(self):
+        return f"Collection({self.database!r}, {self.name!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Collection) and (self.database, self.name) == (other.database, other.name)
+
+    def __hash__(self):
+        return hash((self.database.name, self.name))
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.database[f"{self.name}.{name}"]
+
+    def __getitem__(self, name):
+        return self.database[f"{self.name}.{name}"]
+
+    @property
+    def full_name(self):
+        return f"{self.database.name}.{self.name}"
+
+    @property
+    def codec_options(self):
+        return self.database.codec_options
+
+    @property
+    def read_preference(self):
+        return self.database.read_preference
+
+    @property
+    def write_concern(self):
+        return self.database.write_concern
+
+    def with_options(self, **_kwargs):
+        return self
+
+    @property
+    def _store(self):
+        return self.database._store
+
+    def _info(self):
+        return self._store.collection(self.name)
+
+    def _out(self, doc):
+        return S.aware(doc) if self.database.client.tz_aware else doc
+
+    # --- reads -------------------------------------------------------------------------------------
+
+    def find(self, filter=None, projection=None, skip=0, limit=0, sort=None, batch_size=0, hint=None,
+             session=None, **kwargs):
+        for key in kwargs:
+            if key not in ("no_cursor_timeout", "max_time_ms", "allow_disk_use", "comment", "collation", "let"):
+                raise TypeError(f"find() got an unexpected keyword argument {key!r}")
+        return Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+
+    def find_one(self, filter=None, *args, **kwargs):
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        for doc in self.find(filter, *args, **kwargs).limit(-1):
+            return doc
+        return None
+
+    def _query(self, conn, q: Query):
+        return Executor(conn, self._info(), q).run()
+
+    def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, **kwargs):
+        if not isinstance(filter, Mapping):
+            raise TypeError("filter must be an instance of dict")
+        with self._store.transaction(False) as conn:
+            docs, _, _ = self._query(conn, Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint,
+                                                 count_only=True))
+        return len(docs)
+
+    def estimated_document_count(self, **kwargs):
+        with self._store.transaction(False) as conn:
+            info = self._info()
+            if info is None:
+                return 0
+            return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
+
+    def distinct(self, key, filter=None, session=None, **kwargs):
+        with self._store.transaction(False) as conn:
+            docs, _, _ = self._query(conn, Query(filter or {}, None, 0, 0, frozenset({key})))
+        seen, out = set(), []
+        for doc in docs:
+            values, _ = K.values_at(doc, key)
+            present = _has_path(doc, key)
+            for value in values:
+                if value is None and not present:
+                    continue
+                if value is K.UNDEFINED:
+                    continue
+                enc = K.encode(value)
+                if enc not in seen:
+                    seen.add(enc)
+                    out.append(value)
+        return [self._out(v) for v in out]
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        pipeline = list(pipeline)
+        for stage in pipeline:
+            if not isinstance(stage, Mapping) or len(stage) != 1:
+                raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
+        head = P.pipeline_head(pipeline)
+        with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
+            docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs))
+            result = list(S.run_pipeline(docs, self.database, head.rest))
+        return CommandCursor([self._out(d) for d in result])
+
+    # --- writes ------------------------------------------------------------------------------------
+
+    def _encode(self, doc: dict) -> bytes:
+        data = bson.encode(doc)
+        if len(data) > S.MAX_BSON_SIZE:
+            raise DocumentTooLarge(f"BSON document too large ({len(data)} bytes) - the connected server supports BSON "
+                                   f"document sizes up to {S.MAX_BSON_SIZE} bytes.")
+        return data
+
+    def _ensure(self, conn):
+        info = self._info()
+        if info is None:
+            info = self._store.create_collection(conn, self.name)
+        return info
+
+    def _write_entries(self, conn, info, rid, old_doc, new_doc):
+        """Index entries of one document: remove what `old_doc` had and `new_doc` has not, add the rest."""
+        changed_multikey = False
+        for index in info.indexes.values():
+            if not index.table:
+                continue
+            old = self._entries(index, old_doc)[0] if old_doc is not None else set()
+            new, multikey = self._entries(index, new_doc) if new_doc is not None else (set(), False)
+            if multikey and not index.multikey:
+                index.multikey = True
+                changed_multikey = True
+            cols = [f"k{n}" for n in range(len(index.keys))]
+            for entry in old - new:
+                where = " AND ".join(f"{c}=?" for c in cols)
+                conn.execute(f"DELETE FROM {index.table} WHERE {where} AND rid=?", (*entry[:-1], rid))
+            for entry in new - old:
+                try:
+                    conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
+                                 f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
+                except Exception as exc:  # sqlite3.IntegrityError
+                    if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                        raise
+                    values = bson.decode(entry[-1])
+                    raise _dup_key_error(self.database.name, self.name, index.name, index.fields,
+                                         [values[str(n)] for n in range(len(index.fields))]) from None
+        if changed_multikey:
+            self._store.save_info(conn, info)
+
+    @staticmethod
+    def _entries(index: IndexInfo, doc):
+        if index.sparse and all(not _has_path(doc, f) for f in index.fields):
+            return set(), False
+        if index.partial and not S.filter_applies(index.partial, doc):
+            return set(), False
+        return index_entries(index, doc)
+
+    def _insert_doc(self, conn, info, doc: dict) -> None:
+        data = self._encode(doc)
+        stored = decode(data)
+        id_key = K.encode(stored["_id"])
+        try:
+            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc) VALUES (?, ?, ?)",
+                               (id_key, bson.encode({"_id": doc["_id"]}), data))
+        except Exception as exc:
+            if "UNIQUE" not in str(exc):
+                raise
+            raise _dup_key_error(self.database.name, self.name, "_id_", ["_id"], [doc["_id"]]) from None
+        self._write_entries(conn, info, cur.lastrowid, None, stored)
+
+    def _prepare_insert(self, document):
+        if not isinstance(document, Mapping):
+            raise TypeError("document must be an instance of dict")
+        if "_id" not in document:
+            document["_id"] = ObjectId()
+        if isinstance(document.get("_id"), list):
+            raise WriteError("can't use an array for _id", 2, {"code": 2})
+        return S.naive(dict(document))
+
+    def insert_one(self, document, bypass_document_validation=False, session=None, **kwargs):
+        doc = self._prepare_insert(document)
+        self._encode(doc)
+        with self._store.transaction(True) as conn:
+            self._insert_doc(conn, self._ensure(conn), doc)
+        return InsertOneResult(document["_id"], True)
+
+    def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, **kwargs):
+        documents = list(documents)
+        if not documents:
+            raise TypeError("documents must be a non-empty list")
+        ids, errors = [], []
+        for n, document in enumerate(documents):
+            doc = self._prepare_insert(document)
+            try:
+                with self._store.transaction(True) as conn:
+                    self._insert_doc(conn, self._ensure(conn), doc)
+                ids.append(document["_id"])
+            except DocumentTooLarge as exc:
+                errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
+            except (DuplicateKeyError, WriteError) as exc:
+                errors.append({"index": n, "code": exc.code, "errmsg": str(exc), "op": document,
+                               **({k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue")})})
+            if errors and ordered:
+                break
+        if errors:
+            raise BulkWriteError({"writeErrors": errors, "writeConcernErrors": [], "nInserted": len(ids),
+                                  "nUpserted": 0, "nMatched": 0, "nModified": 0, "nRemoved": 0, "upserted": []})
+        return InsertManyResult(ids, True)
+
+    def _update(self, filter, update, *, upsert=False, multi=False, replace=False, sort=None, array_filters=None,
+                hint=None, command="update"):
+        """One update command: {n, nModified, upserted, updatedExisting} and the documents before and after."""
+        if not isinstance(filter, Mapping):
+            raise TypeError("filter must be an instance of dict")
+        if array_filters:
+            raise NotImplementedError("arrayFilters are not supported by the embedded engine")
+        if replace:
+            S.validate_replacement(update)
+        else:
+            S.validate_update(update)
+        rules = self.database.client.cluster
+        rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
+        while True:
+            with self._store.transaction(True) as conn:
+                info = self._info()
+                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+                if docs or not upsert:
+                    n = modified = 0
+                    befores, afters = [], []
+                    for old in docs:
+                        new = self._replacement(old, update) if replace else S.apply_update(old, S.naive(filter),
+                                                                                           update, was_insert=False)
+                        n += 1
+                        befores.append(old)
+                        afters.append(new)
+                        if new != old or list(new) != list(old):
+                            self._rewrite(conn, info, old, new)
+                            modified += 1
+                    return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
+                            "ok": 1.0}, befores, afters
+            # Nothing matched: the upsert inserts, in its own step (a server's upserts race).
+            if upsert_race_hook is not None:
+                upsert_race_hook(self, filter)
+            new = self._upsert_doc(filter, update, replace)
+            try:
+                with self._store.transaction(True) as conn:
+                    self._insert_doc(conn, self._ensure(conn), new)
+            except DuplicateKeyError:
+                if self._retryable_upsert(filter):
+                    continue  # server: an upsert on a unique index's equality is retried as an update
+                raise
+            return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
+
+    def _retryable_upsert(self, filter) -> bool:
+        """Server rule (since 4.2): a duplicate key error of an upsert is retried when the filter is an
+        equality on every field of a unique index (and on nothing else)."""
+        fields = {k for k, v in filter.items() if not k.startswith("$") and not (isinstance(v, dict) and v and
+                                                                                all(str(x).startswith("$") for x in v)
+                                                                                and set(v) != {"$eq"})}
+        if set(filter) != fields:
+            return False
+        info = self._info()
+        uniques = [("_id",)] + [i.fields for i in (info.indexes.values() if info else []) if i.unique]
+        return any(set(u) == fields for u in uniques)
+
+    def _replacement(self, old, replacement):
+        new = S.naive(dict(replacement))
+        if "_id" in new and new["_id"] != old["_id"]:
+            raise WriteError("After applying the update, the (immutable) field '_id' was found to have been altered "
+                             f"to _id: {new['_id']!r}", 66, {"code": 66})
+        return {"_id": old["_id"], **{k: v for k, v in new.items() if k != "_id"}}
+
+    def _upsert_doc(self, filter, update, replace):
+        seed = S.upsert_seed(S.naive(filter), update)
+        if replace:
+            new = {**({"_id": seed["_id"]} if "_id" in seed else {}), **S.naive(dict(update))}
+        else:
+            new = S.apply_update(seed, S.naive(filter), update, was_insert=True) if not isinstance(update, list) \
+                else S.apply_update(seed, {}, update, was_insert=True)
+        if "_id" not in new:
+            new = {"_id": ObjectId(), **new}
+        elif next(iter(new)) != "_id":
+            new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
+        return new
+
+    def _rewrite(self, conn, info, old, new):
+        data = bson.encode(new)
+        if len(data) > S.MAX_BSON_SIZE:
+            raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
+                             S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
+        id_key = K.encode(old["_id"])
+        rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
+        conn.execute(f"UPDATE {info.table} SET doc=? WHERE rid=?", (data, rid))
+        self._write_entries(conn, info, rid, old, decode(data))
+
+    def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
+                   array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
+        raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
+                                 sort=_sort_list(sort))
+        return UpdateResult(raw, True)
+
+    def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
+                    collation=None, hint=None, session=None, let=None, comment=None):
+        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint)
+        return UpdateResult(raw, True)
+
+    def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
+                    hint=None, session=None, let=None, sort=None, comment=None):
+        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, sort=_sort_list(sort))
+        return UpdateResult(raw, True)
+
+    def _delete(self, filter, *, multi, sort=None, hint=None, command="delete"):
+        if not isinstance(filter, Mapping):
+            raise TypeError("filter must be an instance of dict")
+        self.database.client.cluster.check_write(self, filter, multi=multi, upsert=False, command=command)
+        with self._store.transaction(True) as conn:
+            info = self._info()
+            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+            for doc in docs:
+                id_key = K.encode(doc["_id"])
+                rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
+                self._write_entries(conn, info, rid, doc, None)
+                conn.execute(f"DELETE FROM {info.table} WHERE rid=?", (rid,))
+        return docs
+
+    def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        return DeleteResult({"n": len(self._delete(filter, multi=False, hint=hint)), "ok": 1.0}, True)
+
+    def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        return DeleteResult({"n": len(self._delete(filter, multi=True, hint=hint)), "ok": 1.0}, True)
+
+    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, **kwargs):
+        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify")
+        return self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
+
+    def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
+                             return_document=ReturnDocument.BEFORE, hint=None, session=None, **kwargs):
+        raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
+                                            hint=hint, command="findAndModify")
+        return self._returned(befores, afters, projection, return_document)
+
+    def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
+                            return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
+                            **kwargs):
+        raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
+                                            array_filters=array_filters, hint=hint, command="findAndModify")
+        return self._returned(befores, afters, projection, return_document)
+
+    def _returned(self, befores, afters, projection, return_document):
+        docs = afters if return_document == ReturnDocument.AFTER else befores
+        if not docs or docs[0] is None:
+            return None
+        return self._out(S.project(copy.deepcopy(docs[0]), S.normalize_projection(projection)))
+
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, **kwargs):
+        requests = list(requests)
+        if not requests:
+            raise InvalidOperation("No operations to execute")
+        result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
+                  "nModified": 0, "nRemoved": 0, "upserted": []}
+        for n, request in enumerate(requests):
+            kind = type(request).__name__
+            try:
+                if kind == "InsertOne":
+                    self.insert_one(request._doc)
+                    result["nInserted"] += 1
+                elif kind in ("UpdateOne", "UpdateMany", "ReplaceOne"):
+                    raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
+                                             multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
+                                             array_filters=getattr(request, "_array_filters", None),
+                                             sort=_sort_list(getattr(request, "_sort", None)), hint=request._hint)
+                    if raw["upserted"] is not None:
+                        result["nUpserted"] += 1
+                        result["upserted"].append({"index": n, "_id": raw["upserted"]})
+                    else:
+                        result["nMatched"] += raw["n"]
+                        result["nModified"] += raw["nModified"]
+                elif kind in ("DeleteOne", "DeleteMany"):
+                    result["nRemoved"] += len(self._delete(request._filter, multi=kind == "DeleteMany",
+                                                           hint=request._hint))
+                else:
+                    raise TypeError(f"{request!r} is not a valid request")
+            except DocumentTooLarge as exc:
+                result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc),
+                                              "op": request})
+            except (WriteError, DuplicateKeyError) as exc:
+                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), "op": request})
+            except OperationFailure as exc:
+                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), "op": request})
+            if result["writeErrors"] and ordered:
+                break
+        if result["writeErrors"]:
+            raise BulkWriteError(result)
+        return BulkWriteResult(result, True)
+
+    # --- indexes -----------------------------------------------------------------------------------
+
+    def create_index(self, keys, session=None, **kwargs):
+        from pymongo.operations import IndexModel
+
+        return self.create_indexes([IndexModel(keys, **kwargs)])[0]
+
+    def create_indexes(self, indexes, session=None, **kwargs):
+        names = []
+        with self._store.transaction(True) as conn:
+            info = self._ensure(conn)
+            for model in indexes:
+                spec = dict(model.document)
+                spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
+                names.append(self._create_index(conn, info, spec))
+        return names
+
+    def _create_index(self, conn, info, spec):
+        name, key = spec["name"], spec["key"]
+        options = {k: v for k, v in spec.items() if k not in ("v", "key", "name")}
+        if name == "_id_" or (list(key.items()) == [("_id", 1)] and not options):
+            return "_id_"
+        for other in info.indexes.values():
+            other_options = {k: v for k, v in other.spec.items() if k not in ("v", "key", "name")}
+            if other.name == name:
+                if dict(other.keys) != key:
+                    raise OperationFailure(
+                        f"An existing index has the same name as the requested index. When index names are not "
+                        f"specified, they are auto generated and can cause conflicts. Please refer to our "
+                        f"documentation. Requested index: {spec}, existing index: {other.spec}", 86,
+                        {"code": 86, "codeName": "IndexKeySpecsConflict"})
+                if other_options != options:
+                    raise OperationFailure(
+                        f"An existing index has the same name as the requested index. When index names are not "
+                        f"specified, they are auto generated and can cause conflicts. Please refer to our "
+                        f"documentation. Requested index: {spec}, existing index: {other.spec}", 85,
+                        {"code": 85, "codeName": "IndexOptionsConflict"})
+                return name
+            if list(other.keys) == list(key.items()) and other_options.get("partialFilterExpression") == \
+                    options.get("partialFilterExpression"):
+                if other_options == options:
+                    return other.name  # the same index under another name: the server keeps the existing one
+                raise OperationFailure(
+                    f"Index already exists with a different name: {other.name}", 85,
+                    {"code": 85, "codeName": "IndexOptionsConflict"})
+        self.database.client.cluster.check_unique_index(self, key, options)
+        plannable = all(isinstance(d, int) and d in (1, -1) for d in key.values())
+        index = IndexInfo(name, tuple(key.items()), spec, None)
+        if plannable:
+            index.table = self._store.create_index_table(conn, index)
+            cols = [f"k{n}" for n in range(len(index.keys))]
+            for rid, blob in conn.execute(f"SELECT rid, doc FROM {info.table}").fetchall():
+                doc = decode(blob)
+                entries, multikey = self._entries(index, doc)
+                index.multikey = index.multikey or multikey
+                for entry in entries:
+                    try:
+                        conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
+                                     f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
+                    except Exception as exc:
+                        if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                            raise
+                        values = bson.decode(entry[-1])
+                        err = _dup_key_error(self.database.name, self.name, name, index.fields,
+                                             [values[str(n)] for n in range(len(index.fields))])
+                        raise OperationFailure(str(err), 11000, err.details) from None
+        info.indexes[name] = index
+        self._store.save_info(conn, info)
+        return name
+
+    def drop_index(self, index_or_name, session=None, **kwargs):
+        with self._store.transaction(True) as conn:
+            info = self._info()
+            name = index_or_name
+            if not isinstance(name, str):
+                keys = _sort_list(index_or_name)
+                name = next((i.name for i in (info.indexes.values() if info else []) if list(i.keys) == keys), None)
+            if name == "_id_":
+                raise OperationFailure("cannot drop _id index", 72, {"code": 72})
+            if info is None or name not in info.indexes:
+                raise OperationFailure(f"index not found with name [{name}]", 27,
+                                       {"code": 27, "codeName": "IndexNotFound"})
+            index = info.indexes.pop(name)
+            if index.table:
+                conn.execute(f"DROP TABLE IF EXISTS {index.table}")
+            self._store.save_info(conn, info)
+
+    def drop_indexes(self, session=None, **kwargs):
+        with self._store.transaction(True) as conn:
+            info = self._info()
+            if info is None:
+                return
+            for index in list(info.indexes.values()):
+                if index.table:
+                    conn.execute(f"DROP TABLE IF EXISTS {index.table}")
+            info.indexes.clear()
+            self._store.save_info(conn, info)
+
+    def list_indexes(self, session=None, **kwargs):
+        with self._store.transaction(False):
+            info = self._info()
+            if info is None:
+                return CommandCursor([])
+            out = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]
+            out += [dict(i.spec) for i in info.indexes.values()]
+        return CommandCursor(out)
+
+    def index_information(self, session=None, **kwargs):
+        out = {}
+        for spec in self.list_indexes():
+            spec = dict(spec)
+            name = spec.pop("name")
+            spec["key"] = list(spec["key"].items())
+            out[name] = spec
+        return out
+
+    # --- the collection ------------------------------------------------------------------------------
+
+    def drop(self, session=None, **kwargs):
+        self.database.drop_collection(self.name)
+
+    def rename(self, new_name, session=None, dropTarget=False, **kwargs):
+        with self._store.transaction(True) as conn:
+            if self._info() is None:
+                raise OperationFailure("source namespace does not exist", 26, {"code": 26})
+            if self._store.collection(new_name) is not None:
+                if not dropTarget:
+                    raise OperationFailure("target namespace exists", 48, {"code": 48})
+                self._store.drop_collection(conn, new_name)
+            self._store.rename(conn, self.name, new_name)
+        return {"ok": 1.0}
+
+    def watch(self, *args, **kwargs):
+        raise NotImplementedError("change streams need a replica set; the embedded engine has none")
+
+
+def _has_path(doc, path) -> bool:
+    current = doc
+    for part in path.split("."):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list):
+            return any(_has_path(item, part) for item in current if isinstance(item, dict))
+        else:
+            return False
+    return True
+
+
+class Cursor:
+    def __init__(self, collection, filter, projection, skip, limit, sort, batch_size, hint):
+        if filter is not None and not isinstance(filter, Mapping):
+            raise TypeError("filter must be an instance of dict, bson.son.SON, or any other type that inherits from "
+                            "collections.Mapping")
+        self.collection = collection
+        self._filter = dict(filter or {})
+        self._projection = S.normalize_projection(projection)
+        self._skip = int(skip or 0)
+        self._limit = int(limit or 0)
+        self._sort = sort
+        self._batch_size = batch_size
+        self._hint = hint
+        self._results = None
+        self._explain = None
+        self._position = 0
+        self._lock = threading.Lock()
+
+    def _check(self):
+        if self._results is not None:
+            raise InvalidOperation("cannot set options after executing query")
+
+    def sort(self, key_or_list, direction=None):
+        self._check()
+        self._sort = _sort_list(key_or_list, direction)
+        return self
+
+    def skip(self, n):
+        self._check()
+        if not isinstance(n, int) or n < 0:
+            raise ValueError("skip must be a non-negative int")
+        self._skip = n
+        return self
+
+    def limit(self, n):
+        self._check()
+        if not isinstance(n, int):
+            raise TypeError("limit must be an integer")
+        self._limit = n
+        return self
+
+    def batch_size(self, n):
+        if not isinstance(n, int) or n < 0:
+            raise ValueError("batch_size must be a non-negative int")
+        self._batch_size = n
+        return self
+
+    def hint(self, index):
+        self._check()
+        self._hint = index
+        return self
+
+    def max_time_ms(self, _ms):
+        return self
+
+    def comment(self, _comment):
+        return self
+
+    def collation(self, collation):
+        if collation:
+            raise NotImplementedError("collations are not supported by the embedded engine")
+        return self
+
+    def allow_disk_use(self, _allow):
+        return self
+
+    def where(self, code):
+        self._check()
+        self._filter = {"$and": [self._filter, {"$where": code}]} if self._filter else {"$where": code}
+        return self
+
+    def _query(self):
+        limit = abs(self._limit)
+        return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
+                     self._hint)
+
+    def _execute(self):
+        if self._results is None:
+            with self.collection._store.transaction(False) as conn:
+                docs, plan, rejected = Executor(conn, self.collection._info(), self._query()).run()
+            self._explain = (plan, rejected)
+            self._results = [self.collection._out(S.project(d, self._projection)) for d in docs]
+        return self._results
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        results = self._execute()
+        if self._position >= len(results):
+            raise StopIteration
+        doc = results[self._position]
+        self._position += 1
+        return doc
+
+    next = __next__
+
+    def to_list(self, length=None):
+        out = list(self)
+        return out if length is None else out[:length]
+
+    def __getitem__(self, index):
+        if isinstance(index, int):
+            clone = self.clone()
+            clone._skip = self._skip + index
+            clone._limit = -1
+            for doc in clone:
+                return doc
+            raise IndexError("no such item for Cursor instance")
+        raise TypeError("index must be an int")
+
+    def clone(self):
+        return Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
+                      self._batch_size, self._hint)
+
+    def rewind(self):
+        self._results = None
+        self._position = 0
+        return self
+
+    def close(self):
+        self._results = self._results if self._results is not None else []
+        self._position = len(self._results)
+
+    @property
+    def alive(self):
+        return self._results is None or self._position < len(self._results)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def distinct(self, key):
+        return self.collection.distinct(key, self._filter)
+
+    def explain(self, verbosity=None):
+        clone = self.clone()
+        clone._execute()
+        return explain_document(clone.collection, clone._query(), *clone._explain)
+
+
+class CommandCursor:
+    def __init__(self, docs):
+        self._docs = list(docs)
+        self._position = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._position >= len(self._docs):
+            raise StopIteration
+        doc = self._docs[self._position]
+        self._position += 1
+        return doc
+
+    next = __next__
+
+    def batch_size(self, _n):
+        return self
+
+    def to_list(self, length=None):
+        out = list(self)
+        return out if length is None else out[:length]
+
+    def close(self):
+        self._position = len(self._docs)
+
+    @property
+    def alive(self):
+        return self._position < len(self._docs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def explain_document(collection, query: Query, plan, rejected) -> dict:
+    """`explain("executionStats")` as a server shapes it, with the executor's counts."""
+    return {
+        "explainVersion": "1",
+        "queryPlanner": {
+            "namespace": collection.full_name,
+            "parsedQuery": query.filter,
+            "indexFilterSet": False,
+            "winningPlan": plan.stage,
+            "rejectedPlans": [p.stage for p in rejected],
+        },
+        "executionStats": {
+            "executionSuccess": True,
+            "nReturned": plan.stats.returned,
+            "executionTimeMillis": 0,
+            "totalKeysExamined": plan.stats.keys,
+            "totalDocsExamined": plan.stats.docs,
+            "executionStages": plan.stage,
+        },
+        "command": {"find": collection.name, "filter": query.filter},
+        "ok": 1.0,
+    }
+
+
+_ = ID_INDEX

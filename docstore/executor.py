@@ -1,0 +1,661 @@
+"""The executor: runs the plan the planner picks, walking only the index ranges of its bounds,
+and counts what it examines (`totalKeysExamined`: index entries read; `totalDocsExamined`:
+documents read) for `explain("executionStats")`."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+
+import bson
+from bson.codec_options import CodecOptions
+
+from docstore import keys as K
+from docstore import planner as P
+from docstore.semantics import filter_applies, naive
+from docstore.storage import CollectionInfo, IndexInfo
+
+CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
+TRIAL_WORKS = 10000  # a candidate plan's trial ends after this much work (server: max(10000, 0.29 x documents))
+FIRST_BATCH = 101  # the server's default first batch: a trial ends when a plan produced it
+
+
+def decode(blob: bytes) -> dict:
+    return bson.decode(blob, CODEC)
+
+
+@dataclass
+class Query:
+    filter: dict = field(default_factory=dict)
+    sort: list | None = None
+    skip: int = 0
+    limit: int = 0
+    needs: frozenset | None = None  # fields read from the results; None: whole documents
+    hint: object = None
+    count_only: bool = False
+    write: bool = False
+
+
+@dataclass
+class Stats:
+    keys: int = 0
+    docs: int = 0
+    returned: int = 0
+
+
+class IdIndex:
+    """The `_id_` index, which is the documents table's UNIQUE `id` column."""
+
+    name = "_id_"
+    keys = (("_id", 1),)
+    fields = ("_id",)
+    unique = True
+    sparse = False
+    partial = None
+    multikey = False
+    plannable = True
+    table = None
+
+
+ID_INDEX = IdIndex()
+
+
+def _index_sql(coll: CollectionInfo, index) -> tuple[str, list[str], str, str]:
+    """(table, key columns, rid column, values column) of an index."""
+    if index is ID_INDEX:
+        return coll.table, ["id"], "rid", "idv"
+    return index.table, [f"k{n}" for n in range(len(index.keys))], "rid", "v"
+
+
+class Plan:
+    """One candidate: a generator of results (or None for a unit of work without one)."""
+
+    def __init__(self, label: str, stage: dict, index=None, ordered: bool = True, covered: bool = False):
+        self.label, self.stage, self.index, self.ordered, self.covered = label, stage, index, ordered, covered
+        self.stats = Stats()
+        self.gen = None
+        self.buffer: list = []
+        self.done = False
+
+    def work(self) -> bool:
+        """One unit of work; False once the plan has ended."""
+        if self.done:
+            return False
+        try:
+            item = next(self.gen)
+        except StopIteration:
+            self.done = True
+            return False
+        if item is not None:
+            self.buffer.append(item)
+        return True
+
+
+class Executor:
+    def __init__(self, conn, coll: CollectionInfo | None, query: Query):
+        self.conn, self.coll, self.q = conn, coll, query
+        self.filter = naive(query.filter or {})
+        self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
+        # statement cannot be dropped)
+
+    # --- fetching -------------------------------------------------------------------------------
+
+    def fetch(self, rid: int, stats: Stats) -> dict | None:
+        row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
+        stats.docs += 1
+        return decode(row[0]) if row else None
+
+    # --- index ranges ------------------------------------------------------------------------------
+
+    def _range_queries(self, index, per_field, direction: int, *, split_points: bool):
+        """SQL for each range of the bounds, in index order for `direction`; with `split_points`,
+        grouped by the combination of the leading multi-point fields (one group per exploded scan)."""
+        table, cols, rid, vcol = _index_sql(self.coll, index)
+        dirs = [d if isinstance(d, int) else 1 for _, d in index.keys]
+        n = len(cols)
+        if any(not intervals for intervals, _ in per_field):
+            return []
+        prefixes = [((), ())]  # (columns so far, values)
+        i = 0
+        while i < n:
+            intervals = per_field[i][0]
+            if intervals != P.FULL and all(iv.point for iv in intervals):
+                values = [iv.lo for iv in intervals]
+                if dirs[i] < 0:
+                    values = values[::-1]
+                prefixes = [(c + (cols[i],), v + (value,)) for c, v in prefixes for value in values]
+                i += 1
+            else:
+                break
+        order = ", ".join(f"{c} {'ASC' if d * direction > 0 else 'DESC'}" for c, d in zip(cols, dirs, strict=True))
+        order += f", {rid} {'ASC' if direction > 0 else 'DESC'}"
+        tail_conds, tail_params = [], []
+        for j in range(i + 1, n):
+            intervals = per_field[j][0]
+            if intervals == P.FULL:
+                continue
+            ors = []
+            for iv in intervals:
+                ors.append(f"({cols[j]} {'>=' if iv.lo_in else '>'} ? AND {cols[j]} {'<=' if iv.hi_in else '<'} ?)")
+                tail_params += [iv.lo, iv.hi]
+            tail_conds.append("(" + " OR ".join(ors) + ")")
+        groups = []
+        for pcols, pvalues in prefixes:
+            conds = [f"{c} = ?" for c in pcols]
+            params = list(pvalues)
+            ranges = []
+            if i < n and per_field[i][0] != P.FULL:
+                intervals = list(per_field[i][0])
+                if dirs[i] < 0:
+                    intervals = intervals[::-1]
+                for iv in intervals:
+                    c = conds + [f"{cols[i]} {'>=' if iv.lo_in else '>'} ?", f"{cols[i]} {'<=' if iv.hi_in else '<'} ?"]
+                    ranges.append((c, params + [iv.lo, iv.hi]))
+            else:
+                ranges.append((conds, params))
+            sqls = []
+            for c, p in ranges:
+                where = " AND ".join(c + tail_conds) or "1"
+                sqls.append((f"SELECT {', '.join(cols)}, {rid}, {vcol} FROM {table} WHERE {where} ORDER BY {order}",
+                             p + tail_params))
+            if direction < 0:
+                sqls = sqls[::-1]
+            groups.append(sqls)
+        if direction < 0:
+            groups = groups[::-1]
+        if split_points:
+            return groups
+        return [[sql for group in groups for sql in group]]
+
+    def _cursor(self, sql, params=()):
+        cursor = self.conn.execute(sql, params)
+        self._open.append(cursor)
+        return cursor
+
+    def _rows(self, sqls, stats: Stats):
+        for sql, params in sqls:
+            for row in self._cursor(sql, params):
+                stats.keys += 1
+                yield row
+
+    # --- plans ---------------------------------------------------------------------------------------
+
+    def indexes(self) -> list:
+        out = [ID_INDEX]
+        for index in self.coll.indexes.values():
+            if index.plannable and all(isinstance(d, int) and d in (1, -1) for _, d in index.keys):
+                out.append(index)
+        return out
+
+    def _usable(self, index, preds) -> bool:
+        """A sparse or partial index holds only some documents: usable when the filter keeps to them."""
+        if index is ID_INDEX:
+            return True
+        if index.sparse:
+            first = [p for p in preds if p.path == index.fields[0] and p.intervals != P.FULL]
+            null = K.encode(None)
+            if not first or any(iv.holds(null) for p in first for iv in p.intervals):
+                return False
+        if index.partial:
+            for path, cond in index.partial.items():
+                pinned = [p for p in preds if p.path == path and p.intervals and all(iv.point for iv in p.intervals)]
+                if not pinned:
+                    return False
+                for value in self._point_values(path):
+                    if not filter_applies({path: cond}, {path: value}):
+                        return False
+        return True
+
+    def _point_values(self, path):
+        value = self.filter.get(path)
+        if isinstance(value, dict) and "$in" in value:
+            return list(value["$in"])
+        if isinstance(value, dict) and "$eq" in value:
+            return [value["$eq"]]
+        return [value]
+
+    def candidates(self, preds, sort) -> list:
+        constrained = {p.path for p in preds if p.intervals != P.FULL}
+        out = []
+        for index in self.indexes():
+            if not self._usable(index, preds):
+                continue
+            if index.fields[0] in constrained or (sort and P.gives_order(index.keys, sort, preds)):
+                out.append(index)
+        return out
+
+    def index_plan(self, index, preds, *, exact_filter: bool = True, sort=None, skip=None, limit=None) -> Plan:
+        q = self.q
+        sort = q.sort if sort is None else sort
+        skip = q.skip if skip is None else skip
+        limit = q.limit if limit is None else limit
+        multikey = frozenset(index.fields) if index.multikey else frozenset()
+        per_field = P.field_intervals(index.fields, preds, multikey)
+        indexed = set(index.fields)
+        exact = exact_filter and all(p.exact and p.path in indexed and p.path not in multikey for p in preds)
+        product = 1
+        for intervals, _ in per_field:
+            if intervals and intervals != P.FULL and all(iv.point for iv in intervals) and len(intervals) > 1:
+                product *= len(intervals)
+        ordered = not sort or P.gives_order(index.keys, sort, preds, explode=product <= P.MAX_SCANS_TO_EXPLODE)
+        exploded = bool(sort) and ordered and product > 1 and not P.gives_order(index.keys, sort, preds, explode=False)
+        direction = P.scan_direction(index.keys, sort, preds) if sort and ordered else 1
+        needs = q.needs
+        covered = exact and not q.write and needs is not None and needs <= indexed and not (needs & multikey) and \
+            not (sort and not ordered and not {f for f, _ in sort} <= indexed)
+        groups = self._range_queries(index, per_field, direction, split_points=exploded)
+        bounds = {f: [_show_interval(iv) for iv in intervals] for f, (intervals, _) in zip(index.fields, per_field,
+                                                                                        strict=True)}
+        scan_stage = {"stage": "IXSCAN", "keyPattern": dict(index.keys), "indexName": index.name,
+                      "isMultiKey": bool(multikey), "isUnique": bool(index.unique), "isSparse": bool(index.sparse),
+                      "isPartial": bool(index.partial), "direction": "forward" if direction > 0 else "backward",
+                      "indexBounds": bounds}
+        plan = Plan(("SORT_MERGE " if exploded else "") + f"IXSCAN {index.name}", scan_stage, index, ordered, covered)
+        stats = plan.stats
+        positions = {f: n for n, f in enumerate(index.fields)}
+
+        def stream():
+            if exploded:
+                def keyed(group):
+                    for row in self._rows(group, stats):
+                        yield tuple(row[positions[f]] if d > 0 else _invert(row[positions[f]]) for f, d in sort), row
+                return (row for _, row in heapq.merge(*(keyed(g) for g in groups), key=lambda e: e[0]))
+            return self._rows(groups[0] if groups else [], stats)
+
+        def as_doc(row):
+            values = bson.decode(row[-1], CODEC) if row[-1] else {}
+            if index is ID_INDEX:
+                return dict(values)
+            doc: dict = {}
+            for n, f in enumerate(index.fields):
+                _set_path(doc, f, values.get(str(n)))
+            return doc
+
+        plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
+                                  limit=limit, as_doc=as_doc, dedupe=bool(multikey))
+        plan.stage = self._wrap(scan_stage, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
+                                limit=limit, exploded=exploded, groups=len(groups) if exploded else 0)
+        return plan
+
+    def _pipeline(self, rows, plan: Plan, *, exact, covered, ordered, sort, skip, limit, as_doc, dedupe):
+        """Scan -> (fetch, filter) -> (sort) -> skip -> limit, one unit of work per step."""
+        stats = plan.stats
+        seen = set()
+        matched = 0
+        wanted = skip + limit if limit else None
+        held = []
+        for row in rows:
+            rid = row[-2]
+            if dedupe:
+                if rid in seen:
+                    yield None
+                    continue
+                seen.add(rid)
+            if exact:
+                matched += 1
+                if ordered and matched <= skip:
+                    yield None  # SKIP below FETCH: a skipped key's document is not read
+                    continue
+                doc = as_doc(row) if covered else self.fetch(rid, stats)
+                if doc is None:
+                    yield None
+                    continue
+            else:
+                doc = self.fetch(rid, stats)
+                if doc is None or not filter_applies(self.filter, doc):
+                    yield None
+                    continue
+                matched += 1
+                if ordered and matched <= skip:
+                    yield None
+                    continue
+            if not ordered:
+                held.append(doc)
+                yield None
+                continue
+            stats.returned += 1
+            yield doc
+            if wanted is not None and matched >= wanted:
+                return
+        if not ordered:
+            held.sort(key=lambda d: K.document_sort_key(d, sort))
+            held = held[skip:]
+            if limit:
+                held = held[:limit]
+            for doc in held:
+                stats.returned += 1
+                yield doc
+
+    @staticmethod
+    def _wrap(stage, *, exact, covered, ordered, sort, skip, limit, exploded=False, groups=0):
+        if exploded:
+            stage = {"stage": "SORT_MERGE", "sortPattern": dict(sort), "inputStages": [stage] * groups}
+        if covered:
+            stage = {"stage": "PROJECTION_COVERED", "inputStage": stage}
+        else:
+            if exact and ordered and skip:
+                stage = {"stage": "SKIP", "skipAmount": skip, "inputStage": stage}
+            stage = {"stage": "FETCH", "inputStage": stage}
+        if not ordered:
+            stage = {"stage": "SORT", "sortPattern": dict(sort), "memLimit": 104857600, "type": "simple",
+                     "inputStage": stage}
+            if limit:
+                stage["limitAmount"] = limit
+        if skip and not (exact and ordered and not covered):
+            stage = {"stage": "SKIP", "skipAmount": skip, "inputStage": stage}
+        if limit and ordered:
+            stage = {"stage": "LIMIT", "limitAmount": limit, "inputStage": stage}
+        return stage
+
+    def collscan(self) -> Plan:
+        q = self.q
+        natural = -1 if q.sort and q.sort[0] == ("$natural", -1) else 1
+        sort = [s for s in (q.sort or []) if s[0] != "$natural"]
+        stage = {"stage": "COLLSCAN", "direction": "forward" if natural > 0 else "backward"}
+        plan = Plan("COLLSCAN", stage, None, ordered=not sort)
+        stats = plan.stats
+
+        def rows():
+            for rid, blob in self._cursor(
+                    f"SELECT rid, doc FROM {self.coll.table} ORDER BY rid {'ASC' if natural > 0 else 'DESC'}"):
+                stats.docs += 1
+                yield rid, blob
+
+        def pipeline():
+            matched = 0
+            held = []
+            wanted = q.skip + q.limit if q.limit else None
+            for _rid, blob in rows():
+                doc = decode(blob)
+                if not filter_applies(self.filter, doc):
+                    yield None
+                    continue
+                if sort:
+                    held.append(doc)
+                    yield None
+                    continue
+                matched += 1
+                if matched <= q.skip:
+                    yield None
+                    continue
+                stats.returned += 1
+                yield doc
+                if wanted is not None and matched >= wanted:
+                    return
+            if sort:
+                held.sort(key=lambda d: K.document_sort_key(d, sort))
+                held = held[q.skip:]
+                if q.limit:
+                    held = held[:q.limit]
+                for doc in held:
+                    stats.returned += 1
+                    yield doc
+
+        plan.gen = pipeline()
+        plan.stage = self._wrap_collscan(stage, sort, q.skip, q.limit)
+        return plan
+
+    @staticmethod
+    def _wrap_collscan(stage, sort, skip, limit):
+        if sort:
+            stage = {"stage": "SORT", "sortPattern": dict(sort), "memLimit": 104857600, "type": "simple",
+                     "inputStage": stage}
+            if limit:
+                stage["limitAmount"] = limit
+        if skip:
+            stage = {"stage": "SKIP", "skipAmount": skip, "inputStage": stage}
+        if limit and not sort:
+            stage = {"stage": "LIMIT", "limitAmount": limit, "inputStage": stage}
+        return stage
+
+    def id_plan(self, values, preds) -> Plan | None:
+        q = self.q
+        if q.sort and [f for f, _ in q.sort] != ["_id"]:
+            return None
+        rest = {k: v for k, v in self.filter.items() if k != "_id"}
+        encoded = sorted({K.encode(naive(v)) for v in values})
+        if q.sort and q.sort[0][1] < 0:
+            encoded = encoded[::-1]
+        single = len(encoded) == 1 and not rest
+        covered = not rest and not q.write and q.needs is not None and q.needs <= {"_id"}
+        stage = {"stage": "IDHACK"} if single else {
+            "stage": "IXSCAN", "keyPattern": {"_id": 1}, "indexName": "_id_", "isMultiKey": False, "isUnique": True,
+            "direction": "forward", "indexBounds": {"_id": [f"[{v!r}, {v!r}]" for v in values]}}
+        plan = Plan("IDHACK" if single else "IXSCAN _id_", stage, ID_INDEX, True, covered)
+        stats = plan.stats
+
+        def rows():
+            for key in encoded:
+                row = self.conn.execute(f"SELECT id, rid, idv FROM {self.coll.table} WHERE id=?", (key,)).fetchone()
+                if row is not None:
+                    stats.keys += 1
+                    yield row
+
+        plan.gen = self._pipeline(rows(), plan, exact=not rest, covered=covered, ordered=True, sort=q.sort,
+                                  skip=q.skip, limit=q.limit, as_doc=lambda row: bson.decode(row[-1], CODEC),
+                                  dedupe=False)
+        if not single:
+            plan.stage = self._wrap(stage, exact=not rest, covered=covered, ordered=True, sort=q.sort, skip=q.skip,
+                                    limit=q.limit)
+        elif covered:
+            plan.stage = {"stage": "PROJECTION_COVERED", "inputStage": stage}
+        return plan
+
+    def or_plan(self, preds, ors) -> Plan | None:
+        """A contained `$or`: one scan per branch with the outer predicates pushed in."""
+        q = self.q
+        if len(ors) != 1:
+            return None
+        outer = {k: v for k, v in self.filter.items() if k != "$or"}
+        subs = []
+        for branch in ors[0]:
+            sub_filter = {"$and": [outer, branch]} if outer else branch
+            sub_preds, sub_ors = P.predicates(sub_filter)
+            if sub_ors:
+                return None
+            constrained = {p.path for p in sub_preds if p.intervals != P.FULL}
+            cands = [c for c in self.candidates(sub_preds, q.sort) if c.fields[0] in constrained]
+            if not cands:
+                return None
+            best = min(cands, key=lambda c: (not (q.sort and P.gives_order(c.keys, q.sort, sub_preds)),
+                                             -sum(1 for f in c.fields if f in constrained)))
+            subs.append((best, sub_preds))
+        wanted = q.skip + q.limit if q.limit else 0
+        branch_plans = []
+        saved = self.filter
+        for index, sub_preds in subs:
+            branch_plans.append(self.index_plan(index, sub_preds, exact_filter=False, skip=0, limit=wanted))
+        self.filter = saved
+        ordered = not q.sort or all(b.ordered for b in branch_plans)
+        label = ("SORT_MERGE" if q.sort and ordered else "OR") + "(" + ", ".join(b.label for b in branch_plans) + ")"
+        stage = {"stage": "SORT_MERGE" if q.sort and ordered else "OR",
+                 "inputStages": [_innermost(b.stage) for b in branch_plans]}
+        plan = Plan(label, stage, None, ordered=True)
+        stats = plan.stats
+
+        def branch_docs(b):
+            for item in b.gen:
+                if item is not None:
+                    yield item
+
+        def pipeline():
+            seen = set()
+            if q.sort and ordered:
+                source = heapq.merge(*(branch_docs(b) for b in branch_plans),
+                                     key=lambda d: K.document_sort_key(d, q.sort))
+            else:
+                source = itertools.chain.from_iterable(branch_docs(b) for b in branch_plans)
+            held, matched = [], 0
+            for doc in source:
+                key = K.encode(doc.get("_id"))
+                if key in seen:
+                    yield None
+                    continue
+                seen.add(key)
+                if q.sort and not ordered:
+                    held.append(doc)
+                    continue
+                matched += 1
+                if matched <= q.skip:
+                    continue
+                stats.returned += 1
+                yield doc
+                if q.limit and matched >= wanted:
+                    break
+            if held:
+                held.sort(key=lambda d: K.document_sort_key(d, q.sort))
+                held = held[q.skip:]
+                if q.limit:
+                    held = held[:q.limit]
+                for doc in held:
+                    stats.returned += 1
+                    yield doc
+            for b in branch_plans:
+                stats.keys += b.stats.keys
+                stats.docs += b.stats.docs
+
+        plan.gen = pipeline()
+        plan.stage = {"stage": "FETCH", "inputStage": stage}
+        if q.sort and not ordered:
+            plan.stage = {"stage": "SORT", "sortPattern": dict(q.sort), "inputStage": plan.stage}
+        if q.limit:
+            plan.stage = {"stage": "LIMIT", "limitAmount": q.limit, "inputStage": plan.stage}
+        return plan
+
+    # --- choosing -------------------------------------------------------------------------------------
+
+    def plan(self) -> tuple[Plan, list[Plan]]:
+        """The winning plan (already started) and the rejected ones."""
+        q = self.q
+        if self.coll is None:
+            plan = Plan("EOF", {"stage": "EOF"})
+            plan.gen = iter(())
+            return plan, []
+        preds, ors = P.predicates(self.filter)
+        if q.hint is not None:
+            return self._hinted(preds), []
+        values = P.id_values(self.filter)
+        if values is not None:
+            plan = self.id_plan(values, preds)
+            if plan is not None:
+                return plan, []
+        if ors:
+            plan = self.or_plan(preds, ors)
+            if plan is not None:
+                return plan, []
+        cands = self.candidates(preds, [s for s in (q.sort or []) if s[0] != "$natural"] or None)
+        if q.sort and q.sort[0][0] == "$natural":
+            cands = []
+        if not cands:
+            return self.collscan(), []
+        plans = [self.index_plan(c, preds, exact_filter=not ors) for c in cands]
+        if len(plans) == 1:
+            return plans[0], []
+        return self._trial(plans)
+
+    def _hinted(self, preds) -> Plan:
+        from pymongo.errors import OperationFailure
+
+        hint = self.q.hint
+        for index in self.indexes():
+            if hint == index.name or (not isinstance(hint, str) and list(_hint_keys(hint)) == list(index.keys)):
+                return self.index_plan(index, preds)
+        if hint in ({"$natural": 1}, [("$natural", 1)]):
+            return self.collscan()
+        raise OperationFailure("error processing query: planner returned error :: caused by :: hint provided does not "
+                               "correspond to an existing index", 2, {"code": 2, "codeName": "BadValue"})
+
+    def _trial(self, plans: list[Plan]) -> tuple[Plan, list[Plan]]:
+        """Round robin, as the server's multi-planner: the first plan to finish or fill a batch wins."""
+        target = self.q.limit or FIRST_BATCH
+        live = list(plans)
+        winner = None
+        for _ in range(TRIAL_WORKS):
+            for plan in live:
+                working = plan.work()
+                if not working or len(plan.buffer) >= target:
+                    winner = plan
+                    break
+            if winner is not None:
+                break
+        if winner is None:
+            winner = max(plans, key=lambda p: (len(p.buffer) / max(1, p.stats.keys + p.stats.docs), p.ordered))
+        rejected = [p for p in plans if p is not winner]
+        return winner, rejected
+
+    def run(self) -> tuple[list[dict], Plan, list[Plan]]:
+        try:
+            plan, rejected = self.plan()
+            out = list(plan.buffer)
+            if not plan.done:
+                for item in plan.gen:
+                    if item is not None:
+                        out.append(item)
+            for other in rejected:
+                other.gen.close()
+        finally:
+            for cursor in self._open:
+                cursor.close()
+            self._open.clear()
+        return out, plan, rejected
+
+
+def _hint_keys(hint):
+    if isinstance(hint, dict):
+        return list(hint.items())
+    return [(f, d) for f, d in hint]
+
+
+def _innermost(stage):
+    while "inputStage" in stage:
+        stage = stage["inputStage"]
+    return stage
+
+
+def _invert(b: bytes) -> bytes:
+    return bytes(255 - x for x in b)
+
+
+def _show_interval(iv: P.Interval) -> str:
+    def show(b):
+        if b == K.MIN_BOUND:
+            return "MinKey"
+        if b == K.MAX_BOUND:
+            return "MaxKey"
+        return "0x" + b.hex()
+    return f"{'[' if iv.lo_in else '('}{show(iv.lo)}, {show(iv.hi)}{']' if iv.hi_in else ')'}"
+
+
+def _set_path(doc: dict, path: str, value) -> None:
+    parts = path.split(".")
+    for part in parts[:-1]:
+        doc = doc.setdefault(part, {})
+    doc[parts[-1]] = value
+
+
+def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
+    """The keys a document has in an index: {(k0, ..., kn, v)}, and whether an array was met."""
+    per_field = []
+    multikey = False
+    arrays = []
+    for f, _ in index.keys:
+        values, is_array = K.values_at(doc, f)
+        if is_array:
+            multikey = True
+            arrays.append(f)
+        seen = {}
+        for value in values:
+            seen.setdefault(K.encode(value), value)
+        per_field.append(list(seen.items()))
+    if len(arrays) > 1:
+        from pymongo.errors import WriteError
+
+        raise WriteError(f"cannot index parallel arrays [{arrays[1]}] [{arrays[0]}]", 171,
+                         {"code": 171, "codeName": "CannotIndexParallelArrays"})
+    out = set()
+    for combo in itertools.product(*per_field):
+        keys = tuple(k for k, _ in combo)
+        values = bson.encode({str(n): ([] if v is K.UNDEFINED else v) for n, (_, v) in enumerate(combo)})
+        out.add((*keys, values))
+    return out, multikey

@@ -1,0 +1,258 @@
+"""Byte-comparable keys in BSON comparison order.
+
+MongoDB compares values of different types by a fixed order of types (MinKey, null,
+numbers, strings, objects, arrays, binary data, ObjectId, booleans, dates, timestamps,
+regular expressions, MaxKey; "Comparison/Sort Order" in the MongoDB manual) and values of
+one type by value: numbers of every type (int32, int64, double, decimal) by their
+numeric value, strings by their UTF-8 bytes (simple binary comparison), objects field by
+field (type, then name, then value), arrays element by element, binary data by length,
+then subtype, then bytes.
+
+`encode(value)` maps a value to bytes whose plain byte order (memcmp, SQLite's BLOB order)
+is that order. Every encoding is self-delimiting (no encoding is a prefix of another), so
+encodings concatenate into object and array encodings that still compare correctly.
+A missing field is indexed as null, as the server does.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+import struct
+
+from bson import ObjectId
+from bson.binary import Binary
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+from bson.max_key import MaxKey
+from bson.min_key import MinKey
+from bson.regex import Regex
+from bson.timestamp import Timestamp
+
+T_MINKEY, T_UNDEFINED, T_NULL, T_NUMBER, T_STRING, T_OBJECT, T_ARRAY = 0x01, 0x03, 0x05, 0x10, 0x20, 0x30, 0x40
+T_BINARY, T_OID, T_BOOL, T_DATE, T_TIMESTAMP, T_REGEX, T_MAXKEY = 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xF0
+
+# Number classes inside T_NUMBER: NaN sorts below every number (server rule), then -inf,
+# negatives, zero, positives, +inf.
+_NAN, _NEG_INF, _NEG, _ZERO, _POS, _POS_INF = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+class _Undefined:
+    """The key of an empty array: the server indexes `[]` as undefined, below null."""
+
+    def __repr__(self):
+        return "undefined"
+
+
+UNDEFINED = _Undefined()
+
+
+def type_byte(value) -> int:
+    if value is UNDEFINED:
+        return T_UNDEFINED
+    if value is None:
+        return T_NULL
+    if isinstance(value, bool):
+        return T_BOOL
+    if isinstance(value, int | float | Decimal128):
+        return T_NUMBER
+    if isinstance(value, str):
+        return T_STRING
+    if isinstance(value, dict):
+        return T_OBJECT
+    if isinstance(value, list | tuple):
+        return T_ARRAY
+    if isinstance(value, ObjectId):
+        return T_OID
+    if isinstance(value, _dt.datetime):
+        return T_DATE
+    if isinstance(value, bytes | Binary):
+        return T_BINARY
+    if isinstance(value, Timestamp):
+        return T_TIMESTAMP
+    if isinstance(value, re.Pattern | Regex):
+        return T_REGEX
+    if isinstance(value, MinKey):
+        return T_MINKEY
+    if isinstance(value, MaxKey):
+        return T_MAXKEY
+    raise TypeError(f"cannot index a value of type {type(value).__name__}")
+
+
+def low(t: int) -> bytes:
+    """A bound below every encoding of type `t` (and above every smaller type)."""
+    return bytes([t])
+
+
+def high(t: int) -> bytes:
+    """A bound above every encoding of type `t` (and below every larger type)."""
+    return bytes([t + 1])
+
+
+MIN_BOUND, MAX_BOUND = b"", b"\xff"
+
+
+def _string(data: bytes) -> bytes:
+    # 0x00 is escaped as 0x00 0xFF; the end is 0x00 0x00 (below every escaped or plain byte).
+    return data.replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+
+
+def _magnitude(value) -> bytes:
+    """A positive finite number, exactly: its binary exponent, then its mantissa bits 7 per byte
+    (high 7 bits hold the bits, the low bit says another byte follows)."""
+    if isinstance(value, int):
+        exponent = value.bit_length() - 1
+        fraction_bits = value - (1 << exponent)
+        width = exponent
+    else:
+        mantissa, exp = math.frexp(value)  # value = mantissa * 2**exp, 0.5 <= mantissa < 1
+        exponent = exp - 1
+        as_int = int(mantissa * (1 << 53))  # exact: 53 significant bits
+        # value = as_int * 2**(exp-53); leading bit at position 52
+        fraction_bits = as_int - (1 << 52)
+        width = 52
+    out = bytearray(struct.pack(">H", exponent + 0x8000))
+    if fraction_bits:
+        shift = width % 7
+        if shift:
+            fraction_bits <<= 7 - shift
+            width += 7 - shift
+        chunks = []
+        while width > 0:
+            width -= 7
+            chunks.append((fraction_bits >> width) & 0x7F)
+        while chunks and chunks[-1] == 0:
+            chunks.pop()
+        for n, chunk in enumerate(chunks):
+            out.append((chunk << 1) | (1 if n < len(chunks) - 1 else 0))
+    else:
+        out.append(0)
+    return bytes(out)
+
+
+def _number(value) -> bytes:
+    if isinstance(value, Decimal128):
+        value = value.to_decimal()
+        if value.is_nan():
+            return bytes([_NAN])
+        value = float(value) if not value == value.to_integral_value() or value.is_infinite() else int(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return bytes([_NAN])
+        if math.isinf(value):
+            return bytes([_POS_INF if value > 0 else _NEG_INF])
+        if value.is_integer() and abs(value) < 2**63:
+            value = int(value)
+    if value == 0:
+        return bytes([_ZERO])
+    if value > 0:
+        return bytes([_POS]) + _magnitude(value)
+    return bytes([_NEG]) + bytes(255 - b for b in _magnitude(-value))
+
+
+def _date_ms(value: _dt.datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.UTC)
+    delta = value - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def encode(value) -> bytes:
+    t = type_byte(value)
+    head = bytes([t])
+    if t in (T_NULL, T_MINKEY, T_MAXKEY, T_UNDEFINED):
+        return head
+    if t == T_NUMBER:
+        return head + _number(value)
+    if t == T_STRING:
+        return head + _string(value.encode("utf-8", "surrogatepass"))
+    if t == T_OID:
+        return head + value.binary
+    if t == T_BOOL:
+        return head + (b"\x01" if value else b"\x00")
+    if t == T_DATE:
+        return head + struct.pack(">Q", (_date_ms(value) + (1 << 63)) & 0xFFFFFFFFFFFFFFFF)
+    if t == T_OBJECT:
+        out = bytearray(head)
+        for name, item in value.items():
+            enc = encode(item)
+            out += enc[:1] + _string(str(name).encode("utf-8", "surrogatepass")) + enc[1:]
+        out.append(0)
+        return bytes(out)
+    if t == T_ARRAY:
+        return head + b"".join(encode(item) for item in value) + b"\x00"
+    if t == T_BINARY:
+        subtype = value.subtype if isinstance(value, Binary) else 0
+        return head + struct.pack(">IB", len(value), subtype) + bytes(value)
+    if t == T_TIMESTAMP:
+        return head + struct.pack(">II", value.time, value.inc)
+    pattern = value.pattern if isinstance(value.pattern, str) else value.pattern.decode()
+    flags = value.flags if isinstance(value, Regex) else ""
+    if not isinstance(flags, str):
+        flags = "".join(c for c, bit in (("i", re.I), ("m", re.M), ("s", re.S), ("x", re.X)) if flags & bit)
+    return head + _string(pattern.encode()) + _string(flags.encode())
+
+
+# --- values reached by a path -------------------------------------------------------------------
+
+
+def values_at(doc, path: str) -> tuple[list, bool]:
+    """Every value a dotted path reaches, arrays on the way expanded (the values an index holds
+    for the document), and whether an array was met (the index is multikey). [None] when missing;
+    an empty array is indexed as undefined (server rule)."""
+    current = [doc]
+    multikey = False
+    for part in path.split("."):
+        nxt = []
+        for value in current:
+            if isinstance(value, dict):
+                if part in value:
+                    nxt.append(value[part])
+            elif isinstance(value, list | tuple):
+                multikey = True
+                if part.isdigit() and int(part) < len(value):
+                    nxt.append(value[int(part)])
+                for item in value:
+                    if isinstance(item, dict) and part in item:
+                        nxt.append(item[part])
+        current = nxt
+    out = []
+    for value in current:
+        if isinstance(value, list | tuple):
+            multikey = True
+            out.extend(value if value else [UNDEFINED])
+        else:
+            out.append(value)
+    return (out or [None]), multikey
+
+
+def sort_key(doc, path: str, direction: int) -> bytes:
+    """A document's key for sorting on `path`: the smallest value for an ascending sort, the
+    largest for a descending one (array fields; server rule), null when missing, an empty array
+    as undefined (below null)."""
+    values, _ = values_at(doc, path)
+    values = [UNDEFINED if isinstance(v, list | tuple) and not v else v for v in values]
+    encoded = [encode(v) for v in values]
+    return min(encoded) if direction > 0 else max(encoded)
+
+
+def document_sort_key(doc, sort: list[tuple[str, int]]):
+    return tuple(_Directed(sort_key(doc, f, d), d) for f, d in sort)
+
+
+class _Directed:
+    __slots__ = ("key", "direction")
+
+    def __init__(self, key: bytes, direction: int):
+        self.key, self.direction = key, direction
+
+    def __lt__(self, other):
+        return self.key < other.key if self.direction > 0 else self.key > other.key
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+
+__all__ = ["encode", "type_byte", "low", "high", "values_at", "sort_key", "document_sort_key", "Int64"]

@@ -1,0 +1,173 @@
+"""What a document operation means: matching, update operators, projections, pipelines.
+
+The server's documented semantics, through mongomock's implementations of them
+(`filter_applies`, its update operators and projections, `process_pipeline`), applied
+to one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
+hands it documents decoded that way and returns aware dates to clients that asked for
+them. Where mongomock differs from the server, the server's rule is enforced here:
+
+- Document size: BSON documents are at most 16 MiB (16,777,216 bytes). An insert of a
+  larger document is refused (`DocumentTooLarge`, as the driver does before sending;
+  inside `insert_many` the write error has code 10334 BSONObjectTooLarge); an update whose
+  result would be larger fails with code 17419 and changes nothing.
+- `$slice`-only projections (with or without `_id: 0`) return EVERY field of the
+  document, the array sliced; `$slice` is not an inclusion.
+- Conflicting update paths: one update naming a path and the same path or one of its
+  prefixes under two operators is refused with code 40 ConflictingUpdateOperators,
+  "Updating the path 'a' would create a conflict at 'a'".
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import threading
+
+import mongomock
+from mongomock import collection as _mcoll
+from mongomock import helpers as _helpers
+from mongomock.filtering import filter_applies  # noqa: F401  (re-exported: the matcher)
+from pymongo.errors import WriteError
+
+MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
+CONFLICTING_UPDATE_OPERATORS = 40
+BSON_OBJECT_TOO_LARGE = 10334
+UPDATE_RESULT_TOO_LARGE = 17419
+
+_local = threading.local()
+
+
+def _scratch():
+    """A private mongomock collection whose methods apply updates and projections to one
+    document given to them; it never stores anything."""
+    scratch = getattr(_local, "scratch", None)
+    if scratch is None:
+        scratch = _local.scratch = mongomock.MongoClient().db.scratch
+    return scratch
+
+
+def naive(value):
+    """Filters and documents as mongomock compares them: dates naive UTC, millisecond precision."""
+    return _helpers.patch_datetime_awareness_in_document(value)
+
+
+def aware(value):
+    if isinstance(value, dict):
+        return {k: aware(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [aware(v) for v in value]
+    if isinstance(value, _dt.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=_dt.UTC)
+    return value
+
+
+# --- updates ------------------------------------------------------------------------------------
+
+
+def _update_paths(update) -> list[str]:
+    if not isinstance(update, dict):
+        return []  # a pipeline or a replacement
+    paths = []
+    for operator, fields in update.items():
+        if operator.startswith("$") and isinstance(fields, dict):
+            paths.extend(fields)
+            if operator == "$rename":
+                paths.extend(v for v in fields.values() if isinstance(v, str))
+    return paths
+
+
+def check_update_paths(update) -> None:
+    """Server rule: no two operators (or renames) of one update touch the same path or a path and its prefix."""
+    paths = sorted(_update_paths(update))
+    for a, b in zip(paths, paths[1:], strict=False):
+        if a == b or b.startswith(a + "."):
+            raise WriteError(f"Updating the path '{b}' would create a conflict at '{a}'", CONFLICTING_UPDATE_OPERATORS,
+                             {"code": CONFLICTING_UPDATE_OPERATORS})
+
+
+def validate_update(update) -> None:
+    if isinstance(update, list):
+        _mcoll._validate_document_stages(update)
+        return
+    if not isinstance(update, dict) or not update:
+        raise ValueError("update cannot be empty")
+    if not all(str(k).startswith("$") for k in update):
+        raise ValueError("update only works with $ operators")
+    check_update_paths(update)
+
+
+def validate_replacement(replacement) -> None:
+    if not isinstance(replacement, dict):
+        raise TypeError("replacement must be an instance of dict")
+    if replacement and next(iter(replacement)).startswith("$"):
+        raise ValueError("replacement can not include $ operators")
+
+
+def apply_update(doc: dict, spec: dict, update, *, was_insert: bool) -> dict:
+    """A new document: `update` (operators or a pipeline) applied to a copy of `doc`."""
+    new = copy.deepcopy(doc)
+    scratch = _scratch()
+    if isinstance(update, list):
+        scratch._apply_update_pipeline(new, update, None)
+    else:
+        scratch._apply_update_document(new, spec, naive(update), was_insert)
+    if "_id" in doc and new.get("_id") != doc.get("_id"):
+        raise WriteError("Performing an update on the path '_id' would modify the immutable field '_id'", 66,
+                         {"code": 66})
+    return new
+
+
+def upsert_seed(spec: dict, update) -> dict:
+    """The document an upsert starts from: the filter's equalities (server: "the update creates a
+    base document from the equality clauses in the <query> parameter")."""
+    scratch = _scratch()
+    seed = {k: v for k, v in spec.items()}
+    seed = scratch._expand_dots(seed)
+    seed, _ = scratch._discard_operators(seed)
+    return dict(seed)
+
+
+# --- projections --------------------------------------------------------------------------------
+
+
+def _slice_only(fields) -> bool:
+    if not isinstance(fields, dict) or not fields:
+        return False
+    others = {k: v for k, v in fields.items() if k != "_id"}
+    return bool(others) and all(isinstance(v, dict) and set(v) == {"$slice"} for v in others.values())
+
+
+def normalize_projection(projection):
+    if projection is None:
+        return None
+    if isinstance(projection, list | tuple):
+        return {f: 1 for f in projection}
+    if not isinstance(projection, dict):
+        raise TypeError("projection must be an instance of dict, list, tuple or None")
+    return projection
+
+
+def project(doc: dict, projection) -> dict:
+    if not projection:
+        return doc
+    scratch = _scratch()
+    fields = dict(projection)
+    if _slice_only(fields):
+        operators = {k: v for k, v in fields.items() if k != "_id"}
+        copied = _mcoll._copy_field(doc, dict)
+        scratch._apply_projection_operators(operators, doc, copied)
+        if fields.get("_id", 1) in (0, False):
+            copied.pop("_id", None)
+        return copied
+    return scratch._copy_only_fields(doc, fields, dict)
+
+
+# --- pipelines ----------------------------------------------------------------------------------
+
+
+def run_pipeline(docs: list[dict], database, pipeline: list[dict]) -> list[dict]:
+    if not pipeline:
+        return docs
+    from mongomock import aggregate
+
+    return aggregate.process_pipeline(docs, database, pipeline, None)
