@@ -1,0 +1,95 @@
+"""docstore: several processes on one store, and no acknowledged write lost to kill -9.
+
+Child processes are plain Python (`python -c`) opening the same file; nothing is shared
+but the file."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docstore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(code: str, *args, wait=True):
+    cmd = [sys.executable, "-c", code, *map(str, args)]
+    if wait:
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+
+READER = """
+import sys, docstore
+db = docstore.Client(sys.argv[1], default_db="site")["site"]
+print(db.items.count_documents({"k": sys.argv[2]}), db.items.find_one({"_id": "shared"}))
+"""
+
+
+def test_a_write_in_one_process_is_seen_by_the_next_read_in_another(tmp_path):
+    path = tmp_path / "store.sqlite3"
+    ours = docstore.Client(str(path), default_db="site")["site"]
+    ours.items.create_index("k")
+    ours.items.insert_one({"_id": "shared", "n": 1})
+    ours.items.insert_many([{"k": "x"} for _ in range(3)])
+    assert run(READER, path, "x").split()[0] == "3"
+    run("""
+import sys, docstore
+db = docstore.Client(sys.argv[1], default_db="site")["site"]
+db.items.update_one({"_id": "shared"}, {"$inc": {"n": 41}})
+db.items.insert_one({"k": "y"})
+""", path)
+    assert ours.items.find_one({"_id": "shared"})["n"] == 42
+    assert ours.items.count_documents({"k": "y"}) == 1
+    ours.client.close()
+
+
+WRITER = """
+import sys, threading, docstore
+db = docstore.Client(sys.argv[1], default_db="site", synchronous="NORMAL")["site"]
+lock = threading.Lock()
+
+def write(worker):
+    n = 0
+    while True:
+        db.events.insert_one({"_id": f"{worker}-{n}", "w": worker})
+        db.counts.update_one({"_id": worker}, {"$inc": {"n": 1}}, upsert=True)
+        with lock:
+            print(f"{worker} {n}", flush=True)  # acknowledged: both writes returned
+        n += 1
+
+for w in range(8):
+    threading.Thread(target=write, args=(w,), daemon=True).start()
+threading.Event().wait()
+"""
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path):
+    path = tmp_path / "store.sqlite3"
+    docstore.Client(str(path), default_db="site")["site"].events.create_index("w")
+    child = run(WRITER, path, wait=False)
+    acknowledged = {}
+    deadline = time.monotonic() + 3
+    for line in child.stdout:
+        worker, n = map(int, line.split())
+        acknowledged[worker] = n
+        if time.monotonic() > deadline and len(acknowledged) == 8:
+            break
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    db = docstore.Client(str(path), default_db="site")["site"]
+    for worker, last in acknowledged.items():
+        # every acknowledged insert is there, and the counter, written after it, is at least as far
+        assert db.events.find_one({"_id": f"{worker}-{last}"}) is not None
+        count = db.counts.find_one({"_id": worker})["n"]
+        assert count >= last + 1
+        # consistent: the index lists exactly the stored documents of the worker
+        assert db.events.count_documents({"w": worker}) == db.events.count_documents({"w": worker},
+                                                                                    hint={"$natural": 1})
+        assert db.events.count_documents({"w": worker}) in (count, count + 1)
+    assert json.dumps(sorted(acknowledged)) == json.dumps(list(range(8)))
+    db.client.close()
