@@ -144,8 +144,30 @@ def _new_docstore_client():
 
         return declared_shard_keys()
 
-    return docstore.Client(settings.MONGODB_EMBEDDED_PATH or None, default_db=settings.MONGODB_DB, tz_aware=True,
-                           shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
+    client = docstore.Client(settings.MONGODB_EMBEDDED_PATH or None, default_db=settings.MONGODB_DB, tz_aware=True,
+                             shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
+    if settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
+        import_snapshot(client, settings.MONGODB_SNAPSHOT, settings.MONGODB_DB)
+    return client
+
+
+def import_snapshot(client, path: str, db_name: str) -> int:
+    """Import the old engine's snapshot (cms_site/mongo_snapshot.py's format) once, so a demo
+    site keeps its data: the file is claimed by an atomic rename (one process of several
+    imports it), loaded into the collections that are still empty, and kept as
+    `<file>.imported`. Returns how many documents were imported."""
+    import os
+
+    from cms_site.mongo_snapshot import Snapshotter
+
+    claimed = f"{path}.importing"
+    try:
+        os.rename(path, claimed)
+    except OSError:
+        return 0  # no snapshot, or another process took it
+    total = Snapshotter(client, claimed, db_name=db_name).load()
+    os.replace(claimed, f"{path}.imported")
+    return total
 
 
 _bridged = False
