@@ -36,8 +36,12 @@ Server work (keys and documents examined, in-memory sorts) is counted per comman
   explained statement by statement (the server explains one statement at a time); past
   `EXPLAIN_STATEMENTS` statements the rest are extrapolated from those explained and the
   row says so (`explain_sampled`).
-- mongomock: `bench/planner.py` models the server's planner over the declared indexes
-  and the data in the collection; its time is excluded from the measurement too.
+- Embedded engine with its own `explain` (docstore): each command is explained by the
+  engine, as on a server (`explain("executionStats")` counted by its executor), before
+  a write applies; the explains are neither counted nor timed.
+- mongomock (MONGODB_ENGINE=mongomock): `bench/planner.py` models the server's planner
+  over the declared indexes and the data in the collection; its time is excluded from
+  the measurement too.
 Each command's modelled or reported plan is kept (`Measurement.plans`) for the query-shape test.
 """
 
@@ -347,6 +351,7 @@ def install_mongomock_counting(counter: OpCounter):
     probe = get_db()["bench_counting_probe"]  # never written: no collection is created
     Collection, Cursor, CommandCursor = type(probe), type(probe.find()), type(probe.aggregate([]))
     saved = []
+    engine_explains = _explains(probe)
 
     def patch(cls, name, make):
         original = cls.__dict__[name]
@@ -363,13 +368,14 @@ def install_mongomock_counting(counter: OpCounter):
 
         def make(original):
             def wrapper(self, *args, **kwargs):
-                if method in WRITES and not getattr(_local, "depth", 0):
+                if method in WRITES and not getattr(_local, "depth", 0) and not engine_explains:
                     counter.planner.source.touch(self)  # even while paused: the modelled index keys are stale
                 if getattr(_local, "depth", 0) or not counter.enabled:
                     return original(self, *args, **kwargs)
                 if method and counter.explain:
                     with counter.overhead():
-                        explains = explain_call(counter.planner, self, method, args, kwargs)
+                        explains = (engine_explain_call(self, method, args, kwargs) if engine_explains
+                                    else explain_call(counter.planner, self, method, args, kwargs))
                     counter.record(explains)
                 _local.depth = 1
                 start = time.perf_counter()
@@ -423,10 +429,12 @@ def install_mongomock_counting(counter: OpCounter):
             state = getattr(self, "_bench", None)
             if state is None or not counter.enabled:
                 return original(self)
+            live = engine_explains and state.command == "find" and counter.explain and \
+                hasattr(self, "execution_stats")
             if not state.started:
                 state.started = True
                 counter.add(state.command)
-                if state.command == "find" and counter.explain:
+                if state.command == "find" and counter.explain and not live:
                     with counter.overhead():
                         [state.explain] = _explain_cursor(counter.planner, self)
                     _serve_batch(counter, state, state.cap)
@@ -435,6 +443,8 @@ def install_mongomock_counting(counter: OpCounter):
                 doc = original(self)  # StopIteration propagates: the batch in hand was the last
             finally:
                 counter.tally.engine_ms += (time.perf_counter() - start) * 1000.0
+                if live:
+                    _cursor_work(counter, state, self)
             size = _bson_size(doc)
             if state.in_batch >= state.cap or (state.in_batch and state.bytes + size > MAX_BATCH_BYTES):
                 counter.add("getMore")
@@ -491,6 +501,118 @@ def install_mongomock_counting(counter: OpCounter):
             setattr(cls, name, original)
 
     return uninstall
+
+
+def _explains(probe) -> bool:
+    """Does the engine explain its own commands (a cursor's `explain()` with executionStats)?"""
+    try:
+        out = probe.find({}).limit(1).explain()
+    except (AttributeError, NotImplementedError):
+        return False
+    return isinstance(out, dict) and "executionStats" in out
+
+
+def plan_label(stage) -> str:
+    """A winning plan's stages as one line: `LIMIT(FETCH(IXSCAN d_p))`, `SORT(COLLSCAN)`."""
+    if not isinstance(stage, dict):
+        return ""
+    name = stage.get("stage", "?")
+    if stage.get("indexName"):
+        name += f" {stage['indexName']}"
+    children = [stage["inputStage"]] if "inputStage" in stage else list(stage.get("inputStages") or [])
+    if not children:
+        return name
+    return f"{name}(" + ", ".join(plan_label(c) for c in children) + ")"
+
+
+def _engine_explain(collection, command: str, output: dict):
+    from bench.planner import summarize_server_explain
+
+    e = summarize_server_explain(output)
+    e.plan = plan_label((output.get("queryPlanner") or {}).get("winningPlan"))
+    e.command, e.collection = command, collection.name
+    e.covered = "PROJECTION_COVERED" in e.plan or "COUNT_SCAN" in e.plan
+    return e
+
+
+def explain_bodies(name: str, method: str, args: tuple, kwargs: dict) -> list[tuple[str, dict]]:
+    """[(command, explain body)] for the commands a Collection method call sends (reads and
+    the query part of writes), as a server receives them."""
+    def arg(position, key, default=None):
+        return kwargs[key] if key in kwargs else (args[position] if len(args) > position else default)
+
+    if method == "find_one":
+        filter_ = arg(0, "filter") or {}
+        if not isinstance(filter_, dict):
+            filter_ = {"_id": filter_}
+        return [("find", {"find": name, "filter": filter_, "sort": kwargs.get("sort"), "skip": kwargs.get("skip", 0),
+                          "limit": 1, "projection": arg(1, "projection")})]
+    if method == "aggregate":
+        return [("aggregate", {"aggregate": name, "pipeline": list(arg(0, "pipeline") or [])})]
+    if method == "count_documents":
+        return [("aggregate", {"count": name, "query": arg(0, "filter") or {}, "skip": kwargs.get("skip", 0),
+                               "limit": kwargs.get("limit", 0)})]
+    if method == "distinct":
+        return [("distinct", {"distinct": name, "key": arg(0, "key"), "query": arg(1, "filter") or {}})]
+    if method in ("update_one", "update_many", "replace_one"):
+        return [("update", {"update": name, "updates": [{"q": arg(0, "filter") or {}, "multi": method == "update_many",
+                                                         "hint": kwargs.get("hint")}]})]
+    if method in ("delete_one", "delete_many"):
+        return [("delete", {"delete": name, "deletes": [{"q": arg(0, "filter") or {},
+                                                         "limit": 1 if method == "delete_one" else 0}]})]
+    if method.startswith("find_one_and_"):
+        return [("findAndModify", {"findAndModify": name, "query": arg(0, "filter") or {}, "sort": kwargs.get("sort")})]
+    if method == "bulk_write":
+        out = []
+        for request in arg(0, "requests") or []:
+            kind = type(request).__name__
+            if kind == "InsertOne":
+                continue
+            filter_ = getattr(request, "_filter", None) or {}
+            if kind.startswith("Delete"):
+                out.append(("delete", {"delete": name, "deletes": [{"q": filter_, "limit": 0 if kind.endswith("Many")
+                                                                    else 1}]}))
+            else:
+                out.append(("update", {"update": name, "updates": [{"q": filter_, "multi": kind.endswith("Many")}]}))
+        return out
+    return []
+
+
+def engine_explain_call(collection, method: str, args: tuple, kwargs: dict) -> list:
+    """The engine's own explain of every command a Collection method call sends."""
+    out = []
+    for command, body in explain_bodies(collection.name, method, args, kwargs):
+        body = {k: v for k, v in body.items() if v is not None}
+        output = collection.database.command({"explain": body, "verbosity": "executionStats"})
+        out.append(_engine_explain(collection, command, output))
+    return out
+
+
+def _cursor_work(counter: OpCounter, state: _CursorState, cursor) -> None:
+    """What the engine's cursor has examined so far (`execution_stats()`: its executor stops at
+    each batch, as a server's plan does until a getMore), added to the tally as it grows."""
+    stats = cursor.execution_stats()
+    keys, docs = stats["totalKeysExamined"], stats["totalDocsExamined"]
+    before = state.served if isinstance(state.served, tuple) else (0, 0)
+    state.served = (keys, docs)
+    if state.plan is None:
+        from bench.planner import Explain
+
+        label = plan_label(stats.get("winningPlan"))
+        e = Explain(keys_examined=keys, docs_examined=docs, in_memory_sort=bool(stats.get("sorted")) or
+                    label.startswith("SORT(") or "(SORT(" in label, sorted_docs=stats.get("sorted", 0),
+                    returned=stats["nReturned"], plan=label, covered="PROJECTION_COVERED" in label,
+                    command="find", collection=cursor.collection.name)
+        counter.record([e])
+        state.plan = counter.tally.plans[-1] if counter.enabled else None
+        return
+    if not counter.enabled or (keys, docs) == before:
+        return
+    with counter._lock:
+        counter.tally.keys_examined += keys - before[0]
+        counter.tally.docs_examined += docs - before[1]
+    state.plan["keys_examined"] += keys - before[0]
+    state.plan["docs_examined"] += docs - before[1]
 
 
 def _serve_batch(counter: OpCounter, state: _CursorState, batch) -> None:

@@ -8,7 +8,6 @@ codes and messages.
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Mapping
 
 import bson
@@ -639,9 +638,10 @@ class Cursor:
         self._batch_size = batch_size
         self._hint = hint
         self._results = None
-        self._explain = None
+        self._stream = None
+        self._executor = None
+        self._conn = None
         self._position = 0
-        self._lock = threading.Lock()
 
     def _check(self):
         if self._results is not None:
@@ -701,19 +701,66 @@ class Cursor:
         return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
                      self._hint)
 
-    def _execute(self):
+    def _execute(self, need: int):
+        """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
-            with self.collection._store.transaction(False) as conn:
-                docs, plan, rejected = Executor(conn, self.collection._info(), self._query()).run()
-            self._explain = (plan, rejected)
-            self._results = [self.collection._out(S.project(d, self._projection)) for d in docs]
+            store = self.collection._store
+            self._conn = store.open_read()
+            try:
+                self._executor = Executor(self._conn, store.collection(self.collection.name), self._query())
+                self._executor.start()
+            except BaseException:
+                store.close_read(self._conn)
+                self._conn = None
+                raise
+            self._stream = self._executor.results()
+            self._results = []
+            self._fill(self._batch_wanted_first())
+        while need > len(self._results) and self._stream is not None:
+            self._fill(self._batch_size or (1 << 62))
         return self._results
+
+    def _batch_wanted_first(self) -> int:
+        return self._batch_size or 101
+
+    def _fill(self, n: int) -> None:
+        got = 0
+        for doc in self._stream:
+            self._results.append(self.collection._out(S.project(doc, self._projection)))
+            got += 1
+            if got >= n:
+                return
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+            self._executor.close()
+            self.collection._store.close_read(self._conn)
+            self._conn = None
+
+    def __del__(self):
+        try:
+            self._finish()
+        except Exception:  # noqa: BLE001 - a store already closed
+            pass
+
+    def execution_stats(self) -> dict:
+        """The work this cursor's executor has done so far (keys and documents examined, documents
+        returned) and its plan: what a server's cursor has examined for the batches sent."""
+        plan = self._executor.winner if getattr(self, "_executor", None) is not None else None
+        if plan is None:
+            return {"totalKeysExamined": 0, "totalDocsExamined": 0, "nReturned": 0, "winningPlan": None}
+        return {"totalKeysExamined": plan.stats.keys, "totalDocsExamined": plan.stats.docs,
+                "nReturned": plan.stats.returned, "sorted": plan.stats.sorted,
+                "winningPlan": _with_sorted(plan.stage, plan.stats.sorted)}
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        results = self._execute()
+        results = self._execute(self._position + 1)
         if self._position >= len(results):
             raise StopIteration
         doc = results[self._position]
@@ -741,17 +788,20 @@ class Cursor:
                       self._batch_size, self._hint)
 
     def rewind(self):
+        self._finish()
         self._results = None
+        self._executor = None
         self._position = 0
         return self
 
     def close(self):
+        self._finish()
         self._results = self._results if self._results is not None else []
         self._position = len(self._results)
 
     @property
     def alive(self):
-        return self._results is None or self._position < len(self._results)
+        return self._results is None or self._stream is not None or self._position < len(self._results)
 
     def __enter__(self):
         return self
@@ -763,9 +813,10 @@ class Cursor:
         return self.collection.distinct(key, self._filter)
 
     def explain(self, verbosity=None):
-        clone = self.clone()
-        clone._execute()
-        return explain_document(clone.collection, clone._query(), *clone._explain)
+        """The whole query run to its end, as a server's explain runs it."""
+        with self.collection._store.transaction(False) as conn:
+            _, plan, rejected = Executor(conn, self.collection._info(), self._query()).run()
+        return explain_document(self.collection, self._query(), plan, rejected)
 
 
 class CommandCursor:
@@ -806,15 +857,30 @@ class CommandCursor:
         self.close()
 
 
+def _with_sorted(stage: dict, held: int) -> dict:
+    """The stage tree with the count of documents a blocking SORT held on its input (nReturned)."""
+    if not isinstance(stage, dict):
+        return stage
+    out = dict(stage)
+    if "inputStage" in out:
+        out["inputStage"] = _with_sorted(out["inputStage"], held)
+        if out.get("stage") == "SORT":
+            out["inputStage"] = {**out["inputStage"], "nReturned": held}
+    if "inputStages" in out:
+        out["inputStages"] = [_with_sorted(s, held) for s in out["inputStages"]]
+    return out
+
+
 def explain_document(collection, query: Query, plan, rejected) -> dict:
     """`explain("executionStats")` as a server shapes it, with the executor's counts."""
+    stage = _with_sorted(plan.stage, plan.stats.sorted)
     return {
         "explainVersion": "1",
         "queryPlanner": {
             "namespace": collection.full_name,
             "parsedQuery": query.filter,
             "indexFilterSet": False,
-            "winningPlan": plan.stage,
+            "winningPlan": stage,
             "rejectedPlans": [p.stage for p in rejected],
         },
         "executionStats": {
@@ -823,7 +889,7 @@ def explain_document(collection, query: Query, plan, rejected) -> dict:
             "executionTimeMillis": 0,
             "totalKeysExamined": plan.stats.keys,
             "totalDocsExamined": plan.stats.docs,
-            "executionStages": plan.stage,
+            "executionStages": stage,
         },
         "command": {"find": collection.name, "filter": query.filter},
         "ok": 1.0,

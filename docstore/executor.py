@@ -42,6 +42,7 @@ class Stats:
     keys: int = 0
     docs: int = 0
     returned: int = 0
+    sorted: int = 0  # documents a blocking SORT stage held
 
 
 class IdIndex:
@@ -320,6 +321,7 @@ class Executor:
                 return
         if not ordered:
             held.sort(key=lambda d: K.document_sort_key(d, sort))
+            stats.sorted += len(held)
             held = held[skip:]
             if limit:
                 held = held[:limit]
@@ -385,6 +387,7 @@ class Executor:
                     return
             if sort:
                 held.sort(key=lambda d: K.document_sort_key(d, sort))
+                stats.sorted += len(held)
                 held = held[q.skip:]
                 if q.limit:
                     held = held[:q.limit]
@@ -505,6 +508,7 @@ class Executor:
                     break
             if held:
                 held.sort(key=lambda d: K.document_sort_key(d, q.sort))
+                stats.sorted += len(held)
                 held = held[q.skip:]
                 if q.limit:
                     held = held[:q.limit]
@@ -583,6 +587,28 @@ class Executor:
             winner = max(plans, key=lambda p: (len(p.buffer) / max(1, p.stats.keys + p.stats.docs), p.ordered))
         rejected = [p for p in plans if p is not winner]
         return winner, rejected
+
+    def start(self) -> Plan:
+        """Plan and start: the winning plan, whose results `results()` yields batch by batch."""
+        self.winner, self.rejected = self.plan()
+        for other in self.rejected:
+            other.gen.close()
+        return self.winner
+
+    def results(self):
+        plan = self.winner
+        while plan.buffer:
+            yield plan.buffer.pop(0)
+        if not plan.done:
+            for item in plan.gen:
+                if item is not None:
+                    yield item
+            plan.done = True
+
+    def close(self) -> None:
+        for cursor in self._open:
+            cursor.close()
+        self._open.clear()
 
     def run(self) -> tuple[list[dict], Plan, list[Plan]]:
         try:

@@ -103,6 +103,7 @@ class Store:
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
+        self._idle: list[sqlite3.Connection] = []  # cursor connections (open_read)
         self._lock = threading.Lock()
         self._catalog: dict[str, CollectionInfo] = {}
         self._catalog_version = -1
@@ -227,6 +228,45 @@ class Store:
         self._catalog[new] = self._catalog.pop(old)
         self._catalog[new].name = new
 
+    # --- cursors ----------------------------------------------------------------------------------
+
+    def open_read(self):
+        """A connection of its own in a read transaction, for a cursor that outlives one batch
+        (its snapshot stays while the client reads; the thread's own connection stays free for
+        writes). Give it back with `close_read`."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            if self.closed:
+                raise RuntimeError("the embedded store was dropped or closed")
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                   timeout=self.busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            with self._lock:
+                self._all.append(conn)
+        conn.execute("BEGIN")
+        try:
+            self._refresh_catalog(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return conn
+
+    def close_read(self, conn) -> None:
+        if self.closed:
+            return
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except sqlite3.Error:  # pragma: no cover - the store was dropped under the cursor
+            return
+        with self._lock:
+            if len(self._idle) < 8:
+                self._idle.append(conn)
+                return
+            self._all.remove(conn)
+        conn.close()
+
     def close(self) -> None:
         self.closed = True
         with self._lock:
@@ -236,4 +276,5 @@ class Store:
                 except sqlite3.Error:  # pragma: no cover
                     pass
             self._all.clear()
+            self._idle.clear()
         self._local = threading.local()
