@@ -2,8 +2,8 @@
 come from `topics.demo`, `social.demo` and `comments.demo`, called in order by `load_demo`.
 
 Every step is idempotent: rows are got-or-created, and MongoDB content is loaded only
-where MongoDB has none. The embedded engine keeps its snapshot across restarts
-(cms_site/mongo_snapshot.py), so a restart loads nothing again and permalinks stay.
+where MongoDB has none. The embedded engine keeps its data in its file across restarts,
+so a restart loads nothing again and permalinks stay.
 """
 
 from __future__ import annotations
@@ -55,7 +55,4 @@ def load_demo(out=print) -> DemoContext:
                 raise
             continue
         module.load(ctx, out)
-    from cms_site import mongo_snapshot
-
-    mongo_snapshot.mark_dirty()  # the embedded engine's snapshot keeps it (saved at the latest at exit)
     return ctx

@@ -2,27 +2,12 @@
 
 `get_db()` returns the pymongo `Database` named by `settings.MONGODB_DB` on the
 server given by `settings.MONGODB_URI`. With no URI it returns a database of the
-embedded engine, mongomock, in process: data lives as long as the process.
+embedded engine (the `docstore` package: SQLite in WAL mode under
+`MONGODB_EMBEDDED_PATH`, real indexes, several processes on one file), which keeps
+a sharded cluster's rules from the shard keys the managers declare.
 
 Settings are read at call time, so tests can switch databases per test. One client
 is kept per URI (clients are thread-safe connection pools).
-
-Every known difference between mongomock and MongoDB is bridged here, so that the
-managers are written to MongoDB's documented semantics only:
-
-- pymongo >= 4.11 passes a `sort` argument to the bulk operation builder for
-  `UpdateOne`/`ReplaceOne`; mongomock 4.3 does not accept it. We accept it and
-  refuse a non-empty sort, which mongomock could not honour.
-- mongomock has no indexes: every query scans the whole collection. Two speed-ups keep
-  the embedded engine usable at thousands of users and followers, without changing any
-  result (every candidate still goes through mongomock's own filter):
-  `cms_site/mongo_lookups.py` answers filters that pin `_id` or a unique index, and
-  unique-index checks, by hash lookups; `$in` over plain ints, strings or ObjectIds
-  tests membership in a set built once per query instead of a list per document (an
-  aggregation's leading `$match` is answered by find() the same way).
-- mongomock keeps none of the server rules `cms_site/mongo_strict.py` enforces: every
-  operation atomic with respect to other threads, 16 MiB documents, `$slice`-only
-  projections, conflicting update paths.
 """
 
 from __future__ import annotations
@@ -32,6 +17,7 @@ import threading
 from django.conf import settings
 from pymongo import MongoClient, ReadPreference, WriteConcern
 from pymongo.database import Database
+from pymongo.errors import BulkWriteError, OperationFailure
 
 _clients: dict[str, MongoClient] = {}
 _lock = threading.Lock()
@@ -108,7 +94,7 @@ def get_db(*, stale_ok: bool = False) -> Database:
         read_preference = _READ_PREFERENCES[name]
     client = get_client()
     if is_embedded():
-        # mongomock ignores read preference and write concern; keep the handle plain.
+        # One machine: no secondaries to read from, and a write is durable once acknowledged.
         return client[settings.MONGODB_DB]
     return client.get_database(settings.MONGODB_DB, read_preference=read_preference, write_concern=write_concern)
 
@@ -122,21 +108,6 @@ def drop_db(name: str) -> None:
 
 
 def _new_embedded_client():
-    if settings.MONGODB_ENGINE == "docstore":
-        return _new_docstore_client()
-    import mongomock
-
-    _bridge_mongomock(mongomock)
-    client = mongomock.MongoClient(tz_aware=True)
-    # Keep what users wrote across restarts (cms_site/mongo_snapshot.py; MONGODB_SNAPSHOT).
-    from cms_site import mongo_snapshot, mongo_strict
-
-    mongo_snapshot.attach(client, path=settings.MONGODB_SNAPSHOT, db_name=settings.MONGODB_DB,
-                          debounce=settings.MONGODB_SNAPSHOT_DEBOUNCE, lock=mongo_strict.engine_lock)
-    return client
-
-
-def _new_docstore_client():
     import docstore
 
     def shard_keys():
@@ -151,125 +122,77 @@ def _new_docstore_client():
     return client
 
 
-def import_snapshot(client, path: str, db_name: str) -> int:
-    """Import the old engine's snapshot (cms_site/mongo_snapshot.py's format) once, so a demo
-    site keeps its data: the file is claimed by an atomic rename (one process of several
-    imports it), loaded into the collections that are still empty, and kept as
-    `<file>.imported`. Returns how many documents were imported."""
-    import os
+# --- the old engine's snapshot --------------------------------------------------------------
 
-    from cms_site.mongo_snapshot import Snapshotter
+SNAPSHOT_FORMAT, SNAPSHOT_VERSION = "commons-embedded-mongo", 1
+
+
+def read_snapshot(path: str) -> tuple[dict, dict[str, list]]:
+    """The previous embedded engine's snapshot file: a BSON stream of a header {format, version,
+    collections: {name: {indexes: [{key: [[field, direction], ...], options}], count}}} and one
+    record {c: collection, d: document} per document. Refused whole (ValueError) when the counts
+    do not match the header."""
+    import bson
+    from bson.codec_options import CodecOptions
+
+    records = bson.decode_file_iter(open(path, "rb"), codec_options=CodecOptions(tz_aware=True))
+    header = next(records, None)
+    if not header or header.get("format") != SNAPSHOT_FORMAT or header.get("version") != SNAPSHOT_VERSION:
+        raise ValueError(f"{path} is not a snapshot of version {SNAPSHOT_VERSION}")
+    documents: dict[str, list] = {name: [] for name in header["collections"]}
+    for record in records:
+        documents[record["c"]].append(record["d"])
+    for name, meta in header["collections"].items():
+        if len(documents[name]) != meta["count"]:
+            raise ValueError(f"{name}: {len(documents[name])} documents, the header says {meta['count']}")
+    return header, documents
+
+
+def import_snapshot(client, path: str, db_name: str) -> int:
+    """Import the previous embedded engine's snapshot once, so a demo site keeps its data: the
+    file is claimed by an atomic rename (one process of several imports it), its documents and
+    indexes go into the collections that are still empty, and it is kept as `<file>.imported`.
+    Returns how many documents were imported."""
+    import logging
+    import os
 
     claimed = f"{path}.importing"
     try:
         os.rename(path, claimed)
     except OSError:
         return 0  # no snapshot, or another process took it
-    total = Snapshotter(client, claimed, db_name=db_name).load()
+    log = logging.getLogger(__name__)
+    try:
+        header, documents = read_snapshot(claimed)
+    except (OSError, ValueError, KeyError, bson_errors()) as exc:
+        log.error("the embedded engine's old snapshot %s is unusable (%s): not imported", path, exc)
+        os.replace(claimed, f"{path}.unusable")
+        return 0
+    db = client[db_name]
+    total = 0
+    for name, meta in header["collections"].items():
+        collection = db[name]
+        if collection.estimated_document_count():
+            continue  # never mix: what is there already wins
+        for index in meta["indexes"]:
+            try:
+                collection.create_index([tuple(k) for k in index["key"]], **index["options"])
+            except OperationFailure as exc:
+                log.error("%s: index %s not imported (%s)", name, index["options"].get("name"), exc)
+        if documents[name]:
+            try:
+                collection.insert_many(documents[name], ordered=False)
+                total += len(documents[name])
+            except BulkWriteError as exc:
+                total += exc.details["nInserted"]
+                log.error("%s: %s documents not imported (%s)", name, len(exc.details["writeErrors"]),
+                          exc.details["writeErrors"][0]["errmsg"])
     os.replace(claimed, f"{path}.imported")
+    log.info("embedded engine: %s documents imported from %s", total, path)
     return total
 
 
-_bridged = False
+def bson_errors():
+    import bson.errors
 
-
-def _bridge_mongomock(mongomock) -> None:
-    global _bridged
-    if _bridged:
-        return
-    from mongomock.collection import BulkOperationBuilder
-
-    original_update = BulkOperationBuilder.add_update
-    original_replace = BulkOperationBuilder.add_replace
-
-    def add_update(self, selector, doc, multi=False, upsert=False, collation=None, array_filters=None, hint=None, sort=None):
-        if sort:
-            raise NotImplementedError("mongomock cannot sort inside a bulk update")
-        return original_update(self, selector, doc, multi, upsert, collation=collation, array_filters=array_filters, hint=hint)
-
-    def add_replace(self, selector, doc, upsert, collation=None, hint=None, sort=None):
-        if sort:
-            raise NotImplementedError("mongomock cannot sort inside a bulk replace")
-        return original_replace(self, selector, doc, upsert, collation=collation, hint=hint)
-
-    BulkOperationBuilder.add_update = add_update
-    BulkOperationBuilder.add_replace = add_replace
-    _bridge_in_sets()
-    from cms_site import mongo_lookups, mongo_strict
-
-    mongo_strict.install()  # server rules: thread atomicity, 16 MiB, projections, update paths
-    mongo_lookups.install()  # on top of the set-based $in: mongo_lookups.scanning() keeps it
-    _bridged = True
-
-
-_PLAIN_TYPES = (int, str)
-
-
-def _plain(value) -> bool:
-    from bson import ObjectId
-
-    return type(value) in _PLAIN_TYPES or type(value) is ObjectId
-
-
-class _InSet(list):
-    """A `$in` list of plain values, carrying its set (built once per query, not per document)."""
-
-    def __init__(self, values):
-        super().__init__(values)
-        self.values = frozenset(values)
-
-
-def _with_in_sets(spec):
-    """A copy of the filter whose large plain `$in` lists are `_InSet`s; the caller's filter is untouched."""
-    if isinstance(spec, dict):
-        out = {}
-        for key, value in spec.items():
-            if key == "$in" and isinstance(value, list | tuple) and len(value) > 8 and all(_plain(v) for v in value):
-                out[key] = _InSet(value)
-            else:
-                out[key] = _with_in_sets(value)
-        return out
-    if isinstance(spec, list) and not isinstance(spec, _InSet):
-        return [_with_in_sets(item) for item in spec]
-    return spec
-
-
-def _bridge_in_sets() -> None:
-    """Set-based `$in`/`$nin` for large lists of plain values (see the module docstring)."""
-    from mongomock import filtering
-    from mongomock.collection import Collection
-
-    original_iter = Collection._iter_documents
-
-    def _iter_documents(self, filter):
-        return original_iter(self, _with_in_sets(filter))
-
-    Collection._iter_documents = _iter_documents
-
-    from mongomock import aggregate as pipelines
-
-    original_aggregate = Collection.aggregate
-
-    def aggregate(self, pipeline, session=None, **kwargs):
-        # mongomock runs a leading $match over a copy of every document, with its list `$in`;
-        # find() applies the same filter through the lookups and set-based `$in` above.
-        pipeline = list(pipeline)
-        if pipeline and isinstance(pipeline[0], dict) and list(pipeline[0]) == ["$match"]:
-            matched = list(self.find(pipeline[0]["$match"]))
-            return pipelines.process_pipeline(matched, self.database, pipeline[1:], session)
-        return original_aggregate(self, pipeline, session=session, **kwargs)
-
-    Collection.aggregate = aggregate
-
-    operators = filtering._filterer_inst._operator_map
-    original_in = operators["$in"]
-
-    def fast_in(doc_val, search_val):
-        if isinstance(search_val, _InSet):
-            items = doc_val if isinstance(doc_val, list | tuple) else (doc_val,)
-            if all(_plain(v) for v in items):
-                return any(v in search_val.values for v in items)
-        return original_in(doc_val, search_val)
-
-    operators["$in"] = fast_in
-    operators["$nin"] = lambda dv, sv: not fast_in(dv, sv)
+    return bson.errors.BSONError

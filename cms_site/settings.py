@@ -2,7 +2,7 @@
 
 Relational data (users, topics, sessions, admin) lives in the Django database
 (`DATABASE_URL`, SQLite by default). Comments, the follow graph and feeds live in
-MongoDB (`MONGODB_URI` / `MONGODB_DB`; with no URI an in-process mongomock engine,
+MongoDB (`MONGODB_URI` / `MONGODB_DB`; with no URI the embedded engine `docstore/`,
 see `cms_site/mongo.py`).
 """
 
@@ -85,7 +85,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "topics.middleware.TopicSlugRedirectMiddleware",
     "social.middleware.PresenceMiddleware",
-    "cms_site.mongo_snapshot.SnapshotMiddleware",
     # Last, so it sees a view's exception first: a MongoDB outage becomes a 503.
     "core.serving.MongoOutageMiddleware",
 ]
@@ -194,9 +193,9 @@ for _provider, _prefix, _scope in (("github", "GITHUB", ["read:user", "user:emai
         INSTALLED_APPS.append(f"allauth.socialaccount.providers.{_provider}")  # its URLs exist only then
 
 # --- MongoDB -------------------------------------------------------------------
-# With no MONGODB_URI the project runs on mongomock, in process, kept across restarts
-# by a snapshot file (MONGODB_SNAPSHOT below). Point MONGODB_URI at a replica set or
-# mongos for real storage.
+# With no MONGODB_URI the project runs on its embedded engine (docstore/, below): for
+# development and single-machine sites. Point MONGODB_URI at a replica set or mongos
+# when a site outgrows one machine.
 MONGODB_URI = os.environ.get("MONGODB_URI", "")
 MONGODB_DB = os.environ.get("MONGODB_DB", "cms")
 # Read preference for reads that may be stale (listing pages, feeds, follower pages).
@@ -217,20 +216,16 @@ MONGODB_SOCKET_TIMEOUT_MS = env_int("MONGODB_SOCKET_TIMEOUT_MS", 20_000)
 # maxTimeMS of the page reads of requests (comments, feeds, notifications): the server stops a
 # read nobody waits for any more. 0: no limit.
 MONGODB_MAX_TIME_MS = env_int("MONGODB_MAX_TIME_MS", 5_000)
-# The embedded engine (no MONGODB_URI) keeps what users wrote in this snapshot file,
-# loaded at start and rewritten (atomically) about a second after writes; empty: off.
-# A crash can lose the last second of writes (cms_site/mongo_snapshot.py).
-MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))
-MONGODB_SNAPSHOT_DEBOUNCE = float(os.environ.get("MONGODB_SNAPSHOT_DEBOUNCE", "1.0"))
-# The embedded engine: "docstore" (docstore/: SQLite in WAL mode, real indexes, several
-# processes on one file) or "mongomock" (in process, the snapshot above).
-MONGODB_ENGINE = os.environ.get("MONGODB_ENGINE", "mongomock")
-# docstore's file (the database MONGODB_DB; other databases sit beside it); empty: a
-# temporary directory removed at exit (the test suite).
+# The embedded engine (no MONGODB_URI): docstore/, one SQLite file in WAL mode for the
+# database MONGODB_DB (other databases sit beside it); several processes (workers,
+# management commands) share it. Empty: a temporary directory removed at exit (tests).
 MONGODB_EMBEDDED_PATH = os.environ.get("MONGODB_EMBEDDED_PATH", str(BASE_DIR / "var" / "embedded-mongo.sqlite3"))
-# SQLite's synchronous mode for docstore: NORMAL keeps every acknowledged write across a
-# crash of the process (kill -9); FULL also across power loss, with an fsync per write.
+# SQLite's synchronous mode: NORMAL keeps every acknowledged write across a crash of the
+# process (kill -9, OOM); FULL also across power loss, with an fsync per write.
 MONGODB_EMBEDDED_SYNCHRONOUS = os.environ.get("MONGODB_EMBEDDED_SYNCHRONOUS", "NORMAL")
+# The previous embedded engine's snapshot: imported once at start if present (then kept
+# as <file>.imported), so a demo site keeps its data; empty: never import.
+MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))
 
 # --- Comments ------------------------------------------------------------------
 COMMENTS_BUCKET_SIZE = env_int("COMMENTS_BUCKET_SIZE", 100)  # hybrid strategy, seeds/003_0f57851d2e8bac42.txt

@@ -5,7 +5,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cms_site.settings")
 application = get_wsgi_application()
 
-# The embedded engine loads its snapshot when the worker starts, not on the first request.
+# The embedded engine opens its file (and imports an old snapshot once) when the worker starts.
 from cms_site.mongo import get_db, is_embedded  # noqa: E402
 
 if is_embedded():

@@ -1,7 +1,8 @@
 """Suite-wide fixtures.
 
 Every test gets a fresh MongoDB database with every declared index, dropped
-afterwards: mongomock in process by default, a real server when MONGODB_URI is set.
+afterwards: the embedded engine (a temporary store) by default, a real server when
+MONGODB_URI is set.
 """
 
 import uuid

@@ -10,10 +10,10 @@ from cms_site.settings import *  # noqa: E402,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Tests use a fresh MongoDB database each (tests/conftest.py); this is only the prefix.
 MONGODB_DB = "test"
-# No snapshot file: each test has its own database (tests/cms_site/test_mongo_snapshot.py
-# tests the snapshot with its own client and file).
+# No old snapshot to import (tests/docstore/test_snapshot_import.py imports one itself).
 MONGODB_SNAPSHOT = ""
-# docstore: a temporary store (a file per test database, removed with it).
+# The embedded engine: a temporary store (a file per test database, removed with it);
+# no fsync (a test database does not outlive the run).
 MONGODB_EMBEDDED_PATH = ""
 MONGODB_EMBEDDED_SYNCHRONOUS = "OFF"
 # Rate limits are off for the suite; tests/core/test_throttling.py turns them on.

@@ -1,4 +1,4 @@
-"""The round-trip model of bench/counting.py: what pymongo would send, counted on mongomock."""
+"""The round-trip model of bench/counting.py: what pymongo would send, counted on the embedded engine."""
 
 from types import SimpleNamespace
 
@@ -8,7 +8,7 @@ from pymongo import DeleteOne, InsertOne, UpdateOne
 
 from bench.counting import OpCounter, _bulk_runs, _Listener, _write_batches, counting
 
-pytestmark = pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the mongomock wrappers are for the embedded engine")
+pytestmark = pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the wrappers are for the embedded engine")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The strict embedded engine keeps the server rules the managers rely on (cms_site/mongo_strict.py).
+"""The embedded engine keeps the server rules the managers rely on (docstore/semantics.py, docstore/storage.py).
 
 Each test names the server rule. Thread tests force frequent switches with
 `sys.setswitchinterval` so that an unguarded read-modify-write interleaves.
@@ -12,7 +12,8 @@ from pymongo import InsertOne, UpdateOne
 from pymongo.errors import BulkWriteError, DocumentTooLarge, DuplicateKeyError, WriteError
 
 from cms_site.mongo import is_embedded
-from cms_site.mongo_strict import MAX_BSON_SIZE
+
+MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 
 pytestmark = pytest.mark.skipif(not is_embedded(), reason="rules of the embedded engine (a server keeps them itself)")
 

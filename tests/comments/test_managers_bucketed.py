@@ -116,7 +116,7 @@ def test_drop_discussion_removes_buckets_and_record(mongo_db, settings):
     assert manager.get(discussion_id=other, comment_id=kept.id) == kept
 
 
-@pytest.mark.skipif(bool(django_settings.MONGODB_URI), reason="counts with the benchmark's mongomock wrappers")
+@pytest.mark.skipif(bool(django_settings.MONGODB_URI), reason="counts with the benchmark's wrappers of the embedded engine")
 def test_a_page_costs_two_round_trips_past_the_first_cursor_batch(settings, mongo_db):
     # 250 buckets: the counter gives the total and the numbers give the buckets; only the
     # buckets of the page are read, whatever the discussion's size.

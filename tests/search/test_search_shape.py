@@ -71,7 +71,7 @@ def test_a_search_page_examines_a_page_at_any_size_and_depth(counter, make_topic
         assert not _problems(m), (key, _problems(m))
         search = _search_plans(m)
         assert len(search) == 1, (key, m.plans)  # one MongoDB query on the search index per page
-        assert search[0]["plan"] == "IXSCAN word_status_newest", (key, search)
+        assert "IXSCAN word_status_newest" in search[0]["plan"] and "SORT" not in search[0]["plan"], (key, search)
         # a page, its look-ahead, and on a cursor page the room for same-millisecond ties
         bound = PAGE + SLACK + (0 if key[1] == "first" else 8)
         assert 0 < search[0]["keys_examined"] <= bound and search[0]["docs_examined"] <= bound, (key, search)
@@ -85,5 +85,6 @@ def test_the_topic_comment_feed_examines_its_limit(counter, make_topic, make_use
             hits = selectors.topic_latest_comments(topic=topic, limit=PAGE)
         assert len(hits) == PAGE and not _problems(m)
         search = _search_plans(m)
-        assert len(search) == 1 and search[0]["plan"] == "IXSCAN discussion_status_newest", search
+        assert len(search) == 1 and "IXSCAN discussion_status_newest" in search[0]["plan"], search
+        assert "SORT" not in search[0]["plan"], search
         assert search[0]["keys_examined"] <= PAGE + SLACK, search

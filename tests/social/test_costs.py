@@ -18,7 +18,7 @@ from social.managers import FOLLOWERS, FollowListManager
 from social.managers.edges import now_ms
 
 pytestmark = [pytest.mark.django_db,
-              pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the mongomock wrappers")]
+              pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers")]
 
 
 @pytest.fixture

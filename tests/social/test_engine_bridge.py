@@ -1,7 +1,7 @@
-"""The embedded engine's lookup speed-ups (cms_site/mongo.py, cms_site/mongo_lookups.py) keep MongoDB's results.
+"""`_id` lookups, `$in` and a leading `$match` give MongoDB's results (the social graph relies on them).
 
-Added with the social graph, whose demo (thousands of users) needs direct `_id` lookups
-and set-based `$in` on mongomock. On a real server (MONGODB_URI) these run unchanged.
+The embedded engine answers these through its `_id` index and index bounds; on a real
+server (MONGODB_URI) the same tests run unchanged.
 """
 
 import pytest
@@ -47,7 +47,7 @@ def test_large_in_lists_match_like_a_scan(coll):
     assert sorted(ids(coll.find({"ids": {"$in": list(range(120, 140))}}))) == list(range(20, 30))
     nin = ids(coll.find({"tag": {"$nin": [f"t{i}" for i in range(12)]}}))
     assert len(nin) == 6 and all(not isinstance(i, int) for i in nin)
-    # Floats take mongomock's own path: 1.0 matches 1 as on a server.
+    # Numbers compare by value: 1.0 matches 1 as on a server.
     assert len(ids(coll.find({"n": {"$in": [1, *range(1000, 1010)]}}))) == 3
 
 

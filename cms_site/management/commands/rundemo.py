@@ -23,8 +23,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         engine = "MongoDB at MONGODB_URI"
         if is_embedded():
-            engine = (f"embedded mongomock, kept in {settings.MONGODB_SNAPSHOT} (a crash can lose the last second)"
-                      if settings.MONGODB_SNAPSHOT else "embedded mongomock (in memory: nothing is kept after exit)")
+            engine = (f"embedded (docstore), kept in {settings.MONGODB_EMBEDDED_PATH}" if settings.MONGODB_EMBEDDED_PATH
+                      else "embedded (docstore), in a temporary directory: nothing is kept after exit")
         self.stdout.write(f"MongoDB engine: {engine}")
         ensure_indexes()
         self.stdout.write("Loading demo content…")
