@@ -36,8 +36,8 @@ run: install
 
 ## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
 ## collected static files served by WhiteNoise (docs/deploy.md). A SECRET_KEY is
-## generated into .secret_key on first use unless one is set. With the embedded engine
-## (no MONGODB_URI) one worker: the engine lives in that worker's memory (and snapshot).
+## generated into .secret_key on first use unless one is set. Workers: WEB_CONCURRENCY,
+## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
 SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}"
 serve: install
 	@test -n "$$SECRET_KEY" || test -s .secret_key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key
@@ -46,7 +46,7 @@ serve: install
 	$(SERVE_ENV) $(PY) manage.py mongo_indexes
 	$(SERVE_ENV) $(PY) manage.py load_demo
 	$(SERVE_ENV) $(VENV)/bin/gunicorn cms_site.wsgi:application --bind $(HOST) \
-		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 1 )} --threads 4 \
+		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 2 )} --threads 4 \
 		--timeout 30 --access-logfile -
 
 ## make test: the same set-up, then the whole suite

@@ -196,3 +196,40 @@ def bson_errors():
     import bson.errors
 
     return bson.errors.BSONError
+
+
+# --- moving to MongoDB ----------------------------------------------------------------------
+
+
+def copy_database(source: Database, target: Database, *, batch: int = 1000, out=lambda line: None) -> dict[str, int]:
+    """Copy every collection of `source` into the empty collections of `target` (documents as
+    they are, `_id` kept; a collection already holding documents is skipped and named in the
+    output). Indexes are not copied: run `mongo_indexes` against the target afterwards."""
+    copied = {}
+    for name in source.list_collection_names():
+        if target[name].estimated_document_count():
+            out(f"skipped  {name}: the target already holds documents")
+            continue
+        n = 0
+        chunk = []
+        for doc in source[name].find({}).sort("_id", 1).batch_size(batch):
+            chunk.append(doc)
+            if len(chunk) >= batch:
+                target[name].insert_many(chunk, ordered=False)
+                n += len(chunk)
+                chunk = []
+        if chunk:
+            target[name].insert_many(chunk, ordered=False)
+            n += len(chunk)
+        copied[name] = n
+        out(f"copied   {name}: {n} documents")
+    return copied
+
+
+def server_database(uri: str, name: str) -> Database:
+    """A database on the MongoDB server at `uri` (the copy's target), whatever MONGODB_URI says."""
+    with _lock:
+        client = _clients.get(uri)
+        if client is None:
+            client = _clients[uri] = _new_server_client(uri)
+    return client[name]
