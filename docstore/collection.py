@@ -154,7 +154,7 @@ class Collection:
     def estimated_document_count(self, **kwargs):
         with self._store.transaction(False) as conn:
             info = self._info()
-            if info is None:
+            if info is None or not info.materialized:
                 return 0
             return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
 
@@ -196,10 +196,16 @@ class Collection:
                                    f"document sizes up to {S.MAX_BSON_SIZE} bytes.")
         return data
 
+    def _declare(self, conn):
+        """The write transaction's own copy of the collection's catalog entry (created if new)."""
+        return self._store.create_collection(conn, self.name)
+
     def _ensure(self, conn):
+        """The collection, its tables created (for a write)."""
         info = self._info()
-        if info is None:
-            info = self._store.create_collection(conn, self.name)
+        if info is None or not info.materialized:
+            info = self._declare(conn)
+            self._store.materialize(conn, info)
         return info
 
     def _write_entries(self, conn, info, rid, old_doc, new_doc):
@@ -211,6 +217,8 @@ class Collection:
             old = self._entries(index, old_doc)[0] if old_doc is not None else set()
             new, multikey = self._entries(index, new_doc) if new_doc is not None else (set(), False)
             if multikey and not index.multikey:
+                info = self._store.mutable(info.name)  # the catalog says: this index is multikey
+                index = info.indexes[index.name]
                 index.multikey = True
                 changed_multikey = True
             cols = [f"k{n}" for n in range(len(index.keys))]
@@ -486,11 +494,14 @@ class Collection:
     def create_indexes(self, indexes, session=None, **kwargs):
         names = []
         with self._store.transaction(True) as conn:
-            info = self._ensure(conn)
+            info = self._declare(conn)
+            before = info.as_bson()
             for model in indexes:
                 spec = dict(model.document)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
                 names.append(self._create_index(conn, info, spec))
+            if info.as_bson() != before:
+                self._store.save_info(conn, info)
         return names
 
     def _create_index(self, conn, info, spec):
@@ -522,9 +533,8 @@ class Collection:
                     f"Index already exists with a different name: {other.name}", 85,
                     {"code": 85, "codeName": "IndexOptionsConflict"})
         self.database.client.cluster.check_unique_index(self, key, options)
-        plannable = all(isinstance(d, int) and d in (1, -1) for d in key.values())
         index = IndexInfo(name, tuple(key.items()), spec, None)
-        if plannable:
+        if index.plannable and info.materialized:
             index.table = self._store.create_index_table(conn, index)
             cols = [f"k{n}" for n in range(len(index.keys))]
             for rid, blob in conn.execute(f"SELECT rid, doc FROM {info.table}").fetchall():
@@ -543,12 +553,11 @@ class Collection:
                                              [values[str(n)] for n in range(len(index.fields))])
                         raise OperationFailure(str(err), 11000, err.details) from None
         info.indexes[name] = index
-        self._store.save_info(conn, info)
         return name
 
     def drop_index(self, index_or_name, session=None, **kwargs):
         with self._store.transaction(True) as conn:
-            info = self._info()
+            info = self._store.mutable(self.name)
             name = index_or_name
             if not isinstance(name, str):
                 keys = _sort_list(index_or_name)
@@ -565,7 +574,7 @@ class Collection:
 
     def drop_indexes(self, session=None, **kwargs):
         with self._store.transaction(True) as conn:
-            info = self._info()
+            info = self._store.mutable(self.name)
             if info is None:
                 return
             for index in list(info.indexes.values()):
@@ -705,9 +714,9 @@ class Cursor:
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
             store = self.collection._store
-            self._conn = store.open_read()
+            self._conn, catalog = store.open_read()
             try:
-                self._executor = Executor(self._conn, store.collection(self.collection.name), self._query())
+                self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query())
                 self._executor.start()
             except BaseException:
                 store.close_read(self._conn)

@@ -185,7 +185,7 @@ class Executor:
     def indexes(self) -> list:
         out = [ID_INDEX]
         for index in self.coll.indexes.values():
-            if index.plannable and all(isinstance(d, int) and d in (1, -1) for _, d in index.keys):
+            if index.plannable and index.table:
                 out.append(index)
         return out
 
@@ -532,7 +532,7 @@ class Executor:
     def plan(self) -> tuple[Plan, list[Plan]]:
         """The winning plan (already started) and the rejected ones."""
         q = self.q
-        if self.coll is None:
+        if self.coll is None or not self.coll.materialized:
             plan = Plan("EOF", {"stage": "EOF"})
             plan.gen = iter(())
             return plan, []

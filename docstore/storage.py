@@ -23,6 +23,7 @@ DESC as declared; SQLite compares BLOBs bytewise, so the order is BSON's).
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -32,9 +33,8 @@ import bson
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
-CREATE TABLE IF NOT EXISTS _docstore_catalog (name TEXT PRIMARY KEY, tid INTEGER NOT NULL, info BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS _docstore_catalog (name TEXT PRIMARY KEY, tid TEXT NOT NULL, info BLOB NOT NULL);
 INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
-INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('next_tid', 1);
 """
 
 
@@ -64,29 +64,33 @@ class IndexInfo:
 
     @property
     def plannable(self) -> bool:
-        return self.table is not None
+        """An ordered index (hashed, text and geo indexes are kept in the catalog only)."""
+        return all(isinstance(d, int) and not isinstance(d, bool) and d in (1, -1) for _, d in self.keys)
 
 
 @dataclass
 class CollectionInfo:
     name: str
-    tid: int
+    tid: str
     indexes: dict[str, IndexInfo] = field(default_factory=dict)  # not `_id_`
     options: dict = field(default_factory=dict)
+    # Tables are created with the first document: a collection that only has indexes declared
+    # (the test suite declares every index in every test database) costs one catalog row.
+    materialized: bool = False
 
     @property
     def table(self) -> str:
         return f"d{self.tid}"
 
     def as_bson(self) -> bytes:
-        return bson.encode({"options": self.options,
+        return bson.encode({"options": self.options, "materialized": self.materialized,
                             "indexes": [{"spec": i.spec, "table": i.table, "multikey": i.multikey}
                                         for i in self.indexes.values()]})
 
 
-def _load_info(name: str, tid: int, blob: bytes) -> CollectionInfo:
+def _load_info(name: str, tid: str, blob: bytes) -> CollectionInfo:
     raw = bson.decode(blob)
-    info = CollectionInfo(name, tid, options=raw.get("options") or {})
+    info = CollectionInfo(name, tid, options=raw.get("options") or {}, materialized=bool(raw.get("materialized")))
     for item in raw.get("indexes", []):
         spec = item["spec"]
         info.indexes[spec["name"]] = IndexInfo(spec["name"], tuple(spec["key"].items()), spec, item.get("table"),
@@ -105,7 +109,7 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._idle: list[sqlite3.Connection] = []  # cursor connections (open_read)
         self._lock = threading.Lock()
-        self._catalog: dict[str, CollectionInfo] = {}
+        self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
         self.closed = False
         with self._lock:
@@ -137,61 +141,110 @@ class Store:
 
     @contextmanager
     def transaction(self, write: bool):
-        """One storage transaction; nested calls (an aggregation's `$lookup`) join the outer one."""
+        """One storage transaction; nested calls (an aggregation's `$lookup`) join the outer one.
+
+        The transaction sees the catalog of its own snapshot; a write transaction changes a
+        private copy (copy on write), published to the other threads when it commits."""
         conn = self.conn()
         if conn.in_transaction:
             yield conn
             return
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        local = self._local
         try:
-            self._refresh_catalog(conn)
+            local.catalog, local.version = self._snapshot_catalog(conn)
+            local.copied, local.cloned, local.catalog_changed = False, set(), False
             yield conn
+            if local.catalog_changed:  # one catalog version per transaction that changed it
+                version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' RETURNING v").fetchone()[0]
+                conn.execute("COMMIT")
+                with self._lock:
+                    if version > self._catalog_version:
+                        self._catalog, self._catalog_version = local.catalog, version
+            else:
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._catalog_version = -1  # the in-memory catalog may hold what was rolled back
             raise
-        else:
-            conn.execute("COMMIT")
+        finally:
+            local.catalog = None
 
     # --- catalog ---------------------------------------------------------------------------------
 
-    def _refresh_catalog(self, conn) -> None:
+    def _snapshot_catalog(self, conn) -> tuple[dict, int]:
+        """The catalog as of the connection's snapshot (the shared copy when it is that version)."""
         version = conn.execute("SELECT v FROM _docstore_meta WHERE k='catalog'").fetchone()[0]
-        if version == self._catalog_version:
-            return
+        with self._lock:
+            if version == self._catalog_version:
+                return self._catalog, version
         catalog = {}
         for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog"):
             catalog[name] = _load_info(name, tid, blob)
-        self._catalog, self._catalog_version = catalog, version
+        with self._lock:
+            if version > self._catalog_version:
+                self._catalog, self._catalog_version = catalog, version
+        return catalog, version
+
+    def _current(self) -> dict:
+        catalog = getattr(self._local, "catalog", None)
+        return catalog if catalog is not None else self._catalog
 
     def collection(self, name: str) -> CollectionInfo | None:
-        return self._catalog.get(name)
+        return self._current().get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._catalog)
+        return sorted(self._current())
+
+    def _writable(self) -> dict:
+        local = self._local
+        if not local.copied:
+            local.catalog = dict(local.catalog)
+            local.copied = True
+        return local.catalog
+
+    def mutable(self, name: str) -> CollectionInfo | None:
+        """The running write transaction's own copy of a collection's catalog entry, to change."""
+        catalog = self._writable()
+        info = catalog.get(name)
+        if info is not None and name not in self._local.cloned:
+            info = catalog[name] = CollectionInfo(
+                info.name, info.tid, {n: IndexInfo(i.name, i.keys, dict(i.spec), i.table, i.multikey)
+                                      for n, i in info.indexes.items()}, dict(info.options), info.materialized)
+            self._local.cloned.add(name)
+        return info
 
     def _bump(self, conn) -> None:
-        conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog'")
-        self._catalog_version = conn.execute("SELECT v FROM _docstore_meta WHERE k='catalog'").fetchone()[0]
+        self._local.catalog_changed = True
 
-    def _next_tid(self, conn) -> int:
-        tid = conn.execute("SELECT v FROM _docstore_meta WHERE k='next_tid'").fetchone()[0]
-        conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='next_tid'")
-        return tid
+    @staticmethod
+    def _next_tid(conn) -> str:
+        return secrets.token_hex(6)  # table names: unique without a shared counter
 
     def create_collection(self, conn, name: str, options: dict | None = None) -> CollectionInfo:
-        info = self._catalog.get(name)
+        info = self.mutable(name)
         if info is not None:
             return info
         tid = self._next_tid(conn)
         info = CollectionInfo(name, tid, options=options or {})
-        conn.execute(f"CREATE TABLE d{tid} (rid INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, idv BLOB NOT NULL, "
-                     f"doc BLOB NOT NULL)")
         conn.execute("INSERT INTO _docstore_catalog (name, tid, info) VALUES (?, ?, ?)", (name, tid, info.as_bson()))
         self._bump(conn)
-        self._catalog[name] = info
+        self._writable()[name] = info
+        self._local.cloned.add(name)
         return info
+
+    def materialize(self, conn, info: CollectionInfo) -> None:
+        """The collection's tables: its documents and each ordered index (empty: no documents yet).
+        `info` is the transaction's own copy (`mutable`)."""
+        if info.materialized:
+            return
+        conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, "
+                     f"idv BLOB NOT NULL, doc BLOB NOT NULL)")
+        for index in info.indexes.values():
+            if index.plannable and index.table is None:
+                index.table = self.create_index_table(conn, index)
+        info.materialized = True
+        self.save_info(conn, info)
 
     def save_info(self, conn, info: CollectionInfo) -> None:
         conn.execute("UPDATE _docstore_catalog SET info=? WHERE name=?", (info.as_bson(), info.name))
@@ -213,20 +266,24 @@ class Store:
         conn.execute(f"DROP TABLE IF EXISTS {info.table}")
 
     def drop_collection(self, conn, name: str) -> bool:
-        info = self._catalog.get(name)
+        info = self.collection(name)
         if info is None:
             return False
         self.drop_tables(conn, info)
         conn.execute("DELETE FROM _docstore_catalog WHERE name=?", (name,))
         self._bump(conn)
-        self._catalog.pop(name, None)
+        self._writable().pop(name, None)
         return True
 
     def rename(self, conn, old: str, new: str) -> None:
         conn.execute("UPDATE _docstore_catalog SET name=? WHERE name=?", (new, old))
         self._bump(conn)
-        self._catalog[new] = self._catalog.pop(old)
-        self._catalog[new].name = new
+        info = self.mutable(old)
+        catalog = self._writable()
+        catalog.pop(old)
+        info.name = new
+        catalog[new] = info
+        self._local.cloned.add(new)
 
     # --- cursors ----------------------------------------------------------------------------------
 
@@ -246,11 +303,11 @@ class Store:
                 self._all.append(conn)
         conn.execute("BEGIN")
         try:
-            self._refresh_catalog(conn)
+            catalog, _ = self._snapshot_catalog(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return conn
+        return conn, catalog
 
     def close_read(self, conn) -> None:
         if self.closed:

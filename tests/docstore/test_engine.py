@@ -169,3 +169,34 @@ def test_an_array_sorts_by_its_smallest_element_ascending_and_largest_descending
     assert [d["_id"] for d in coll.find().sort([("a", 1), ("_id", 1)])] == [2, 3, 1, 0]
     assert [d["_id"] for d in coll.find().sort([("a", -1), ("_id", 1)])] == [1, 0, 3, 2]
     assert [d["_id"] for d in coll.find({"a": {"$gte": -1}}).sort("a", 1)] == [1, 0]
+
+
+def test_threads_reading_while_another_creates_the_collection_see_it_whole_or_not_at_all(client):
+    db = client["t"]
+    errors = []
+
+    def write(n):
+        try:
+            for i in range(30):
+                db[f"fresh{i}"].create_index("k")
+                db[f"fresh{i}"].insert_one({"k": n})
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def read():
+        try:
+            for i in range(30):
+                for doc in db[f"fresh{i}"].find({"k": {"$gte": 0}}):
+                    assert "k" in doc
+                db[f"fresh{i}"].count_documents({})
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)] + \
+        [threading.Thread(target=read) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(db[f"fresh{i}"].count_documents({"k": {"$in": [0, 1, 2]}}) == 3 for i in range(30))
