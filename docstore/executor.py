@@ -112,6 +112,7 @@ class Executor:
     def _range_queries(self, index, per_field, direction: int, *, split_points: bool):
         """SQL for each range of the bounds, in index order for `direction`; with `split_points`,
         grouped by the combination of the leading multi-point fields (one group per exploded scan)."""
+        self._checks = []
         table, cols, rid, vcol = _index_sql(self.coll, index)
         dirs = [d if isinstance(d, int) else 1 for _, d in index.keys]
         n = len(cols)
@@ -131,16 +132,10 @@ class Executor:
                 break
         order = ", ".join(f"{c} {'ASC' if d * direction > 0 else 'DESC'}" for c, d in zip(cols, dirs, strict=True))
         order += f", {rid} {'ASC' if direction > 0 else 'DESC'}"
+        # Bounds on the fields after the range are checked on each key the scan reads (and counted:
+        # the executor does not seek past keys outside them).
         tail_conds, tail_params = [], []
-        for j in range(i + 1, n):
-            intervals = per_field[j][0]
-            if intervals == P.FULL:
-                continue
-            ors = []
-            for iv in intervals:
-                ors.append(f"({cols[j]} {'>=' if iv.lo_in else '>'} ? AND {cols[j]} {'<=' if iv.hi_in else '<'} ?)")
-                tail_params += [iv.lo, iv.hi]
-            tail_conds.append("(" + " OR ".join(ors) + ")")
+        self._checks = [(j, per_field[j][0]) for j in range(i + 1, n) if per_field[j][0] != P.FULL]
         groups = []
         for pcols, pvalues in prefixes:
             conds = [f"{c} = ?" for c in pcols]
@@ -174,10 +169,15 @@ class Executor:
         self._open.append(cursor)
         return cursor
 
-    def _rows(self, sqls, stats: Stats):
+    def _rows(self, sqls, stats: Stats, checks=()):
+        """The index entries of the ranges, in order; None for a key read outside the bounds of a
+        later field (one unit of work, no result)."""
         for sql, params in sqls:
             for row in self._cursor(sql, params):
                 stats.keys += 1
+                if checks and not all(any(iv.holds(row[j]) for iv in intervals) for j, intervals in checks):
+                    yield None
+                    continue
                 yield row
 
     # --- plans ---------------------------------------------------------------------------------------
@@ -246,6 +246,7 @@ class Executor:
         covered = exact and not q.write and needs is not None and needs <= indexed and not (needs & multikey) and \
             not (sort and not ordered and not {f for f, _ in sort} <= indexed)
         groups = self._range_queries(index, per_field, direction, split_points=exploded)
+        checks = self._checks
         bounds = {f: [_show_interval(iv) for iv in intervals] for f, (intervals, _) in zip(index.fields, per_field,
                                                                                         strict=True)}
         scan_stage = {"stage": "IXSCAN", "keyPattern": dict(index.keys), "indexName": index.name,
@@ -259,10 +260,12 @@ class Executor:
         def stream():
             if exploded:
                 def keyed(group):
-                    for row in self._rows(group, stats):
+                    for row in self._rows(group, stats, checks):
+                        if row is None:
+                            continue
                         yield tuple(row[positions[f]] if d > 0 else _invert(row[positions[f]]) for f, d in sort), row
                 return (row for _, row in heapq.merge(*(keyed(g) for g in groups), key=lambda e: e[0]))
-            return self._rows(groups[0] if groups else [], stats)
+            return self._rows(groups[0] if groups else [], stats, checks)
 
         def as_doc(row):
             values = bson.decode(row[-1], CODEC) if row[-1] else {}
@@ -287,6 +290,9 @@ class Executor:
         wanted = skip + limit if limit else None
         held = []
         for row in rows:
+            if row is None:
+                yield None
+                continue
             rid = row[-2]
             if dedupe:
                 if rid in seen:
