@@ -43,6 +43,7 @@ def server(tmp_path_factory):
            "SECRET_KEY": "smoke-test-secret-key-not-for-production-0123456789abcdefgh",
            "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
            "STATIC_ROOT": str(tmp / "static"), "MONGODB_URI": "", "MONGODB_SNAPSHOT": "",
+           "MONGODB_EMBEDDED_PATH": str(tmp / "var" / "embedded-mongo.sqlite3"),
            "PYTHONUNBUFFERED": "1"}
     env.pop("CELERY_BROKER_URL", None)
     for command in (["collectstatic", "--noinput", "-v", "0"], ["migrate", "--noinput", "-v", "0"]):

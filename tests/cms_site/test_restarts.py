@@ -6,7 +6,7 @@
 there, another one posted; then `make serve` (migrate, collectstatic, mongo_indexes,
 load_demo, gunicorn with DEBUG off) on the same data, both comments there, SIGTERM.
 Everything runs as subprocesses of manage.py in a temporary directory (DATABASE_URL,
-MONGODB_SNAPSHOT, STATIC_ROOT), on free loopback ports. About 30-40 s.
+MONGODB_EMBEDDED_PATH, STATIC_ROOT), on free loopback ports. About 30-40 s.
 
 The embedded engine by default; with MONGODB_URI set the same steps run against that server
 in a database of their own (dropped afterwards)."""
@@ -64,6 +64,7 @@ class Site:
         self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "PYTHONUNBUFFERED": "1",
                     "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
                     "MONGODB_SNAPSHOT": str(tmp / "var" / "embedded-mongo.bson"), "MONGODB_DB": self.db_name,
+                    "MONGODB_EMBEDDED_PATH": str(tmp / "var" / "embedded-mongo.sqlite3"),
                     "STATIC_ROOT": str(tmp / "static"), "ALLOWED_HOSTS": "127.0.0.1", "HTTPS": "0"}
         self.env.pop("CELERY_BROKER_URL", None)
 

@@ -133,7 +133,7 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "1",
            "SECRET_KEY": "k3J9-production-like-secret-key-for-the-deploy-check-0123456789abcdef",
            "ALLOWED_HOSTS": "commons.example.org", "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-           "MONGODB_SNAPSHOT": ""}
+           "MONGODB_SNAPSHOT": "", "MONGODB_EMBEDDED_PATH": ""}
     r = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -5,11 +5,14 @@ but the file."""
 
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 import docstore
 
@@ -49,18 +52,22 @@ db.items.insert_one({"k": "y"})
 
 
 WRITER = """
-import sys, threading, docstore
+import sys, threading, traceback, docstore
 db = docstore.Client(sys.argv[1], default_db="site", synchronous="NORMAL")["site"]
 lock = threading.Lock()
 
 def write(worker):
     n = 0
-    while True:
-        db.events.insert_one({"_id": f"{worker}-{n}", "w": worker})
-        db.counts.update_one({"_id": worker}, {"$inc": {"n": 1}}, upsert=True)
+    try:
+        while True:
+            db.events.insert_one({"_id": f"{worker}-{n}", "w": worker})
+            db.counts.update_one({"_id": worker}, {"$inc": {"n": 1}}, upsert=True)
+            with lock:
+                print(f"{worker} {n}", flush=True)  # acknowledged: both writes returned
+            n += 1
+    except BaseException:
         with lock:
-            print(f"{worker} {n}", flush=True)  # acknowledged: both writes returned
-        n += 1
+            print("ERROR " + traceback.format_exc().replace("\\n", " | "), flush=True)
 
 for w in range(8):
     threading.Thread(target=write, args=(w,), daemon=True).start()
@@ -73,14 +80,22 @@ def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path):
     docstore.Client(str(path), default_db="site")["site"].events.create_index("w")
     child = run(WRITER, path, wait=False)
     acknowledged = {}
-    deadline = time.monotonic() + 3
-    for line in child.stdout:
-        worker, n = map(int, line.split())
-        acknowledged[worker] = n
-        if time.monotonic() > deadline and len(acknowledged) == 8:
-            break
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    start = time.monotonic()
+    selector = selectors.DefaultSelector()
+    selector.register(child.stdout, selectors.EVENT_READ)
+    try:
+        while time.monotonic() - start < 60:
+            if not selector.select(timeout=10):
+                pytest.fail(f"the writers went quiet: {acknowledged}")
+            line = child.stdout.readline()
+            assert line and not line.startswith("ERROR"), line
+            worker, n = map(int, line.split())
+            acknowledged[worker] = n
+            if time.monotonic() - start > 3 and len(acknowledged) == 8:
+                break
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
     db = docstore.Client(str(path), default_db="site")["site"]
     for worker, last in acknowledged.items():
         # every acknowledged insert is there, and the counter, written after it, is at least as far

@@ -4,7 +4,6 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand
 
-from cms_site import mongo_snapshot
 from cms_site.managers import declared_indexes, ensure_indexes, index_definition
 from cms_site.mongo import get_db
 
@@ -41,8 +40,6 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         actions = ensure_indexes(db, prune=options["prune"], out=progress)
-        if any(action.action in ("created", "rebuilt", "replaced", "dropped") for action in actions):
-            mongo_snapshot.mark_dirty()  # the embedded engine's snapshot keeps the indexes (saved at exit)
         counts = Counter(action.action for action in actions)
         order = ("exists", "created", "rebuilt", "replaced", "dropped", "undeclared")
         summary = ", ".join(f"{counts[a]} {a}" for a in order if counts[a])
