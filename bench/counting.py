@@ -9,9 +9,9 @@ no benchmark hooks.
   bench database is one round trip, `getMore` and `killCursors` included; documents
   are those in the replies (`cursor.firstBatch`/`nextBatch`, a `findAndModify`
   value, one for a `count`/`distinct` reply).
-- mongomock (no URI): the public methods of `mongomock.collection.Collection` are
+- Embedded engine (no URI): the public methods of its Collection and cursors are
   wrapped while a run is active. A call is counted once at the outermost level
-  (mongomock calls its own methods internally: those are not round trips). Each
+  (the engine's methods may call each other: those are not round trips). Each
   wrapper counts what pymongo would send to a server for that call:
   * `find`/`aggregate` cursors: one round trip for the first batch (101 documents,
     or `batch_size`, or the limit if smaller, at most 16 MiB of BSON), then one
@@ -31,17 +31,15 @@ docs/benchmarks.md ("What a round trip is").
 Server work (keys and documents examined, in-memory sorts) is counted per command too:
 - Real server: each read command and the query part of each write is re-run under
   `explain` with verbosity `executionStats` when it starts (before a write applies), on
-  the same client, and the reports are summed (`planner.summarize_server_explain`);
+  the same client, and the reports are summed (`summarize_server_explain`);
   the explains themselves are neither counted nor timed. A batched update or delete is
   explained statement by statement (the server explains one statement at a time); past
   `EXPLAIN_STATEMENTS` statements the rest are extrapolated from those explained and the
   row says so (`explain_sampled`).
-- Embedded engine with its own `explain` (docstore): each command is explained by the
-  engine, as on a server (`explain("executionStats")` counted by its executor), before
-  a write applies; the explains are neither counted nor timed.
-- mongomock (MONGODB_ENGINE=mongomock): `bench/planner.py` models the server's planner
-  over the declared indexes and the data in the collection; its time is excluded from
-  the measurement too.
+- Embedded engine: each command is explained by the engine itself, as on a server
+  (`explain("executionStats")`, counted by its executor), before a write applies; a
+  cursor's work is read batch by batch (`execution_stats()`: its executor stops at each
+  batch as a server's plan does). The explains are neither counted nor timed.
 Each command's modelled or reported plan is kept (`Measurement.plans`) for the query-shape test.
 """
 
@@ -68,7 +66,7 @@ class Tally:
     round_trips: int = 0
     docs_read: int = 0
     bytes_read: int = 0
-    engine_ms: float = 0.0  # time inside the engine (mongomock) or waiting for replies (server)
+    engine_ms: float = 0.0  # time inside the embedded engine or waiting for replies (server)
     commands: Counter = field(default_factory=Counter)
     keys_examined: int = 0
     docs_examined: int = 0
@@ -94,7 +92,7 @@ class Measurement:
     ms: float = 0.0
     commands: dict = field(default_factory=dict)
     round_trips_min: int | None = None  # set by Bench.measure over repeats
-    engine_ms: float = 0.0  # time inside the engine (mongomock) or waiting for replies (server)
+    engine_ms: float = 0.0  # time inside the embedded engine or waiting for replies (server)
     keys_examined: int = 0
     docs_examined: int = 0
     in_memory_sort: bool = False
@@ -103,27 +101,79 @@ class Measurement:
     plans: list = field(default_factory=list)  # one dict per command: command, collection, plan, keys, docs, ...
 
 
+@dataclass
+class Explain:
+    """What one command examined, from an `explain("executionStats")` (the engine's or a server's)."""
+
+    keys_examined: int = 0
+    docs_examined: int = 0
+    in_memory_sort: bool = False
+    sorted_docs: int = 0  # documents a blocking SORT stage held
+    returned: int = 0
+    plan: str = ""  # "IXSCAN name", "COLLSCAN", "SORT_MERGE(...)", "OR(...)", "EOF", ...
+    covered: bool = False
+    command: str = ""
+    collection: str = ""
+
+    def as_dict(self) -> dict:
+        return {"command": self.command, "collection": self.collection, "plan": self.plan,
+                "keys_examined": self.keys_examined, "docs_examined": self.docs_examined,
+                "in_memory_sort": self.in_memory_sort, "sorted_docs": self.sorted_docs, "covered": self.covered,
+                "returned": self.returned}
+
+
+def summarize_server_explain(output: dict) -> Explain:
+    """keys/docs examined and in-memory sort from `explain` output (find, aggregate, writes; sharded or not).
+
+    Every `executionStats` document is summed (one per shard for a sharded aggregation, one
+    in total otherwise); a blocking sort is any `SORT` stage (classic or slot-based plans)
+    or a `$sort` stage left in an aggregation's own stages."""
+    out = Explain()
+    sorts: list[dict] = []
+
+    def walk(node, in_stages=False):
+        if isinstance(node, dict):
+            stats = node.get("executionStats")
+            if isinstance(stats, dict):
+                out.keys_examined += int(stats.get("totalKeysExamined", 0) or 0)
+                out.docs_examined += int(stats.get("totalDocsExamined", 0) or 0)
+                out.returned += int(stats.get("nReturned", 0) or 0)
+            if str(node.get("stage", "")).upper() == "SORT":
+                sorts.append(node)
+            if in_stages and "$sort" in node:
+                sorts.append(node)
+            for key, value in node.items():
+                if key not in ("rejectedPlans", "allPlansExecution"):
+                    walk(value, in_stages=(key == "stages"))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, in_stages=in_stages)
+
+    walk(output)
+    seen = set()
+    for node in sorts:
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.in_memory_sort = True
+        child = node.get("inputStage") or {}
+        n = child.get("nReturned", node.get("nReturned", node.get("nReturnedSort", 0)))
+        out.sorted_docs += int(n or 0)
+    return out
+
+
 class OpCounter:
     """The running tally of one bench run; `measure()` takes the difference over a block."""
 
     def __init__(self):
         self.tally = Tally()
         self._lock = threading.Lock()
-        self.engine = None  # "mongomock" or "server" once installed
+        self.engine = None  # "embedded" or "server" once installed
         self.enabled = True  # off while a case loads its data (`paused()`)
-        self.explain = True  # count keys/documents examined (server explain, or the planner model)
-        self._planner = None
-
-    @property
-    def planner(self):
-        if self._planner is None:
-            from bench.planner import Planner
-
-            self._planner = Planner()
-        return self._planner
+        self.explain = True  # count keys/documents examined (the engine's or the server's explain)
 
     def record(self, explains, sampled: bool = False) -> None:
-        """Add explained commands (planner.Explain) to the tally."""
+        """Add explained commands (`Explain`) to the tally."""
         if not self.enabled:
             return
         with self._lock:
@@ -256,8 +306,7 @@ def explain_command(command_name: str, command: dict) -> list[dict]:
 
 
 def explain_on_server(database: str, command_name: str, command: dict):
-    """([planner.Explain], sampled) for one command, from the server's own explain."""
-    from bench.planner import Explain, summarize_server_explain
+    """([Explain], sampled) for one command, from the server's own explain."""
     from cms_site.mongo import get_client
 
     bodies = explain_command(command_name, command)
@@ -313,7 +362,7 @@ def install_server_counting(counter: OpCounter, database: str):
     return uninstall
 
 
-# --- mongomock: wrappers ------------------------------------------------------------
+# --- the embedded engine: wrappers ---------------------------------------------------
 
 _local = threading.local()
 
@@ -321,7 +370,7 @@ _local = threading.local()
 def _bson_size(doc) -> int:
     try:
         return len(bson.encode(doc))
-    except Exception:  # pragma: no cover - a document mongomock holds but BSON refuses
+    except Exception:  # pragma: no cover - a document BSON refuses
         return 0
 
 
@@ -335,12 +384,12 @@ class _CursorState:
         self.started = False
         self.in_batch = 0
         self.bytes = 0
-        self.explain = None  # the modelled explain of a find; its work is counted batch by batch
-        self.served = 0  # documents the server has produced in the batches sent so far
+        self.explain = None
+        self.served = (0, 0)  # (keys, documents) the engine's cursor had examined when last counted
         self.plan = None
 
 
-def install_mongomock_counting(counter: OpCounter):
+def install_embedded_counting(counter: OpCounter):
     """Wrap the embedded engine's Collection and cursors; returns a function that restores them.
 
     The classes come from the engine `cms_site.mongo.get_db()` hands out (only the
@@ -351,31 +400,27 @@ def install_mongomock_counting(counter: OpCounter):
     probe = get_db()["bench_counting_probe"]  # never written: no collection is created
     Collection, Cursor, CommandCursor = type(probe), type(probe.find()), type(probe.aggregate([]))
     saved = []
-    engine_explains = _explains(probe)
+    if not _explains(probe):
+        raise RuntimeError("the embedded engine does not explain its commands")
 
     def patch(cls, name, make):
         original = cls.__dict__[name]
         saved.append((cls, name, original))
         setattr(cls, name, make(original))
 
-    from bench.planner import WRITES, explain_call
-
     def outer(count, method=None):
         """Count a call only at the outermost level; count(self, result, args, kwargs).
 
-        With `method`, the call's commands are explained by the planner model first
+        With `method`, the call's commands are explained by the engine first
         (before a write changes the data), and a write marks the collection changed."""
 
         def make(original):
             def wrapper(self, *args, **kwargs):
-                if method in WRITES and not getattr(_local, "depth", 0) and not engine_explains:
-                    counter.planner.source.touch(self)  # even while paused: the modelled index keys are stale
                 if getattr(_local, "depth", 0) or not counter.enabled:
                     return original(self, *args, **kwargs)
                 if method and counter.explain:
                     with counter.overhead():
-                        explains = (engine_explain_call(self, method, args, kwargs) if engine_explains
-                                    else explain_call(counter.planner, self, method, args, kwargs))
+                        explains = engine_explain_call(self, method, args, kwargs)
                     counter.record(explains)
                 _local.depth = 1
                 start = time.perf_counter()
@@ -429,15 +474,10 @@ def install_mongomock_counting(counter: OpCounter):
             state = getattr(self, "_bench", None)
             if state is None or not counter.enabled:
                 return original(self)
-            live = engine_explains and state.command == "find" and counter.explain and \
-                hasattr(self, "execution_stats")
+            live = state.command == "find" and counter.explain
             if not state.started:
                 state.started = True
                 counter.add(state.command)
-                if state.command == "find" and counter.explain and not live:
-                    with counter.overhead():
-                        [state.explain] = _explain_cursor(counter.planner, self)
-                    _serve_batch(counter, state, state.cap)
             start = time.perf_counter()
             try:
                 doc = original(self)  # StopIteration propagates: the batch in hand was the last
@@ -449,8 +489,6 @@ def install_mongomock_counting(counter: OpCounter):
             if state.in_batch >= state.cap or (state.in_batch and state.bytes + size > MAX_BATCH_BYTES):
                 counter.add("getMore")
                 state.in_batch, state.bytes, state.cap = 0, 0, state.later_cap
-                if state.explain is not None:
-                    _serve_batch(counter, state, state.later_cap)
             state.in_batch += 1
             state.bytes += size
             counter.add_docs(1, size)
@@ -494,7 +532,7 @@ def install_mongomock_counting(counter: OpCounter):
     patch(CommandCursor, "__next__", next_counted)
     patch(CommandCursor, "next", next_counted)
     patch(CommandCursor, "batch_size", batch_size_recorded)
-    counter.engine = "mongomock"
+    counter.engine = "embedded"
 
     def uninstall():
         for cls, name, original in reversed(saved):
@@ -526,8 +564,6 @@ def plan_label(stage) -> str:
 
 
 def _engine_explain(collection, command: str, output: dict):
-    from bench.planner import summarize_server_explain
-
     e = summarize_server_explain(output)
     e.plan = plan_label((output.get("queryPlanner") or {}).get("winningPlan"))
     e.command, e.collection = command, collection.name
@@ -593,11 +629,9 @@ def _cursor_work(counter: OpCounter, state: _CursorState, cursor) -> None:
     each batch, as a server's plan does until a getMore), added to the tally as it grows."""
     stats = cursor.execution_stats()
     keys, docs = stats["totalKeysExamined"], stats["totalDocsExamined"]
-    before = state.served if isinstance(state.served, tuple) else (0, 0)
+    before = state.served
     state.served = (keys, docs)
     if state.plan is None:
-        from bench.planner import Explain
-
         label = plan_label(stats.get("winningPlan"))
         e = Explain(keys_examined=keys, docs_examined=docs, in_memory_sort=bool(stats.get("sorted")) or
                     label.startswith("SORT(") or "(SORT(" in label, sorted_docs=stats.get("sorted", 0),
@@ -613,40 +647,6 @@ def _cursor_work(counter: OpCounter, state: _CursorState, cursor) -> None:
         counter.tally.docs_examined += docs - before[1]
     state.plan["keys_examined"] += keys - before[0]
     state.plan["docs_examined"] += docs - before[1]
-
-
-def _serve_batch(counter: OpCounter, state: _CursorState, batch) -> None:
-    """Count the server work of one more batch of a find: up to the last document it holds."""
-    import dataclasses
-
-    e = state.explain
-    before = e.work_at(state.served)
-    state.served = state.served + batch if batch != math.inf else math.inf
-    keys, docs = e.work_at(state.served if state.served != math.inf else len(e.progress) + 1)
-    if state.plan is None:
-        counter.record([dataclasses.replace(e, keys_examined=keys - before[0], docs_examined=docs - before[1])])
-        state.plan = counter.tally.plans[-1] if counter.enabled else None
-        return
-    if not counter.enabled:
-        return
-    with counter._lock:
-        counter.tally.keys_examined += keys - before[0]
-        counter.tally.docs_examined += docs - before[1]
-    state.plan["keys_examined"] += keys - before[0]
-    state.plan["docs_examined"] += docs - before[1]
-
-
-def _explain_cursor(planner, cursor) -> list:
-    """The modelled explain of the `find` command a mongomock cursor sends when first iterated."""
-    from bench.planner import Query, _sort_list, projection_needs
-
-    sort = _sort_list(getattr(cursor, "_sort", None))
-    filter_ = getattr(cursor, "_spec", None) or {}
-    if not isinstance(filter_, dict):
-        filter_ = {"_id": filter_}
-    query = Query(cursor.collection.name, filter_, sort, int(getattr(cursor, "_skip", 0) or 0),
-                  abs(int(getattr(cursor, "_limit", 0) or 0)), projection_needs(getattr(cursor, "_projection", None), sort))
-    return [planner.explain(cursor.collection, query, "find")]
 
 
 def _write_batches(sizes: list[int]) -> int:
@@ -692,7 +692,7 @@ def _bulk_runs(requests, ordered: bool) -> list[tuple[str, int]]:
 @contextmanager
 def counting(counter: OpCounter, *, server: bool, database: str):
     """Install the right instrumentation for the engine for the duration of a run."""
-    uninstall = install_server_counting(counter, database) if server else install_mongomock_counting(counter)
+    uninstall = install_server_counting(counter, database) if server else install_embedded_counting(counter)
     try:
         yield counter
     finally:

@@ -467,15 +467,14 @@ class Executor:
             cands = [c for c in self.candidates(sub_preds, q.sort) if c.fields[0] in constrained]
             if not cands:
                 return None
-            best = min(cands, key=lambda c: (not (q.sort and P.gives_order(c.keys, q.sort, sub_preds)),
-                                             -sum(1 for f in c.fields if f in constrained)))
-            subs.append((best, sub_preds))
+            subs.append((cands, sub_preds))
         wanted = q.skip + q.limit if q.limit else 0
         branch_plans = []
-        saved = self.filter
-        for index, sub_preds in subs:
-            branch_plans.append(self.index_plan(index, sub_preds, exact_filter=False, skip=0, limit=wanted))
-        self.filter = saved
+        for cands, sub_preds in subs:
+            # Each branch is planned on its own, its candidates compared by a trial (server: the
+            # subplanner plans every branch of a rooted $or separately).
+            plans = [self.index_plan(c, sub_preds, exact_filter=False, skip=0, limit=wanted) for c in cands]
+            branch_plans.append(plans[0] if len(plans) == 1 else self._trial(plans)[0])
         ordered = not q.sort or all(b.ordered for b in branch_plans)
         label = ("SORT_MERGE" if q.sort and ordered else "OR") + "(" + ", ".join(b.label for b in branch_plans) + ")"
         stage = {"stage": "SORT_MERGE" if q.sort and ordered else "OR",
@@ -484,9 +483,12 @@ class Executor:
         stats = plan.stats
 
         def branch_docs(b):
-            for item in b.gen:
-                if item is not None:
-                    yield item
+            while b.buffer:
+                yield b.buffer.pop(0)
+            if not b.done:
+                for item in b.gen:
+                    if item is not None:
+                        yield item
 
         def pipeline():
             seen = set()

@@ -1,7 +1,7 @@
 """Every view of the site-wide queue examines about a page of index keys and documents,
-at page 1 and at the last page (by cursor), at two queue sizes: the planner model of
-the declared indexes (bench/planner.py, as tests/query_shape uses it) finds no scan, no
-in-memory sort and no growth with depth or size."""
+at page 1 and at the last page (by cursor), at two queue sizes: the engine's own explain
+(as tests/query_shape uses it) finds no scan, no in-memory sort and no growth with depth
+or size."""
 
 from datetime import timedelta
 

@@ -4,8 +4,8 @@ The hot paths (comment pages, posts and likes; followers pages, follows and unfo
 feed reads and posts) are driven through their services and selectors, as the views and
 the API call them. Every command they send is captured by the bench's counting wrapper
 (`bench/counting.py`, which wraps the embedded engine's classes) and explained by the
-planner model (`bench/planner.py`: MongoDB's rules applied to the declared indexes and
-the data in the collections). A test fails on
+engine itself (`explain("executionStats")` counted by its executor, and a cursor's work
+batch by batch). A test fails on
 
 - a collection scan;
 - an in-memory sort of more than a page;
@@ -21,12 +21,12 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from bench.counting import OpCounter, install_mongomock_counting
+from bench.counting import OpCounter, install_embedded_counting
 from core.paging import PageRequest
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the planner model reads the embedded engine's collections"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers (a server has its own listener)"),
 ]
 
 PAGE = 5
@@ -45,7 +45,7 @@ def small_documents(settings):
 @pytest.fixture
 def counter(mongo_db):
     counter = OpCounter()
-    uninstall = install_mongomock_counting(counter)
+    uninstall = install_embedded_counting(counter)
     yield counter
     uninstall()
 

@@ -1,18 +1,18 @@
 """Search and the topic comment feed examine about a page of keys and documents, at any size
-and depth (keyset cursor), with no collection scan or in-memory sort: the planner model of
-tests/query_shape (bench/planner.py) over the declared indexes. No timing."""
+and depth (keyset cursor), with no collection scan or in-memory sort: the engine's own explain,
+as in tests/query_shape. No timing."""
 
 from __future__ import annotations
 
 import pytest
 from django.conf import settings
 
-from bench.counting import OpCounter, install_mongomock_counting
+from bench.counting import OpCounter, install_embedded_counting
 from search import selectors
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the planner model reads the embedded engine's collections"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
 ]
 
 PAGE = 5
@@ -23,7 +23,7 @@ SLACK = 2
 @pytest.fixture
 def counter(mongo_db):
     counter = OpCounter()
-    uninstall = install_mongomock_counting(counter)
+    uninstall = install_embedded_counting(counter)
     yield counter
     uninstall()
 
