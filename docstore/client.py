@@ -102,7 +102,7 @@ class Database:
         elif "aggregate" in body:
             coll = self[body["aggregate"]]
             head = P.pipeline_head(list(body.get("pipeline") or []))
-            q = Query(head.filter, head.sort, head.skip, head.limit, head.needs)
+            q = Query(head.filter, head.sort, head.skip, head.limit, head.needs, distinct=head.distinct)
         elif "count" in body:
             coll = self[body["count"]]
             q = Query(body.get("query") or {}, None, int(body.get("skip") or 0), int(body.get("limit") or 0),

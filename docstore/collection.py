@@ -183,7 +183,8 @@ class Collection:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         head = P.pipeline_head(pipeline)
         with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
-            docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs))
+            docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
+                                                 distinct=head.distinct))
             result = list(S.run_pipeline(docs, self.database, head.rest))
         return CommandCursor([self._out(d) for d in result])
 

@@ -35,6 +35,7 @@ class Query:
     hint: object = None
     count_only: bool = False
     write: bool = False
+    distinct: str | None = None  # an aggregation's `$group` on this field with only `$first`: DISTINCT_SCAN
 
 
 @dataclass
@@ -535,6 +536,99 @@ class Executor:
             plan.stage = {"stage": "LIMIT", "limitAmount": q.limit, "inputStage": plan.stage}
         return plan
 
+    def distinct_plan(self, preds, group: str) -> Plan | None:
+        """`$match`, `$sort`, `$group {_id: "$g", x: {$first: ...}}` as a DISTINCT_SCAN (server: the
+        first key of each value of `g` in the bounds, then a seek past that value's other keys).
+        Eligible on an index holding `g`, not multikey, whose fields before `g` are pinned to one
+        value each, whose bounds answer the whole filter, and (with a sort) whose order is the sort's
+        from `g` on, or its reverse. One key per group; no document when the rest of the pipeline
+        reads only indexed fields."""
+        q = self.q
+        sort = [s for s in (q.sort or []) if s[0] != "$natural"]
+        for index in self.indexes():
+            if group not in index.fields or index.multikey or not self._usable(index, preds):
+                continue
+            position = index.fields.index(group)
+            per_field = P.field_intervals(index.fields, preds)
+            if not all(len(iv) == 1 and iv[0].point for iv, _ in per_field[:position]):
+                continue
+            if not all(p.exact and p.path in index.fields for p in preds):
+                continue
+            if sort:
+                leading = [f for f, _ in sort if f not in index.fields[:position]]
+                if not leading or leading[0] != group or not P.gives_order(index.keys, sort, preds, explode=False):
+                    continue
+            return self._distinct_scan(index, per_field, position, sort)
+        return None
+
+    def _distinct_scan(self, index, per_field, position, sort) -> Plan:
+        q = self.q
+        table, cols, rid, vcol = _index_sql(self.coll, index)
+        dirs = [d for _, d in index.keys]
+        direction = P.scan_direction(index.keys, sort, []) if sort else 1
+        order = ", ".join(f"{c} {'ASC' if d * direction > 0 else 'DESC'}" for c, d in zip(cols, dirs, strict=True))
+        prefix = [(cols[j], per_field[j][0][0].lo) for j in range(position)]
+        later, later_params = [], []
+        for j in range(position + 1, len(cols)):
+            intervals = per_field[j][0]
+            if intervals == P.FULL:
+                continue
+            ors = []
+            for iv in intervals:
+                ors.append(f"({cols[j]} {'>=' if iv.lo_in else '>'} ? AND {cols[j]} {'<=' if iv.hi_in else '<'} ?)")
+                later_params += [iv.lo, iv.hi]
+            later.append("(" + " OR ".join(ors) + ")")
+        group_intervals = list(per_field[position][0])
+        ascending = dirs[position] * direction > 0  # the group field's values come in ascending byte order
+        if not ascending:
+            group_intervals = group_intervals[::-1]
+        gcol = cols[position]
+        needs = q.needs
+        covered = needs is not None and needs <= set(index.fields)
+        stage = {"stage": "DISTINCT_SCAN", "keyPattern": dict(index.keys), "indexName": index.name,
+                 "isMultiKey": False, "direction": "forward" if direction > 0 else "backward",
+                 "indexBounds": {f: [_show_interval(iv) for iv in intervals]
+                                 for f, (intervals, _) in zip(index.fields, per_field, strict=True)}}
+        plan = Plan(f"DISTINCT_SCAN {index.name}", stage, index, True, covered)
+        stats = plan.stats
+
+        def first_of(conds, params):
+            where = " AND ".join([f"{c} = ?" for c, _ in prefix] + conds + later) or "1"
+            sql = f"SELECT {', '.join(cols)}, {rid}, {vcol} FROM {table} WHERE {where} ORDER BY {order} LIMIT 1"
+            row = self._cursor(sql, [v for _, v in prefix] + params + later_params).fetchone()
+            if row is not None:
+                stats.keys += 1
+            return row
+
+        def rows():
+            for iv in group_intervals:
+                if iv.point:  # one seek per value
+                    row = first_of([f"{gcol} = ?"], [iv.lo])
+                    if row is not None:
+                        yield row
+                    continue
+                bound = [f"{gcol} {'>=' if iv.lo_in else '>'} ?", f"{gcol} {'<=' if iv.hi_in else '<'} ?"]
+                last = None
+                while True:
+                    step = [] if last is None else [f"{gcol} {'>' if ascending else '<'} ?"]
+                    row = first_of(bound + step, [iv.lo, iv.hi] + ([] if last is None else [last]))
+                    if row is None:
+                        break
+                    last = row[position]
+                    yield row
+
+        def as_doc(row):
+            values = bson.decode(row[-1], CODEC) if row[-1] else {}
+            doc: dict = {}
+            for n, f in enumerate(index.fields):
+                _set_path(doc, f, values.get(str(n)))
+            return doc
+
+        plan.gen = self._pipeline(rows(), plan, exact=True, covered=covered, ordered=True, sort=sort, skip=0, limit=0,
+                                  as_doc=as_doc, dedupe=False)
+        plan.stage = {"stage": "PROJECTION_COVERED" if covered else "FETCH", "inputStage": stage}
+        return plan
+
     # --- choosing -------------------------------------------------------------------------------------
 
     def plan(self) -> tuple[Plan, list[Plan]]:
@@ -550,6 +644,10 @@ class Executor:
         values = P.id_values(self.filter)
         if values is not None:
             plan = self.id_plan(values, preds)
+            if plan is not None:
+                return plan, []
+        if q.distinct and not ors:
+            plan = self.distinct_plan(preds, q.distinct)
             if plan is not None:
                 return plan, []
         if ors:

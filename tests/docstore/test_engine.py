@@ -200,3 +200,22 @@ def test_threads_reading_while_another_creates_the_collection_see_it_whole_or_no
         t.join()
     assert errors == []
     assert all(db[f"fresh{i}"].count_documents({"k": {"$in": [0, 1, 2]}}) == 3 for i in range(30))
+
+
+def test_first_of_each_group_is_a_distinct_scan_reading_one_key_per_group(client):
+    log = client["t"]["log"]
+    log.create_index([("author", 1), ("date", -1), ("_id", -1)], name="author_date")
+    log.insert_many([{"_id": n, "author": n % 4, "date": n} for n in range(400)])
+    pipeline = [{"$match": {"author": {"$in": [1, 2, 3]}, "date": {"$lte": 300}}},
+                {"$sort": {"author": 1, "date": -1, "_id": -1}},
+                {"$group": {"_id": "$author", "date": {"$first": "$date"}, "id": {"$first": "$_id"}}}]
+    rows = sorted(log.aggregate(pipeline), key=lambda r: r["_id"])
+    assert rows == [{"_id": 1, "date": 297, "id": 297}, {"_id": 2, "date": 298, "id": 298},
+                    {"_id": 3, "date": 299, "id": 299}]
+    e = client["t"].command({"explain": {"aggregate": "log", "pipeline": pipeline}, "verbosity": "executionStats"})
+    assert e["queryPlanner"]["winningPlan"]["inputStage"]["stage"] == "DISTINCT_SCAN"
+    assert (e["executionStats"]["totalKeysExamined"], e["executionStats"]["totalDocsExamined"]) == (3, 0)
+    # a range on the group field: one seek per group
+    ranged = [{"$match": {"author": {"$gte": 0}}}, {"$sort": {"author": -1, "date": 1, "_id": 1}},
+              {"$group": {"_id": "$author", "first": {"$first": "$date"}}}]
+    assert sorted((r["_id"], r["first"]) for r in log.aggregate(ranged)) == [(0, 0), (1, 1), (2, 2), (3, 3)]
