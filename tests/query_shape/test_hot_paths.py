@@ -26,7 +26,7 @@ from core.paging import PageRequest
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers (a server has its own listener)"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
 ]
 
 PAGE = 5
