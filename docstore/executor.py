@@ -277,8 +277,14 @@ class Executor:
                 _set_path(doc, f, values.get(str(n)))
             return doc
 
+        counting = q.count_only and covered and not exploded
+        if counting:
+            as_doc = _nothing  # a count reads no value of the keys it counts
         plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
                                   limit=limit, as_doc=as_doc, dedupe=bool(multikey))
+        if counting:  # server: a count answered by the index bounds alone is a COUNT_SCAN
+            plan.stage = {"stage": "COUNT", "inputStage": {**scan_stage, "stage": "COUNT_SCAN"}}
+            return plan
         plan.stage = self._wrap(scan_stage, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
                                 limit=limit, exploded=exploded, groups=len(groups) if exploded else 0)
         return plan
@@ -731,6 +737,10 @@ class Executor:
                 cursor.close()
             self._open.clear()
         return out, plan, rejected
+
+
+def _nothing(_row) -> dict:
+    return {}
 
 
 def _hint_keys(hint):

@@ -58,6 +58,9 @@ def test_covered_count_and_projection_fetch_nothing(comments):
     assert s["totalDocsExamined"] == 0 and s["nReturned"] == 20 and plan["stage"] == "PROJECTION_COVERED"
     assert comments.find_one({"d": 2, "p": "000003"}, {"p": 1, "_id": 0}) == {"p": "000003"}
     assert comments.count_documents({"d": 2}) == 20
+    count = comments.database.command({"explain": {"count": "comments", "query": {"d": 2}}, "verbosity": "executionStats"})
+    assert count["queryPlanner"]["winningPlan"]["inputStage"]["stage"] == "COUNT_SCAN"
+    assert (count["executionStats"]["totalKeysExamined"], count["executionStats"]["totalDocsExamined"]) == (20, 0)
 
 
 def test_in_is_exploded_into_a_sort_merge(comments):
