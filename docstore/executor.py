@@ -227,7 +227,9 @@ class Executor:
                 out.append(index)
         return out
 
-    def index_plan(self, index, preds, *, exact_filter: bool = True, sort=None, skip=None, limit=None) -> Plan:
+    def index_plan(self, index, preds, *, exact_filter: bool = True, sort=None, skip=None, limit=None,
+                   filter_=None) -> Plan:
+        """A scan of `index` for the query (or, with `filter_`, for one branch of a `$or`)."""
         q = self.q
         sort = q.sort if sort is None else sort
         skip = q.skip if skip is None else skip
@@ -281,7 +283,7 @@ class Executor:
         if counting:
             as_doc = _nothing  # a count reads no value of the keys it counts
         plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
-                                  limit=limit, as_doc=as_doc, dedupe=bool(multikey))
+                                  limit=limit, as_doc=as_doc, dedupe=bool(multikey), filter_=filter_)
         if counting:  # server: a count answered by the index bounds alone is a COUNT_SCAN
             plan.stage = {"stage": "COUNT", "inputStage": {**scan_stage, "stage": "COUNT_SCAN"}}
             return plan
@@ -289,9 +291,10 @@ class Executor:
                                 limit=limit, exploded=exploded, groups=len(groups) if exploded else 0)
         return plan
 
-    def _pipeline(self, rows, plan: Plan, *, exact, covered, ordered, sort, skip, limit, as_doc, dedupe):
+    def _pipeline(self, rows, plan: Plan, *, exact, covered, ordered, sort, skip, limit, as_doc, dedupe, filter_=None):
         """Scan -> (fetch, filter) -> (sort) -> skip -> limit, one unit of work per step."""
         stats = plan.stats
+        filter_ = self.filter if filter_ is None else filter_
         seen = set()
         matched = 0
         wanted = skip + limit if limit else None
@@ -317,7 +320,7 @@ class Executor:
                     continue
             else:
                 doc = self.fetch(rid, stats)
-                if doc is None or not filter_applies(self.filter, doc):
+                if doc is None or not filter_applies(filter_, doc):
                     yield None
                     continue
                 matched += 1
@@ -474,13 +477,15 @@ class Executor:
             cands = [c for c in self.candidates(sub_preds, q.sort) if c.fields[0] in constrained]
             if not cands:
                 return None
-            subs.append((cands, sub_preds))
+            subs.append((cands, sub_preds, sub_filter))
         wanted = q.skip + q.limit if q.limit else 0
         branch_plans = []
-        for cands, sub_preds in subs:
+        for cands, sub_preds, sub_filter in subs:
             # Each branch is planned on its own, its candidates compared by a trial (server: the
-            # subplanner plans every branch of a rooted $or separately).
-            plans = [self.index_plan(c, sub_preds, exact_filter=False, skip=0, limit=wanted) for c in cands]
+            # subplanner plans every branch of a rooted $or separately); a branch returns what
+            # matches it (outer predicates and the branch), the OR the union.
+            plans = [self.index_plan(c, sub_preds, exact_filter=False, skip=0, limit=wanted, filter_=sub_filter)
+                     for c in cands]
             branch_plans.append(plans[0] if len(plans) == 1 else self._trial(plans)[0])
         ordered = not q.sort or all(b.ordered for b in branch_plans)
         label = ("SORT_MERGE" if q.sort and ordered else "OR") + "(" + ", ".join(b.label for b in branch_plans) + ")"
@@ -683,22 +688,25 @@ class Executor:
                                "correspond to an existing index", 2, {"code": 2, "codeName": "BadValue"})
 
     def _trial(self, plans: list[Plan]) -> tuple[Plan, list[Plan]]:
-        """Round robin, as the server's multi-planner: the first plan to finish or fill a batch wins."""
+        """The server's multi-planner: every candidate works in turn until one has produced a batch
+        (the limit, or 101) or reached its end, or the trial's work runs out; then each is scored by
+        its productivity (results per key or document examined), a finished plan, one that fetches
+        nothing and one that sorts nothing winning ties. The winner continues; the others stop."""
         target = self.q.limit or FIRST_BATCH
-        live = list(plans)
-        winner = None
+        finished = False
         for _ in range(TRIAL_WORKS):
-            for plan in live:
-                working = plan.work()
-                if not working or len(plan.buffer) >= target:
-                    winner = plan
-                    break
-            if winner is not None:
+            for plan in plans:
+                if not plan.work() or len(plan.buffer) >= target:
+                    finished = True
+            if finished:
                 break
-        if winner is None:
-            winner = max(plans, key=lambda p: (len(p.buffer) / max(1, p.stats.keys + p.stats.docs), p.ordered))
-        rejected = [p for p in plans if p is not winner]
-        return winner, rejected
+
+        def score(p: Plan):
+            work = max(1, p.stats.keys + p.stats.docs)
+            return (len(p.buffer) / work, p.done, p.covered, p.ordered)
+
+        winner = max(plans, key=score)  # max() keeps the first of equals: the candidates' order
+        return winner, [p for p in plans if p is not winner]
 
     def start(self) -> Plan:
         """Plan and start: the winning plan, whose results `results()` yields batch by batch."""
