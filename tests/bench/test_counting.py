@@ -154,3 +154,20 @@ def test_server_work_is_counted_for_blocking_sorts_and_limited_batches(counted):
         cursor = db.items.find({}).sort("_id", 1).batch_size(10)
         assert len([next(cursor) for _ in range(10)]) == 10
     assert (m.keys_examined, m.docs_examined, m.in_memory_sort) == (10, 10, False)
+
+
+def test_server_explain_output_is_summed_and_sorts_detected():
+    from bench.counting import summarize_server_explain
+
+    sharded_aggregate = {"shards": {
+        "a": {"stages": [{"$cursor": {"executionStats": {"totalKeysExamined": 10, "totalDocsExamined": 4}}}]},
+        "b": {"stages": [{"$cursor": {"executionStats": {"totalKeysExamined": 5, "totalDocsExamined": 1}}},
+                         {"$sort": {"sortKey": {"x": 1}}}]},
+    }}
+    e = summarize_server_explain(sharded_aggregate)
+    assert (e.keys_examined, e.docs_examined, e.in_memory_sort) == (15, 5, True)
+    find = {"queryPlanner": {"winningPlan": {"stage": "LIMIT"}, "rejectedPlans": [{"stage": "SORT"}]},
+            "executionStats": {"totalKeysExamined": 21, "totalDocsExamined": 20,
+                               "executionStages": {"stage": "LIMIT", "inputStage": {"stage": "FETCH"}}}}
+    e = summarize_server_explain(find)
+    assert (e.keys_examined, e.docs_examined, e.in_memory_sort) == (21, 20, False)
