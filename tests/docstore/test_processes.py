@@ -69,7 +69,7 @@ def write(worker):
         with lock:
             print("ERROR " + traceback.format_exc().replace("\\n", " | "), flush=True)
 
-for w in range(8):
+for w in range(16):
     threading.Thread(target=write, args=(w,), daemon=True).start()
 threading.Event().wait()
 """
@@ -91,7 +91,7 @@ def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path):
             assert line and not line.startswith("ERROR"), line
             worker, n = map(int, line.split())
             acknowledged[worker] = n
-            if time.monotonic() - start > 3 and len(acknowledged) == 8:
+            if time.monotonic() - start > 3 and len(acknowledged) == 16:
                 break
     finally:
         os.kill(child.pid, signal.SIGKILL)
@@ -106,5 +106,5 @@ def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path):
         assert db.events.count_documents({"w": worker}) == db.events.count_documents({"w": worker},
                                                                                     hint={"$natural": 1})
         assert db.events.count_documents({"w": worker}) in (count, count + 1)
-    assert json.dumps(sorted(acknowledged)) == json.dumps(list(range(8)))
+    assert json.dumps(sorted(acknowledged)) == json.dumps(list(range(16)))
     db.client.close()
