@@ -121,7 +121,6 @@ def seed_ours(size: int) -> dict:
     from rest_framework.authtoken.models import Token
 
     from bench import loaders, people
-    from cms_site import mongo_snapshot
     from cms_site.managers import ensure_indexes
     from comments.managers import manager_for
     from comments.managers.base import THREADED
@@ -136,7 +135,6 @@ def seed_ours(size: int) -> dict:
     ensure_indexes()
     poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
     token, _ = Token.objects.get_or_create(user=poster)
-    mongo_snapshot.mark_dirty()  # the embedded engine keeps it for the server process (saved at exit)
     return {"slug": topic.slug, "token": token.key, "pages": -(-size // 20), "followers_of": "celebrity"}
 
 
@@ -278,7 +276,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     ours_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "0",
                 "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-load-only-insecure-key-0123456789abcdefghij",
                 "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-                "MONGODB_SNAPSHOT": str(workdir / "embedded-mongo.bson"), "MONGODB_DB": db_name,
+                "MONGODB_EMBEDDED_PATH": str(workdir / "embedded-mongo.sqlite3"), "MONGODB_SNAPSHOT": "",
+                "MONGODB_DB": db_name,
                 "STATIC_ROOT": str(workdir / "static"), "RATE_LIMITS": "off", "SPAM_DUPLICATE_WINDOW": "0",
                 "PYTHONUNBUFFERED": "1"}
     ours_env.pop("CELERY_BROKER_URL", None)
