@@ -66,6 +66,7 @@ def _django(workdir: str) -> None:
     os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/db.sqlite3"
     os.environ["MONGODB_SNAPSHOT"] = ""
+    os.environ["MONGODB_EMBEDDED_PATH"] = f"{workdir}/embedded-mongo.sqlite3"  # a fresh embedded store too
     os.environ.setdefault("MONGODB_DB", "bench_import")
     os.environ["RATE_LIMITS"] = "off"
     import django
