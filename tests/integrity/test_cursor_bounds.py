@@ -4,7 +4,6 @@ single-scan plan otherwise walks every newer key on a deep cursor)."""
 
 from datetime import UTC, datetime
 
-import mongomock
 import pytest
 from bson import ObjectId
 
@@ -19,14 +18,17 @@ AT = datetime(2026, 11, 1, tzinfo=UTC)
 
 @pytest.fixture
 def filters(monkeypatch):
+    from cms_site.mongo import get_db
+
     seen = []
-    real = mongomock.collection.Collection.find
+    Collection = type(get_db()["engine_probe"])  # the embedded engine's class (never written)
+    real = Collection.find
 
     def spy(self, filter=None, *args, **kwargs):
         seen.append((self.name, filter))
         return real(self, filter, *args, **kwargs)
 
-    monkeypatch.setattr(mongomock.collection.Collection, "find", spy)
+    monkeypatch.setattr(Collection, "find", spy)
     return seen
 
 

@@ -14,10 +14,12 @@ def slices(monkeypatch):
     """Every `$slice: [skip, limit]` projection sent to the engine; every filter and projection
     must encode as BSON (a server's driver raises OverflowError past 64-bit integers)."""
     import bson
-    import mongomock
+
+    from cms_site.mongo import get_db
 
     seen = []
-    real = mongomock.collection.Collection.find
+    Collection = type(get_db()["engine_probe"])  # the embedded engine's class (never written)
+    real = Collection.find
 
     def spy(self, filter=None, projection=None, *args, **kwargs):
         bson.encode({"filter": filter or {}, "projection": projection or {}})
@@ -26,14 +28,14 @@ def slices(monkeypatch):
                 seen.append(tuple(value["$slice"]))
         return real(self, filter, projection, *args, **kwargs)
 
-    monkeypatch.setattr(mongomock.collection.Collection, "find", spy)
-    real_aggregate = mongomock.collection.Collection.aggregate
+    monkeypatch.setattr(Collection, "find", spy)
+    real_aggregate = Collection.aggregate
 
     def aggregate(self, pipeline, *args, **kwargs):
         bson.encode({"pipeline": pipeline})
         return real_aggregate(self, pipeline, *args, **kwargs)
 
-    monkeypatch.setattr(mongomock.collection.Collection, "aggregate", aggregate)
+    monkeypatch.setattr(Collection, "aggregate", aggregate)
     return seen
 
 LAYOUTS = [("document", "chronological"), ("document", "threaded"), ("embedded", "chronological"),

@@ -2,7 +2,6 @@
 reads carry maxTimeMS, a bucket feed page is a bounded command, and the like state shown right
 after a like is read from the primary."""
 
-import mongomock
 import pytest
 
 from cms_site.mongo import server_options
@@ -19,12 +18,21 @@ def test_the_socket_timeout_outlives_the_write_timeout(settings):
     assert "socketTimeoutMS" not in server_options("mongodb://db.example/?socketTimeoutMS=30000")  # the URI wins
 
 
+def engine_classes():
+    """The embedded engine's Collection and Cursor classes, from what get_db() hands out."""
+    from cms_site.mongo import get_db
+
+    probe = get_db()["engine_probe"]  # never written
+    return type(probe), type(probe.find())
+
+
 @pytest.fixture
 def reads(monkeypatch):
     """(collection, maxTimeMS or None) of every find and aggregate; the limits of every cursor."""
     seen, limits = [], []
-    real_find, real_aggregate = mongomock.collection.Collection.find, mongomock.collection.Collection.aggregate
-    real_max, real_limit = mongomock.collection.Cursor.max_time_ms, mongomock.collection.Cursor.limit
+    Collection, Cursor = engine_classes()
+    real_find, real_aggregate = Collection.find, Collection.aggregate
+    real_max, real_limit = Cursor.max_time_ms, Cursor.limit
 
     inside = []  # the embedded engine's aggregate runs a find of its own: not a command of ours
 
@@ -52,10 +60,10 @@ def reads(monkeypatch):
         finally:
             inside.pop()
 
-    monkeypatch.setattr(mongomock.collection.Collection, "find", find)
-    monkeypatch.setattr(mongomock.collection.Collection, "aggregate", aggregate)
-    monkeypatch.setattr(mongomock.collection.Cursor, "max_time_ms", max_time_ms)
-    monkeypatch.setattr(mongomock.collection.Cursor, "limit", limit)
+    monkeypatch.setattr(Collection, "find", find)
+    monkeypatch.setattr(Collection, "aggregate", aggregate)
+    monkeypatch.setattr(Cursor, "max_time_ms", max_time_ms)
+    monkeypatch.setattr(Cursor, "limit", limit)
     return seen, limits
 
 
