@@ -1,4 +1,4 @@
-"""Every cell of the README's rate-limit table, confirmed: the short windows through the
+"""Every cell of the rate-limit table (docs/features.md), confirmed: the short windows through the
 API and the pages (how many requests one address gets through across several accounts,
 replies counted with comments, log-in attempts per address on the page), the long
 windows (per hour, per day) on a simulated clock through the same counter. Complements
@@ -14,7 +14,7 @@ from tests.core.test_throttling import api, assert_throttled, requests_until_thr
 
 pytestmark = pytest.mark.django_db
 
-# The defaults (cms_site/settings.py) as the README states them: scope -> who -> windows.
+# The defaults (cms_site/settings.py) as docs/features.md states them: scope -> who -> windows.
 README_TABLE = {
     "comment": {"user": ["5/min", "60/hour"], "ip": ["20/min", "300/hour"]},
     "preview": {"user": ["30/min"], "ip": ["120/min"]},

@@ -1,0 +1,60 @@
+"""The docs pages the README links say what the code does: every environment variable the
+settings read is in docs/configuration.md, and every API operation of the OpenAPI schema is
+in docs/api.md."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_READERS = {"get", "getenv"}  # os.environ.get(...), os.getenv(...)
+METHODS = r"((?:GET|POST|PUT|PATCH|DELETE)(?:\|(?:GET|POST|PUT|PATCH|DELETE))*)"
+
+
+def _settings_env_names() -> set[str]:
+    tree = ast.parse((ROOT / "cms_site" / "settings.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ENV_READERS or called.startswith("env_"):
+                if isinstance(node.args[0].value, str) and re.fullmatch(r"[A-Z][A-Z0-9_]+", node.args[0].value):
+                    names.add(node.args[0].value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "environ":
+                names.add(node.slice.value)
+    return names
+
+
+def test_every_environment_variable_the_settings_read_is_documented():
+    names = _settings_env_names()
+    assert len(names) > 30  # the reader above found the settings' variables
+    documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", (ROOT / "docs" / "configuration.md").read_text()))
+    assert sorted(names - documented) == []
+
+
+def _normalised(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path.rstrip("/") + "/")
+
+
+@pytest.mark.django_db
+def test_every_api_operation_is_in_docs_api():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    doc = (ROOT / "docs" / "api.md").read_text()
+    listed = set()
+    for methods, path in re.findall(METHODS + r"\s+(/api/[^\s?]+)", doc):
+        for method in methods.split("|"):
+            listed.add((method, _normalised(path)))
+    missing = []
+    for path, operations in schema["paths"].items():
+        for method in operations:
+            if method.upper() in {"GET", "POST", "PUT", "PATCH", "DELETE"} and (method.upper(), _normalised(path)) not in listed:
+                if path in ("/api/schema/",) or (method.upper() == "PUT" and ("PATCH", _normalised(path)) in listed):
+                    continue
+                missing.append(f"{method.upper()} {path}")
+    assert missing == []
