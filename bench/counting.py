@@ -5,7 +5,7 @@ no benchmark hooks.
 
 - Real server (MONGODB_URI set): a pymongo `CommandListener` registered globally
   with `pymongo.monitoring.register()` before the client is created (the client is
-  created lazily by `cms_site.mongo.get_db()`). Every command started against the
+  created lazily by `core.mongo.get_db()`). Every command started against the
   bench database is one round trip, `getMore` and `killCursors` included; documents
   are those in the replies (`cursor.firstBatch`/`nextBatch`, a `findAndModify`
   value, one for a `count`/`distinct` reply).
@@ -307,7 +307,7 @@ def explain_command(command_name: str, command: dict) -> list[dict]:
 
 def explain_on_server(database: str, command_name: str, command: dict):
     """([Explain], sampled) for one command, from the server's own explain."""
-    from cms_site.mongo import get_client
+    from core.mongo import get_client
 
     bodies = explain_command(command_name, command)
     sampled = len(bodies) > EXPLAIN_STATEMENTS
@@ -392,10 +392,10 @@ class _CursorState:
 def install_embedded_counting(counter: OpCounter):
     """Wrap the embedded engine's Collection and cursors; returns a function that restores them.
 
-    The classes come from the engine `cms_site.mongo.get_db()` hands out (only the
+    The classes come from the engine `core.mongo.get_db()` hands out (only the
     connection module knows which engine that is), not from importing it here.
     """
-    from cms_site.mongo import get_db
+    from core.mongo import get_db
 
     probe = get_db()["bench_counting_probe"]  # never written: no collection is created
     Collection, Cursor, CommandCursor = type(probe), type(probe.find()), type(probe.aggregate([]))

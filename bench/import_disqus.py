@@ -93,9 +93,9 @@ def run_import(path: str) -> dict:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from cms_site.managers import ensure_indexes
-    from cms_site.mongo import get_db
     from comments.importers.service import comments_import
+    from core.managers import ensure_indexes
+    from core.mongo import get_db
 
     call_command("migrate", verbosity=0)
     ensure_indexes(get_db())

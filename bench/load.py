@@ -121,9 +121,9 @@ def seed_ours(size: int) -> dict:
     from rest_framework.authtoken.models import Token
 
     from bench import loaders, people
-    from cms_site.managers import ensure_indexes
     from comments.managers import manager_for
     from comments.managers.base import THREADED
+    from core.managers import ensure_indexes
 
     User = get_user_model()
     editor = people.editor()

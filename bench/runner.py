@@ -3,7 +3,7 @@
 Isolation: a run never touches the developer's data. Django rows (users, topics) go
 to a throw-away test database (Django's test-database machinery: in-memory for
 SQLite), and MongoDB data to databases named `bench_<random>_<n>`, one per case
-group, dropped at the end (`cms_site.mongo.drop_db`). Each case group loads its data
+group, dropped at the end (`core.mongo.drop_db`). Each case group loads its data
 before the group's indexes exist and then creates every declared index
 (`ensure_indexes`): the fast way on a server and on the embedded engine alike (an index
 built once over the loaded documents instead of maintained on every insert).
@@ -126,7 +126,7 @@ class Bench:
     @contextmanager
     def fresh_db(self):
         """A new, empty MongoDB database for one case group, dropped afterwards."""
-        from cms_site.mongo import drop_db
+        from core.mongo import drop_db
 
         self._db_serial += 1
         name = f"{self._db_prefix}_{self._db_serial}"
@@ -142,7 +142,7 @@ class Bench:
                 drop_db(name)
 
     def create_indexes(self) -> None:
-        from cms_site.managers import ensure_indexes
+        from core.managers import ensure_indexes
 
         ensure_indexes()
 
@@ -247,7 +247,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     passwords = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # bench users only; nothing here is a credential
     server = bool(settings.MONGODB_URI)
     if server:
-        from cms_site import mongo
+        from core import mongo
 
         if settings.MONGODB_URI in mongo._clients:
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "

@@ -11,10 +11,11 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 
-DEMO_PASSWORD = "commons-demo"
+DEMO_PASSWORD = settings.DEMO_PASSWORD  # the demo users' password (settings: one value for every app's demo)
 PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
 
 

@@ -3,7 +3,7 @@
 Relational data (users, topics, sessions, admin) lives in the Django database
 (`DATABASE_URL`, SQLite by default). Comments, the follow graph and feeds live in
 MongoDB (`MONGODB_URI` / `MONGODB_DB`; with no URI the embedded engine `docstore/`,
-see `cms_site/mongo.py`).
+see `core/mongo.py`).
 """
 
 import os
@@ -210,7 +210,7 @@ MONGODB_WRITE_TIMEOUT_MS = env_int("MONGODB_WRITE_TIMEOUT_MS", 10_000)
 MONGODB_SERVER_SELECTION_TIMEOUT_MS = env_int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 2_000)
 MONGODB_CONNECT_TIMEOUT_MS = env_int("MONGODB_CONNECT_TIMEOUT_MS", 2_000)
 # Longer than the write timeout: a slow majority write ends as a write-concern timeout (the
-# server's answer), never as a network timeout whose retry doubles the wait (cms_site/mongo.py
+# server's answer), never as a network timeout whose retry doubles the wait (core/mongo.py
 # also keeps it above MONGODB_WRITE_TIMEOUT_MS + 5 s whatever is set).
 MONGODB_SOCKET_TIMEOUT_MS = env_int("MONGODB_SOCKET_TIMEOUT_MS", 20_000)
 # maxTimeMS of the page reads of requests (comments, feeds, notifications): the server stops a
@@ -384,3 +384,6 @@ LOGGING = {
     # Failures still log (ERROR); with a broker the worker logs every task as usual.
     "loggers": {"celery.app.trace": {"level": "WARNING"}} if CELERY_TASK_ALWAYS_EAGER else {},
 }
+
+# The password of every demo user (`load_demo`, `make run`); never used outside the demo content.
+DEMO_PASSWORD = "commons-demo"

@@ -6,7 +6,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cms_site.settings")
 application = get_wsgi_application()
 
 # The embedded engine opens its file (and imports an old snapshot once) when the worker starts.
-from cms_site.mongo import get_db, is_embedded  # noqa: E402
+from core.mongo import get_db, is_embedded  # noqa: E402
 
 if is_embedded():
     get_db()

@@ -29,7 +29,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from pymongo.errors import ConnectionFailure, NetworkTimeout, ServerSelectionTimeoutError
 
-from cms_site.mongo import get_client, is_embedded
+from core.mongo import get_client, is_embedded
 
 log = logging.getLogger(__name__)
 

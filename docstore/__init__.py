@@ -5,7 +5,7 @@ small sites: documents as BSON in SQLite (WAL mode, one file per database), ever
 declared index a real index in BSON order, a planner and executor that use them and an
 `explain("executionStats")` counted by the executor, one storage transaction per
 operation, several processes on one file, and a sharded cluster's rules from the
-declared shard keys. Only `cms_site.mongo.get_db()` creates a client.
+declared shard keys. Only `core.mongo.get_db()` creates a client.
 """
 
 from docstore.client import Client

@@ -35,7 +35,7 @@ from datetime import datetime
 
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReplaceOne
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 from core.markdown import markdown_to_text
 
 VISIBLE = "visible"

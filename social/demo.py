@@ -15,6 +15,7 @@ the celebrity has no followers list (the embedded engine forgets it on restart).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 
@@ -26,17 +27,15 @@ FANS = 5000
 
 
 def _users(out):
-    from cms_site.demo import DEMO_PASSWORD
-
     User = get_user_model()
-    password = make_password(DEMO_PASSWORD)
+    password = make_password(settings.DEMO_PASSWORD)
     celebrity, _ = User.objects.get_or_create(username=CELEBRITY, defaults={"password": password})
     names = [f"fan{i:05d}" for i in range(1, FANS + 1)]
     existing = set(User.objects.filter(username__in=names).values_list("username", flat=True))
     missing = [User(username=name, password=password) for name in names if name not in existing]
     User.objects.bulk_create(missing, batch_size=500)
     fan_ids = list(User.objects.filter(username__in=names).values_list("id", flat=True))
-    out(f"social: {CELEBRITY!r} and {len(fan_ids):,} fans ({len(missing):,} new), password {DEMO_PASSWORD!r}")
+    out(f"social: {CELEBRITY!r} and {len(fan_ids):,} fans ({len(missing):,} new), password {settings.DEMO_PASSWORD!r}")
     return celebrity, fan_ids
 
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from cms_site.managers import ensure_indexes
-from cms_site.mongo import drop_db, get_db
+from core.managers import ensure_indexes
+from core.mongo import drop_db, get_db
 
 # Property tests isolate each example themselves (a new discussion or user per
 # example), so the per-test database fixture is safe to share across examples.

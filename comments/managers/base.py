@@ -67,9 +67,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from cms_site.managers import MongoManager
 from core import cursors
 from core.errors import InvalidInput
+from core.managers import MongoManager
 from core.paging import Page, PageRequest
 
 CHRONOLOGICAL = "chronological"

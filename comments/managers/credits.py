@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 
 from pymongo import IndexModel, UpdateOne
 
-from cms_site.managers import MongoManager
 from comments.managers.base import LATEST_LIKERS
+from core.managers import MongoManager
 
 DAY = "day"
 MONTH = "month"

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pymongo import ASCENDING, IndexModel, UpdateOne
 from pymongo.errors import BulkWriteError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 
 class CommentImportManager(MongoManager):

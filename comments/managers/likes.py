@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pymongo import IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 
 @dataclass(frozen=True)

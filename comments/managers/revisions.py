@@ -21,8 +21,8 @@ from datetime import datetime
 
 from pymongo import DESCENDING, IndexModel
 
-from cms_site.managers import MongoManager
 from comments.managers.base import Author
+from core.managers import MongoManager
 
 
 @dataclass(frozen=True)

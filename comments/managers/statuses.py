@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from pymongo import IndexModel
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 
 def status_key(discussion_id: int, comment_id: str) -> str:

@@ -11,7 +11,7 @@ from datetime import datetime
 from pymongo import DESCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 LIST_LIMIT = 50
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 NEWEST = [("at", DESCENDING), ("_id", DESCENDING)]
 

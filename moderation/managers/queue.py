@@ -35,7 +35,7 @@ from bson import ObjectId
 from pymongo import DESCENDING, IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 PENDING, REPORTED, REMOVED, DONE = "pending", "reported", "removed", "done"
 STATES = (PENDING, REPORTED, REMOVED, DONE)

@@ -27,7 +27,7 @@ from datetime import datetime
 from pymongo import DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 MAX_ACTORS = 5
 EVENT_MEMORY = 50

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 MAX_HELD = 100
 SENT_MEMORY = 200

@@ -14,7 +14,7 @@ from datetime import datetime
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 
 class ThreadSubscriptionManager(MongoManager):

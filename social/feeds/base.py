@@ -20,8 +20,8 @@ from typing import ClassVar
 
 from bson import ObjectId
 
-from cms_site.managers import MongoManager
 from core.cursors import bad_cursor, decode_cursor, encode_cursor, time_cursor, whole
+from core.managers import MongoManager
 from core.markdown import markdown_to_text
 
 PUBLISH = "publish"

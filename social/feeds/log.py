@@ -17,8 +17,8 @@ from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
 from core.cursors import older_than, parse_time_cursor, time_cursor
+from core.managers import MongoManager
 from social.feeds.base import Activity, FeedPage
 
 NEWEST_FIRST = [("date", DESCENDING), ("_id", DESCENDING)]

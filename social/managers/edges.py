@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 DUPLICATE_KEY = 11000
 

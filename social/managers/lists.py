@@ -48,8 +48,8 @@ from django.conf import settings
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
 from core.errors import Conflict
+from core.managers import MongoManager
 
 FOLLOWERS = "followers"
 FOLLOWING = "following"

@@ -16,7 +16,7 @@ from datetime import datetime
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 MAX_MUTES = 1000  # per user: what a page reads is bounded
 

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pymongo import IndexModel, ReturnDocument
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 
 class PresenceManager(MongoManager):

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pymongo import ASCENDING
 
-from cms_site.managers import MongoManager
+from core.managers import MongoManager
 
 MAX_PULLED = 5000  # a feed page reads at most this many registry entries
 

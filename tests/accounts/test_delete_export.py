@@ -8,9 +8,9 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from cms_site.mongo import get_db
 from comments import selectors as comment_selectors
 from comments import services as comment_services
+from core.mongo import get_db
 from notifications import services as notification_services
 from social import services as social_services
 

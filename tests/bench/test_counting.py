@@ -122,7 +122,7 @@ def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
             sent.append(body)
             return {"executionStats": {"totalKeysExamined": 3, "totalDocsExamined": 2}}
 
-    from cms_site.mongo import get_client
+    from core.mongo import get_client
 
     class StubClient:
         drop_database = get_client().drop_database  # the test database fixture still cleans up
@@ -130,7 +130,7 @@ def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
         def __getitem__(self, name):
             return StubDb()
 
-    monkeypatch.setattr("cms_site.mongo.get_client", StubClient)
+    monkeypatch.setattr("core.mongo.get_client", StubClient)
     counter = OpCounter()
     listener = _Listener(counter, "benchdb")
     update = {"update": "items", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}},

@@ -101,8 +101,8 @@ def test_download_my_data(open_page, person, make_topic, shots, viewport):
 
 @pytest.mark.parametrize("viewport", WIDTHS)
 def test_delete_my_account(open_page, person, make_topic, shots, viewport):
-    from cms_site.mongo import get_db
     from comments import services as comment_services
+    from core.mongo import get_db
     from social import services as social_services
 
     user, friend = person("leaving_soon"), person("friend")

@@ -1,7 +1,7 @@
 from pymongo import UpdateOne
 
-from cms_site.managers import declared_indexes
-from cms_site.mongo import get_db
+from core.managers import declared_indexes
+from core.mongo import get_db
 
 
 def test_get_db_follows_settings_at_call_time(settings, mongo_db):
@@ -30,7 +30,7 @@ def test_every_declared_index_has_a_name():
 def test_unique_indexes_are_prefixed_by_the_shard_key():
     # MongoDB refuses shardCollection when a unique index does not start with the shard
     # key (hashed keys allow no unique index but _id): every declaration must agree.
-    from cms_site.managers import declared_shard_keys
+    from core.managers import declared_shard_keys
 
     shard_keys = declared_shard_keys()
     for collection, models in declared_indexes().items():

@@ -4,7 +4,7 @@ import datetime as dt
 
 from bson import ObjectId
 
-from cms_site.mongo import copy_database, get_client
+from core.mongo import copy_database, get_client
 
 
 def test_every_collection_is_copied_once_and_a_filled_target_is_skipped(mongo_db):

@@ -7,7 +7,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from cms_site.managers import declared_indexes, ensure_indexes, index_definition
+from core.managers import declared_indexes, ensure_indexes, index_definition
 
 
 def _indexes(collection) -> dict:
@@ -106,7 +106,7 @@ def test_indexes_imported_from_an_old_snapshot_are_recognised(tmp_path):
     import bson
 
     import docstore
-    from cms_site.mongo import import_snapshot
+    from core.mongo import import_snapshot
 
     indexes = {name: [{"key": [list(k) for k in model.document["key"].items()],
                        "options": {k: v for k, v in model.document.items() if k != "key"}} for model in models]

@@ -11,7 +11,7 @@ import pytest
 from pymongo import InsertOne, UpdateOne
 from pymongo.errors import BulkWriteError, DocumentTooLarge, DuplicateKeyError, WriteError
 
-from cms_site.mongo import is_embedded
+from core.mongo import is_embedded
 
 MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 
@@ -152,9 +152,9 @@ def test_the_reads_of_one_page_share_one_causally_consistent_session(mongo_db, m
     # in one causally consistent session the second never sees an older state than the first.
     from contextlib import contextmanager
 
-    from cms_site import mongo
     from comments.managers import manager_for
     from comments.managers.base import CHRONOLOGICAL, Author
+    from core import mongo
     from core.paging import PageRequest
     from social.managers import FOLLOWERS, FollowListManager
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from cms_site import mongo
+from core import mongo
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

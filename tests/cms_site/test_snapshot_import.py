@@ -3,7 +3,7 @@
 import bson
 
 import docstore
-from cms_site.mongo import import_snapshot
+from core.mongo import import_snapshot
 
 
 def write_snapshot(path, collections: dict) -> None:

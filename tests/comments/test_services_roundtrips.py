@@ -50,7 +50,7 @@ class CountingDB:
 @pytest.fixture
 def counter(mongo_db, monkeypatch):
     counting = CountingDB(mongo_db)
-    monkeypatch.setattr("cms_site.managers.get_db", lambda stale_ok=False: counting)
+    monkeypatch.setattr("core.managers.get_db", lambda stale_ok=False: counting)
     return counting
 
 

@@ -12,9 +12,9 @@ documentation: targeted writes name the shard key, hashed keys, an index on the 
 
 import pytest
 
-from cms_site.managers import declared_indexes, declared_shard_keys
 from comments.managers import manager_for
 from comments.managers.base import CHRONOLOGICAL, Author
+from core.managers import declared_indexes, declared_shard_keys
 from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 

@@ -9,10 +9,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from cms_site.managers import ensure_indexes
-from cms_site.mongo import drop_db, get_db
 from comments.managers import manager_for
 from comments.services import comment_create, comment_delete, comment_like, comment_status_store
+from core.managers import ensure_indexes
+from core.mongo import drop_db, get_db
 from tests.comments.support import LAYOUTS
 from tests.imports.support import FIXTURES, run_import, shape, stored
 from topics.models import Topic

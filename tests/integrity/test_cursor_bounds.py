@@ -18,7 +18,7 @@ AT = datetime(2026, 11, 1, tzinfo=UTC)
 
 @pytest.fixture
 def filters(monkeypatch):
-    from cms_site.mongo import get_db
+    from core.mongo import get_db
 
     seen = []
     Collection = type(get_db()["engine_probe"])  # the embedded engine's class (never written)

@@ -15,7 +15,7 @@ def slices(monkeypatch):
     must encode as BSON (a server's driver raises OverflowError past 64-bit integers)."""
     import bson
 
-    from cms_site.mongo import get_db
+    from core.mongo import get_db
 
     seen = []
     Collection = type(get_db()["engine_probe"])  # the embedded engine's class (never written)

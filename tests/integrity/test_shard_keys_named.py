@@ -5,7 +5,7 @@ without the full shard key; a read without it is a broadcast to every shard)."""
 
 import pytest
 
-from cms_site.managers import declared_shard_keys
+from core.managers import declared_shard_keys
 from tests.contract.test_shard_targeting import RecordingDB
 
 pytestmark = pytest.mark.django_db

@@ -36,7 +36,7 @@ def test_the_deploy_table_is_the_dry_run_output():
 
 
 def test_every_hashed_index_on_id_belongs_to_a_shard_key():
-    from cms_site.managers import declared_indexes, declared_shard_keys
+    from core.managers import declared_indexes, declared_shard_keys
 
     keys = declared_shard_keys()
     for collection, models in declared_indexes().items():

@@ -4,9 +4,9 @@ after a like is read from the primary."""
 
 import pytest
 
-from cms_site.mongo import server_options
 from comments.managers.likes import CommentLikeManager
 from comments.services import comment_create
+from core.mongo import server_options
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ def test_the_socket_timeout_outlives_the_write_timeout(settings):
 
 def engine_classes():
     """The embedded engine's Collection and Cursor classes, from what get_db() hands out."""
-    from cms_site.mongo import get_db
+    from core.mongo import get_db
 
     probe = get_db()["engine_probe"]  # never written
     return type(probe), type(probe.find())
@@ -110,7 +110,7 @@ def test_feed_and_notification_page_reads_carry_max_time_ms(settings, reads, api
 
 def test_the_like_state_after_a_like_is_read_from_the_primary(monkeypatch, client, make_topic, make_user):
     """A lagging secondary stands in as an empty database behind the stale-read handle."""
-    from cms_site.mongo import get_client
+    from core.mongo import get_client
 
     topic, reader = make_topic("document"), make_user("reader")
     comment = comment_create(topic=topic, author=make_user(), text="like me")

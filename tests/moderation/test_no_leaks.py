@@ -78,7 +78,7 @@ def test_flag_threshold_hides_the_excerpt(client, topic, alice, bob, make_user, 
 
 
 def test_feed_page_costs_one_status_query(topic, alice, bob, editor):
-    from cms_site.mongo import get_db
+    from core.mongo import get_db
     from social import selectors
 
     follow_create(follower=bob, followee=alice)

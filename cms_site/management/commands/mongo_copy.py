@@ -3,8 +3,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from cms_site.managers import ensure_indexes
-from cms_site.mongo import copy_database, get_db, is_embedded, server_database
+from core.managers import ensure_indexes
+from core.mongo import copy_database, get_db, is_embedded, server_database
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand
 
-from cms_site.managers import declared_indexes, ensure_indexes, index_definition
-from cms_site.mongo import get_db
+from core.managers import declared_indexes, ensure_indexes, index_definition
+from core.mongo import get_db
 
 
 class Command(BaseCommand):

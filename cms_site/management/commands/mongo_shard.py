@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from cms_site.managers import declared_shard_keys, ensure_indexes
-from cms_site.mongo import get_client, get_db, is_embedded
+from core.managers import declared_shard_keys, ensure_indexes
+from core.mongo import get_client, get_db, is_embedded
 
 
 class Command(BaseCommand):

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from cms_site.demo import load_demo
-from cms_site.managers import ensure_indexes
-from cms_site.mongo import is_embedded
+from core.managers import ensure_indexes
+from core.mongo import is_embedded
 
 
 class Command(BaseCommand):

@@ -111,7 +111,7 @@ def _new_embedded_client():
     import docstore
 
     def shard_keys():
-        from cms_site.managers import declared_shard_keys
+        from core.managers import declared_shard_keys
 
         return declared_shard_keys()
 

@@ -23,8 +23,8 @@ from pymongo import IndexModel
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
-from cms_site import mongo
-from cms_site.mongo import get_db
+from core import mongo
+from core.mongo import get_db
 
 _registry: list[type[MongoManager]] = []
 
