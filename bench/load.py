@@ -44,6 +44,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.mongo import server_database
+
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_ARGS = ["--workers", "1", "--threads", "4", "--timeout", "60"]
 POSTER_PASSWORD = "bench-load-only-password"  # a throw-away user of a throw-away database
@@ -327,7 +329,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         result = {
             "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
                      "connections": connections, "threads": threads, "gunicorn": " ".join(GUNICORN_ARGS),
-                     "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "mongomock (in process)",
+                     "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "embedded (docstore, SQLite)",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "ready_seconds": {"ours": ours_server.ready_seconds, "xtd": xtd_server.ready_seconds},
                      "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
@@ -337,9 +339,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         for server in servers:
             server.stop()
         if os.environ.get("MONGODB_URI"):
-            import pymongo
-
-            pymongo.MongoClient(os.environ["MONGODB_URI"]).drop_database(db_name)
+            server_database(os.environ["MONGODB_URI"], db_name).client.drop_database(db_name)
         shutil.rmtree(workdir, ignore_errors=True)
     result["info"]["seconds"] = round(time.perf_counter() - started, 1)
     if json_path:
