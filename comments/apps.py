@@ -18,3 +18,8 @@ class CommentsConfig(AppConfig):
         # First: the erasure of the comments sends the signals that hide their notifications and search words.
         register_account_part("comments", order=10, export=lambda user: selectors.account_export(user=user),
                               erase=lambda *, user, comments: services.comments_forget_author(user=user, mode=comments))
+
+        from comments import views
+        from topics.sections import register_topic_section
+
+        register_topic_section("comments", order=10, build=views.topic_comments)

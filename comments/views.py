@@ -1,5 +1,8 @@
 """Comment pages. Thin: parse the request, call services and selectors, render.
 
+The topic's page itself is the topics app's (`topics.views.topic_detail`); its comment section
+is `topic_comments` here, registered with `topics.sections` when the app is ready.
+
 GET pages never write. POST endpoints (post/reply/preview, edit, delete, like/unlike)
 follow post-redirect-get: a success message, or the service's refusal. A refusal never
 throws away what was typed: the text is kept as a draft in the session and the page the
@@ -35,6 +38,7 @@ from comments.viewers import muted_ids
 from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
 from core.paging import DEFAULT_PAGE_SIZE, parse_page_request, parse_whole_number
 from core.redirects import posted_next
+from topics.sections import TopicSection
 from topics.selectors import topic_get
 
 THREAD_DISPLAY_DEPTH = 5  # levels shown indented on a topic page (depth 0..4)
@@ -110,8 +114,11 @@ def _context(request, topic, **extra) -> dict:
             "muted": muted_ids(request.user), **extra}  # authors the viewer muted: their comments collapse
 
 
-def topic_detail(request, slug):
-    topic = _topic(request, slug)
+def topic_comments(request, topic):
+    """The comment section of a topic's page (`topics.sections`, registered in
+    `CommentsConfig.ready()`): one page of comments in the order asked for, the order toggle,
+    the form, the pinned comments and the pager, as a `TopicSection`; or the redirect that a
+    bad `page`/`order`/`cursor` gets instead of the page."""
     try:
         req = parse_page_request(request.GET)
         page = selectors.comment_page(topic=topic, order=request.GET.get("order"), request=req, viewer=request.user,
@@ -140,7 +147,7 @@ def topic_detail(request, slug):
             continues = selectors.comment_get(topic=topic, comment_id=items[0].parent, viewer=request.user)
         except NotFound:
             continues = None
-    return render(request, "comments/topic_detail.html", _context(
+    return TopicSection(template="comments/_topic_comments.html", head="comments/_topic_head.html", context=_context(
         request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
         liked=page.extra["liked"], form=CommentForm(), continues=continues,
         # Pinned comments above the first page; in their place on that page a short link up to them.

@@ -1,25 +1,24 @@
 """Moderation in the Django admin, through the one pipeline (moderation.services).
 
-- Topics: `ModeratedTopicAdmin` (the topics app's `TopicAdmin` plus a "Moderate comments"
-  view) replaces the Topic registration. The view lists one page of a topic's comments (the
-  comments selector: every status shown to editors) and the topic's submissions awaiting
-  approval, and applies bulk actions through `services.comment_moderate`, the same function
-  the queue, the API and the topic page call.
+- Topics: a "Moderate comments" page, added to the topics app's admin as one of its tools
+  (`topics.admin.register_topic_admin_tool`: the topics admin stays the topics app's). It lists
+  one page of a topic's comments (the comments selector: every status shown to editors) and
+  the topic's submissions awaiting approval, and applies bulk actions through
+  `services.comment_moderate`, the same function the queue, the API and the topic page call.
 - User moderation: bans and pre-moderation of restricted users, through the same services
   (so every change is in the audit log). Adding rows here is off: bans are made on
   /moderation/users/, from a comment, or through the API.
 - The admin index links the site-wide queue, the audit log and the bans page.
 
 `is_staff` opens the admin; moderating needs the permission (core.permissions.can_moderate):
-a staff user without it gets a 403 from the moderation view and sees no moderation actions.
+a staff user without it gets a 403 from the moderation page and sees no link to it and no
+moderation actions.
 """
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.html import format_html
+from django.urls import reverse
 from django.utils.http import urlencode
 
 from comments import selectors as comment_selectors
@@ -29,82 +28,50 @@ from core.permissions import can_moderate
 from moderation import selectors, services
 from moderation.forms import ACTION_CHOICES, CommentActionForm, changed_message
 from moderation.models import SpamWord, UserModeration
-from topics.admin import TopicAdmin
-from topics.models import Topic
+from topics.admin import register_topic_admin_tool
 
 admin.site.index_template = "moderation/admin_index.html"
 
 
-class ModeratedTopicAdmin(TopicAdmin):
-    change_form_template = "moderation/admin_topic_change_form.html"
-
-    def get_list_display(self, request):
-        shown = super().get_list_display(request)
-        return (*shown, "moderation_link") if can_moderate(request.user) else shown
-
-    def get_urls(self):
-        name = f"{self.opts.app_label}_{self.opts.model_name}_moderate"
-        return [
-            path("<path:object_id>/comments/", self.admin_site.admin_view(self.moderate_view), name=name),
-            *super().get_urls(),
-        ]
-
-    @admin.display(description="Comments")
-    def moderation_link(self, obj):
-        return format_html('<a href="{}">Moderate comments</a>', self.moderation_url(obj))
-
-    def moderation_url(self, obj) -> str:
-        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_moderate", args=[obj.pk])
-
-    def moderate_view(self, request, object_id):
-        if not can_moderate(request.user):
-            raise PermissionDenied
-        topic = self.get_object(request, object_id)
-        if topic is None:
-            raise Http404("No such topic.")
-        here = self.moderation_url(topic)
-        if request.method == "POST":
-            form = CommentActionForm(request.POST)
-            back = here + "?" + urlencode({k: request.GET[k] for k in ("page", "order") if k in request.GET})
-            if not form.is_valid():
-                messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
-                return HttpResponseRedirect(back)
-            action, ids = form.cleaned_data["action"], form.cleaned_data["comments"]
-            try:
-                done = services.comment_moderate(topic=topic, comment_ids=ids, action=action, moderator=request.user)
-            except ServiceError as exc:
-                messages.error(request, exc.message)
-            else:
-                messages.success(request, changed_message(action, done))
+def topic_moderate_view(request, topic, model_admin):
+    """A topic's "Moderate comments" page in the admin (a tool of the topics admin, below)."""
+    here = reverse(f"admin:{model_admin.opts.app_label}_{model_admin.opts.model_name}_moderate", args=[topic.pk])
+    if request.method == "POST":
+        form = CommentActionForm(request.POST)
+        back = here + "?" + urlencode({k: request.GET[k] for k in ("page", "order") if k in request.GET})
+        if not form.is_valid():
+            messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
             return HttpResponseRedirect(back)
+        action, ids = form.cleaned_data["action"], form.cleaned_data["comments"]
         try:
-            page = comment_selectors.comment_page(topic=topic, order=request.GET.get("order"),
-                                                  request=parse_page_request(request.GET), viewer=request.user)
-        except InvalidInput as exc:
+            done = services.comment_moderate(topic=topic, comment_ids=ids, action=action, moderator=request.user)
+        except ServiceError as exc:
             messages.error(request, exc.message)
-            return HttpResponseRedirect(here)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
-        held = selectors.queue_page(viewer=request.user, view="pending", topic=topic.slug)  # the newest page
-        order = page.extra["order"]
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Moderate comments: {topic.title}",
-            "opts": self.opts, "original": topic, "topic": topic, "page": page, "order": order, "held": held,
-            "orders": comment_selectors.comment_orders(topic=topic), "query": urlencode({"order": order}) + "&",
-            "actions": ACTION_CHOICES,
-        }
-        return TemplateResponse(request, "moderation/admin_moderate.html", context)
+        else:
+            messages.success(request, changed_message(action, done))
+        return HttpResponseRedirect(back)
+    try:
+        page = comment_selectors.comment_page(topic=topic, order=request.GET.get("order"),
+                                              request=parse_page_request(request.GET), viewer=request.user)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return HttpResponseRedirect(here)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    held = selectors.queue_page(viewer=request.user, view="pending", topic=topic.slug)  # the newest page
+    order = page.extra["order"]
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Moderate comments: {topic.title}",
+        "opts": model_admin.opts, "original": topic, "topic": topic, "page": page, "order": order, "held": held,
+        "orders": comment_selectors.comment_orders(topic=topic), "query": urlencode({"order": order}) + "&",
+        "actions": ACTION_CHOICES,
+    }
+    return TemplateResponse(request, "moderation/admin_moderate.html", context)
 
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        if obj is not None and can_moderate(request.user):
-            context["moderation_url"] = self.moderation_url(obj)
-        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
-
-if admin.site.is_registered(Topic):
-    admin.site.unregister(Topic)
-admin.site.register(Topic, ModeratedTopicAdmin)
+register_topic_admin_tool("moderate", path="comments/", label="Moderate comments", view=topic_moderate_view,
+                          allowed=can_moderate)
 
 
 @admin.register(UserModeration)

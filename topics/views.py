@@ -1,13 +1,16 @@
-"""Topic pages: the home page (topics, newest first) and tag pages. Thin: parse, call, render.
-Each topic's comment count comes from the comments app's `with_comment_counts` template filter."""
+"""Topic pages: the home page (topics, newest first), tag pages and a topic's page. Thin: parse,
+call, render. Each topic's comment count on the home and tag pages comes from the comments app's
+`with_comment_counts` template filter; what a topic's page shows below the topic (its comments)
+comes from the sections other apps register with `topics.sections`."""
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponseBase
 from django.shortcuts import redirect, render
 
 from core.errors import InvalidInput, NotFound
 from core.paging import parse_page_request
 from topics import selectors
+from topics.sections import topic_sections
 
 
 def home(request):
@@ -38,3 +41,17 @@ def tag_detail(request, slug):
     except NotFound as exc:
         raise Http404(exc.message) from None
     return render(request, "topics/home.html", {"page": page, "tag": tag})
+
+
+def topic_detail(request, slug):
+    try:
+        topic = selectors.topic_get(slug=slug, viewer=request.user)
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+    sections = []
+    for section in topic_sections():
+        built = section.build(request, topic)
+        if isinstance(built, HttpResponseBase):  # the section refused the request (a redirect, say)
+            return built
+        sections.append(built)
+    return render(request, "topics/topic_detail.html", {"topic": topic, "sections": sections})
