@@ -1,23 +1,30 @@
 """`manage.py integrity`: check derived views against their source of truth, and with
-`repair=True` rebuild what drifted through the existing repairs (docs/deploy.md, "Integrity").
+`repair=True` rebuild what drifted (docs/deploy.md, "Integrity", has the table of checks).
+
+Public API (stable: the fault-injection suite calls it): `integrity(topics=, users=, repair=,
+batch=, say=, moderation=, grace=)` and `integrity_all(repair=)` return an `IntegrityReport`
+(`checked`, `drifted`, `repaired` per check name of CHECKS, `differences`, `remaining`).
 
 Per topic, in its storage strategy (one chronological page of `batch` comments in memory at
 a time, `comments.selectors.comment_stored_pages`):
-- `counter`: the discussion counter (`count`) equals the stored comments, and `seq` runs
-  1..N in chronological order, no hole, no double. Reported only: no repair renumbers
-  comments (a hole is what a crash between the counter's `$inc` and the insert leaves).
+- `counter`: the discussion counter equals the stored comments and `seq` runs 1..N, no gap,
+  no double (repair: `comments.services.comment_counter_repair`, tombstones in gaps older
+  than `grace`; a counter behind is raised);
 - `likes`: each comment's `likes` and `latest_likers` equal its active like edges
-  (`comments.services.comment_likes_repair`, which also repairs).
+  (`comments.services.comment_likes_repair`, which also repairs);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
-  other entries (`search.services.comment_search_drift`; repair: `comment_search_rebuild`
-  of the topic, which rewrites every entry; entries of comments that are gone are reported,
-  not removed).
-Per user, in batches of `batch` primary keys (a Django iterator):
+  entries of comments it does not store (`search.services.comment_search_drift`,
+  `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`).
+Per user, in batches of `batch` primary keys (a Django iterator), or the users named:
 - `follow lists`: followers/following ids and counts equal the follow edges
-  (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_rebuild`).
+  (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_rebuild`);
+- `feeds`: the pushed feed holds what delivery leaves (`social.selectors.feed_drift`; repair:
+  `social.services.feed_repair`);
+- `notification groups`: a group's count equals its events
+  (`notifications.selectors.notification_groups_drift`; repair: `notification_groups_recount`);
 - `unread`: the notification unread counter equals the unread, shown groups
   (`notifications.selectors.unread_counters_drift`; repair: `unread_counters_recount`).
-Once, with the per-user checks:
+Once, when every user is checked:
 - `moderation`: the moderation tab totals equal the queue entries in each state
   (`moderation.services.moderation_counts_drift`; repair: `moderation_repair(recount=True)`,
   which also recounts flag counters and held totals; those two are not checked yet).
@@ -31,16 +38,23 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from comments.selectors import comment_manager, comment_stored_pages
-from comments.services import comment_likes_repair
+from comments.services import GAP_GRACE_SECONDS, GAPS_KEPT, SeqCheck, comment_counter_repair, comment_likes_repair
 from moderation.services import moderation_counts_drift, moderation_repair
-from notifications.selectors import unread_counters_drift
-from notifications.services import unread_counters_recount
-from search.services import comment_search_count, comment_search_drift, comment_search_rebuild
-from social.selectors import follow_lists_drift
-from social.services import follow_lists_rebuild
+from notifications.selectors import notification_groups_drift, unread_counters_drift
+from notifications.services import notification_groups_recount, unread_counters_recount
+from search.services import (
+    comment_search_count,
+    comment_search_drift,
+    comment_search_prune,
+    comment_search_rebuild,
+    comment_search_strays,
+)
+from social.selectors import feed_drift, follow_lists_drift
+from social.services import feed_repair, follow_lists_rebuild
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
-CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION)
+FEEDS, GROUPS = "feeds", "notification groups"
+CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION)
 
 
 @dataclass
@@ -56,40 +70,73 @@ class IntegrityReport:
     @property
     def remaining(self) -> int:
         """Differences this run left: all of them without repair; with it, those no repair
-        rebuilds (counter and seq, search entries of comments that are gone, raced likes)."""
+        rebuilt (gaps younger than the grace, doubles in seq, raced likes and groups)."""
         return self.differences - sum(self.repaired.values())
 
 
-def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say) -> None:
-    stored = holes = doubles = previous = search_stale = 0
+def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say,
+                grace: float = GAP_GRACE_SECONDS) -> None:
+    """The derived views of one topic's discussion: its counter and `seq`, its search entries
+    (stale, missing, and those of comments it no longer stores), its likes."""
+    manager = comment_manager(topic)
+    seq = SeqCheck(counter=manager.count(discussion_id=topic.discussion_id))
+    behind = manager.last_seq(discussion_id=topic.discussion_id)
+    behind_note = ""
+    if behind > seq.counter:  # pages stop at the counter: the comments past it are hidden until it is raised
+        report.drifted[COUNTER] += 1
+        behind_note = f"counter {seq.counter} behind the stored number {behind}"
+        if repair and manager.raise_counter(discussion_id=topic.discussion_id, at_least=behind):
+            report.repaired[COUNTER] += 1
+            behind_note += ", raised"
+            seq.counter = manager.count(discussion_id=topic.discussion_id)
+    search_stale = 0
     search_off: list[str] = []  # the first ids, for the report line
-    counter = comment_manager(topic).count(discussion_id=topic.discussion_id)
+    previous, previous_posted, threaded_gaps = 0, None, []
     for page in comment_stored_pages(topic=topic, page_size=batch):
-        for comment in page:
-            stored += 1
+        for comment in sorted(page, key=lambda c: c.seq):
+            seq.stored += 1
             if comment.seq == previous:
-                doubles += 1
+                seq.doubles += 1
             elif comment.seq > previous + 1:
-                holes += comment.seq - previous - 1
+                for missing in range(previous + 1, comment.seq):
+                    seq.gap_count += 1
+                    if len(threaded_gaps) < GAPS_KEPT:
+                        threaded_gaps.append((missing, previous_posted, comment.posted))
             previous = max(previous, comment.seq)
+            previous_posted = comment.posted
         stale = comment_search_drift(topic=topic, comments=page)
         search_stale += len(stale)
         search_off.extend(stale[: max(0, 5 - len(search_off))])
-    notes = []
-    if counter != stored or holes or doubles:
+    seq.gaps, seq.max_seq, seq.last_posted = threaded_gaps, previous, previous_posted
+    seq.gap_count += max(0, seq.counter - seq.max_seq)
+    notes = [behind_note] if behind_note else []
+    if seq.off:
         report.drifted[COUNTER] += 1
-        notes.append(f"counter {counter} for {stored} stored comment(s), {holes} hole(s) and {doubles} double(s) "
-                     "in seq (not repaired)")
-    search_extra = max(0, comment_search_count(topic=topic) - stored)
-    search_drift = search_stale + search_extra
+        fixed = comment_counter_repair(topic=topic, check=seq, grace=grace) if repair else 0
+        notes.append(f"counter {seq.counter} for {seq.stored} stored comment(s), {seq.gap_count} number(s) without a "
+                     f"comment and {seq.doubles} double(s) in seq"
+                     + (f", {fixed} fixed" if repair else "")
+                     + (" (doubles are not renumbered)" if repair and seq.doubles else ""))
+        if repair and fixed and not seq.doubles:
+            report.repaired[COUNTER] += 1
+        if repair and fixed:
+            comment_search_rebuild(topics=[topic], page_size=batch)  # the tombstones' entries
+    strays: list[str] = []
+    if comment_search_count(topic=topic) > seq.stored - search_stale:
+        for chunk in comment_search_strays(topic=topic, batch=batch):
+            strays.extend(chunk)
+    search_drift = search_stale + len(strays)
     if search_drift:
         report.drifted[SEARCH] += search_drift
         notes.append(f"search: {search_stale} entr(y/ies) missing or stale"
                      + (f" ({', '.join(search_off[:5])})" if search_off else "")
-                     + (f", {search_extra} of comments that are gone (not removed)" if search_extra else ""))
-        if repair and search_stale:
-            comment_search_rebuild(topics=[topic], page_size=batch)
-            report.repaired[SEARCH] += search_stale
+                     + (f", {len(strays)} of comments that are gone" if strays else ""))
+        if repair:
+            if search_stale:
+                comment_search_rebuild(topics=[topic], page_size=batch)
+            if strays:
+                comment_search_prune(topic=topic, comment_ids=strays)
+            report.repaired[SEARCH] += search_drift
     likes = comment_likes_repair(topics=[topic], repair=repair)
     if likes.drifted:
         report.drifted[LIKES] += likes.drifted
@@ -97,11 +144,13 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
                      + (f", {likes.repaired} repaired, {likes.raced} raced (run again)" if repair else ""))
         report.repaired[LIKES] += likes.repaired
     report.checked["topics"] += 1
-    report.checked["comments"] += stored
-    say(f"topic {topic.slug}: {stored} comment(s); " + ("; ".join(notes) if notes else "ok"))
+    report.checked["comments"] += seq.stored
+    say(f"topic {topic.slug}: {seq.stored} comment(s); " + ("; ".join(notes) if notes else "ok"))
 
 
 def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, say) -> None:
+    """The derived views of a batch of users: follow lists, pushed feeds, notification groups,
+    unread counters."""
     notes = []
     follows = follow_lists_drift(user_ids=user_ids)
     if follows:
@@ -110,6 +159,21 @@ def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, s
         if repair:
             follow_lists_rebuild(user_ids=follows)
             report.repaired[FOLLOWS] += len(follows)
+    feeds = feed_drift(user_ids=user_ids)
+    if feeds:
+        report.drifted[FEEDS] += len(feeds)
+        notes.append("feeds " + ", ".join(
+            f"user {d.owner}: {d.missing_count} missing, {d.duplicates} repeated, {len(d.strays)} of removed activities"
+            + (f", muted author(s) {', '.join(map(str, d.muted))}" if d.muted else "") for d in feeds[:10]))
+        if repair:
+            feed_repair(drifts=feeds)
+            report.repaired[FEEDS] += len(feeds)
+    groups = notification_groups_drift(user_ids=user_ids)
+    if groups:
+        report.drifted[GROUPS] += len(groups)
+        notes.append("notification groups " + ", ".join(f"{g}: count {c} for {n} event(s)" for g, _, c, n in groups[:10]))
+        if repair:
+            report.repaired[GROUPS] += notification_groups_recount(groups=groups)
     unread = unread_counters_drift(user_ids=user_ids)
     if unread:
         report.drifted[UNREAD] += len(unread)
@@ -120,25 +184,41 @@ def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, s
     say(f"users {user_ids[0]}..{user_ids[-1]}: {len(user_ids)} user(s); " + ("; ".join(notes) if notes else "ok"))
 
 
-def integrity(*, topics, users: bool = True, repair: bool = False, batch: int = 500,
-              say=lambda message: None) -> IntegrityReport:
-    """Check (and with `repair`, rebuild) the derived views of `topics` (an iterator) and, when
-    `users`, of every user in primary-key batches of `batch`. One progress line per topic and
-    per batch of users through `say`."""
+def integrity(*, topics, users=True, repair: bool = False, batch: int = 500, say=lambda message: None,
+              moderation: bool | None = None, grace: float = GAP_GRACE_SECONDS) -> IntegrityReport:
+    """Check (and with `repair`, rebuild) the derived views of `topics` (an iterable of topics) and
+    of users: `users` True for every user in primary-key batches of `batch`, False for none, or
+    an iterable of user ids. `moderation` (by default: when every user is checked) adds the
+    site-wide moderation totals. `grace`: seconds within which a gap in a discussion's numbers
+    may be a post in flight (not filled). One progress line per topic and per batch of users
+    through `say`. Returns the report; its `remaining` is what a run left."""
     report = IntegrityReport()
     for topic in topics:
-        check_topic(topic, repair=repair, batch=batch, report=report, say=say)
-    if users:
-        ids: list[int] = []
-        for user_id in get_user_model().objects.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch):
-            ids.append(user_id)
-            if len(ids) >= batch:
-                check_users(ids, repair=repair, report=report, say=say)
-                ids = []
-        if ids:
+        check_topic(topic, repair=repair, batch=batch, report=report, say=say, grace=grace)
+    if users is True:
+        user_ids = get_user_model().objects.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch)
+    else:
+        user_ids = iter(users or ())
+    ids: list[int] = []
+    for user_id in user_ids:
+        ids.append(int(user_id))
+        if len(ids) >= batch:
             check_users(ids, repair=repair, report=report, say=say)
+            ids = []
+    if ids:
+        check_users(ids, repair=repair, report=report, say=say)
+    if moderation if moderation is not None else users is True:
         check_moderation(repair=repair, report=report, say=say)
     return report
+
+
+def integrity_all(*, repair: bool = False, batch: int = 500, say=lambda message: None,
+                  grace: float = GAP_GRACE_SECONDS) -> IntegrityReport:
+    """Every topic and every user (what `manage.py integrity` runs without options)."""
+    from topics.models import Topic
+
+    return integrity(topics=Topic.objects.order_by("pk").iterator(chunk_size=batch), users=True, repair=repair,
+                     batch=batch, say=say, grace=grace)
 
 
 def check_moderation(*, repair: bool, report: IntegrityReport, say) -> None:

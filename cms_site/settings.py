@@ -254,6 +254,9 @@ FEED_PUSH_LIMIT = env_int("FEED_PUSH_LIMIT", 10_000)
 FEED_FOLLOW_BACKFILL = env_int("FEED_FOLLOW_BACKFILL", 20)  # a new follow brings this many recent activities
 # Pushes skip followers not seen for this many days; their feed is rebuilt when they return.
 FEED_ACTIVE_DAYS = env_int("FEED_ACTIVE_DAYS", 30)
+# Pushed feed copies (fan-out on write, and a bucket from its last push) expire after this many
+# days (a TTL index); `manage.py integrity` expects nothing older in a feed (docs/deploy.md).
+FEED_ITEM_DAYS = env_int("FEED_ITEM_DAYS", 90)
 
 # --- Background work (Celery) ----------------------------------------------------
 # Production: a Redis broker and `celery -A cms_site worker`. With no broker the tasks run

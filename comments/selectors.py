@@ -238,6 +238,11 @@ def comment_stored_pages(*, topic, page_size: int = 100):
         number += 1
 
 
+def comment_existing_ids(*, topic, comment_ids: list[str]) -> set[str]:
+    """Which of `comment_ids` the topic's discussion stores (one storage read)."""
+    return comment_manager(topic).existing_ids(discussion_id=topic.discussion_id, comment_ids=list(comment_ids))
+
+
 def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
     """The comment and all its descendants in threaded order."""
     if not is_comment_id(comment_id):

@@ -38,7 +38,7 @@ month (`comments.managers.credits`); points are derived from them when read:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -596,3 +596,59 @@ def comments_forget_author(*, user, mode: str) -> int:
     for manager in managers.values():
         manager.forget_author(author_id=user.pk, name=user.username)
     return erased
+
+
+# --- the counter and `seq` (manage.py integrity) ------------------------------------------
+
+GAPS_KEPT = 10_000  # gaps one pass remembers and one repair fills (memory stays bounded; run again for more)
+GAP_GRACE_SECONDS = 60  # a post takes its number and stores its comment within this: a younger gap may be in flight
+
+
+@dataclass
+class SeqCheck:
+    """What one pass over a discussion's comments in chronological order found."""
+
+    counter: int = 0  # the discussion's counter (the last number taken)
+    stored: int = 0  # comments stored
+    max_seq: int = 0
+    doubles: int = 0  # comments numbered like the one before them
+    # [(seq, posted of the comment before it or None, posted of the comment after it)]: numbers no
+    # stored comment holds, the first GAPS_KEPT of them
+    gaps: list = field(default_factory=list)
+    gap_count: int = 0  # all of them, with those past the counter's last stored comment
+    last_posted: datetime | None = None
+
+    @property
+    def off(self) -> bool:
+        return self.counter != self.stored or bool(self.doubles) or bool(self.gaps) or self.max_seq != self.stored
+
+
+def comment_counter_repair(*, topic, check: SeqCheck, grace: float = GAP_GRACE_SECONDS,
+                           now: datetime | None = None) -> int:
+    """Make the discussion's counter equal its stored comments, as `check` (a pass over them) found:
+
+    - a number taken by a writer that died before storing its comment (a gap in `seq`, or the
+      counter past the last stored comment) gets a tombstone in its place (status deleted, no
+      author, no text), dated like the comment before it: pages keep their size and nothing
+      already shown moves. Only gaps whose next comment (or, at the end, the last comment) is
+      older than `grace` seconds: a younger one may be a post still in flight;
+    - a counter behind the stored numbers is raised to the last one (`$max`: a racing post keeps
+      its number);
+    - an embedded discussion (numbers are array positions) gets its count set to its length.
+    Doubles (two comments with one number) are left: they are reported, not renumbered.
+    Returns the fixes made."""
+    manager = comment_manager(topic)
+    now = now or timezone.now()
+    fixed = 0
+    if manager.storage == "embedded":
+        if check.counter != check.stored:
+            fixed += manager.set_count(discussion_id=topic.discussion_id, before=check.counter, count=check.stored)
+        return fixed
+    tail = range(check.max_seq + 1, min(check.counter, check.max_seq + GAPS_KEPT) + 1)
+    for seq, posted, after in [*check.gaps, *[(s, check.last_posted, check.last_posted) for s in tail]]:
+        if grace > 0 and (after is None or (now - after).total_seconds() < grace):
+            continue
+        fixed += manager.fill_gap(discussion_id=topic.discussion_id, seq=seq, posted=posted or after or now)
+    if check.counter < check.max_seq:
+        fixed += manager.raise_counter(discussion_id=topic.discussion_id, at_least=check.max_seq)
+    return fixed

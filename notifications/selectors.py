@@ -139,3 +139,10 @@ def unread_counters_drift(*, user_ids: list[int]) -> dict[int, tuple[int, int]]:
     counter differs from their groups (the check of `manage.py integrity`; the repair is
     `services.unread_counters_recount`). Two queries for the batch."""
     return NotificationManager().unread_counters_off(recipients=list(user_ids))
+
+
+def notification_groups_drift(*, user_ids: list[int]) -> list[tuple[str, int, int, int]]:
+    """[(group id, user id, stored count, events)] of the users' notification groups whose count
+    differs from their events (the check of `manage.py integrity`; the repair is
+    `services.notification_groups_recount`). One query for the batch."""
+    return NotificationManager().groups_off(recipients=list(user_ids))

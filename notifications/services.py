@@ -420,3 +420,12 @@ def unread_counters_recount(*, user_ids) -> int:
         manager.recount_unread(recipient=int(user_id))
         done += 1
     return done
+
+
+def notification_groups_recount(*, groups) -> int:
+    """Set each group's count to its events (`selectors.notification_groups_drift`'s rows); a
+    group with none left goes. Returns how many changed (a group changed meanwhile is left:
+    run the check again)."""
+    manager = NotificationManager()
+    return sum(manager.set_group_count(group=group, recipient=recipient, before=count, count=events)
+               for group, recipient, count, events in groups)

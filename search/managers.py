@@ -115,6 +115,23 @@ class CommentSearchManager(MongoManager):
         """How many entries one discussion has: a count on the (d, s, p) index's prefix."""
         return self.collection.count_documents({"d": int(discussion_id)})
 
+    def discussion_comment_ids(self, *, discussion_id: int, batch: int = 500):
+        """The comment ids of one discussion's entries, in lists of at most `batch`: one cursor on
+        the (d, s, p, _id) index (the check of entries whose comment is gone)."""
+        chunk: list[str] = []
+        for doc in self.collection.find({"d": int(discussion_id)}, {"c": 1, "_id": 0}).batch_size(batch):
+            chunk.append(doc["c"])
+            if len(chunk) >= batch:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    def remove(self, *, discussion_id: int, comment_ids: list[str]) -> int:
+        """Delete the entries of these comments (entries whose comment is gone)."""
+        keys = [_key(discussion_id, c) for c in comment_ids]
+        return self.collection.delete_many({"_id": {"$in": keys}}).deleted_count if keys else 0
+
     def bulk_load(self, entries: list[dict], chunk: int = 20_000) -> int:
         """Insert `entry()` documents of comments not indexed yet (the benchmark's loader and
         a rebuild into an empty collection); returns how many were written."""

@@ -8,7 +8,7 @@ state). `comment_search_rebuild` rebuilds a topic's entries (`manage.py comments
 
 from __future__ import annotations
 
-from comments.selectors import comment_stored, comment_stored_pages
+from comments.selectors import comment_existing_ids, comment_stored, comment_stored_pages
 from search.managers import CommentSearchManager
 from topics.models import Topic
 
@@ -64,3 +64,17 @@ def comment_search_count(*, topic) -> int:
     """How many search entries `topic`'s discussion has (more than its stored comments: entries
     of comments that are gone)."""
     return CommentSearchManager().count_discussion(discussion_id=topic.discussion_id)
+
+
+def comment_search_strays(*, topic, batch: int = 500):
+    """Comment ids of `topic`'s search entries whose comment the discussion does not store, in
+    lists (one page of `batch` entries in memory at a time; one storage read per page)."""
+    for chunk in CommentSearchManager().discussion_comment_ids(discussion_id=topic.discussion_id, batch=batch):
+        stray = sorted(set(chunk) - comment_existing_ids(topic=topic, comment_ids=chunk))
+        if stray:
+            yield stray
+
+
+def comment_search_prune(*, topic, comment_ids: list[str]) -> int:
+    """Delete the search entries of comments `topic` no longer stores (`comment_search_strays`)."""
+    return CommentSearchManager().remove(discussion_id=topic.discussion_id, comment_ids=comment_ids)

@@ -10,8 +10,10 @@ Followers and following pages are newest first (most recent follow first).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
@@ -25,6 +27,7 @@ from social.feeds.hybrid import merged_page
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.mutes import MuteManager
+from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
 from topics.models import Topic, TopicSlugRedirect
 
@@ -217,3 +220,89 @@ def follow_lists_drift(*, user_ids: list[int]) -> list[int]:
                 drifted.append(owner)
                 break
     return drifted
+
+
+FEED_MISSING_KEPT = 1000  # missing activities one check keeps per reader (the repair delivers them; run again for more)
+
+
+@dataclass
+class FeedDrift:
+    """How one reader's pushed feed differs from what the author log and the follow edges say."""
+
+    owner: int
+    missing: list[Activity] = field(default_factory=list)  # oldest first, at most FEED_MISSING_KEPT
+    missing_count: int = 0
+    duplicates: int = 0  # copies beyond the first of an activity
+    strays: list[str] = field(default_factory=list)  # copies of activities the log no longer holds
+    muted: list[int] = field(default_factory=list)  # muted authors with copies
+
+    @property
+    def differences(self) -> int:
+        return self.missing_count + self.duplicates + len(self.strays) + len(self.muted)
+
+
+def feed_drift(*, user_ids: list[int], now: datetime | None = None) -> list[FeedDrift]:
+    """The readers among `user_ids` whose pushed feed (FEED_STRATEGY `write` or `bucket`) is not
+    what delivery leaves (the check of `manage.py integrity`; the repair is
+    `services.feed_repair`). A reader's feed must hold, once each, every activity of every author
+    they follow dated at or after the follow and within FEED_ITEM_DAYS (the copies' lifetime),
+    except authors they muted, authors pulled at read time (above FEED_PUSH_LIMIT followers) and
+    what no reader may see (`visible_activities`: a draft's or scheduled topic's, a hidden,
+    removed or deleted comment's); it may hold more (a follow's backfill, authors since
+    unfollowed), but no activity the log no longer holds and no muted author's. Readers not seen
+    for FEED_ACTIVE_DAYS are skipped: their feed is rebuilt when they return.
+    Per reader: one cursor over their copies (their ids in memory: a feed is bounded by its
+    lifetime), one over their follow edges, one per followed author over the log since the
+    follow; fan-out on read has no copies and nothing to check."""
+    feed = get_feed()
+    owners = [int(u) for u in user_ids]
+    if feed.name == "read" or not owners:
+        return []
+    now = now or datetime.now(UTC)
+    today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    inactive = PresenceManager().inactive_among(owners, cutoff=today - timedelta(days=max(0, settings.FEED_ACTIVE_DAYS)))
+    lifetime = now - timedelta(days=max(0, settings.FEED_ITEM_DAYS))
+    pulled = set(PulledAuthorManager().all_ids())
+    log, edges, mutes = ActivityLogManager(), FollowEdgeManager(), MuteManager()
+    drifted = []
+    for owner in owners:
+        if owner in inactive:
+            continue
+        muted = mutes.muted_by(muter=owner)
+        drift = FeedDrift(owner=owner)
+        copies: dict[str, int] = {}
+        muted_seen: set[int] = set()
+        for aid, author in feed.delivered(owner=owner):
+            copies[aid] = copies.get(aid, 0) + 1
+            if author in muted:
+                muted_seen.add(author)
+        drift.duplicates = sum(n - 1 for n in copies.values())
+        drift.muted = sorted(muted_seen)
+        ids = list(copies)
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            drift.strays.extend(sorted(set(chunk) - log.existing(chunk)))
+        for followee, since in edges.following_since(follower=owner):
+            if followee in muted or followee in pulled:
+                continue
+            start = max(since, lifetime) if since is not None else lifetime
+            pending: list[Activity] = []
+            for activity in log.since(author=followee, since=start):
+                if activity.id not in copies:
+                    pending.append(activity)
+                if len(pending) >= 500:
+                    _count_missing(drift, pending)
+                    pending = []
+            _count_missing(drift, pending)
+        if drift.differences:
+            drift.missing.sort(key=lambda a: (a.date, a.id))
+            drifted.append(drift)
+    return drifted
+
+
+def _count_missing(drift: FeedDrift, activities: list[Activity]) -> None:
+    if not activities:
+        return
+    shown = visible_activities(activities, viewer=None)
+    drift.missing_count += len(shown)
+    drift.missing.extend(shown[: max(0, FEED_MISSING_KEPT - len(drift.missing))])

@@ -389,3 +389,21 @@ def user_forget(*, user) -> None:
     for name in FEED_STRATEGIES:
         get_feed(name).forget_user(user_id=uid)
     ActivityLogManager().forget_user(user_id=uid)
+
+
+def feed_repair(*, drifts) -> int:
+    """Bring each reader's pushed feed to what `selectors.feed_drift` expects: one copy of each
+    activity (`dedupe`), none of an activity the log no longer holds or of a muted author, and
+    the missing ones delivered to that reader alone, oldest first (`FeedManager.backfill`,
+    idempotent). Returns the copies written or removed."""
+    feed, changed = get_feed(), 0
+    for drift in drifts:
+        if drift.duplicates:
+            changed += feed.dedupe(owner=drift.owner)
+        if drift.strays:
+            changed += feed.remove(owner=drift.owner, activity_ids=drift.strays)
+        for author in drift.muted:
+            changed += feed.purge_author(owner=drift.owner, author=author)
+        if drift.missing:
+            changed += feed.backfill(owner=drift.owner, activities=drift.missing)
+    return changed

@@ -391,6 +391,34 @@ class CommentManager(MongoManager, abc.ABC):
                 raise
         return len(comments)
 
+    # --- repairs of the counter and `seq` (manage.py integrity) -------------------------
+
+    def fill_gap(self, *, discussion_id: int, seq: int, posted: datetime) -> bool:
+        """Store a tombstone (status deleted, no author, no text) numbered `seq`, dated `posted`:
+        the place of a number a writer took and died before storing its comment, so the counter
+        equals the stored comments and pages keep their size. Strategies whose numbers are
+        array positions (embedded) have no gaps and store nothing."""
+        return False
+
+    def raise_counter(self, *, discussion_id: int, at_least: int) -> bool:
+        """Raise the discussion counter to `at_least` (`$max`: never lowered, so a post racing
+        with the repair keeps its number). True when it moved."""
+        return False
+
+    def last_seq(self, *, discussion_id: int) -> int:
+        """The highest number a stored comment holds, whatever the counter says (0: none). Pages
+        stop at the counter, so a counter behind its comments hides them from a pass over pages."""
+        return 0
+
+    def set_count(self, *, discussion_id: int, before: int, count: int) -> bool:
+        """Set a count that is not a sequence counter (embedded: the array's length) from
+        `before` to `count`, guarded by `before` (a post in between wins). True when it moved."""
+        return False
+
+    def existing_ids(self, *, discussion_id: int, comment_ids: list[str]) -> set[str]:
+        """Which of `comment_ids` the discussion stores (the check of stray search entries)."""
+        return {c for c in comment_ids if self.get(discussion_id=discussion_id, comment_id=c) is not None}
+
     @abc.abstractmethod
     def bulk_load(self, comments: list[Comment], *, threaded: bool = False) -> int:
         """Store the comments of ONE new discussion, in posting order, as `post()` calls would

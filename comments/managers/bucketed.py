@@ -295,6 +295,38 @@ class BucketedCommentManager(CommentManager):
 
     # --- reads -------------------------------------------------------------------
 
+    # --- repairs of the counter (manage.py integrity) ---------------------------------
+
+    def fill_gap(self, *, discussion_id, seq, posted):
+        size = self._meta(discussion_id, read=False)[1]
+        self.discussions.update_one({"_id": discussion_id}, {"$set": {"moderated": True}})  # the hint first
+        tombstone = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=FORGOTTEN, text="",
+                                parent=None, posted=posted)
+        tombstone.status, tombstone.seq = DELETED, int(seq)
+        bucket = bucket_of(tombstone.seq, size)
+        # Pushed only while the bucket does not hold the number (its comment arrived meanwhile).
+        key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
+               "comments.seq": {"$ne": tombstone.seq}}
+        push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(tombstone)], "$sort": {"seq": 1}}}}
+        try:
+            self.buckets.update_one(key, push, upsert=True)
+        except DuplicateKeyError:  # the bucket exists and holds the number
+            return False
+        return True
+
+    def raise_counter(self, *, discussion_id, at_least):
+        return self.discussions.update_one({"_id": discussion_id}, {"$max": {"count": int(at_least)}}).modified_count > 0
+
+    def last_seq(self, *, discussion_id):
+        docs = list(self.buckets.find({"discussion_id": discussion_id}, {"comments.seq": 1, "_id": 0}).sort(
+            "bucket", -1).limit(1))
+        return max((int(e.get("seq", 0)) for e in docs[0].get("comments", [])), default=0) if docs else 0
+
+    def existing_ids(self, *, discussion_id, comment_ids):
+        wanted = set(comment_ids)
+        docs = self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": list(wanted)}}, {"comments.id": 1})
+        return {e["id"] for doc in docs for e in doc.get("comments", []) if e.get("id") in wanted}
+
     def _meta(self, discussion_id: int, *, read: bool = True, session=None, hints: dict | None = None) -> tuple[int, int]:
         """(count, size) of the discussion; its hints into `hints` when given (the same read)."""
         db = self.read_db if read else self.db

@@ -288,6 +288,32 @@ class DocumentCommentManager(CommentManager):
                 self.collection.update_many({"discussion_id": discussion_id, "reply_to": name}, {"$set": {"reply_to": None}})
         return mine
 
+    # --- repairs of the counter (manage.py integrity) ---------------------------------
+
+    def fill_gap(self, *, discussion_id, seq, posted):
+        self._hint_upsert(discussion_id, {"$set": {"moderated": True}})  # the hint first: never behind the comments
+        tombstone = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(), author=FORGOTTEN, text="",
+                                parent=None, posted=posted)
+        tombstone.status, tombstone.seq = DELETED, int(seq)
+        if self.collection.count_documents({"discussion_id": discussion_id, "seq": int(seq)}, limit=1):
+            return False  # the number's comment arrived meanwhile
+        self.collection.insert_one(self._to_document(tombstone))
+        return True
+
+    def raise_counter(self, *, discussion_id, at_least):
+        return self.discussions.update_one({"_id": discussion_id}, {"$max": {"seq": int(at_least)}},
+                                           upsert=True).modified_count > 0
+
+    def last_seq(self, *, discussion_id):
+        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "_id": 0}).sort(
+            "seq", DESCENDING).limit(1))
+        return int(docs[0].get("seq", 0)) if docs else 0
+
+    def existing_ids(self, *, discussion_id, comment_ids):
+        ids = [self.doc_id(discussion_id, c) for c in comment_ids]
+        return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
+                                                           {"cid": 1, "_id": 0})}
+
     # --- reads -------------------------------------------------------------------
 
     def counts(self, *, discussion_ids):

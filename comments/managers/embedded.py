@@ -401,6 +401,15 @@ class EmbeddedCommentManager(CommentManager):
                 self.collection.update_one({"_id": doc["_id"]}, {"$set": changes})
         return mine
 
+    def set_count(self, *, discussion_id, before, count):
+        return self.collection.update_one({"_id": discussion_id, "count": int(before)},
+                                          {"$set": {"count": int(count)}}).modified_count > 0
+
+    def existing_ids(self, *, discussion_id, comment_ids):
+        doc = self._load(discussion_id, read=False)
+        wanted = set(comment_ids)
+        return {e["id"] for e in iter_elements(doc)} & wanted if doc else set()
+
     # --- reads -------------------------------------------------------------------
 
     def _load(self, discussion_id: int, projection: dict | None = None, *, read: bool = True) -> dict | None:

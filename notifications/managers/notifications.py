@@ -134,6 +134,35 @@ class NotificationManager(MongoManager):
         return {r: (stored.get(r, 0), counted.get(r, 0)) for r in recipients
                 if stored.get(r, 0) != counted.get(r, 0)}
 
+    def groups_off(self, *, recipients: list[int]) -> list[tuple[str, int, int, int]]:
+        """[(group id, recipient, stored count, events remembered)] of the recipients' groups whose
+        count disagrees with their events: fewer than EVENT_MEMORY events remembered means the
+        group saw exactly those, so the count must equal them; a full memory means at least as
+        many. One cursor over the recipients' groups (the index's `r` prefix), the `events`
+        array's size computed on the server."""
+        off = []
+        cursor = self.collection.aggregate([
+            {"$match": {"r": {"$in": [int(r) for r in recipients]}}},
+            {"$project": {"r": 1, "count": 1, "n": {"$size": {"$ifNull": ["$events", []]}}}},
+        ])
+        for doc in cursor:
+            count, n = int(doc.get("count", 0)), int(doc["n"])
+            if count != n and (n < EVENT_MEMORY or count < n):
+                off.append((doc["_id"], doc["r"], count, n))
+        return off
+
+    def set_group_count(self, *, group: str, recipient: int, before: int, count: int) -> bool:
+        """Set a group's count to its remembered events (guarded by the count read: an event in
+        between wins); a group with no event left is deleted, and the recipient's unread counter
+        recounted. True when it changed."""
+        key = {"_id": group, "r": int(recipient), "count": int(before)}  # the shard key: one shard
+        if count <= 0:
+            changed = self.collection.delete_one(key).deleted_count > 0
+            if changed:
+                self.recount_unread(recipient=int(recipient))
+            return changed
+        return self.collection.update_one(key, {"$set": {"count": int(count)}}).modified_count > 0
+
     def _inc(self, recipient: int, delta: int) -> None:
         self.db[self.counters_name].update_one({"_id": recipient}, {"$inc": {"unread": delta}}, upsert=True)
 

@@ -145,6 +145,22 @@ class FeedManager(MongoManager, abc.ABC):
         naming them, in every owner's feed (account deletion). Fan-out on read has nothing."""
         return 0
 
+    # --- the check and repair of delivered feeds (manage.py integrity) ---------------------
+
+    def delivered(self, *, owner: int) -> Iterable[tuple[str, int]]:
+        """(activity id, author) of every copy in `owner`'s pushed feed, in the strategy's order.
+        Fan-out on read delivers nothing."""
+        return iter(())
+
+    def remove(self, *, owner: int, activity_ids: list[str]) -> int:
+        """Remove these activities' copies from `owner`'s pushed feed (their activity is gone)."""
+        return 0
+
+    def dedupe(self, *, owner: int) -> int:
+        """Keep one copy of each activity in `owner`'s pushed feed (the first in the strategy's
+        order); returns the copies removed. Only strategies whose push can repeat one override it."""
+        return 0
+
     @staticmethod
     def batched(chunks: FollowerChunks, size: int = 1000) -> Iterable[list[int]]:
         """Re-cut follower chunks into batches of `size` ids: one bulk round trip each."""

@@ -120,6 +120,41 @@ class BucketedFanoutFeed(FeedManager):
                                            {"$pull": {"activities": {field: uid}}}).modified_count
         return changed
 
+    def delivered(self, *, owner):
+        cursor = self.db[self.buckets_name].find({"owner": int(owner)}, {"activities.aid": 1, "activities.author": 1}).sort(
+            "sequence", 1)
+        for bucket in cursor:
+            for item in bucket.get("activities", []):
+                yield str(item.get("aid")), item.get("author")
+
+    def remove(self, *, owner, activity_ids):
+        aids = [ObjectId(a) for a in activity_ids]
+        if not aids:
+            return 0
+        return self.db[self.buckets_name].update_many({"owner": int(owner), "activities.aid": {"$in": aids}},
+                                                      {"$pull": {"activities": {"aid": {"$in": aids}}}}).modified_count
+
+    def dedupe(self, *, owner):
+        """A retried delivery can push an activity twice: each bucket holding a copy seen before
+        (oldest bucket first) is rewritten without it, guarded by the bucket's length (a push in
+        between makes the rewrite match nothing; run again). One bucket in memory at a time, and
+        the owner's activity ids."""
+        buckets, seen, removed = self.db[self.buckets_name], set(), 0
+        for bucket in buckets.find({"owner": int(owner)}, {"activities": 1, "sequence": 1}).sort("sequence", 1):
+            items = bucket.get("activities", [])
+            kept = []
+            for item in items:
+                if item.get("aid") in seen:
+                    continue
+                seen.add(item.get("aid"))
+                kept.append(item)
+            if len(kept) < len(items):
+                key = {"_id": bucket["_id"], "owner": int(owner), "sequence": bucket["sequence"],
+                       "activities": {"$size": len(items)}}
+                if buckets.update_one(key, {"$set": {"activities": kept}}).modified_count:
+                    removed += len(items) - len(kept)
+        return removed
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_bucket_cursor(cursor)
         query: dict = {"owner": owner}

@@ -13,6 +13,8 @@ precision and `_id` breaks ties, so the order is total and stable.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
@@ -69,6 +71,20 @@ class ActivityLogManager(MongoManager):
             query["author"] = int(author)
         doc = self.collection.find_one(query)
         return Activity.from_fields(doc, id=doc["_id"]) if doc else None
+
+    def since(self, *, author: int, since) -> Iterator[Activity]:
+        """`author`'s activities dated `since` or later, oldest first: one cursor on (author, date,
+        _id), targeted by the shard key (the feed check of `manage.py integrity`)."""
+        query: dict = {"author": int(author)}
+        if since is not None:
+            query["date"] = {"$gte": since}
+        for doc in self.collection.find(query).sort([("date", 1), ("_id", 1)]):
+            yield Activity.from_fields(doc, id=doc["_id"])
+
+    def existing(self, ids: list[str]) -> set[str]:
+        """Which of the activity ids `ids` the log holds (a maintenance read by `_id`)."""
+        oids = [ObjectId(i) for i in ids]
+        return {str(d["_id"]) for d in self.collection.find({"_id": {"$in": oids}}, {"_id": 1})} if oids else set()
 
     def by_authors(self, *, authors: list[int], cursor: str | None, limit: int) -> FeedPage:
         """Activities of `authors`, newest first, strictly older than `cursor`.

@@ -61,6 +61,16 @@ class FanoutOnWriteFeed(FeedManager):
         return sum(self.collection.delete_many(query).deleted_count
                    for query in ({"owner": uid}, {"author": uid}, {"target_id": uid}))
 
+    def delivered(self, *, owner):
+        cursor = self.collection.find({"owner": int(owner)}, {"aid": 1, "author": 1, "_id": 0}).sort(
+            [("date", DESCENDING), ("aid", DESCENDING)])
+        for doc in cursor:
+            yield str(doc["aid"]), doc.get("author")
+
+    def remove(self, *, owner, activity_ids):
+        ids = [f"{int(owner)}:{ObjectId(a)}" for a in activity_ids]
+        return self.collection.delete_many({"_id": {"$in": ids}, "owner": int(owner)}).deleted_count if ids else 0
+
     def page(self, *, owner, following, cursor, limit) -> FeedPage:
         position = parse_time_cursor(cursor)
         query = {"owner": owner, **older_than("date", "aid", position)}

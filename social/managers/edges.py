@@ -111,6 +111,13 @@ class FollowEdgeManager(MongoManager):
         return (self.collection.delete_many({"follower": uid}).deleted_count
                 + self.collection.delete_many({"followee": uid}).deleted_count)
 
+    def following_since(self, *, follower: int):
+        """(followee, since) of every edge from `follower`, oldest first: one cursor on
+        (follower, since, _id), targeted by the shard key (the feed check of `manage.py integrity`)."""
+        cursor = self.collection.find({"follower": int(follower)}, {"followee": 1, "since": 1, "_id": 0})
+        for edge in cursor.sort([("since", ASCENDING), ("_id", ASCENDING)]):
+            yield edge["followee"], edge.get("since")
+
     def followers_of(self, owners: list[int]) -> dict[int, list[int]]:
         """{followee: [follower ids, oldest edge first]} for each owner, in one query."""
         result: dict[int, list[int]] = {owner: [] for owner in owners}

@@ -96,7 +96,7 @@ def test_a_stale_search_entry_is_reported(dataset):
 
 
 @pytest.mark.parametrize("storage", STORAGES)
-def test_a_counter_ahead_of_the_comments_is_reported_not_repaired(dataset, storage):
+def test_a_counter_ahead_of_the_comments_is_left_while_it_may_be_in_flight(dataset, storage):
     topic, _ = dataset[0][storage]
     manager = comment_manager(topic)
     field = "seq" if storage == "document" else "count"
@@ -105,7 +105,10 @@ def test_a_counter_ahead_of_the_comments_is_reported_not_repaired(dataset, stora
     output, clean = run("--topic", topic.slug)
     assert not clean and "counter 3 for 2 stored comment(s)" in output
     output, clean = run("--topic", topic.slug, "--repair")
-    assert not clean and "(not repaired)" in output and "1 difference(s) remain" in output
+    if storage == "embedded":  # one update pushes and counts: nothing is in flight, the count is set
+        assert clean and "1 fixed" in output, output
+    else:
+        assert not clean and "0 fixed" in output and "1 difference(s) remain" in output
 
 
 def test_a_hole_in_seq_is_reported(dataset):
