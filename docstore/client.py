@@ -124,7 +124,7 @@ class Database:
         else:
             raise OperationFailure("explain of this command is not supported by the embedded engine", 2, {"code": 2})
         with self._store.transaction(False) as conn:
-            _, plan, rejected = Executor(conn, coll._info(), q).run()
+            _, plan, rejected = Executor(conn, coll._info(), q, use_plan_cache=False).run()
         return explain_document(coll, q, plan, rejected)
 
 

@@ -761,9 +761,10 @@ class Cursor:
         returned) and its plan: what a server's cursor has examined for the batches sent."""
         plan = self._executor.winner if getattr(self, "_executor", None) is not None else None
         if plan is None:
-            return {"totalKeysExamined": 0, "totalDocsExamined": 0, "nReturned": 0, "winningPlan": None}
+            return {"totalKeysExamined": 0, "totalDocsExamined": 0, "nReturned": 0, "fromPlanCache": False,
+                    "winningPlan": None}
         return {"totalKeysExamined": plan.stats.keys, "totalDocsExamined": plan.stats.docs,
-                "nReturned": plan.stats.returned, "sorted": plan.stats.sorted,
+                "nReturned": plan.stats.returned, "sorted": plan.stats.sorted, "fromPlanCache": plan.from_cache,
                 "winningPlan": _with_sorted(plan.stage, plan.stats.sorted)}
 
     def __iter__(self):
@@ -825,7 +826,7 @@ class Cursor:
     def explain(self, verbosity=None):
         """The whole query run to its end, as a server's explain runs it."""
         with self.collection._store.transaction(False) as conn:
-            _, plan, rejected = Executor(conn, self.collection._info(), self._query()).run()
+            _, plan, rejected = Executor(conn, self.collection._info(), self._query(), use_plan_cache=False).run()
         return explain_document(self.collection, self._query(), plan, rejected)
 
 

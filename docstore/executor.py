@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import bson
@@ -19,6 +21,8 @@ from docstore.storage import CollectionInfo, IndexInfo
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 TRIAL_WORKS = 10000  # a candidate plan's trial ends after this much work (server: max(10000, 0.29 x documents))
 FIRST_BATCH = 101  # the server's default first batch: a trial ends when a plan produced it
+REPLAN_FACTOR = 10  # server: a cached plan that needs more than 10x the works it won with is evicted and replanned
+PLAN_CACHE_ENTRIES = 5000
 
 
 def decode(blob: bytes) -> dict:
@@ -79,11 +83,14 @@ class Plan:
         self.gen = None
         self.buffer: list = []
         self.done = False
+        self.works = 0
+        self.from_cache = False  # run from the plan cache, without a trial
 
     def work(self) -> bool:
         """One unit of work; False once the plan has ended."""
         if self.done:
             return False
+        self.works += 1
         try:
             item = next(self.gen)
         except StopIteration:
@@ -94,9 +101,56 @@ class Plan:
         return True
 
 
+class PlanCache:
+    """The winning index of each query shape, as the server's plan cache keeps it: a query of a
+    shape seen before runs the cached plan without a trial, unless that plan needs more than
+    REPLAN_FACTOR times the works it won with (then it is replanned and the entry replaced).
+    The shape is the filter's fields, operators and value types, the sort, the fields read and
+    whether there is a skip or a limit; the values are not part of it. An entry names the
+    collection's indexes as they were (name, table, multikey), so a changed index set misses.
+    Only which index is cached: each query still plans its bounds from its own values and reads
+    the current data. Per process; explain always runs the trial (as the server's explain does)."""
+
+    def __init__(self, size: int = PLAN_CACHE_ENTRIES):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key, index_name: str, works: int) -> None:
+        with self._lock:
+            self._entries[key] = (index_name, max(1, works))
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+PLAN_CACHE = PlanCache()
+
+
+def query_shape(value):
+    """A filter's shape: field names and operators kept, each value replaced by its type's name."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, query_shape(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[]", tuple(sorted({query_shape(v) for v in value}, key=repr)))
+    return type(value).__name__
+
+
 class Executor:
-    def __init__(self, conn, coll: CollectionInfo | None, query: Query):
+    def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True):
         self.conn, self.coll, self.q = conn, coll, query
+        self.use_plan_cache = use_plan_cache
         self.filter = naive(query.filter or {})
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
         # statement cannot be dropped)
@@ -181,6 +235,18 @@ class Executor:
                     continue
                 yield row
 
+    def _rows_after(self, sql, params, offset: int, stats: Stats):
+        """The range's entries after its first `offset`, which SQLite steps over (each a key examined)."""
+        first = True
+        for row in self._cursor(sql + " LIMIT -1 OFFSET ?", [*params, offset]):
+            if first:
+                stats.keys += offset
+                first = False
+            stats.keys += 1
+            yield row
+        if first:  # the range held at most `offset` keys: count them
+            stats.keys += self.conn.execute(f"SELECT count(*) FROM ({sql} LIMIT ?)", [*params, offset]).fetchone()[0]
+
     # --- plans ---------------------------------------------------------------------------------------
 
     def indexes(self) -> list:
@@ -260,7 +326,14 @@ class Executor:
         stats = plan.stats
         positions = {f: n for n, f in enumerate(index.fields)}
 
+        # An exact, ordered scan of one range with no later bounds to check skips its first keys
+        # inside SQLite (OFFSET): the same keys are read and counted, none of them decoded.
+        offset = skip if (exact and ordered and skip and not exploded and not multikey and not checks
+                          and len(groups) == 1 and len(groups[0]) == 1) else 0
+
         def stream():
+            if offset:
+                return self._rows_after(*groups[0][0], offset, stats)
             if exploded:
                 def keyed(group):
                     for row in self._rows(group, stats, checks):
@@ -282,8 +355,9 @@ class Executor:
         counting = q.count_only and covered and not exploded
         if counting:
             as_doc = _nothing  # a count reads no value of the keys it counts
-        plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
-                                  limit=limit, as_doc=as_doc, dedupe=bool(multikey), filter_=filter_)
+        plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort,
+                                  skip=0 if offset else skip, limit=limit, as_doc=as_doc, dedupe=bool(multikey),
+                                  filter_=filter_)
         if counting:  # server: a count answered by the index bounds alone is a COUNT_SCAN
             plan.stage = {"stage": "COUNT", "inputStage": {**scan_stage, "stage": "COUNT_SCAN"}}
             return plan
@@ -670,10 +744,41 @@ class Executor:
             cands = []
         if not cands:
             return self.collscan(), []
+        if len(cands) == 1:
+            return self.index_plan(cands[0], preds, exact_filter=not ors), []
+        key = self._cache_key() if self.use_plan_cache else None
+        entry = PLAN_CACHE.get(key) if key is not None else None
+        if entry is not None:
+            cached = next((c for c in cands if c.name == entry[0]), None)
+            if cached is not None:
+                plan = self.index_plan(cached, preds, exact_filter=not ors)
+                if self._runs_within(plan, REPLAN_FACTOR * entry[1]):
+                    plan.from_cache = True
+                    return plan, []
+                plan.gen.close()  # server: the cached plan did too much work; replan
         plans = [self.index_plan(c, preds, exact_filter=not ors) for c in cands]
-        if len(plans) == 1:
-            return plans[0], []
-        return self._trial(plans)
+        winner, rejected = self._trial(plans)
+        if key is not None:
+            PLAN_CACHE.put(key, winner.index.name, winner.works)
+        return winner, rejected
+
+    def _cache_key(self):
+        q, coll = self.q, self.coll
+        try:
+            shape = query_shape(q.filter or {})
+        except TypeError:  # a value whose type cannot be ordered or hashed: no caching
+            return None
+        return (coll.name, coll.tid, tuple((i.name, i.table, i.multikey) for i in coll.indexes.values()), shape,
+                tuple(tuple(s) for s in (q.sort or ())), q.needs, q.count_only, q.write, bool(q.skip), bool(q.limit))
+
+    def _runs_within(self, plan: Plan, budget: int) -> bool:
+        """Work the cached plan until it produced its first batch or ended: False if that took
+        more than `budget` works."""
+        target = self.q.limit or FIRST_BATCH
+        while plan.works < budget:
+            if not plan.work() or len(plan.buffer) >= target:
+                return True
+        return False
 
     def _hinted(self, preds) -> Plan:
         from pymongo.errors import OperationFailure

@@ -139,3 +139,41 @@ def test_writes_examine_their_query_part(db):
     assert explain({"update": "items", "updates": [{"q": {"d": 9, "posted": 3}, "u": {"$set": {"a": 1}}}]}) == (0, 0)
     assert explain({"update": "items", "updates": [{"q": {"d": 1, "posted": 3}, "u": {"$set": {"a": 1}}}]}) == (1, 1)
     assert explain({"delete": "items", "deletes": [{"q": {"_id": 1001}, "limit": 1}]}) == (1, 1)
+
+
+def test_a_skip_past_the_end_counts_the_keys_it_stepped_over(db):
+    keys, docs, returned, _ = run(db.items.find({"d": 1}).sort("posted", 1).skip(150).limit(20))
+    assert (keys, docs, returned) == (100, 0, 0)
+
+
+def _winner(cursor):
+    docs = list(cursor)
+    stats = cursor.execution_stats()
+    return docs, scans(stats["winningPlan"]), stats["fromPlanCache"]
+
+
+def test_a_query_shape_seen_before_runs_its_cached_plan_and_a_plan_doing_too_much_is_replanned():
+    # a: 3 values of 100 documents each, then 300 documents of their own; b: unique, then -1 for those 300.
+    client = docstore.Client(default_db="plancache")
+    items = client["plancache"].items
+    items.create_indexes([IndexModel([("a", 1)], name="a"), IndexModel([("b", 1)], name="b")])
+    items.insert_many([{"_id": i, "a": i % 3, "b": i} for i in range(300)]
+                      + [{"_id": i, "a": 1000 + i, "b": -1} for i in range(300, 600)])
+    try:
+        docs, plan, cached = _winner(items.find({"a": 0, "b": 3}))
+        assert ([d["_id"] for d in docs], plan, cached) == ([3], ["IXSCAN b"], False)
+        docs, plan, cached = _winner(items.find({"a": 1, "b": 4}))  # same shape, other values: no trial
+        assert ([d["_id"] for d in docs], plan, cached) == ([4], ["IXSCAN b"], True)
+        # The cached plan would read 300 keys of b = -1 for one document: replanned, and the new plan cached.
+        docs, plan, cached = _winner(items.find({"a": 1305, "b": -1}))
+        assert ([d["_id"] for d in docs], plan, cached) == ([305], ["IXSCAN a"], False)
+        docs, plan, cached = _winner(items.find({"a": 1306, "b": -1}))
+        assert ([d["_id"] for d in docs], plan, cached) == ([306], ["IXSCAN a"], True)
+        # A new index changes the collection's index set: the next query of the shape is planned again.
+        items.create_index([("b", 1), ("a", 1)], name="b_a")
+        _, _, cached = _winner(items.find({"a": 1307, "b": -1}))
+        assert cached is False
+        # explain always runs the trial, and says which plans it rejected.
+        assert items.find({"a": 1, "b": 4}).explain()["queryPlanner"]["rejectedPlans"]
+    finally:
+        client.close()
