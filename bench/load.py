@@ -5,7 +5,7 @@ loopback port, DEBUG off, one worker with 4 threads (what `make serve` runs on t
 engine; the same for xtd). Ours serves the demo content plus a generated discussion of
 `size` comments (document strategy, threaded: the default layout), bulk-loaded by
 bench/loaders.py into the data `make serve` then loads; xtd serves the same thread
-(bench/xtd_peer.py `load`, through XtdComment.save()) from SQLite with bench/xtd_settings.py.
+(bench/xtd_peer.py `load`: the rows XtdComment.save() leaves, bulk-written) from SQLite with bench/xtd_settings.py.
 Rate limits and the duplicate-text spam check are off on our side (RATE_LIMITS=off,
 SPAM_DUPLICATE_WINDOW=0): the load run measures serving, not refusing.
 

@@ -10,7 +10,7 @@ We count MongoDB round trips and documents (bench.counting) and SQL queries (the
 and the session); `ms` is the median wall time of `repeats` requests after a warm-up.
 
 The peer's side runs in a subprocess per size with bench/xtd_settings.py (see
-bench/xtd_peer.py): the same tree posted through XtdComment.save() into SQLite, its
+bench/xtd_peer.py): the same tree in SQLite, with the rows XtdComment.save() leaves (bulk-written), its
 paginated threaded listing (`peer.page`) and its own comments API, paginated by 20 like
 ours (`peer.api`), at the same first, middle and last page. `ratios()` sets each of our
 rows beside xtd's row of the same case, size and page position: our time over theirs.

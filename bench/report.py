@@ -224,8 +224,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         f"following {', '.join(f'{n:,}' for n in sizes['following'])} people who posted "
         f"{sizes['feed_activities_per_author']} activities each, delivered by each strategy's own `post()`.")
     add(f"- **Peer comparison**: the same threaded discussions of {_peer_sizes(sizes)} comments for our "
-        "three strategies (bulk-loaded as above) and for django-comments-xtd (posted through `XtdComment.save()` "
-        "into SQLite).")
+        "three strategies (bulk-loaded as above) and for django-comments-xtd in SQLite, written in bulk with the "
+        "threading columns `XtdComment.save()` leaves when comments are posted one by one (`bench/xtd_peer.py` "
+        "`tree_fields`; `tests/bench` compares the two).")
     add("- Django rows go to a throw-away test database, MongoDB data to `bench_*` databases dropped at the end.")
     if engine_key == "embedded":
         add("- The embedded engine keeps its bench databases in a temporary store (`MONGODB_EMBEDDED_PATH`) "

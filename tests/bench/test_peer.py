@@ -100,3 +100,23 @@ def test_a_tiny_peer_run_measures_every_order_html_and_api(tmp_path):
     assert len(result["peer"]["ratios"]) == len(rows)
     assert "### Wall time against xtd" in text and "| HTML × xtd (topic's order) |" in text
     assert "Wall time against django-comments-xtd (our median over xtd's" in text
+
+
+def test_xtds_bulk_load_leaves_the_rows_its_save_leaves(tmp_path):
+    # bench.xtd_peer writes the peer's discussion in bulk: the same threading columns and threaded order
+    # as posting each comment through XtdComment.save() (in xtd's own settings, in its own process).
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("django_comments_xtd") is None:
+        pytest.skip("django-comments-xtd is not installed (requirements-bench.txt)")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(tmp_path / "xtd.sqlite3"),
+           "PYTHONPATH": str(settings.BASE_DIR)}
+    done = subprocess.run([sys.executable, "-m", "bench.xtd_peer", "--size", "300", "--compare-bulk"], env=env,
+                          cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["comments"] == 300
+    assert result["same"], (result["saved_first"], result["bulk_first"])
