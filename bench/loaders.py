@@ -39,9 +39,12 @@ def discussion(*, discussion_id: int, size: int, authors: list[Author], start: d
                id_length: int = 8) -> list[Comment]:
     """A threaded discussion of `size` comments in posting order, shaped by `bench.shape.parents`.
 
-    Posting times are one second apart, ending an hour ago.
+    Posting times are one second apart, ending an hour ago. Each carries the html its post
+    would have stored (comments.services renders a comment's Markdown once, when it is written;
+    no text here mentions anyone, so no usernames are looked up).
     """
     from comments.managers.fields import new_comment
+    from core.markdown import render_markdown
 
     start = start or (datetime.now(UTC) - timedelta(hours=1) - timedelta(seconds=size))
     start = start.replace(microsecond=0)
@@ -53,8 +56,9 @@ def discussion(*, discussion_id: int, size: int, authors: list[Author], start: d
             cid = new_comment_id(id_length)
         ids.add(cid)
         comments.append(new_comment(discussion_id=discussion_id, comment_id=cid, author=authors[i % len(authors)],
-                                    text=f"#{i} {TEXT}", parent=None if parent is None else comments[parent],
-                                    posted=start + timedelta(seconds=i)))
+                                    text=(text := f"#{i} {TEXT}"), parent=None if parent is None else comments[parent],
+                                    posted=start + timedelta(seconds=i),
+                                    html=render_markdown(text, known_usernames=lambda found: set())))
     return comments
 
 

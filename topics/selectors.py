@@ -33,7 +33,8 @@ def topic_page(*, viewer, request: PageRequest, tag: Tag | None = None) -> Page:
 def topic_get(*, slug, viewer) -> Topic:
     if not isinstance(slug, str):
         raise NotFound("No such topic.")
-    topic = Topic.objects.visible_to(viewer).select_related("author").filter(slug=slug).first()
+    # The page shows the tags twice (links and meta tags): one prefetch instead of a query each.
+    topic = Topic.objects.visible_to(viewer).select_related("author").prefetch_related("tags").filter(slug=slug).first()
     if topic is None:
         raise NotFound(f"No topic {slug!r}.")
     return topic

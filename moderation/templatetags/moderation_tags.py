@@ -9,6 +9,8 @@ from core.permissions import can_moderate
 from moderation import selectors
 from moderation.forms import FlagForm
 
+REASON_CHOICES = list(FlagForm.base_fields["reason"].choices)
+
 register = template.Library()
 
 
@@ -44,8 +46,9 @@ def flag_form(context, topic, comment):
     user = getattr(request, "user", None)
     show = (user is not None and user.is_authenticated and comment.author is not None
             and comment.author.id != user.pk and comment.status == "visible")
-    return {"show": show, "topic": topic, "comment": comment, "form": FlagForm(), "here": context.get("here", ""),
-            "csrf_token": context.get("csrf_token")}
+    # The reasons are the form's choices, read once: a form per comment costs a deep copy of its fields.
+    return {"show": show, "topic": topic, "comment": comment, "reasons": REASON_CHOICES if show else (),
+            "here": context.get("here", ""), "csrf_token": context.get("csrf_token")}
 
 
 @register.filter
