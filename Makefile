@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test bench bench-update bench-quick bench-load lint install install-dev indexes clean
+.PHONY: run serve test bench bench-update bench-quick bench-load bench-scale lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,15 @@ bench-quick: $(VENV)/.installed-bench
 bench-load: $(VENV)/.installed-bench
 	@command -v wrk >/dev/null || { echo "make bench-load needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_load --json docs/bench/load.json --docs docs/benchmarks.md
+
+## make bench-scale: the embedded engine holding 100,000 and 1,000,000 comments as `make serve` runs it: store size,
+## get_db() opening, start-up to the first served page, RSS, and a GET's p50/p99 alone and while a writer posts
+## without pause; into docs/bench/scale.json and the "Scale run" section of docs/benchmarks.md (SIZES=100000 for one
+## size; the 1M load takes the most time)
+SIZES ?= 100000,1000000
+bench-scale: $(VENV)/.installed-bench
+	@command -v wrk >/dev/null || { echo "make bench-scale needs wrk (Debian: apt-get install wrk)"; exit 2; }
+	$(BENCH_ENV) $(PY) manage.py bench_scale --sizes $(SIZES) --json docs/bench/scale.json --docs docs/benchmarks.md
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

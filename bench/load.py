@@ -1,11 +1,12 @@
 """`make bench-load`: this site and django-comments-xtd under load, side by side, with wrk.
 
 Both sides are started as a small production site is (`make serve`): gunicorn on a free
-loopback port, DEBUG off, one worker with 4 threads (what `make serve` runs on the embedded
-engine; the same for xtd). Ours serves the demo content plus a generated discussion of
-`size` comments (document strategy, threaded: the default layout), bulk-loaded by
-bench/loaders.py into the data `make serve` then loads; xtd serves the same thread
-(bench/xtd_peer.py `load`: the rows XtdComment.save() leaves, bulk-written) from SQLite with bench/xtd_settings.py.
+loopback port, DEBUG off, `make serve`'s workers (WEB_CONCURRENCY, else 2 on the embedded
+engine, 4 on a MongoDB server) with 4 threads each; xtd with the same number of workers.
+Ours serves the demo content plus a generated discussion of `size` comments (document
+strategy, threaded: the default layout), bulk-loaded by bench/loaders.py into the data
+`make serve` then loads; xtd serves the same thread (bench/xtd_peer.py `load`: the rows
+XtdComment.save() leaves, bulk-written) from SQLite with bench/xtd_settings.py.
 Rate limits and the duplicate-text spam check are off on our side (RATE_LIMITS=off,
 SPAM_DUPLICATE_WINDOW=0): the load run measures serving, not refusing.
 
@@ -47,7 +48,14 @@ from pathlib import Path
 from core.mongo import server_database
 
 ROOT = Path(__file__).resolve().parent.parent
-GUNICORN_ARGS = ["--workers", "1", "--threads", "4", "--timeout", "60"]
+
+
+def gunicorn_args() -> list[str]:
+    """`make serve`'s workers (Makefile: WEB_CONCURRENCY, else 4 on a server, 2 on the embedded engine), for both sides."""
+    workers = os.environ.get("WEB_CONCURRENCY") or ("4" if os.environ.get("MONGODB_URI") else "2")
+    return ["--workers", workers, "--threads", "4", "--timeout", "60"]
+
+
 POSTER_PASSWORD = "bench-load-only-password"  # a throw-away user of a throw-away database
 
 # --- wrk ----------------------------------------------------------------------------------
@@ -185,7 +193,7 @@ class Server:
         self.log = open(workdir / f"{name}.log", "w+")  # noqa: SIM115 - closed in stop()
         gunicorn = str(Path(sys.executable).with_name("gunicorn"))
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *GUNICORN_ARGS],
+        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *gunicorn_args()],
                                      cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.ready_seconds: float | None = None
 
@@ -201,7 +209,7 @@ class Server:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
                 raise RuntimeError(f"{self.name} did not serve {path}:\n{self.log.read()[-3000:]}")
-            time.sleep(0.3)
+            time.sleep(0.1)
 
     def rss_mb(self) -> float | None:
         """Resident memory of the worker(s) (Linux /proc), MB."""
@@ -226,6 +234,26 @@ class Server:
         self.log.close()
 
 
+def site_env(workdir: Path, db_name: str) -> dict:
+    """The environment of a throw-away `make serve` site whose data lives in `workdir`."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "0",
+           "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-load-only-insecure-key-0123456789abcdefghij",
+           "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+           "MONGODB_EMBEDDED_PATH": str(workdir / "embedded-mongo.sqlite3"), "MONGODB_SNAPSHOT": "",
+           "MONGODB_DB": db_name,
+           "STATIC_ROOT": str(workdir / "static"), "RATE_LIMITS": "off", "SPAM_DUPLICATE_WINDOW": "0",
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("CELERY_BROKER_URL", None)
+    return env
+
+
+def set_up_site(env: dict) -> None:
+    """What `make serve` runs before gunicorn: migrate, collectstatic, mongo_indexes, load_demo."""
+    for args in (["migrate", "--noinput", "-v", "0"], ["collectstatic", "--noinput", "-v", "0"], ["mongo_indexes"],
+                 ["load_demo"]):
+        _manage(args, env)
+
+
 def _manage(args: list[str], env: dict) -> str:
     done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=1800)
@@ -234,9 +262,9 @@ def _manage(args: list[str], env: dict) -> str:
     return done.stdout
 
 
-def _seed(kind: str, size: int, env: dict) -> dict:
+def seed(kind: str, size: int, env: dict, timeout: int = 3600) -> dict:
     done = subprocess.run([sys.executable, "-m", "bench.load", kind, "--size", str(size)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=3600)
+                          capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -275,27 +303,18 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
     db_name = f"benchload_{uuid.uuid4().hex[:8]}"
-    ours_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "0",
-                "SECRET_KEY": os.environ.get("SECRET_KEY") or "bench-load-only-insecure-key-0123456789abcdefghij",
-                "ALLOWED_HOSTS": "127.0.0.1", "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-                "MONGODB_EMBEDDED_PATH": str(workdir / "embedded-mongo.sqlite3"), "MONGODB_SNAPSHOT": "",
-                "MONGODB_DB": db_name,
-                "STATIC_ROOT": str(workdir / "static"), "RATE_LIMITS": "off", "SPAM_DUPLICATE_WINDOW": "0",
-                "PYTHONUNBUFFERED": "1"}
-    ours_env.pop("CELERY_BROKER_URL", None)
+    ours_env = site_env(workdir, db_name)
     xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers: list[Server] = []
     try:
         log(f"bench-load: `make serve` set-up in {workdir}")
-        for args in (["migrate", "--noinput", "-v", "0"], ["collectstatic", "--noinput", "-v", "0"], ["mongo_indexes"],
-                     ["load_demo"]):
-            _manage(args, ours_env)
+        set_up_site(ours_env)
         t0 = time.perf_counter()
-        ours = _seed("seed-ours", size, ours_env)
+        ours = seed("seed-ours", size, ours_env)
         log(f"bench-load: ours: {size:,} comments loaded in {time.perf_counter() - t0:.1f} s (topic {ours['slug']})")
         t0 = time.perf_counter()
-        xtd = _seed("seed-xtd", size, xtd_env)
+        xtd = seed("seed-xtd", size, xtd_env)
         log(f"bench-load: xtd: {size:,} comments posted in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
         # One after the other, so that each start-up time is its own.
         ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
@@ -328,7 +347,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         rss = {"ours": ours_server.rss_mb(), "xtd": xtd_server.rss_mb()}
         result = {
             "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
-                     "connections": connections, "threads": threads, "gunicorn": " ".join(GUNICORN_ARGS),
+                     "connections": connections, "threads": threads, "gunicorn": " ".join(gunicorn_args()),
                      "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "embedded (docstore, SQLite)",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "ready_seconds": {"ours": ours_server.ready_seconds, "xtd": xtd_server.ready_seconds},

@@ -158,9 +158,10 @@ def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
 
 
 def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None = None,
-          load: dict | None = None) -> None:
-    """The Markdown report of `result`; `load`, a `make bench-load` result (docs/bench/load.json), adds its
-    section (between markers, so that `make bench-load` can rewrite it alone)."""
+          load: dict | None = None, scale: dict | None = None) -> None:
+    """The Markdown report of `result`; `load`, a `make bench-load` result (docs/bench/load.json), and `scale`,
+    a `make bench-scale` result (docs/bench/scale.json), add their sections (between markers, so that each
+    of those runs can rewrite its own alone)."""
     info, rows, notes = result["info"], result["rows"], result.get("notes", [])
     machine = info["machine"]
     sizes = info["sizes"]
@@ -471,6 +472,10 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         add(LOAD_START)
         add(load_section(load))
         add(LOAD_END + "\n")
+    if scale:
+        add(SCALE_START)
+        add(scale_section(scale))
+        add(SCALE_END + "\n")
     add("## Closing note\n")
     add(closing(rows, peer, baseline))
     add("")
@@ -704,12 +709,75 @@ def load_section(load: dict) -> str:
                 "xtd p99 ms", "errors (non-2xx + socket), ours / xtd"], lines),
         "",
         f"Ready to serve after start (gunicorn start to the first 200 of the topic page): ours {ready.get('ours', '–')} s, "
-        f"xtd {ready.get('xtd', '–')} s. Worker memory after the run (RSS): ours {rss.get('ours', '–')} MB, "
+        f"xtd {ready.get('xtd', '–')} s. Memory of all workers after the run (RSS): ours {rss.get('ours', '–')} MB, "
         f"xtd {rss.get('xtd', '–')} MB. The followers page has no xtd counterpart."
         + (f" The machine's 1-minute load average (other work on the same CPUs) was {info['loadavg']['before']} "
            f"before the wrk runs and {info['loadavg']['after']} after them." if info.get("loadavg") else ""),
     ]
     return "\n".join(text)
+
+
+SCALE_START = "<!-- make bench-scale writes this section (docs/bench/scale.json) -->"
+SCALE_END = "<!-- end of the bench-scale section -->"
+
+
+def scale_section(scale: dict) -> str:
+    info, rows = scale["info"], scale["rows"]
+    table = []
+    for r in rows:
+        runs = r["runs"]
+        alone, burst = runs["topic page 1"], runs["topic page 1 during a write burst"]
+        api, writer = runs["comments API page 1"], runs["the write burst (posting, 1 connection)"]
+        table.append([f"{r['size']:,}", f"{r['store_mb']:,} (+ WAL {r['wal_mb']:,})", f"{r['open']['get_db_s'] * 1000:.1f}",
+                      f"{r['open']['first_read_s'] * 1000:.1f}", f"{r['ready_seconds']}",
+                      f"{r['rss_mb_workers']}",
+                      f"{alone['rps']:.1f} / {alone['p50_ms']} / {alone['p99_ms']}",
+                      f"{api['rps']:.1f} / {api['p50_ms']} / {api['p99_ms']}",
+                      f"{burst['rps']:.1f} / {burst['p50_ms']} / {burst['p99_ms']}",
+                      f"{writer['rps']:.1f} / {writer['p99_ms']}"])
+    text = [
+        "## Scale run: the embedded engine at 100k and 1M comments\n",
+        f"`make bench-scale` ({info['started']}, {info['seconds']:,} s; bench/scale.py): a throw-away site set up as "
+        f"`make serve` sets one up, a threaded discussion of each size bulk-loaded (document strategy), gunicorn "
+        f"`{info['gunicorn']}`; {info['wrk']} with {info['connections']} connection(s) on one thread, "
+        f"{info['duration']} s per run, on {info['cpus']} CPUs shared with the load generator and the writer. "
+        "Open: `get_db()` in a new process after `django.setup()`, then its first read. Start-up: gunicorn's start to "
+        "the first 200 of the topic page (Django imported by each worker, the page rendered once). The write burst: "
+        "a second wrk posting new comments through the API on one connection without pause while the readers run.\n",
+        _table(["comments", "store MB", "get_db() ms", "first read ms", "start-up s", "RSS of all workers MB",
+                "topic page 1: req/s / p50 / p99 ms", "comments API page 1: req/s / p50 / p99 ms",
+                "topic page 1 during the write burst: req/s / p50 / p99 ms", "writer: posts/s / p99 ms"], table),
+        "",
+        "Bulk load time (not a figure of serving): "
+        + ", ".join(f"{r['size']:,} comments {r['load_seconds']:,} s" for r in rows) + "."
+        + (f" The machine's 1-minute load average after the run: {info['loadavg_after']}." if info.get("loadavg_after")
+           is not None else ""),
+    ]
+    return "\n".join(text)
+
+
+def put_scale_section(path: str, scale: dict) -> None:
+    _put_section(path, SCALE_START, SCALE_END, scale_section(scale))
+
+
+def _put_section(path: str, start: str, end: str, body: str) -> None:
+    """Write a section into the report at `path`: between its markers, else before the closing note."""
+    section = f"{start}\n{body}\n{end}"
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        text = ""
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section + rest.split(end, 1)[1]
+    elif "## Closing note" in text:
+        head, rest = text.split("## Closing note", 1)
+        text = head + section + "\n\n## Closing note" + rest
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    with open(path, "w") as fh:
+        fh.write(text)
 
 
 def put_load_section(path: str, load: dict) -> None:

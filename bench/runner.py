@@ -308,12 +308,14 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             with open(baseline_path) as fh:
                 baseline = json.load(fh)
         # The load run's figures (make bench-load) stay on the page when the bench rewrites it.
-        load_file = os.path.join(os.path.dirname(os.path.abspath(docs_path)), "bench", "load.json")
-        load = None
-        if os.path.exists(load_file):
-            with open(load_file) as fh:
-                load = json.load(fh)
-        report.write(result, plots, docs_path, baseline=baseline, load=load)
+        # So do the scale run's (make bench-scale).
+        kept = {}
+        for name in ("load", "scale"):
+            kept_file = os.path.join(os.path.dirname(os.path.abspath(docs_path)), "bench", f"{name}.json")
+            if os.path.exists(kept_file):
+                with open(kept_file) as fh:
+                    kept[name] = json.load(fh)
+        report.write(result, plots, docs_path, baseline=baseline, load=kept.get("load"), scale=kept.get("scale"))
         log(f"bench: wrote {docs_path}")
     log(f"bench: done in {info['seconds']} s")
     return result

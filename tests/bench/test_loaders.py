@@ -47,7 +47,7 @@ def test_a_bulk_loaded_discussion_is_what_posting_leaves(storage, threaded, sett
     loaders.COMMENT_LOADERS[storage](manager, comments, threaded=threaded)
     posted = []
     for i, parent in enumerate(shape.parents(SIZE, max_depth=settings.COMMENTS_MAX_DEPTH)):
-        posted.append(manager.post(discussion_id=2, author=authors[i % 3], text=comments[i].text,
+        posted.append(manager.post(discussion_id=2, author=authors[i % 3], text=comments[i].text, html=comments[i].html,
                                    parent=None if parent is None else posted[parent], threaded=threaded))
     assert [c.depth for c in comments] == [c.depth for c in posted]
     assert _stored(manager, 1) == _stored(manager, 2)

@@ -1,0 +1,142 @@
+"""`make bench-scale`: the embedded engine holding a large discussion, as `make serve` runs it.
+
+For each size (100,000 and 1,000,000 comments by default) a throw-away site is set up as
+`make serve` sets one up (bench.load: migrate, collectstatic, mongo_indexes, load_demo), and
+a threaded discussion of that size (document strategy, the default layout) is bulk-loaded
+into it (bench/loaders.py, through `python -m bench.load seed-ours`). Then:
+
+- **store size**: the engine's SQLite file and its WAL, and the Django database;
+- **opening the store**: in a new process, after `django.setup()`, `get_db()` and the first
+  read (a topic page's counter) timed;
+- **start-up**: gunicorn (make serve's workers and threads) from process start to the first
+  200 of the topic page;
+- **reads alone**: wrk with `connections` connections on the topic page (page 1, HTML) and on
+  the comments API page 1 for `duration` seconds: req/s, p50, p99;
+- **reads during a write burst**: the same wrk on the topic page while another wrk posts new
+  comments through the API on one connection without pause (every request a new text),
+  for the same time: the readers' p50/p99 and the writer's rate and p99;
+- **RSS** of all the workers after those runs.
+
+Results in docs/bench/scale.json and the "Scale run" section of docs/benchmarks.md (kept
+between markers when `make bench` rewrites the page). Nothing is timed inside tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.load import ROOT, Server, gunicorn_args, post_script, run_wrk, seed, set_up_site, site_env
+
+OPEN_SCRIPT = """
+import json, time
+t0 = time.perf_counter()
+import django
+django.setup()
+t1 = time.perf_counter()
+from core.mongo import get_db
+db = get_db()
+t2 = time.perf_counter()
+found = db["comment_document_discussions"].find_one({})
+t3 = time.perf_counter()
+print(json.dumps({"django_setup_s": round(t1 - t0, 3), "get_db_s": round(t2 - t1, 4),
+                  "first_read_s": round(t3 - t2, 4), "found": found is not None}))
+"""
+
+
+def _size_mb(*paths: Path) -> float:
+    return round(sum(p.stat().st_size for p in paths if p.exists()) / 1e6, 1)
+
+
+def measure_size(size: int, *, duration: int, connections: int, log: Callable[[str], None]) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    env = site_env(workdir, f"benchscale_{uuid.uuid4().hex[:8]}")
+    server = None
+    try:
+        log(f"bench-scale: {size:,} comments: `make serve` set-up in {workdir}")
+        set_up_site(env)
+        t0 = time.perf_counter()
+        ours = seed("seed-ours", size, env, timeout=4 * 3600)
+        load_s = round(time.perf_counter() - t0, 1)
+        log(f"bench-scale: {size:,} comments loaded in {load_s} s")
+        store = workdir / "embedded-mongo.sqlite3"
+        sizes = {"store_mb": _size_mb(store), "wal_mb": _size_mb(Path(f"{store}-wal")),
+                 "django_db_mb": _size_mb(workdir / "db.sqlite3")}
+        done = subprocess.run([sys.executable, "-c", OPEN_SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"opening the store failed:\n{done.stderr[-2000:]}")
+        opening = json.loads(done.stdout.strip().splitlines()[-1])
+        log(f"bench-scale: opened: {opening}")
+        topic = f"/t/{ours['slug']}/"
+        server = Server("ours", "cms_site.wsgi:application", env, workdir)
+        server.wait(topic)
+        log(f"bench-scale: served the topic page {server.ready_seconds} s after gunicorn started")
+        runs = {}
+        for name, path in (("topic page 1", topic), ("comments API page 1", f"/api/topics/{ours['slug']}/comments/")):
+            runs[name] = run_wrk(server.base + path, duration=duration, connections=connections, threads=1,
+                                 workdir=workdir)
+            log(f"  {name:<28} {runs[name]['rps']:8.1f} req/s  p50 {runs[name]['p50_ms']} ms  p99 {runs[name]['p99_ms']} ms")
+        api = f"/api/topics/{ours['slug']}/comments/"
+        script = post_script(api, {"Content-Type": "application/json", "Authorization": f"Token {ours['token']}"},
+                             json.dumps({"text": "%s"}))
+        path = workdir / "burst.lua"
+        path.write_text(script)
+        writer = subprocess.Popen(["wrk", "-t1", "-c1", f"-d{duration + 4}s", "--latency", "--timeout", "30s",
+                                   "-s", str(path), server.base + api], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        time.sleep(2)  # the burst is under way before the readers start
+        runs["topic page 1 during a write burst"] = run_wrk(server.base + topic, duration=duration,
+                                                            connections=connections, threads=1, workdir=workdir)
+        out, err = writer.communicate(timeout=duration + 120)
+        if writer.returncode != 0:
+            raise RuntimeError(f"the writer's wrk failed: {err[-500:]}")
+        from bench.load import parse_wrk
+
+        runs["the write burst (posting, 1 connection)"] = parse_wrk(out)
+        for name in ("topic page 1 during a write burst", "the write burst (posting, 1 connection)"):
+            log(f"  {name:<28} {runs[name]['rps']:8.1f} req/s  p50 {runs[name]['p50_ms']} ms  p99 {runs[name]['p99_ms']} ms"
+                f"  non-2xx {runs[name]['non_2xx']}")
+        rss = server.rss_mb()
+        return {"size": size, "load_seconds": load_s, **sizes, "open": opening, "ready_seconds": server.ready_seconds,
+                "rss_mb_workers": rss, "runs": runs}
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(*, sizes=(100_000, 1_000_000), duration: int = 20, connections: int = 2, json_path: str | None = None,
+        docs_path: str | None = None, log: Callable[[str], None] = print) -> dict:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
+    if os.environ.get("MONGODB_URI"):
+        raise RuntimeError("bench-scale measures the embedded engine: unset MONGODB_URI")
+    started = time.perf_counter()
+    rows = [measure_size(size, duration=duration, connections=connections, log=log) for size in sizes]
+    from bench.load import _loadavg, _wrk_version
+
+    result = {"info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "duration": duration,
+                       "connections": connections, "gunicorn": " ".join(gunicorn_args()), "cpus": os.cpu_count(),
+                       "wrk": _wrk_version(), "loadavg_after": _loadavg(),
+                       "seconds": round(time.perf_counter() - started, 1)},
+              "rows": rows}
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
+        log(f"bench-scale: wrote {json_path}")
+    if docs_path:
+        from bench.report import put_scale_section
+
+        put_scale_section(docs_path, result)
+        log(f"bench-scale: wrote the scale section of {docs_path}")
+    return result
