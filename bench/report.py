@@ -728,8 +728,11 @@ def scale_section(scale: dict) -> str:
         runs = r["runs"]
         alone, burst = runs["topic page 1"], runs["topic page 1 during a write burst"]
         api, writer = runs["comments API page 1"], runs["the write burst (posting, 1 connection)"]
-        table.append([f"{r['size']:,}", f"{r['store_mb']:,} (+ WAL {r['wal_mb']:,})", f"{r['open']['get_db_s'] * 1000:.1f}",
-                      f"{r['open']['first_read_s'] * 1000:.1f}", f"{r['ready_seconds']}",
+        cpu = r["open"].get("get_db_cpu_s")
+        table.append([f"{r['size']:,}", f"{r['store_mb']:,} (+ WAL {r['wal_mb']:,})",
+                      f"{r['open']['get_db_s'] * 1000:.1f}" + (f" ({cpu * 1000:.1f} CPU)" if cpu is not None else ""),
+                      f"{r['open']['first_read_s'] * 1000:.1f}",
+                      f"{r['ready_seconds']}" + (f" ({r['ready_cpu_seconds']} CPU)" if r.get("ready_cpu_seconds") else ""),
                       f"{r['rss_mb_workers']}",
                       f"{alone['rps']:.1f} / {alone['p50_ms']} / {alone['p99_ms']}",
                       f"{api['rps']:.1f} / {api['p50_ms']} / {api['p99_ms']}",
@@ -742,7 +745,9 @@ def scale_section(scale: dict) -> str:
         f"`{info['gunicorn']}`; {info['wrk']} with {info['connections']} connection(s) on one thread, "
         f"{info['duration']} s per run, on {info['cpus']} CPUs shared with the load generator and the writer. "
         "Open: `get_db()` in a new process after `django.setup()`, then its first read. Start-up: gunicorn's start to "
-        "the first 200 of the topic page (Django imported by each worker, the page rendered once). The write burst: "
+        "the first 200 of the topic page (Django imported by each worker, the page rendered once). In brackets, the CPU "
+        "seconds those took (the master and its workers for start-up): on CPUs shared with other work, wall time "
+        "includes waiting for them. The write burst: "
         "a second wrk posting new comments through the API on one connection without pause while the readers run.\n",
         _table(["comments", "store MB", "get_db() ms", "first read ms", "start-up s", "RSS of all workers MB",
                 "topic page 1: req/s / p50 / p99 ms", "comments API page 1: req/s / p50 / p99 ms",

@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,35 +38,62 @@ from bench.load import ROOT, Server, gunicorn_args, post_script, run_wrk, seed, 
 
 OPEN_SCRIPT = """
 import json, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import django
 django.setup()
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 from core.mongo import get_db
 db = get_db()
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 found = db["comment_document_discussions"].find_one({})
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 print(json.dumps({"django_setup_s": round(t1 - t0, 3), "get_db_s": round(t2 - t1, 4),
-                  "first_read_s": round(t3 - t2, 4), "found": found is not None}))
+                  "first_read_s": round(t3 - t2, 4), "django_setup_cpu_s": round(c1 - c0, 3),
+                  "get_db_cpu_s": round(c2 - c1, 4), "first_read_cpu_s": round(c3 - c2, 4), "found": found is not None}))
 """
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of a process and its children so far (Linux /proc)."""
+    total = 0.0
+    try:
+        pids = [pid] + [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        tick = os.sysconf("SC_CLK_TCK")
+        for p in pids:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(total, 2)
 
 
 def _size_mb(*paths: Path) -> float:
     return round(sum(p.stat().st_size for p in paths if p.exists()) / 1e6, 1)
 
 
-def measure_size(size: int, *, duration: int, connections: int, log: Callable[[str], None]) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    env = site_env(workdir, f"benchscale_{uuid.uuid4().hex[:8]}")
+def measure_size(size: int, *, duration: int, connections: int, log: Callable[[str], None],
+                 keep: str | None = None) -> dict:
+    """One size. With `keep`, the site lives in `keep`/<size>/ and stays there: a later run with the
+    same `keep` measures it again without setting it up and loading it anew."""
+    workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    seeded = workdir / "seed.json"
+    env = site_env(workdir, f"benchscale_{size}")
     server = None
     try:
-        log(f"bench-scale: {size:,} comments: `make serve` set-up in {workdir}")
-        set_up_site(env)
-        t0 = time.perf_counter()
-        ours = seed("seed-ours", size, env, timeout=4 * 3600)
-        load_s = round(time.perf_counter() - t0, 1)
-        log(f"bench-scale: {size:,} comments loaded in {load_s} s")
+        if seeded.exists():
+            ours = json.loads(seeded.read_text())
+            load_s = ours["load_seconds"]
+            log(f"bench-scale: {size:,} comments: the site kept in {workdir}")
+        else:
+            log(f"bench-scale: {size:,} comments: `make serve` set-up in {workdir}")
+            set_up_site(env)
+            t0 = time.perf_counter()
+            ours = seed("seed-ours", size, env, timeout=4 * 3600)
+            load_s = round(time.perf_counter() - t0, 1)
+            if keep:
+                seeded.write_text(json.dumps({**ours, "load_seconds": load_s}))
+            log(f"bench-scale: {size:,} comments loaded in {load_s} s")
         store = workdir / "embedded-mongo.sqlite3"
         sizes = {"store_mb": _size_mb(store), "wal_mb": _size_mb(Path(f"{store}-wal")),
                  "django_db_mb": _size_mb(workdir / "db.sqlite3")}
@@ -80,7 +106,9 @@ def measure_size(size: int, *, duration: int, connections: int, log: Callable[[s
         topic = f"/t/{ours['slug']}/"
         server = Server("ours", "cms_site.wsgi:application", env, workdir)
         server.wait(topic)
-        log(f"bench-scale: served the topic page {server.ready_seconds} s after gunicorn started")
+        ready_cpu = cpu_seconds(server.proc.pid)
+        log(f"bench-scale: served the topic page {server.ready_seconds} s after gunicorn started "
+            f"({ready_cpu} s of CPU in gunicorn and its workers)")
         runs = {}
         for name, path in (("topic page 1", topic), ("comments API page 1", f"/api/topics/{ours['slug']}/comments/")):
             runs[name] = run_wrk(server.base + path, duration=duration, connections=connections, threads=1,
@@ -108,21 +136,22 @@ def measure_size(size: int, *, duration: int, connections: int, log: Callable[[s
                 f"  non-2xx {runs[name]['non_2xx']}")
         rss = server.rss_mb()
         return {"size": size, "load_seconds": load_s, **sizes, "open": opening, "ready_seconds": server.ready_seconds,
-                "rss_mb_workers": rss, "runs": runs}
+                "ready_cpu_seconds": ready_cpu, "rss_mb_workers": rss, "runs": runs}
     finally:
         if server is not None:
             server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run(*, sizes=(100_000, 1_000_000), duration: int = 20, connections: int = 2, json_path: str | None = None,
-        docs_path: str | None = None, log: Callable[[str], None] = print) -> dict:
+        docs_path: str | None = None, keep: str | None = None, log: Callable[[str], None] = print) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     if os.environ.get("MONGODB_URI"):
         raise RuntimeError("bench-scale measures the embedded engine: unset MONGODB_URI")
     started = time.perf_counter()
-    rows = [measure_size(size, duration=duration, connections=connections, log=log) for size in sizes]
+    rows = [measure_size(size, duration=duration, connections=connections, log=log, keep=keep) for size in sizes]
     from bench.load import _loadavg, _wrk_version
 
     result = {"info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "duration": duration,

@@ -14,6 +14,8 @@ class Command(BaseCommand):
         parser.add_argument("--connections", type=int, default=2, help="wrk connections of the readers.")
         parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/scale.json).")
         parser.add_argument("--docs", metavar="FILE", help="Rewrite the scale section of this report (docs/benchmarks.md).")
+        parser.add_argument("--keep", metavar="DIR", help="Keep each size's site in DIR/<size>/ and measure a site kept "
+                                                          "there before instead of loading it again.")
 
     def handle(self, *args, **options):
         from bench.scale import run
@@ -26,6 +28,6 @@ class Command(BaseCommand):
             raise CommandError("--sizes, --duration and --connections must be at least 1")
         try:
             run(sizes=sizes, duration=options["duration"], connections=options["connections"], json_path=options["json"],
-                docs_path=options["docs"], log=lambda line: (self.stdout.write(line), self.stdout.flush()))
+                docs_path=options["docs"], keep=options["keep"], log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
