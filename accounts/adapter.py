@@ -12,7 +12,7 @@ from allauth.account.adapter import DefaultAccountAdapter
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
 
-from accounts.usernames import username_clean, username_taken
+from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
 
@@ -22,8 +22,8 @@ class AccountAdapter(DefaultAccountAdapter):
             name = username_clean(username)
         except InvalidInput as exc:
             raise forms.ValidationError(exc.message, code="invalid") from None
-        if not shallow and username_taken(name):
-            raise forms.ValidationError("That username is taken.", code="unique")
+        if not shallow and (refusal := username_unavailable(name)):
+            raise forms.ValidationError(refusal, code="unique")
         return name
 
 
@@ -36,7 +36,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user = super().populate_user(request, sociallogin, data)
         try:
             name = username_clean(user.username or "")
-            user.username = "" if username_taken(name) else name
+            user.username = "" if username_unavailable(name) else name
         except InvalidInput:
             user.username = ""
         return user

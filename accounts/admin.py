@@ -1,17 +1,16 @@
 """The Django admin for users (topics and tags: topics/admin.py)."""
 
 from django.contrib import admin
-from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
 from accounts.forms import AdminUserChangeForm, AdminUserCreationForm
+from accounts.models import User
+
 
 # Users: Django's admin with the username rules of sign-up and the register API
-# (accounts/usernames.py): NFKC, case-insensitive uniqueness, no path-like or mixed-script names.
-admin.site.unregister(get_user_model())
-
-
-@admin.register(get_user_model())
+# (accounts/usernames.py): NFKC, unique ignoring case and width, no look-alikes, no
+# path-like or mixed-script names.
+@admin.register(User)
 class CommonsUserAdmin(UserAdmin):
     add_form = AdminUserCreationForm
     form = AdminUserChangeForm

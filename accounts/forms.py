@@ -3,7 +3,8 @@ from django import forms
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
-from accounts.usernames import username_clean, username_taken
+from accounts.models import User
+from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
 
@@ -13,13 +14,14 @@ def _clean_username(form, *, exclude_pk=None) -> str:
         name = username_clean(form.cleaned_data.get("username"))
     except InvalidInput as exc:
         raise forms.ValidationError(exc.message, code="invalid") from None
-    if username_taken(name, exclude_pk=exclude_pk):
-        raise forms.ValidationError("That username is taken.", code="unique")
+    if refusal := username_unavailable(name, exclude_pk=exclude_pk):
+        raise forms.ValidationError(refusal, code="unique")
     return name
 
 
 class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
+        model = User
         fields = ("username", "email")
 
     def clean_username(self):
@@ -29,11 +31,17 @@ class SignupForm(UserCreationForm):
 class AdminUserCreationForm(auth_forms.AdminUserCreationForm):
     """The admin's "add user" form, with the same username rules as sign-up."""
 
+    class Meta(auth_forms.AdminUserCreationForm.Meta):
+        model = User
+
     def clean_username(self):
         return _clean_username(self)
 
 
 class AdminUserChangeForm(UserChangeForm):
+    class Meta(UserChangeForm.Meta):
+        model = User
+
     def clean_username(self):
         if "username" not in self.changed_data:
             return self.cleaned_data.get("username")

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
 from accounts.parts import account_parts
-from accounts.usernames import username_clean, username_taken
+from accounts.usernames import username_clean, username_unavailable
 from core.errors import Conflict, InvalidInput
 
 User = get_user_model()
@@ -21,8 +21,8 @@ def user_register(*, username: str, password: str, email: str = "", request=None
     Django's password validation. An e-mail address is stored unverified and (given the
     request, for the link's address) sent the link that verifies it, as sign-up does."""
     username = username_clean(username)
-    if username_taken(username):
-        raise InvalidInput("That username is taken.", field="username")
+    if refusal := username_unavailable(username):
+        raise InvalidInput(refusal, field="username")
     candidate = User(username=username, email=email or "")
     try:
         validate_password(password or "", user=candidate)

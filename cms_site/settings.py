@@ -116,6 +116,9 @@ DATABASES = {
     )
 }
 
+# Django's user with its name's keys (unique ignoring case and width), on the same auth_user table.
+AUTH_USER_MODEL = "accounts.User"
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

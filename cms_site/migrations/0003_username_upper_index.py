@@ -2,7 +2,11 @@
 (`cms_site.usernames.users_named`: sign-up's "is it taken", the moderation tools naming a
 user), so they are an index probe instead of a scan of the user table. `auth.User` is not
 ours, so the index is created through the schema editor (vendor-correct SQL) rather than
-declared on the model."""
+declared on the model.
+
+Since the custom user model (accounts/models.py) the unique `username_key` answers those lookups:
+on a new database (where auth.User is swapped out) this creates nothing, and accounts/0002 drops
+the index where an earlier version created it."""
 
 from django.db import migrations
 from django.db.models import Index
@@ -16,11 +20,15 @@ def _index():
 
 
 def create(apps, schema_editor):
-    schema_editor.add_index(apps.get_model("auth", "User"), _index())
+    User = apps.get_model("auth", "User")
+    if not User._meta.swapped:
+        schema_editor.add_index(User, _index())
 
 
 def drop(apps, schema_editor):
-    schema_editor.remove_index(apps.get_model("auth", "User"), _index())
+    User = apps.get_model("auth", "User")
+    if not User._meta.swapped:
+        schema_editor.remove_index(User, _index())
 
 
 class Migration(migrations.Migration):

@@ -158,7 +158,7 @@ def test_fullwidth_name_is_stored_normalised(client_500):
 def test_hostile_usernames_are_refused_by_the_admin(client, make_user, name):
     make_user("alice")
     client.force_login(make_user("boss", is_staff=True, is_superuser=True))
-    r = client.post("/admin/auth/user/add/", {"username": name, "password1": "a-long-passphrase-42",
+    r = client.post("/admin/accounts/user/add/", {"username": name, "password1": "a-long-passphrase-42",
                                               "password2": "a-long-passphrase-42", "usable_password": "true"})
     assert r.status_code == 200 and r.context["adminform"].form.errors["username"]
     assert User.objects.count() == 2
