@@ -315,7 +315,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         log(f"bench-load: ours: {size:,} comments loaded in {time.perf_counter() - t0:.1f} s (topic {ours['slug']})")
         t0 = time.perf_counter()
         xtd = seed("seed-xtd", size, xtd_env)
-        log(f"bench-load: xtd: {size:,} comments posted in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
+        log(f"bench-load: xtd: {size:,} comments written in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
         # One after the other, so that each start-up time is its own.
         ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
         servers.append(ours_server)
