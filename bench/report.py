@@ -209,7 +209,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         "`make bench-update ONLY=feeds` re-measures only the named case groups (comments, social, feeds, peer) at "
         "full size and merges them into this page (`--only feeds --update docs/bench/benchmarks.json`; the other "
         "rows are kept and the run table says what was re-measured when). "
-        "With `MONGODB_URI` set the same cases run against that server.\n")
+        "With `MONGODB_URI` set the same cases run against that server. `make bench-load` (this site and xtd under "
+        "wrk) and `make bench-scale` (the embedded engine at 100,000 and 1,000,000 comments: store size, opening, "
+        "start-up, RSS, a GET during a write burst) rewrite their own sections of this page.\n")
 
     add("## What was loaded, and how\n")
     add(f"- **Comments**: one discussion of {sizes['comments']:,} comments per strategy (document, embedded, bucketed), "

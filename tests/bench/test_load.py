@@ -94,3 +94,36 @@ def test_the_load_section_is_replaced_in_place_or_put_before_the_closing_note(tm
     second = page.read_text()
     assert second.count(LOAD_START) == 1 and second.count(LOAD_END) == 1
     assert "| topic page 1 | 12.0 | 40.0 | 0.3× |" in second and "| topic page 1 | 10.0 |" not in second
+
+
+def _wrk(rps, p50, p99):
+    return {"requests": int(rps * 20), "seconds": 20.0, "rps": rps, "p50_ms": p50, "p90_ms": p99, "p99_ms": p99,
+            "non_2xx": 0, "socket_errors": 0}
+
+
+SCALE = {"info": {"started": "2026-11-25 05:00 UTC", "seconds": 900.0, "duration": 20, "connections": 2,
+                  "gunicorn": "--workers 2 --threads 4 --timeout 60", "cpus": 2, "wrk": "wrk 4.1.0",
+                  "loadavg_after": 3.5},
+         "rows": [{"size": 1_000_000, "load_seconds": 1500.0, "store_mb": 1271.2, "wal_mb": 4.2, "django_db_mb": 1.3,
+                   "open": {"get_db_s": 0.2184, "first_read_s": 0.0296, "get_db_cpu_s": 0.0504},
+                   "ready_seconds": 6.2, "ready_cpu_seconds": 1.73, "rss_mb_workers": 250.5,
+                   "runs": {"topic page 1": _wrk(20.4, 93.0, 447.8), "comments API page 1": _wrk(79.0, 17.5, 261.2),
+                            "topic page 1 during a write burst": _wrk(14.0, 141.7, 404.3),
+                            "the write burst (posting, 1 connection)": _wrk(4.6, 192.4, 745.0)}}]}
+
+
+def test_the_scale_section_gives_size_opening_start_up_and_latency_during_writes(tmp_path):
+    from bench.report import SCALE_END, SCALE_START, put_scale_section
+
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\n## Closing note\n\nend\n")
+    put_scale_section(str(page), SCALE)
+    text = page.read_text()
+    assert text.index(SCALE_START) < text.index("## Closing note")
+    row = next(line for line in text.splitlines() if line.startswith("| 1,000,000 |"))
+    for figure in ("1,271.2 (+ WAL 4.2)", "218.4 (50.4 CPU)", "6.2 (1.73 CPU)", "250.5", "20.4 / 93.0 / 447.8",
+                   "14.0 / 141.7 / 404.3", "4.6 / 745.0"):
+        assert figure in row, figure
+    put_scale_section(str(page), {**SCALE, "info": {**SCALE["info"], "started": "2026-11-26 01:00 UTC"}})
+    text = page.read_text()
+    assert text.count(SCALE_START) == 1 and text.count(SCALE_END) == 1 and "2026-11-26 01:00 UTC" in text
