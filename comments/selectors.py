@@ -80,7 +80,8 @@ def _order(topic, order) -> str:
     if not isinstance(order, str) or order not in (CHRONOLOGICAL, NEWEST, THREADED, HOT):
         raise InvalidInput(f"order must be one of {', '.join(supported)}.", field="order")
     if order not in supported:
-        raise InvalidInput(f"{topic.comment_storage} storage supports {' and '.join(supported)} order only.", field="order")
+        listed = ", ".join(supported[:-1]) + f" and {supported[-1]}" if len(supported) > 1 else supported[0]
+        raise InvalidInput(f"{topic.comment_storage} storage supports {listed} order only.", field="order")
     return order
 
 

@@ -90,8 +90,9 @@ class CommentListQuerySerializer(serializers.Serializer):
     page = serializers.IntegerField(required=False, min_value=1, default=1)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
     order = serializers.ChoiceField(choices=["chronological", "newest", "threaded", "hot"], required=False,
-                                    help_text="Defaults to the topic's order; bucketed storage is chronological only, "
-                                              "hot (pinned, then most liked) is for document storage.")
+                                    help_text="Defaults to the topic's order; threaded needs document or embedded "
+                                              "storage; hot (pinned, then most liked, then newest) is offered by every "
+                                              "storage.")
     cursor = serializers.CharField(required=False, help_text="A `next` or `previous` value of another page in the same "
                                                              "order: the page after or before it (instead of `page`). "
                                                              "Costs about page_size index keys in every order.")

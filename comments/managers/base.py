@@ -74,7 +74,7 @@ from core.paging import Page, PageRequest
 
 CHRONOLOGICAL = "chronological"
 THREADED = "threaded"
-HOT = "hot"  # pinned first, then most liked, then newest (seeds/004_d286869db7b63c27.txt HoSc); document strategy only
+HOT = "hot"  # pinned first, then most liked, then newest (seeds/004_d286869db7b63c27.txt HoSc); every strategy
 
 VISIBLE = "visible"
 AUTHOR_ONLY = "author_only"  # seeds/004_d286869db7b63c27.txt "self-visible": shown only to its author and to editors

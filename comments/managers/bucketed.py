@@ -25,7 +25,12 @@ Invariants:
   buckets holding that range (an equality and a range on (discussion_id, bucket)),
   each reduced on the server to the comments in the range (`$filter` on `seq`). The
   bucket counts are never read: they are implied by the numbers.
-- `position()` is `seq - 1`. Only chronological order is offered.
+- `position()` is `seq - 1` in chronological order. Chronological and hot orders are offered.
+- Hot order goes through the rank collection `comment_bucket_ranks` (comments/managers/ranks.py,
+  seeds/004_d286869db7b63c27.txt's hot index): the discussion document, about page_size
+  keys of the rank index, then ONE aggregation over the buckets holding the page's
+  numbers, each reduced by `$filter` to them (at most page_size buckets, each sending only
+  its page comments). The discussion document carries `ranked` once its ranks are complete.
 - Pinned comments are found through (discussion_id, comments.pinned): the buckets that
   hold one, each reduced on the server to its pinned comments (`pinned()`).
 - Sharding: `{discussion_id: "hashed"}` for buckets (uniqueness of (discussion_id,
@@ -48,6 +53,7 @@ from comments.managers.base import (
     CHRONOLOGICAL,
     DELETED,
     FORGOTTEN,
+    HOT,
     VISIBLE,
     Comment,
     CommentManager,
@@ -66,7 +72,14 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
+
+
+def new_head(size: int | None = None) -> dict:
+    """The fields a discussion document is created with: its bucket size, and `ranked` (its
+    comments have their ranks from the start, comments/managers/ranks.py)."""
+    return {"size": size or max(1, settings.COMMENTS_BUCKET_SIZE), "ranked": True}
 
 
 def bucket_of(seq: int, size: int) -> int:
@@ -74,11 +87,12 @@ def bucket_of(seq: int, size: int) -> int:
     return (seq - 1) // size + 1
 
 
-class BucketedCommentManager(CommentManager):
+class BucketedCommentManager(HotRanks, CommentManager):
     storage = "bucketed"
-    orders = (CHRONOLOGICAL,)
+    orders = (CHRONOLOGICAL, HOT)
     buckets_name = "comment_buckets"
     discussions_name = "comment_bucket_discussions"
+    ranks_name = "comment_bucket_ranks"
 
     @property
     def buckets(self):
@@ -99,11 +113,13 @@ class BucketedCommentManager(CommentManager):
                 IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+            **cls.rank_indexes(),
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.buckets_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"}}
+        return {cls.buckets_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"},
+                cls.ranks_name: {"discussion_id": "hashed"}}
 
     @staticmethod
     def bucket_id(discussion_id: int, bucket: int) -> str:
@@ -114,7 +130,7 @@ class BucketedCommentManager(CommentManager):
     def next_seq(self, discussion_id: int) -> tuple[int, int]:
         """(the next sequence number, the discussion's bucket size); creates the discussion at the first post."""
         meta = self.discussions.find_one_and_update(
-            {"_id": discussion_id}, {"$inc": {"count": 1}, "$setOnInsert": {"size": max(1, settings.COMMENTS_BUCKET_SIZE)}},
+            {"_id": discussion_id}, {"$inc": {"count": 1}, "$setOnInsert": new_head()},
             projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
         )
         return int(meta["count"]), int(meta["size"])
@@ -136,13 +152,14 @@ class BucketedCommentManager(CommentManager):
             # it as a plain update: the bucket exists now.
             self.buckets.update_one(key, push)
         comment.locator = bucket
+        self.rank_stored(comment)  # after the comment: a rank never names a missing comment
         return comment
 
     def append(self, comment, *, threaded=False):
         discussion_id = comment.discussion_id
         if comment.status != VISIBLE:  # the hint first: never behind the comments
-            self.discussions.update_one({"_id": discussion_id}, {"$set": {"moderated": True}, "$setOnInsert": {
-                "size": max(1, settings.COMMENTS_BUCKET_SIZE)}}, upsert=True)
+            self.discussions.update_one({"_id": discussion_id}, {"$set": {"moderated": True}, "$setOnInsert": new_head()},
+                                        upsert=True)
         comment.seq, size = self.next_seq(discussion_id)
         bucket = bucket_of(comment.seq, size)
         self.buckets.update_one(
@@ -151,6 +168,7 @@ class BucketedCommentManager(CommentManager):
             upsert=True,
         )
         comment.locator = bucket
+        self.rank_stored(comment)
         return comment
 
     def append_many(self, comments, *, threaded=False):
@@ -159,11 +177,10 @@ class BucketedCommentManager(CommentManager):
         discussion_id = comments[0].discussion_id
         hint = {"moderated": True} if any(c.status != VISIBLE for c in comments) else {}
         if hint:  # the hint first: never behind the comments
-            self.discussions.update_one({"_id": discussion_id}, {"$set": hint, "$setOnInsert": {
-                "size": max(1, settings.COMMENTS_BUCKET_SIZE)}}, upsert=True)
+            self.discussions.update_one({"_id": discussion_id}, {"$set": hint, "$setOnInsert": new_head()}, upsert=True)
         meta = self.discussions.find_one_and_update(
             {"_id": discussion_id},
-            {"$inc": {"count": len(comments)}, "$setOnInsert": {"size": max(1, settings.COMMENTS_BUCKET_SIZE)}},
+            {"$inc": {"count": len(comments)}, "$setOnInsert": new_head()},
             projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
         )
         first, size = int(meta["count"]) - len(comments) + 1, int(meta["size"])
@@ -177,6 +194,7 @@ class BucketedCommentManager(CommentManager):
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
             {"$inc": {"count": len(elements)}, "$push": {"comments": {"$each": elements, "$sort": {"seq": 1}}}},
             upsert=True) for bucket, elements in buckets.items()], ordered=True)
+        self.rank_stored_many(comments)
         return len(comments)
 
     @staticmethod
@@ -198,8 +216,9 @@ class BucketedCommentManager(CommentManager):
             self.buckets.insert_many(docs[i:i + 2_000], ordered=False)
         self.discussions.bulk_write([UpdateOne({"_id": discussion_id},
                                                {"$inc": {"count": len(comments), **pinned_hint(comments)},
-                                                "$setOnInsert": {"size": size, **moderated_hint(comments)}},
+                                                "$setOnInsert": {**new_head(size), **moderated_hint(comments)}},
                                                upsert=True)])
+        self.rank_stored_many(comments)
         return len(docs) + 1
 
     def _update_comment(self, discussion_id: int, comment_id: str, update: dict) -> bool:
@@ -228,6 +247,7 @@ class BucketedCommentManager(CommentManager):
         if result.matched_count:
             if not pinned:
                 self._hint(discussion_id, {"$inc": {"pinned": -1}})
+            self.rank_pinned(discussion_id, comment_id, pinned)  # only a real change moves the rank
             return True
         if pinned:
             self._hint(discussion_id, {"$inc": {"pinned": -1}})  # nothing changed: take the raise back
@@ -243,7 +263,10 @@ class BucketedCommentManager(CommentManager):
         return result.matched_count > 0
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
-        return self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
+        liked = self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
+        if liked:
+            self.rank_moved(discussion_id, comment_id, delta)  # after the element, by the same delta
+        return liked
 
     def _in_bucket(self, discussion_id: int, comment: Comment, match: dict) -> dict:
         """The filter of one comment's element, in its bucket when `get` told us (or its number does)."""
@@ -256,6 +279,8 @@ class BucketedCommentManager(CommentManager):
         result = self.buckets.update_one(
             self._in_bucket(discussion_id, comment, {"likes": comment.likes}),
             {"$set": {"comments.$.likes": likes, "comments.$.latest_likers": list(latest_likers)}})
+        if result.matched_count:
+            self.rank_moved(discussion_id, comment.id, likes - comment.likes)
         return result.matched_count > 0
 
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
@@ -275,6 +300,7 @@ class BucketedCommentManager(CommentManager):
     def drop_discussion(self, *, discussion_id):
         self.buckets.delete_many({"discussion_id": discussion_id})
         self.discussions.delete_one({"_id": discussion_id})
+        self.ranks_dropped(discussion_id)
 
     def by_author(self, *, author_id):
         # A maintenance read: no index leads with the author, so the server scans the buckets.
@@ -331,7 +357,9 @@ class BucketedCommentManager(CommentManager):
         """(count, size) of the discussion; its hints into `hints` when given (the same read)."""
         db = self.read_db if read else self.db
         meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1, "pinned": 1,
-                                                                           "moderated": 1}, session=session)
+                                                                           "moderated": 1, "ranked": 1}, session=session)
+        if hints is not None and meta is not None and not meta.get("ranked"):
+            hints["unranked"] = True  # stored before ranks existed: a hot read writes them first
         if hints is not None:
             hints.update(pinned_count=max(0, int((meta or {}).get("pinned", 0))),
                          moderated=bool((meta or {}).get("moderated")))
@@ -358,11 +386,48 @@ class BucketedCommentManager(CommentManager):
         check_order(self, order)
         position = decode_cursor(cursor, order)
         with self.read_session() as session:  # the counter and the buckets see one causal history
+            if order == HOT:
+                return self._hot_page(discussion_id, request, position, session)
             return self._page(discussion_id, order, request, position, session)
+
+    def _hot_page(self, discussion_id, request, position, session) -> Page[Comment]:
+        """The discussion document (total, hints), about page_size keys of the rank index, then
+        ONE aggregation over the buckets holding the page's numbers, each reduced to them."""
+        hints: dict = {}
+        total, size = self._meta(discussion_id, session=session, hints=hints)
+        if hints.pop("unranked", False):
+            self._rank_backfill(discussion_id)
+        ranks, more_before, more_after = self.rank_window(discussion_id, request, position, session)
+        found: dict[int, Comment] = {}
+        if ranks:
+            numbers = sorted({int(doc["seq"]) for doc in ranks})
+            cursor_ = self.read_db[self.buckets_name].aggregate([
+                {"$match": {"discussion_id": discussion_id, "bucket": {"$in": sorted({bucket_of(n, size) for n in numbers})}}},
+                {"$project": {"_id": 0, "bucket": 1, "comments": {"$filter": {
+                    "input": "$comments", "as": "c", "cond": {"$in": ["$$c.seq", numbers]}}}}},
+            ], session=session, **self.time_limit())
+            for doc in cursor_:
+                for element in doc["comments"]:
+                    comment = from_element(element, discussion_id)
+                    comment.locator = doc["bucket"]
+                    found[comment.seq] = comment
+        items = [found.get(int(doc["seq"])) for doc in ranks]
+        page = ranked_page(ranks, items, count=total, request=request, more_before=more_before, more_after=more_after)
+        page.extra.update(hints)
+        return page
+
+    def _rank_backfill(self, discussion_id: int) -> None:
+        """Ranks of a discussion stored before ranks existed, then its `ranked` flag (ranks.py):
+        a maintenance read of every bucket, once per discussion."""
+        comments = [from_element(e, discussion_id) for doc in self.buckets.find({"discussion_id": discussion_id})
+                    for e in doc.get("comments", [])]
+        self.ranks_backfilled(discussion_id, comments)
+        self.discussions.update_one({"_id": discussion_id}, {"$set": {"ranked": True}})
 
     def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
         hints: dict = {}
         total, size = self._meta(discussion_id, session=session, hints=hints)
+        hints.pop("unranked", None)  # only hot pages read the ranks
         n = request.page_size
         if position is None:
             lo, hi = request.skip + 1, request.skip + n
@@ -408,6 +473,11 @@ class BucketedCommentManager(CommentManager):
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         check_order(self, order)
+        if order == HOT:
+            meta = self.discussions.find_one({"_id": discussion_id}, {"ranked": 1})
+            if meta is not None and not meta.get("ranked"):
+                self._rank_backfill(discussion_id)
+            return self.rank_position(discussion_id, comment.id)
         if comment.seq:
             return comment.seq - 1
         stored = self.get(discussion_id=discussion_id, comment_id=comment.id)  # from the primary

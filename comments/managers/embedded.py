@@ -38,9 +38,14 @@ Invariants:
   replaced, and `bytes` moves by the exact BSON size difference of the changed fields:
   an edit that grows the text carries `bytes <= bound - growth` in its filter, so the
   size bound holds after edits too (DiscussionFull, nothing changed).
-- A chronological page of a flat discussion is one find_one with `$slice`; every other
-  read loads the discussion once and orders it in the application (threaded order is
+- A chronological page of a flat discussion is one find_one with `$slice`; threaded
+  pages load the discussion once and order it in the application (threaded order is
   the `sort_key` order, which is the seed's depth-first `iter_comments` order).
+- Hot order goes through the rank collection `comment_discussion_ranks`
+  (comments/managers/ranks.py, seeds/004_d286869db7b63c27.txt's hot index): about
+  page_size keys, then one aggregation on the discussion document that sends only the
+  page's elements (a flat element by its position `seq - 1`, a nested one by its path of
+  ids). The discussion document carries `ranked` once its ranks are complete.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from comments.managers.base import (
     CHRONOLOGICAL,
     DELETED,
     FORGOTTEN,
+    HOT,
     THREADED,
     VISIBLE,
     Comment,
@@ -77,6 +83,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
 FLAT = "flat"
@@ -149,23 +156,34 @@ def _find_nested(doc: dict, comment_id: str) -> tuple[str, dict] | None:
     return None
 
 
+def _nested_element(ids: list[str], array="$replies") -> dict:
+    """The expression of the nested element whose path of ids is `ids`: at each level, the
+    element of that id in the `replies` array of the level above (depth < COMMENTS_MAX_DEPTH)."""
+    element = {"$arrayElemAt": [{"$filter": {"input": array, "as": "c", "cond": {"$eq": ["$$c.id", ids[0]]}}}, 0]}
+    if len(ids) == 1:
+        return element
+    return {"$let": {"vars": {"e": element}, "in": _nested_element(ids[1:], "$$e.replies")}}
+
+
 def _chronological(element: dict):
     return (element["posted"], element["sort_key"])
 
 
-class EmbeddedCommentManager(CommentManager):
+class EmbeddedCommentManager(HotRanks, CommentManager):
     storage = "embedded"
-    orders = (CHRONOLOGICAL, THREADED)
+    orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comment_discussions"
+    ranks_name = "comment_discussion_ranks"
 
     @classmethod
     def indexes(cls):
-        return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")]}  # the shard key's index
+        return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
+                **cls.rank_indexes()}
 
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
-        return {cls.collection_name: {"_id": "hashed"}}
+        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed"}}
 
     # --- writes ------------------------------------------------------------------
 
@@ -210,12 +228,13 @@ class EmbeddedCommentManager(CommentManager):
             )
             if stored is not None:
                 comment.seq = stored["count"]  # its place in posting order
+                self.rank_stored(comment)  # after the comment: a rank never names a missing comment
                 return comment
             meta = self.collection.find_one({"_id": discussion_id}, {"layout": 1, "bytes": 1})
             if meta is None:
                 try:  # the first comment: create the discussion, then push again
                     self.collection.insert_one({"_id": discussion_id, "layout": layout, "count": 0, "bytes": 0,
-                                                _ARRAY[layout]: []})
+                                                "ranked": True, _ARRAY[layout]: []})
                 except DuplicateKeyError:
                     pass  # another writer created it first
             elif meta["layout"] != layout:
@@ -264,6 +283,7 @@ class EmbeddedCommentManager(CommentManager):
         if self._update_comment(discussion_id, comment_id, threaded,
                                 lambda p: {"$set": {f"{p}pinned": pinned}, "$inc": {"pinned": 1 if pinned else -1}},
                                 element={"pinned": {"$ne": pinned}}):
+            self.rank_pinned(discussion_id, comment_id, pinned)  # only a real change moves the rank
             return True
         return self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded) is not None
 
@@ -280,15 +300,19 @@ class EmbeddedCommentManager(CommentManager):
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         if delta < 0:
-            return self._update_comment(discussion_id, comment_id, threaded,
-                                        lambda p: like_update(p, username=username, delta=delta))
-        cost = liker_charge(username)
-        if self._update_comment(discussion_id, comment_id, threaded,
-                                lambda p: like_update(p, username=username, delta=delta, extra_inc={"bytes": cost}),
-                                guard={"bytes": {"$lte": HARD_MAX_BYTES - cost}}):
-            return True
-        # The discussion is at its hard bound (or there is no such comment): count the like, list no name.
-        return self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$inc": {f"{p}likes": delta}})
+            liked = self._update_comment(discussion_id, comment_id, threaded,
+                                         lambda p: like_update(p, username=username, delta=delta))
+        else:
+            cost = liker_charge(username)
+            liked = self._update_comment(discussion_id, comment_id, threaded,
+                                         lambda p: like_update(p, username=username, delta=delta, extra_inc={"bytes": cost}),
+                                         guard={"bytes": {"$lte": HARD_MAX_BYTES - cost}})
+            if not liked:
+                # The discussion is at its hard bound (or there is no such comment): count the like, list no name.
+                liked = self._update_comment(discussion_id, comment_id, threaded, lambda p: {"$inc": {f"{p}likes": delta}})
+        if liked:
+            self.rank_moved(discussion_id, comment_id, delta)  # after the element, by the same delta
+        return liked
 
     def bulk_load(self, comments, *, threaded=False):
         """One discussion document as post() builds it: nested replies for a threaded topic, else one flat array.
@@ -316,7 +340,10 @@ class EmbeddedCommentManager(CommentManager):
                 roots.append(element)
         kept = comments[:stored]
         self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
-                                    **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
+                                    "ranked": True, **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
+        for seq, comment in enumerate(kept, start=1):  # posting order: a flat element's position + 1
+            comment.seq = seq
+        self.rank_stored_many(kept)
         return stored
 
     def _change_element(self, discussion_id: int, comment: Comment, match: dict, changes: dict,
@@ -356,10 +383,13 @@ class EmbeddedCommentManager(CommentManager):
         # `bytes` moves by the exact size difference of the two fields (as an edit's does).
         match = {"likes": comment.likes}
         try:
-            return self._change_element(discussion_id, comment, match,
-                                        {"likes": likes, "latest_likers": list(latest_likers)})
+            changed = self._change_element(discussion_id, comment, match,
+                                           {"likes": likes, "latest_likers": list(latest_likers)})
         except DiscussionFull:  # no room for more names: the count alone, as add_like does at the bound
-            return self._change_element(discussion_id, comment, match, {"likes": likes})
+            changed = self._change_element(discussion_id, comment, match, {"likes": likes})
+        if changed:
+            self.rank_moved(discussion_id, comment.id, likes - comment.likes)
+        return changed
 
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
         return self._change_element(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}},
@@ -374,6 +404,7 @@ class EmbeddedCommentManager(CommentManager):
 
     def drop_discussion(self, *, discussion_id):
         self.collection.delete_one({"_id": discussion_id})
+        self.ranks_dropped(discussion_id)
 
     def _touching(self, author_id: int, name: str):
         """The discussions holding a comment by `author_id` (or, with `name`, a reply to them): one
@@ -439,6 +470,8 @@ class EmbeddedCommentManager(CommentManager):
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
         position = decode_cursor(cursor, order)
+        if order == HOT:
+            return self._hot_page(discussion_id, request, position)
         if order == CHRONOLOGICAL:
             # One round trip: a flat document travels only the requested slice (array position
             # = seq - 1, so a cursor is a position too); a nested one (a threaded topic shown
@@ -463,6 +496,42 @@ class EmbeddedCommentManager(CommentManager):
             return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
         return self._hinted(window(self._comments(doc, order, discussion_id), order=order, request=request,
                                    position=position, count=doc["count"]), doc)
+
+    _HEAD = {"layout": 1, "count": 1, "pinned": 1, "moderated": 1, "ranked": 1}  # the document without its comments
+
+    def _hot_page(self, discussion_id: int, request: PageRequest, position) -> Page[Comment]:
+        """The head (total, hints), about page_size keys of the rank index, then the page's elements."""
+        head = self._load(discussion_id, self._HEAD)
+        if head is None:
+            return keyset_page([], order=HOT, count=0, request=request, more_before=False, more_after=False)
+        if not head.get("ranked"):
+            self._rank_backfill(discussion_id)
+        nested = head.get("layout") == NESTED
+        ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=nested)
+        items = self._elements(discussion_id, nested, ranks)
+        return self._hinted(ranked_page(ranks, items, count=head["count"], request=request, more_before=more_before,
+                                        more_after=more_after), head)
+
+    def _elements(self, discussion_id: int, nested: bool, ranks: list[dict]) -> list[Comment | None]:
+        """The comments named by `ranks` (in their order; None where one is missing), in one
+        aggregation that sends only them: a flat element by its array position (`seq - 1`:
+        nothing is ever removed, so positions never change), a nested one by following its path
+        of ids down the `replies` arrays."""
+        if not ranks:
+            return []
+        fields = {f"e{i}": (_nested_element(doc["path"].split("/")) if nested
+                            else {"$arrayElemAt": ["$comments", int(doc["seq"]) - 1]}) for i, doc in enumerate(ranks)}
+        docs = list(self.read_collection.aggregate([{"$match": {"_id": discussion_id}}, {"$project": {"_id": 0, **fields}}],
+                                                   **self.time_limit()))
+        found = docs[0] if docs else {}
+        return [from_element(found[f"e{i}"], discussion_id) if found.get(f"e{i}") else None for i in range(len(ranks))]
+
+    def _rank_backfill(self, discussion_id: int) -> None:
+        """Ranks of a discussion stored before ranks existed, then its `ranked` flag (ranks.py)."""
+        doc = self._load(discussion_id, read=False)
+        if doc is not None:
+            self.ranks_backfilled(discussion_id, self._comments(doc, CHRONOLOGICAL, discussion_id))
+            self.collection.update_one({"_id": discussion_id}, {"$set": {"ranked": True}})
 
     @staticmethod
     def _hinted(page: Page[Comment], doc: dict) -> Page[Comment]:
@@ -526,6 +595,11 @@ class EmbeddedCommentManager(CommentManager):
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         check_order(self, order)
+        if order == HOT:
+            head = self._load(discussion_id, {"ranked": 1}, read=False)
+            if head is not None and not head.get("ranked"):
+                self._rank_backfill(discussion_id)
+            return self.rank_position(discussion_id, comment.id)
         # From the primary: a permalink right after posting must find the new comment.
         doc = self._load(discussion_id, {"layout": 1, "comments.id": 1, "comments.posted": 1, "comments.sort_key": 1,
                                          "replies": 1}, read=False)

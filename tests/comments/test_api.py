@@ -58,12 +58,30 @@ def test_bad_list_parameters_are_4xx_with_detail(api_client, topic, alice, query
     assert r.json()["detail"]
 
 
-def test_threaded_on_bucketed_and_hot_outside_document_are_400(api_client, make_topic):
+def test_threaded_on_bucketed_is_400(api_client, make_topic):
     bucketed = make_topic("bucketed")
     r = api_client.get(url(bucketed) + "?order=threaded")
-    assert r.status_code == 400 and "chronological and newest order only" in r.json()["detail"]
-    embedded = make_topic("embedded", "threaded")
-    assert api_client.get(url(embedded) + "?order=hot").status_code == 400
+    assert r.status_code == 400 and "chronological, newest and hot order only" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("embedded", "threaded"),
+                                           ("embedded", "chronological"), ("bucketed", "chronological")])
+def test_hot_order_is_offered_by_every_storage_and_pages_by_cursor(api_client, make_topic, alice, make_user, storage,
+                                                                    order):
+    topic = make_topic(storage, order)
+    posted = [services.comment_create(topic=topic, author=alice, text=f"c{i}") for i in range(5)]
+    fans = [make_user() for _ in range(2)]
+    for fan in fans:
+        services.comment_like(topic=topic, comment_id=posted[1].id, user=fan)
+    services.comment_like(topic=topic, comment_id=posted[3].id, user=fans[0])
+    r = api_client.get(url(topic) + "?order=hot&page_size=2")
+    assert r.status_code == 200, r.content
+    ids = [c["id"] for c in r.json()["results"]]
+    while r.json()["next_cursor"]:
+        r = api_client.get(url(topic) + "?order=hot&page_size=2&cursor=" + r.json()["next_cursor"])
+        assert r.status_code == 200, r.content
+        ids += [c["id"] for c in r.json()["results"]]
+    assert ids == [posted[i].id for i in (1, 3, 4, 2, 0)]
 
 
 def test_bad_posts_are_400_and_store_nothing(api_client, topic, alice, settings):

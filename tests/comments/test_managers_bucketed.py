@@ -3,7 +3,7 @@
 import pytest
 from django.conf import settings as django_settings
 
-from comments.managers.base import CHRONOLOGICAL, THREADED, Author
+from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author
 from comments.managers.bucketed import BucketedCommentManager, bucket_of
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
@@ -88,7 +88,7 @@ def test_threaded_display_is_not_offered_but_replies_are_stored(mongo_db):
     root = manager.post(discussion_id=d, author=ALICE, text="root")
     reply = manager.post(discussion_id=d, author=ALICE, text="reply", parent=root, threaded=True)
     assert (reply.parent, reply.path, reply.depth) == (root.id, f"{root.id}/{reply.id}", 1)
-    assert manager.orders == (CHRONOLOGICAL,)
+    assert manager.orders == (CHRONOLOGICAL, HOT)
     with pytest.raises(ValueError):
         manager.page(discussion_id=d, order=THREADED, request=PageRequest())
     assert manager.thread(discussion_id=d, comment_id=root.id) == [root, reply]

@@ -48,10 +48,10 @@ def test_topic_page_renders_comments_for_every_strategy(client, topic, alice, ma
 def test_order_toggle_shows_only_supported_orders(client, make_topic):
     pages = {s: client.get(f"/t/{make_topic(s).slug}/").content.decode() for s in ("document", "embedded", "bucketed")}
     assert "?order=hot" in pages["document"] and "?order=chronological" in pages["document"]
-    assert "?order=hot" not in pages["embedded"] and "?order=chronological" in pages["embedded"]
-    # Bucketed storage is chronological; it offers newest first too, but never threaded or hot.
+    assert "?order=hot" in pages["embedded"] and "?order=chronological" in pages["embedded"]
+    # Bucketed storage is chronological; it offers newest first and hot too, but never threaded.
     assert "?order=newest" in pages["bucketed"] and "?order=threaded" not in pages["bucketed"]
-    assert "?order=hot" not in pages["bucketed"]
+    assert "?order=hot" in pages["bucketed"]
 
 
 def test_pager_keeps_the_order(client, topic, alice):

@@ -99,8 +99,8 @@ def test_writers_must_be_authenticated_and_active(topic, make_user):
 
 def test_orders_are_checked_against_the_storage(topic, make_user):
     services.comment_create(topic=topic, author=make_user(), text="x")
-    for order in ("nonsense", "", None, "hot" if topic.comment_storage != "document" else "threaded"):
-        if order in ("", None) or (order == "threaded" and topic.comment_storage == "document"):
+    for order in ("nonsense", "", None, "hot", "threaded"):
+        if order in ("", None, "hot") or (order == "threaded" and topic.comment_storage != "bucketed"):
             page = selectors.comment_page(topic=topic, order=order, request=PageRequest(), viewer=None)
             assert page.count == 1
             continue
@@ -111,7 +111,7 @@ def test_orders_are_checked_against_the_storage(topic, make_user):
 
 def test_bucketed_storage_refuses_threaded_order(make_topic):
     topic = make_topic("bucketed")
-    with pytest.raises(InvalidInput, match="bucketed storage supports chronological and newest order only"):
+    with pytest.raises(InvalidInput, match="bucketed storage supports chronological, newest and hot order only"):
         selectors.comment_page(topic=topic, order="threaded", request=PageRequest(), viewer=None)
 
 

@@ -19,6 +19,7 @@ from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
     AUTHOR_ONLY,
     CHRONOLOGICAL,
+    HOT,
     LATEST_LIKERS,
     REMOVED,
     THREADED,
@@ -337,6 +338,8 @@ def test_pages_reassemble_any_discussion(manager, author, threaded, settings, da
 
 @pytest.mark.parametrize("threaded", [False, True])
 def test_a_page_costs_at_most_two_round_trips_at_any_depth(counting_manager, author, threaded, settings):
+    """Two round trips; three for a hot page of the array strategies (the head, the rank index,
+    the page's comments: comments/managers/ranks.py)."""
     manager, counter = counting_manager
     settings.COMMENTS_BUCKET_SIZE = 5  # many buckets, so a deep page of the bucketed strategy crosses several
     d = new_discussion_id()
@@ -347,7 +350,8 @@ def test_a_page_costs_at_most_two_round_trips_at_any_depth(counting_manager, aut
             result = manager.page(discussion_id=d, order=order, threaded=threaded,
                                   request=PageRequest(page=page, page_size=10 if page < 30 else 2))
             assert result.items and result.count == 60
-            assert len(counter.calls) <= 2, (order, page, counter.calls)
+            allowed = 3 if order == HOT and manager.storage != "document" else 2
+            assert len(counter.calls) <= allowed, (order, page, counter.calls)
         counter.reset()
         manager.count(discussion_id=d)
         assert len(counter.calls) == 1
@@ -380,4 +384,5 @@ def test_single_comment_operations_cost_the_same_few_round_trips_at_any_size(cou
 
     small, large = costs(12), costs(240)
     assert small == large
-    assert max(large.values()) <= 2, large
+    # The array strategies move a comment's hot rank after the comment (a post, a like, a pin): one more.
+    assert max(large.values()) <= (2 if manager.storage == "document" else 3), large

@@ -170,17 +170,21 @@ def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, mak
         assert 0 < extra <= 2 * 2 + SLACK, (storage, size, extra)
 
 
-@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("document", "hot"), ("embedded", "threaded")])
+@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("document", "hot"), ("embedded", "threaded"),
+                                           ("embedded", "hot"), ("bucketed", "hot")])
 def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
                                                                                        storage, order):
     """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
-    (A page NUMBER deep in these orders walks the keys before it: documented in docs/comments.md.)"""
+    (A page NUMBER deep in these orders walks the keys before it: documented in docs/comments.md.)
+    Embedded and bucketed hot pages read their rank index (covered: keys only), then the page's
+    comments: the one embedded document, or the buckets holding them (at most a page of them)."""
     from comments.selectors import comment_manager, comment_page, is_threaded
 
     figures = {}
     for size in SIZES:
         with counter.paused():
-            topic, _ = _discussion(make_topic, make_user, storage, "threaded", size)
+            topic, _ = _discussion(make_topic, make_user, storage, "chronological" if storage == "bucketed" else "threaded",
+                                   size)
         m, page = measure(counter, lambda t=topic: comment_page(topic=t, order=order,
                                                                 request=PageRequest(page=1, page_size=PAGE)))
         assert page.count == size
