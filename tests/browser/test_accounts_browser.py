@@ -92,6 +92,8 @@ def test_download_my_data(open_page, person, make_topic, shots, viewport):
     comment_services.comment_create(topic=topic, author=user, text="worth keeping")
     page = open_page(user, viewport=viewport)
     page.goto("/accounts/")
+    no_overflow(page)
+    page.screenshot(path=shots / f"account-download-{viewport['width']}.png", full_page=True)
     with page.expect_download() as download:
         page.click("text=Download my data")
     data = json.loads(open(download.value.path()).read())
@@ -107,8 +109,15 @@ def test_delete_my_account(open_page, person, make_topic, shots, viewport):
 
     user, friend = person("leaving_soon"), person("friend")
     social_services.follow_create(follower=friend, followee=user)
-    topic = make_topic("document", "threaded")
-    comment_services.comment_create(topic=topic, author=user, text="goodbye everyone")
+    social_services.follow_create(follower=user, followee=friend)
+    topics = [make_topic(storage, order, title=f"Farewell in {storage}") for storage, order in
+              (("document", "threaded"), ("embedded", "threaded"), ("bucketed", "chronological"))]
+    topic = topics[0]
+    for each in topics:  # a comment, a like and a reply to a friend in every strategy
+        mine = comment_services.comment_create(topic=each, author=user, text="goodbye everyone")
+        theirs = comment_services.comment_create(topic=each, author=friend, text="farewell, friend")
+        comment_services.comment_like(topic=each, comment_id=theirs.id, user=user)
+        comment_services.comment_create(topic=each, author=friend, text="see you", parent=mine.id)
     page = open_page(user, viewport=viewport)
     page.goto("/accounts/")
     page.click("text=Delete my account…")
@@ -125,11 +134,22 @@ def test_delete_my_account(open_page, person, make_topic, shots, viewport):
     page.screenshot(path=shots / f"account-deleted-{viewport['width']}.png", full_page=True)
     assert not type(user).objects.filter(pk=user.pk).exists()
     db = get_db()
-    for name in db.list_collection_names():
+    for name in db.list_collection_names():  # every strategy's comments, likes, feeds, notifications, search
         for doc in db[name].find():
-            assert "leaving_soon" not in json.dumps(doc, default=str), name
-    page.goto(f"/t/{topic.slug}/")
-    assert "goodbye everyone" not in page.inner_text("main")
+            text = json.dumps(doc, default=str)
+            assert "leaving_soon" not in text and "goodbye everyone" not in text, name
+            assert (doc.get("user_id"), doc.get("actor_id"), doc.get("follower_id"), doc.get("followee_id")).count(
+                user.pk) == 0, (name, doc)
+    for each in topics:
+        page.goto(f"/t/{each.slug}/")
+        assert "goodbye everyone" not in page.inner_text("main") and "leaving_soon" not in page.inner_text("main")
     page.screenshot(path=shots / f"account-deleted-topic-{viewport['width']}.png", full_page=True)
+    page.goto("/search/?q=goodbye")
+    assert "goodbye everyone" not in page.inner_text("main")
+    page.screenshot(path=shots / f"account-deleted-search-{viewport['width']}.png", full_page=True)
+    theirs = open_page(friend, viewport=viewport)
+    for url in ("/notifications/", "/feed/", "/u/friend/followers/", "/u/friend/following/"):
+        theirs.goto(url)
+        assert "leaving_soon" not in theirs.inner_text("main"), url
     page.goto("/u/friend/")
     page.screenshot(path=shots / f"account-deleted-friend-{viewport['width']}.png", full_page=True)

@@ -175,25 +175,36 @@ def test_an_in_place_action_past_a_limit_shows_the_servers_message_and_wait(open
     cache.clear()
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
 @pytest.mark.parametrize("javascript", [True, False], ids=["in-place", "no-javascript"])
-def test_an_editor_removes_a_comment_from_its_menu(open_page, person, topic, shots, javascript):
+def test_an_editor_removes_a_comment_from_its_menu(open_page, person, topic, shots, javascript, viewport):
     """The topic page's "Moderate" menu goes through the moderation pipeline: in place with
-    JavaScript (the comment is re-rendered with its new badge), a full round trip without."""
+    JavaScript (the comment is re-rendered with its new badge), a full round trip without;
+    at 1280 and 390 px (the open menu stays inside the screen)."""
     from moderation.services import editor_add
 
     bob = person("bob")
     editor = person("editor-in-group")  # not staff, not superuser: the Editors group is enough
     editor_add(user=editor)
-    spam = services.comment_create(topic=topic, author=bob, text="buy cheap things")
-    page = open_page(editor, javascript=javascript)
+    root = services.comment_create(topic=topic, author=bob, text="a fair question")
+    spam = services.comment_create(topic=topic, author=bob, text="buy cheap things", parent=root.id)
+    page = open_page(editor, javascript=javascript, viewport=viewport)
     page.goto(f"/t/{topic.slug}/")
     if javascript:
         no_reload_marker(page)
+    label = f"{'js' if javascript else 'nojs'}-{viewport['width']}"
     article = page.locator(f"#c-{spam.id}")
     article.locator("details.moderate summary").click()
-    article.get_by_role("button", name="Remove").click()
+    remove = article.get_by_role("button", name="Remove")
+    remove.wait_for()
+    box = remove.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"], box  # the open menu fits the screen
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1], widths
+    article.screenshot(path=str(shots / f"moderate-menu-open-{label}.png"))
+    remove.click()
     page.locator(f"#c-{spam.id} .badge", has_text="removed").wait_for()
-    page.screenshot(path=str(shots / f"moderate-menu-{'js' if javascript else 'nojs'}.png"), full_page=True)
+    page.screenshot(path=str(shots / f"moderate-menu-{label}.png"), full_page=True)
     if javascript:
         assert stayed(page)
         assert "Remove: 1 comment." in page.locator(f"#c-{spam.id} [role=status]").inner_text()
