@@ -196,6 +196,9 @@
       waiting = [];
       list.hidden = false;
       notice.hidden = true;
+      /* The heading counts the discussion as the server last answered (its `last` is the total). */
+      var title = document.getElementById("comments-title"), total = parseInt(box.dataset.after, 10);
+      if (title && total > 0) title.textContent = total + (total === 1 ? " comment" : " comments");
       var newest = list.lastElementChild;
       if (newest && newest.focus) { newest.setAttribute("tabindex", "-1"); newest.focus({preventScroll: false}); }
     });

@@ -112,7 +112,6 @@ def test_delete_my_account(open_page, person, make_topic, shots, viewport):
     social_services.follow_create(follower=user, followee=friend)
     topics = [make_topic(storage, order, title=f"Farewell in {storage}") for storage, order in
               (("document", "threaded"), ("embedded", "threaded"), ("bucketed", "chronological"))]
-    topic = topics[0]
     for each in topics:  # a comment, a like and a reply to a friend in every strategy
         mine = comment_services.comment_create(topic=each, author=user, text="goodbye everyone")
         theirs = comment_services.comment_create(topic=each, author=friend, text="farewell, friend")

@@ -31,6 +31,7 @@ def test_the_new_comments_notice_appears_when_another_user_posts(open_page, pers
     assert shown.count() == 2 and shown.nth(0).locator("strong").inner_text() == "replies"
     assert "in reply to" in shown.nth(0).inner_text()
     assert page.locator(".new-notice").is_hidden() and page.evaluate("window.__stayed === true")  # no reload
+    assert page.inner_text("#comments-title") == "3 comments"  # the heading counts what is shown now
     page.screenshot(path=str(shots / f"new-comments-shown-{name}.png"), full_page=True)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert widths[0] <= widths[1], widths
