@@ -57,16 +57,22 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
                ("topic-page-2", f"/t/{topic.slug}/?order=threaded&page=2&page_size=1"),  # starts inside a thread
                ("permalink", f"/t/{topic.slug}/c/{reply.id}/"),
                ("profile", "/u/alice/"), ("followers", "/u/alice/followers/"), ("search", "/search/?q=comment"),
-               ("login", "/accounts/login/"), ("signup", "/accounts/signup/"), ("admin-login", "/admin/login/")],
-        alice: [("topic-member", f"/t/{topic.slug}/"), ("feed", "/feed/"), ("notifications", "/notifications/")],
-        boss: [("topic-editor", f"/t/{topic.slug}/"), ("moderation-queue", "/moderation/?state=reported")],
+               ("login", "/accounts/login/"), ("signup", "/accounts/signup/"), ("admin-login", "/admin/login/"),
+               ("topic-hot", f"/t/{topic.slug}/?order=hot"), ("password-reset", "/accounts/password/reset/"),
+               ("not-found", "/no-such-page/")],
+        alice: [("topic-member", f"/t/{topic.slug}/"), ("feed", "/feed/"), ("notifications", "/notifications/"),
+                ("account", "/accounts/"), ("account-email", "/accounts/email/"),
+                ("account-password", "/accounts/password/change/"), ("account-delete", "/accounts/delete/"),
+                ("notification-settings", "/notifications/preferences/"), ("following", "/u/alice/following/")],
+        boss: [("topic-editor", f"/t/{topic.slug}/"), ("moderation-queue", "/moderation/?state=reported"),
+               ("moderation-log", "/moderation/log/"), ("moderation-users", "/moderation/users/"), ("admin", "/admin/")],
     }
     found = {}
     for user, targets in pages.items():
         page = open_page(user, viewport=viewport)
         for label, url in targets:
             response = page.goto(url)
-            assert response.status == 200, (label, url, response.status)
+            assert response.status == (404 if label == "not-found" else 200), (label, url, response.status)
             page.screenshot(path=str(shots / f"a11y-{label}-{name}.png"), full_page=True)
             if problems := violations(page):
                 found[label] = problems

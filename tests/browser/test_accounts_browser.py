@@ -9,6 +9,7 @@ import pytest
 from django.core import mail
 
 from tests.browser.conftest import DESKTOP, PASSWORD, PHONE
+from tests.browser.test_accessibility_browser import violations
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +51,7 @@ def test_reset_a_password_through_the_emailed_link(open_page, person, shots, vie
     page.fill("input[name=password1]", "a-fresh-passphrase-31")
     page.fill("input[name=password2]", "a-fresh-passphrase-31")
     no_overflow(page)
+    assert violations(page) == []  # axe-core: no serious or critical violation on the e-mailed link's page
     page.screenshot(path=shots / f"account-reset-form-{viewport['width']}.png", full_page=True)
     page.click("main form button[type=submit]")
     page.wait_for_load_state()
@@ -74,6 +76,7 @@ def test_add_and_verify_an_email(open_page, person, shots, viewport):
     page.screenshot(path=shots / f"account-email-added-{viewport['width']}.png", full_page=True)
     page.goto(emailed_link("/accounts/confirm-email/"))
     no_overflow(page)
+    assert violations(page) == []
     page.screenshot(path=shots / f"account-email-confirm-{viewport['width']}.png", full_page=True)
     page.click("main form button[type=submit]")
     page.wait_for_load_state()
