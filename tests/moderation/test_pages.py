@@ -83,6 +83,8 @@ def test_wide_tables_scroll_in_their_box_on_a_phone(client, editor):
     client.force_login(editor)
     for url in ("/moderation/", "/moderation/log/", "/moderation/users/"):
         body = client.get(url).content.decode()
-        assert re.search(r'<div class="moderation-scroll">\s*<table id="result_list">', body), url
+        # A focusable, labelled region: keyboard users can scroll it (axe scrollable-region-focusable).
+        assert re.search(r'<div class="moderation-scroll" tabindex="0" role="region" aria-label="[^"]+">\s*'
+                         r'<table id="result_list">', body), url
         assert "moderation/moderation.css" in body, url
     assert "overflow-x: auto" in open(finders.find("moderation/moderation.css")).read()
