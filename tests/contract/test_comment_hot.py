@@ -59,6 +59,7 @@ def test_every_strategy_offers_hot_order():
 @given(data=st.data())
 def test_hot_pages_by_cursor_and_by_number_list_every_comment_once_in_hot_order(storage, mongo_db, settings, data):
     settings.COMMENTS_BUCKET_SIZE = 3
+    settings.COMMENTS_MAX_DEPTH = data.draw(st.integers(1, 4), label="max depth")  # replies past it attach higher up
     manager = manager_for(storage, db=mongo_db)
     threaded = data.draw(st.sampled_from(layouts(storage)), label="threaded")
     d = new_discussion_id()
