@@ -45,7 +45,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.mongo import server_database
+from core.mongo import target_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -358,7 +358,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         for server in servers:
             server.stop()
         if os.environ.get("MONGODB_URI"):
-            server_database(os.environ["MONGODB_URI"], db_name).client.drop_database(db_name)
+            target_database(os.environ["MONGODB_URI"], db_name).client.drop_database(db_name)
         shutil.rmtree(workdir, ignore_errors=True)
     result["info"]["seconds"] = round(time.perf_counter() - started, 1)
     if json_path:

@@ -198,38 +198,63 @@ def bson_errors():
     return bson.errors.BSONError
 
 
-# --- moving to MongoDB ----------------------------------------------------------------------
+# --- copies (manage.py mongo_copy, core/copy.py) ----------------------------------------------
+
+DOCSTORE_SCHEME = "docstore:"
 
 
-def copy_database(source: Database, target: Database, *, batch: int = 1000, out=lambda line: None) -> dict[str, int]:
-    """Copy every collection of `source` into the empty collections of `target` (documents as
-    they are, `_id` kept; a collection already holding documents is skipped and named in the
-    output). Indexes are not copied: run `mongo_indexes` against the target afterwards."""
-    copied = {}
-    for name in source.list_collection_names():
-        if target[name].estimated_document_count():
-            out(f"skipped  {name}: the target already holds documents")
-            continue
-        n = 0
-        chunk = []
-        for doc in source[name].find({}).sort("_id", 1).batch_size(batch):
-            chunk.append(doc)
-            if len(chunk) >= batch:
-                target[name].insert_many(chunk, ordered=False)
-                n += len(chunk)
-                chunk = []
-        if chunk:
-            target[name].insert_many(chunk, ordered=False)
-            n += len(chunk)
-        copied[name] = n
-        out(f"copied   {name}: {n} documents")
-    return copied
+def is_current(target: str, name: str) -> bool:
+    """True when `target` (a mongo_copy --to) and database `name` are the ones get_db() uses."""
+    import os
+
+    if name != settings.MONGODB_DB:
+        return False
+    if target.startswith(DOCSTORE_SCHEME):
+        path = target[len(DOCSTORE_SCHEME):]
+        return is_embedded() and bool(settings.MONGODB_EMBEDDED_PATH) and \
+            os.path.realpath(path) == os.path.realpath(settings.MONGODB_EMBEDDED_PATH)
+    return not is_embedded() and target == settings.MONGODB_URI
 
 
-def server_database(uri: str, name: str) -> Database:
-    """A database on the MongoDB server at `uri` (the copy's target), whatever MONGODB_URI says."""
-    with _lock:
-        client = _clients.get(uri)
-        if client is None:
-            client = _clients[uri] = _new_server_client(uri)
-    return client[name]
+def target_exists(target: str) -> bool:
+    """False for an embedded store whose file does not exist yet (a dry run then opens nothing)."""
+    import os
+
+    return not target.startswith(DOCSTORE_SCHEME) or os.path.exists(target[len(DOCSTORE_SCHEME):])
+
+
+def target_database(target: str, name: str) -> Database:
+    """Database `name` at `target`, whatever MONGODB_URI says: `mongodb://...` or `mongodb+srv://...`
+    (a server), or `docstore:PATH` (an embedded store in the file PATH, created if missing, with
+    the same cluster rules as the site's own). Raises ValueError for anything else."""
+    if target.startswith(DOCSTORE_SCHEME):
+        import docstore
+
+        path = target[len(DOCSTORE_SCHEME):]
+        if not path:
+            raise ValueError("docstore: needs a file, e.g. docstore:backup/cms.sqlite3")
+
+        def shard_keys():
+            from core.managers import declared_shard_keys
+
+            return declared_shard_keys()
+
+        key = f"{target}#{name}"
+        with _lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = docstore.Client(path, default_db=name, tz_aware=True, shard_keys=shard_keys,
+                                                         synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
+        return client[name]
+    if target.startswith(("mongodb://", "mongodb+srv://")):
+        with _lock:
+            client = _clients.get(target)
+            if client is None:
+                client = _clients[target] = _new_server_client(target)
+        return client[name]
+    raise ValueError("the target must be a mongodb:// or mongodb+srv:// URI, or docstore:PATH (an embedded store)")
+
+
+def close_target(target: str, name: str) -> None:
+    """Close the client `target_database` opened for `target` (an embedded store's file is released)."""
+    close_client(f"{target}#{name}" if target.startswith(DOCSTORE_SCHEME) else target)
