@@ -727,6 +727,12 @@ class Cursor:
             self._results = []
             self._fill(self._batch_wanted_first())
         while need > len(self._results) and self._stream is not None:
+            if self._position:
+                # What the client has read is not kept: a server's cursor holds only the batch in
+                # flight, so a walk of a whole collection runs in the memory of one batch.
+                del self._results[:self._position]
+                need -= self._position
+                self._position = 0
             self._fill(self._batch_size or (1 << 62))
         return self._results
 

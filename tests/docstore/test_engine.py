@@ -222,3 +222,18 @@ def test_first_of_each_group_is_a_distinct_scan_reading_one_key_per_group(client
     ranged = [{"$match": {"author": {"$gte": 0}}}, {"$sort": {"author": -1, "date": 1, "_id": 1}},
               {"$group": {"_id": "$author", "first": {"$first": "$date"}}}]
     assert sorted((r["_id"], r["first"]) for r in log.aggregate(ranged)) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+
+
+def test_a_cursor_walking_a_collection_holds_one_batch_not_what_was_read(comments):
+    """A server's cursor keeps only the batch in flight: a walk of a large collection (an import's
+    staging area, mongo_copy) runs in the memory of one batch."""
+    cursor = comments.find({"d": 1}).sort("p", 1).batch_size(50)
+    held, seen = 0, []
+    for doc in cursor:
+        seen.append(doc["p"])
+        held = max(held, len(cursor._results))
+    assert seen == [f"{n:06d}" for n in range(2000)]
+    assert held <= 101  # the first batch (101 as on a server) or one batch of 50
+    assert not cursor.alive
+    assert [d["t"] for d in comments.find({"d": 2}).sort("p", 1).batch_size(3)] == list(range(20))
+    assert comments.find({"d": 1}).sort("p", 1).batch_size(7)[1500]["t"] == 1500
