@@ -104,10 +104,29 @@ class CommentImportManager(MongoManager):
 
     def staged_comments(self, run: str, batch_size: int = 500):
         """Every staged comment of the run, thread by thread, each thread in posting order (ties:
-        source order): ONE walk of the (run, k, t, p, n) index, streamed in batches."""
-        return self.collection.find({"run": run, "k": "c"}).sort(
-            [("run", ASCENDING), ("k", ASCENDING), ("t", ASCENDING), ("p", ASCENDING), ("n", ASCENDING)]
-        ).batch_size(batch_size)
+        source order), from the (run, k, t, p, n) index, `batch_size` at a time.
+
+        Each batch is its own query, read whole before the caller writes anything: no cursor stays
+        open while the import writes. (On the embedded engine an open cursor holds a read snapshot,
+        and SQLite cannot checkpoint its write-ahead log past a live snapshot: one walk held open
+        across a whole import grew the log by gigabytes; https://www.sqlite.org/wal.html,
+        "Avoiding Excessively Large WAL Files".) A batch resumes after the last comment returned:
+        the same thread from its time `p` on, skipping the comments of that same time already
+        returned (they come first, in source order `n`), then the next thread's first comment."""
+        order = [("run", ASCENDING), ("k", ASCENDING), ("t", ASCENDING), ("p", ASCENDING), ("n", ASCENDING)]
+        thread = self.collection.find_one({"run": run, "k": "c"}, sort=order)
+        while thread is not None:
+            key, after, ties = thread["t"], None, 0
+            while True:
+                query = {"run": run, "k": "c", "t": key, **({"p": {"$gte": after}} if after is not None else {})}
+                docs = list(self.collection.find(query).sort(order).skip(ties).limit(batch_size))
+                yield from docs
+                if len(docs) < batch_size:
+                    break
+                last = docs[-1]["p"]
+                ties = (ties if last == after else 0) + sum(1 for d in docs if d["p"] == last)
+                after = last
+            thread = self.collection.find_one({"run": run, "k": "c", "t": {"$gt": key}}, sort=order)
 
     def drop_run(self, run: str) -> None:
         self.collection.delete_many({"run": run})
