@@ -87,6 +87,30 @@ def test_jsonl_export_imports_back_into_an_empty_site(populated, empty_site, tmp
     assert "0 imported" in run_import("jsonl", path)
 
 
+@pytest.mark.parametrize("storage, order", [("document", "threaded"), ("embedded", "threaded"),
+                                            ("bucketed", "chronological")])
+@pytest.mark.parametrize("fmt", ["jsonl", "disqus"])
+def test_an_export_of_every_layout_imports_back_into_every_strategy(populated, empty_site, tmp_path, fmt, storage,
+                                                                   order):
+    """Every layout exported, imported into an empty site whose new topics use `storage`: the same
+    threads (parents), texts, authors and times; JSON Lines keeps the ids, statuses and likes too."""
+    before = {t.slug: (threads(t) if fmt == "jsonl" else shape(t)) for t in populated}
+    path = tmp_path / f"export.{fmt}"
+    path.write_text(export("--format", fmt), encoding="utf-8")
+    empty_site()
+    Topic.objects.all().delete()
+    out = run_import(fmt, path, "--storage", storage, "--order", order)
+    assert f"{5 * len(populated)} imported" in out
+    for slug, rows in before.items():
+        topic = Topic.objects.get(slug=slug)
+        assert (topic.comment_storage, topic.comment_order) == (storage, order)
+        if fmt == "jsonl":
+            assert threads(topic) == rows
+        else:  # text, author name, status, time, parent's text (the ids are new; no accounts nor likes in Disqus)
+            assert [(r[0], r[1], r[3], r[4], r[5]) for r in shape(topic)] == [(r[0], r[1], r[3], r[4], r[5]) for r in rows]
+    assert "0 imported" in run_import(fmt, path, "--storage", storage, "--order", order)
+
+
 def test_jsonl_import_into_the_site_it_came_from_changes_nothing(populated, tmp_path):
     before = {t.slug: threads(t) for t in populated}
     path = tmp_path / "export.jsonl"
