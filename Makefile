@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test bench bench-update bench-quick bench-load bench-scale lint install install-dev indexes clean
+.PHONY: run serve test bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,19 @@ SIZES ?= 100000,1000000
 bench-scale: $(VENV)/.installed-bench
 	@command -v wrk >/dev/null || { echo "make bench-scale needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_scale --sizes $(SIZES) --json docs/bench/scale.json --docs docs/benchmarks.md
+
+## make bench-import: `comments_import disqus` of generated Disqus exports (IMPORT_SIZES comments, 100,000 and
+## 1,000,000 by default; the files are kept in bench-out/) into a fresh embedded store, one size at a time:
+## comments/s and peak RSS into docs/bench/imports.json and the "Imports" section of docs/benchmarks.md
+## (1-2 hours on 2 cores; niced)
+IMPORT_SIZES ?= 100000 1000000
+bench-import: $(VENV)/.installed-bench
+	mkdir -p bench-out
+	for n in $(IMPORT_SIZES); do \
+		test -s bench-out/disqus-$$n.xml || $(PY) bench/import_disqus.py generate $$n bench-out/disqus-$$n.xml || exit 1; \
+		$(BENCH_ENV) nice -n 10 $(PY) bench/import_disqus.py import bench-out/disqus-$$n.xml --json docs/bench/imports.json || exit 1; \
+	done
+	$(PY) bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

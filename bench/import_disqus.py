@@ -1,14 +1,19 @@
-"""Import throughput and peak memory on a generated Disqus export (docs/import.md, "Throughput and memory").
+"""Import throughput and peak memory on a generated Disqus export (`make bench-import`; docs/benchmarks.md,
+"Imports", and docs/import.md, "Throughput and memory").
 
     python bench/import_disqus.py generate 1000000 /tmp/disqus-1m.xml   # threads of 100 posts, 40 % replies
     python bench/import_disqus.py parse /tmp/disqus-1m.xml              # the streaming reader alone
-    python bench/import_disqus.py import /tmp/disqus-100k.xml           # the whole import, fresh site
+    python bench/import_disqus.py import /tmp/disqus-100k.xml [--json docs/bench/imports.json]
+    python bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md
 
-`import` runs in a fresh SQLite file and, with MONGODB_URI unset, on the embedded engine, whose
-data lives in this process's memory: its peak RSS holds the imported comments themselves (and
-the staging area and map), so it grows with the data on that engine, not because of the reader.
-With MONGODB_URI set it measures the import against that server. Each run prints one JSON line:
-comments, seconds, comments per second, peak RSS in MiB (ru_maxrss of this process).
+`import` is the whole `comments_import disqus` (the service the command runs: stage, then write
+thread by thread, draft topics created) into a fresh SQLite file and, with MONGODB_URI unset, a
+fresh embedded store (docstore: a SQLite file on disk, so the process holds what the importer
+holds, not the data); with MONGODB_URI set, that server. It prints progress to stderr and one
+JSON line: comments, seconds, comments per second, peak RSS in MiB (ru_maxrss of this process),
+the store's size on disk and its directory (kept, e.g. for timing `mongo_copy` on it). `--json`
+also records the row (replacing one of the same size and engine); `report` writes the "Imports"
+section of docs/benchmarks.md from those rows.
 """
 
 from __future__ import annotations
@@ -87,6 +92,11 @@ def parse(path: str) -> dict:
             "comments_per_s": round(comments / seconds), "peak_rss_mib": peak_mib()}
 
 
+def _progress(line: str, began: float) -> None:
+    if line.startswith(("read ", "staged ")) or " imported, " not in line:
+        print(f"{time.perf_counter() - began:8.1f} s  rss max {peak_mib()} MiB  {line}", file=sys.stderr, flush=True)
+
+
 def run_import(path: str) -> dict:
     workdir = tempfile.mkdtemp(prefix="bench-import-")
     _django(workdir)
@@ -102,12 +112,74 @@ def run_import(path: str) -> dict:
     editor = get_user_model().objects.create_superuser("bench-editor", "editor@example.org", "x")
     before = peak_mib()
     began = time.perf_counter()
-    report = comments_import(fmt="disqus", source=path, editor=editor, every=0)
+    # Progress to stderr every 50,000 comments (staged, then written), with the RSS so far.
+    report = comments_import(fmt="disqus", source=path, editor=editor, every=50_000,
+                             progress=lambda line: _progress(line, began))
     seconds = time.perf_counter() - began
-    return {"phase": "import", "engine": "server" if os.environ.get("MONGODB_URI") else "embedded",
+    embedded = not os.environ.get("MONGODB_URI")
+    store = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir) if f.startswith("embedded-mongo"))
+    return {"phase": "import", "engine": "embedded" if embedded else "server",
             "comments": report.imported, "threads": report.threads, "seconds": round(seconds, 1),
             "comments_per_s": round(report.imported / seconds), "peak_rss_mib": peak_mib(),
-            "rss_before_mib": before}
+            "rss_before_mib": before, "store_mib": round(store / 2**20, 1) if embedded else None,
+            "source_mib": round(os.path.getsize(path) / 2**20, 1), "workdir": workdir,
+            "finished": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "loadavg_1min": round(os.getloadavg()[0], 2),
+            "nice": os.nice(0), "cpus": os.cpu_count()}
+
+
+def record(row: dict, json_path: str) -> None:
+    """Keep `row` in `json_path` (rows of other sizes or engines are kept; one of the same is replaced)."""
+    try:
+        with open(json_path) as fh:
+            rows = json.load(fh)["rows"]
+    except FileNotFoundError:
+        rows = []
+    rows = [r for r in rows if (r["comments"], r["engine"]) != (row["comments"], row["engine"])] + [row]
+    with open(json_path, "w") as fh:
+        json.dump({"rows": sorted(rows, key=lambda r: (r["engine"], r["comments"]))}, fh, indent=1)
+        fh.write("\n")
+
+
+def section(rows: list[dict]) -> str:
+    lines = ["## Imports: a Disqus export into the site\n",
+             "`make bench-import` (bench/import_disqus.py): a generated Disqus export (threads of 100 posts, 40 % of "
+             "them replies to an earlier post of their thread, 1 % deleted, 1 % spam, 5,000 distinct authors, HTML "
+             "messages) imported whole by `comments_import disqus` into a fresh site: staged, then written thread by "
+             "thread into new draft topics (document strategy), with their search entries and import-map entries. "
+             "Peak RSS is the importing process's maximum resident memory (ru_maxrss), Django included; the store "
+             "is the embedded engine's file afterwards. Times are wall time on a shared machine (load average and "
+             "nice level at the end of each run given), so they vary with what else runs.\n",
+             "| comments | threads | engine | source | time | comments/s | peak RSS | RSS before the import | store on "
+             "disk | finished | load avg (1 min), nice |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        store = f"{r['store_mib']:,} MiB" if r.get("store_mib") is not None else "–"
+        lines.append(f"| {r['comments']:,} | {r['threads']:,} | {r['engine']} | {r['source_mib']:,} MiB | "
+                     f"{r['seconds']:,} s | {r['comments_per_s']:,} | {r['peak_rss_mib']:,} MiB | "
+                     f"{r['rss_before_mib']:,} MiB | {store} | {r['finished']} | {r['loadavg_1min']}, {r['nice']} |")
+    by_size = sorted((r for r in rows if r["engine"] == "embedded"), key=lambda r: r["comments"])
+    if len(by_size) >= 2:
+        small, large = by_size[0], by_size[-1]
+        lines += ["", f"Peak memory from {small['comments']:,} to {large['comments']:,} comments "
+                      f"({large['comments'] / small['comments']:g}× the input): {small['peak_rss_mib']:,} → "
+                      f"{large['peak_rss_mib']:,} MiB ({large['peak_rss_mib'] / small['peak_rss_mib']:.2f}×)."]
+    lines += ["", "Reproduce: `make bench-import` (both sizes, about 1-2 hours on 2 cores; `IMPORT_SIZES=100000` for one), "
+                  "or `python bench/import_disqus.py generate N FILE` then `python bench/import_disqus.py import FILE "
+                  "--json docs/bench/imports.json` and `python bench/import_disqus.py report --json "
+                  "docs/bench/imports.json --docs docs/benchmarks.md`."]
+    return "\n".join(lines)
+
+
+def put_section(docs_path: str, rows: list[dict]) -> None:
+    """Write the section between its markers in `docs_path`, else before the closing note."""
+    sys.path.insert(0, ROOT)
+    from bench.report import put_imports_section
+
+    put_imports_section(docs_path, section(rows))
+
+
+def _option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else None
 
 
 if __name__ == "__main__":
@@ -117,6 +189,12 @@ if __name__ == "__main__":
     elif command == "parse":
         print(json.dumps(parse(sys.argv[2])))
     elif command == "import":
-        print(json.dumps(run_import(sys.argv[2])))
+        row = run_import(sys.argv[2])
+        print(json.dumps(row))
+        if _option("--json"):
+            record(row, _option("--json"))
+    elif command == "report" and _option("--json") and _option("--docs"):
+        with open(_option("--json")) as fh:
+            put_section(_option("--docs"), json.load(fh)["rows"])
     else:
         sys.exit(__doc__)

@@ -478,6 +478,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         add(SCALE_START)
         add(scale_section(scale))
         add(SCALE_END + "\n")
+    imports = _kept_section(path, IMPORTS_START, IMPORTS_END)
+    if imports:  # make bench-import's figures (bench/import_disqus.py) stay when the bench rewrites the page
+        add(imports + "\n")
     add("## Closing note\n")
     add(closing(rows, peer, baseline))
     add("")
@@ -765,6 +768,27 @@ def scale_section(scale: dict) -> str:
 
 def put_scale_section(path: str, scale: dict) -> None:
     _put_section(path, SCALE_START, SCALE_END, scale_section(scale))
+
+
+IMPORTS_START = "<!-- make bench-import writes this section (docs/bench/imports.json) -->"
+IMPORTS_END = "<!-- end of the bench-import section -->"
+
+
+def put_imports_section(path: str, body: str) -> None:
+    """make bench-import's section (bench/import_disqus.py renders it)."""
+    _put_section(path, IMPORTS_START, IMPORTS_END, body)
+
+
+def _kept_section(path: str, start: str, end: str) -> str:
+    """The block between `start` and `end` (markers included) of the page at `path`, or ""."""
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return ""
+    if start not in text or end not in text:
+        return ""
+    return start + text.split(start, 1)[1].split(end, 1)[0] + end
 
 
 def _put_section(path: str, start: str, end: str, body: str) -> None:
