@@ -128,8 +128,15 @@ class CommentImportManager(MongoManager):
                 after = last
             thread = self.collection.find_one({"run": run, "k": "c", "t": {"$gt": key}}, sort=order)
 
-    def drop_run(self, run: str) -> None:
-        self.collection.delete_many({"run": run})
+    def drop_run(self, run: str, batch: int = 1000) -> None:
+        """Remove the run's staged documents, `batch` at a time: one delete of a whole run (a million
+        documents) would be one operation holding every document it removes (the embedded engine
+        returns them) and one transaction as large as the run."""
+        while True:
+            ids = [d["_id"] for d in self.collection.find({"run": run}, {"_id": 1}).limit(batch)]
+            if not ids:
+                return
+            self.collection.delete_many({"_id": {"$in": ids}})
 
     # --- the import map -----------------------------------------------------------
 

@@ -38,3 +38,23 @@ def test_writes_between_batches_do_not_disturb_the_walk():
         seen.append(doc["n"])
         staging.stage_comments("later", [{"sid": f"x{doc['n']}", "t": "a", "p": T0, "n": doc["n"], "pos": ""}])
     assert seen == list(range(30))
+
+
+def test_a_run_is_dropped_batch_by_batch_and_only_that_run(monkeypatch):
+    staging = CommentImportManager()
+    staging.stage_comments("gone", [{"sid": f"s{n}", "t": "a", "p": T0, "n": n, "pos": ""} for n in range(25)])
+    staging.stage_thread("gone", {"key": "a", "url": "", "slug": "", "title": "", "pk": None, "pos": ""})
+    staging.stage_comments("kept", [{"sid": "s0", "t": "a", "p": T0, "n": 0, "pos": ""}])
+    deletes = []
+    real = type(staging.collection).delete_many
+
+    def spy(collection, filter, *args, **kwargs):
+        deletes.append(len(filter["_id"]["$in"]))
+        return real(collection, filter, *args, **kwargs)
+
+    monkeypatch.setattr(type(staging.collection), "delete_many", spy)
+    staging.drop_run("gone", batch=10)
+    monkeypatch.undo()
+    assert deletes == [10, 10, 6]
+    assert staging.collection.count_documents({"run": "gone"}) == 0
+    assert [d["sid"] for d in staging.staged_comments("kept")] == ["s0"]
