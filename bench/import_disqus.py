@@ -131,16 +131,18 @@ def record(row: dict, json_path: str) -> None:
     """Keep `row` in `json_path` (rows of other sizes or engines are kept; one of the same is replaced)."""
     try:
         with open(json_path) as fh:
-            rows = json.load(fh)["rows"]
+            data = json.load(fh)
     except FileNotFoundError:
-        rows = []
-    rows = [r for r in rows if (r["comments"], r["engine"]) != (row["comments"], row["engine"])] + [row]
+        data = {"rows": []}
+    rows = [r for r in data["rows"] if (r["comments"], r["engine"]) != (row["comments"], row["engine"])] + [row]
+    data["rows"] = sorted(rows, key=lambda r: (r["engine"], r["comments"]))
     with open(json_path, "w") as fh:
-        json.dump({"rows": sorted(rows, key=lambda r: (r["engine"], r["comments"]))}, fh, indent=1)
+        json.dump(data, fh, indent=1)
         fh.write("\n")
 
 
-def section(rows: list[dict]) -> str:
+def section(rows: list[dict], notes: list[str] = ()) -> str:
+    """The Imports section: a row per run, then `notes` (the file's "notes": what a row needs said)."""
     lines = ["## Imports: a Disqus export into the site\n",
              "`make bench-import` (bench/import_disqus.py): a generated Disqus export (threads of 100 posts, 40 % of "
              "them replies to an earlier post of their thread, 1 % deleted, 1 % spam, 5,000 distinct authors, HTML "
@@ -163,6 +165,7 @@ def section(rows: list[dict]) -> str:
         lines += ["", f"Peak memory from {small['comments']:,} to {large['comments']:,} comments "
                       f"({large['comments'] / small['comments']:g}× the input): {small['peak_rss_mib']:,} → "
                       f"{large['peak_rss_mib']:,} MiB ({large['peak_rss_mib'] / small['peak_rss_mib']:.2f}×)."]
+    lines += [f"\n{note}" for note in notes]
     lines += ["", "Reproduce: `make bench-import` (both sizes, about 1-2 hours on 2 cores; `IMPORT_SIZES=100000` for one), "
                   "or `python bench/import_disqus.py generate N FILE` then `python bench/import_disqus.py import FILE "
                   "--json docs/bench/imports.json` and `python bench/import_disqus.py report --json "
@@ -170,12 +173,12 @@ def section(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def put_section(docs_path: str, rows: list[dict]) -> None:
+def put_section(docs_path: str, data: dict) -> None:
     """Write the section between its markers in `docs_path`, else before the closing note."""
     sys.path.insert(0, ROOT)
     from bench.report import put_imports_section
 
-    put_imports_section(docs_path, section(rows))
+    put_imports_section(docs_path, section(data["rows"], data.get("notes", [])))
 
 
 def _option(name: str) -> str | None:
@@ -195,6 +198,6 @@ if __name__ == "__main__":
             record(row, _option("--json"))
     elif command == "report" and _option("--json") and _option("--docs"):
         with open(_option("--json")) as fh:
-            put_section(_option("--docs"), json.load(fh)["rows"])
+            put_section(_option("--docs"), json.load(fh))
     else:
         sys.exit(__doc__)
