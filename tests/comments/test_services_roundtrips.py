@@ -123,7 +123,8 @@ def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user, qu
         costs[size] = (post, reply, like, again, unlike, permalink)
         fan = make_user()
     assert costs[1] == costs[40], costs
-    assert max(costs[40]) <= 6, costs
+    # The array strategies also move the liked comment's hot rank (comments/managers/ranks.py): one more write.
+    assert max(costs[40]) <= (6 if topic.comment_storage == "document" else 7), costs
 
 
 def test_credit_summary_is_two_round_trips(counter, make_user):
