@@ -249,7 +249,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
     if server:
         from core import mongo
 
-        if settings.MONGODB_URI in mongo._clients:
+        if mongo.has_client(settings.MONGODB_URI):
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "
                        "process cannot count round trips: run `python manage.py bench` in a fresh process")
     # The counting goes in first: on a server its listener must be registered before any client exists.

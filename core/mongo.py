@@ -50,7 +50,7 @@ SOCKET_MARGIN_MS = 5_000
 
 def server_options(uri: str) -> dict:
     """The client options from settings that the URI does not set itself (options in the URI win).
-    Short timeouts: an outage fails a request in about 2 s (a 503, see cms_site/serving.py)
+    Short timeouts: an outage fails a request in about 2 s (a 503, see core/serving.py)
     instead of pymongo's 30 s. The socket timeout stays SOCKET_MARGIN_MS above the write
     concern's wtimeout: a slow majority write must end as the server's write-concern timeout,
     not as a network error that the driver's retry turns into twice the wait."""
@@ -64,6 +64,12 @@ def server_options(uri: str) -> dict:
 
 def _new_server_client(uri: str) -> MongoClient:
     return MongoClient(uri, tz_aware=True, **server_options(uri))
+
+
+def has_client(uri: str) -> bool:
+    """True once a client of `uri` was created in this process (a command listener registered
+    after that does not see its commands)."""
+    return uri in _clients
 
 
 def close_client(uri: str) -> None:
