@@ -7,7 +7,7 @@ from moderation.services import ACTIONS, AUTHOR_ACTIONS, FLAG_REASONS, NOTE_MAX
 
 ACTION_LABELS = {"approve": "Approve", "reject": "Reject", "remove": "Remove", "hide": "Hide", "restore": "Restore",
                  "pin": "Pin", "unpin": "Unpin", "clear_flags": "Clear flags", "ban_author": "Ban the author",
-                 "shadow_ban_author": "Shadow-ban the author"}
+                 "shadow_ban_author": "Shadow-ban the author", "premoderate_author": "Pre-moderate the author"}
 ACTION_CHOICES = [(a, ACTION_LABELS[a]) for a in ACTIONS]
 
 

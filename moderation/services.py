@@ -65,8 +65,8 @@ APPROVING = "approving"
 FLAG_REASONS = ("spam", "abuse", "off_topic", "other")
 NOTE_MAX = 500
 ACTIONS = ("approve", "reject", "remove", "hide", "restore", "pin", "unpin", "clear_flags", "ban_author",
-           "shadow_ban_author")
-AUTHOR_ACTIONS = ("ban_author", "shadow_ban_author")  # on the authors of the comments named
+           "shadow_ban_author", "premoderate_author")
+AUTHOR_ACTIONS = ("ban_author", "shadow_ban_author", "premoderate_author")  # on the authors of the comments named
 MAX_BULK = 100
 SYSTEM = "system"
 
@@ -446,6 +446,8 @@ def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> int:
     """Run one action over (topic, entry) pairs; the author actions ban each distinct author once."""
     if action in AUTHOR_ACTIONS:
         authors = dict.fromkeys(entry["author_name"] for _, entry in entries if entry.get("author_name"))
+        if action == "premoderate_author":
+            return sum(1 for name in authors if _premoderate(username=name, premoderated=True, moderator=moderator)[1])
         return sum(1 for name in authors
                    if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author")[1])
     return sum(1 for topic, entry in entries if _act(topic, entry, action, moderator))
@@ -453,7 +455,8 @@ def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> int:
 
 def comment_moderate(*, topic, comment_ids, action, moderator) -> int:
     """Apply one action to comments of one topic (stored ids or held ids); returns how many changed
-    (for `ban_author` / `shadow_ban_author`: how many authors were banned)."""
+    (for `ban_author` / `shadow_ban_author` / `premoderate_author`: how many authors were banned or
+    put on pre-moderation)."""
     require_moderator(moderator)
     ids = _check_action(action, comment_ids, "comment_ids")
     return _apply([(topic, _resolve(topic, cid)) for cid in ids], action, moderator)
@@ -552,18 +555,25 @@ def ban_delete(*, username, moderator) -> bool:
 
 
 def user_set_premoderation(*, username, premoderated, moderator) -> UserModeration:
-    """Put a user on pre-moderation (every comment held for review) or take them off."""
+    """Put a user on pre-moderation (every comment held for review) or take them off. Asking for
+    the state the user is already in changes nothing and is not logged again."""
+    return _premoderate(username=username, premoderated=premoderated, moderator=moderator)[0]
+
+
+def _premoderate(*, username, premoderated, moderator) -> tuple[UserModeration, bool]:
     require_moderator(moderator)
     if not isinstance(premoderated, bool):
         raise InvalidInput("premoderated must be true or false.", field="premoderated")
     user = _user(username)
     restriction, _ = UserModeration.objects.get_or_create(user=user)
+    if restriction.premoderated == premoderated:
+        return restriction, False
     before = restriction.describe()
     restriction.premoderated, restriction.updated_by = premoderated, moderator
     restriction.save()
     log_action(actor=moderator, action="premoderate" if premoderated else "unpremoderate", target=user.username,
                before=before, after=restriction.describe())
-    return restriction
+    return restriction, True
 
 
 # --- repair ------------------------------------------------------------------------------

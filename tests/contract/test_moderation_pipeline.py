@@ -6,8 +6,9 @@ or author) in the same starting state, by the same editor. From each entry point
 back the comment as stored, its queue entry, the author's restriction and the audit entry
 the action wrote, and they must be the same four times over (and what the action is meant
 to do); the same action again must change nothing from any entry point (restoring a
-visible comment changes 0) and write no second audit entry. Then the user actions (lift a
-ban, pre-moderate) through the admin, the users page and the API.
+visible comment changes 0) and write no second audit entry. Then the user actions (ban,
+shadow-ban, lift, pre-moderate, stop pre-moderating) through the admin, the users page and
+the API. Who may do all this (the permission, not `is_staff`) is tests/moderation/test_permission.py.
 """
 
 import re
@@ -40,6 +41,8 @@ EXPECTED = {
                    "banned for good"),
     "shadow_ban_author": ("reported", ("visible", False, "reported", 1),
                           ("shadow_ban", "no restriction", "shadow-banned for good"), "shadow-banned for good"),
+    "premoderate_author": ("reported", ("visible", False, "reported", 1),
+                           ("premoderate", "no restriction", "pre-moderated"), "pre-moderated"),
 }
 
 
@@ -109,7 +112,7 @@ def drive(client, entry_point, topic, comment_id, action) -> int:
     return _count(response)
 
 
-def observe(topic, comment_id, author):
+def observe(topic, comment_id, author, *, held_setup=False):
     entry = _entry(topic, comment_id)
     stored = None
     if entry.get("comment"):
@@ -117,7 +120,7 @@ def observe(topic, comment_id, author):
     status = stored.status if stored else entry["status"]
     restriction = UserModeration.objects.filter(user=author).first()
     described = restriction.describe() if restriction else "no restriction"
-    if restriction and restriction.premoderated:  # the held cases' set-up, not the action
+    if held_setup and restriction and restriction.premoderated:  # the held cases' set-up, not the action
         described = described.replace("pre-moderated", "").strip(", ") or "no restriction"
     return (status, bool(stored and stored.pinned), entry["state"], entry.get("open_flags", 0)), described
 
@@ -140,11 +143,11 @@ def test_every_action_gives_the_same_result_and_audit_entry_from_every_entry_poi
         logged_before = ModerationLogManager().collection.count_documents({})
         changed = drive(client, entry_point, topic, comment_id, action)
         entries = audit(logged_before)
-        state, described = observe(topic, comment_id, author)
+        state, described = observe(topic, comment_id, author, held_setup=start == "held")
         assert len(entries) == 1, (entry_point, entries)
         doc = entries[0]
         assert doc["actor"] == editor.pk and not doc["system"]
-        if action.endswith("ban_author"):
+        if action in services.AUTHOR_ACTIONS:
             assert doc["target"] == author.username
         else:
             assert doc["topic"] == topic.pk and doc["entry"] == _entry(topic, comment_id)["_id"]
@@ -154,7 +157,7 @@ def test_every_action_gives_the_same_result_and_audit_entry_from_every_entry_poi
         for again in ENTRY_POINTS:
             assert drive(client, again, topic, comment_id, action) == 0, (entry_point, again)
         assert audit(logged_before + 1) == [], entry_point
-        assert observe(topic, comment_id, author) == (state, described)
+        assert observe(topic, comment_id, author, held_setup=start == "held") == (state, described)
     first = seen["admin"]
     assert first[:3] == (1, result, restriction)
     assert first[3][:4] == (logged, "editor", before, after)
@@ -170,32 +173,67 @@ def test_restoring_a_visible_comment_changes_nothing_anywhere(client, topic, edi
     assert ModerationLogManager().collection.count_documents({}) == 0
 
 
+USER_STEPS = ("ban", "ban", "lift", "shadow_ban", "lift", "premoderate", "premoderate", "stop_premoderating")
+
+
+def drive_user(client, way, username, pk, step):
+    """One user action through the admin's User moderation list, the users page or the API."""
+    if way == "admin":
+        response = client.post("/admin/moderation/usermoderation/",
+                               {"action": {"lift": "lift_ban"}.get(step, step), "_selected_action": [str(pk)]})
+        assert response.status_code == 302, response.status_code
+    elif way == "users page":
+        if step in ("ban", "shadow_ban"):
+            form = {"username": username, **({"shadow": "on"} if step == "shadow_ban" else {})}
+        else:
+            form = {"username": username, "action": {"lift": "unban", "premoderate": "premoderate",
+                                                     "stop_premoderating": "unpremoderate"}[step]}
+        assert client.post("/moderation/users/", form).status_code == 302
+    else:
+        if step in ("ban", "shadow_ban"):
+            response = client.post("/api/moderation/bans/", {"username": username, "shadow": step == "shadow_ban"},
+                                   content_type="application/json")
+            assert response.status_code == 201, response.content
+        elif step == "lift":
+            assert client.delete(f"/api/moderation/bans/{username}/").status_code == 204
+        else:
+            response = client.put(f"/api/moderation/users/{username}/premoderation/",
+                                  {"premoderated": step == "premoderate"}, content_type="application/json")
+            assert response.status_code == 200, response.content
+
+
 def test_user_actions_give_the_same_result_and_audit_entry_from_every_entry_point(client, editor, make_user):
+    """Ban, shadow-ban, lift, pre-moderate and stop pre-moderating a user through the admin, the
+    users page and the API: the same restrictions step by step and the same audit entries; the
+    same ban or pre-moderation again changes nothing and is not logged again."""
     client.force_login(editor)
     seen = {}
     for way in ("admin", "users page", "api"):
         user = make_user(f"{way.replace(' ', '-')}-user")
-        services.ban_create(username=user.username, moderator=editor)
-        UserModeration.objects.filter(user=user).update(reason="")
+        UserModeration.objects.create(user=user)  # a row for the admin's list to select (no restriction yet)
         logged_before = ModerationLogManager().collection.count_documents({})
-        if way == "admin":
-            changelist = "/admin/moderation/usermoderation/"
-            client.post(changelist, {"action": "lift_ban", "_selected_action": [str(user.pk)]})
-            client.post(changelist, {"action": "premoderate", "_selected_action": [str(user.pk)]})
-        elif way == "users page":
-            client.post("/moderation/users/", {"username": user.username, "action": "unban"})
-            client.post("/moderation/users/", {"username": user.username, "action": "premoderate"})
-        else:
-            assert client.delete(f"/api/moderation/bans/{user.username}/").status_code == 204
-            assert client.put(f"/api/moderation/users/{user.username}/premoderation/", {"premoderated": True},
-                              content_type="application/json").status_code == 200
+        states = []
+        for step in USER_STEPS:
+            drive_user(client, way, user.username, UserModeration.objects.get(user=user).pk, step)
+            states.append(UserModeration.objects.get(user=user).describe())
         entries = audit(logged_before)
-        assert all(d["target"] == user.username and d["actor"] == editor.pk for d in entries)
-        seen[way] = (UserModeration.objects.get(user=user).describe(),
-                     [(d["action"], d["before"], d["after"]) for d in entries])
-    assert seen["admin"] == ("pre-moderated", [("unban", "banned for good", "no restriction"),
-                                               ("premoderate", "no restriction", "pre-moderated")])
+        assert all(d["target"] == user.username and d["actor"] == editor.pk and not d["system"] for d in entries)
+        seen[way] = (states, [(d["action"], d["actor_name"], d["before"], d["after"], d["note"]) for d in entries])
+    assert seen["admin"] == (
+        ["banned for good", "banned for good", "no restriction", "shadow-banned for good", "no restriction",
+         "pre-moderated", "pre-moderated", "no restriction"],
+        [("ban", "editor", "no restriction", "banned for good", ""),
+         ("unban", "editor", "banned for good", "no restriction", ""),
+         ("shadow_ban", "editor", "no restriction", "shadow-banned for good", ""),
+         ("unban", "editor", "shadow-banned for good", "no restriction", ""),
+         ("premoderate", "editor", "no restriction", "pre-moderated", ""),
+         ("unpremoderate", "editor", "pre-moderated", "no restriction", "")])
     assert all(outcome == seen["admin"] for outcome in seen.values()), seen
+
+
+def test_every_action_is_driven_through_every_entry_point():
+    """The tests above cover every action the pipeline offers (a new action needs its row)."""
+    assert set(EXPECTED) == set(services.ACTIONS)
 
 
 def test_the_flag_threshold_is_the_system_actor_with_its_reason(client, topic, editor, make_user, settings):
