@@ -58,3 +58,31 @@ def test_every_api_operation_is_in_docs_api():
                     continue
                 missing.append(f"{method.upper()} {path}")
     assert missing == []
+
+
+def _layout_folders(text: str) -> list[str]:
+    """The folders of the first code block of a page: lines that start with `name/`."""
+    block = text.split("```", 2)[1]
+    return re.findall(r"^([a-z_]+)/", block, flags=re.MULTILINE)
+
+
+def test_the_architecture_page_lists_every_folder_and_only_folders_that_exist():
+    """docs/architecture.md's layout names every package of the project (and the shared templates,
+    static files and tests), and every folder it names exists."""
+    listed = _layout_folders((ROOT / "docs" / "architecture.md").read_text())
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists() and not p.name.startswith(".")}
+    assert len(listed) == len(set(listed))
+    assert sorted((packages | {"templates", "static"}) - set(listed)) == []
+    assert sorted(name for name in listed if not (ROOT / name).is_dir()) == []
+
+
+def test_the_topic_page_is_where_the_architecture_page_says():
+    """The topic page is the topics app's; comments only render its comment section."""
+    from django.urls import resolve
+
+    from topics import views
+
+    assert resolve("/t/any-slug/").func is views.topic_detail
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    topics = text[text.index("\ntopics/"):text.index("\nsearch/")]
+    assert "a topic's page" in topics and "sections.py" in topics
