@@ -12,6 +12,10 @@ class CommentsConfig(AppConfig):
 
         checks.register(check_settings, checks.Tags.compatibility)
 
+        from comments import receivers, signals
+
+        signals.discussion_outgrown.connect(receivers.on_discussion_outgrown, dispatch_uid="comments.outgrown")
+
         from accounts.parts import register_account_part
         from comments import selectors, services
 

@@ -65,6 +65,7 @@ from comments.managers.credits import CreditFlowManager
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
+from comments.migration import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import render_markdown
@@ -157,13 +158,13 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
     for review (the API answers 202, the page says it awaits moderation)."""
     _require_writer(author)
     text = _clean_text(text)
-    manager = comment_manager(topic)
-    parent_comment = _parent(topic, manager, parent)
-    for gate in list(_gates.values()):
-        held = gate.hold(topic=topic, author=author, text=text, parent=parent_comment)
-        if held is not None:
-            return held
-    return _store(topic, manager, author, text, parent_comment)
+    with writing(topic) as w:
+        parent_comment = _parent(topic, w.manager, parent)
+        for gate in list(_gates.values()):
+            held = gate.hold(topic=topic, author=author, text=text, parent=parent_comment)
+            if held is not None:
+                return held
+        return _store(topic, w, author, text, parent_comment)
 
 
 def comment_stored(*, topic, comment_id) -> Comment:
@@ -175,23 +176,61 @@ def comment_store_held(*, topic, author, text: str, parent: str | None) -> Comme
     """Store a submission the moderation pipeline approved: it gets its place (and its feed
     activity, credits and signals) now, as if posted at this moment. No gate runs; the
     caller (moderation.services) has checked who approves."""
-    manager = comment_manager(topic)
-    parent_comment = None
-    if parent:
-        parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
-        if parent_comment is None:
-            raise InvalidInput(f"its parent {parent} is no longer in this topic.", field="parent")
-    return _store(topic, manager, author, _clean_text(text), parent_comment)
+    with writing(topic) as w:
+        parent_comment = None
+        if parent:
+            parent_comment = w.manager.get(discussion_id=topic.discussion_id, comment_id=parent,
+                                           threaded=is_threaded(topic))
+            if parent_comment is None:
+                raise InvalidInput(f"its parent {parent} is no longer in this topic.", field="parent")
+        return _store(topic, w, author, _clean_text(text), parent_comment)
 
 
-def _store(topic, manager: CommentManager, author, text: str, parent_comment: Comment | None) -> Comment:
+def _post(topic, w, author, text: str, parent_comment: Comment | None) -> Comment:
+    """Store the comment where the discussion lives now (comments.migration routes it). An embedded
+    discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to bucketed
+    storage and the comment is stored there once it has moved (a 503 with Retry-After, nothing
+    stored, only when the move outlasts COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict."""
+    fields = dict(discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
+                  parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text))
     try:
-        comment = manager.post(
-            discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
-            parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
-        )
+        comment = w.manager.post(**fields)
     except DiscussionFull:
-        raise Conflict("This discussion is full: it cannot take more comments.") from None
+        full = w.storage
+    else:
+        w.touch(comment.id)
+        full = None
+    finish(w)  # logged and unregistered now: a move this post asks for must not wait for it
+    if full is None:
+        _maybe_outgrown(topic, w.storage, comment)
+        return comment
+    if full != EMBEDDED or not settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT:
+        raise Conflict("This discussion is full: it cannot take more comments.")
+    signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)  # its receiver enqueues the move
+    moved = wait_for_move(topic, away_from=full)
+    if moved is None:
+        raise Conflict("This discussion is full: it cannot take more comments.")
+    try:
+        comment = moved.manager.post(**fields)
+        moved.touch(comment.id)
+    finally:
+        finish(moved)
+    return comment
+
+
+_OUTGROWN_EVERY = 100  # past the threshold, the move is asked for again every this many comments (an idempotent task)
+
+
+def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
+    """An embedded discussion that reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments is moved to
+    bucketed storage before it reaches its size bound (a task, through `discussion_outgrown`)."""
+    at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
+    if storage == EMBEDDED and at and comment.seq >= at and (comment.seq - at) % _OUTGROWN_EVERY == 0:
+        signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
+
+
+def _store(topic, w, author, text: str, parent_comment: Comment | None) -> Comment:
+    comment = _post(topic, w, author, text, parent_comment)
     # What follows the stored comment never undoes it nor fails the request: the credit flow is
     # best effort (logged), and each receiver only enqueues a task keyed by the comment's id.
     try:
@@ -205,9 +244,9 @@ def _store(topic, manager: CommentManager, author, text: str, parent_comment: Co
 # --- likes ----------------------------------------------------------------------
 
 
-def _likeable(topic, comment_id, user, *, taking_back: bool = False) -> tuple[CommentManager, Comment]:
+def _likeable(topic, comment_id, user, manager: CommentManager, *, taking_back: bool = False
+              ) -> tuple[CommentManager, Comment]:
     _require_writer(user, "like comments")
-    manager = comment_manager(topic)
     comment = _existing(topic, comment_id, manager)
     if taking_back:  # a like can always be taken back, whatever became of the comment since
         return manager, comment
@@ -222,13 +261,19 @@ def _likeable(topic, comment_id, user, *, taking_back: bool = False) -> tuple[Co
 
 def comment_like(*, topic, comment_id: str, user) -> Comment:
     """Like a comment; liking it again is a no-op. Returns the comment as it now stands."""
-    manager, comment = _likeable(topic, comment_id, user)
+    with writing(topic) as w:
+        return _like(topic, comment_id, user, w)
+
+
+def _like(topic, comment_id: str, user, w) -> Comment:
+    manager, comment = _likeable(topic, comment_id, user, w.manager)
     now = timezone.now()
     change = CommentLikeManager().like(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk, at=now)
     if not change.changed:
         return comment
     manager.add_like(discussion_id=topic.discussion_id, comment_id=comment.id, username=user.username, delta=1,
                      threaded=is_threaded(topic))
+    w.touch(comment.id)
     if change.first and comment.author.id is not None and comment.author.id != user.pk:  # a guest earns nothing
         CreditFlowManager().record_like(author_id=comment.author.id, discussion_id=topic.discussion_id,
                                         comment_id=comment.id, liker_id=user.pk, at=now)
@@ -242,12 +287,18 @@ def comment_like(*, topic, comment_id: str, user) -> Comment:
 def comment_unlike(*, topic, comment_id: str, user) -> Comment:
     """Take a like back; a no-op when there is none. Credits already earned stay. Works on a
     comment removed or hidden since it was liked (callers mask what they show)."""
-    manager, comment = _likeable(topic, comment_id, user, taking_back=True)
+    with writing(topic) as w:
+        return _unlike(topic, comment_id, user, w)
+
+
+def _unlike(topic, comment_id: str, user, w) -> Comment:
+    manager, comment = _likeable(topic, comment_id, user, w.manager, taking_back=True)
     change = CommentLikeManager().unlike(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk)
     if not change.changed:
         return comment
     manager.add_like(discussion_id=topic.discussion_id, comment_id=comment.id, username=user.username, delta=-1,
                      threaded=is_threaded(topic))
+    w.touch(comment.id)
     return replace(comment, likes=max(0, comment.likes - 1),
                    latest_likers=[n for n in comment.latest_likers if n != user.username])
 
@@ -394,7 +445,12 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
     _require_writer(user, "edit comments")
     text = _clean_text(text)
     html = comment_render(text=text)
-    manager = comment_manager(topic)
+    with writing(topic) as w:
+        return _edit(topic, comment_id, text, html, user, w)
+
+
+def _edit(topic, comment_id: str, text: str, html: str, user, w) -> Comment:
+    manager = w.manager
     revisions = CommentRevisionManager()
     for _ in range(_CHANGE_ATTEMPTS):
         comment = _existing(topic, comment_id, manager)
@@ -421,6 +477,7 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
         except DiscussionFull:
             raise Conflict("This discussion is full: the longer text does not fit. Shorten it.") from None
         if changed:
+            w.touch(comment.id)
             # Copies of the text (feed and profile excerpts) show the current text from here on.
             CommentStatusIndexManager().set_text(discussion_id=topic.discussion_id, comment_id=comment.id, text=text)
             edited = replace(comment, text=text, html=html, edited=now)
@@ -433,7 +490,12 @@ def comment_delete(*, topic, comment_id: str, user) -> Comment:
     """Delete a comment (its author, or an editor): a tombstone stays in its place; its text
     and revisions are gone. Deleting a deleted comment again changes nothing."""
     _require_writer(user, "delete comments")
-    manager = comment_manager(topic)
+    with writing(topic) as w:
+        return _delete(topic, comment_id, user, w)
+
+
+def _delete(topic, comment_id: str, user, w) -> Comment:
+    manager = w.manager
     for _ in range(_CHANGE_ATTEMPTS):
         comment = _existing(topic, comment_id, manager)
         if comment.status == DELETED:
@@ -445,6 +507,7 @@ def comment_delete(*, topic, comment_id: str, user) -> Comment:
         # The status index first (feeds and profiles drop the excerpt), then the storage.
         CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=DELETED)
         if manager.delete(discussion_id=topic.discussion_id, comment=comment, threaded=is_threaded(topic)):
+            w.touch(comment.id)
             CommentRevisionManager().drop(discussion_id=topic.discussion_id, comment_id=comment.id)
             deleted = replace(comment, status=DELETED, text="", html="")
             signals.send(signals.comment_deleted, sender=Comment, topic=topic, comment=deleted, user=user)
@@ -481,12 +544,14 @@ def comment_status_store(*, topic, comment_id: str, status: str) -> Comment:
     `comment_status_changed` is sent (search and notifications follow the status)."""
     if status not in STATUSES or status == DELETED:
         raise InvalidInput(f"status must be one of {', '.join(s for s in STATUSES if s != DELETED)}.", field="status")
-    manager = comment_manager(topic)
-    comment = _existing(topic, comment_id, manager)
-    if comment.status == status:
-        return comment
-    CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=status)
-    manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status, threaded=is_threaded(topic))
+    with writing(topic) as w:
+        comment = _existing(topic, comment_id, w.manager)
+        if comment.status == status:
+            return comment
+        CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=status)
+        w.manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status,
+                             threaded=is_threaded(topic))
+        w.touch(comment.id)
     signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=replace(comment, status=status),
                  before=comment.status, after=status, user=None)
     return comment
@@ -507,11 +572,12 @@ def comment_pin_store(*, topic, comment_id: str, pinned: bool) -> Comment:
     before (nothing is written when it already is as asked)."""
     if not isinstance(pinned, bool):
         raise InvalidInput("pinned must be true or false.", field="pinned")
-    manager = comment_manager(topic)
-    comment = _existing(topic, comment_id, manager)
-    if comment.pinned != pinned:
-        manager.set_pinned(discussion_id=topic.discussion_id, comment_id=comment.id, pinned=pinned,
-                           threaded=is_threaded(topic))
+    with writing(topic) as w:
+        comment = _existing(topic, comment_id, w.manager)
+        if comment.pinned != pinned:
+            w.manager.set_pinned(discussion_id=topic.discussion_id, comment_id=comment.id, pinned=pinned,
+                                 threaded=is_threaded(topic))
+            w.touch(comment.id)
     return comment
 
 

@@ -39,6 +39,11 @@ comment_status_changed = Signal()
 #     no notification, no credits).
 comments_imported = Signal()
 
+# discussion_outgrown(sender=Comment, topic=Topic)
+#     An embedded discussion reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments, or its size bound:
+#     the comments app's own receiver enqueues its move to bucketed storage (comments.migration).
+discussion_outgrown = Signal()
+
 
 def send(signal: Signal, **kwargs) -> None:
     """Send `signal` to every receiver even when one raises (Django's `send_robust`); a failing

@@ -72,6 +72,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.moving import BucketedMoving
 from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
@@ -87,7 +88,7 @@ def bucket_of(seq: int, size: int) -> int:
     return (seq - 1) // size + 1
 
 
-class BucketedCommentManager(HotRanks, CommentManager):
+class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     storage = "bucketed"
     orders = (CHRONOLOGICAL, HOT)
     buckets_name = "comment_buckets"

@@ -68,6 +68,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.moving import DocumentMoving
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
@@ -82,7 +83,7 @@ _REVERSED = {order: [(f, -d) for f, d in sort] for order, sort in _SORTS.items()
 __all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
-class DocumentCommentManager(CommentManager):
+class DocumentCommentManager(DocumentMoving, CommentManager):
     storage = "document"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"

@@ -83,6 +83,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.moving import EmbeddedMoving
 from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
@@ -169,7 +170,7 @@ def _chronological(element: dict):
     return (element["posted"], element["sort_key"])
 
 
-class EmbeddedCommentManager(HotRanks, CommentManager):
+class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
     storage = "embedded"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comment_discussions"

@@ -1,0 +1,132 @@
+"""The state of a discussion moving between storage strategies, and its change log (comments/migration.py).
+
+Collections:
+- `comment_migrations`, one document per discussion that has moved or is moving:
+  `{_id: discussion_id, source, target, state, copied, inflight, owner, lease_until, started, ...}`.
+  `state` is "copying" (the source serves; writers register in `inflight` while they
+  write and log what they changed), "sealed" (writers wait; the migration replays the
+  last changes), "switched" (the topic names the target; the source is being dropped)
+  or "done" (kept: a writer holding a topic read before the switch is sent to the target).
+  `copied` is the last `seq` copied (the copy resumes after it); `owner`/`lease_until`
+  keep two migrations of one discussion from running at once.
+- `comment_migration_changes`, one document per changed comment while a migration copies:
+  `{_id: "<discussion_id>:<comment id>", discussion_id, cid, v}`; `v` counts the changes, so
+  a replay deletes the entry only if nothing changed it again meanwhile (`v` unchanged).
+
+Every state change is one conditional update of the migration document (its filter names the
+state it leaves), the only atomicity the protocol needs: no multi-document transaction.
+Sharding: `{_id: "hashed"}` and `{discussion_id: "hashed"}`; every operation names them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo.errors import DuplicateKeyError
+
+from core.managers import MongoManager
+
+COPYING, SEALED, SWITCHED, DONE = "copying", "sealed", "switched", "done"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class CommentMigrationManager(MongoManager):
+    collection_name = "comment_migrations"
+    changes_name = "comment_migration_changes"
+
+    @property
+    def changes(self):
+        return self.db[self.changes_name]
+
+    @classmethod
+    def indexes(cls):
+        return {
+            cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+            cls.changes_name: [IndexModel([("discussion_id", ASCENDING), ("_id", ASCENDING)], name="discussion_id_id"),
+                               IndexModel([("discussion_id", "hashed")], name="discussion_hashed")],
+        }
+
+    @classmethod
+    def shard_keys(cls):
+        return {cls.collection_name: {"_id": "hashed"}, cls.changes_name: {"discussion_id": "hashed"}}
+
+    # --- the migration document -------------------------------------------------------
+
+    def get(self, discussion_id: int) -> dict | None:
+        """From the primary: a writer must see the state the migration last set."""
+        return self.collection.find_one({"_id": discussion_id})
+
+    def start(self, *, discussion_id: int, source: str, target: str) -> dict:
+        """Open a migration (replacing a finished one); returns the migration document as it stands
+        (another, unfinished migration's when there is one: the caller compares)."""
+        doc = {"_id": discussion_id, "source": source, "target": target, "state": COPYING, "copied": 0, "inflight": 0,
+               "owner": None, "lease_until": None, "started": _now()}
+        try:
+            self.collection.insert_one(doc)
+            return doc
+        except DuplicateKeyError:
+            pass
+        replaced = self.collection.find_one_and_replace({"_id": discussion_id, "state": DONE}, doc,
+                                                        return_document=ReturnDocument.AFTER)
+        return replaced or self.get(discussion_id)
+
+    def lease(self, *, discussion_id: int, owner: str, seconds: float) -> bool:
+        """Take (or extend) the right to run this migration; False while another owner's lease runs."""
+        now = _now()
+        result = self.collection.update_one(
+            {"_id": discussion_id, "$or": [{"owner": owner}, {"owner": None}, {"lease_until": {"$lt": now}}]},
+            {"$set": {"owner": owner, "lease_until": now + timedelta(seconds=seconds)}})
+        return result.matched_count > 0
+
+    def release(self, *, discussion_id: int, owner: str) -> None:
+        self.collection.update_one({"_id": discussion_id, "owner": owner}, {"$set": {"owner": None, "lease_until": None}})
+
+    def advance(self, *, discussion_id: int, state: str, to: str, **fields) -> bool:
+        """Move from `state` to `to` (one conditional update); False if it was not in `state`."""
+        result = self.collection.update_one({"_id": discussion_id, "state": state}, {"$set": {"state": to, **fields}})
+        return result.matched_count > 0
+
+    def copied(self, *, discussion_id: int, seq: int) -> None:
+        self.collection.update_one({"_id": discussion_id, "state": COPYING}, {"$max": {"copied": int(seq)}})
+
+    def forget(self, *, discussion_id: int) -> None:
+        """Drop the migration and its change log (an aborted migration)."""
+        self.changes.delete_many({"discussion_id": discussion_id})
+        self.collection.delete_one({"_id": discussion_id})
+
+    # --- writers ------------------------------------------------------------------------
+
+    def register(self, *, discussion_id: int, source: str) -> bool:
+        """A writer about to write to `source` while it copies: counted in `inflight` (the seal waits
+        for it). False when the migration is no longer copying from `source`."""
+        result = self.collection.update_one({"_id": discussion_id, "state": COPYING, "source": source},
+                                            {"$inc": {"inflight": 1}})
+        return result.matched_count > 0
+
+    def unregister(self, *, discussion_id: int) -> None:
+        self.collection.update_one({"_id": discussion_id}, {"$inc": {"inflight": -1}})
+
+    def note(self, *, discussion_id: int, comment_id: str) -> None:
+        """Log that a comment changed (an upsert keyed by its id: idempotent)."""
+        self.changes.update_one({"_id": f"{int(discussion_id)}:{comment_id}", "discussion_id": discussion_id},
+                                {"$inc": {"v": 1}, "$set": {"cid": comment_id}}, upsert=True)
+
+    # --- the change log ------------------------------------------------------------------
+
+    def pending(self, *, discussion_id: int, limit: int) -> list[tuple[str, int]]:
+        """Up to `limit` logged changes: (comment id, version)."""
+        docs = self.changes.find({"discussion_id": discussion_id}, {"cid": 1, "v": 1}).sort("_id", 1).limit(int(limit))
+        return [(doc["cid"], int(doc["v"])) for doc in docs]
+
+    def replayed(self, *, discussion_id: int, changes: list[tuple[str, int]]) -> None:
+        """Drop the entries replayed, each only if it was not changed again since it was read."""
+        for comment_id, version in changes:
+            self.changes.delete_one({"_id": f"{int(discussion_id)}:{comment_id}", "discussion_id": discussion_id,
+                                     "v": version})
+
+    def drop_changes(self, *, discussion_id: int) -> None:
+        self.changes.delete_many({"discussion_id": discussion_id})
