@@ -289,7 +289,7 @@ def _copy(report, source, target, migrations, state, batch, threaded, progress, 
         comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=batch, threaded=threaded)
         if not comments:
             return
-        target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded)
+        target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded, fresh=True)
         after = comments[-1].seq
         migrations.copied(discussion_id=discussion_id, seq=after)
         migrations.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS)

@@ -10,9 +10,11 @@ private layout helpers, and nothing else does):
 - `export_by_ids(discussion_id, ids)`: the current state of some comments (the change
   log's replay);
 - `export_head(discussion_id)`: {count, pinned, moderated}, the discussion's counter and hints;
-- `import_comments(discussion_id, comments)`: store them in the TARGET keyed by comment id,
-  each at its `seq`: idempotent (storing a comment again replaces it, never doubles it), so
-  a copy interrupted anywhere is simply run again. Only the migration writes a target
+- `import_comments(discussion_id, comments, fresh=False)`: store them in the TARGET keyed by
+  comment id, each at its `seq`: idempotent (storing a comment again replaces it, never
+  doubles it), so a copy interrupted anywhere is simply run again. `fresh` (the batch copy)
+  may keep a copy already stored instead of replacing it: what changed since that copy is in
+  the change log, replayed with `fresh=False`. Only the migration writes a target
   before the switch, so a target's read-modify-write of a bucket or of the embedded
   document is not racing anybody;
 - `import_head(discussion_id, count, pinned, moderated)`: the counter and hints, once the
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from pymongo import ReplaceOne
+from pymongo.errors import BulkWriteError
 
 from comments.managers.base import VISIBLE, Comment, DiscussionFull
 from comments.managers.fields import from_element, to_element
@@ -61,9 +64,18 @@ class DocumentMoving:
     def export_head(self, *, discussion_id: int) -> dict:
         return _head(self.discussions.find_one({"_id": discussion_id}), "seq")
 
-    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False) -> int:
+    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False,
+                        fresh: bool = False) -> int:
         if not comments:
             return 0
+        if fresh:  # one insert; a comment a stopped run already copied is kept (duplicate key)
+            try:
+                self.collection.insert_many([self._to_document(c) for c in comments], ordered=False)
+            except BulkWriteError as exc:
+                if any(e.get("code") != 11000 for e in exc.details.get("writeErrors", [])) or \
+                        exc.details.get("writeConcernErrors"):
+                    raise
+            return len(comments)
         self.collection.bulk_write([ReplaceOne(self._key(discussion_id, c.id), self._to_document(c), upsert=True)
                                     for c in comments], ordered=False)
         return len(comments)
@@ -102,7 +114,8 @@ class BucketedMoving:
     def export_head(self, *, discussion_id: int) -> dict:
         return _head(self.discussions.find_one({"_id": discussion_id}), "count")
 
-    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False) -> int:
+    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False,
+                        fresh: bool = False) -> int:
         from comments.managers.bucketed import bucket_of
 
         if not comments:
@@ -201,7 +214,8 @@ class EmbeddedMoving:
     def drop_some(self, *, discussion_id: int, limit: int) -> int:
         return 0  # one document: drop_discussion() removes it
 
-    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False) -> int:
+    def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False,
+                        fresh: bool = False) -> int:
         if not comments:
             return 0
         doc = self.collection.find_one({"_id": discussion_id})
