@@ -245,6 +245,8 @@ def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progres
             else:
                 _drain(migrations, discussion_id, progress)
                 _replay(report, source, target, migrations, discussion_id, batch, threaded, once=False)
+                if report.source == EMBEDDED:
+                    _renumber(report, source, target, discussion_id, threaded)
                 head = source.export_head(discussion_id=discussion_id)
                 report.switched_at = head["count"]
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
@@ -312,6 +314,20 @@ def _replay(report, source, target, migrations, discussion_id, batch, threaded, 
         report.replayed += len(changes)
         if once:
             return replayed
+
+
+def _renumber(report, source, target, discussion_id: int, threaded: bool) -> None:
+    """An embedded source numbers its comments by position (a nested one by posting time), so a
+    comment posted while the copy ran can move later ones up by one without changing them (nothing
+    logs them). Sealed, the source no longer changes: every comment whose number differs in the
+    target is stored again (one read of each side, at most the embedded size bound)."""
+    everything = 10**9
+    have = {c.id: c.seq for c in target.export_comments(discussion_id=discussion_id, after_seq=0, limit=everything,
+                                                        threaded=threaded)}
+    moved = [c for c in source.export_comments(discussion_id=discussion_id, after_seq=0, limit=everything,
+                                               threaded=threaded) if have.get(c.id) != c.seq]
+    target.import_comments(discussion_id=discussion_id, comments=moved, threaded=threaded)
+    report.replayed += len(moved)
 
 
 def _drain(migrations, discussion_id: int, progress) -> None:

@@ -129,10 +129,17 @@ class BucketedMoving:
         by_bucket: dict[int, list[Comment]] = {}
         for comment in comments:
             by_bucket.setdefault(bucket_of(comment.seq, size), []).append(comment)
-        for bucket, group in sorted(by_bucket.items()):
+        ids = [c.id for c in comments]
+        # A comment stored again with another number (a nested embedded source numbers by posting
+        # time) leaves the bucket it was in: every bucket holding one of them is rewritten.
+        holding = {doc["bucket"] for doc in self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": ids}},
+                                                              {"bucket": 1})}
+        moving = set(ids)
+        for bucket in sorted(holding | set(by_bucket)):
+            group = by_bucket.get(bucket, [])
             key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id}
             stored = self.buckets.find_one(key, {"comments": 1}) or {}
-            elements = {e["id"]: e for e in stored.get("comments", [])}
+            elements = {e["id"]: e for e in stored.get("comments", []) if e["id"] not in moving}
             elements.update({c.id: self._element(c) for c in group})
             ordered = sorted(elements.values(), key=lambda e: e["seq"])
             self.buckets.replace_one(key, {**key, "bucket": bucket, "count": len(ordered), "comments": ordered},
