@@ -33,7 +33,9 @@ Writes, and why they stay right under concurrency:
   moves it by the difference it applied, under the same guard.
 - Pages take their cursors from the rank keys, not from the elements, so a page boundary
   read between an element's update and its rank's never skips or repeats a comment.
-- Discussions stored before ranks existed carry no `ranked` flag in their head: the first
+- Discussions stored before ranks existed, and discussions a move between strategies wrote
+  (comments/managers/moving.py writes comments and head without ranks; the target was
+  emptied with `drop_discussion()`, ranks included), carry no `ranked` flag in their head: the first
   hot read of one writes its ranks from the stored comments (`$setOnInsert`: a rank
   written meanwhile by a post or a like is kept), then sets the flag. New discussions get
   the flag when their head is created.
