@@ -7,6 +7,8 @@ import os
 import shutil
 import tempfile
 import threading
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bson.codec_options import CodecOptions
@@ -24,6 +26,12 @@ class Database:
         self.name = name
         self.path = path
         self._store = Store(path, synchronous=client.synchronous)
+        # TTL indexes: MongoDB's TTL monitor deletes expired documents in a background pass every
+        # 60 seconds (ttlMonitorSleepSecs); here a write starts the pass when one is due, the first
+        # one interval after the database is opened. Between passes a write costs one clock read.
+        self._ttl_due = time.monotonic() + client.ttl_interval
+        self._ttl_lock = threading.Lock()
+        self._ttl_local = threading.local()  # set while this thread runs a pass: its own deletes start none
         self.codec_options = CodecOptions(tz_aware=client.tz_aware)
         self.read_preference = ReadPreference.PRIMARY
         self.write_concern = WriteConcern()
@@ -49,6 +57,39 @@ class Database:
 
     def get_collection(self, name, **_kwargs) -> Collection:
         return self[name]
+
+    def expire(self) -> int:
+        """One pass of the TTL monitor: in every collection, delete the documents whose field under a
+        single-field index with `expireAfterSeconds` holds a date (or an array with a date) older
+        than that many seconds (MongoDB's TTL rule: a field that is not a date never expires). One
+        indexed delete per TTL index. Returns the documents deleted."""
+        deleted = 0
+        now = datetime.now(UTC)
+        for name in self._store.names():
+            info = self._store.collection(name)
+            if info is None or not info.materialized:
+                continue
+            for index in list(info.indexes.values()):
+                seconds = index.spec.get("expireAfterSeconds")
+                if seconds is None or len(index.keys) != 1:
+                    continue
+                cutoff = now - timedelta(seconds=float(seconds))
+                deleted += self[name].delete_many({index.keys[0][0]: {"$lt": cutoff}}).deleted_count
+        return deleted
+
+    def _expire_if_due(self) -> None:
+        """Run a TTL pass when one is due (called by every write command before its transaction)."""
+        if time.monotonic() < self._ttl_due or getattr(self._ttl_local, "running", False):
+            return
+        with self._ttl_lock:
+            if time.monotonic() < self._ttl_due:
+                return
+            self._ttl_due = time.monotonic() + self.client.ttl_interval
+        self._ttl_local.running = True
+        try:
+            self.expire()
+        finally:
+            self._ttl_local.running = False
 
     def with_options(self, **_kwargs):
         return self
@@ -157,8 +198,9 @@ class Client:
     temporary directory holds the files and is removed at exit."""
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
-                 shard_keys=None, synchronous: str = "NORMAL"):
+                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0):
         self.tz_aware = tz_aware
+        self.ttl_interval = float(ttl_interval)  # seconds between TTL passes (Database.expire)
         self.synchronous = synchronous
         self.default_db = default_db
         self.cluster = ClusterRules(shard_keys)

@@ -270,6 +270,7 @@ class Collection:
         return S.naive(dict(document))
 
     def insert_one(self, document, bypass_document_validation=False, session=None, **kwargs):
+        self.database._expire_if_due()
         doc = self._prepare_insert(document)
         self._encode(doc)
         with self._store.transaction(True) as conn:
@@ -280,6 +281,7 @@ class Collection:
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
+        self.database._expire_if_due()
         ids, errors = [], []
         for n, document in enumerate(documents):
             doc = self._prepare_insert(document)
@@ -306,6 +308,7 @@ class Collection:
             raise TypeError("filter must be an instance of dict")
         if array_filters:
             raise NotImplementedError("arrayFilters are not supported by the embedded engine")
+        self.database._expire_if_due()
         if replace:
             S.validate_replacement(update)
         else:
@@ -405,6 +408,7 @@ class Collection:
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
         self.database.client.cluster.check_write(self, filter, multi=multi, upsert=False, command=command)
+        self.database._expire_if_due()
         with self._store.transaction(True) as conn:
             info = self._info()
             docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))

@@ -111,7 +111,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
                 IndexModel([("discussion_id", ASCENDING), ("comments.id", ASCENDING)], name="discussion_comment_id"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.path", ASCENDING)], name="discussion_comment_path"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.pinned", ASCENDING)], name="discussion_comment_pinned"),
-                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+                # The shard key's index: hashed discussion, then the bucket (a busy discussion splits).
+                IndexModel([("discussion_id", "hashed"), ("bucket", ASCENDING)], name="discussion_hashed_bucket"),
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
             **cls.rank_indexes(),
@@ -119,7 +120,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
 
     @classmethod
     def shard_keys(cls):
-        return {cls.buckets_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"},
+        return {cls.buckets_name: {"discussion_id": "hashed", "bucket": 1}, cls.discussions_name: {"_id": "hashed"},
                 cls.ranks_name: {"discussion_id": "hashed"}}
 
     @staticmethod
@@ -222,11 +223,21 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         self.rank_stored_many(comments)
         return len(docs) + 1
 
-    def _update_comment(self, discussion_id: int, comment_id: str, update: dict) -> bool:
-        # `discussion_id` is the shard key: the update goes to one shard; (discussion_id, comments.id) finds the bucket.
-        result = self.buckets.update_one({"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment_id}}},
-                                         update)
-        return result.matched_count > 0
+    def _write(self, query: dict, update: dict) -> bool:
+        """One comment's update. With its bucket (`get` told us) the filter names the full shard key
+        (discussion_id, bucket): an updateOne, targeted (MongoDB 7.0 refuses one without the full
+        key). Without it, an updateMany on (discussion_id, comments.id): routed to the shards
+        holding that discussion's chunks (the hashed prefix is pinned), and matching the one bucket
+        that holds the comment: still one round trip, not a read of the bucket first. (Unlike an
+        updateOne it is not retried by the driver after a network error; likes are repaired from
+        their edges by `manage.py integrity`.)"""
+        if "bucket" in query:
+            return self.buckets.update_one(query, update).matched_count > 0
+        return self.buckets.update_many(query, update).matched_count > 0
+
+    def _update_comment(self, discussion_id: int, comment_id: str, update: dict, match: dict | None = None) -> bool:
+        return self._write({"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment_id, **(match or {})}}},
+                           update)
 
     def _hint(self, discussion_id: int, update: dict) -> None:
         self.discussions.update_one({"_id": discussion_id}, update)
@@ -242,10 +253,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         pinned = bool(pinned)
         if pinned:
             self._hint(discussion_id, {"$inc": {"pinned": 1}})
-        result = self.buckets.update_one(
-            {"discussion_id": discussion_id, "comments": {"$elemMatch": {"id": comment_id, "pinned": {"$ne": pinned}}}},
-            {"$set": {"comments.$.pinned": pinned}})
-        if result.matched_count:
+        if self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.pinned": pinned}},
+                                {"pinned": {"$ne": pinned}}):
             if not pinned:
                 self._hint(discussion_id, {"$inc": {"pinned": -1}})
             self.rank_pinned(discussion_id, comment_id, pinned)  # only a real change moves the rank
@@ -258,10 +267,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         self._hint(discussion_id, {"$set": {"pinned": int(pinned), **({"moderated": True} if moderated else {})}})
 
     def set_html(self, *, discussion_id, comment, html, threaded=False):
-        result = self.buckets.update_one(
-            self._in_bucket(discussion_id, comment, {"text": comment.text, "html": {"$in": ["", None]}}),
-            {"$set": {"comments.$.html": html}})
-        return result.matched_count > 0
+        return self._write(self._in_bucket(discussion_id, comment, {"text": comment.text, "html": {"$in": ["", None]}}),
+                           {"$set": {"comments.$.html": html}})
 
     def add_like(self, *, discussion_id, comment_id, username, delta=1, threaded=False):
         liked = self._update_comment(discussion_id, comment_id, like_update("comments.$.", username=username, delta=delta))
@@ -277,26 +284,21 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         return query
 
     def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
-        result = self.buckets.update_one(
-            self._in_bucket(discussion_id, comment, {"likes": comment.likes}),
-            {"$set": {"comments.$.likes": likes, "comments.$.latest_likers": list(latest_likers)}})
-        if result.matched_count:
+        changed = self._write(self._in_bucket(discussion_id, comment, {"likes": comment.likes}),
+                              {"$set": {"comments.$.likes": likes, "comments.$.latest_likers": list(latest_likers)}})
+        if changed:
             self.rank_moved(discussion_id, comment.id, likes - comment.likes)
-        return result.matched_count > 0
+        return changed
 
     def edit(self, *, discussion_id, comment, text, html, edited, threaded=False):
-        result = self.buckets.update_one(
-            self._in_bucket(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}}),
-            {"$set": text_fields("comments.$.", text=text, html=html, edited=edited)})
-        return result.matched_count > 0
+        return self._write(self._in_bucket(discussion_id, comment, {"text": comment.text, "status": {"$ne": DELETED}}),
+                           {"$set": text_fields("comments.$.", text=text, html=html, edited=edited)})
 
     def delete(self, *, discussion_id, comment, threaded=False):
         if comment.status == VISIBLE:  # the hint first (a comment already moderated has set it)
             self._hint(discussion_id, {"$set": {"moderated": True}})
-        result = self.buckets.update_one(
-            self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
-            {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
-        return result.matched_count > 0
+        return self._write(self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
+                           {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
 
     def drop_discussion(self, *, discussion_id):
         self.buckets.delete_many({"discussion_id": discussion_id})

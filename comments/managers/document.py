@@ -101,14 +101,18 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
                 IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
                 IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING)], name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
-                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+                # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
+                # after it lets a busy discussion's chunk split (one shard-key value per discussion
+                # would be a jumbo chunk the balancer cannot move).
+                IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": "hashed"}, cls.discussions_name: {"_id": "hashed"}}
+        # Every single-comment write names (_id, discussion_id): the full key.
+        return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}, cls.discussions_name: {"_id": "hashed"}}
 
     @staticmethod
     def doc_id(discussion_id: int, comment_id: str) -> str:

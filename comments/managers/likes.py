@@ -44,13 +44,15 @@ class CommentLikeManager(MongoManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+                # The shard key's index: hashed discussion, then `_id` so a busy discussion's likes split.
+                IndexModel([("discussion_id", "hashed"), ("_id", 1)], name="discussion_hashed_id"),
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"discussion_id": "hashed"}}
+        # Every write names (_id, discussion_id): the full key.
+        return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}}
 
     @staticmethod
     def edge_id(discussion_id: int, comment_id: str, user_id: int) -> str:

@@ -41,13 +41,15 @@ class CommentRevisionManager(MongoManager):
     def indexes(cls):
         return {cls.collection_name: [
             IndexModel([("discussion_id", 1), ("comment_id", 1), ("replaced", DESCENDING)], name="revisions_by_comment"),
-            IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+            # The shard key's index: hashed discussion, then the comment (a busy discussion splits).
+            IndexModel([("discussion_id", "hashed"), ("comment_id", 1)], name="discussion_hashed_comment"),
         ]}
 
     @classmethod
     def shard_keys(cls):
         # Hashed: a topic id increases with every topic, and would send every insert to one chunk.
-        return {cls.collection_name: {"discussion_id": "hashed"}}
+        # The comment after it: a busy discussion's history splits between chunks.
+        return {cls.collection_name: {"discussion_id": "hashed", "comment_id": 1}}
 
     def record(self, *, discussion_id: int, comment_id: str, text: str, html: str, posted: datetime, replaced: datetime,
                editor: Author) -> None:

@@ -66,12 +66,15 @@ class NotificationManager(MongoManager):
             cls.collection_name: [
                 IndexModel([("r", 1), ("hidden", 1), ("updated", DESCENDING), ("_id", DESCENDING)], name="r_hidden_updated"),
                 IndexModel([("subject", 1)], name="subject", partialFilterExpression={"subject": {"$type": "string"}}),
+                IndexModel([("r", 1), ("_id", 1)], name="r_id"),  # the shard key's index
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"r": 1}}
+        # The group after the recipient: a busy recipient's notifications split between chunks
+        # (`{r: 1}` alone is one value per reader: a jumbo chunk). Every single write names (_id, r).
+        return {cls.collection_name: {"r": 1, "_id": 1}}
 
     def add(self, *, recipient: int, kind: str, target: str, subject: str, actor_id: int, actor: str, event: str,
             url: str, title: str, at: datetime) -> bool:

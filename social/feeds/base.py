@@ -32,6 +32,13 @@ EXCERPT_LENGTH = 140
 
 
 
+def feed_item_seconds() -> int:
+    """How long a pushed copy lives (FEED_ITEM_DAYS, at least a day): the TTL of the pushed feeds."""
+    from django.conf import settings
+
+    return max(1, int(settings.FEED_ITEM_DAYS)) * 86_400
+
+
 def comment_excerpt(text: str | None) -> str:
     """The excerpt a comment activity shows: the words of its Markdown as plain text (what a
     reader sees, not `**` and link syntax), whitespace collapsed, at most EXCERPT_LENGTH."""

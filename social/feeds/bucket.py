@@ -26,7 +26,7 @@ from django.conf import settings
 from pymongo import DESCENDING, IndexModel, UpdateOne
 from pymongo.errors import BulkWriteError
 
-from social.feeds.base import Activity, FeedManager, FeedPage, bucket_cursor, parse_bucket_cursor
+from social.feeds.base import Activity, FeedManager, FeedPage, bucket_cursor, feed_item_seconds, parse_bucket_cursor
 
 DUPLICATE_KEY = 11000
 BATCH = 1000
@@ -48,6 +48,8 @@ class BucketedFanoutFeed(FeedManager):
                 # `_id` ("<owner>:<sequence>") makes (owner, sequence) unique; this index serves the
                 # reads (walked backwards for newest first) and supports the shard key (owner, sequence).
                 IndexModel([("owner", 1), ("sequence", 1)], name="owner_sequence_1"),
+                # A bucket expires FEED_ITEM_DAYS after its last push (`last`, the newest date pushed).
+                IndexModel([("last", 1)], name="last_ttl", expireAfterSeconds=feed_item_seconds()),
             ],
             cls.counters_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
         }
@@ -71,7 +73,7 @@ class BucketedFanoutFeed(FeedManager):
                 if owner in counts:
                     sequence = (counts[owner] - 1) // size
                     ops.append(UpdateOne({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence},
-                                         {"$push": {"activities": item}}, upsert=True))
+                                         {"$push": {"activities": item}, "$max": {"last": activity.date}}, upsert=True))
             written += self._bulk(buckets, ops)
         return written
 

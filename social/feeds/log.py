@@ -36,13 +36,17 @@ class ActivityLogManager(MongoManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("author", 1), ("date", DESCENDING), ("_id", DESCENDING)], name="author_date"),
+                # Ascending, walked backwards for newest first: it also supports the shard key
+                # (author, date), whose index must be ascending like the key.
+                IndexModel([("author", 1), ("date", 1), ("_id", 1)], name="author_date_1"),
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"author": 1}}
+        # The date after the author: a prolific author's log splits between chunks (one value per
+        # author would be a jumbo chunk); an activity's date never changes.
+        return {cls.collection_name: {"author": 1, "date": 1}}
 
     def record(self, activity: Activity) -> Activity:
         """Store the activity once; returns it with its id. One round trip. An activity whose
@@ -95,7 +99,7 @@ class ActivityLogManager(MongoManager):
         read ahead (about one per author).
 
         More authors: first the newest (date, _id) of each (one aggregation: `$sort` by (author,
-        date desc, _id desc) then `$group` with `$first`, a covered DISTINCT_SCAN that reads one key per author
+        date, _id) descending then `$group` with `$first`, a covered DISTINCT_SCAN that reads one key per author
         and no document), then the same merge over the only authors that can hold the page
         (`_page_authors`). Two round trips, limit + 1 documents, about one key per author plus
         twice the page in keys, at any depth. A merge over every author would sort in memory
@@ -139,7 +143,7 @@ class ActivityLogManager(MongoManager):
             match["date"] = {"$lte": position[0]}
         rows = self.read_db[self.collection_name].aggregate([
             {"$match": match},
-            {"$sort": {"author": 1, "date": -1, "_id": -1}},
+            {"$sort": {"author": -1, "date": -1, "_id": -1}},  # the index backwards: a DISTINCT_SCAN
             {"$group": {"_id": "$author", "date": {"$first": "$date"}, "id": {"$first": "$_id"}}},
         ], batchSize=len(authors) + 1, **self.time_limit())
         newest = {row["_id"]: (row["date"], row["id"]) for row in rows}

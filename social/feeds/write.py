@@ -16,7 +16,7 @@ from pymongo import DESCENDING, IndexModel
 from pymongo.errors import BulkWriteError
 
 from core.cursors import older_than, parse_time_cursor, time_cursor
-from social.feeds.base import Activity, FeedManager, FeedPage
+from social.feeds.base import Activity, FeedManager, FeedPage, feed_item_seconds
 
 DUPLICATE_KEY = 11000
 BATCH = 1000
@@ -30,13 +30,18 @@ class FanoutOnWriteFeed(FeedManager):
     def indexes(cls):
         return {
             cls.collection_name: [
-                IndexModel([("owner", 1), ("date", DESCENDING), ("aid", DESCENDING)], name="owner_date"),
+                # Ascending, walked backwards for newest first: it also supports the shard key (owner, date).
+                IndexModel([("owner", 1), ("date", 1), ("aid", 1)], name="owner_date_1"),
+                # Copies expire FEED_ITEM_DAYS after their activity (MongoDB's TTL monitor; docstore's sweep).
+                IndexModel([("date", 1)], name="date_ttl", expireAfterSeconds=feed_item_seconds()),
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"owner": 1}}
+        # The date after the owner: a busy reader's feed splits between chunks (one value per reader
+        # would be a jumbo chunk); equal `_id`s (owner, activity) still share the whole key.
+        return {cls.collection_name: {"owner": 1, "date": 1}}
 
     def post(self, activity: Activity, *, followers) -> int:
         fields = activity.to_fields()

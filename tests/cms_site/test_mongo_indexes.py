@@ -121,3 +121,28 @@ def test_indexes_imported_from_an_old_snapshot_are_recognised(tmp_path):
     actions = ensure_indexes(client["site"])
     assert {a.action for a in actions} == {"exists"}
     client.close()
+
+
+def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones(mongo_db):
+    """The indexes of the older shard keys (one value per reader, author or discussion): today's
+    are created beside them, the old ones reported undeclared and dropped only with --prune (after
+    `mongo_shard` refined the key on a cluster), and a changed TTL lifetime is rebuilt."""
+    for collection, name in (("social_feed_items", "owner_date_1"), ("social_activities", "author_date_1"),
+                             ("comments", "discussion_hashed_id"), ("notifications", "r_id")):
+        mongo_db[collection].drop_index(name)
+    mongo_db.social_feed_items.create_index([("owner", 1), ("date", -1), ("aid", -1)], name="owner_date")
+    mongo_db.social_activities.create_index([("author", 1), ("date", -1), ("_id", -1)], name="author_date")
+    mongo_db.comments.create_index([("discussion_id", "hashed")], name="discussion_hashed")
+    mongo_db.social_feed_items.drop_index("date_ttl")
+    mongo_db.social_feed_items.create_index([("date", 1)], name="date_ttl", expireAfterSeconds=86_400)
+    actions = ensure_indexes(mongo_db)
+    assert {("social_feed_items", "owner_date_1"), ("social_activities", "author_date_1"),
+            ("comments", "discussion_hashed_id"), ("notifications", "r_id")} <= _actions(actions, "created")
+    assert _actions(actions, "rebuilt") == {("social_feed_items", "date_ttl")}
+    assert _actions(actions, "undeclared") == {("social_feed_items", "owner_date"), ("social_activities", "author_date"),
+                                              ("comments", "discussion_hashed")}
+    assert _indexes(mongo_db.social_feed_items)["date_ttl"]["expireAfterSeconds"] == _declared(
+        "social_feed_items", "date_ttl")["expireAfterSeconds"]
+    pruned = ensure_indexes(mongo_db, prune=True)
+    assert len(_actions(pruned, "dropped")) == 3
+    assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}

@@ -99,8 +99,8 @@ def test_declared_indexes_and_shard_keys(mongo_db):
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
     assert keys["discussion_bucket"] == ((("discussion_id", 1), ("bucket", 1)), False)  # unique by _id
     assert keys["discussion_comment_id"] == ((("discussion_id", 1), ("comments.id", 1)), False)
-    assert keys["discussion_hashed"] == ((("discussion_id", "hashed"),), False)
-    assert BucketedCommentManager.shard_keys()["comment_buckets"] == {"discussion_id": "hashed"}
+    assert keys["discussion_hashed_bucket"] == ((("discussion_id", "hashed"), ("bucket", 1)), False)
+    assert BucketedCommentManager.shard_keys()["comment_buckets"] == {"discussion_id": "hashed", "bucket": 1}
 
 
 def test_drop_discussion_removes_buckets_and_record(mongo_db, settings):

@@ -122,9 +122,57 @@ def test_mongo_shard_creates_the_supporting_indexes_before_sharding(mongo_db, mo
     class Client:
         admin = Admin()
 
+        def __getitem__(self, name):
+            return {"collections": type("Collections", (), {"find_one": lambda self, *a, **k: None})()}
+
     for name in mongo_db.list_collection_names():
         mongo_db[name].drop()  # no index yet: the command must create them
     monkeypatch.setattr(mongo_shard, "is_embedded", lambda: False)
     monkeypatch.setattr(mongo_shard, "get_client", lambda: Client())
     call_command("mongo_shard", stdout=StringIO())
     assert calls.count("shardCollection") == len(declared_shard_keys())
+
+
+def test_mongo_shard_refines_a_key_an_older_release_applied(mongo_db, monkeypatch):
+    """A collection sharded on an older release's key that is a prefix of today's is refined in
+    place (refineCollectionShardKey), one already on today's key is left, another is resharded."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from cms_site.management.commands import mongo_shard
+
+    calls = []
+    older = {"social_feed_items": {"owner": 1}, "notifications": {"r": 1}, "comments": {"discussion_id": "hashed"},
+             "social_follow_lists": {"owner": 1, "kind": 1, "seq": 1}, "social_mutes": {"owner": 1}}
+    prefix = f"{mongo_db.name}."
+
+    class Collections:
+        def find_one(self, query, *args, **kwargs):
+            name = query["_id"][len(prefix):]
+            return {"_id": query["_id"], "key": older[name]} if name in older else None
+
+    class Admin:
+        def command(self, name, *args, **kwargs):
+            if name == "hello":
+                return {"msg": "isdbgrid"}
+            calls.append((name, args[0][len(prefix):]) if args else (name,))
+            return {"ok": 1}
+
+    class Client:
+        admin = Admin()
+
+        def __getitem__(self, name):
+            return {"collections": Collections()}
+
+    monkeypatch.setattr(mongo_shard, "is_embedded", lambda: False)
+    monkeypatch.setattr(mongo_shard, "get_client", lambda: Client())
+    out = StringIO()
+    call_command("mongo_shard", stdout=out)
+    assert ("refineCollectionShardKey", "social_feed_items") in calls
+    assert ("refineCollectionShardKey", "notifications") in calls
+    assert ("refineCollectionShardKey", "comments") in calls
+    assert ("reshardCollection", "social_mutes") in calls  # {owner: 1} is no prefix of {muter: 1}
+    assert not any(c[1:] == ("social_follow_lists",) for c in calls)  # already on its key
+    assert "already sharded social_follow_lists" in out.getvalue()
+    assert ("shardCollection", "social_presence") in calls

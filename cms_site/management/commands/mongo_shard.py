@@ -29,6 +29,21 @@ class Command(BaseCommand):
         # every declared index first (each shard key has one; tests/contract/test_shard_targeting.py).
         # ensure_indexes compares with listIndexes first: a changed index is rebuilt, never a conflict.
         ensure_indexes(db, out=lambda action: self.stdout.write(f"index {action.line()}"))
+        config = get_client()["config"]
         for collection, key in keys.items():
-            admin.command("shardCollection", f"{db.name}.{collection}", key=key)
-            self.stdout.write(self.style.SUCCESS(f"sharded {collection}"))
+            namespace = f"{db.name}.{collection}"
+            current = (config["collections"].find_one({"_id": namespace, "dropped": {"$ne": True}}) or {}).get("key")
+            current = list(dict(current).items()) if current else None
+            if current == list(key.items()):
+                self.stdout.write(f"already sharded {collection}")
+            elif current and current == list(key.items())[:len(current)]:
+                # An older release's key is a prefix of this one (`{owner: 1}` -> `{owner: 1, date: 1}`): refined
+                # in place, no data moves (MongoDB docs, "Refine a Shard Key"; the new index exists by now).
+                admin.command("refineCollectionShardKey", namespace, key=key)
+                self.stdout.write(self.style.SUCCESS(f"refined {collection}"))
+            elif current:
+                admin.command("reshardCollection", namespace, key=key)  # MongoDB 5.0+: rewrites the collection
+                self.stdout.write(self.style.SUCCESS(f"resharded {collection}"))
+            else:
+                admin.command("shardCollection", namespace, key=key)
+                self.stdout.write(self.style.SUCCESS(f"sharded {collection}"))
