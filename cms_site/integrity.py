@@ -37,8 +37,23 @@ from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
 
-from comments.selectors import comment_manager, comment_stored_pages
-from comments.services import GAP_GRACE_SECONDS, GAPS_KEPT, SeqCheck, comment_counter_repair, comment_likes_repair
+from comments.selectors import (
+    comment_manager,
+    comment_stored_pages,
+    credit_comment_flows_drift,
+    credit_user_flows_drift,
+    credit_window_start,
+)
+from comments.services import (
+    GAP_GRACE_SECONDS,
+    GAPS_KEPT,
+    SeqCheck,
+    comment_counter_repair,
+    comment_likes_repair,
+    credit_expected_add,
+    credit_expected_reset,
+    credit_flows_repair,
+)
 from moderation.services import moderation_counts_drift, moderation_repair
 from notifications.selectors import notification_groups_drift, unread_counters_drift
 from notifications.services import notification_groups_recount, unread_counters_recount
@@ -53,8 +68,8 @@ from social.selectors import feed_drift, follow_lists_drift
 from social.services import feed_repair, follow_lists_rebuild
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
-FEEDS, GROUPS = "feeds", "notification groups"
-CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION)
+FEEDS, GROUPS, CREDITS = "feeds", "notification groups", "credits"
+CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
 
 
 @dataclass
@@ -75,9 +90,11 @@ class IntegrityReport:
 
 
 def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say,
-                grace: float = GAP_GRACE_SECONDS) -> None:
+                grace: float = GAP_GRACE_SECONDS, credits_since=None, user_flows: bool = False) -> None:
     """The derived views of one topic's discussion: its counter and `seq`, its search entries
-    (stale, missing, and those of comments it no longer stores), its likes."""
+    (stale, missing, and those of comments it no longer stores), its likes, the like credit flows
+    of its comments (from `credits_since`; None: not checked). With `user_flows`, its comments
+    are added to the expected user credit flows (compared once every topic is seen)."""
     manager = comment_manager(topic)
     seq = SeqCheck(counter=manager.count(discussion_id=topic.discussion_id))
     behind = manager.last_seq(discussion_id=topic.discussion_id)
@@ -104,6 +121,8 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
                         threaded_gaps.append((missing, previous_posted, comment.posted))
             previous = max(previous, comment.seq)
             previous_posted = comment.posted
+        if user_flows:
+            credit_expected_add(comments=page, since=credits_since)
         stale = comment_search_drift(topic=topic, comments=page)
         search_stale += len(stale)
         search_off.extend(stale[: max(0, 5 - len(search_off))])
@@ -143,6 +162,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
         notes.append(f"likes: {likes.drifted} comment(s) differ from their like edges"
                      + (f", {likes.repaired} repaired, {likes.raced} raced (run again)" if repair else ""))
         report.repaired[LIKES] += likes.repaired
+    if credits_since is not None:
+        flows = credit_comment_flows_drift(topic=topic, since=credits_since, batch=batch)
+        if flows:
+            report.drifted[CREDITS] += len(flows)
+            notes.append("like credits " + ", ".join(f"{cid} {period} {ts:%Y-%m-%d}: {before} for {likes} like(s)"
+                                                      for _, _, cid, period, ts, before, likes, _ in flows[:5]))
+            if repair:
+                report.repaired[CREDITS] += credit_flows_repair(comment_flows=flows)
     report.checked["topics"] += 1
     report.checked["comments"] += seq.stored
     say(f"topic {topic.slug}: {seq.stored} comment(s); " + ("; ".join(notes) if notes else "ok"))
@@ -184,41 +211,77 @@ def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, s
     say(f"users {user_ids[0]}..{user_ids[-1]}: {len(user_ids)} user(s); " + ("; ".join(notes) if notes else "ok"))
 
 
-def integrity(*, topics, users=True, repair: bool = False, batch: int = 500, say=lambda message: None,
-              moderation: bool | None = None, grace: float = GAP_GRACE_SECONDS) -> IntegrityReport:
-    """Check (and with `repair`, rebuild) the derived views of `topics` (an iterable of topics) and
-    of users: `users` True for every user in primary-key batches of `batch`, False for none, or
-    an iterable of user ids. `moderation` (by default: when every user is checked) adds the
-    site-wide moderation totals. `grace`: seconds within which a gap in a discussion's numbers
-    may be a post in flight (not filled). One progress line per topic and per batch of users
-    through `say`. Returns the report; its `remaining` is what a run left."""
+def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500, say=lambda message: None,
+              moderation: bool | None = None, grace: float = GAP_GRACE_SECONDS, credits: bool = True) -> IntegrityReport:
+    """Check (and with `repair`, rebuild) the derived views of `topics` (an iterable of topics;
+    None: every topic) and of users: `users` True for every user in primary-key batches of
+    `batch`, False for none, or an iterable of user ids. The site-wide checks run when every
+    topic and every user is checked (`topics` None, `users` True): the user credit flows (they
+    sum comments over every topic) and, unless `moderation` says otherwise, the moderation
+    totals. `credits` False leaves the credit flows out. `grace`: seconds within which a gap in
+    a discussion's numbers may be a post in flight (not filled). One progress line per topic
+    and per batch of users through `say`. Returns the report; its `remaining` is what a run left."""
     report = IntegrityReport()
-    for topic in topics:
-        check_topic(topic, repair=repair, batch=batch, report=report, say=say, grace=grace)
-    if users is True:
-        user_ids = get_user_model().objects.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch)
-    else:
-        user_ids = iter(users or ())
-    ids: list[int] = []
-    for user_id in user_ids:
-        ids.append(int(user_id))
-        if len(ids) >= batch:
+    site = topics is None and users is True
+    if topics is None:
+        from topics.models import Topic
+
+        topics = Topic.objects.order_by("pk").iterator(chunk_size=batch)
+    since = credit_window_start() if credits else None
+    user_flows = bool(credits and site)
+    if user_flows:
+        credit_expected_reset()
+    try:
+        for topic in topics:
+            check_topic(topic, repair=repair, batch=batch, report=report, say=say, grace=grace, credits_since=since,
+                        user_flows=user_flows)
+        if users is True:
+            user_ids = get_user_model().objects.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch)
+        else:
+            user_ids = iter(users or ())
+        ids: list[int] = []
+        for user_id in user_ids:
+            ids.append(int(user_id))
+            if len(ids) >= batch:
+                check_users(ids, repair=repair, report=report, say=say)
+                ids = []
+        if ids:
             check_users(ids, repair=repair, report=report, say=say)
-            ids = []
-    if ids:
-        check_users(ids, repair=repair, report=report, say=say)
-    if moderation if moderation is not None else users is True:
+        if user_flows:
+            check_user_credits(since=since, repair=repair, batch=batch, report=report, say=say)
+    finally:
+        if user_flows:
+            credit_expected_reset()
+    if moderation if moderation is not None else site:
         check_moderation(repair=repair, report=report, say=say)
     return report
+
+
+def check_user_credits(*, since, repair: bool, batch: int, report: IntegrityReport, say) -> None:
+    """The user credit flows (posts and replies per day and month) against what every topic's
+    comments add up to: one merge of two sorted cursors, repaired `batch` rows at a time."""
+    off, shown, chunk = 0, [], []
+    for row in credit_user_flows_drift(since=since):
+        off += 1
+        if len(shown) < 5:
+            user_id, period, ts, before, counts = row
+            shown.append(f"user {user_id} {period} {ts:%Y-%m-%d}: {before or (0, 0)} for {counts} (posts, replies)")
+        if repair:
+            chunk.append(row)
+            if len(chunk) >= batch:
+                report.repaired[CREDITS] += credit_flows_repair(user_flows=chunk)
+                chunk = []
+    if repair and chunk:
+        report.repaired[CREDITS] += credit_flows_repair(user_flows=chunk)
+    report.drifted[CREDITS] += off
+    say("user credit flows: " + ("; ".join(shown) + (f" and {off - len(shown)} more" if off > len(shown) else "")
+                                 if off else "ok"))
 
 
 def integrity_all(*, repair: bool = False, batch: int = 500, say=lambda message: None,
                   grace: float = GAP_GRACE_SECONDS) -> IntegrityReport:
     """Every topic and every user (what `manage.py integrity` runs without options)."""
-    from topics.models import Topic
-
-    return integrity(topics=Topic.objects.order_by("pk").iterator(chunk_size=batch), users=True, repair=repair,
-                     batch=batch, say=say, grace=grace)
+    return integrity(topics=None, users=True, repair=repair, batch=batch, say=say, grace=grace)
 
 
 def check_moderation(*, repair: bool, report: IntegrityReport, say) -> None:

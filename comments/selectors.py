@@ -33,6 +33,7 @@ from comments.managers.base import (
     AUTHOR_ONLY,
     CHRONOLOGICAL,
     DELETED,
+    FORGOTTEN,
     FORWARD,
     HOT,
     REMOVED,
@@ -460,3 +461,87 @@ def account_export(*, user) -> dict:
               "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
              for topic, comment_id, liked in likes_by_user(user=user)]
     return {"comments": comments, "likes": likes}
+
+
+# --- the credit flows' check (manage.py integrity) -----------------------------------------
+
+
+def credit_window_start(now: datetime | None = None) -> datetime:
+    """The oldest period start the credit check compares: flows expire a year after their period
+    started (the TTL); a day's margin leaves alone those about to go."""
+    from datetime import UTC, timedelta
+
+    from comments.managers.credits import FLOW_TTL_SECONDS
+
+    now = now or datetime.now(UTC)
+    return now - timedelta(seconds=FLOW_TTL_SECONDS) + timedelta(days=1)
+
+
+def credit_expected_user_flows(*, comments, since: datetime) -> dict:
+    """{(user id, period, ts): (posts, replies)} that posting `comments` recorded (comments.services:
+    a comment +1 post, a reply +1 reply, in its day and its month), for periods from `since` on.
+    Guests and deleted accounts earn nothing."""
+    counts: dict = {}
+    for c in comments:
+        author = c.author.id if c.author is not None else None
+        if author is None or author == FORGOTTEN.id:
+            continue
+        kind = 0 if c.parent is None else 1
+        for period, ts in ((DAY, day_start(c.posted)), (MONTH, month_start(c.posted))):
+            if ts >= since:
+                posts, replies = counts.get((author, period, ts), (0, 0))
+                counts[(author, period, ts)] = (posts + (kind == 0), replies + (kind == 1))
+    return counts
+
+
+def credit_comment_flows_drift(*, topic, since: datetime, batch: int = 500) -> list[tuple]:
+    """[(author, discussion id, comment id, period, ts, stored likes or None, expected likes, latest
+    likers)] of the
+    like flows of `topic`'s comments that differ from the like edges (each edge's first like
+    counts once, in its day and its month, for the comment's author; a guest's comments and one's
+    own likes earn nothing). The discussion's edges are read in comment order, `batch` comments
+    at a time: one read of their authors and one of their flows per batch."""
+    from comments.managers.likes import CommentLikeManager
+
+    manager, flows, rows = comment_manager(topic), CreditFlowManager(), []
+    chunk: dict[str, list] = {}
+
+    def check(chunk):
+        authors = manager.authors_of(discussion_id=topic.discussion_id, comment_ids=list(chunk))
+        expected: dict = {}
+        likers: dict = {}
+        for cid, edges in chunk.items():
+            author = authors.get(cid)
+            if author is None or author == FORGOTTEN.id:
+                continue
+            for user, first in sorted((e for e in edges if e[1] is not None), key=lambda e: (e[1], e[0])):
+                if user == author:
+                    continue
+                for period, ts in ((DAY, day_start(first)), (MONTH, month_start(first))):
+                    if ts >= since:
+                        expected[(author, cid, period, ts)] = expected.get((author, cid, period, ts), 0) + 1
+                        if period == MONTH:
+                            likers.setdefault((author, cid, period, ts), []).append(user)
+        stored = flows.comment_flows_of(discussion_id=topic.discussion_id, authors=[a for a in authors.values() if a],
+                                        comment_ids=list(chunk), since=since)
+        for key in sorted(set(expected) | set(stored), key=lambda k: (k[0], k[1], k[2], k[3])):
+            if stored.get(key) != expected.get(key, 0) and not (key not in stored and not expected.get(key)):
+                author, cid, period, ts = key
+                rows.append((author, topic.discussion_id, cid, period, ts, stored.get(key), expected.get(key, 0),
+                             likers.get(key)))
+
+    for cid, user, first in CommentLikeManager().first_likes(discussion_id=topic.discussion_id):
+        if cid not in chunk and len(chunk) >= batch:
+            check(chunk)
+            chunk = {}
+        chunk.setdefault(cid, []).append((user, first))
+    if chunk:
+        check(chunk)
+    return rows
+
+
+def credit_user_flows_drift(*, since: datetime):
+    """(user id, period, ts, stored (posts, replies) or None, expected (posts, replies)) of each user
+    flow from `since` on that differs from the expected flows a check built (`services.
+    credit_expected_add` over every topic's comments): a merge of two sorted cursors."""
+    return CreditFlowManager().user_flows_off(since=since)

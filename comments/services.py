@@ -718,3 +718,31 @@ def comment_counter_repair(*, topic, check: SeqCheck, grace: float = GAP_GRACE_S
     if check.counter < check.max_seq:
         fixed += manager.raise_counter(discussion_id=topic.discussion_id, at_least=check.max_seq)
     return fixed
+
+
+
+def credit_flows_repair(*, user_flows=(), comment_flows=()) -> int:
+    """Set the credit flows the check found off (`CreditFlowManager.user_flows_off`'s rows and
+    `selectors.credit_comment_flows_drift`'s) to what the comments and like edges say, each
+    guarded by what was read: a flow that moved meanwhile is left (run the check again).
+    Returns how many were set."""
+    flows, done = CreditFlowManager(), 0
+    for user_id, period, ts, before, counts in user_flows:
+        done += flows.set_user_flow(user_id=user_id, period=period, ts=ts, before=before, counts=counts)
+    for author, discussion_id, cid, period, ts, before, likes, likers in comment_flows:
+        done += flows.set_comment_flow(author_id=author, discussion_id=discussion_id, comment_id=cid, period=period,
+                                       ts=ts, before=before, likes=likes, likers=likers)
+    return done
+
+
+
+def credit_expected_reset() -> None:
+    """Start (or end) a check of the user credit flows: the expected flows are built from empty."""
+    CreditFlowManager().scratch_reset()
+
+
+def credit_expected_add(*, comments, since) -> None:
+    """Add what posting `comments` (a page of stored comments) recorded to the expected user flows."""
+    from comments.selectors import credit_expected_user_flows
+
+    CreditFlowManager().scratch_add(credit_expected_user_flows(comments=comments, since=since))

@@ -415,6 +415,16 @@ class CommentManager(MongoManager, abc.ABC):
         `before` to `count`, guarded by `before` (a post in between wins). True when it moved."""
         return False
 
+    def authors_of(self, *, discussion_id: int, comment_ids: list[str]) -> dict[str, int | None]:
+        """{comment id: its author's user id (None: a guest)} of those of `comment_ids` the
+        discussion stores (the credit check: flows are keyed by the comment's author)."""
+        out = {}
+        for c in comment_ids:
+            comment = self.get(discussion_id=discussion_id, comment_id=c)
+            if comment is not None:
+                out[c] = comment.author.id if comment.author is not None else None
+        return out
+
     def existing_ids(self, *, discussion_id: int, comment_ids: list[str]) -> set[str]:
         """Which of `comment_ids` the discussion stores (the check of stray search entries)."""
         return {c for c in comment_ids if self.get(discussion_id=discussion_id, comment_id=c) is not None}

@@ -351,6 +351,13 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             "bucket", -1).limit(1))
         return max((int(e.get("seq", 0)) for e in docs[0].get("comments", [])), default=0) if docs else 0
 
+    def authors_of(self, *, discussion_id, comment_ids):
+        wanted = set(comment_ids)
+        docs = self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": list(wanted)}},
+                                 {"comments.id": 1, "comments.author": 1})
+        return {e["id"]: (e.get("author") or {}).get("id") for doc in docs for e in doc.get("comments", [])
+                if e.get("id") in wanted}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         wanted = set(comment_ids)
         docs = self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": list(wanted)}}, {"comments.id": 1})

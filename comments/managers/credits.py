@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pymongo import IndexModel, UpdateOne
+from pymongo.errors import DuplicateKeyError
 
 from comments.managers.base import LATEST_LIKERS
 from core.managers import MongoManager
@@ -123,6 +124,102 @@ class CreditFlowManager(MongoManager):
             ),
         ]
         self.db[self.comment_flows].bulk_write(ops, ordered=False)
+
+    # --- the check and repair of the flows (manage.py integrity) ----------------------
+
+    scratch_name = "credit_integrity_expected"  # what the stored comments say, built by one check run
+
+    @staticmethod
+    def _scratch_id(user_id: int, period: str, ts: datetime) -> str:
+        # Sorts as the unique index (user_id, period, ts) does: ids are non-negative ints below 10**15.
+        return f"{int(user_id):015d}:{period}:{ts.astimezone(UTC).isoformat()}"
+
+    def scratch_reset(self) -> None:
+        self.db[self.scratch_name].drop()
+
+    def scratch_add(self, counts: dict[tuple[int, str, datetime], tuple[int, int]]) -> None:
+        """Add (posts, replies) per (user, period, ts) to the expected flows: one bulk write."""
+        if counts:
+            self.db[self.scratch_name].bulk_write([UpdateOne(
+                {"_id": self._scratch_id(u, p, ts)},
+                {"$inc": {"posts": n[0], "replies": n[1]}, "$setOnInsert": {"user_id": u, "period": p, "ts": ts}},
+                upsert=True) for (u, p, ts), n in counts.items()], ordered=False)
+
+    def user_flows_off(self, *, since: datetime):
+        """(user_id, period, ts, stored (posts, replies) or None, expected (posts, replies)) of each
+        flow from `since` on whose counts differ from the expected ones (`scratch_add`): two
+        cursors in (user_id, period, ts) order merged, one document of each in memory."""
+        expected = self.db[self.scratch_name].find({"ts": {"$gte": since}}).sort("_id", 1)
+        stored = self.db[self.user_flows].find({"ts": {"$gte": since}}, {"_id": 0, "user_id": 1, "period": 1, "ts": 1,
+                                                                          "posts": 1, "replies": 1}).sort(
+            [("user_id", 1), ("period", 1), ("ts", 1)])
+
+        def keyed(cursor):
+            for doc in cursor:
+                yield (int(doc["user_id"]), doc["period"], doc["ts"]), (int(doc.get("posts", 0)), int(doc.get("replies", 0)))
+
+        a, b = keyed(expected), keyed(stored)
+        x, y = next(a, None), next(b, None)
+        while x is not None or y is not None:
+            if y is None or (x is not None and x[0] < y[0]):
+                if x[1] != (0, 0):
+                    yield (*x[0], None, x[1])
+                x = next(a, None)
+            elif x is None or y[0] < x[0]:
+                if y[1] != (0, 0):
+                    yield (*y[0], y[1], (0, 0))
+                y = next(b, None)
+            else:
+                if x[1] != y[1]:
+                    yield (*x[0], y[1], x[1])
+                x, y = next(a, None), next(b, None)
+
+    def set_user_flow(self, *, user_id: int, period: str, ts: datetime, before: tuple[int, int] | None,
+                      counts: tuple[int, int]) -> bool:
+        """Set one user flow to `counts`, guarded by what was read (`before`; None: absent): a post in
+        between wins (run the check again). A flow expected empty is deleted."""
+        key = {"user_id": int(user_id), "period": period, "ts": ts}
+        if before is None:
+            try:
+                self.db[self.user_flows].insert_one({**key, "posts": counts[0], "replies": counts[1]})
+            except DuplicateKeyError:
+                return False
+            return True
+        guard = {**key, "posts": {"$in": [before[0]] + ([None] if before[0] == 0 else [])},
+                 "replies": {"$in": [before[1]] + ([None] if before[1] == 0 else [])}}
+        if counts == (0, 0):
+            return self.db[self.user_flows].delete_one(guard).deleted_count > 0
+        return self.db[self.user_flows].update_one(guard, {"$set": {"posts": counts[0], "replies": counts[1]}}
+                                                   ).modified_count > 0
+
+    def comment_flows_of(self, *, discussion_id: int, authors: list[int], comment_ids: list[str], since: datetime
+                         ) -> dict[tuple[int, str, str, datetime], int]:
+        """{(author, comment id, period, ts): likes} of these comments' flows from `since` on: one
+        query on the unique index's prefix (user_id $in, period, ts)."""
+        if not authors or not comment_ids:
+            return {}
+        cursor = self.db[self.comment_flows].find(
+            {"user_id": {"$in": sorted(set(authors))}, "period": {"$in": [DAY, MONTH]}, "ts": {"$gte": since},
+             "discussion_id": int(discussion_id), "comment_id": {"$in": list(comment_ids)}},
+            {"_id": 0, "user_id": 1, "comment_id": 1, "period": 1, "ts": 1, "likes": 1})
+        return {(d["user_id"], d["comment_id"], d["period"], d["ts"]): int(d.get("likes", 0)) for d in cursor}
+
+    def set_comment_flow(self, *, author_id: int, discussion_id: int, comment_id: str, period: str, ts: datetime,
+                         before: int | None, likes: int, likers: list[int] | None = None) -> bool:
+        """Set one comment flow's like count (and, for a month, its latest likers), guarded by the
+        count read (`before`; None: absent)."""
+        key = {"user_id": int(author_id), "period": period, "ts": ts, "discussion_id": int(discussion_id),
+               "comment_id": str(comment_id)}
+        fields = {"likes": int(likes), **({"likers": list(likers)[-LATEST_LIKERS:]} if likers is not None else {})}
+        if before is None:
+            try:
+                self.db[self.comment_flows].insert_one({**key, **fields})
+            except DuplicateKeyError:
+                return False
+            return True
+        if likes == 0:
+            return self.db[self.comment_flows].delete_one({**key, "likes": before}).deleted_count > 0
+        return self.db[self.comment_flows].update_one({**key, "likes": before}, {"$set": fields}).modified_count > 0
 
     # --- reads -------------------------------------------------------------------
 

@@ -314,6 +314,11 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             "seq", DESCENDING).limit(1))
         return int(docs[0].get("seq", 0)) if docs else 0
 
+    def authors_of(self, *, discussion_id, comment_ids):
+        ids = [self.doc_id(discussion_id, c) for c in comment_ids]
+        docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"cid": 1, "author": 1, "_id": 0})
+        return {doc["cid"]: (doc.get("author") or {}).get("id") for doc in docs}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
         return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},

@@ -437,6 +437,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         return self.collection.update_one({"_id": discussion_id, "count": int(before)},
                                           {"$set": {"count": int(count)}}).modified_count > 0
 
+    def authors_of(self, *, discussion_id, comment_ids):
+        doc = self._load(discussion_id, read=False)
+        wanted = set(comment_ids)
+        return {e["id"]: (e.get("author") or {}).get("id") for e in iter_elements(doc) if e["id"] in wanted} if doc else {}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         doc = self._load(discussion_id, read=False)
         wanted = set(comment_ids)

@@ -114,6 +114,16 @@ class CommentLikeManager(MongoManager):
             out.setdefault(doc["comment_id"], []).append((doc["user_id"], doc.get("liked")))
         return out
 
+    def first_likes(self, *, discussion_id: int):
+        """(comment id, user id, first liked) of every edge of a discussion, switched off ones too
+        (a like earns its credit once, when first given), in comment order: one cursor on the `_id`
+        index's range of the discussion ("<discussion_id>:" up to ":" + 1), naming the shard key."""
+        low, high = f"{int(discussion_id)}:", f"{int(discussion_id)};"
+        cursor = self.collection.find({"_id": {"$gte": low, "$lt": high}, "discussion_id": int(discussion_id)},
+                                      {"_id": 1, "comment_id": 1, "user_id": 1, "first_liked": 1}).sort("_id", 1)
+        for doc in cursor:
+            yield doc["comment_id"], doc["user_id"], doc.get("first_liked")
+
     def by_user(self, *, user_id: int) -> list[dict]:
         """Every comment `user_id` likes now, [{discussion_id, comment_id, liked}]: a maintenance read
         (an export, an account deletion) that scans the collection (sharded by discussion), not a page."""

@@ -77,7 +77,7 @@ def test_a_number_taken_by_a_writer_that_died_gets_a_tombstone(discussion, stora
 def test_a_hole_inside_the_numbers_is_filled_in_place(discussion):
     topic, comments = discussion("document")
     manager = comment_manager(topic)
-    manager.collection.delete_one({"discussion_id": topic.discussion_id, "cid": comments[2].id})
+    manager.collection.delete_one({"_id": manager.doc_id(topic.discussion_id, comments[2].id)})
     output, clean = run("--topic", topic.slug)
     assert not clean and "counter 5 for 4 stored comment(s), 1 number(s) without a comment" in output
     assert_repaired("--topic", topic.slug, "--grace", "0")
@@ -252,3 +252,62 @@ def test_the_write_strategy_and_the_read_strategy_have_what_they_need(settings, 
 def test_an_unknown_user_is_an_error():
     with pytest.raises(CommandError, match="No such user"):
         call_command("integrity", "--user", "nobody")
+
+
+# --- credit flows (seeds/004_d286869db7b63c27.txt's daily and monthly flows) ------------------
+
+
+@pytest.fixture
+def credited(make_topic, make_user):
+    from comments.managers.credits import CreditFlowManager
+
+    alice, bob, carol = make_user("alice"), make_user("bob"), make_user("carol")
+    topic = make_topic("document")
+    first = comment_create(topic=topic, author=alice, text="a first comment")
+    comment_create(topic=topic, author=alice, text="a reply", parent=first.id)
+    comment_like(topic=topic, comment_id=first.id, user=bob)
+    comment_like(topic=topic, comment_id=first.id, user=carol)
+    return CreditFlowManager(), alice, topic, first
+
+
+def test_credit_flows_as_recorded_report_nothing(credited):
+    output, clean = run()
+    assert clean, output
+    assert "user credit flows: ok" in output and "credits: 0" in output
+
+
+def test_a_user_flow_off_is_reported_and_set(credited):
+    flows, alice, _, _ = credited
+    day = flows.db[flows.user_flows].find_one({"user_id": alice.pk, "period": "day"})
+    flows.db[flows.user_flows].update_one({"_id": day["_id"]}, {"$inc": {"posts": 4}})
+    output, clean = run()
+    assert not clean and f"user {alice.pk} day" in output and "(5, 1) for (1, 1)" in output
+    assert_repaired()
+    assert flows.db[flows.user_flows].find_one({"user_id": alice.pk, "period": "day"})["posts"] == 1
+
+
+def test_a_lost_user_flow_and_a_stray_one_are_repaired(credited):
+    flows, alice, _, first = credited
+    collection = flows.db[flows.user_flows]
+    collection.delete_one({"_id": collection.find_one({"user_id": alice.pk, "period": "month"})["_id"]})
+    collection.insert_one({"user_id": alice.pk + 100, "period": "day", "ts": collection.find_one()["ts"], "posts": 3})
+    output, clean = run()
+    assert not clean and "credits: 2" in output
+    assert_repaired()
+    assert collection.find_one({"user_id": alice.pk, "period": "month"})["posts"] == 1
+    assert collection.count_documents({"user_id": alice.pk + 100}) == 0
+
+
+def test_a_like_flow_off_is_reported_and_set_per_topic(credited):
+    flows, alice, topic, first = credited
+    collection = flows.db[flows.comment_flows]
+    assert collection.find_one({"user_id": alice.pk, "period": "month"})["likes"] == 2
+    month = collection.find_one({"user_id": alice.pk, "period": "month"})
+    collection.update_one({"_id": month["_id"]}, {"$set": {"likes": 9}})
+    collection.delete_one({"_id": collection.find_one({"user_id": alice.pk, "period": "day"})["_id"]})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and f"like credits {first.id} day" in output and "None for 2 like(s)" in output
+    assert "9 for 2 like(s)" in output
+    assert_repaired("--topic", topic.slug)
+    month = collection.find_one({"user_id": alice.pk, "period": "month"})
+    assert month["likes"] == 2 and collection.find_one({"user_id": alice.pk, "period": "day"})["likes"] == 2

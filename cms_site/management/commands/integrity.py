@@ -12,8 +12,8 @@ from topics.models import Topic
 class Command(BaseCommand):
     help = ("Check derived views against their source of truth (per topic: discussion counter and seq, likes and "
             "latest likers, the search entries; per user: follow lists and counts, pushed feeds, notification groups "
-            "and unread counters; the moderation totals), print what differs, and with --repair rebuild it. Exits "
-            "with status 1 while differences remain.")
+            "and unread counters; the moderation totals and credit flows), print what differs, and with --repair "
+            "rebuild it. Exits with status 1 while differences remain.")
 
     def add_arguments(self, parser):
         parser.add_argument("--repair", action="store_true", help="Rebuild what drifted.")
@@ -49,8 +49,9 @@ class Command(BaseCommand):
             users = sorted(found.values())
         elif slugs:
             users = False
-        report = integrity(topics=topics.iterator(chunk_size=batch), users=users, repair=options["repair"],
-                           batch=batch, say=self.stdout.write, grace=options["grace"])
+        everything = not slugs and not usernames  # then the site-wide checks too (credits, moderation totals)
+        report = integrity(topics=None if everything else topics.iterator(chunk_size=batch), users=users,
+                           repair=options["repair"], batch=batch, say=self.stdout.write, grace=options["grace"])
         checked = ", ".join(f"{report.checked[k]} {k}" for k in ("topics", "comments", "users"))
         drifted = ", ".join(f"{check}: {report.drifted[check]}" for check in CHECKS)
         self.stdout.write(f"checked {checked}; differences {drifted}")
