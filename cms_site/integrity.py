@@ -24,7 +24,11 @@ Per user, in batches of `batch` primary keys (a Django iterator), or the users n
   (`notifications.selectors.notification_groups_drift`; repair: `notification_groups_recount`);
 - `unread`: the notification unread counter equals the unread, shown groups
   (`notifications.selectors.unread_counters_drift`; repair: `unread_counters_recount`).
-Once, when every user is checked:
+- `credits` (per topic): each comment's like flows equal its like edges
+  (`comments.selectors.credit_comment_flows_drift`; repair: `comments.services.credit_flows_repair`).
+Once, when every topic and every user is checked (`topics=None, users=True`):
+- `credits`: the user flows (posts and replies per day and month) equal what every topic's
+  comments add up to (`comments.selectors.credit_user_flows_drift`; repair: `credit_flows_repair`);
 - `moderation`: the moderation tab totals equal the queue entries in each state
   (`moderation.services.moderation_counts_drift`; repair: `moderation_repair(recount=True)`,
   which also recounts flag counters and held totals; those two are not checked yet).
