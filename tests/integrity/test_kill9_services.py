@@ -12,7 +12,8 @@ the writers are dead), and `integrity`, which must report nothing.
 What the repair finds is what a kill leaves by design (docs/deploy.md, "Integrity"): a
 number taken by a post that was not stored (a tombstone fills it), a like edge whose counter
 step did not run, a comment whose search entry, activity delivery or notification task never
-ran (eager tasks die with the process), a follow edge whose lists were not written. Nothing
+ran (eager tasks die with the process), a follow edge whose lists were not written, a credit
+flow not recorded after its comment. Nothing
 else: the repaired report names only those checks."""
 
 import os
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.restarts
 
 ROOT = Path(__file__).resolve().parents[2]
 ACK = re.compile(r"\d+ \d+")
-REPAIRABLE = {"counter", "likes", "search", "follow lists", "feeds", "notification groups", "unread"}
+REPAIRABLE = {"counter", "likes", "search", "follow lists", "feeds", "notification groups", "unread", "credits"}
 
 SETUP = """
 from django.contrib.auth import get_user_model
