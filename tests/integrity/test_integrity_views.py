@@ -311,3 +311,13 @@ def test_a_like_flow_off_is_reported_and_set_per_topic(credited):
     assert_repaired("--topic", topic.slug)
     month = collection.find_one({"user_id": alice.pk, "period": "month"})
     assert month["likes"] == 2 and collection.find_one({"user_id": alice.pk, "period": "day"})["likes"] == 2
+
+
+def test_nothing_is_expected_from_a_topic_taken_back_to_draft(feeds, editor):
+    from topics.services import topic_update
+
+    strategy, (alice, bob, carol), topic, posted = feeds
+    topic_update(topic=topic, editor=editor, status="draft")
+    get_feed().remove(owner=bob.pk, activity_ids=copies(bob.pk))  # none of the three is owed now
+    output, clean = run("--user", "bob")
+    assert clean, output
