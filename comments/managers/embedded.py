@@ -38,6 +38,10 @@ Invariants:
   replaced, and `bytes` moves by the exact BSON size difference of the changed fields:
   an edit that grows the text carries `bytes <= bound - growth` in its filter, so the
   size bound holds after edits too (DiscussionFull, nothing changed).
+- The writes of a nested discussion (a reply, a status, a pin, a like, an edit or deletion
+  `get()` did not locate) find the element's path from the tree of ids alone
+  (`skeleton_projection`: `replies.id`, `replies.replies.id`, ... to COMMENTS_MAX_DEPTH levels),
+  never the comments' texts; the server still reads the whole document, the reply carries ids.
 - A chronological page of a flat discussion is one find_one with `$slice`; threaded
   pages load the discussion once and order it in the application (threaded order is
   the `sort_key` order, which is the seed's depth-first `iter_comments` order).
@@ -145,6 +149,17 @@ def element_paths(doc: dict) -> dict[str, str]:
     return paths
 
 
+def skeleton_projection(depth: int) -> dict:
+    """A projection of a nested discussion that returns its tree of ids only (`replies.id`,
+    `replies.replies.id`, ... to `depth` levels): what `element_paths` needs to address one
+    element, a few bytes per comment instead of every comment's text, html and likers."""
+    projection, prefix = {"layout": 1}, "replies"
+    for _ in range(max(1, depth)):
+        projection[f"{prefix}.id"] = 1
+        prefix += ".replies"
+    return projection
+
+
 def _find_nested(doc: dict, comment_id: str) -> tuple[str, dict] | None:
     """(explicit path, element) of one comment of a nested discussion, or None."""
     stack = [("replies", doc.get("replies", []))]
@@ -202,19 +217,20 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         discussion_id = comment.discussion_id
         hint = {"$set": {"moderated": True}} if comment.status != VISIBLE else {}
         layout = NESTED if threaded else FLAT
-        loaded = None  # the whole document, needed only to find where a nested reply goes
+        loaded = None  # (layout, the parent's path): where a nested reply goes
         for _ in range(_POST_ATTEMPTS):
             element = to_element(comment)
             if layout == NESTED:
                 element["replies"] = []
             if layout == NESTED and comment.parent is not None:
-                loaded = loaded or self.collection.find_one({"_id": discussion_id})
-                if loaded is None:
+                # Where the reply goes: the parent's path, from the tree of ids (not the comments).
+                found, parent_path = loaded or self._nested_path(discussion_id, comment.parent)
+                loaded = (found, parent_path)
+                if found is None:
                     raise LookupError(f"discussion {discussion_id} holds no comment {comment.parent!r}")
-                if loaded["layout"] != NESTED:
-                    layout, loaded = loaded["layout"], None
+                if found != NESTED:
+                    layout, loaded = found, None
                     continue
-                parent_path = element_paths(loaded).get(comment.parent)
                 if parent_path is None:
                     raise LookupError(f"discussion {discussion_id} holds no comment {comment.parent!r}")
                 target = f"{parent_path}.replies"
@@ -247,6 +263,22 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                 loaded = None  # raced with a writer that changed the document: try again
         raise RuntimeError(f"could not post to discussion {discussion_id} after {_POST_ATTEMPTS} attempts")
 
+    def _nested_path(self, discussion_id: int, comment_id: str) -> tuple[str | None, str | None]:
+        """(layout, explicit path of the comment's element) of a discussion, from its tree of ids
+        (`skeleton_projection`: the writes of a nested discussion never load its comments), then,
+        for a comment deeper than COMMENTS_MAX_DEPTH (a tree stored under a larger setting), from
+        the whole tree. (None, None) when there is no such discussion."""
+        doc = self.collection.find_one({"_id": discussion_id}, skeleton_projection(settings.COMMENTS_MAX_DEPTH))
+        if doc is None:
+            return None, None
+        if doc.get("layout") != NESTED:
+            return doc.get("layout"), None
+        path = element_paths(doc).get(comment_id)
+        if path is None:
+            doc = self.collection.find_one({"_id": discussion_id, "layout": NESTED}, {"layout": 1, "replies": 1})
+            path = element_paths(doc).get(comment_id) if doc else None
+        return NESTED, path
+
     def _update_comment(self, discussion_id: int, comment_id: str, threaded: bool, update_for,
                         guard: dict | None = None, element: dict | None = None) -> bool:
         """Apply `update_for(prefix)` to one comment: positional `comments.$.` in a flat document,
@@ -262,8 +294,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             return result.matched_count > 0
 
         def nested() -> bool:
-            doc = self.collection.find_one({"_id": discussion_id, "layout": NESTED}, {"layout": 1, "replies": 1})
-            path = element_paths(doc).get(comment_id) if doc else None
+            _, path = self._nested_path(discussion_id, comment_id)
             if path is None:
                 return False
             own = {f"{path}.{key}": value for key, value in element.items()}
@@ -365,8 +396,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                 update("comments.$."))
             if result.matched_count:
                 return True
-            doc = self.collection.find_one({"_id": discussion_id, "layout": NESTED}, {"layout": 1, "replies": 1})
-            path = element_paths(doc).get(comment.id) if doc else None  # not located by get(): find it
+            path = self._nested_path(discussion_id, comment.id)[1]  # not located by get(): find it
         if path is not None:
             result = self.collection.update_one(
                 {"_id": discussion_id, **guard, f"{path}.id": comment.id, **{f"{path}.{k}": v for k, v in match.items()}},

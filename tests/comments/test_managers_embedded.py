@@ -169,3 +169,44 @@ def test_the_settings_check_refuses_a_bound_above_16_mib(settings):
     assert [e.id for e in check_settings()] == ["comments.E001"]
     settings.COMMENTS_EMBEDDED_MAX_BYTES = HARD_MAX_BYTES
     assert check_settings() == []
+
+
+def test_the_writes_of_a_nested_discussion_read_its_tree_of_ids_not_its_comments(mongo_db, monkeypatch):
+    """A reply, a status change, a pin, a like and an edit of a comment not located by `get` find
+    the element's path from the ids alone (`skeleton_projection`): what they read is a few bytes
+    per comment, not the discussion's texts."""
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="r" * 2000, threaded=True)
+    parent = root
+    for n in range(40):
+        parent = manager.post(discussion_id=d, author=ALICE, text=f"{n} " + "x" * 2000, threaded=True,
+                              parent=parent if n % 3 else root)
+    whole = len(bson.encode(mongo_db.comment_discussions.find_one({"_id": d})))
+    read = []
+    collection_class = type(mongo_db.comment_discussions)
+    original = collection_class.find_one
+
+    def recording(self, *args, **kwargs):
+        found = original(self, *args, **kwargs)
+        if self.name == "comment_discussions" and found is not None:
+            read.append(len(bson.encode(found)))
+        return found
+
+    monkeypatch.setattr(collection_class, "find_one", recording)
+    target = manager.post(discussion_id=d, author=ALICE, text="a reply", threaded=True, parent=parent)
+    assert manager.set_status(discussion_id=d, comment_id=target.id, status="removed", threaded=True)
+    assert manager.set_pinned(discussion_id=d, comment_id=target.id, pinned=True, threaded=True)
+    assert manager.add_like(discussion_id=d, comment_id=parent.id, username="carol", threaded=True)
+    before_get = list(read)
+    unlocated = manager.get(discussion_id=d, comment_id=parent.id, threaded=True)
+    unlocated.locator = None
+    read.clear()  # get() reads the comments it returns
+    assert manager.edit(discussion_id=d, comment=unlocated, text="edited", html="<p>edited</p>", edited=unlocated.posted,
+                        threaded=True)
+    read += before_get
+    assert len(read) >= 5 and max(read) * 20 < whole, (read, whole)
+    monkeypatch.undo()
+    stored = manager.get(discussion_id=d, comment_id=target.id, threaded=True)
+    assert stored.parent == parent.id and stored.status == "removed" and stored.pinned
+    assert manager.get(discussion_id=d, comment_id=parent.id, threaded=True).text == "edited"
