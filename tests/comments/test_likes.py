@@ -40,7 +40,7 @@ def test_an_edge_is_unique_by_its_id_on_a_hashed_shard_key(likes, mongo_db):
     # index (impossible on a hashed shard key) and no unused
     # likes_by_user index: the edge's `_id` holds (discussion, comment, user).
     assert not [m for m in CommentLikeManager.indexes()["comment_likes"] if m.document.get("unique")]
-    assert CommentLikeManager.shard_keys() == {"comment_likes": {"discussion_id": "hashed"}}
+    assert CommentLikeManager.shard_keys() == {"comment_likes": {"discussion_id": "hashed", "_id": 1}}
     likes.like(discussion_id=1, comment_id="a", user_id=1)
     with pytest.raises(DuplicateKeyError):
         mongo_db["comment_likes"].insert_one({"_id": "1:a:1", "discussion_id": 1, "comment_id": "a", "user_id": 1})
