@@ -137,12 +137,13 @@ class BucketedMoving:
         moving = set(ids)
         for bucket in sorted(holding | set(by_bucket)):
             group = by_bucket.get(bucket, [])
-            key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id}
+            # The full shard key (discussion_id, bucket): an upsert must name all of it.
+            key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket}
             stored = self.buckets.find_one(key, {"comments": 1}) or {}
             elements = {e["id"]: e for e in stored.get("comments", []) if e["id"] not in moving}
             elements.update({c.id: self._element(c) for c in group})
             ordered = sorted(elements.values(), key=lambda e: e["seq"])
-            self.buckets.replace_one(key, {**key, "bucket": bucket, "count": len(ordered), "comments": ordered},
+            self.buckets.replace_one(key, {**key, "count": len(ordered), "comments": ordered},
                                      upsert=True)
         return len(comments)
 
