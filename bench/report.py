@@ -245,12 +245,13 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     add("- **Real server** (`MONGODB_URI` set): a pymongo `CommandListener`, registered before the client exists, "
         "counts every command on the bench database, `getMore` and `killCursors` included, and the documents in "
         "each reply's batch.")
-    add("- **mongomock**: the bench wraps mongomock's collection and cursor methods during the run and counts what "
+    add("- **Embedded engine** (docstore): the bench wraps the engine's collection and cursor methods during the run "
+        "and counts what "
         "pymongo would send: a cursor costs one `find`/`aggregate` for its first batch (101 documents, or its "
         "`batch_size`, or its limit) and one `getMore` per further batch (up to 16 MiB); `find_one`, "
         "`find_one_and_*`, `count_documents`, single writes and `update_many`/`delete_many` cost one; "
         "`insert_many` one per 100,000 documents or 48 MB; `bulk_write` one per run of same-kind operations "
-        "(ordered) or per kind (unordered). Calls mongomock makes internally are not counted.")
+        "(ordered) or per kind (unordered). Calls the engine makes internally are not counted.")
     add("- Production code carries no hook: the counting lives in `bench/counting.py` and is installed only by the "
         "bench.\n")
 
@@ -414,8 +415,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
             add(f"xtd's tutorial way, `{{% render_xtdcomment_tree for object %}}`, is not paginated: it renders all "
                 f"{t['size']:,} comments with {t['sql_queries']:,} SQL queries in {t['ms']:,.0f} ms.\n")
         if engine_key == "embedded":
-            add("On mongomock our times are mongomock's Python scans (a page of the document strategy sorts the "
-                "whole discussion in Python); the operation counts are the comparable part.\n")
+            add("Our times include the embedded engine's work in the web process (no network round trip); xtd's "
+                "include SQLite's, also in process. Each page is timed once after a warm-up on a machine shared with "
+                "other work: single rows vary by tens of percent or more, the ranges above say more than any one row.\n")
 
     # --- server work --------------------------------------------------------------------------
     worst = worst_rows(rows)
