@@ -154,11 +154,21 @@ def project(doc: dict, projection) -> dict:
     fields = dict(projection)
     if _slice_only(fields):
         operators = {k: v for k, v in fields.items() if k != "_id"}
-        copied = _mcoll._copy_field(doc, dict)
+        # Every caller hands over a document of its own (decoded for this read, or copied): a shallow
+        # copy is enough, as $slice replaces the arrays it cuts (a deep copy of an 8 MB discussion
+        # document cost more than decoding it).
+        copied = dict(doc)
         scratch._apply_projection_operators(operators, doc, copied)
         if fields.get("_id", 1) in (0, False):
             copied.pop("_id", None)
         return copied
+    included = [k for k, v in fields.items() if k != "_id"]
+    if included and all("." not in k and not k.startswith("$") and v in (1, True) and type(v) in (int, bool)
+                        for k, v in fields.items() if k != "_id") and fields.get("_id", 1) in (0, 1, False, True):
+        # Top-level fields included (server: `_id` too unless excluded), in the document's order; the
+        # document is the caller's own (see above), so its values are handed on, not copied.
+        keep = set(included) | ({"_id"} if fields.get("_id", 1) not in (0, False) else set())
+        return {k: v for k, v in doc.items() if k in keep}
     return scratch._copy_only_fields(doc, fields, dict)
 
 
