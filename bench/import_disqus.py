@@ -134,6 +134,7 @@ def record(row: dict, json_path: str) -> None:
             data = json.load(fh)
     except FileNotFoundError:
         data = {"rows": []}
+    row = {k: v for k, v in row.items() if k != "workdir"}  # a temporary directory of this machine
     rows = [r for r in data["rows"] if (r["comments"], r["engine"]) != (row["comments"], row["engine"])] + [row]
     data["rows"] = sorted(rows, key=lambda r: (r["engine"], r["comments"]))
     with open(json_path, "w") as fh:
@@ -154,11 +155,14 @@ def section(rows: list[dict], notes: list[str] = ()) -> str:
              "| comments | threads | engine | source | time | comments/s | peak RSS | RSS before the import | store on "
              "disk | finished | load avg (1 min), nice |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    def value(r, key, unit=""):
+        return "–" if r.get(key) is None else f"{r[key]:,}{unit}"
+
     for r in rows:
-        store = f"{r['store_mib']:,} MiB" if r.get("store_mib") is not None else "–"
-        lines.append(f"| {r['comments']:,} | {r['threads']:,} | {r['engine']} | {r['source_mib']:,} MiB | "
-                     f"{r['seconds']:,} s | {r['comments_per_s']:,} | {r['peak_rss_mib']:,} MiB | "
-                     f"{r['rss_before_mib']:,} MiB | {store} | {r['finished']} | {r['loadavg_1min']}, {r['nice']} |")
+        lines.append(f"| {r['comments']:,} | {r['threads']:,} | {r['engine']} | {value(r, 'source_mib', ' MiB')} | "
+                     f"{value(r, 'seconds', ' s')} | {value(r, 'comments_per_s')} | {value(r, 'peak_rss_mib', ' MiB')} | "
+                     f"{value(r, 'rss_before_mib', ' MiB')} | {value(r, 'store_mib', ' MiB')} | {r['finished']} | "
+                     f"{r['loadavg_1min']}, {r['nice']} |")
     by_size = sorted((r for r in rows if r["engine"] == "embedded"), key=lambda r: r["comments"])
     if len(by_size) >= 2:
         small, large = by_size[0], by_size[-1]
