@@ -160,11 +160,12 @@ def section(rows: list[dict], notes: list[str] = ()) -> str:
 
     for r in rows:
         lines.append(f"| {r['comments']:,} | {r['threads']:,} | {r['engine']} | {value(r, 'source_mib', ' MiB')} | "
-                     f"{value(r, 'seconds', ' s')} | {value(r, 'comments_per_s')} | {value(r, 'peak_rss_mib', ' MiB')} | "
+                     f"{value(r, 'seconds', ' s')} | {value(r, 'comments_per_s')} | {value(r, 'peak_rss_mib', ' MiB')}"
+                     f"{' (' + r['peak_note'] + ')' if r.get('peak_note') else ''} | "
                      f"{value(r, 'rss_before_mib', ' MiB')} | {value(r, 'store_mib', ' MiB')} | {r['finished']} | "
                      f"{r['loadavg_1min']}, {r['nice']} |")
     by_size = sorted((r for r in rows if r["engine"] == "embedded"), key=lambda r: r["comments"])
-    if len(by_size) >= 2:
+    if len(by_size) >= 2 and not any(r.get("peak_note") for r in by_size):  # a noted peak is explained in words
         small, large = by_size[0], by_size[-1]
         lines += ["", f"Peak memory from {small['comments']:,} to {large['comments']:,} comments "
                       f"({large['comments'] / small['comments']:g}× the input): {small['peak_rss_mib']:,} → "
