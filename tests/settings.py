@@ -30,4 +30,4 @@ SPAM_DUPLICATE_WINDOW = 0
 # The automatic move of a full embedded discussion is off (tests check the 409 of a full one);
 # tests/comments/test_migration.py turns it on. Short grace: writers in tests take milliseconds.
 COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 0
-COMMENTS_MIGRATE_GRACE_SECONDS = 0.3
+COMMENTS_MIGRATE_GRACE_SECONDS = 1.0

@@ -112,8 +112,16 @@ class CommentMigrationManager(MongoManager):
 
     def note(self, *, discussion_id: int, comment_id: str) -> None:
         """Log that a comment changed (an upsert keyed by its id: idempotent)."""
-        self.changes.update_one({"_id": f"{int(discussion_id)}:{comment_id}", "discussion_id": discussion_id},
-                                {"$inc": {"v": 1}, "$set": {"cid": comment_id}}, upsert=True)
+        key = {"_id": f"{int(discussion_id)}:{comment_id}", "discussion_id": discussion_id}
+        change = {"$inc": {"v": 1}, "$set": {"cid": comment_id}}
+        try:
+            self.changes.update_one(key, change, upsert=True)
+        except DuplicateKeyError:
+            # Two upserts that both match nothing can both insert; the server retries only an
+            # upsert whose filter is exactly the unique index's fields, and this filter also
+            # carries the shard key (MongoDB manual, db.collection.updateOne(), "Upsert with
+            # Duplicate Values"). The other writer's insert is there now: update it.
+            self.changes.update_one(key, change)
 
     # --- the change log ------------------------------------------------------------------
 
