@@ -15,7 +15,7 @@ only have if prefixed by the shard key.) The paged followers/following lists
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -96,10 +96,14 @@ class FollowEdgeManager(MongoManager):
                 inserted += exc.details.get("nInserted", 0)
             batch.clear()
 
-        since = now_ms()
-        for follower, followee in pairs:
+        # Lists order edges by (since, _id), and `_id` is a string ("10:6" sorts before "7:6"): one
+        # shared `since` would order a bulk load by id text, not as the follows came. Each edge gets
+        # its own millisecond (MongoDB's date precision), in input order, ending now.
+        pairs = list(pairs)
+        first = now_ms() - timedelta(milliseconds=len(pairs))
+        for i, (follower, followee) in enumerate(pairs):
             batch.append({"_id": self.edge_id(follower, followee), "follower": int(follower), "followee": int(followee),
-                          "since": since})
+                          "since": first + timedelta(milliseconds=i + 1)})
             if len(batch) >= chunk:
                 flush()
         flush()

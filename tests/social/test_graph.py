@@ -141,6 +141,8 @@ def test_concurrent_appends_never_overfill_a_document():
 
 
 def test_bulk_load_builds_the_same_lists_as_follows(make_user):
+    while make_user().pk < 7:  # ids that cross 9 -> 10: edge ids "10:x" sort before "9:x" as text
+        pass
     users = [make_user() for _ in range(6)]
     star = users[0]
     pairs = [(u.pk, star.pk) for u in users[1:]] + [(users[1].pk, users[2].pk)]
