@@ -1,0 +1,241 @@
+"""The fault-injection harness: count the MongoDB operations of one write and fail the k-th.
+
+`FaultInjector.install()` wraps what `core.mongo.get_db()` hands out (the embedded engine's
+database or a pymongo `Database` on MONGODB_URI: only the pymongo API is used, so it works on
+both). Every command a collection method sends counts as one operation: insert, update,
+delete, findAndModify, bulk write, aggregate, count, distinct, and a find's batches (the
+first batch when the cursor is first read, one more per `batch_size` documents read after
+that, as getMore commands would). At the k-th operation the injector raises, before the
+operation reaches the engine:
+
+- `error`: `AutoReconnect`, what pymongo raises when the connection drops (an
+  `Exception`: services, receivers and task retries may catch it);
+- `kill`: `ProcessKilled`, a `BaseException` no `except Exception` catches, standing for
+  kill -9 between two steps: the work stops half-done, nothing after it runs.
+
+Background work goes through `TaskQueue`, standing for the broker: `delay()` and
+`apply_async()` put the task in the queue instead of running it inline, and `drain()` runs
+the queue as a worker with late acknowledgement would (CELERY_TASK_ACKS_LATE): a task that is
+killed stays queued and runs again; a task whose retries ran out is in `FailedTask` (the
+replay queue). So one write is the request's operations followed by its tasks'
+operations, numbered 1..N across both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pymongo.errors import AutoReconnect
+
+ERROR, KILL = "error", "kill"
+KINDS = (ERROR, KILL)
+
+
+class ProcessKilled(BaseException):
+    """The process died here (kill -9): not an Exception, so no handler in the code runs."""
+
+
+class InjectedError(AutoReconnect):
+    """The injected transient error (a pymongo AutoReconnect, as a dropped connection raises)."""
+
+
+# Collection methods that send one command each (pymongo's names).
+_ONE_COMMAND = frozenset({
+    "insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one", "delete_many",
+    "find_one_and_update", "find_one_and_replace", "find_one_and_delete", "bulk_write", "aggregate", "find_one",
+    "count_documents", "estimated_document_count", "distinct",
+})
+
+
+@dataclass
+class FaultInjector:
+    """Counts operations while `active`; raises `kind` at operation number `fail_at` (1-based)."""
+
+    fail_at: int | None = None
+    kind: str = ERROR
+    active: bool = False
+    count: int = 0
+    labels: list[str] = field(default_factory=list)  # "collection.method" of each counted operation
+    fired: str | None = None  # the label of the operation that was failed
+
+    def arm(self, *, fail_at: int | None, kind: str = ERROR) -> None:
+        if kind not in KINDS:
+            raise ValueError(kind)
+        self.fail_at, self.kind, self.active = fail_at, kind, True
+        self.count, self.labels, self.fired = 0, [], None
+
+    def disarm(self) -> None:
+        self.active = False
+
+    def operation(self, label: str) -> None:
+        """Called before each operation reaches the engine."""
+        if not self.active:
+            return
+        self.count += 1
+        self.labels.append(label)
+        if self.fired is None and self.count == self.fail_at:
+            self.fired = label
+            if self.kind == KILL:
+                raise ProcessKilled(f"killed before operation {self.count} ({label})")
+            raise InjectedError(f"injected fault at operation {self.count} ({label})")
+
+    # --- wrapping get_db() ---------------------------------------------------------------
+
+    def install(self, monkeypatch) -> None:
+        """Every manager reaches the database through `core.managers.get_db` (bound at import) or
+        `core.mongo.get_db`: both hand out the wrapped database from here on."""
+        import core.managers
+        import core.mongo
+
+        real = core.mongo.get_db
+
+        def get_db(*args, **kwargs):
+            return FaultDatabase(real(*args, **kwargs), self)
+
+        monkeypatch.setattr(core.mongo, "get_db", get_db)
+        monkeypatch.setattr(core.managers, "get_db", get_db)
+
+
+class FaultDatabase:
+    def __init__(self, db, injector: FaultInjector):
+        self._db, self._injector = db, injector
+
+    def __getitem__(self, name):
+        return FaultCollection(self._db[name], self._injector)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._db, name)
+        if callable(value) and name in ("get_collection",):
+            return lambda *a, **k: FaultCollection(value(*a, **k), self._injector)
+        if callable(value) and name in ("with_options", "get_database"):
+            return lambda *a, **k: FaultDatabase(value(*a, **k), self._injector)
+        if name in ("client", "name", "codec_options", "read_preference", "write_concern", "read_concern") \
+                or callable(value):
+            return value
+        return FaultCollection(value, self._injector)  # db.<collection name>
+
+    def __eq__(self, other):
+        return self._db == (other._db if isinstance(other, FaultDatabase) else other)
+
+    def __hash__(self):
+        return hash(self._db)
+
+
+class FaultCollection:
+    def __init__(self, collection, injector: FaultInjector):
+        self._collection, self._injector = collection, injector
+
+    def __getattr__(self, name):
+        value = getattr(self._collection, name)
+        if name in _ONE_COMMAND:
+            label = f"{self._collection.name}.{name}"
+
+            def one_command(*args, **kwargs):
+                self._injector.operation(label)
+                return value(*args, **kwargs)
+
+            return one_command
+        if name == "find":
+            return lambda *args, **kwargs: FaultCursor(value(*args, **kwargs), self._injector,
+                                                       f"{self._collection.name}.find", kwargs.get("batch_size") or 0)
+        if name == "with_options":
+            return lambda *a, **k: FaultCollection(value(*a, **k), self._injector)
+        return value
+
+    def __eq__(self, other):
+        return self._collection == (other._collection if isinstance(other, FaultCollection) else other)
+
+    def __hash__(self):
+        return hash(self._collection)
+
+
+class FaultCursor:
+    """A find cursor: the find command when first read, a getMore per `batch_size` documents after."""
+
+    def __init__(self, cursor, injector: FaultInjector, label: str, batch: int):
+        self._cursor, self._injector, self._label, self._batch = cursor, injector, label, batch
+        self._read = -1  # documents read; -1 before the find command
+
+    def __getattr__(self, name):
+        value = getattr(self._cursor, name)
+        if not callable(value) or name in ("next", "to_list", "explain", "close", "alive"):
+            if name == "next":
+                return self.__next__
+            if name == "to_list":
+                return lambda length=None: [doc for _, doc in zip(range(length or 10**12), self, strict=False)]
+            return value
+
+        def chained(*args, **kwargs):
+            result = value(*args, **kwargs)
+            if name == "batch_size" and args:
+                self._batch = int(args[0])
+            return self if result is self._cursor else result
+
+        return chained
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._read < 0:
+            self._injector.operation(self._label)
+            self._read = 0
+        elif self._batch and self._read % self._batch == 0:
+            self._injector.operation(self._label + ".getMore")
+        doc = next(self._cursor)
+        self._read += 1
+        return doc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._cursor.close()
+
+
+# --- the broker ---------------------------------------------------------------------------
+
+
+@dataclass
+class TaskQueue:
+    """Tasks sent with delay()/apply_async(), run by `drain()` as a late-acknowledging worker."""
+
+    pending: list[tuple[str, tuple, dict]] = field(default_factory=list)
+    ran: Counter = field(default_factory=Counter)
+
+    def install(self, monkeypatch) -> None:
+        from celery.app.task import Task
+
+        queue = self
+
+        def apply_async(task, args=None, kwargs=None, **options):
+            queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {})))
+
+        monkeypatch.setattr(Task, "apply_async", apply_async)
+
+    def drain(self, limit: int = 10_000) -> int:
+        """Run queued tasks (and those they queue) until none is left. A task is taken off the
+        queue only once it returned: `ProcessKilled` leaves it there for the next drain. A task
+        whose retries ran out is recorded in FailedTask by its on_failure (as a worker does)."""
+        from celery import current_app
+
+        done = 0
+        while self.pending:
+            if done >= limit:
+                raise AssertionError(f"tasks keep queueing tasks: {self.pending[:5]}")
+            name, args, kwargs = self.pending[0]
+            current_app.tasks[name].apply(args=args, kwargs=kwargs)
+            self.pending.pop(0)
+            self.ran[name] += 1
+            done += 1
+        return done
+
+
+def replay_failures() -> int:
+    """Run every recorded failed task again (`manage.py tasks_replay`); returns how many succeeded."""
+    from background.services import failure_replay, failures_pending
+
+    return sum(1 for failure in list(failures_pending()) if failure_replay(failure=failure))
