@@ -268,19 +268,25 @@ def comment_like(*, topic, comment_id: str, user) -> Comment:
 def _like(topic, comment_id: str, user, w) -> Comment:
     manager, comment = _likeable(topic, comment_id, user, w.manager)
     now = timezone.now()
-    change = CommentLikeManager().like(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk, at=now)
-    if not change.changed:
+    likes = CommentLikeManager()
+    change = likes.like(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk, at=now)
+    if not change.changed and not change.pending:
         return comment
-    manager.add_like(discussion_id=topic.discussion_id, comment_id=comment.id, username=user.username, delta=1,
-                     threaded=is_threaded(topic))
-    w.touch(comment.id)
-    if change.first and comment.author.id is not None and comment.author.id != user.pk:  # a guest earns nothing
-        CreditFlowManager().record_like(author_id=comment.author.id, discussion_id=topic.discussion_id,
-                                        comment_id=comment.id, liker_id=user.pk, at=now)
-    comment = replace(comment, likes=comment.likes + 1,
-                      latest_likers=[*[n for n in comment.latest_likers if n != user.username], user.username][-LATEST_LIKERS:])
+    if change.changed:
+        manager.add_like(discussion_id=topic.discussion_id, comment_id=comment.id, username=user.username, delta=1,
+                         threaded=is_threaded(topic))
+        w.touch(comment.id)
+        if change.first and comment.author.id is not None and comment.author.id != user.pk:  # a guest earns nothing
+            CreditFlowManager().record_like(author_id=comment.author.id, discussion_id=topic.discussion_id,
+                                            comment_id=comment.id, liker_id=user.pk, at=now)
+        comment = replace(comment, likes=comment.likes + 1, latest_likers=[
+            *[n for n in comment.latest_likers if n != user.username], user.username][-LATEST_LIKERS:])
+    # The retry of an interrupted like (`pending`) sends what it did not: the notification task is
+    # idempotent (keyed by the like). A counter it left behind is rebuilt from the edges by
+    # `manage.py integrity --repair` (comment_likes_repair); its credit, if lost, stays lost.
     if change.first:
         signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment, user=user)
+    likes.settle(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk)
     return comment
 
 
@@ -535,9 +541,11 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
 # No permission checks here: moderation.services checks who may, and writes the audit log.
 
 
-def comment_status_store(*, topic, comment_id: str, status: str) -> Comment:
+def comment_status_store(*, topic, comment_id: str, status: str, resend: bool = False) -> Comment:
     """Store a comment's status (visible, author_only, removed) and return the comment as it was
-    before (its `status` says whether anything changed: nothing is written when it is the same).
+    before (its `status` says whether anything changed: nothing is written when it is the same;
+    with `resend`, the pipeline finishing an interrupted action, the status index is written and
+    `comment_status_changed` sent again even so: what the interruption left undone is derived).
 
     The status index (`CommentStatusIndexManager`, read by feeds and profiles) is written
     first, then the storage: interrupted, the index is the stricter of the two. Then
@@ -546,12 +554,13 @@ def comment_status_store(*, topic, comment_id: str, status: str) -> Comment:
         raise InvalidInput(f"status must be one of {', '.join(s for s in STATUSES if s != DELETED)}.", field="status")
     with writing(topic) as w:
         comment = _existing(topic, comment_id, w.manager)
-        if comment.status == status:
+        if comment.status == status and not resend:
             return comment
         CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=status)
-        w.manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status,
-                             threaded=is_threaded(topic))
-        w.touch(comment.id)
+        if comment.status != status:
+            w.manager.set_status(discussion_id=topic.discussion_id, comment_id=comment.id, status=status,
+                                 threaded=is_threaded(topic))
+            w.touch(comment.id)
     signals.send(signals.comment_status_changed, sender=Comment, topic=topic, comment=replace(comment, status=status),
                  before=comment.status, after=status, user=None)
     return comment

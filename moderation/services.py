@@ -274,20 +274,35 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     created = FlagManager().create(topic_id=topic.pk, comment_id=comment.id, user_id=user.pk, username=user.username,
                                    reason=reason, note=note, at=now)
     entry = _entry_for_comment(topic, comment)
-    if not created:
-        return FlagResult(False, entry.get("flags", 0), entry.get("status") != VISIBLE)
     state = entry["state"] if entry["state"] == PENDING_STATE else REPORTED
-    before, after = ModerationQueueManager().update(
-        entry["_id"], set_fields={"state": state, "updated": now},
-        inc={"flags": 1, "open_flags": 1, f"reasons.{reason}": 1},
-        push_note={"user": user.username, "reason": reason, "note": note, "at": now},
-    )
+    queue, missed = ModerationQueueManager(), 0
+    if created:
+        before, after = queue.update(
+            entry["_id"], set_fields={"state": state, "updated": now},
+            inc={"flags": 1, "open_flags": 1, f"reasons.{reason}": 1},
+            push_note={"user": user.username, "reason": reason, "note": note, "at": now},
+        )
+    else:
+        # A second flag by the same user, or the retry of a flag interrupted after the flag was
+        # stored (the flag is the record): the entry counts what it missed, and a hide the
+        # threshold started is finished; otherwise nothing changes.
+        total, reasons = FlagManager().count_for(topic_id=topic.pk, comment_id=comment.id)
+        missed = total - entry.get("flags", 0)
+        if missed > 0:
+            before, after = queue.update(entry["_id"], set_fields={"state": state, "updated": now, "flags": total,
+                                                                   "reasons": reasons}, inc={"open_flags": missed})
+        elif _interrupted(entry, AUTHOR_ONLY) or (entry.get("status") == VISIBLE and
+                                                  entry.get("open_flags", 0) >= settings.MODERATION_FLAG_THRESHOLD):
+            after = entry  # the threshold was reached and the hide did not happen or did not finish
+        else:
+            return FlagResult(False, entry.get("flags", 0), entry.get("status") != VISIBLE)
     hidden = after.get("status") != VISIBLE
-    if after.get("status") == VISIBLE and after["open_flags"] >= settings.MODERATION_FLAG_THRESHOLD:
+    hiding = after.get("status") == VISIBLE or _interrupted(after, AUTHOR_ONLY)
+    if hiding and after["open_flags"] >= settings.MODERATION_FLAG_THRESHOLD:
         _set_status(topic, after, AUTHOR_ONLY, actor=SYSTEM_ACTOR, action="hide",
                     note=f"{after['open_flags']} flags: hidden pending review")
         hidden = True
-    return FlagResult(True, after["flags"], hidden)
+    return FlagResult(created or missed > 0, after["flags"], hidden)
 
 
 # --- the actions ----------------------------------------------------------------------------
@@ -299,9 +314,12 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
 
 def _set_status(topic, entry: dict, status: str, *, actor, action: str, note: str = "") -> bool:
     """Queue first (new status and tab, `syncing`), then the comment's storage, then the entry
-    finished and the audit entry. Nothing is written when the entry already has that status;
-    a deleted comment is final."""
-    if entry.get("status") in (status, DELETED):
+    finished and the audit entry. Nothing is written when the entry already has that status,
+    unless it is still `syncing`: that action was interrupted after the queue's write, and is
+    finished now (the comment takes the status, its consequences are sent again: they are
+    idempotent); a deleted comment is final."""
+    resuming = _interrupted(entry, status)
+    if entry.get("status") == DELETED or (entry.get("status") == status and not resuming):
         return False
     queue = ModerationQueueManager()
     person = actor is not SYSTEM_ACTOR
@@ -309,14 +327,19 @@ def _set_status(topic, entry: dict, status: str, *, actor, action: str, note: st
               "syncing": True}
     if person:  # an editor's decision closes the open reports
         fields["open_flags"] = 0
+    if not resuming:
+        fields["synced_from"] = entry.get("status")  # for the audit entry of a finished interrupted action
     queue.update(entry["_id"], set_fields=fields)
-    before = comment_services.comment_status_store(topic=topic, comment_id=entry["comment"], status=status).status
+    before = comment_services.comment_status_store(topic=topic, comment_id=entry["comment"], status=status,
+                                                   resend=resuming).status
     if before == DELETED:  # deleted meanwhile: the entry says so
-        queue.update(entry["_id"], set_fields={"status": DELETED, "state": DONE}, unset=("syncing",))
+        queue.update(entry["_id"], set_fields={"status": DELETED, "state": DONE}, unset=("syncing", "synced_from"))
         return False
-    queue.update(entry["_id"], unset=("syncing",))
-    if before == status:
+    queue.update(entry["_id"], unset=("syncing", "synced_from"))
+    if before == status and not resuming:
         return False
+    if resuming and before == status:  # the interrupted action changed the comment: log the status it found
+        before = entry.get("synced_from") or before
     log_action(actor=actor, action=action, entry=entry, before=before, after=status, note=note)
     return True
 
@@ -390,9 +413,14 @@ def _held_action(topic, entry: dict, action: str, actor) -> bool:
     raise InvalidInput(f"{action} applies to published comments; {entry['_id']} is awaiting moderation.", field="action")
 
 
+def _interrupted(entry: dict, status: str) -> bool:
+    """An action towards `status` stopped between the queue's write and the comment's (`syncing`)."""
+    return bool(entry.get("syncing")) and entry.get("status") == status
+
+
 def _approve(topic, entry, actor) -> bool:
     """Approve a published comment: show it again if it was hidden or removed, and close its reports."""
-    if entry["status"] in (AUTHOR_ONLY, REMOVED):
+    if entry["status"] in (AUTHOR_ONLY, REMOVED) or _interrupted(entry, VISIBLE):
         return _set_status(topic, entry, VISIBLE, actor=actor, action="approve")
     return _clear_flags(topic, entry, actor, action="approve")
 
@@ -403,7 +431,7 @@ COMMENT_ACTIONS = {
     "reject": lambda topic, entry, actor: _set_status(topic, entry, REMOVED, actor=actor, action="reject"),
     "remove": lambda topic, entry, actor: _set_status(topic, entry, REMOVED, actor=actor, action="remove"),
     "hide": lambda topic, entry, actor: _set_status(topic, entry, AUTHOR_ONLY, actor=actor, action="hide"),
-    "restore": lambda topic, entry, actor: (entry["status"] in (AUTHOR_ONLY, REMOVED)
+    "restore": lambda topic, entry, actor: ((entry["status"] in (AUTHOR_ONLY, REMOVED) or _interrupted(entry, VISIBLE))
                                             and _set_status(topic, entry, VISIBLE, actor=actor, action="restore")),
     "pin": lambda topic, entry, actor: _pin(topic, entry, actor, pinned=True),
     "unpin": lambda topic, entry, actor: _pin(topic, entry, actor, pinned=False),
@@ -617,7 +645,7 @@ def moderation_repair(*, recount: bool = False, statuses: bool = False, progress
             if stored_status:
                 fields = {"status": stored_status, "state": REPORTED if entry.get("open_flags") else
                           _STATE_OF_STATUS.get(stored_status, DONE)}
-            queue.update(entry["_id"], set_fields=fields or None, unset=("syncing",))
+            queue.update(entry["_id"], set_fields=fields or None, unset=("syncing", "synced_from"))
             report.synced += 1
         say(f"synced {report.synced}, reopened {report.reopened}")
     if recount:
