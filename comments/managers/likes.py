@@ -35,6 +35,7 @@ from core.managers import MongoManager
 class LikeChange:
     changed: bool  # the edge switched state (the comment's counter must follow)
     first: bool = False  # a like by this user of this comment for the first time ever
+    pending: bool = False  # not changed now, but the like that switched it on did not finish (`settle`)
 
 
 class CommentLikeManager(MongoManager):
@@ -75,14 +76,25 @@ class CommentLikeManager(MongoManager):
         try:
             before = self.collection.find_one_and_update(
                 {**key, "active": {"$ne": True}},
-                {"$set": {"active": True, "liked": at}, "$setOnInsert": {"first_liked": at}},
+                {"$set": {"active": True, "liked": at, "pending": True}, "$setOnInsert": {"first_liked": at}},
                 upsert=True,
                 return_document=ReturnDocument.BEFORE,
                 projection={"_id": 1},
             )
         except DuplicateKeyError:
-            return LikeChange(changed=False)
+            # Already liked. The edge is the record and carries `pending` until what follows the
+            # like (the author's notification) was sent: a like interrupted before that is
+            # finished by its retry (one more read, only on a repeated like).
+            edge = self.collection.find_one({**key, "pending": True}, {"liked": 1, "first_liked": 1})
+            if edge is None:
+                return LikeChange(changed=False)
+            return LikeChange(changed=False, pending=True, first=edge.get("first_liked") == edge.get("liked"))
         return LikeChange(changed=True, first=before is None)
+
+    def settle(self, *, discussion_id: int, comment_id: str, user_id: int) -> None:
+        """What follows the like was done: the edge is no longer pending."""
+        self.collection.update_one({**self._key(discussion_id, comment_id, user_id), "pending": True},
+                                   {"$unset": {"pending": ""}})
 
     def unlike(self, *, discussion_id: int, comment_id: str, user_id: int) -> LikeChange:
         """Switch an active edge off; no-op when there is none."""
