@@ -86,11 +86,20 @@ def follow_create(*, follower, followee) -> bool:
     if follower.pk == followee.pk:
         raise InvalidInput("You cannot follow yourself.")
     edges, lists = FollowEdgeManager(), FollowListManager()
-    if not edges.create(follower=follower.pk, followee=followee.pk):
+    since = now_ms()
+    if not edges.create(follower=follower.pk, followee=followee.pk, since=since):
         # Already following. The lists are brought in step with the edge (idempotent: a member is
         # listed once): a follow whose edge insert was acknowledged with a write-concern error
-        # wrote the edge but not the lists, and its retry lands here and completes it.
-        _settle(edges, lists, follower.pk, followee.pk, listed=None)
+        # wrote the edge but not the lists, and its retry lands here and completes it. The edge is
+        # the record: while it is `pending`, the follow that made it was interrupted before its
+        # announcement, which the retry sends (idempotent: the activity's id and the notification's
+        # event derive from the edge).
+        if not _settle(edges, lists, follower.pk, followee.pk, listed=None):
+            return False
+        since = edges.pending_since(follower=follower.pk, followee=followee.pk)
+        if since is None:
+            return False
+        _announce_follow(edges, follower, followee, since)
         return False
     written: list[tuple[int, str, int]] = []
     try:
@@ -104,15 +113,24 @@ def follow_create(*, follower, followee) -> bool:
         raise
     if not _settle(edges, lists, follower.pk, followee.pk, listed=True):
         return True  # an unfollow raced with this follow and won: nothing to announce
+    _announce_follow(edges, follower, followee, since)
+    return True
+
+
+def _announce_follow(edges, follower, followee, since) -> None:
+    """`user_followed` and the follow's activity (its id derived from the edge and its `since`,
+    so a retry records it once), then the edge is settled."""
     # Receivers only enqueue; one failing never stops the others nor this follow's activity.
     for receiver, result in user_followed.send_robust(sender=None, follower=follower, followee=followee):
         if isinstance(result, Exception):
             log.error("receiver %s of user_followed failed", getattr(receiver, "__qualname__", receiver), exc_info=result)
+    since = since.replace(microsecond=since.microsecond // 1000 * 1000)
     activity_record(activity=Activity(
-        id="", type=FOLLOW, actor_id=follower.pk, actor=follower.username, date=now_ms(),
-        url=f"/u/{followee.username}/", target_id=followee.pk, target=followee.username,
+        id=activity_id_of(f"follow:{follower.pk}:{followee.pk}", since), type=FOLLOW, actor_id=follower.pk,
+        actor=follower.username, date=since, url=f"/u/{followee.username}/", target_id=followee.pk,
+        target=followee.username,
     ))
-    return True
+    edges.settle(follower=follower.pk, followee=followee.pk)
 
 
 SETTLE_ATTEMPTS = 20

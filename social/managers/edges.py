@@ -51,14 +51,26 @@ class FollowEdgeManager(MongoManager):
     def edge_id(follower: int, followee: int) -> str:
         return f"{int(follower)}:{int(followee)}"
 
-    def create(self, *, follower: int, followee: int) -> bool:
-        """Insert the edge; False if it already existed (idempotent, race-safe)."""
+    def create(self, *, follower: int, followee: int, since=None) -> bool:
+        """Insert the edge, `pending` until what follows the follow was sent (`settle`); False if
+        it already existed (idempotent, race-safe)."""
         try:
             self.collection.insert_one({"_id": self.edge_id(follower, followee), "follower": follower, "followee": followee,
-                                        "since": now_ms()})
+                                        "since": since or now_ms(), "pending": True})
         except DuplicateKeyError:
             return False
         return True
+
+    def pending_since(self, *, follower: int, followee: int):
+        """The `since` of the edge when its follow did not finish (still `pending`), else None. From the primary."""
+        doc = self.collection.find_one({"_id": self.edge_id(follower, followee), "follower": follower, "pending": True},
+                                       {"since": 1})
+        return doc["since"] if doc else None
+
+    def settle(self, *, follower: int, followee: int) -> None:
+        """What follows the follow was sent: the edge is no longer pending."""
+        self.collection.update_one({"_id": self.edge_id(follower, followee), "follower": follower, "pending": True},
+                                   {"$unset": {"pending": ""}})
 
     def delete(self, *, follower: int, followee: int) -> bool:
         """Remove the edge; False if there was none."""
