@@ -7,6 +7,9 @@ batch=, say=, moderation=, grace=)` and `integrity_all(repair=)` return an `Inte
 
 Per topic, in its storage strategy (one chronological page of `batch` comments in memory at
 a time, `comments.selectors.comment_stored_pages`):
+- `posts`: posts interrupted after their comment was numbered (still pending, older than
+  `grace`); repair: `comments.services.comment_posts_finish` stores each under the number it
+  took and sends what follows a post. Run first: the counter check then sees those comments;
 - `counter`: the discussion counter equals the stored comments and `seq` runs 1..N, no gap,
   no double (repair: `comments.services.comment_counter_repair`, tombstones in gaps older
   than `grace`; a counter behind is raised);
@@ -54,6 +57,7 @@ from comments.services import (
     SeqCheck,
     comment_counter_repair,
     comment_likes_repair,
+    comment_posts_finish,
     credit_expected_add,
     credit_expected_reset,
     credit_flows_repair,
@@ -72,8 +76,8 @@ from social.selectors import feed_drift, follow_lists_drift
 from social.services import feed_repair, follow_lists_rebuild
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
-FEEDS, GROUPS, CREDITS = "feeds", "notification groups", "credits"
-CHECKS = (COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
+FEEDS, GROUPS, CREDITS, POSTS = "feeds", "notification groups", "credits", "posts"
+CHECKS = (POSTS, COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
 
 
 @dataclass
@@ -100,6 +104,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
     of its comments (from `credits_since`; None: not checked). With `user_flows`, its comments
     are added to the expected user credit flows (compared once every topic is seen)."""
     manager = comment_manager(topic)
+    posts_note = ""
+    unfinished = comment_posts_finish(topic=topic, older_than=grace, repair=False)
+    if unfinished:  # finished first: the counter check below then sees the comments it stores
+        report.drifted[POSTS] += unfinished
+        posts_note = f"posts: {unfinished} interrupted after their comment was numbered"
+        if repair:
+            report.repaired[POSTS] += comment_posts_finish(topic=topic, older_than=grace)
+            posts_note += ", finished"
     seq = SeqCheck(counter=manager.count(discussion_id=topic.discussion_id))
     behind = manager.last_seq(discussion_id=topic.discussion_id)
     behind_note = ""
@@ -132,7 +144,7 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
         search_off.extend(stale[: max(0, 5 - len(search_off))])
     seq.gaps, seq.max_seq, seq.last_posted = threaded_gaps, previous, previous_posted
     seq.gap_count += max(0, seq.counter - seq.max_seq)
-    notes = [behind_note] if behind_note else []
+    notes = [note for note in (posts_note, behind_note) if note]
     if seq.off:
         report.drifted[COUNTER] += 1
         fixed = comment_counter_repair(topic=topic, check=seq, grace=grace) if repair else 0

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from django.conf import settings
@@ -172,27 +172,41 @@ def comment_stored(*, topic, comment_id) -> Comment:
     return _existing(topic, comment_id)
 
 
-def comment_store_held(*, topic, author, text: str, parent: str | None) -> Comment:
+def comment_store_held(*, topic, author, text: str, parent: str | None, comment_id: str | None = None,
+                       resume: bool = False) -> Comment:
     """Store a submission the moderation pipeline approved: it gets its place (and its feed
     activity, credits and signals) now, as if posted at this moment. No gate runs; the
-    caller (moderation.services) has checked who approves."""
+    caller (moderation.services) has checked who approves.
+
+    `comment_id` is chosen by the approval before its first attempt; a later attempt
+    (`resume`) finds a comment an interrupted one stored under it, finishes its post
+    (`comment_posts_finish`) and returns it instead of storing it twice."""
     with writing(topic) as w:
+        if comment_id is not None and resume:
+            comment_posts_finish(topic=topic, older_than=0)  # an attempt interrupted after its number
+            stored = w.manager.get(discussion_id=topic.discussion_id, comment_id=comment_id,
+                                   threaded=is_threaded(topic))
+            if stored is not None:
+                return stored
         parent_comment = None
         if parent:
             parent_comment = w.manager.get(discussion_id=topic.discussion_id, comment_id=parent,
                                            threaded=is_threaded(topic))
             if parent_comment is None:
                 raise InvalidInput(f"its parent {parent} is no longer in this topic.", field="parent")
-        return _store(topic, w, author, _clean_text(text), parent_comment)
+        return _store(topic, w, author, _clean_text(text), parent_comment, comment_id=comment_id)
 
 
-def _post(topic, w, author, text: str, parent_comment: Comment | None) -> Comment:
+def _post(topic, w, author, text: str, parent_comment: Comment | None,
+          comment_id: str | None = None) -> tuple[Comment, CommentManager]:
     """Store the comment where the discussion lives now (comments.migration routes it). An embedded
     discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to bucketed
     storage and the comment is stored there once it has moved (a 503 with Retry-After, nothing
-    stored, only when the move outlasts COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict."""
+    stored, only when the move outlasts COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
+    Returns the comment and the manager that stored it."""
     fields = dict(discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
-                  parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text))
+                  parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
+                  comment_id=comment_id)
     try:
         comment = w.manager.post(**fields)
     except DiscussionFull:
@@ -203,7 +217,7 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None) -> Commen
     finish(w)  # logged and unregistered now: a move this post asks for must not wait for it
     if full is None:
         _maybe_outgrown(topic, w.storage, comment)
-        return comment
+        return comment, w.manager
     if full != EMBEDDED or not settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT:
         raise Conflict("This discussion is full: it cannot take more comments.")
     signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)  # its receiver enqueues the move
@@ -215,7 +229,7 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None) -> Commen
         moved.touch(comment.id)
     finally:
         finish(moved)
-    return comment
+    return comment, moved.manager
 
 
 _OUTGROWN_EVERY = 100  # past the threshold, the move is asked for again every this many comments (an idempotent task)
@@ -229,16 +243,48 @@ def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
         signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
 
 
-def _store(topic, w, author, text: str, parent_comment: Comment | None) -> Comment:
-    comment = _post(topic, w, author, text, parent_comment)
+def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_id: str | None = None) -> Comment:
+    comment, manager = _post(topic, w, author, text, parent_comment, comment_id=comment_id)
     # What follows the stored comment never undoes it nor fails the request: the credit flow is
     # best effort (logged), and each receiver only enqueues a task keyed by the comment's id.
     try:
         CreditFlowManager().record_comment(user_id=author.pk, reply=parent_comment is not None, at=comment.posted)
     except Exception:
         log.exception("credit flow of comment %s not recorded", comment.id)
-    signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    _posted(topic, manager, comment, author)
     return comment
+
+
+def _posted(topic, manager: CommentManager, comment: Comment, author) -> None:
+    """`comment_posted`, then the comment is no longer pending (the manager recorded it pending
+    in the write that numbered it): a post interrupted before this is finished by
+    `comment_posts_finish`, which sends the signal again (its tasks are idempotent)."""
+    signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
+
+
+def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool = True) -> int:
+    """Finish the posts of `topic` interrupted after their comment was numbered (a kill, a lost
+    connection) and older than `older_than` seconds (GAP_GRACE_SECONDS; younger ones may still be
+    in flight): each comment is stored under the number it took if it was not, and
+    `comment_posted` is sent (search entry, activity, notifications: idempotent tasks). Its
+    credit is not recorded again (best effort: lost if the interruption came first). Returns
+    how many there were; `repair=False` only counts them (`manage.py integrity`)."""
+    manager = comment_manager(topic)
+    age = GAP_GRACE_SECONDS if older_than is None else older_than
+    before = timezone.now() - timedelta(seconds=age)
+    if not repair:
+        return len(manager.posts_unfinished(discussion_id=topic.discussion_id, before=before,
+                                            threaded=is_threaded(topic), store=False))
+    unfinished = manager.posts_unfinished(discussion_id=topic.discussion_id, before=before, threaded=is_threaded(topic))
+    authors = get_user_model().objects.in_bulk([c.author.id for c in unfinished if c.author and c.author.id])
+    for comment in unfinished:
+        author = authors.get(comment.author.id) if comment.author else None
+        if author is None:  # its account is gone: nothing to announce
+            manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
+            continue
+        _posted(topic, manager, comment, author)
+    return len(unfinished)
 
 
 # --- likes ----------------------------------------------------------------------

@@ -48,6 +48,7 @@ from django.utils import timezone
 from accounts.usernames import user_named
 from comments import selectors as comment_selectors
 from comments import services as comment_services
+from comments.ids import new_comment_id
 from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Comment
 from core.errors import Forbidden, InvalidInput, NotFound
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
@@ -367,9 +368,18 @@ def _pin(topic, entry: dict, actor, *, pinned: bool) -> bool:
 
 
 def _approve_held(topic, entry: dict, actor) -> bool:
+    """Claim the entry (approving), store the comment under the id the entry keeps for it
+    (`approving_id`, chosen at the first attempt), then finish the entry. An approval
+    interrupted after its claim (the entry stays approving and syncing) is taken over by the
+    next one (a claim on the same state); the store is idempotent by that id, so the comment
+    is stored once whichever attempt stored it."""
     queue = ModerationQueueManager()
-    claimed = queue.update(entry["_id"], set_fields={"status": APPROVING, "syncing": True, "updated": _now()},
-                           expect={"status": PENDING})
+    resume, comment_id = bool(entry.get("approving_id")), entry.get("approving_id") or new_comment_id(12)
+    fields = {"status": APPROVING, "syncing": True, "updated": _now(), "approving_id": comment_id}
+    claimed = queue.update(entry["_id"], set_fields=fields, expect={"status": PENDING})
+    if claimed is None and entry.get("status") == APPROVING and entry.get("syncing"):
+        claimed = queue.update(entry["_id"], set_fields=fields,  # interrupted: taken over
+                               expect={"status": APPROVING, "syncing": True, "updated": entry.get("updated")})
     if claimed is None:
         return False  # approved or rejected meanwhile
     author = get_user_model().objects.filter(pk=entry["author"]).first()
@@ -378,7 +388,8 @@ def _approve_held(topic, entry: dict, actor) -> bool:
         raise InvalidInput(f"the author of {entry['_id']} no longer exists: reject it.", field="comment_ids")
     try:
         comment = comment_services.comment_store_held(topic=topic, author=author, text=entry["text"],
-                                                      parent=entry.get("parent"))
+                                                      parent=entry.get("parent"), comment_id=comment_id,
+                                                      resume=resume)
     except Exception:
         queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
         raise
@@ -402,7 +413,7 @@ def _held_to(entry: dict, status: str, state: str, action: str, actor) -> bool:
 def _held_action(topic, entry: dict, action: str, actor) -> bool:
     """An action on a held submission (not stored yet): approve, reject (or remove), restore a rejected one."""
     status = entry["status"]
-    if action == "approve" and status == PENDING:
+    if action == "approve" and (status == PENDING or _interrupted(entry, APPROVING)):  # or finish an interrupted one
         return _approve_held(topic, entry, actor)
     if action in ("reject", "remove") and status == PENDING:
         return _held_to(entry, REJECTED, REMOVED_STATE, "reject", actor)

@@ -258,13 +258,30 @@ class CommentManager(MongoManager, abc.ABC):
 
     @abc.abstractmethod
     def post(self, *, discussion_id: int, author: Author, text: str, parent: Comment | None = None,
-             threaded: bool = False, html: str = "") -> Comment:
-        """Store a new comment (a reply when `parent` is given) and return it.
+             threaded: bool = False, html: str = "", comment_id: str | None = None) -> Comment:
+        """Store a new comment (a reply when `parent` is given) and return it; its id is drawn at
+        random unless `comment_id` names it (an approval stores its held comment under an id it
+        chose before, so that finishing an interrupted approval finds what it stored).
 
         `threaded` is the topic's display order; strategies whose layout depends on it
         (embedded: nested replies vs one flat array) use it, others ignore it.
         Raises DiscussionFull when the strategy's document bound is reached.
         """
+
+    @abc.abstractmethod
+    def post_done(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> None:
+        """What follows the post of `comment_id` was done: it is no longer pending.
+
+        `post()` records the comment as pending in the same write that gives it its number
+        (a kill at any later step leaves the comment, or what it takes to store it, behind);
+        the service clears the mark once `comment_posted` was sent."""
+
+    @abc.abstractmethod
+    def posts_unfinished(self, *, discussion_id: int, before: datetime, threaded: bool = False,
+                         store: bool = True) -> list[Comment]:
+        """The comments posted before `before` whose post was interrupted (still pending), each
+        stored first if the interruption came before its storage, under the number it took
+        (`store=False`: only listed): the roll-forward of `manage.py integrity --repair`. Idempotent."""
 
     @abc.abstractmethod
     def page(self, *, discussion_id: int, order: str, request: PageRequest, threaded: bool = False,

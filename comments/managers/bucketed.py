@@ -2,7 +2,7 @@
 seeds/003_0f57851d2e8bac42.txt "buckets").
 
 Collections:
-- `comment_bucket_discussions`: `{_id: discussion_id, count, size, pinned?, moderated?}`:
+- `comment_bucket_discussions`: `{_id: discussion_id, count, size, numbered, pending?, pinned?, moderated?}`:
   `count` is the number of comments posted (the total, and the last sequence number),
   `size` the bucket size fixed at the first post (later changes of the setting do not
   move existing comments), `pinned`/`moderated` the discussion hints (base.py).
@@ -12,7 +12,11 @@ Collections:
 
 Invariants:
 - A post takes the next sequence number with one `$inc` on the discussion document
-  (atomic: concurrent writers get distinct, dense numbers), then pushes the comment
+  (atomic: concurrent writers get distinct, dense numbers; in the same update the comment is
+  recorded in `pending.<id>` and its id pushed to `numbered`, the latest ids in the order
+  they took their numbers, so a post interrupted before its push is pushed under its number
+  by `posts_unfinished`, and `pending.<id>` is unset once its consequences were sent), then
+  pushes the comment (once: the filter excludes a bucket already holding it)
   into bucket `(seq - 1) // size + 1` with an upsert on `_id` (its filter also names
   discussion_id and bucket, so a server does NOT retry its duplicate key: two posts that
   open a bucket at once, and the loser repeats it as a plain update), `$push` with `$sort: {seq: 1}` so the
@@ -62,12 +66,15 @@ from comments.managers.base import (
     pinned_order,
 )
 from comments.managers.fields import (
+    NUMBERED_KEPT,
     check_order,
     forget_changes,
     from_element,
     like_update,
     moderated_hint,
     new_comment,
+    number_of,
+    numbered_push,
     pinned_hint,
     text_fields,
     to_element,
@@ -129,40 +136,68 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
 
     # --- writes ------------------------------------------------------------------
 
-    def next_seq(self, discussion_id: int) -> tuple[int, int]:
-        """(the next sequence number, the discussion's bucket size); creates the discussion at the first post."""
-        meta = self.discussions.find_one_and_update(
-            {"_id": discussion_id}, {"$inc": {"count": 1}, "$setOnInsert": new_head()},
-            projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
-        )
+    def next_seq(self, discussion_id: int, comment_ids: list[str], pending: dict | None = None) -> tuple[int, int]:
+        """(the last sequence number taken for `comment_ids`, the discussion's bucket size); creates
+        the discussion at the first post. `pending` ({id: element}) is recorded in the same write."""
+        update = {"$inc": {"count": len(comment_ids)}, "$setOnInsert": new_head(), "$push": numbered_push(comment_ids[-NUMBERED_KEPT:])}
+        if pending:
+            update["$set"] = {f"pending.{cid}": element for cid, element in pending.items()}
+        meta = self.discussions.find_one_and_update({"_id": discussion_id}, update, projection={"count": 1, "size": 1},
+                                                    upsert=True, return_document=ReturnDocument.AFTER)
         return int(meta["count"]), int(meta["size"])
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
-        comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html="", comment_id=None):
+        # The comment is recorded, pending, in the write that numbers it: interrupted before its
+        # push, `posts_unfinished` pushes it under that number and the service finishes its post.
+        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(12), author=author,
+                              text=text,
                               parent=parent, html=html)
-        comment.seq, size = self.next_seq(discussion_id)
-        bucket = bucket_of(comment.seq, size)
-        key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket}
+        comment.seq, size = self.next_seq(discussion_id, [comment.id], pending={comment.id: to_element(comment)})
+        return self._push_numbered(comment, size)
+
+    def _push_numbered(self, comment: Comment, size: int) -> Comment:
+        """Push a numbered comment into its bucket, once (a repeated push finds it there), then its rank."""
+        discussion_id, bucket = comment.discussion_id, bucket_of(comment.seq, size)
+        key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
+               "comments.id": {"$ne": comment.id}}
         push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}}
         try:
             self.buckets.update_one(key, push, upsert=True)
         except DuplicateKeyError:
-            # Two posts opened this bucket at once and the other inserted it first. The server
-            # retries an upsert's duplicate key itself only when the filter is equalities on
-            # every field of a unique index and nothing else (MongoDB docs, "Upsert with
-            # Duplicate Values"); this one also names discussion_id and bucket, so we repeat
-            # it as a plain update: the bucket exists now.
+            # Two posts opened this bucket at once and the other inserted it first, or the bucket
+            # holds this comment already (a finished post's roll-forward). The server retries an
+            # upsert's duplicate key itself only when the filter is equalities on every field of a
+            # unique index and nothing else (MongoDB docs, "Upsert with Duplicate Values"); this
+            # one also names discussion_id, bucket and the element, so we repeat it as a plain
+            # update: the bucket exists now, and one that holds the comment matches nothing.
             self.buckets.update_one(key, push)
         comment.locator = bucket
         self.rank_stored(comment)  # after the comment: a rank never names a missing comment
         return comment
+
+    def post_done(self, *, discussion_id, comment_id, threaded=False):
+        self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
+
+    def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
+        meta = self.discussions.find_one({"_id": discussion_id}, {"count": 1, "size": 1, "numbered": 1, "pending": 1})
+        out = []
+        for cid, element in ((meta or {}).get("pending") or {}).items():
+            if element["posted"] >= before:
+                continue  # maybe still in flight
+            seq = number_of(meta, cid, "count")
+            if seq is None:
+                continue  # numbered too long ago to tell its number: left for an operator (reported)
+            comment = from_element(element, discussion_id)
+            comment.seq = seq
+            out.append(self._push_numbered(comment, int(meta["size"])) if store else comment)
+        return out
 
     def append(self, comment, *, threaded=False):
         discussion_id = comment.discussion_id
         if comment.status != VISIBLE:  # the hint first: never behind the comments
             self.discussions.update_one({"_id": discussion_id}, {"$set": {"moderated": True}, "$setOnInsert": new_head()},
                                         upsert=True)
-        comment.seq, size = self.next_seq(discussion_id)
+        comment.seq, size = self.next_seq(discussion_id, [comment.id])
         bucket = bucket_of(comment.seq, size)
         self.buckets.update_one(
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
@@ -180,12 +215,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         hint = {"moderated": True} if any(c.status != VISIBLE for c in comments) else {}
         if hint:  # the hint first: never behind the comments
             self.discussions.update_one({"_id": discussion_id}, {"$set": hint, "$setOnInsert": new_head()}, upsert=True)
-        meta = self.discussions.find_one_and_update(
-            {"_id": discussion_id},
-            {"$inc": {"count": len(comments)}, "$setOnInsert": new_head()},
-            projection={"count": 1, "size": 1}, upsert=True, return_document=ReturnDocument.AFTER,
-        )
-        first, size = int(meta["count"]) - len(comments) + 1, int(meta["size"])
+        last, size = self.next_seq(discussion_id, [c.id for c in comments])
+        first = last - len(comments) + 1
         buckets: dict[int, list[dict]] = {}
         for offset, comment in enumerate(comments):
             comment.seq = first + offset
@@ -218,6 +249,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             self.buckets.insert_many(docs[i:i + 2_000], ordered=False)
         self.discussions.bulk_write([UpdateOne({"_id": discussion_id},
                                                {"$inc": {"count": len(comments), **pinned_hint(comments)},
+                                                "$push": numbered_push([c.id for c in comments[-NUMBERED_KEPT:]]),
                                                 "$setOnInsert": {**new_head(size), **moderated_hint(comments)}},
                                                upsert=True)])
         self.rank_stored_many(comments)

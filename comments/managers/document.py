@@ -8,7 +8,7 @@ Collections:
   `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
   `likes`, `latest_likers`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc: HOT_PINNED when pinned plus the
   like count, so `hot` descending lists pinned comments first, then the most liked).
-- `comment_document_discussions`: `{_id: discussion_id, seq, pinned?, moderated?}`, the
+- `comment_document_discussions`: `{_id: discussion_id, seq, numbered, pending?, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence
   number; `pinned` and `moderated` are the discussion hints (base.py), read with it.
 
@@ -21,7 +21,11 @@ Invariants:
   so every read and write is targeted at one shard. Uniqueness is carried by `_id`
   (equal `_id`s share the discussion, hence the shard): a hashed-sharded collection may
   have no other unique index.
-- A post is 2 writes: `$inc` of the counter (returns the new `seq`), then the insert.
+- A post is 3 writes: the counter's findAndModify (`$inc` returns the new `seq`; in the same
+  update the comment is recorded in `pending.<cid>` and its id pushed to `numbered`, the latest
+  ids in the order they took their numbers), then the insert, then, once its consequences were
+  sent, `pending.<cid>` unset (`post_done`). Interrupted after the first write, the comment is
+  stored under its number by `posts_unfinished` (`manage.py integrity --repair`): no hole in seq.
 - Orders and their indexes, each query an equality on `discussion_id`, then the sort
   or a range on the same index:
     chronological  (discussion_id, seq)              page N = seq in [skip+1, skip+size]
@@ -59,12 +63,16 @@ from comments.managers.base import (
     pinned_order,
 )
 from comments.managers.fields import (
+    NUMBERED_KEPT,
     check_order,
     from_element,
     like_update,
     moderated_hint,
     new_comment,
+    number_of,
+    numbered_push,
     pinned_hint,
+    renamed,
     text_fields,
     to_element,
 )
@@ -144,29 +152,69 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
 
     # --- writes ------------------------------------------------------------------
 
-    def next_seq(self, discussion_id: int) -> int:
-        """Take the discussion's next sequence number (creates the counter at the first post)."""
-        counter = self.discussions.find_one_and_update({"_id": discussion_id}, {"$inc": {"seq": 1}}, projection={"seq": 1},
+    def next_seq(self, discussion_id: int, comment_ids: list[str], pending: dict | None = None) -> int:
+        """Take the discussion's next sequence numbers for `comment_ids` (creates the counter at
+        the first post); returns the last. `pending` ({id: document}) is recorded in the same
+        write (`post()`)."""
+        update = {"$inc": {"seq": len(comment_ids)}, "$push": numbered_push(comment_ids[-NUMBERED_KEPT:])}
+        if pending:
+            update["$set"] = {f"pending.{cid}": doc for cid, doc in pending.items()}
+        counter = self.discussions.find_one_and_update({"_id": discussion_id}, update, projection={"seq": 1},
                                                        upsert=True, return_document=ReturnDocument.AFTER)
         return int(counter["seq"])
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
-        seq = self.next_seq(discussion_id)
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html="", comment_id=None):
+        # The comment is recorded, pending, in the write that numbers it: interrupted at any later
+        # step, `posts_unfinished` stores it under that number and the service finishes its post.
+        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(), author=author,
+                              text=text,
+                              parent=parent, html=html)
+        doc = self._to_document(comment)
+        del doc["seq"]
+        comment.seq = self.next_seq(discussion_id, [comment.id], pending={comment.id: doc})
+        return self._store_numbered(comment)
+
+    def _store_numbered(self, comment: Comment) -> Comment:
+        """Insert a pending comment under its number; stored already (a finished retry), it stays."""
+        discussion_id = comment.discussion_id
         for _ in range(_ID_ATTEMPTS):
-            comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(), author=author, text=text,
-                                  parent=parent, html=html)
-            comment.seq = seq
             try:
                 self.collection.insert_one(self._to_document(comment))
+                return comment
             except DuplicateKeyError:
-                continue  # the random id is taken in this discussion: draw another, keep the number
-            return comment
+                stored = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
+                if stored is not None and stored.get("seq") == comment.seq:
+                    return comment
+            # The random id is taken in this discussion: draw another, keep the number (the
+            # pending record follows, with its number: the new id was never numbered).
+            fresh = new_comment_id()
+            if fresh == comment.id:
+                continue
+            comment, old = renamed(comment, fresh), comment.id
+            self.discussions.update_one({"_id": discussion_id}, {
+                "$unset": {f"pending.{old}": ""}, "$set": {f"pending.{comment.id}": self._to_document(comment)}})
         raise RuntimeError(f"no free comment id after {_ID_ATTEMPTS} attempts in discussion {discussion_id}")
+
+    def post_done(self, *, discussion_id, comment_id, threaded=False):
+        self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
+
+    def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
+        counter = self.discussions.find_one({"_id": discussion_id}, {"seq": 1, "numbered": 1, "pending": 1})
+        out = []
+        for cid, doc in ((counter or {}).get("pending") or {}).items():
+            if doc["posted"] >= before:
+                continue  # maybe still in flight
+            seq = doc.get("seq") or number_of(counter, cid)
+            if seq is None:
+                continue  # numbered too long ago to tell its number: left for an operator (reported)
+            comment = self._from_document({**doc, "seq": seq})
+            out.append(self._store_numbered(comment) if store else comment)
+        return out
 
     def append(self, comment, *, threaded=False):
         if comment.status != VISIBLE:  # the hint first: never behind the comments
             self._hint_upsert(comment.discussion_id, {"$set": {"moderated": True}})
-        comment.seq = self.next_seq(comment.discussion_id)
+        comment.seq = self.next_seq(comment.discussion_id, [comment.id])
         try:
             self.collection.insert_one(self._to_document(comment))
         except DuplicateKeyError:
@@ -179,10 +227,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         discussion_id = comments[0].discussion_id
         if any(c.status != VISIBLE for c in comments):  # the hint first: never behind the comments
             self._hint_upsert(discussion_id, {"$set": {"moderated": True}})
-        counter = self.discussions.find_one_and_update({"_id": discussion_id}, {"$inc": {"seq": len(comments)}},
-                                                       projection={"seq": 1}, upsert=True,
-                                                       return_document=ReturnDocument.AFTER)
-        first = int(counter["seq"]) - len(comments) + 1
+        first = self.next_seq(discussion_id, [c.id for c in comments]) - len(comments) + 1
         for offset, comment in enumerate(comments):
             comment.seq = first + offset
         try:
@@ -212,6 +257,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             self.collection.insert_many(docs[i:i + 10_000], ordered=False)
         hints = {**pinned_hint(comments), **moderated_hint(comments)}  # as posting leaves it: no field until needed
         self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)},
+                                                             "$push": numbered_push([c.id for c in comments[-NUMBERED_KEPT:]]),
                                                              **({"$set": hints} if hints else {})}, upsert=True)
         return len(docs)
 

@@ -203,19 +203,32 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
 
     # --- writes ------------------------------------------------------------------
 
-    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html=""):
-        comment = new_comment(discussion_id=discussion_id, comment_id=new_comment_id(12), author=author, text=text,
+    def post(self, *, discussion_id, author, text, parent=None, threaded=False, html="", comment_id=None):
+        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(12), author=author,
+                              text=text,
                               parent=parent, html=html)
-        return self._push(comment, threaded)
+        return self._push(comment, threaded, pending=True)
+
+    def post_done(self, *, discussion_id, comment_id, threaded=False):
+        self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
+
+    def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
+        doc = self.collection.find_one({"_id": discussion_id}, {"pending": 1})
+        found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
+                 for cid in ((doc or {}).get("pending") or {}))
+        return [c for c in found if c is not None and c.posted < before]
 
     def append(self, comment, *, threaded=False):
         return self._push(comment, threaded)
 
-    def _push(self, comment: Comment, threaded: bool) -> Comment:
+    def _push(self, comment: Comment, threaded: bool, *, pending: bool = False) -> Comment:
         """Push `comment` into its discussion (creating it at the first comment); the `moderated`
-        hint is set in the same update when the comment is not visible."""
+        hint is set in the same update when the comment is not visible, and for a post
+        (`pending`) `pending.<id>` (unset by `post_done` once its consequences were sent)."""
         discussion_id = comment.discussion_id
-        hint = {"$set": {"moderated": True}} if comment.status != VISIBLE else {}
+        marks = {**({"moderated": True} if comment.status != VISIBLE else {}),
+                 **({f"pending.{comment.id}": True} if pending else {})}
+        hint = {"$set": marks} if marks else {}
         layout = NESTED if threaded else FLAT
         loaded = None  # (layout, the parent's path): where a nested reply goes
         for _ in range(_POST_ATTEMPTS):

@@ -18,7 +18,7 @@ values and also works on explicit `a.3.b` paths in the embedded engine).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -61,6 +61,35 @@ def new_comment(*, discussion_id: int, comment_id: str, author: Author, text: st
     return Comment(id=comment_id, discussion_id=discussion_id, parent=where.parent, path=where.path, depth=where.depth,
                    sort_key=where.sort_key, author=author, text=text, posted=posted, html=html,
                    reply_to=parent.author.name if parent is not None and parent.author is not None else None)
+
+
+# How many of the latest numbered comment ids a discussion's counter keeps (`numbered`): the
+# number of a post interrupted before its comment was stored is read from it (`number_of`).
+NUMBERED_KEPT = 200
+
+
+def numbered_push(comment_ids: list[str]) -> dict:
+    """The `$push` that records, in the write that takes their numbers, which ids took them."""
+    return {"numbered": {"$each": list(comment_ids), "$slice": -NUMBERED_KEPT}}
+
+
+def number_of(counter: dict, comment_id: str, field: str = "seq") -> int | None:
+    """The number `comment_id` took, from the counter document: every write that takes numbers
+    pushes its ids in order in the same update, so the last id holds the counter's value and
+    each one before it one less. None when it is no longer among the ids kept."""
+    numbered = counter.get("numbered") or []
+    for back, cid in enumerate(reversed(numbered)):
+        if cid == comment_id:
+            return int(counter[field]) - back
+    return None
+
+
+def renamed(comment: Comment, comment_id: str) -> Comment:
+    """`comment` under another id (a random id that collided): the last step of its path and sort key too."""
+    old = comment.id
+    path = comment.path[: -len(old)] + comment_id if comment.path.endswith(old) else comment.path
+    sort_key = comment.sort_key[: -len(old)] + comment_id if comment.sort_key.endswith(old) else comment.sort_key
+    return replace(comment, id=comment_id, path=path, sort_key=sort_key)
 
 
 def to_element(comment: Comment) -> dict:
