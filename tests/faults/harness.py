@@ -40,6 +40,13 @@ class InjectedError(AutoReconnect):
     """The injected transient error (a pymongo AutoReconnect, as a dropped connection raises)."""
 
 
+# Collection methods that write (a fault before a read leaves the same writes done as a fault
+# before the next write: the writes-only mode fails only these).
+WRITES = frozenset({
+    "insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one", "delete_many",
+    "find_one_and_update", "find_one_and_replace", "find_one_and_delete", "bulk_write",
+})
+
 # Collection methods that send one command each (pymongo's names).
 _ONE_COMMAND = frozenset({
     "insert_one", "insert_many", "update_one", "update_many", "replace_one", "delete_one", "delete_many",
@@ -54,16 +61,18 @@ class FaultInjector:
 
     fail_at: int | None = None
     kind: str = ERROR
+    writes_only: bool = False  # fail_at counts the writes only
     active: bool = False
     count: int = 0
+    writes: int = 0
     labels: list[str] = field(default_factory=list)  # "collection.method" of each counted operation
     fired: str | None = None  # the label of the operation that was failed
 
-    def arm(self, *, fail_at: int | None, kind: str = ERROR) -> None:
+    def arm(self, *, fail_at: int | None, kind: str = ERROR, writes_only: bool = False) -> None:
         if kind not in KINDS:
             raise ValueError(kind)
-        self.fail_at, self.kind, self.active = fail_at, kind, True
-        self.count, self.labels, self.fired = 0, [], None
+        self.fail_at, self.kind, self.writes_only, self.active = fail_at, kind, writes_only, True
+        self.count, self.writes, self.labels, self.fired = 0, 0, [], None
 
     def disarm(self) -> None:
         self.active = False
@@ -74,7 +83,11 @@ class FaultInjector:
             return
         self.count += 1
         self.labels.append(label)
-        if self.fired is None and self.count == self.fail_at:
+        write = label.rsplit(".", 1)[1] in WRITES
+        self.writes += write
+        if self.writes_only and not write:
+            return
+        if self.fired is None and (self.writes if self.writes_only else self.count) == self.fail_at:
             self.fired = label
             if self.kind == KILL:
                 raise ProcessKilled(f"killed before operation {self.count} ({label})")
