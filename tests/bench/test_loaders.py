@@ -15,10 +15,15 @@ def _orders(storage):
     return [o for o in (CHRONOLOGICAL, THREADED) if o in STRATEGIES[storage].orders]
 
 
+# What a post keeps beside the comments: the record of a post in flight (`pending`, cleared by the
+# service once its consequences are sent) and the ids that took the latest numbers (`numbered`).
+_POST_BOOKKEEPING = ("pending", "numbered")
+
+
 def _shape_of(value):
     """The structure of a stored document: keys and nesting, without the values."""
     if isinstance(value, dict):
-        return {k: _shape_of(v) for k, v in value.items() if k != "_id"}
+        return {k: _shape_of(v) for k, v in value.items() if k != "_id" and k not in _POST_BOOKKEEPING}
     if isinstance(value, list):
         return [_shape_of(v) for v in value]
     return type(value).__name__
@@ -55,7 +60,8 @@ def test_a_bulk_loaded_discussion_is_what_posting_leaves(storage, threaded, sett
         loaded, live = (manager.collection.find_one({"_id": d}) for d in (1, 2))
         assert (loaded["count"], loaded["bytes"]) == (live["count"], live["bytes"])
     if storage == "bucketed":
-        loaded, live = (manager.discussions.find_one({"_id": d}, {"_id": 0}) for d in (1, 2))
+        loaded, live = (manager.discussions.find_one({"_id": d}, {"_id": 0, **dict.fromkeys(_POST_BOOKKEEPING, 0)})
+                        for d in (1, 2))
         assert loaded == live
 
 
