@@ -139,7 +139,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     def next_seq(self, discussion_id: int, comment_ids: list[str], pending: dict | None = None) -> tuple[int, int]:
         """(the last sequence number taken for `comment_ids`, the discussion's bucket size); creates
         the discussion at the first post. `pending` ({id: element}) is recorded in the same write."""
-        update = {"$inc": {"count": len(comment_ids)}, "$setOnInsert": new_head(), "$push": numbered_push(comment_ids[-NUMBERED_KEPT:])}
+        update = {"$inc": {"count": len(comment_ids)}, "$setOnInsert": new_head(),
+                  "$push": numbered_push(comment_ids[-NUMBERED_KEPT:])}
         if pending:
             update["$set"] = {f"pending.{cid}": element for cid, element in pending.items()}
         meta = self.discussions.find_one_and_update({"_id": discussion_id}, update, projection={"count": 1, "size": 1},
