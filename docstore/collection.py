@@ -26,7 +26,7 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from docstore import keys as K
 from docstore import planner as P
 from docstore import semantics as S
-from docstore.executor import ID_INDEX, Executor, Query, decode, index_entries
+from docstore.executor import ID_INDEX, Aware, Executor, Query, decode, index_entries
 from docstore.storage import IndexInfo
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
@@ -122,6 +122,8 @@ class Collection:
         return self._store.collection(self.name)
 
     def _out(self, doc):
+        if type(doc) is Aware:
+            return dict(doc)  # decoded as the reader sees it (Executor.fetch)
         return S.aware(doc) if self.database.client.tz_aware else doc
 
     # --- reads -------------------------------------------------------------------------------------
@@ -713,7 +715,7 @@ class Cursor:
     def _query(self):
         limit = abs(self._limit)
         return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
-                     self._hint)
+                     self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection))
 
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""

@@ -4,6 +4,7 @@ documents read) for `explain("executionStats")`."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import heapq
 import itertools
 import threading
@@ -19,6 +20,8 @@ from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
+# What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
+AWARE_CODEC = CodecOptions(tz_aware=True, tzinfo=_dt.UTC)
 TRIAL_WORKS = 10000  # a candidate plan's trial ends after this much work (server: max(10000, 0.29 x documents))
 FIRST_BATCH = 101  # the server's default first batch: a trial ends when a plan produced it
 REPLAN_FACTOR = 10  # server: a cached plan that needs more than 10x the works it won with is evicted and replanned
@@ -27,6 +30,13 @@ PLAN_CACHE_ENTRIES = 5000
 
 def decode(blob: bytes) -> dict:
     return bson.decode(blob, CODEC)
+
+
+class Aware(dict):
+    """A document decoded for the reader as it will see it (dates aware UTC): the cursor hands it
+    on without walking it again (semantics.aware). Only its top level carries the mark."""
+
+    __slots__ = ()
 
 
 @dataclass
@@ -40,6 +50,9 @@ class Query:
     count_only: bool = False
     write: bool = False
     distinct: str | None = None  # an aggregation's `$group` on this field with only `$first`: DISTINCT_SCAN
+    # The results go to a tz-aware reader unmatched and unsorted here: a document whose index keys
+    # answered the whole filter, in index order, is decoded once as the reader sees it (Aware).
+    aware: bool = False
 
 
 @dataclass
@@ -157,10 +170,14 @@ class Executor:
 
     # --- fetching -------------------------------------------------------------------------------
 
-    def fetch(self, rid: int, stats: Stats) -> dict | None:
+    def fetch(self, rid: int, stats: Stats, *, aware: bool = False) -> dict | None:
         row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
-        return decode(row[0]) if row else None
+        if not row:
+            return None
+        # One C decode of a large document costs a fraction of walking it afterwards to make its
+        # dates aware (an 8 MB discussion document: about 75 ms against about 400 ms).
+        return Aware(bson.decode(row[0], AWARE_CODEC)) if aware else decode(row[0])
 
     # --- index ranges ------------------------------------------------------------------------------
 
@@ -388,7 +405,7 @@ class Executor:
                 if ordered and matched <= skip:
                     yield None  # SKIP below FETCH: a skipped key's document is not read
                     continue
-                doc = as_doc(row) if covered else self.fetch(rid, stats)
+                doc = as_doc(row) if covered else self.fetch(rid, stats, aware=self.q.aware and ordered)
                 if doc is None:
                     yield None
                     continue

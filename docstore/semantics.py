@@ -147,7 +147,18 @@ def normalize_projection(projection):
     return projection
 
 
+def compares(projection) -> bool:
+    """Whether a projection compares the document's values with its own (`$elemMatch`) or with the
+    query's (a positional `field.$`): those compare the engine's naive dates, so the document is
+    projected as the engine holds it and made aware afterwards."""
+    if not projection:
+        return False
+    return any(k.endswith(".$") or (isinstance(v, dict) and "$elemMatch" in v) for k, v in projection.items())
+
+
 def project(doc: dict, projection) -> dict:
+    """`doc` projected; a document decoded for the reader (executor.Aware) keeps that mark
+    through the projections below that hand on its values."""
     if not projection:
         return doc
     scratch = _scratch()
@@ -157,18 +168,23 @@ def project(doc: dict, projection) -> dict:
         # Every caller hands over a document of its own (decoded for this read, or copied): a shallow
         # copy is enough, as $slice replaces the arrays it cuts (a deep copy of an 8 MB discussion
         # document cost more than decoding it).
-        copied = dict(doc)
+        copied = type(doc)(doc)
         scratch._apply_projection_operators(operators, doc, copied)
         if fields.get("_id", 1) in (0, False):
             copied.pop("_id", None)
         return copied
     included = [k for k, v in fields.items() if k != "_id"]
-    if included and all("." not in k and not k.startswith("$") and v in (1, True) and type(v) in (int, bool)
+    sliced = {k: v for k, v in fields.items() if isinstance(v, dict) and set(v) == {"$slice"}}
+    if included and all("." not in k and not k.startswith("$") and (k in sliced or (v in (1, True) and type(v) in (int, bool)))
                         for k, v in fields.items() if k != "_id") and fields.get("_id", 1) in (0, 1, False, True):
-        # Top-level fields included (server: `_id` too unless excluded), in the document's order; the
+        # Top-level fields included (server: `_id` too unless excluded), in the document's order, and
+        # arrays among them cut by `$slice` (an inclusion projection: what it slices is included); the
         # document is the caller's own (see above), so its values are handed on, not copied.
         keep = set(included) | ({"_id"} if fields.get("_id", 1) not in (0, False) else set())
-        return {k: v for k, v in doc.items() if k in keep}
+        copied = type(doc)((k, v) for k, v in doc.items() if k in keep)
+        if sliced:
+            scratch._apply_projection_operators(sliced, doc, copied)
+        return copied
     return scratch._copy_only_fields(doc, fields, dict)
 
 
