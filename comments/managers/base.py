@@ -63,6 +63,7 @@ from __future__ import annotations
 import abc
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
@@ -230,14 +231,18 @@ def keyset_page(items: list[Comment], *, order: str, count: int, request: PageRe
                 page_size=request.page_size, extra=extra)
 
 
-def window(ordered: list[Comment], *, order: str, request: PageRequest, position: Position | None,
-           count: int | None = None) -> Page[Comment]:
-    """A page of an already ordered, complete list (strategies that load a discussion whole)."""
+def window(ordered: Sequence[Comment], *, order: str, request: PageRequest, position: Position | None,
+           count: int | None = None, keys: Sequence | None = None) -> Page[Comment]:
+    """A page of an already ordered, complete list (strategies that load a discussion whole).
+
+    `ordered` may build its items when sliced; `keys`, each item's `comment_key` in the same
+    order, then spares reading every item to place a cursor."""
     size = request.page_size
     if position is None:
         start = request.skip
     else:
-        ranks = [rank(order, comment_key(c, order)) for c in ordered]
+        ranks = [rank(order, key) for key in keys] if keys is not None else \
+            [rank(order, comment_key(c, order)) for c in ordered]
         if position.direction == FORWARD:
             start = bisect.bisect_right(ranks, rank(order, position.key))
         else:

@@ -54,6 +54,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import bson
 from django.conf import settings
 from pymongo import IndexModel, ReturnDocument
@@ -183,6 +185,25 @@ def _nested_element(ids: list[str], array="$replies") -> dict:
 
 def _chronological(element: dict):
     return (element["posted"], element["sort_key"])
+
+
+class _Built(Sequence):
+    """The comments of `elements` (in chronological order, so element i has seq i + 1) taken in
+    the order `positions` gives, each built from its element when read."""
+
+    def __init__(self, elements: list[dict], positions, discussion_id: int):
+        self.elements, self.positions, self.discussion_id = elements, positions, discussion_id
+
+    def __len__(self):
+        return len(self.positions)
+
+    def _build(self, i: int) -> Comment:
+        return from_element({**self.elements[i], "seq": i + 1}, self.discussion_id)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._build(i) for i in self.positions[index]]
+        return self._build(self.positions[index])
 
 
 class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
@@ -543,8 +564,9 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             doc = self._load(discussion_id)
         if doc is None:
             return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
-        return self._hinted(window(self._comments(doc, order, discussion_id), order=order, request=request,
-                                   position=position, count=doc["count"]), doc)
+        ordered, keys = self._lazy_ordered(doc, order, discussion_id)
+        return self._hinted(window(ordered, order=order, request=request, position=position, count=doc["count"],
+                                   keys=keys), doc)
 
     _HEAD = {"layout": 1, "count": 1, "pinned": 1, "moderated": 1, "ranked": 1}  # the document without its comments
 
@@ -612,6 +634,21 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         if order == THREADED:
             comments.sort(key=lambda c: c.sort_key)
         return comments
+
+    def _lazy_ordered(self, doc: dict, order: str, discussion_id: int) -> tuple[_Built, list]:
+        """What `_comments` gives, as a sequence that builds only the comments a page slices out,
+        and each one's key in `order` (a page of a 10,000-comment discussion builds 20 comments,
+        not 10,000)."""
+        chronological = list(iter_elements(doc))
+        if doc.get("layout") == NESTED:
+            chronological.sort(key=_chronological)
+        positions = range(len(chronological))  # chronological index: seq - 1
+        if order == THREADED:
+            positions = sorted(positions, key=lambda i: chronological[i]["sort_key"])
+            keys = [chronological[i]["sort_key"] for i in positions]
+        else:
+            keys = [i + 1 for i in positions]
+        return _Built(chronological, positions, discussion_id), keys
 
     def get(self, *, discussion_id, comment_id, threaded=False):
         # A flat document returns only the matching element; a nested one returns its tree to search.
