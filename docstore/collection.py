@@ -26,7 +26,8 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from docstore import keys as K
 from docstore import planner as P
 from docstore import semantics as S
-from docstore.executor import ID_INDEX, Aware, Executor, Query, decode, index_entries
+from docstore.cut import plan as cut_plan
+from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
 from docstore.storage import IndexInfo
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
@@ -715,7 +716,8 @@ class Cursor:
     def _query(self):
         limit = abs(self._limit)
         return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
-                     self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection))
+                     self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection),
+                     cut=self._projection if cut_plan(self._projection) is not None else None)
 
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
@@ -748,7 +750,8 @@ class Cursor:
     def _fill(self, n: int) -> None:
         got = 0
         for doc in self._stream:
-            self._results.append(self.collection._out(S.project(doc, self._projection)))
+            self._results.append(dict(doc) if type(doc) is Projected else
+                                 self.collection._out(S.project(doc, self._projection)))
             got += 1
             if got >= n:
                 return

@@ -16,6 +16,7 @@ from bson.codec_options import CodecOptions
 
 from docstore import keys as K
 from docstore import planner as P
+from docstore.cut import cut
 from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo
 
@@ -39,6 +40,13 @@ class Aware(dict):
     __slots__ = ()
 
 
+class Projected(dict):
+    """A document cut to the query's projection on its stored bytes (docstore.cut) and decoded as
+    its reader sees it: the cursor hands it on as it is."""
+
+    __slots__ = ()
+
+
 @dataclass
 class Query:
     filter: dict = field(default_factory=dict)
@@ -53,6 +61,9 @@ class Query:
     # The results go to a tz-aware reader unmatched and unsorted here: a document whose index keys
     # answered the whole filter, in index order, is decoded once as the reader sees it (Aware).
     aware: bool = False
+    # Those results' projection, when docstore.cut serves it: what they send is cut from the stored
+    # bytes and only that is decoded (Projected).
+    cut: dict | None = None
 
 
 @dataclass
@@ -170,14 +181,25 @@ class Executor:
 
     # --- fetching -------------------------------------------------------------------------------
 
-    def fetch(self, rid: int, stats: Stats, *, aware: bool = False) -> dict | None:
+    def fetch(self, rid: int, stats: Stats, *, final: bool = False) -> dict | None:
+        """The document `rid`; `final`: as the reader gets it, when nothing here reads it again
+        (the index keys answered the whole filter, in the order asked for)."""
         row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
             return None
+        if not final:
+            return decode(row[0])
+        codec = AWARE_CODEC if self.q.aware else CODEC
+        if self.q.cut is not None:
+            # Only what the projection sends is decoded: the count of an 8 MB discussion document, or
+            # twenty of its comments, costs microseconds instead of the whole document's decode.
+            kept = cut(row[0], self.q.cut)
+            if kept is not None:
+                return Projected(bson.decode(kept, codec))
         # One C decode of a large document costs a fraction of walking it afterwards to make its
         # dates aware (an 8 MB discussion document: about 75 ms against about 400 ms).
-        return Aware(bson.decode(row[0], AWARE_CODEC)) if aware else decode(row[0])
+        return Aware(bson.decode(row[0], AWARE_CODEC)) if self.q.aware else decode(row[0])
 
     # --- index ranges ------------------------------------------------------------------------------
 
@@ -405,7 +427,7 @@ class Executor:
                 if ordered and matched <= skip:
                     yield None  # SKIP below FETCH: a skipped key's document is not read
                     continue
-                doc = as_doc(row) if covered else self.fetch(rid, stats, aware=self.q.aware and ordered)
+                doc = as_doc(row) if covered else self.fetch(rid, stats, final=ordered)
                 if doc is None:
                     yield None
                     continue

@@ -29,6 +29,8 @@ from mongomock import helpers as _helpers
 from mongomock.filtering import filter_applies  # noqa: F401  (re-exported: the matcher)
 from pymongo.errors import WriteError
 
+from docstore.cut import slice_bounds
+
 MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 CONFLICTING_UPDATE_OPERATORS = 40
 BSON_OBJECT_TOO_LARGE = 10334
@@ -147,6 +149,21 @@ def normalize_projection(projection):
     return projection
 
 
+def _slice(operators: dict, doc: dict) -> None:
+    """Top-level `$slice` projections applied to `doc` in place, by the server's bounds (a negative
+    skip past the start starts at the first element: docstore.cut); a spec the server refuses is
+    refused as mongomock refuses it."""
+    for name, op in operators.items():
+        value = doc.get(name)
+        if not isinstance(value, list):
+            continue  # the server sends a field that is not an array as it is
+        bounds = slice_bounds(op["$slice"], len(value))
+        if bounds is None:
+            _scratch()._apply_projection_operators({name: op}, doc, doc)
+            continue
+        doc[name] = value[bounds[0]:bounds[1]]
+
+
 def compares(projection) -> bool:
     """Whether a projection compares the document's values with its own (`$elemMatch`) or with the
     query's (a positional `field.$`): those compare the engine's naive dates, so the document is
@@ -169,7 +186,7 @@ def project(doc: dict, projection) -> dict:
         # copy is enough, as $slice replaces the arrays it cuts (a deep copy of an 8 MB discussion
         # document cost more than decoding it).
         copied = type(doc)(doc)
-        scratch._apply_projection_operators(operators, doc, copied)
+        _slice(operators, copied)
         if fields.get("_id", 1) in (0, False):
             copied.pop("_id", None)
         return copied
@@ -182,8 +199,7 @@ def project(doc: dict, projection) -> dict:
         # document is the caller's own (see above), so its values are handed on, not copied.
         keep = set(included) | ({"_id"} if fields.get("_id", 1) not in (0, False) else set())
         copied = type(doc)((k, v) for k, v in doc.items() if k in keep)
-        if sliced:
-            scratch._apply_projection_operators(sliced, doc, copied)
+        _slice(sliced, copied)
         return copied
     return scratch._copy_only_fields(doc, fields, dict)
 
