@@ -24,8 +24,9 @@ The checks:
   Akismet's REST endpoint): "true" is HOLD, "true" with `X-akismet-pro-tip: discard` is
   REJECT. Off without a key. A timeout or an error lets the comment through (logged):
   an outage of a third party must not stop every comment.
-Editors (staff) skip the pipeline. An edit runs the same checks (`SpamGate.check_edit`);
-what a post would have held is refused for an edit (it cannot wait in the queue).
+Editors (`core.permissions.can_moderate`, not plain staff) skip the pipeline, when posting and
+when editing. An edit runs the same checks (`SpamGate.check_edit`); what a post would have held
+is refused for an edit (it cannot wait in the queue).
 """
 
 from __future__ import annotations
@@ -252,8 +253,9 @@ class SpamGate:
 
     def check_edit(self, *, topic, author, text):
         """An edit runs the same checks as a post; it cannot wait in a queue, so what a post
-        would have held is refused too (400, the comment keeps its text)."""
-        if author.is_staff:
+        would have held is refused too (400, the comment keeps its text). Editors skip the checks,
+        as they do when posting."""
+        if can_moderate(author):
             return
         verdict = spam_verdict(submission_of(topic=topic, author=author, text=text))
         if verdict.action != ACCEPT:

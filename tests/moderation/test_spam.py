@@ -231,3 +231,21 @@ def test_admin_edits_the_word_lists(client, editor):
     assert r.status_code == 302
     assert SpamWord.objects.get().word == "free money"
     assert spam.spam_verdict(sub("FREE money inside")).action == spam.HOLD
+
+
+def test_an_edit_skips_the_checks_on_the_same_permission_as_a_post(topic, make_user, editor):
+    """Staff without the moderation permission are checked, when posting and when editing; an
+    editor (the permission) skips the checks on both."""
+    from comments import services
+
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    staff = make_user("staff", is_staff=True)
+    with pytest.raises(spam.SpamRejected):
+        services.comment_create(topic=topic, author=staff, text="casino night")
+    comment = services.comment_create(topic=topic, author=staff, text="an honest remark")
+    with pytest.raises(spam.SpamRejected, match="Not changed"):
+        services.comment_edit(topic=topic, comment_id=comment.id, text="casino night", user=staff)
+
+    services.comment_create(topic=topic, author=editor, text="casino night at the office")
+    own = services.comment_create(topic=topic, author=editor, text="a remark")
+    services.comment_edit(topic=topic, comment_id=own.id, text="a remark on casino night", user=editor)
