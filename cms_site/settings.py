@@ -55,7 +55,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "cms_site",
+    "cms_site",  # the project wiring; its migrations are the history of models that moved to the apps
+    "core",  # shared infrastructure: its MongoDB commands (mongo_indexes, mongo_shard, mongo_copy)
     "accounts",  # before allauth: its templates (accounts/templates) restyle allauth's pages
     "allauth",
     "allauth.account",
@@ -68,6 +69,8 @@ INSTALLED_APPS = [
     "notifications",
     "moderation",
     "bench",  # the benchmark harness: `manage.py bench` (docs/benchmarks.md); no models, no URLs
+    "integrity",  # `manage.py integrity`: the cross-app check of derived views; no models, no URLs
+    "demo",  # `manage.py load_demo` and `rundemo`: the demo content; no models, no URLs
 ]
 
 MIDDLEWARE = [

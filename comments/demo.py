@@ -1,4 +1,4 @@
-"""Demo comments for `make run` (called by cms_site.demo.load_demo after people, topics
+"""Demo comments for `make run` (called by demo.loader.load_demo after people, topics
 and the social graph).
 
 Every topic whose discussion is empty gets comments and replies several levels deep

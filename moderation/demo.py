@@ -1,4 +1,4 @@
-"""Demo moderation for `make run` (called by cms_site.demo.load_demo after the comments):
+"""Demo moderation for `make run` (called by demo.loader.load_demo after the comments):
 the demo's editor in the Editors group, and something in every tab of the queue an editor
 opens at /moderation/.
 

@@ -1,4 +1,4 @@
-"""Demo social graph for `make run` (called by cms_site.demo.load_demo after people and topics).
+"""Demo social graph for `make run` (called by demo.loader.load_demo after people and topics).
 
 - the demo people follow each other (each follows the next three, through the live
   follow service, so their followers' feeds get `follow` activities) and the editor;

@@ -1,4 +1,4 @@
-"""Demo topics for `make run` (called by cms_site.demo.load_demo after the people).
+"""Demo topics for `make run` (called by demo.loader.load_demo after the people).
 
 Got-or-created by slug, so a restart keeps the rows and their ids (the MongoDB
 discussion ids). `ctx.topics` gets the live topics only: the social and comments

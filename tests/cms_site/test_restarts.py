@@ -29,7 +29,7 @@ pytestmark = pytest.mark.restarts
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
-TOPIC = "welcome-to-commons"  # a demo topic (cms_site/demo.py)
+TOPIC = "welcome-to-commons"  # a demo topic (demo/loader.py)
 PASSWORD = "commons-demo"
 
 

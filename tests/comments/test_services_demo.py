@@ -2,10 +2,10 @@
 
 import pytest
 
-from cms_site import demo as cms_demo
 from comments import demo, selectors
 from comments.managers import manager_for
 from core.paging import PageRequest
+from demo import loader as demo_loader
 from topics import demo as topics_demo
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def test_demo_loads_deep_threads_and_full_buckets_once(settings):
     lines = []
-    ctx = cms_demo._people(lines.append)
+    ctx = demo_loader.load_people(lines.append)
     topics_demo.load(ctx, lines.append)
     demo.load(ctx, lines.append)
     counts = {t.slug: manager_for(t.comment_storage).count(discussion_id=t.discussion_id) for t in ctx.topics}

@@ -103,7 +103,7 @@ def test_mongo_shard_creates_the_supporting_indexes_before_sharding(mongo_db, mo
 
     from django.core.management import call_command
 
-    from cms_site.management.commands import mongo_shard
+    from core.management.commands import mongo_shard
 
     calls = []
 
@@ -140,7 +140,7 @@ def test_mongo_shard_refines_a_key_an_older_release_applied(mongo_db, monkeypatc
 
     from django.core.management import call_command
 
-    from cms_site.management.commands import mongo_shard
+    from core.management.commands import mongo_shard
 
     calls = []
     older = {"social_feed_items": {"owner": 1}, "notifications": {"r": 1}, "comments": {"discussion_id": "hashed"},

@@ -22,8 +22,8 @@ import os
 
 import pytest
 
-from cms_site.integrity import CHECKS, integrity
 from core.errors import ServiceError
+from integrity.services import CHECKS, integrity
 from tests.faults import conftest
 from tests.faults.harness import KINDS, InjectedError, ProcessKilled, replay_failures
 from tests.faults.scenarios import SCENARIOS

@@ -8,10 +8,10 @@ from bson import ObjectId
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from cms_site.integrity import FEEDS, GROUPS, integrity
 from comments.managers.base import DELETED
 from comments.selectors import comment_manager, comment_stored_pages
 from comments.services import comment_create, comment_like, comment_status_store
+from integrity.services import FEEDS, GROUPS, integrity
 from notifications.managers import NotificationManager
 from search.managers import CommentSearchManager
 from social.feeds import get_feed

@@ -142,9 +142,9 @@ def test_editors_are_never_banned_and_never_held(topic, editor, make_editor):
 
 
 def test_the_demo_editor_is_an_editor(client, make_user, make_topic):
-    from cms_site import demo as cms_demo
+    from demo import loader as demo_loader
 
-    ctx = cms_demo._people(lambda line: None)
+    ctx = demo_loader.load_people(lambda line: None)
     ctx.editor.is_superuser = False  # the group, not superuser status, makes the editor
     ctx.editor.save()
     demo.load(ctx, lambda line: None)

@@ -1,11 +1,11 @@
 """manage.py integrity [--repair] [--topic SLUG ...] [--user USERNAME ...] [--batch N] [--grace SECONDS]:
-see cms_site/integrity.py and docs/deploy.md ("Integrity")."""
+see integrity/services.py and docs/deploy.md ("Integrity")."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from cms_site.integrity import CHECKS, integrity
 from comments.services import GAP_GRACE_SECONDS
+from integrity.services import CHECKS, integrity
 from topics.models import Topic
 
 

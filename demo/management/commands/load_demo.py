@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from cms_site.demo import load_demo
+from demo.loader import load_demo
 
 
 class Command(BaseCommand):

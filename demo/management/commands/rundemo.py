@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from cms_site.demo import load_demo
 from core.managers import ensure_indexes
 from core.mongo import is_embedded
+from demo.loader import load_demo
 
 
 class Command(BaseCommand):

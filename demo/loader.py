@@ -1,5 +1,6 @@
-"""Demo content for `make run`: people here; topics, the social graph and comments
-come from `topics.demo`, `social.demo` and `comments.demo`, called in order by `load_demo`.
+"""Demo content for `make run`: people here; topics, the social graph, comments and the
+moderation queue come from `topics.demo`, `social.demo`, `comments.demo` and `moderation.demo`,
+called in order by `load_demo`.
 
 Every step is idempotent: rows are got-or-created, and MongoDB content is loaded only
 where MongoDB has none. The embedded engine keeps its data in its file across restarts,
@@ -26,7 +27,7 @@ class DemoContext:
     topics: list = field(default_factory=list)
 
 
-def _people(out) -> DemoContext:
+def load_people(out) -> DemoContext:
     User = get_user_model()
     editor, created = User.objects.get_or_create(
         username="editor", defaults={"is_staff": True, "is_superuser": True, "email": "editor@example.com"}
@@ -47,7 +48,7 @@ APP_STEPS = ["topics.demo", "social.demo", "comments.demo", "moderation.demo"]
 
 
 def load_demo(out=print) -> DemoContext:
-    ctx = _people(out)
+    ctx = load_people(out)
     for module_name in APP_STEPS:
         try:
             module = importlib.import_module(module_name)

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    """Shared infrastructure as an app for its MongoDB commands (`mongo_indexes`, `mongo_shard`,
+    `mongo_copy`), which find every manager through `core.managers`' registry; no models, no URLs."""
+
+    name = "core"
+    verbose_name = "Core"
