@@ -11,7 +11,8 @@ def test_get_db_follows_settings_at_call_time(settings, mongo_db):
 
 
 def test_bulk_write_upserts_with_inc_and_push_slice(mongo_db):
-    # The seed-004 write: one round trip, upserts, $inc, $push with $slice.
+    # The write of seeds/004_d286869db7b63c27.txt (its like flows): one bulkWrite round trip of
+    # upserts with $inc and $push with $slice.
     flows = mongo_db.probe_flows
     ops = [UpdateOne({"user": 1, "day": d}, {"$inc": {"n": 1}, "$push": {"who": {"$each": [d], "$slice": -2}}},
                      upsert=True) for d in (1, 1, 1, 2)]
