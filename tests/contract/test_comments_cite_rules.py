@@ -2,7 +2,8 @@
 its file name such as `seeds/004_d286869db7b63c27.txt`), never an issue, audit or finding
 number, nor a bare seed number: a reader of the repository cannot look those up. Read in the
 comments of the project's Python, CSS, JavaScript and HTML (templates) files, not in the
-third-party files it vendors."""
+third-party files it vendors, and in the whole text of the README and docs/ (read by people
+without the tracker)."""
 
 import ast
 import io
@@ -113,3 +114,12 @@ def test_no_css_js_or_html_comment_cites_an_issue_audit_or_seed_number(suffix):
              for path in files
              for line, text in other_citations(path.read_text(encoding="utf-8"), suffix)]
     assert found == [], "cite the rule itself, not a number:\n" + "\n".join(found)
+
+
+def test_no_page_of_the_docs_cites_an_issue_audit_or_seed_number():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r}"
+             for path in pages
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for match in CITATION.finditer(line)]
+    assert found == [], "name the rule or the seed file, not a number:\n" + "\n".join(found)
