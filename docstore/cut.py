@@ -15,7 +15,8 @@ in one move) and returns a smaller BSON document holding what the projection kee
   when negative, limit positive) on an array, as the server cuts it; a `$slice` on a field
   that is not an array sends the field as it is (the server's behaviour).
 
-Any other projection (dotted paths, exclusions, `$elemMatch`, positional `$`, `$meta`)
+When what is kept is most of the document, None too: decoding it whole costs less than copying
+it first. Any other projection (dotted paths, exclusions, `$elemMatch`, positional `$`, `$meta`)
 returns None: the caller decodes the whole document and projects it (semantics.project).
 Format: BSON specification 1.1 (bsonspec.org), elements `type name\\0 value`.
 """
@@ -120,16 +121,20 @@ def cut(blob: bytes, projection) -> bytes | None:
     if shape is None:
         return None
     keep_all, kept, slices = shape
-    parts = []
+    parts, cut_any = [], False
     for kind, name, start, value_start, end in elements(blob):
         key = name.decode()
         if not keep_all and key not in kept:
+            cut_any = True
             continue
         if key in slices and kind == _ARRAY:
             part = _sliced_array(blob, kind, name, value_start, slices[key])
             if part is None:
                 return None
             parts.append(part)
+            cut_any = True
         else:
             parts.append(blob[start:end])
+    if not cut_any or sum(map(len, parts)) > len(blob) // 2:
+        return None  # most of the document is sent: decoding it whole costs less than copying it first
     return _document(parts)
