@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from allauth.account.models import EmailAddress
+from django.db.models.functions import Lower
 
 from accounts.parts import account_parts
 
@@ -27,6 +28,23 @@ def me(*, user) -> Me:
         bool(email) and EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists())
     return Me(username=user.username, email=email, email_verified=verified, date_joined=user.date_joined)
 
+
+def users_with_verified_email(emails) -> dict[str, list[tuple[int, str]]]:
+    """The active users who confirmed each of `emails` (allauth `EmailAddress` rows with
+    `verified`), matched ignoring case: {lower-cased address: [(pk, username), ...]}; an address
+    nobody confirmed is absent. An address typed into a form and never confirmed proves nothing
+    and claims nothing; neither does the user row's `email`. One query."""
+    wanted = {e.strip().lower() for e in emails if e and e.strip()}
+    if not wanted:
+        return {}
+    rows = (EmailAddress.objects.filter(verified=True, user__is_active=True)
+            .annotate(email_lower=Lower("email")).filter(email_lower__in=wanted)
+            .values_list("email_lower", "user_id", "user__username").distinct())
+    found: dict[str, list[tuple[int, str]]] = {}
+    for email, pk, username in rows:
+        if (pk, username) not in found.setdefault(email, []):
+            found[email].append((pk, username))
+    return found
 
 
 def export(*, user) -> dict:

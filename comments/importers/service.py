@@ -23,9 +23,10 @@ entered but not marked done (an interrupted run) is looked up by its id and stor
 with the same id and placement. Running the same import again after an interruption completes
 the topic it stopped in; running it after a complete run imports nothing.
 
-Authors: a user whose e-mail equals the source's (case-insensitive, exactly one such active
-user) is the author; our own JSON Lines export also matches by username. Everyone else is a
-guest author: the name only, no account (`Author.id` None). See docs/import.md.
+Authors: a user who confirmed the source's e-mail address (a verified allauth `EmailAddress`,
+case-insensitive, exactly one such active user) is the author; our own JSON Lines export also
+matches by username. Everyone else is a guest author: the name only, no account (`Author.id`
+None). See docs/import.md.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models.functions import Lower
 from django.utils.text import slugify
 
+from accounts.selectors import users_with_verified_email
 from comments import signals
 from comments.ids import new_comment_id
 from comments.importers.formats import READERS
@@ -271,15 +272,13 @@ class _Writer:
     # --- authors ---
 
     def authors(self, docs: list[dict]) -> None:
-        """Fill the user cache for the e-mails and usernames of `docs` (at most two queries)."""
+        """Fill the user cache for the e-mails and usernames of `docs` (at most two queries). An e-mail
+        matches only an address its user confirmed (allauth's verified `EmailAddress`), never the
+        user row's `email`: anyone can type an address into a sign-up form."""
         User = get_user_model()
         emails = {d["email"].strip().lower() for d in docs if d.get("email")} - set(self.users)
         if emails:
-            found: dict[str, list[tuple[int, str]]] = {}
-            rows = (User.objects.filter(is_active=True).annotate(email_lower=Lower("email"))
-                    .filter(email_lower__in=emails).values_list("email_lower", "pk", "username"))
-            for email, pk, username in rows:
-                found.setdefault(email, []).append((pk, username))
+            found = users_with_verified_email(emails)
             for email in emails:
                 matches = found.get(email, [])
                 self._remember(email, matches[0] if len(matches) == 1 else None)  # two users, one e-mail: nobody

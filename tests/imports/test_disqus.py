@@ -8,7 +8,7 @@ from comments.managers import manager_for
 from comments.managers.imports import CommentImportManager
 from search.managers import CommentSearchManager
 from tests.comments.support import LAYOUTS
-from tests.imports.support import FIXTURES, run_import, shape, stored, utc
+from tests.imports.support import FIXTURES, confirm_email, run_import, shape, stored, utc
 from topics.models import Topic
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ EXPECTED_EXISTING = [
 def site(make_user, editor):
     editor.is_superuser = True
     editor.save()
-    return make_user("alice", email="alice@example.org")
+    return confirm_email(make_user("alice", email="alice@example.org"))
 
 
 @pytest.mark.parametrize("storage,order", LAYOUTS, ids=[f"{s}-{o}" for s, o in LAYOUTS])

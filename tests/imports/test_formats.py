@@ -8,7 +8,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.db import connection
 
-from tests.imports.support import FIXTURES, run_import, shape, utc
+from tests.imports.support import FIXTURES, confirm_email, run_import, shape, utc
 from topics.models import Topic
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ def superuser(editor):
 
 
 def test_wordpress(make_user):
-    zoe = make_user("zoe", email="zoe@example.org")
+    zoe = confirm_email(make_user("zoe", email="zoe@example.org"))
     out = run_import("wxr", FIXTURES / "wordpress.xml")
     assert "6 imported" in out and "1 duplicate ids" in out and "2 skipped" in out
     assert "comment 7 is a pingback" in out and "comment 8: unreadable date 'yesterday'" in out
@@ -79,7 +79,7 @@ def test_xtd_malformed_json_names_the_record():
 def test_xtd_from_a_database_alias(make_user):
     from django.contrib.contenttypes.models import ContentType
 
-    make_user("ingrid", email="INGRID@example.org")
+    confirm_email(make_user("ingrid", email="INGRID@example.org"))
     post = ContentType.objects.get_or_create(app_label="blog", model="post")[0]
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE django_comments (id integer PRIMARY KEY, content_type_id integer, object_pk text, "
@@ -156,7 +156,7 @@ def _isso(path):
 
 def test_isso(tmp_path, make_user, make_topic):
     mine = make_topic("embedded", "threaded", title="Mine", slug="mine")
-    ida = make_user("ida", email="ida@example.org")
+    ida = confirm_email(make_user("ida", email="ida@example.org"))
     path = tmp_path / "comments.db"
     _isso(path)
     out = run_import("isso", path)
