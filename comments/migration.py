@@ -67,6 +67,7 @@ from core.errors import Conflict, InvalidInput, ServiceError
 log = logging.getLogger(__name__)
 
 BUCKETED = "bucketed"
+DOCUMENT = "document"
 EMBEDDED = "embedded"
 _POLL = 0.02  # seconds between two looks at a migration's state
 _REPLAY_ROUNDS = 20  # replays before the seal; the seal's replay then runs until the log is empty
@@ -90,6 +91,14 @@ def _topics():
 
 def _stored_storage(topic) -> str:
     return _topics().filter(pk=topic.pk).values_list("comment_storage", flat=True).first() or topic.comment_storage
+
+
+def outgrown_target(topic) -> str:
+    """Where a growing embedded discussion moves by itself: a strategy that keeps the order its
+    readers see. Bucketed storage keeps posting order only (the case study leaves threading in
+    buckets out), so a threaded discussion moves to one document per comment (threaded by
+    `full_slug`) and a chronological one to buckets (a page is one or two bucket reads)."""
+    return DOCUMENT if topic.comment_order == "threaded" else BUCKETED
 
 
 # --- writers -----------------------------------------------------------------------------

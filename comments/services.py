@@ -200,9 +200,10 @@ def comment_store_held(*, topic, author, text: str, parent: str | None, comment_
 def _post(topic, w, author, text: str, parent_comment: Comment | None,
           comment_id: str | None = None) -> tuple[Comment, CommentManager]:
     """Store the comment where the discussion lives now (comments.migration routes it). An embedded
-    discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to bucketed
-    storage and the comment is stored there once it has moved (a 503 with Retry-After, nothing
-    stored, only when the move outlasts COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
+    discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to a strategy
+    that keeps its order (comments.migration.outgrown_target) and the comment is stored there once
+    it has moved (a 503 with Retry-After, nothing stored, only when the move outlasts
+    COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
     Returns the comment and the manager that stored it."""
     fields = dict(discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
                   parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
@@ -237,7 +238,8 @@ _OUTGROWN_EVERY = 100  # past the threshold, the move is asked for again every t
 
 def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
     """An embedded discussion that reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments is moved to
-    bucketed storage before it reaches its size bound (a task, through `discussion_outgrown`)."""
+    document or bucketed storage (the one that keeps its order) before it reaches its size bound
+    (a task, through `discussion_outgrown`)."""
     at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
     if storage == EMBEDDED and at and comment.seq >= at and (comment.seq - at) % _OUTGROWN_EVERY == 0:
         signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)

@@ -21,7 +21,7 @@ from django.core.management.base import CommandError
 
 from comments import services, signals
 from comments.managers import manager_for
-from comments.managers.base import CHRONOLOGICAL, DELETED
+from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED
 from comments.managers.likes import CommentLikeManager
 from comments.managers.migrations import DONE, CommentMigrationManager
 from comments.migration import DiscussionMoving, comment_storage_migrate
@@ -328,17 +328,31 @@ def test_a_growing_embedded_discussion_moves_itself_and_keeps_accepting_comments
     # "threshold": the setting moves it before the bound; "full": a threshold it never reaches,
     # so the post that finds it full asks for the move and is stored once it has moved.
     settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 12 if trigger == "threshold" else 10_000
-    seqs = {}
+    seqs, parents = {}, {}
     for i in range(45):
-        comment = services.comment_create(topic=topic, author=users[i % 3], text=f"comment number {i} " + "x" * 200)
-        seqs[comment.id] = comment.seq
+        # Threaded: every third comment answers an earlier one, so threaded order is not posting order.
+        parent = list(seqs)[i // 2] if order == "threaded" and i % 3 == 2 else None
+        comment = services.comment_create(topic=topic, author=users[i % 3], text=f"comment number {i} " + "x" * 200,
+                                          parent=parent)
+        seqs[comment.id], parents[comment.id] = comment.seq, parent
         if full_at is None and Topic.objects.get(pk=topic.pk).comment_storage != "embedded":
             full_at = i
     assert full_at is not None and full_at < 30
     topic.refresh_from_db()
-    assert topic.comment_storage == "bucketed" and topic.comment_order == "chronological"
+    # It keeps the order its readers see: threaded moves to document storage (bucketed keeps
+    # posting order only), chronological to buckets.
+    assert topic.comment_order == order
+    assert topic.comment_storage == ("document" if order == "threaded" else "bucketed")
     assert [c.id for c in everything(topic)] == list(seqs)
     assert [c.seq for c in everything(topic)] == list(range(1, 46))
+    if order == "threaded":  # readers still get each comment followed by its replies, oldest first
+        def subtree(cid):
+            return [cid, *(i for child in seqs if parents[child] == cid for i in subtree(child))]
+
+        expected = [i for top in seqs if parents[top] is None for i in subtree(top)]
+        page = manager_for(topic.comment_storage).page(discussion_id=topic.discussion_id, order=THREADED,
+                                                        request=PageRequest(page=1, page_size=100), threaded=True)
+        assert [c.id for c in page.items] == expected != list(seqs)
     clean, output = integrity_clean(topic)
     assert clean, output
 
