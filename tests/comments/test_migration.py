@@ -1,7 +1,9 @@
 """Moving a discussion between storage strategies while people write (comments/migration.py).
 
 Several writer threads post, reply, like, unlike, edit and delete through the services while
-`comment_storage_migrate` runs; afterwards nothing is lost, doubled or reordered, ids and
+`comment_storage_migrate` runs, and reader threads page the discussion (by page number and by
+cursor, through the topic page's selector) all along: every page answers, with no id twice on
+a page and a count that never goes down; afterwards nothing is lost, doubled or reordered, ids and
 numbers are the ones the writers were given, counts equal the lists, likes equal the like
 edges, and `manage.py integrity` reports nothing. A migration stopped after each of its steps
 and run again converges; a growing embedded discussion moves by itself and keeps accepting
@@ -18,8 +20,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import DEFAULT_DB_ALIAS, connections
 
-from comments import services, signals
+from comments import selectors, services, signals
 from comments.managers import manager_for
 from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED
 from comments.managers.likes import CommentLikeManager
@@ -157,6 +160,91 @@ class Writers:
             self.stop.wait(0.01)
 
 
+class Readers:
+    """Threads reading the topic's comment pages as visitors do, through the selector the topic
+    page uses: each request resolves the topic's row again (so a read sees the switch when it
+    happens) and asks for one page, by number (1, 2, ... to the last, then again) or by cursor
+    (page 1, then each page's `next` to the end, then again), in the order the walk began with
+    (the topic's, as a visitor landing on the page; a link carries it). Records every problem:
+    an error, an id twice on one page, a count lower than one read before it."""
+
+    PAGE_SIZE = 10
+    PAUSE = 0.005  # seconds between two pages: readers share the GIL with the writers and the move
+
+    def __init__(self, topic, *, modes=("number", "cursor")):
+        self.topic_pk = topic.pk
+        # The topic row lives in the test's open transaction: readers use its connection (as
+        # Django's live server thread does), so they see the switch when the migration makes it.
+        self.connection = connections[DEFAULT_DB_ALIAS]
+        self.stop = threading.Event()
+        self.errors: list[str] = []
+        self.pages = 0
+        self.storages: set[str] = set()  # the strategies the reads were answered from
+        self.states: set[str] = set()  # the migration's states while pages were read
+        self.threads = [threading.Thread(target=self.run, args=(mode,), daemon=True) for mode in modes]
+
+    def read(self, order, number: int, cursor):
+        topic = Topic.objects.get(pk=self.topic_pk)
+        if order is not None and order not in selectors.comment_orders(topic=topic):
+            return topic, None  # the move to bucketed made the topic chronological: the page starts over
+        page = selectors.comment_page(topic=topic, order=order, cursor=cursor,
+                                      request=PageRequest(page=number, page_size=self.PAGE_SIZE))
+        return topic, page
+
+    def run(self, mode: str) -> None:
+        connections[DEFAULT_DB_ALIAS] = self.connection
+        count = 0
+        while not self.stop.is_set():
+            order, number, cursor = None, 1, None
+            while not self.stop.is_set():
+                where = f"{mode} walk, {order or 'default'} order, page {number}, cursor {cursor!r}"
+                try:
+                    topic, page = self.read(order, number, cursor)
+                except Exception as exc:  # noqa: BLE001  every page must answer
+                    self.errors.append(f"{where}: {exc!r}")
+                    return
+                if page is None:
+                    break
+                self.pages += 1
+                self.storages.add(topic.comment_storage)
+                state = CommentMigrationManager().get(topic.discussion_id)
+                self.states.add(state["state"] if state else "none")
+                ids = [c.id for c in page.items]
+                if len(ids) != len(set(ids)):
+                    self.errors.append(f"{where}: an id twice on one page: {ids}")
+                if page.count < count:
+                    self.errors.append(f"{where}: the count went down from {count} to {page.count}")
+                count = max(count, page.count)
+                order = page.extra["order"]
+                self.stop.wait(self.PAUSE)
+                if mode == "cursor":
+                    cursor = page.extra.get("next")
+                    if not cursor:
+                        break
+                    number += 1
+                else:
+                    if number >= page.num_pages:
+                        break
+                    number += 1
+
+    def wait_pages(self, n: int) -> None:
+        target = self.pages + n
+        while self.pages < target and not self.errors and any(t.is_alive() for t in self.threads):
+            self.stop.wait(0.01)
+
+    def __enter__(self):
+        self.connection.inc_thread_sharing()
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(60)
+        self.connection.dec_thread_sharing()
+
+
 def seed(topic, users, n: int = 60) -> dict[str, int]:
     """`n` comments (a third of them replies where the order allows), a few liked: {id: seq}."""
     threaded = topic.comment_order == "threaded"
@@ -227,11 +315,17 @@ def test_a_migration_under_concurrent_writers_loses_doubles_and_reorders_nothing
     users = [make_user() for _ in range(6)]
     topic = make_topic(source, order)
     before = seed(topic, users)
-    with Writers(topic, users, replies=order == "threaded") as writers:
+    with Readers(topic) as readers, Writers(topic, users, replies=order == "threaded") as writers:
         writers.wait_ops(20)
+        readers.wait_pages(5)
         report = comment_storage_migrate(topic=topic, to=target, batch=7)
         writers.wait_ops(20)
+        readers.wait_pages(5)
     assert not writers.errors, writers.errors
+    # Pages answered throughout the move, from the source and then from the target.
+    assert not readers.errors, readers.errors
+    assert readers.storages == {source, target}, readers.storages
+    assert "copying" in readers.states, readers.states
     assert report.copied >= len(before) and writers.posted
     # `quiet` kept the search index out; a like and an unlike racing may leave `latest_likers` in
     # another order than the edges' times with or without a migration (the counts are checked above).
