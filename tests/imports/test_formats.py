@@ -1,6 +1,7 @@
 """WordPress WXR, django-comments(-xtd) (dumpdata and a database alias), Remark42 and Isso:
 fixtures with nested threads, Unicode, deleted, spam/removed and held comments, duplicate ids
-and a malformed record import exactly, and a second run imports nothing."""
+and a malformed record import exactly, and a second run imports nothing; malformed XML (a bad
+tag, a truncated file) names its position and imports nothing."""
 
 import sqlite3
 
@@ -8,6 +9,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.db import connection
 
+from comments.managers.imports import CommentImportManager
 from tests.imports.support import FIXTURES, confirm_email, run_import, shape, utc
 from topics.models import Topic
 
@@ -48,6 +50,27 @@ def test_wordpress_matches_an_existing_topic_by_url_slug(make_topic):
     topic = make_topic("bucketed", title="Hello", slug="hello-world")
     run_import("wxr", FIXTURES / "wordpress.xml")
     assert len(shape(topic)) == 6 and Topic.objects.count() == 1
+
+
+def test_wordpress_malformed_xml_names_the_position_and_imports_nothing(make_topic):
+    topic = make_topic("bucketed", title="Hello", slug="hello-world")
+    with pytest.raises(CommandError, match=r"line 23, column \d+: malformed XML \(mismatched tag\)"):
+        run_import("wxr", FIXTURES / "wordpress-broken.xml")
+    assert shape(topic) == [] and Topic.objects.count() == 1  # not even the whole comment before the bad tag
+    assert CommentImportManager().collection.count_documents({}) == 0
+
+
+def test_wordpress_truncated_file_names_the_position_and_imports_nothing(make_topic, tmp_path):
+    topic = make_topic("bucketed", title="Hello", slug="hello-world")
+    text = (FIXTURES / "wordpress.xml").read_text(encoding="utf-8")
+    cut = text.index("</wp:comment>", text.index("<wp:comment_id>3</wp:comment_id>")) + len("</wp:comment>")
+    path = tmp_path / "cut.xml"
+    path.write_text(text[:cut] + "\n    <wp:comment>\n      <wp:comment_id>4</wp:comm", encoding="utf-8")
+    last = text[:cut].count("\n") + 3
+    with pytest.raises(CommandError, match=rf"line {last}, column \d+: malformed XML \(unclosed token\)"):
+        run_import("wxr", path)
+    assert shape(topic) == [] and Topic.objects.count() == 1  # three whole comments read, none imported
+    assert CommentImportManager().collection.count_documents({}) == 0
 
 
 EXPECTED_XTD = [
@@ -136,8 +159,8 @@ def _isso(path):
     db = sqlite3.connect(path)
     db.executescript("""
         CREATE TABLE threads (id INTEGER PRIMARY KEY, uri VARCHAR(256) UNIQUE, title VARCHAR(256));
-        CREATE TABLE comments (tid REFERENCES threads(id), id INTEGER PRIMARY KEY, parent INTEGER,
-            created FLOAT NOT NULL, modified FLOAT, mode INTEGER, remote_addr VARCHAR, text VARCHAR, author VARCHAR,
+        CREATE TABLE comments (tid REFERENCES threads(id), id INTEGER, parent INTEGER,
+            created FLOAT, modified FLOAT, mode INTEGER, remote_addr VARCHAR, text VARCHAR, author VARCHAR,
             email VARCHAR, website VARCHAR, likes INTEGER DEFAULT 0, dislikes INTEGER DEFAULT 0, voters BLOB NOT NULL,
             notification INTEGER DEFAULT 0);
     """)
@@ -147,9 +170,15 @@ def _isso(path):
             (1, 2, 1, base + 60.5, base + 70, 1, "nested", None, None, 0),
             (1, 3, 2, base + 120, None, 4, "", None, None, 0),
             (1, 4, None, base + 180, None, 2, "awaiting", "Queued", None, 0),
-            (2, 5, None, base + 240, None, 1, "on my own topic", "Me", None, 1)]
-    db.executemany("INSERT INTO comments (tid, id, parent, created, modified, mode, text, author, email, likes, voters) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, x'')", rows)
+            (2, 5, None, base + 240, None, 1, "on my own topic", "Me", None, 1),
+            # Isso's own schema makes `id` the primary key; this table does not (a merged or hand-
+            # repaired file), so it holds a second record with id 2, in another thread: reported
+            # by its row, the first one is kept. Then a record whose time is not a time: skipped.
+            (2, 2, None, base + 300, None, 1, "a second comment 2", "Twin", None, 0),
+            (1, 7, None, "yesterday", None, 1, "when?", "Malformed", None, 0)]
+    db.executemany("INSERT INTO comments (rowid, tid, id, parent, created, modified, mode, text, author, email, likes, "
+                   "voters) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, x'')",
+                   [(row, *values) for row, values in enumerate(rows, start=1)])
     db.commit()
     db.close()
 
@@ -160,7 +189,9 @@ def test_isso(tmp_path, make_user, make_topic):
     path = tmp_path / "comments.db"
     _isso(path)
     out = run_import("isso", path)
-    assert "5 imported" in out
+    assert "5 imported" in out and "1 duplicate ids" in out and "1 skipped" in out
+    assert "comments row 6 (id 2): duplicate comment id '2'" in out
+    assert "comments id 7: unreadable date 'yesterday'" in out
     topic = Topic.objects.get(slug="isso-post")
     start = utc(2017, 7, 14, 2, 40)
     from datetime import timedelta
@@ -172,7 +203,7 @@ def test_isso(tmp_path, make_user, make_topic):
     ]
     assert shape(mine) == [("on my own topic", "Me", True, "visible", start + timedelta(seconds=240), None, 1)]
     assert "0 imported, 5 already imported" in run_import("isso", path)
-    assert len(shape(topic)) == 4
+    assert len(shape(topic)) == 4 and len(shape(mine)) == 1
 
 
 def test_isso_not_a_database(tmp_path):

@@ -2,7 +2,8 @@
 `comments (tid, id, parent, created, modified, mode, remote_addr, text, author, email, website,
 likes, dislikes, voters, notification)`; `created`/`modified` are Unix times, `mode` 1 accepted,
 2 awaiting moderation (imported hidden), 4 deleted (a tombstone); `text` is Markdown. Read
-through the sqlite3 module, read-only, one thread's comments at a time."""
+through the sqlite3 module, read-only, one thread's comments at a time. A position names the
+record's id (and its row when the two differ: a table without Isso's primary key)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import sqlite3
 from comments.importers.records import DELETED, HIDDEN, VISIBLE, Skipped, SourceComment, SourceError, SourceThread, parse_time
 
 _MODES = {1: VISIBLE, 2: HIDDEN, 4: DELETED}
+
+
+def _position(row, cid) -> str:
+    """Where a record is: its id, which is its row in Isso's schema (`id INTEGER PRIMARY KEY`);
+    in a file whose table lacks that key (merged, repaired by hand) two records may share an id,
+    and the row tells them apart."""
+    return f"comments id {cid}" if row == cid else f"comments row {row} (id {cid})"
 
 
 def read(source, **options):
@@ -25,11 +33,11 @@ def read(source, **options):
         threads = connection.execute("SELECT id, uri, title FROM threads ORDER BY id")
         for tid, uri, title in threads.fetchall():  # threads are few; their comments are streamed
             yield SourceThread(key=str(tid), url=str(uri or ""), title=str(title or ""), position=f"threads id {tid}")
-            rows = connection.execute("SELECT id, parent, created, modified, mode, text, author, email, likes "
-                                      "FROM comments WHERE tid = ? ORDER BY id", (tid,))
+            rows = connection.execute("SELECT rowid, id, parent, created, modified, mode, text, author, email, likes "
+                                      "FROM comments WHERE tid = ? ORDER BY id, rowid", (tid,))
             while batch := rows.fetchmany(1000):
-                for cid, parent, created, modified, mode, text, author, email, likes in batch:
-                    position = f"comments id {cid}"
+                for row, cid, parent, created, modified, mode, text, author, email, likes in batch:
+                    position = _position(row, cid)
                     try:
                         posted = parse_time(created, position)
                         edited = parse_time(modified, position) if modified else None
