@@ -10,3 +10,11 @@ from core.mongo import get_db, is_embedded  # noqa: E402
 
 if is_embedded():
     get_db()
+
+# What the worker loaded to start (Django, the apps, the URL conf, the templates' code) lives as long
+# as it does: moved out of the collector's reach (Python's gc.freeze), a full collection no longer
+# walks it again each time a request allocates many objects (a large page's decoded comments).
+import gc  # noqa: E402
+
+gc.collect()
+gc.freeze()
