@@ -1,11 +1,14 @@
 """Production serving: the Content-Security-Policy, JSON errors under /api/, MongoDB outages as 503s, /healthz.
 
 - `ContentSecurityPolicyMiddleware` sets one policy for every response: scripts, styles,
-  fonts and connections from this origin only, images also from https and data: URLs,
-  no plugins, no framing, forms post only here. The API docs (Swagger UI, ReDoc, served
-  from drf-spectacular-sidecar; ReDoc's page without its Google Fonts links) get the
-  same policy plus the inline styles and blob: workers those bundles need. Checked in
-  Chromium: no violation on the home, topic, search, admin and both docs pages.
+  fonts and connections from this origin only, images also from https (the images an
+  editor puts in a topic's Markdown may live elsewhere; comments cannot hold images), no
+  plugins, no framing, forms post only here. The API docs (Swagger UI, ReDoc, served
+  from drf-spectacular-sidecar; ReDoc's page without its Google Fonts links and without
+  its credit's CDN logo) get the same policy plus the inline styles, data: images and
+  blob: workers those bundles need, and images from this site only: they ask no other
+  site for anything. Checked in Chromium: no violation on the home, topic, search, admin
+  and both docs pages, and no request from the docs pages leaves the site.
 - `MongoOutageMiddleware` turns a MongoDB connection failure (no server selectable within
   MONGODB_SERVER_SELECTION_TIMEOUT_MS, a connect or socket timeout) into a 503 with
   `Retry-After`: JSON `{detail, code: "mongodb_unavailable"}` under /api/, the styled
@@ -42,7 +45,7 @@ _BASE_POLICY = {
     "style-src": "'self'",
     # style="" attributes only (comment indentation), never <style> elements or sheets elsewhere
     "style-src-attr": "'unsafe-inline'",
-    "img-src": "'self' https: data:",
+    "img-src": "'self' https:",
     "font-src": "'self'",
     "connect-src": "'self'",
     "object-src": "'none'",
@@ -52,7 +55,7 @@ _BASE_POLICY = {
 }
 # Swagger UI and ReDoc style elements at run time and ReDoc starts a blob: worker.
 _DOCS_POLICY = {**_BASE_POLICY, "style-src": "'self' 'unsafe-inline'", "worker-src": "'self' blob:",
-                "img-src": "'self' https: data:", "font-src": "'self' data:"}
+                "img-src": "'self' data:", "font-src": "'self' data:"}
 
 
 def _header(policy: dict) -> str:

@@ -48,12 +48,14 @@ def test_content_security_policy_and_docs_from_the_package(client):
     policy = page["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "object-src 'none'" in policy and "frame-ancestors 'none'" in policy
     assert "unsafe-inline" not in policy.split("style-src")[0]
+    assert "img-src 'self' https:;" in policy  # no data: images on the site's pages
     for path in ("/api/docs/", "/api/redoc/"):
         docs = client.get(path)
         html = docs.content.decode()
         assert docs.status_code == 200 and "drf_spectacular_sidecar" in html, path
         assert "cdn" not in html.lower() and "unpkg" not in html and "googleapis" not in html, path
         assert "script-src 'self'" in docs["Content-Security-Policy"]
+        assert "img-src 'self' data:;" in docs["Content-Security-Policy"], path  # nothing from another site
     init = client.get("/api/docs/?script=")  # Swagger UI's start-up script: a file, not inline
     assert init.status_code == 200 and "SwaggerUIBundle" in init.content.decode()
 
