@@ -3,7 +3,9 @@ moderation queue come from `topics.demo`, `social.demo`, `comments.demo` and `mo
 called in order by `load_demo`.
 
 Every step is idempotent: rows are got-or-created, and MongoDB content is loaded only
-where MongoDB has none. The embedded engine keeps its data in its file across restarts,
+where MongoDB has none. The demo's acting people are those who may write: a demo person
+an editor banned (or whose account is inactive) keeps their account and is left out of
+what the steps post, like and follow. The embedded engine keeps its data in its file across restarts,
 so a restart loads nothing again and permalinks stay.
 """
 
@@ -15,6 +17,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+
+from core.errors import ServiceError
+from core.writers import require_writer
 
 DEMO_PASSWORD = settings.DEMO_PASSWORD  # the demo users' password (settings: one value for every app's demo)
 PEOPLE = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"]
@@ -38,9 +43,20 @@ def load_people(out) -> DemoContext:
     password = make_password(DEMO_PASSWORD)
     existing = set(User.objects.filter(username__in=PEOPLE).values_list("username", flat=True))
     User.objects.bulk_create([User(username=name, password=password) for name in PEOPLE if name not in existing])
-    people = list(User.objects.filter(username__in=PEOPLE).order_by("username"))
-    out(f"people: editor (staff) and {len(people)} visitors, password {DEMO_PASSWORD!r}")
+    people, barred = [], []
+    for person in User.objects.filter(username__in=PEOPLE).order_by("username"):
+        (people if _may_write(person) else barred).append(person)
+    out(f"people: editor (staff) and {len(people)} visitors, password {DEMO_PASSWORD!r}"
+        + (f"; left out (may not write): {', '.join(p.username for p in barred)}" if barred else ""))
     return DemoContext(editor=editor, people=people)
+
+
+def _may_write(user) -> bool:
+    try:
+        require_writer(user, "take part in the demo")
+    except ServiceError:
+        return False
+    return True
 
 
 # App steps, in order: topics, then the graph, so later comments reach followers' feeds.
