@@ -1,7 +1,10 @@
 """Moderation pages. Thin: parse, call services and selectors, render or redirect.
 
 - POST /t/{slug}/c/{id}/flag/  any signed-in user reports a comment (a message says
-  whether the flag was new);
+  whether the flag was new), then back to the comment, the message shown beside it too;
+  a request from static/js/comments.js (`X-Requested-With: fetch`) gets JSON
+  `{created, detail}` (201 for a new flag, 200 for a repeated one) or `{detail, code}`
+  with the refusal's status instead (a 429 comes from the rate limit, with `retry_after`);
 - POST /t/{slug}/c/{id}/moderate/  editors: one action from a comment's menu on the topic
   page (remove, hide, restore, pin, unpin, ban the author, ...), then back to the comment;
   a request from static/js/comments.js (`X-Requested-With: fetch`) gets JSON
@@ -52,33 +55,44 @@ from topics.selectors import topic_get
 TAB_LABELS = {"reported": "Reported", "pending": "Pending", "removed": "Removed", "all": "All"}
 
 
+def _in_place(request) -> bool:
+    return request.headers.get("X-Requested-With") == "fetch"
+
+
 @require_POST
 def comment_flag(request, slug, comment_id):
     try:
         topic = topic_get(slug=slug, viewer=request.user)
     except NotFound as exc:
         raise Http404(exc.message) from None
-    fallback = reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id})
+    back = posted_next(request, reverse("comment-permalink", kwargs={"slug": topic.slug, "comment_id": comment_id}))
+    if "#" not in back and is_comment_id(comment_id):
+        back += f"#c-{comment_id}"
+    # The message is tagged with the comment it is about: the comment shows it beside its actions.
+    near = f"c-{comment_id}" if is_comment_id(comment_id) else ""
     form = FlagForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Not reported: choose a reason (and keep the note under 500 characters).")
-        return redirect(posted_next(request, fallback))
     try:
+        if not form.is_valid():
+            raise InvalidInput("choose a reason (and keep the note under 500 characters).", field="reason")
         result = services.flag_create(topic=topic, comment_id=comment_id, user=request.user,
                                       reason=form.cleaned_data["reason"], note=form.cleaned_data["note"])
-    except NotAuthenticated as exc:
-        messages.error(request, exc.message)
-        return redirect_to_login(posted_next(request, fallback))
-    except NotFound as exc:
-        raise Http404(exc.message) from None
     except ServiceError as exc:
-        messages.error(request, f"Not reported: {exc.message}")
-        return redirect(posted_next(request, fallback))
-    if result.created:
-        messages.success(request, "Thank you: the editors will review this comment.")
-    else:
-        messages.info(request, "You have already reported this comment.")
-    return redirect(posted_next(request, fallback))
+        if _in_place(request):
+            return JsonResponse({"detail": f"Not reported: {exc.message}", "code": exc.code},
+                                status=exc.status_code)
+        if isinstance(exc, NotAuthenticated):
+            messages.error(request, exc.message)
+            return redirect_to_login(back)
+        if isinstance(exc, NotFound):
+            raise Http404(exc.message) from None
+        messages.error(request, f"Not reported: {exc.message}", extra_tags=near)
+        return redirect(back)
+    detail = ("Thank you: the editors will review this comment." if result.created
+              else "You have already reported this comment.")
+    if _in_place(request):
+        return JsonResponse({"created": result.created, "detail": detail}, status=201 if result.created else 200)
+    (messages.success if result.created else messages.info)(request, detail, extra_tags=near)
+    return redirect(back)
 
 
 def moderators_only(view):
@@ -93,10 +107,6 @@ def moderators_only(view):
         return view(request, *args, **kwargs)
 
     return wrapper
-
-
-def _in_place(request) -> bool:
-    return request.headers.get("X-Requested-With") == "fetch"
 
 
 @require_POST

@@ -80,6 +80,26 @@
     (article.querySelector(":scope > .actions") || article).appendChild(p);
   }
 
+  /* A report's answer: JSON {created, detail}, or {detail, code} when refused (429: with
+     `retry_after`, and the button waits that long). The message goes beside the comment. */
+  function reported(form, article, response) {
+    if (response.status === 401) { form.submit(); return Promise.resolve(0); } /* log in: the full page flow */
+    return response.json().then(function (body) {
+      if (!response.ok) {
+        showError(form, body.detail || "That did not work (" + response.status + ").");
+        return response.status === 429 && body.retry_after > 0 ? Math.min(body.retry_after, 3600) * 1000 : 0;
+      }
+      var details = form.closest("details");
+      if (details) {
+        details.open = false;
+        var summary = details.querySelector("summary");
+        if (summary && summary.focus) summary.focus({preventScroll: true});
+      }
+      note(article, body.detail);
+      return 0;
+    }, function () { showError(form, "That did not work (" + response.status + ")."); return 0; });
+  }
+
   /* The moderation menu's answer: JSON {changed, detail, html?}, or {detail, code} when refused. */
   function moderated(form, article, response) {
     if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */
@@ -125,6 +145,7 @@
                         headers: {"X-Requested-With": "fetch"}})
       .then(function (response) {
         if (kind === "moderate") return moderated(form, article, response);
+        if (kind === "flag") return reported(form, article, response).then(function (ms) { wait = ms || 0; });
         var type = response.headers.get("Content-Type") || "";
         if (response.ok && type.indexOf("text/html") === 0) {
           return response.text().then(function (html) {

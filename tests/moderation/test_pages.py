@@ -24,6 +24,33 @@ def test_flag_button_and_flag_post(client, topic, alice, bob):
     assert f"/c/{comment.id}/flag/" not in client.get(topic.get_absolute_url()).content.decode()
 
 
+def test_flag_from_the_page_script_is_answered_in_json(client, topic, alice, bob):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="hello")
+    url = f"/t/{topic.slug}/c/{comment.id}/flag/"
+    fetch = {"HTTP_X_REQUESTED_WITH": "fetch"}
+    assert client.post(url, {"reason": "spam"}, **fetch).status_code == 401
+    client.force_login(bob)
+    first = client.post(url, {"reason": "spam"}, **fetch)
+    assert first.status_code == 201 and first.json() == {"created": True,
+                                                          "detail": "Thank you: the editors will review this comment."}
+    again = client.post(url, {"reason": "abuse"}, **fetch)
+    assert again.status_code == 200 and again.json()["created"] is False and "already" in again.json()["detail"]
+    bad = client.post(url, {"reason": "bogus"}, **fetch)
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid" and "Not reported" in bad.json()["detail"]
+
+
+def test_flag_without_javascript_comes_back_to_the_comment_with_the_message_beside_it(client, topic, alice, bob):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="hello")
+    client.force_login(bob)
+    response = client.post(f"/t/{topic.slug}/c/{comment.id}/flag/",
+                           {"reason": "spam", "next": topic.get_absolute_url()})
+    assert response.status_code == 302 and response["Location"] == f"{topic.get_absolute_url()}#c-{comment.id}"
+    page = client.get(response["Location"]).content.decode()
+    article = page[page.index(f'id="c-{comment.id}"'):]
+    article = article[:article.index("</article>")]
+    assert '<p class="moderation-note">Thank you: the editors will review this comment.</p>' in article
+
+
 def test_held_comment_shown_to_its_author_only(client, topic, alice, bob, editor):
     services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
     client.force_login(alice)
