@@ -11,6 +11,7 @@ import pytest
 
 from comments import services as comments
 from moderation import services as moderation
+from notifications import services as notifications
 from social import services as social
 from tests.browser.conftest import DESKTOP, PHONE
 
@@ -43,9 +44,12 @@ def violations(page) -> list[dict]:
 def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, make_topic, shots, viewport, name):
     alice, bob = person("alice"), person("bob")
     boss = person("boss", is_staff=True, is_superuser=True)
-    topic = make_topic("document", "threaded", title="Accessible topic",
+    topic = make_topic("document", "threaded", title="Accessible topic", tags=["Guides"],
                        body="Some **Markdown**.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> a quote\n\n    code")
     root = comments.comment_create(topic=topic, author=alice, text="A *first* comment, cc @bob")
+    comments.comment_edit(topic=topic, comment_id=root.id, text="A *first* comment, edited, cc @bob", user=alice)
+    tag = topic.tags.get()
+    unsubscribe = notifications.unsubscribe_token(user=alice, kind="all")
     reply = comments.comment_create(topic=topic, author=bob, text="A reply with `code`", parent=root.id)
     comments.comment_like(topic=topic, comment_id=root.id, user=bob)
     social.follow_create(follower=bob, followee=alice)
@@ -59,13 +63,17 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
                ("profile", "/u/alice/"), ("followers", "/u/alice/followers/"), ("search", "/search/?q=comment"),
                ("login", "/accounts/login/"), ("signup", "/accounts/signup/"), ("admin-login", "/admin/login/"),
                ("topic-hot", f"/t/{topic.slug}/?order=hot"), ("password-reset", "/accounts/password/reset/"),
+               ("tag", f"/tags/{tag.slug}/"), ("unsubscribe", f"/notifications/unsubscribe/{unsubscribe}/"),
                ("not-found", "/no-such-page/")],
         alice: [("topic-member", f"/t/{topic.slug}/"), ("feed", "/feed/"), ("notifications", "/notifications/"),
                 ("account", "/accounts/"), ("account-email", "/accounts/email/"),
                 ("account-password", "/accounts/password/change/"), ("account-delete", "/accounts/delete/"),
-                ("notification-settings", "/notifications/preferences/"), ("following", "/u/alice/following/")],
+                ("notification-settings", "/notifications/preferences/"), ("following", "/u/alice/following/"),
+                ("revisions", f"/t/{topic.slug}/c/{root.id}/revisions/"),
+                ("topic-preview", f"/t/{topic.slug}/")],  # then "Preview" pressed: the topic page with the draft
         boss: [("topic-editor", f"/t/{topic.slug}/"), ("moderation-queue", "/moderation/?state=reported"),
-               ("moderation-log", "/moderation/log/"), ("moderation-users", "/moderation/users/"), ("admin", "/admin/")],
+               ("moderation-log", "/moderation/log/"), ("moderation-users", "/moderation/users/"), ("admin", "/admin/"),
+               ("admin-topic-moderation", f"/admin/topics/topic/{topic.pk}/comments/")],
     }
     found = {}
     for user, targets in pages.items():
@@ -73,6 +81,10 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
         for label, url in targets:
             response = page.goto(url)
             assert response.status == (404 if label == "not-found" else 200), (label, url, response.status)
+            if label == "topic-preview":
+                page.fill("#id_text", "A **previewed** comment")
+                page.click("#comment-form button[name=preview]")
+                page.locator("#comment-form section.preview").wait_for()
             page.screenshot(path=str(shots / f"a11y-{label}-{name}.png"), full_page=True)
             if problems := violations(page):
                 found[label] = problems
