@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from cms_site.demo import PEOPLE
+from demo.loader import PEOPLE
 from moderation import services as moderation
 
 pytestmark = pytest.mark.django_db
@@ -34,9 +34,9 @@ def test_load_demo_again_after_a_demo_person_is_banned():
 def test_load_demo_on_an_empty_store_when_a_demo_person_is_banned():
     # The bans live in the Django database and the comments in MongoDB: a store emptied
     # (a new MONGODB_URI, the embedded file removed) meets the bans of the people table.
-    from cms_site.demo import _people
+    from demo.loader import load_people
 
-    _people(lambda line: None)
+    load_people(lambda line: None)
     _ban(PEOPLE[-1])
     _ban(PEOPLE[0])
     output = _load()
