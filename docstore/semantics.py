@@ -208,6 +208,17 @@ def project(doc: dict, projection) -> dict:
 
 
 def run_pipeline(docs: list[dict], database, pipeline: list[dict]) -> list[dict]:
+    """The stages after what the executor answered: leading `$project` stages the engine evaluates
+    itself (docstore.expressions) when it can, the rest through mongomock's implementation."""
+    from docstore.expressions import Unsupported, compile_project
+
+    while pipeline and set(pipeline[0]) == {"$project"}:
+        try:
+            project = compile_project(pipeline[0]["$project"])
+            docs = [project(doc) for doc in docs]
+        except Unsupported:
+            break
+        pipeline = pipeline[1:]
     if not pipeline:
         return docs
     from mongomock import aggregate

@@ -1,0 +1,81 @@
+"""docstore.expressions: a `$project` stage the engine evaluates itself gives what mongomock's
+implementation gives (the engine's reference semantics) for the expressions a page of an
+array uses, and hands anything else to mongomock."""
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mongomock import aggregate
+
+from docstore import semantics as S
+from docstore.expressions import Unsupported, compile_project
+
+ids = st.sampled_from(["a", "b", "c", "d"])
+replies = st.recursive(st.just([]), lambda inner: st.lists(st.fixed_dictionaries({"id": ids, "replies": inner}),
+                                                           max_size=4), max_leaves=15)
+documents = st.builds(lambda r, c: {"_id": 1, "layout": "nested", "replies": r, "comments": c, "count": len(c)},
+                      replies, st.lists(st.fixed_dictionaries({"id": ids, "n": st.integers(0, 3)}), max_size=6))
+
+
+def nested(path, array="$replies"):
+    """The element whose path of ids is `path`, as the embedded manager asks for it."""
+    element = {"$arrayElemAt": [{"$filter": {"input": array, "as": "c", "cond": {"$eq": ["$$c.id", path[0]]}}}, 0]}
+    if len(path) == 1:
+        return element
+    return {"$let": {"vars": {"e": element}, "in": nested(path[1:], "$$e.replies")}}
+
+
+expressions = st.one_of(
+    st.lists(ids, min_size=1, max_size=3).map(nested),
+    st.integers(-8, 8).map(lambda i: {"$arrayElemAt": ["$comments", i]}),
+    st.sampled_from(["$count", "$layout", {"$literal": "$x"}, "text"]),
+    ids.map(lambda i: {"$filter": {"input": "$comments", "as": "k", "cond": {"$eq": ["$$k.id", i]}}}),
+    st.integers(0, 3).map(lambda n: {"$filter": {"input": "$comments", "cond": {"$eq": ["$$this.n", n]}}}),
+)
+projects = st.builds(lambda fields, keep_id, include: {**fields, **({"_id": 0} if not keep_id else {}),
+                                                       **({"count": 1} if include else {})},
+                     st.dictionaries(st.sampled_from(["e0", "e1", "e2"]), expressions, min_size=1, max_size=3),
+                     st.booleans(), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(documents, min_size=1, max_size=3), projects)
+def test_a_project_stage_gives_what_mongomock_gives(docs, spec):
+    expected = list(aggregate.process_pipeline(copy.deepcopy(docs), None, [{"$project": spec}], None))
+    assert list(S.run_pipeline(copy.deepcopy(docs), None, [{"$project": spec}])) == expected
+    try:
+        served = [compile_project(spec)(doc) for doc in docs]
+    except Unsupported:
+        return  # handed to mongomock: the line above
+    assert served == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(replies.filter(bool), st.data())
+def test_the_element_at_a_path_of_ids_is_served_by_the_engine(tree, data):
+    """The embedded manager's hot page asks for elements by their path of ids: the engine answers
+    those itself (no Unsupported) and as mongomock does."""
+    doc = {"_id": 1, "replies": tree}
+    path, level = [], tree
+    while level:
+        element = data.draw(st.sampled_from(level))
+        path.append(element["id"])
+        if data.draw(st.booleans()):
+            break
+        level = element["replies"]
+    spec = {"_id": 0, "e0": nested(path)}
+    expected = list(aggregate.process_pipeline([copy.deepcopy(doc)], None, [{"$project": spec}], None))
+    assert [compile_project(spec)(doc)] == expected
+
+
+@pytest.mark.parametrize("spec", [{"a": 0}, {"a.b": 1}, {"x": {"$size": "$comments"}}, {"x": {"$eq": [[1], [1]]}},
+                                  {"x": "$comments.id"}])
+def test_what_it_does_not_model_goes_to_mongomock(spec):
+    doc = {"_id": 1, "comments": [{"id": "a"}, {"id": "b"}], "a": {"b": 1}}
+    with pytest.raises(Unsupported):
+        compile_project(spec)(doc)
+    # The pipeline still answers, through mongomock.
+    assert list(S.run_pipeline([copy.deepcopy(doc)], None, [{"$project": spec}])) == \
+        list(aggregate.process_pipeline([copy.deepcopy(doc)], None, [{"$project": spec}], None))
