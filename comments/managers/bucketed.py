@@ -128,7 +128,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     @classmethod
     def shard_keys(cls):
         return {cls.buckets_name: {"discussion_id": "hashed", "bucket": 1}, cls.discussions_name: {"_id": "hashed"},
-                cls.ranks_name: {"discussion_id": "hashed"}}
+                cls.ranks_name: {"discussion_id": "hashed", "_id": 1}}
 
     @staticmethod
     def bucket_id(discussion_id: int, bucket: int) -> str:

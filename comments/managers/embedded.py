@@ -220,7 +220,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
-        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed"}}
+        # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
+        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1}}
 
     # --- writes ------------------------------------------------------------------
 

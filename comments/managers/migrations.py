@@ -15,7 +15,9 @@ Collections:
 
 Every state change is one conditional update of the migration document (its filter names the
 state it leaves), the only atomicity the protocol needs: no multi-document transaction.
-Sharding: `{_id: "hashed"}` and `{discussion_id: "hashed"}`; every operation names them.
+Sharding: migrations on `{_id: "hashed"}`; changes on `{discussion_id: "hashed", _id: 1}` (one
+document per changed comment, so a busy discussion's chunk can split on `_id`). Every targeted
+write names the full key (a change: `_id` and `discussion_id`).
 """
 
 from __future__ import annotations
@@ -47,12 +49,15 @@ class CommentMigrationManager(MongoManager):
         return {
             cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
             cls.changes_name: [IndexModel([("discussion_id", ASCENDING), ("_id", ASCENDING)], name="discussion_id_id"),
-                               IndexModel([("discussion_id", "hashed")], name="discussion_hashed")],
+                               # the shard key's index: `_id` after the hashed discussion (one change per
+                               # comment: a busy discussion's chunk splits)
+                               IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)],
+                                          name="discussion_hashed_id")],
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"_id": "hashed"}, cls.changes_name: {"discussion_id": "hashed"}}
+        return {cls.collection_name: {"_id": "hashed"}, cls.changes_name: {"discussion_id": "hashed", "_id": 1}}
 
     # --- the migration document -------------------------------------------------------
 

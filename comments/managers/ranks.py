@@ -39,8 +39,10 @@ Writes, and why they stay right under concurrency:
   hot read of one writes its ranks from the stored comments (`$setOnInsert`: a rank
   written meanwhile by a post or a like is kept), then sets the flag. New discussions get
   the flag when their head is created.
-- Sharding: `{discussion_id: "hashed"}`, as the strategies' own collections; uniqueness of
-  (discussion, comment) is carried by `_id`. Every operation names `discussion_id`.
+- Sharding: `{discussion_id: "hashed", _id: 1}`, as the document strategy's comments: one
+  rank per comment, so a busy discussion's chunk can split on `_id`; uniqueness of
+  (discussion, comment) is carried by `_id`. Every single-rank write names `_id` and
+  `discussion_id` (the full key); reads name `discussion_id`.
 """
 
 from __future__ import annotations
@@ -87,7 +89,9 @@ class HotRanks:
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
         return {cls.ranks_name: [
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
-            IndexModel([("discussion_id", "hashed")], name="discussion_hashed"),  # the shard key's index
+            # The shard key's index: a hashed discussion spreads topics over the shards, `_id` after
+            # it lets a busy discussion's chunk split (MongoDB docs, "Shard Key Cardinality").
+            IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
         ]}
 
     @property

@@ -5,7 +5,7 @@
 Django user ids are ints. The `_id` is the pair itself, so MongoDB's `_id` uniqueness
 makes a follow idempotent even when two requests race: the second insert fails with a
 duplicate key and the caller learns the edge already existed. (On a cluster sharded by
-follower, equal `_id`s have the same follower, hence the same shard, so the guarantee
+(follower, followee), equal `_id`s have the same key, hence the same shard, so the guarantee
 holds there too; it needs no secondary unique index, which a sharded collection could
 only have if prefixed by the shard key.) The paged followers/following lists
 (`lists.FollowListManager`) are derived from these edges and can be rebuilt from them
@@ -40,16 +40,24 @@ class FollowEdgeManager(MongoManager):
             cls.collection_name: [
                 IndexModel([("followee", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="followee_since"),
                 IndexModel([("follower", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="follower_since"),
+                # The shard key's index: a user who follows many splits by followee.
+                IndexModel([("follower", ASCENDING), ("followee", ASCENDING)], name="follower_followee"),
             ]
         }
 
     @classmethod
     def shard_keys(cls):
-        return {cls.collection_name: {"follower": 1}}
+        # The follows a user makes are not bounded: `followee` after `follower` lets one user's
+        # edges split (MongoDB docs, "Shard Key Cardinality"); every single write names both.
+        return {cls.collection_name: {"follower": 1, "followee": 1}}
 
     @staticmethod
     def edge_id(follower: int, followee: int) -> str:
         return f"{int(follower)}:{int(followee)}"
+
+    def _key(self, follower: int, followee: int) -> dict:
+        """The edge's `_id` and full shard key."""
+        return {"_id": self.edge_id(follower, followee), "follower": int(follower), "followee": int(followee)}
 
     def create(self, *, follower: int, followee: int, since=None) -> bool:
         """Insert the edge, `pending` until what follows the follow was sent (`settle`); False if
@@ -63,24 +71,20 @@ class FollowEdgeManager(MongoManager):
 
     def pending_since(self, *, follower: int, followee: int):
         """The `since` of the edge when its follow did not finish (still `pending`), else None. From the primary."""
-        doc = self.collection.find_one({"_id": self.edge_id(follower, followee), "follower": follower, "pending": True},
-                                       {"since": 1})
+        doc = self.collection.find_one(self._key(follower, followee) | {"pending": True}, {"since": 1})
         return doc["since"] if doc else None
 
     def settle(self, *, follower: int, followee: int) -> None:
         """What follows the follow was sent: the edge is no longer pending."""
-        self.collection.update_one({"_id": self.edge_id(follower, followee), "follower": follower, "pending": True},
-                                   {"$unset": {"pending": ""}})
+        self.collection.update_one(self._key(follower, followee) | {"pending": True}, {"$unset": {"pending": ""}})
 
     def delete(self, *, follower: int, followee: int) -> bool:
         """Remove the edge; False if there was none."""
-        query = {"_id": self.edge_id(follower, followee), "follower": follower}
-        return self.collection.delete_one(query).deleted_count == 1
+        return self.collection.delete_one(self._key(follower, followee)).deleted_count == 1
 
     def exists(self, *, follower: int, followee: int) -> bool:
         """From the primary: a profile shown right after a follow, and the follow's own re-check, see it."""
-        query = {"_id": self.edge_id(follower, followee), "follower": follower}
-        return self.collection.count_documents(query, limit=1) == 1
+        return self.collection.count_documents(self._key(follower, followee), limit=1) == 1
 
     def followees_among(self, *, follower: int, candidates: list[int]) -> list[int]:
         """Those of `candidates` that `follower` follows: `_id` point lookups, one key per candidate. One query."""

@@ -20,8 +20,10 @@ pytestmark = pytest.mark.django_db
 
 # The collections with one document or more per event of a reader, an author or a discussion.
 GROWING = {"comments": "discussion_id", "comment_buckets": "discussion_id", "comment_likes": "discussion_id",
-           "comment_revisions": "discussion_id", "notifications": "r", "social_activities": "author",
-           "social_feed_items": "owner", "social_feed_buckets": "owner"}
+           "comment_revisions": "discussion_id", "comment_bucket_ranks": "discussion_id",
+           "comment_discussion_ranks": "discussion_id", "comment_migration_changes": "discussion_id",
+           "notifications": "r", "social_activities": "author", "social_feed_items": "owner",
+           "social_feed_buckets": "owner", "social_follow_edges": "follower"}
 
 
 def test_no_growing_collection_is_sharded_on_its_owner_alone():
