@@ -32,9 +32,12 @@ Per user, in batches of `batch` primary keys (a Django iterator), or the users n
 Once, when every topic and every user is checked (`topics=None, users=True`):
 - `credits`: the user flows (posts and replies per day and month) equal what every topic's
   comments add up to (`comments.selectors.credit_user_flows_drift`; repair: `credit_flows_repair`);
-- `moderation`: the moderation tab totals equal the queue entries in each state
-  (`moderation.services.moderation_counts_drift`; repair: `moderation_repair(recount=True)`,
-  which also recounts flag counters and held totals; those two are not checked yet).
+- `moderation`: the moderation tab totals equal the queue entries in each state, each entry's
+  flag counters equal its flags (and every flagged comment has an entry counting them), each
+  author's held totals per topic equal the Pending entries, and no entry is left `syncing`
+  (an action interrupted between its writes) past `grace` (`moderation.services.moderation_drift`;
+  repair: `moderation_repair(recount=True, older_than=grace)`, which rolls `syncing` entries
+  forward, finishing the recorded action, and rebuilds the counters and totals).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from comments.services import (
     credit_expected_reset,
     credit_flows_repair,
 )
-from moderation.services import moderation_counts_drift, moderation_repair
+from moderation.services import moderation_drift, moderation_repair
 from notifications.selectors import notification_groups_drift, unread_counters_drift
 from notifications.services import notification_groups_recount, unread_counters_recount
 from search.services import (
@@ -78,6 +81,9 @@ from social.services import feed_repair, follow_lists_rebuild
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
 FEEDS, GROUPS, CREDITS, POSTS = "feeds", "notification groups", "credits", "posts"
 CHECKS = (POSTS, COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
+TOPIC_CHECKS = (POSTS, COUNTER, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
+USER_CHECKS = (FOLLOWS, FEEDS, GROUPS, UNREAD)  # per user
+SITE_CHECKS = (CREDITS, MODERATION)  # once, on a full run (credits: the user flows)
 
 
 @dataclass
@@ -269,7 +275,7 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
         if user_flows:
             credit_expected_reset()
     if moderation if moderation is not None else site:
-        check_moderation(repair=repair, report=report, say=say)
+        check_moderation(repair=repair, report=report, say=say, grace=grace, batch=batch)
     return report
 
 
@@ -300,12 +306,26 @@ def integrity_all(*, repair: bool = False, batch: int = 500, say=lambda message:
     return integrity(topics=None, users=True, repair=repair, batch=batch, say=say, grace=grace)
 
 
-def check_moderation(*, repair: bool, report: IntegrityReport, say) -> None:
-    tabs = moderation_counts_drift()
-    if tabs:
-        report.drifted[MODERATION] += len(tabs)
+def check_moderation(*, repair: bool, report: IntegrityReport, say, grace: float = GAP_GRACE_SECONDS,
+                     batch: int = 500) -> None:
+    """The moderation queue's derived views (tab totals, flag counters, held totals) and the
+    actions left `syncing` past `grace`; with `repair`, the moderation repair, then a second look:
+    what it could not rebuild stays counted as drift not repaired."""
+    drift = moderation_drift(grace=grace, batch=batch)
+    if drift.total:
+        report.drifted[MODERATION] += drift.total
         if repair:
-            moderation_repair(recount=True)
-            report.repaired[MODERATION] += len(tabs)
-    say("moderation tab totals: " + ("; ".join(f"{tab} {stored} for {n} entries" for tab, (stored, n) in tabs.items())
-                                     if tabs else "ok"))
+            moderation_repair(recount=True, older_than=grace)
+            report.repaired[MODERATION] += drift.total - moderation_drift(grace=grace, batch=batch).total
+    notes = []
+    if drift.tabs:
+        notes.append("tab totals " + ", ".join(f"{tab} {stored} for {n} entries" for tab, (stored, n) in drift.tabs.items()))
+    if drift.flags_count:
+        notes.append(f"flag counters of {drift.flags_count} entr(y/ies) differ from the flags ("
+                     + ", ".join(f"{key}: {stored} for {n} flag(s)" for key, stored, n in drift.flags) + ")")
+    if drift.held:
+        notes.append("held totals " + ", ".join(f"{counter}: {stored} for {n} (held, shadow)"
+                                                for counter, stored, n in drift.held))
+    if drift.syncing_count:
+        notes.append(f"{drift.syncing_count} action(s) left syncing ({', '.join(map(str, drift.syncing))})")
+    say("moderation: " + ("; ".join(notes) + (", repaired" if repair else "") if notes else "ok"))

@@ -25,19 +25,21 @@ Design (docs/moderation.md):
 - Two writes per editor action on a stored comment: the queue entry first (new status
   and state, `syncing: true`), then the comment's status through the comment services'
   storage primitive; then `syncing` is unset and the audit entry written. Interrupted in between, the entry says the new
-  status while the comment keeps the old one, and `syncing` marks it:
-  `manage.py moderation_repair` re-reads the stored status of every `syncing` entry and
-  makes the entry (and the status index) agree with it. Approval is queue-first too
-  (`syncing` + status `approving`); an approval interrupted after the post but before
-  the entry was updated is put back to pending with a note, for the editor to check.
+  status while the comment may keep the old one, and `syncing` marks it, with the action
+  and who did it (`syncing_action`, `syncing_by`): the action run again finishes it (the
+  editor's retry; a flag's retry finishes the hide its threshold started), and so does
+  `manage.py moderation_repair` (and `integrity --repair`), which rolls every `syncing`
+  entry forward as recorded. Approval is queue-first too (`syncing` + status `approving`,
+  the comment's id chosen at the claim): finished the same way, the comment stored once.
 - Flags: the flag document first (unique per user and comment), then the entry's
-  counters; `moderation_repair --recount` recomputes counters from the flags.
+  counters; `moderation_repair --recount` recomputes counters from the flags, and the tab
+  and held totals from the entries (`moderation_drift` is the check).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bson import ObjectId
 from bson.errors import InvalidId
@@ -70,6 +72,8 @@ ACTIONS = ("approve", "reject", "remove", "hide", "restore", "pin", "unpin", "cl
 AUTHOR_ACTIONS = ("ban_author", "shadow_ban_author", "premoderate_author")  # on the authors of the comments named
 MAX_BULK = 100
 SYSTEM = "system"
+# What an action in flight keeps on its entry (`syncing` and what finishing it needs), unset when it is done.
+SYNC_FIELDS = ("syncing", "synced_from", "syncing_action", "syncing_by", "syncing_note")
 
 
 class SystemActor:
@@ -253,6 +257,17 @@ def _entry_for_comment(topic, comment: Comment) -> dict:
     })
 
 
+def _flag_unfinished(topic, comment: Comment, user) -> bool:
+    """The retry of this user's flag that was interrupted after the flag was stored: the hide
+    its threshold started may have hidden the comment from them before the entry was finished
+    (still `syncing`, or counting fewer flags than are stored). The retry finishes it."""
+    if not FlagManager().exists(topic_id=topic.pk, comment_id=comment.id, user_id=user.pk):
+        return False
+    entry = ModerationQueueManager().by_key(topic.pk, comment.id)
+    return entry is None or bool(entry.get("syncing")) or \
+        FlagManager().count_for(topic_id=topic.pk, comment_id=comment.id)[0] > entry.get("flags", 0)
+
+
 def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     """`user` reports a comment. One flag per user and comment (a second is a no-op);
     at MODERATION_FLAG_THRESHOLD open flags a visible comment is hidden pending review."""
@@ -267,7 +282,8 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     if len(note) > NOTE_MAX:
         raise InvalidInput(f"note must be at most {NOTE_MAX} characters.", field="note")
     comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
-    if comment.status == REMOVED or not comment_selectors.can_see(comment, user):
+    if (comment.status == REMOVED or not comment_selectors.can_see(comment, user)) \
+            and not _flag_unfinished(topic, comment, user):
         raise NotFound(f"No comment {comment_id} in this topic.")
     if comment.author.id == user.pk:
         raise InvalidInput("You cannot flag your own comment.", field="comment")
@@ -325,7 +341,8 @@ def _set_status(topic, entry: dict, status: str, *, actor, action: str, note: st
     queue = ModerationQueueManager()
     person = actor is not SYSTEM_ACTOR
     fields = {"status": status, "state": _STATE_OF_STATUS[status] if person else REPORTED, "updated": _now(),
-              "syncing": True}
+              "syncing": True, "syncing_action": action, "syncing_by": actor.pk if person else None,
+              "syncing_note": note}  # what finishing it needs (moderation_repair rolls it forward)
     if person:  # an editor's decision closes the open reports
         fields["open_flags"] = 0
     if not resuming:
@@ -334,9 +351,9 @@ def _set_status(topic, entry: dict, status: str, *, actor, action: str, note: st
     before = comment_services.comment_status_store(topic=topic, comment_id=entry["comment"], status=status,
                                                    resend=resuming).status
     if before == DELETED:  # deleted meanwhile: the entry says so
-        queue.update(entry["_id"], set_fields={"status": DELETED, "state": DONE}, unset=("syncing", "synced_from"))
+        queue.update(entry["_id"], set_fields={"status": DELETED, "state": DONE}, unset=SYNC_FIELDS)
         return False
-    queue.update(entry["_id"], unset=("syncing", "synced_from"))
+    queue.update(entry["_id"], unset=SYNC_FIELDS)
     if before == status and not resuming:
         return False
     if resuming and before == status:  # the interrupted action changed the comment: log the status it found
@@ -375,7 +392,8 @@ def _approve_held(topic, entry: dict, actor) -> bool:
     is stored once whichever attempt stored it."""
     queue = ModerationQueueManager()
     resume, comment_id = bool(entry.get("approving_id")), entry.get("approving_id") or new_comment_id(12)
-    fields = {"status": APPROVING, "syncing": True, "updated": _now(), "approving_id": comment_id}
+    fields = {"status": APPROVING, "syncing": True, "updated": _now(), "approving_id": comment_id,
+              "syncing_action": "approve", "syncing_by": actor.pk if actor is not SYSTEM_ACTOR else None}
     claimed = queue.update(entry["_id"], set_fields=fields, expect={"status": PENDING})
     if claimed is None and entry.get("status") == APPROVING and entry.get("syncing"):
         claimed = queue.update(entry["_id"], set_fields=fields,  # interrupted: taken over
@@ -384,18 +402,18 @@ def _approve_held(topic, entry: dict, actor) -> bool:
         return False  # approved or rejected meanwhile
     author = get_user_model().objects.filter(pk=entry["author"]).first()
     if author is None:
-        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
+        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=SYNC_FIELDS)
         raise InvalidInput(f"the author of {entry['_id']} no longer exists: reject it.", field="comment_ids")
     try:
         comment = comment_services.comment_store_held(topic=topic, author=author, text=entry["text"],
                                                       parent=entry.get("parent"), comment_id=comment_id,
                                                       resume=resume)
     except Exception:
-        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=("syncing",))
+        queue.update(entry["_id"], set_fields={"status": PENDING}, unset=SYNC_FIELDS)
         raise
     queue.update(entry["_id"], set_fields={"status": VISIBLE, "state": DONE, "comment": comment.id,
                                            "key": entry_key(topic.pk, comment.id), "updated": _now()},
-                 unset=("syncing",))
+                 unset=SYNC_FIELDS)
     log_action(actor=actor, action="approve", entry=entry, before=PENDING, after=VISIBLE, comment_id=comment.id,
                note=entry.get("hold_reason", ""))
     return True
@@ -531,7 +549,7 @@ def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None
         fields = {"status": DELETED, "state": DONE, "updated": _now()}
         if by_editor:
             fields["open_flags"] = 0
-        queue.update(entry["_id"], set_fields=fields, unset=("syncing",))
+        queue.update(entry["_id"], set_fields=fields, unset=SYNC_FIELDS)
     if by_editor:
         log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id)
 
@@ -620,54 +638,167 @@ def _premoderate(*, username, premoderated, moderator) -> tuple[UserModeration, 
 
 @dataclass
 class RepairReport:
-    synced: int = 0  # entries whose two writes were interrupted, made to agree with the comment
-    reopened: int = 0  # interrupted approvals put back to pending
+    synced: int = 0  # interrupted actions whose entry was made to agree with the comment (nothing to finish)
+    finished: int = 0  # interrupted actions (an editor's, or the flag threshold's hide, an approval) finished
+    reopened: int = 0  # interrupted approvals that could not be finished, put back to pending
     recounted: int = 0  # entries whose flag counters were recomputed
     statuses: int = 0  # status index entries re-read from storage
 
 
+@dataclass
+class ModerationDrift:
+    """What `moderation_drift` found (each list holds the first `shown` items; the counts hold all)."""
+
+    tabs: dict  # {tab: (stored total, entries)}
+    flags: list  # [(entry key, stored flags, flags stored)]: counters that differ from the flags
+    flags_count: int
+    held: list  # [(counter id, stored (n, shadow), (n, shadow) of the Pending entries)]
+    syncing: list  # [entry ids]: actions left in flight past the grace
+    syncing_count: int
+
+    @property
+    def total(self) -> int:
+        return len(self.tabs) + self.flags_count + len(self.held) + self.syncing_count
+
+
 def moderation_counts_drift() -> dict[str, tuple[int, int]]:
     """{tab: (stored total, entries)} for the moderation tabs whose total differs from the
-    queue entries (the check of `manage.py integrity`; `moderation_repair(recount=True)`
-    rebuilds them)."""
+    queue entries (`moderation_repair(recount=True)` rebuilds them)."""
     return ModerationQueueManager().state_counts_drift()
 
 
-def moderation_repair(*, recount: bool = False, statuses: bool = False, progress=None) -> RepairReport:
-    """Finish what interrupted moderation left: entries marked `syncing` take the stored
-    comment's status (the comment is the truth); interrupted approvals go back to pending
-    with a note. `recount`: flag counters from the flags, the tab totals and each
-    author's held totals per topic from the entries. `statuses`: every status index entry re-read from storage."""
+def moderation_drift(*, grace: float = 60, shown: int = 10, batch: int = 500) -> ModerationDrift:
+    """The check of `manage.py integrity`: the tab totals against the entries per state; each
+    entry's flag counters (`flags`, `reasons`, `open_flags` at most `flags`) against the flags
+    stored, and no flagged comment without an entry counting its flags; each author's held
+    totals per topic against the Pending entries; no entry still `syncing` (an action
+    interrupted between its writes) whose last write is older than `grace` seconds.
+    `moderation_repair(recount=True, older_than=grace)` rebuilds all of it."""
+    queue, flags = ModerationQueueManager(), FlagManager()
+    off, off_count = [], 0
+    for entries in queue.batches(query={"flags": {"$gt": 0}}, size=batch):
+        for entry in entries:
+            total, reasons = flags.count_for(topic_id=entry["topic"], comment_id=entry["comment"])
+            if (total, reasons) != (entry.get("flags", 0), entry.get("reasons", {})) or entry.get("open_flags", 0) > total:
+                off_count += 1
+                if len(off) < shown:
+                    off.append((entry.get("key"), entry.get("flags", 0), total))
+    for chunk in _flag_total_chunks(flags, batch):  # flags no entry counts at all
+        entries = {e["key"]: e for e in queue.by_keys([entry_key(t, c) for t, c, _, _ in chunk])}
+        for topic_id, comment_id, total, _ in chunk:
+            entry = entries.get(entry_key(topic_id, comment_id))
+            if entry is None or not entry.get("flags"):
+                off_count += 1
+                if len(off) < shown:
+                    off.append((entry_key(topic_id, comment_id), 0, total))
+    syncing, syncing_count = [], 0
+    for entries in queue.syncing(before=_now() - timedelta(seconds=grace) if grace > 0 else None, size=batch):
+        syncing_count += len(entries)
+        syncing.extend(e["_id"] for e in entries[: max(0, shown - len(syncing))])
+    return ModerationDrift(tabs=queue.state_counts_drift(), flags=off, flags_count=off_count,
+                           held=queue.held_counts_drift()[:shown] if shown else [], syncing=syncing,
+                           syncing_count=syncing_count)
+
+
+def _flag_total_chunks(flags: FlagManager, size: int):
+    chunk = []
+    for row in flags.totals():
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _actor_of(entry: dict):
+    """Who the interrupted action of `entry` was by: SYSTEM_ACTOR, the editor, or None when that
+    editor no longer exists or no longer moderates (then it is not finished in their name)."""
+    if entry.get("syncing_by") is None:
+        return SYSTEM_ACTOR
+    user = get_user_model().objects.filter(pk=entry["syncing_by"]).first()
+    return user if user is not None and can_moderate(user) else None
+
+
+def _finish(topic, entry: dict, report: RepairReport) -> None:
+    """Roll one interrupted action forward: the action it recorded, run again (each action
+    finishes an interrupted one of its own kind, idempotently: the comment takes the status, its
+    consequences are sent again, the audit entry is written once). Without what finishing
+    needs (an entry written before it was recorded, an editor gone), the entry takes the
+    stored comment's status (the comment is the truth) and an approval goes back to pending."""
+    queue = ModerationQueueManager()
+    actor = _actor_of(entry) if entry.get("syncing_action") and topic is not None else None
+    if entry.get("comment") is None or entry.get("status") == APPROVING:
+        if actor is not None and entry.get("approving_id"):
+            try:
+                if _approve_held(topic, entry, actor):
+                    report.finished += 1
+                    return
+            except InvalidInput:
+                pass  # the author is gone: the entry was put back to pending
+        current = queue.get(entry["_id"])
+        if current is not None and current.get("syncing"):
+            queue.update(entry["_id"], set_fields={"status": PENDING, "state": PENDING_STATE,
+                                                   "hold_reason": "approval interrupted: check the topic for it "
+                                                                  "before approving again"}, unset=SYNC_FIELDS)
+        report.reopened += 1
+        return
+    if actor is not None and entry.get("status") in (VISIBLE, AUTHOR_ONLY, REMOVED):
+        _set_status(topic, entry, entry["status"], actor=actor, action=entry["syncing_action"],
+                    note=entry.get("syncing_note", ""))
+        report.finished += 1
+        return
+    stored_status = topic and comment_services.comment_status_resync(topic=topic, comment_id=entry["comment"])
+    fields = {}
+    if stored_status:
+        fields = {"status": stored_status, "state": REPORTED if entry.get("open_flags") else
+                  _STATE_OF_STATUS.get(stored_status, DONE)}
+    queue.update(entry["_id"], set_fields=fields or None, unset=SYNC_FIELDS)
+    report.synced += 1
+
+
+def moderation_repair(*, recount: bool = False, statuses: bool = False, progress=None,
+                      older_than: float = 0) -> RepairReport:
+    """Finish what interrupted moderation left: entries still marked `syncing` (their last write
+    older than `older_than` seconds: younger ones may be in flight) are rolled forward (`_finish`).
+    `recount`: flag counters from the flags (a flagged comment whose flags no entry counts gets
+    them counted, open), the tab totals and each author's held totals per topic from the
+    entries. `statuses`: every status index entry re-read from storage."""
     report = RepairReport()
     queue = ModerationQueueManager()
     say = progress or (lambda message: None)
-    for batch in queue.batches(query={"syncing": True}):
+    for batch in queue.syncing(before=_now() - timedelta(seconds=older_than) if older_than > 0 else None):
         topics = topics_in_bulk(ids=[e["topic"] for e in batch])
         for entry in batch:
-            topic = topics.get(entry["topic"])
-            if entry.get("comment") is None or entry.get("status") == APPROVING:
-                queue.update(entry["_id"], set_fields={"status": PENDING, "state": PENDING_STATE,
-                                                       "hold_reason": "approval interrupted: check the topic for it "
-                                                                      "before approving again"}, unset=("syncing",))
-                report.reopened += 1
-                continue
-            stored_status = topic and comment_services.comment_status_resync(topic=topic, comment_id=entry["comment"])
-            fields = {}
-            if stored_status:
-                fields = {"status": stored_status, "state": REPORTED if entry.get("open_flags") else
-                          _STATE_OF_STATUS.get(stored_status, DONE)}
-            queue.update(entry["_id"], set_fields=fields or None, unset=("syncing", "synced_from"))
-            report.synced += 1
-        say(f"synced {report.synced}, reopened {report.reopened}")
+            _finish(topics.get(entry["topic"]), entry, report)
+        say(f"finished {report.finished}, synced {report.synced}, reopened {report.reopened}")
     if recount:
         flags = FlagManager()
         for batch in queue.batches(query={"flags": {"$gt": 0}}):
             for entry in batch:
                 total, reasons = flags.count_for(topic_id=entry["topic"], comment_id=entry["comment"])
-                queue.update(entry["_id"], set_fields={"flags": total, "reasons": reasons,
-                                                       "open_flags": min(entry.get("open_flags", 0), total)})
-                report.recounted += 1
+                if (total, reasons) != (entry.get("flags", 0), entry.get("reasons", {})) or \
+                        entry.get("open_flags", 0) > total:
+                    _recount_flags(entry, total, reasons)
+                    report.recounted += 1
             say(f"recounted {report.recounted} entries' flags")
+        for chunk in _flag_total_chunks(flags, 500):
+            entries = {e["key"]: e for e in queue.by_keys([entry_key(t, c) for t, c, _, _ in chunk])}
+            topics = topics_in_bulk(ids=[t for t, _, _, _ in chunk])
+            for topic_id, comment_id, total, reasons in chunk:
+                entry = entries.get(entry_key(topic_id, comment_id))
+                if entry is not None and entry.get("flags"):
+                    continue
+                if entry is None:
+                    if topic_id not in topics:
+                        continue
+                    try:
+                        comment = comment_services.comment_stored(topic=topics[topic_id], comment_id=comment_id)
+                    except NotFound:
+                        continue
+                    entry = _entry_for_comment(topics[topic_id], comment)
+                _recount_flags(entry, total, reasons)
+                report.recounted += 1
         queue.set_counts({state: queue.count_state(state) for state in (PENDING_STATE, REPORTED, REMOVED_STATE, DONE)})
         say("tab totals recounted")
         say(f"held totals recounted for {queue.recount_held()} authors and topics")
@@ -684,3 +815,13 @@ def moderation_repair(*, recount: bool = False, statuses: bool = False, progress
             after = batch[-1]["_id"]
             say(f"re-read {report.statuses} statuses")
     return report
+
+
+def _recount_flags(entry: dict, total: int, reasons: dict) -> None:
+    """Set an entry's flag counters to the flags stored; flags it had not counted are open
+    reports (as the flag's own retry counts them), so a done entry moves to Reported."""
+    missed = max(0, total - entry.get("flags", 0))
+    fields = {"flags": total, "reasons": reasons, "open_flags": min(entry.get("open_flags", 0) + missed, total)}
+    if missed and entry.get("state") == DONE:
+        fields["state"] = REPORTED
+    ModerationQueueManager().update(entry["_id"], set_fields=fields)

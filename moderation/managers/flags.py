@@ -36,6 +36,24 @@ class FlagManager(MongoManager):
     def for_comment(self, *, topic_id: int, comment_id: str, limit: int = LIST_LIMIT) -> list[dict]:
         return list(self.collection.find({"topic": topic_id, "comment": comment_id}).sort("at", DESCENDING).limit(limit))
 
+    def exists(self, *, topic_id: int, comment_id: str, user_id: int) -> bool:
+        """Has this user flagged this comment? One `_id` read."""
+        return self.collection.count_documents({"_id": f"{topic_id}:{comment_id}:{user_id}"}, limit=1) == 1
+
+    def totals(self):
+        """(topic, comment, total, {reason: n}) of every flagged comment, in (topic, comment) order:
+        one walk of `comment_newest`, one comment's flags in memory at a time (the integrity check)."""
+        current, reasons = None, {}
+        for doc in self.collection.find({}, {"topic": 1, "comment": 1, "reason": 1}).sort([("topic", 1), ("comment", 1)]):
+            key = (doc["topic"], doc["comment"])
+            if key != current:
+                if current is not None:
+                    yield (*current, sum(reasons.values()), reasons)
+                current, reasons = key, {}
+            reasons[doc["reason"]] = reasons.get(doc["reason"], 0) + 1
+        if current is not None:
+            yield (*current, sum(reasons.values()), reasons)
+
     def count_for(self, *, topic_id: int, comment_id: str) -> tuple[int, dict[str, int]]:
         """(total, {reason: n}) of one comment's flags (the repair command)."""
         reasons: dict[str, int] = {}

@@ -158,6 +158,23 @@ class ModerationQueueManager(MongoManager):
         found = {state: (int(doc.get(state, 0)), self.count_state(state)) for state in STATES}
         return {state: pair for state, pair in found.items() if pair[0] != pair[1]}
 
+    def held_counts_drift(self) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+        """[(counter id, stored (n, shadow), (n, shadow) of the Pending entries)] for the held
+        counters that differ (the check of `manage.py integrity`; `recount_held` repairs them).
+        One walk of the Pending entries (an editor's backlog) and of the held counters."""
+        found: dict[str, tuple[int, int]] = {}
+        for doc in self.collection.find({"state": PENDING}, {"topic": 1, "author": 1, "shadow": 1}):
+            n, shadow = found.get(held_counter_id(doc["topic"], doc["author"]), (0, 0))
+            found[held_counter_id(doc["topic"], doc["author"])] = (n + 1, shadow + bool(doc.get("shadow")))
+        drift = []
+        for doc in self.counts.find({"_id": {"$regex": "^held:"}}):
+            stored = (int(doc.get("n", 0)), int(doc.get("shadow", 0)))
+            actual = found.pop(doc["_id"], (0, 0))
+            if stored != actual:
+                drift.append((doc["_id"], stored, actual))
+        drift.extend((counter, (0, 0), actual) for counter, actual in found.items())
+        return drift
+
     def recount_held(self) -> int:
         """Recompute every (topic, author) held counter from the Pending entries (repair only);
         returns how many counters were written."""
@@ -242,6 +259,12 @@ class ModerationQueueManager(MongoManager):
                 return
             yield docs
             last = docs[-1]["_id"]
+
+    def syncing(self, *, before: datetime | None, size: int = 500):
+        """The entries still marked `syncing` (whose last write is older than `before`, if given),
+        in batches (a walk of the sparse `syncing` index)."""
+        query = {"syncing": True, **({"updated": {"$lt": before}} if before is not None else {})}
+        yield from self.batches(query=query, size=size)
 
     def count_state(self, state: str) -> int:
         """Exact count of one state (the repair command only)."""

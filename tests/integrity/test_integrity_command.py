@@ -61,8 +61,8 @@ def test_a_clean_dataset_reports_nothing(dataset):
     assert clean, output
     assert "checked 3 topics, 6 comments, 4 users" in output
     assert "0 difference(s)" in output
-    # one progress line per topic and per batch of users, one for the moderation totals
-    assert output.count("topic ") == 3 and "users " in output and "moderation tab totals: ok" in output
+    # one progress line per topic and per batch of users, one for moderation
+    assert output.count("topic ") == 3 and "users " in output and "moderation: ok" in output
 
 
 @pytest.mark.parametrize("storage", STORAGES)
@@ -159,6 +159,6 @@ def test_a_moderation_tab_total_off_is_reported_and_recounted(dataset):
     queue = ModerationQueueManager()
     queue.counts.update_one({"_id": "states"}, {"$inc": {"pending": 2}}, upsert=True)
     output, clean = run()
-    assert not clean and "moderation tab totals: pending 2 for 0 entries" in output
+    assert not clean and "moderation: tab totals pending 2 for 0 entries" in output
     assert_repaired()
     assert queue.state_counts()["pending"] == 0

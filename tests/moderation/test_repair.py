@@ -24,10 +24,22 @@ def test_action_interrupted_before_comment_write_is_repaired(topic, alice, edito
     entry = ModerationQueueManager().by_key(topic.pk, comment.id)
     assert entry["syncing"] and entry["status"] == "removed"  # the queue ran ahead
     monkeypatch.undo()
-    call_command("moderation_repair", "--recount", "--statuses")
+    call_command("moderation_repair", "--recount", "--statuses")  # rolled forward: the removal is finished
     entry = ModerationQueueManager().by_key(topic.pk, comment.id)
-    assert "syncing" not in entry and entry["status"] == "visible" and entry["state"] == "done"
-    assert selectors.queue_counts(viewer=editor)["removed"] == 0
+    assert "syncing" not in entry and entry["status"] == "removed" and entry["state"] == "removed"
+    assert comment_services.comment_stored(topic=topic, comment_id=comment.id).status == "removed"
+    assert selectors.queue_counts(viewer=editor)["removed"] == 1
+
+
+def test_an_entry_without_the_action_it_was_doing_takes_the_comments_status(topic, alice, editor):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="x")
+    services.comment_moderate(topic=topic, comment_ids=[comment.id], action="hide", moderator=editor)
+    queue = ModerationQueueManager()
+    entry = queue.by_key(topic.pk, comment.id)
+    queue.update(entry["_id"], set_fields={"status": "removed", "state": "removed", "syncing": True})  # an older release's
+    assert services.moderation_repair(recount=True).synced == 1
+    entry = queue.by_key(topic.pk, comment.id)
+    assert "syncing" not in entry and entry["status"] == "author_only" and entry["state"] == "removed"
 
 
 def test_interrupted_approval_goes_back_to_pending(topic, alice, editor, monkeypatch):

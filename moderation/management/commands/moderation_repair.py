@@ -6,8 +6,9 @@ from moderation.services import moderation_repair
 
 
 class Command(BaseCommand):
-    help = ("Make queue entries marked `syncing` agree with their comments' stored status, put interrupted approvals "
-            "back to pending; --recount recomputes flag counters and tab totals; --statuses re-reads every entry of "
+    help = ("Finish the moderation actions left `syncing` (interrupted between their writes): each is run again as it "
+            "was recorded; an entry without what that needs takes its comment's stored status, an approval goes back "
+            "to pending; --recount recomputes flag counters and tab totals; --statuses re-reads every entry of "
             "the comment status index from storage.")
 
     def add_arguments(self, parser):
@@ -18,5 +19,5 @@ class Command(BaseCommand):
         report = moderation_repair(recount=options["recount"], statuses=options["statuses"],
                                    progress=lambda message: self.stdout.write(message))
         self.stdout.write(self.style.SUCCESS(
-            f"synced {report.synced}, reopened {report.reopened}, recounted {report.recounted}, "
+            f"finished {report.finished}, synced {report.synced}, reopened {report.reopened}, recounted {report.recounted}, "
             f"statuses {report.statuses}"))
