@@ -170,7 +170,19 @@ def compares(projection) -> bool:
     projected as the engine holds it and made aware afterwards."""
     if not projection:
         return False
-    return any(k.endswith(".$") or (isinstance(v, dict) and "$elemMatch" in v) for k, v in projection.items())
+    return any(k.endswith(".$") or (isinstance(v, dict) and "$elemMatch" in v and _has_date(v["$elemMatch"]))
+               for k, v in projection.items())
+
+
+def _has_date(value) -> bool:
+    """Whether a filter names a date (only a date compares differently naive and aware)."""
+    if isinstance(value, _dt.datetime):
+        return True
+    if isinstance(value, dict):
+        return any(_has_date(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_date(v) for v in value)
+    return False
 
 
 def project(doc: dict, projection) -> dict:
@@ -192,14 +204,19 @@ def project(doc: dict, projection) -> dict:
         return copied
     included = [k for k, v in fields.items() if k != "_id"]
     sliced = {k: v for k, v in fields.items() if isinstance(v, dict) and set(v) == {"$slice"}}
-    if included and all("." not in k and not k.startswith("$") and (k in sliced or (v in (1, True) and type(v) in (int, bool)))
+    matched = {k: v for k, v in fields.items() if isinstance(v, dict) and set(v) == {"$elemMatch"}}
+    if included and all("." not in k and not k.startswith("$") and (k in sliced or k in matched or
+                                                                    (v in (1, True) and type(v) in (int, bool)))
                         for k, v in fields.items() if k != "_id") and fields.get("_id", 1) in (0, 1, False, True):
         # Top-level fields included (server: `_id` too unless excluded), in the document's order, and
-        # arrays among them cut by `$slice` (an inclusion projection: what it slices is included); the
-        # document is the caller's own (see above), so its values are handed on, not copied.
+        # arrays among them cut by `$slice` or to their first element matching `$elemMatch` (an
+        # inclusion projection: what it cuts is included); the document is the caller's own (see
+        # above), so its values are handed on, not copied.
         keep = set(included) | ({"_id"} if fields.get("_id", 1) not in (0, False) else set())
         copied = type(doc)((k, v) for k, v in doc.items() if k in keep)
         _slice(sliced, copied)
+        if matched:
+            scratch._apply_projection_operators(matched, doc, copied)
         return copied
     return scratch._copy_only_fields(doc, fields, dict)
 

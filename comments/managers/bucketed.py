@@ -37,7 +37,7 @@ Invariants:
   its page comments). The discussion document carries `ranked` once its ranks are complete.
 - Pinned comments are found through (discussion_id, comments.pinned): the buckets that
   hold one, each reduced on the server to its pinned comments (`pinned()`).
-- Sharding: `{discussion_id: "hashed"}` for buckets (uniqueness of (discussion_id,
+- Sharding: `{discussion_id: "hashed", bucket: 1}` for buckets (uniqueness of (discussion_id,
   bucket) is carried by `_id`), `{_id: "hashed"}` for discussions: every operation
   names `discussion_id`, so each goes to one shard, including single-comment updates
   (MongoDB 7.0 refuses an updateOne without the shard key), and new discussions spread over the shards.

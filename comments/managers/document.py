@@ -15,9 +15,9 @@ Collections:
 Invariants:
 - (discussion_id, cid) is unique through `_id`, which holds both; a random id that
   collides is retried with a new id and the same `seq` (the comment is never lost).
-- Sharding: `{discussion_id: "hashed"}`: inserts of a busy discussion land on one shard
-  but new discussions spread over all shards (an auto-increment id leading a ranged
-  key would send every insert to the last chunk). Every query names `discussion_id`,
+- Sharding: `{discussion_id: "hashed", _id: 1}`: new discussions spread over all shards
+  (an auto-increment id leading a ranged key would send every insert to the last chunk),
+  and a busy discussion's chunk can split by `_id`. Every query names `discussion_id`,
   so every read and write is targeted at one shard. Uniqueness is carried by `_id`
   (equal `_id`s share the discussion, hence the shard): a hashed-sharded collection may
   have no other unique index.

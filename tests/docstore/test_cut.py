@@ -88,3 +88,18 @@ def test_a_negative_skip_past_the_start_starts_at_the_first_element(tmp_path):
     assert bson.decode(cut(blob, {"arr": {"$slice": [-5000, 2]}}))["arr"] == [0, 1]
     assert S.project({"_id": 1, "arr": [1, 2, 3]}, {"arr": {"$slice": [-5, 2]}})["arr"] == [1, 2]
     assert S.project({"_id": 1, "arr": [1, 2, 3]}, {"arr": {"$slice": -5}})["arr"] == [1, 2, 3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents, st.sampled_from(["a", "b", "c"]), st.integers(-3, 3), st.booleans())
+def test_an_elem_match_beside_inclusions_projects_as_mongomock_does(doc, other, wanted, keep_id):
+    """semantics.project's own path for `$elemMatch` beside top-level inclusions (the embedded
+    manager's get()) gives what mongomock's projection gives."""
+    import copy
+
+    from docstore.semantics import _scratch
+
+    doc = {**doc, "arr": [{"n": i} for i in range(-2, 3)] + [7]}
+    projection = {other: 1, "arr": {"$elemMatch": {"n": wanted}}, **({} if keep_id else {"_id": 0})}
+    expected = _scratch()._copy_only_fields(copy.deepcopy(doc), projection, dict)
+    assert S.project(copy.deepcopy(doc), projection) == expected
