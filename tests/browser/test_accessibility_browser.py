@@ -76,7 +76,7 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
                ("moderation-log", "/moderation/log/"), ("moderation-users", "/moderation/users/"), ("admin", "/admin/"),
                ("admin-topic-moderation", f"/admin/topics/topic/{topic.pk}/comments/")],
     }
-    found = {}
+    found, wide = {}, {}
     for user, targets in pages.items():
         page = open_page(user, viewport=viewport)
         for label, url in targets:
@@ -91,5 +91,9 @@ def test_no_serious_or_critical_violation_on_any_page_type(open_page, person, ma
             page.screenshot(path=str(shots / f"a11y-{label}-{name}.png"), full_page=True)
             if problems := violations(page):
                 found[label] = problems
+            # Nothing widens the page past the screen (a wide table scrolls inside its own box).
+            if (width := page.evaluate("document.documentElement.scrollWidth")) > viewport["width"] + 1:
+                wide[label] = width
+    assert not wide, f"wider than the {viewport['width']} px screen: {wide}"
     assert not found, "\n".join(f"{label}: {v['impact']} {v['id']} ({v['help']}): {v['nodes']}"
                                  for label, problems in found.items() for v in problems)
