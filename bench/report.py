@@ -742,7 +742,9 @@ def scale_section(scale: dict) -> str:
         alone, burst = runs["topic page 1"], runs["topic page 1 during a write burst"]
         api, writer = runs["comments API page 1"], runs["the write burst (posting, 1 connection)"]
         cpu = r["open"].get("get_db_cpu_s")
-        table.append([f"{r['size']:,}", f"{r['store_mb']:,} (+ WAL {r['wal_mb']:,})",
+        table.append([f"{r['size']:,}", f"{r.get('measured') or info['started']}"
+                      + (f", {r['loadavg_after']}" if r.get("loadavg_after") is not None else ""),
+                      f"{r['store_mb']:,} (+ WAL {r['wal_mb']:,})",
                       f"{r['open']['get_db_s'] * 1000:.1f}" + (f" ({cpu * 1000:.1f} CPU)" if cpu is not None else ""),
                       f"{r['open']['first_read_s'] * 1000:.1f}",
                       f"{r['ready_seconds']}" + (f" ({r['ready_cpu_seconds']} CPU)" if r.get("ready_cpu_seconds") else ""),
@@ -762,14 +764,17 @@ def scale_section(scale: dict) -> str:
         "seconds those took (the master and its workers for start-up): on CPUs shared with other work, wall time "
         "includes waiting for them. The write burst: "
         "a second wrk posting new comments through the API on one connection without pause while the readers run.\n",
-        _table(["comments", "store MB", "get_db() ms", "first read ms", "start-up s", "RSS of all workers MB",
+        _table(["comments", "measured, load average after", "store MB", "get_db() ms", "first read ms", "start-up s",
+                "RSS of all workers MB",
                 "topic page 1: req/s / p50 / p99 ms", "comments API page 1: req/s / p50 / p99 ms",
                 "topic page 1 during the write burst: req/s / p50 / p99 ms", "writer: posts/s / p99 ms"], table),
         "",
         "Bulk load time (not a figure of serving): "
         + ", ".join(f"{r['size']:,} comments {r['load_seconds']:,} s" for r in rows) + "."
         + (f" The machine's 1-minute load average after the run: {info['loadavg_after']}." if info.get("loadavg_after")
-           is not None else ""),
+           is not None else "")
+        + (" A size this run did not measure keeps its row from the run it names." if
+           any(r.get("measured") not in (None, info["started"]) for r in rows) else ""),
     ]
     return "\n".join(text)
 

@@ -144,6 +144,24 @@ def measure_size(size: int, *, duration: int, connections: int, log: Callable[[s
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def keep_other_sizes(result: dict, json_path: str | None) -> dict:
+    """`result` with the rows of `json_path`'s earlier run for the sizes this run did not measure
+    (`SIZES=1000000` re-measures one size and keeps the other), each row saying when it was
+    measured and the machine's load after its run."""
+    def dated(row: dict, info: dict) -> dict:
+        return {"measured": info.get("started"), "loadavg_after": info.get("loadavg_after"), **row}
+
+    rows = [dated(r, result["info"]) for r in result["rows"]]
+    try:
+        earlier = json.loads(Path(json_path).read_text()) if json_path else None
+    except (FileNotFoundError, ValueError):
+        earlier = None
+    if earlier:
+        measured = {r["size"] for r in rows}
+        rows += [dated(r, earlier["info"]) for r in earlier.get("rows", []) if r["size"] not in measured]
+    return {"info": result["info"], "rows": sorted(rows, key=lambda r: r["size"])}
+
+
 def run(*, sizes=(100_000, 1_000_000), duration: int = 20, connections: int = 2, json_path: str | None = None,
         docs_path: str | None = None, keep: str | None = None, log: Callable[[str], None] = print) -> dict:
     if shutil.which("wrk") is None:
@@ -154,11 +172,10 @@ def run(*, sizes=(100_000, 1_000_000), duration: int = 20, connections: int = 2,
     rows = [measure_size(size, duration=duration, connections=connections, log=log, keep=keep) for size in sizes]
     from bench.load import _loadavg, _wrk_version
 
-    result = {"info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "duration": duration,
-                       "connections": connections, "gunicorn": " ".join(gunicorn_args()), "cpus": os.cpu_count(),
-                       "wrk": _wrk_version(), "loadavg_after": _loadavg(),
-                       "seconds": round(time.perf_counter() - started, 1)},
-              "rows": rows}
+    info = {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "duration": duration,
+            "connections": connections, "gunicorn": " ".join(gunicorn_args()), "cpus": os.cpu_count(),
+            "wrk": _wrk_version(), "loadavg_after": _loadavg(), "seconds": round(time.perf_counter() - started, 1)}
+    result = keep_other_sizes({"info": info, "rows": rows}, json_path)
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")

@@ -127,3 +127,23 @@ def test_the_scale_section_gives_size_opening_start_up_and_latency_during_writes
     put_scale_section(str(page), {**SCALE, "info": {**SCALE["info"], "started": "2026-11-26 01:00 UTC"}})
     text = page.read_text()
     assert text.count(SCALE_START) == 1 and text.count(SCALE_END) == 1 and "2026-11-26 01:00 UTC" in text
+
+
+def test_a_scale_run_of_one_size_keeps_the_other_sizes_row(tmp_path):
+    from bench.report import put_scale_section
+    from bench.scale import keep_other_sizes
+
+    earlier = {**SCALE, "rows": [{**SCALE["rows"][0], "size": 100_000, "store_mb": 151.3}, SCALE["rows"][0]]}
+    saved = tmp_path / "scale.json"
+    saved.write_text(json.dumps(earlier))
+    fresh = {"info": {**SCALE["info"], "started": "2026-11-28 04:18 UTC", "loadavg_after": 1.95},
+             "rows": [{**SCALE["rows"][0], "store_mb": 1272.5}]}
+    merged = keep_other_sizes(fresh, str(saved))
+    assert [(r["size"], r["store_mb"], r["measured"]) for r in merged["rows"]] == [
+        (100_000, 151.3, "2026-11-25 05:00 UTC"), (1_000_000, 1272.5, "2026-11-28 04:18 UTC")]
+    page = tmp_path / "benchmarks.md"
+    put_scale_section(str(page), merged)
+    text = page.read_text()
+    assert "| 100,000 | 2026-11-25 05:00 UTC, 3.5 | 151.3" in text
+    assert "| 1,000,000 | 2026-11-28 04:18 UTC, 1.95 | 1,272.5" in text
+    assert "keeps its row from the run it names" in text
