@@ -154,14 +154,20 @@ def _filter(spec) -> Callable:
         # equal to a string.
         field, wanted = cond["$eq"][0].split(".", 1)[1], cond["$eq"][1]
 
-        def matching(doc, scope):
-            values = source(doc, scope)
-            if values is MISSING or values is None:
-                return None
-            if not isinstance(values, list):
-                raise Unsupported("$filter of a non-array")
+        def keep(values, doc, scope):
             return [v for v in values if type(v) is dict and type(got := v.get(field)) is str and got == wanted]
-        return matching
+    else:
+        def keep(values, doc, scope):
+            out = []
+            inner = dict(scope)  # the condition reads its variables and keeps none of them
+            for value in values:
+                inner[name] = value
+                verdict = condition(doc, inner)
+                if type(verdict) is not bool:
+                    raise Unsupported("$filter condition that is not true or false")
+                if verdict:
+                    out.append(value)
+            return out
 
     def filtered(doc, scope):
         values = source(doc, scope)
@@ -169,16 +175,7 @@ def _filter(spec) -> Callable:
             return None
         if not isinstance(values, list):
             raise Unsupported("$filter of a non-array")
-        out = []
-        inner = dict(scope)  # the condition reads its variables and keeps none of them
-        for value in values:
-            inner[name] = value
-            verdict = condition(doc, inner)
-            if type(verdict) is not bool:
-                raise Unsupported("$filter condition that is not true or false")
-            if verdict:
-                out.append(value)
-        return out
+        return keep(values, doc, scope)
     return filtered
 
 
