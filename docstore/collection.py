@@ -185,10 +185,11 @@ class Collection:
             if not isinstance(stage, Mapping) or len(stage) != 1:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         head = P.pipeline_head(pipeline)
+        first = S.leading_project(head.rest)
         with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
             docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
-                                                 distinct=head.distinct))
-            result = list(S.run_pipeline(docs, self.database, head.rest))
+                                                 distinct=head.distinct, raw=first is not None))
+            result = list(S.run_pipeline(docs, self.database, head.rest, first))
         return CommandCursor([self._out(d) for d in result])
 
     # --- writes ------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ _PREFIXED = {0x02: 4, 0x0D: 4, 0x0E: 4, 0x03: 0, 0x04: 0, 0x0F: 0}  # length fie
 _ARRAY = 0x04
 
 
-def _value_end(blob: bytes, start: int, kind: int) -> int:
+def value_end(blob: bytes, start: int, kind: int) -> int:
     """Where the value of an element of type `kind` starting at `start` ends."""
     if kind in _FIXED:
         return start + _FIXED[kind]
@@ -54,9 +54,9 @@ def elements(blob: bytes, start: int = 0):
     while i < end:
         kind = blob[i]
         name_end = blob.index(b"\0", i + 1)
-        value_end = _value_end(blob, name_end + 1, kind)
-        yield kind, blob[i + 1:name_end], i, name_end + 1, value_end
-        i = value_end
+        stop = value_end(blob, name_end + 1, kind)
+        yield kind, blob[i + 1:name_end], i, name_end + 1, stop
+        i = stop
 
 
 def _document(parts: list[bytes]) -> bytes:

@@ -17,6 +17,7 @@ from bson.codec_options import CodecOptions
 from docstore import keys as K
 from docstore import planner as P
 from docstore.cut import cut
+from docstore.raw import RawDocument
 from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo
 
@@ -64,6 +65,10 @@ class Query:
     # Those results' projection, when docstore.cut serves it: what they send is cut from the stored
     # bytes and only that is decoded (Projected).
     cut: dict | None = None
+    # The results go to `$project` stages the engine evaluates itself (docstore.expressions): a
+    # document whose index keys answered the whole filter, in index order, is handed on unread
+    # (docstore.raw.RawDocument) and only what the stage returns is decoded.
+    raw: bool = False
 
 
 @dataclass
@@ -190,6 +195,8 @@ class Executor:
             return None
         if not final:
             return decode(row[0])
+        if self.q.raw:
+            return RawDocument(row[0], CODEC)
         codec = AWARE_CODEC if self.q.aware else CODEC
         if self.q.cut is not None:
             # Only what the projection sends is decoded: the count of an 8 MB discussion document, or

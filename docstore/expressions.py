@@ -20,7 +20,10 @@ from collections.abc import Callable
 
 from bson import ObjectId
 
-MISSING = object()
+from docstore.raw import MISSING, RawArray, RawDocument, materialize
+
+_DOCUMENTS = (dict, RawDocument)  # a document decoded, or read in place (docstore.raw)
+_ARRAYS = (list, RawArray)
 
 
 class Unsupported(Exception):
@@ -31,7 +34,7 @@ def _path(parts: list[str], start: Callable) -> Callable:
     def get(doc, scope):
         value = start(doc, scope)
         for part in parts:
-            if isinstance(value, dict):
+            if isinstance(value, _DOCUMENTS):
                 value = value.get(part, MISSING)
             elif value is MISSING or value is None:
                 return MISSING
@@ -54,7 +57,7 @@ def _field(reference: str) -> Callable:
 
             def field_of(doc, scope):
                 value = scope.get(name, MISSING)
-                if type(value) is dict:
+                if type(value) in _DOCUMENTS:
                     return value.get(part, MISSING)
                 if value is MISSING and name not in scope:
                     raise Unsupported(f"undefined variable {name}")
@@ -130,7 +133,7 @@ def _array_elem_at(args) -> Callable:
         values, i = array(doc, scope), index(doc, scope)
         if values is MISSING or values is None:
             return None  # null for a null or missing array
-        if not isinstance(values, list) or type(i) is not int:
+        if not isinstance(values, _ARRAYS) or type(i) is not int:
             raise Unsupported("$arrayElemAt of a non-array or by a non-integer")
         if -len(values) <= i < len(values):
             return values[i]
@@ -155,6 +158,8 @@ def _filter(spec) -> Callable:
         field, wanted = cond["$eq"][0].split(".", 1)[1], cond["$eq"][1]
 
         def keep(values, doc, scope):
+            if type(values) is RawArray:
+                return values.where(field, wanted)
             return [v for v in values if type(v) is dict and type(got := v.get(field)) is str and got == wanted]
     else:
         def keep(values, doc, scope):
@@ -173,7 +178,7 @@ def _filter(spec) -> Callable:
         values = source(doc, scope)
         if values is MISSING or values is None:
             return None
-        if not isinstance(values, list):
+        if not isinstance(values, _ARRAYS):
             raise Unsupported("$filter of a non-array")
         return keep(values, doc, scope)
     return filtered
@@ -219,7 +224,8 @@ def compile_expression(expression) -> Callable:
 
 def compile_project(spec) -> Callable[[dict], dict]:
     """A `$project` stage of included top-level fields and computed fields, as a function of one
-    document; Unsupported for any other (exclusions, dotted paths)."""
+    document (decoded, or a RawDocument read in place: what it returns is decoded);
+    Unsupported for any other (exclusions, dotted paths)."""
     if not isinstance(spec, dict):
         raise Unsupported("$project")
     keep_id = True
@@ -251,5 +257,5 @@ def compile_project(spec) -> Callable[[dict], dict]:
             got = value(doc, {})
             if got is not MISSING:
                 out[key] = got
-        return out
+        return materialize(out) if type(doc) is RawDocument else out
     return project

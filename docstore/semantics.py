@@ -224,18 +224,38 @@ def project(doc: dict, projection) -> dict:
 # --- pipelines ----------------------------------------------------------------------------------
 
 
-def run_pipeline(docs: list[dict], database, pipeline: list[dict]) -> list[dict]:
-    """The stages after what the executor answered: leading `$project` stages the engine evaluates
-    itself (docstore.expressions) when it can, the rest through mongomock's implementation."""
+def leading_project(pipeline: list[dict]):
+    """The first of the stages after the query, compiled, when it is a `$project` the engine
+    evaluates itself (docstore.expressions): its input documents may then stay unread
+    (docstore.raw). None otherwise."""
     from docstore.expressions import Unsupported, compile_project
+
+    if not pipeline or set(pipeline[0]) != {"$project"}:
+        return None
+    try:
+        return compile_project(pipeline[0]["$project"])
+    except Unsupported:
+        return None
+
+
+def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list[dict]:
+    """The stages after what the executor answered: leading `$project` stages the engine evaluates
+    itself (docstore.expressions) when it can, the rest through mongomock's implementation.
+    `first`: the first stage as `leading_project` compiled it. `docs` may hold documents read
+    in place (docstore.raw.RawDocument): a stage the engine cannot finish on one decodes them
+    all and goes on as with any other."""
+    from docstore.expressions import Unsupported, compile_project
+    from docstore.raw import RawDocument
 
     while pipeline and set(pipeline[0]) == {"$project"}:
         try:
-            project = compile_project(pipeline[0]["$project"])
+            project = first or compile_project(pipeline[0]["$project"])
+            first = None
             docs = [project(doc) for doc in docs]
         except Unsupported:
             break
         pipeline = pipeline[1:]
+    docs = [doc.decode() if type(doc) is RawDocument else doc for doc in docs]
     if not pipeline:
         return docs
     from mongomock import aggregate

@@ -1,0 +1,176 @@
+"""A stored BSON document read in place, for the expressions of a `$project` stage.
+
+A server evaluates an aggregation expression on the document as it lies in its cache and
+sends only the result. `$arrayElemAt: ["$comments", 41]`, or the element of `replies`
+whose id is X, needs a few of the document's bytes; decoding the whole of an 8 MB discussion
+document first costs the engine about 70 ms for twenty comments. `RawDocument` and
+`RawArray` are views of a document and of an array inside its stored bytes: a field is
+found by stepping over the elements before it (each element's type byte and name give its
+length, docstore.cut), an array's elements are located once, and only what the expression
+returns is decoded (`materialize`), with the codec the rest of the engine uses.
+
+Format: BSON specification 1.1 (bsonspec.org). Values are compared and returned as the
+decoded document would give them: a scalar is decoded as bson.decode decodes it, an
+embedded document or array stays a view until it is returned.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import bson
+from bson.codec_options import CodecOptions
+
+from docstore.cut import value_end
+
+_INT32 = struct.Struct("<i")
+_DOCUMENT, _ARRAY, _STRING, _INT, _BOOL, _NULL = 0x03, 0x04, 0x02, 0x10, 0x08, 0x0A
+MISSING = object()
+
+
+def _scalar(blob: bytes, kind: int, start: int, end: int, codec: CodecOptions):
+    """The value of one element that is neither a document nor an array."""
+    if kind == _STRING:
+        return blob[start + 4:end - 1].decode("utf-8", "strict")
+    if kind == _INT:
+        return _INT32.unpack_from(blob, start)[0]
+    if kind == _BOOL:
+        return blob[start] == 1
+    if kind == _NULL:
+        return None
+    value = blob[start:end]  # any other type: decoded by bson as the one field of a document
+    return bson.decode(_INT32.pack(4 + 1 + 2 + len(value) + 1) + bytes((kind,)) + b"v\0" + value + b"\0", codec)["v"]
+
+
+class RawDocument:
+    """The BSON document at `blob[start:end]`, read a field at a time."""
+
+    __slots__ = ("blob", "start", "end", "codec", "_views")
+
+    def __init__(self, blob: bytes, codec: CodecOptions, start: int = 0, end: int | None = None):
+        self.blob, self.codec, self.start = blob, codec, start
+        self.end = start + _INT32.unpack_from(blob, start)[0] if end is None else end
+        self._views: dict = {}  # field -> its document or array view (built once, located once)
+
+    def _value(self, kind: int, start: int, end: int):
+        if kind == _DOCUMENT:
+            return RawDocument(self.blob, self.codec, start, end)
+        if kind == _ARRAY:
+            return RawArray(self.blob, self.codec, start, end)
+        return _scalar(self.blob, kind, start, end, self.codec)
+
+    def get(self, key: str, default=None):
+        if key in self._views:
+            return self._views[key]
+        blob, name = self.blob, key.encode()
+        i, last = self.start + 4, self.end - 1
+        while i < last:
+            kind = blob[i]
+            name_end = blob.index(b"\0", i + 1)
+            stop = value_end(blob, name_end + 1, kind)
+            if blob[i + 1:name_end] == name:
+                value = self._value(kind, name_end + 1, stop)
+                if kind in (_DOCUMENT, _ARRAY):
+                    self._views[key] = value
+                return value
+            i = stop
+        return default
+
+    def __getitem__(self, key: str):
+        value = self.get(key, MISSING)
+        if value is MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key, MISSING) is not MISSING
+
+    def decode(self) -> dict:
+        return bson.decode(self.blob[self.start:self.end], self.codec)
+
+
+class RawArray:
+    """The BSON array at `blob[start:end]`: its elements located on first use, each decoded when read."""
+
+    __slots__ = ("blob", "start", "end", "codec", "_located", "_views", "_where")
+
+    def __init__(self, blob: bytes, codec: CodecOptions, start: int, end: int):
+        self.blob, self.codec, self.start, self.end = blob, codec, start, end
+        self._located: list[tuple[int, int, int]] | None = None  # (type, value start, value end) of each element
+        self._views: dict[int, object] = {}
+        self._where: dict[str, dict[str, list[int]]] = {}  # field -> {string value: positions}
+
+    def _elements(self) -> list[tuple[int, int, int]]:
+        if self._located is None:
+            blob, located, length = self.blob, [], _INT32.unpack_from
+            i, last = self.start + 4, self.end - 1
+            while i < last:
+                kind = blob[i]
+                value_start = blob.index(b"\0", i + 1) + 1
+                # A document, the usual element, carries its own length (the rest: docstore.cut).
+                i = value_start + length(blob, value_start)[0] if kind == _DOCUMENT else value_end(blob, value_start, kind)
+                located.append((kind, value_start, i))
+            self._located = located
+        return self._located
+
+    def __len__(self) -> int:
+        return len(self._elements())
+
+    def __getitem__(self, index: int):
+        located = self._elements()
+        if index < 0:
+            index += len(located)
+        if not 0 <= index < len(located):
+            raise IndexError(index)
+        if index in self._views:
+            return self._views[index]
+        kind, start, end = located[index]
+        if kind == _DOCUMENT:
+            value = self._views[index] = RawDocument(self.blob, self.codec, start, end)
+        elif kind == _ARRAY:
+            value = self._views[index] = RawArray(self.blob, self.codec, start, end)
+        else:
+            value = _scalar(self.blob, kind, start, end, self.codec)
+        return value
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    def where(self, field: str, wanted: str) -> list:
+        """The elements that are documents whose `field` is the string `wanted`, in array order:
+        the array is indexed by that field once, then each lookup is a dict lookup."""
+        found = self._where.get(field)
+        if found is None:
+            found = self._where[field] = {}
+            blob, name, length = self.blob, field.encode(), _INT32.unpack_from
+            for index, (kind, start, end) in enumerate(self._elements()):
+                if kind != _DOCUMENT:
+                    continue
+                i, last = start + 4, end - 1  # the element's fields: the first is usually the one
+                while i < last:
+                    field_kind = blob[i]
+                    name_end = blob.index(b"\0", i + 1)
+                    if blob[i + 1:name_end] == name:
+                        if field_kind == _STRING:
+                            size = length(blob, name_end + 1)[0]
+                            value = blob[name_end + 5:name_end + 4 + size].decode("utf-8", "strict")
+                            found.setdefault(value, []).append(index)
+                        break
+                    i = value_end(blob, name_end + 1, field_kind)
+        return [self[index] for index in found.get(wanted, ())]
+
+    def decode(self) -> list:
+        return bson.decode(_INT32.pack(4 + 1 + 2 + self.end - self.start + 1) + b"\x04v\0"
+                           + self.blob[self.start:self.end] + b"\0", self.codec)["v"]
+
+
+def materialize(value):
+    """`value` as the decoded document would hold it: views decoded, lists walked."""
+    if type(value) in (RawDocument, RawArray):
+        return value.decode()
+    if type(value) is list:
+        return [materialize(v) for v in value]
+    if type(value) is dict:
+        return {k: materialize(v) for k, v in value.items()}
+    return value
