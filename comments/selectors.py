@@ -240,6 +240,12 @@ def comment_stored_pages(*, topic, page_size: int = 100):
         number += 1
 
 
+def comment_ranks_missing(*, topic, stored: int) -> int:
+    """How many of the topic's `stored` comments its strategy's order index lacks (0 where the
+    comments are their own index entries): they are missing from hot and threaded pages."""
+    return comment_manager(topic).ranks_missing(discussion_id=topic.discussion_id, stored=stored)
+
+
 def comment_existing_ids(*, topic, comment_ids: list[str]) -> set[str]:
     """Which of `comment_ids` the topic's discussion stores (one storage read)."""
     return comment_manager(topic).existing_ids(discussion_id=topic.discussion_id, comment_ids=list(comment_ids))

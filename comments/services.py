@@ -265,6 +265,12 @@ def _posted(topic, manager: CommentManager, comment: Comment, author) -> None:
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
 
 
+def comment_ranks_repair(*, topic) -> None:
+    """Write the order-index entries (ranks) the topic's comments lack, as they now are: the
+    repair of `comments.selectors.comment_ranks_missing` (idempotent)."""
+    comment_manager(topic).ranks_repair(discussion_id=topic.discussion_id)
+
+
 def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool = True) -> int:
     """Finish the posts of `topic` interrupted after their comment was numbered (a kill, a lost
     connection) and older than `older_than` seconds (GAP_GRACE_SECONDS; younger ones may still be

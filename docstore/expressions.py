@@ -1,6 +1,7 @@
 """A `$project` stage evaluated by the engine itself, for the expressions a page of an array
-needs: field paths, `$$variables`, `$arrayElemAt`, `$filter` with an `$eq` condition, `$let`
-and `$literal` (the MongoDB manual's "Aggregation Operators" for each).
+needs: field paths (also the last step through an array of documents), `$$variables`,
+`$arrayElemAt`, `$filter` with an `$eq` condition, `$indexOfArray` of a scalar, `$let` and
+`$literal` (the MongoDB manual's "Aggregation Operators" for each).
 
 The pipeline otherwise runs through mongomock's implementation (semantics.run_pipeline),
 which parses every expression again for every element it is applied to: a `$filter` over
@@ -30,14 +31,35 @@ class Unsupported(Exception):
     """This stage is not one the engine evaluates itself: mongomock does."""
 
 
+def _along(values, part: str) -> list:
+    """`$array.part`: the `part` of each element that is a document holding it, in order (the
+    manual's "Field Paths" on an array of documents). A nested array is not modelled here."""
+    if type(values) is RawArray:
+        found = values.field_values(part)
+        if found is None:
+            raise Unsupported("a path through nested arrays")
+        return found
+    out = []
+    for value in values:
+        if isinstance(value, _DOCUMENTS):
+            got = value.get(part, MISSING)
+            if got is not MISSING:
+                out.append(got)
+        elif isinstance(value, _ARRAYS):
+            raise Unsupported("a path through nested arrays")
+    return out
+
+
 def _path(parts: list[str], start: Callable) -> Callable:
     def get(doc, scope):
         value = start(doc, scope)
-        for part in parts:
+        for n, part in enumerate(parts):
             if isinstance(value, _DOCUMENTS):
                 value = value.get(part, MISSING)
             elif value is MISSING or value is None:
                 return MISSING
+            elif isinstance(value, _ARRAYS) and n == len(parts) - 1:
+                return _along(value, part)  # the last step of the path, through an array
             else:
                 raise Unsupported("a path through an array or a scalar")
         return value
@@ -61,7 +83,7 @@ def _field(reference: str) -> Callable:
                     return value.get(part, MISSING)
                 if value is MISSING and name not in scope:
                     raise Unsupported(f"undefined variable {name}")
-                if value is None:
+                if value is None or value is MISSING:  # a path into null or into a missing value: missing
                     return MISSING
                 raise Unsupported("a path through an array or a scalar")
             return field_of
@@ -193,15 +215,34 @@ def _let(spec) -> Callable:
     def let(doc, scope):
         inner = dict(scope)
         for name, value in names.items():
-            got = value(doc, scope)
-            if got is MISSING:
-                raise Unsupported("$let of a missing value")
-            inner[name] = got
+            inner[name] = value(doc, scope)  # a missing value stays missing where the body reads it
         return body(doc, inner)
     return let
 
 
-_OPERATORS = {"$eq": _eq, "$arrayElemAt": _array_elem_at, "$filter": _filter, "$let": _let}
+def _index_of_array(args) -> Callable:
+    if not isinstance(args, list) or len(args) != 2:
+        raise Unsupported("$indexOfArray with a start or an end")
+    array, search = compile_expression(args[0]), compile_expression(args[1])
+
+    def index_of(doc, scope):
+        values, wanted = array(doc, scope), search(doc, scope)
+        if values is MISSING or values is None:
+            return None  # null for a null or missing array
+        if not isinstance(values, _ARRAYS) or wanted is MISSING:
+            raise Unsupported("$indexOfArray of a non-array or of a missing value")
+        family = _scalar(wanted)  # a document or an array searched for: not modelled
+        for i, value in enumerate(values):
+            if type(value) in (RawDocument, RawArray, dict, list):
+                continue  # never equal to a scalar
+            if value == wanted and _scalar(value) == family:
+                return i
+        return -1
+    return index_of
+
+
+_OPERATORS = {"$eq": _eq, "$arrayElemAt": _array_elem_at, "$filter": _filter, "$let": _let,
+              "$indexOfArray": _index_of_array}
 
 
 def compile_expression(expression) -> Callable:

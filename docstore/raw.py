@@ -92,13 +92,14 @@ class RawDocument:
 class RawArray:
     """The BSON array at `blob[start:end]`: its elements located on first use, each decoded when read."""
 
-    __slots__ = ("blob", "start", "end", "codec", "_located", "_views", "_where")
+    __slots__ = ("blob", "start", "end", "codec", "_located", "_views", "_where", "_values")
 
     def __init__(self, blob: bytes, codec: CodecOptions, start: int, end: int):
         self.blob, self.codec, self.start, self.end = blob, codec, start, end
         self._located: list[tuple[int, int, int]] | None = None  # (type, value start, value end) of each element
         self._views: dict[int, object] = {}
         self._where: dict[str, dict[str, list[int]]] = {}  # field -> {string value: positions}
+        self._values: dict[str, list | None] = {}  # field -> `field_values`
 
     def _elements(self) -> list[tuple[int, int, int]]:
         if self._located is None:
@@ -139,26 +140,51 @@ class RawArray:
 
     def where(self, field: str, wanted: str) -> list:
         """The elements that are documents whose `field` is the string `wanted`, in array order:
-        the array is indexed by that field once, then each lookup is a dict lookup."""
+        the array is indexed by that field once (an element whose first field is it, the usual
+        shape, is read without a call), then each lookup is a dict lookup."""
         found = self._where.get(field)
         if found is None:
             found = self._where[field] = {}
-            blob, name, length = self.blob, field.encode(), _INT32.unpack_from
-            for index, (kind, start, end) in enumerate(self._elements()):
+            blob, length = self.blob, _INT32.unpack_from
+            first = bytes((_STRING,)) + field.encode() + b"\0"  # `type name\0` of the field as a string
+            value_at = len(first) + 4
+            for index, (kind, start, _) in enumerate(self._elements()):
                 if kind != _DOCUMENT:
                     continue
-                i, last = start + 4, end - 1  # the element's fields: the first is usually the one
-                while i < last:
-                    field_kind = blob[i]
-                    name_end = blob.index(b"\0", i + 1)
-                    if blob[i + 1:name_end] == name:
-                        if field_kind == _STRING:
-                            size = length(blob, name_end + 1)[0]
-                            value = blob[name_end + 5:name_end + 4 + size].decode("utf-8", "strict")
-                            found.setdefault(value, []).append(index)
-                        break
-                    i = value_end(blob, name_end + 1, field_kind)
+                if blob.startswith(first, start + 4):
+                    at = start + 4 + value_at
+                    value = blob[at:at + length(blob, at - 4)[0] - 1].decode("utf-8", "strict")
+                else:
+                    value = self[index].get(field, MISSING)
+                    if type(value) is not str:
+                        continue
+                found.setdefault(value, []).append(index)
         return [self[index] for index in found.get(wanted, ())]
+
+    def field_values(self, field: str) -> list | None:
+        """`$array.field` of the aggregation framework on this array: the value of `field` of each
+        element that is a document holding it, in array order (read once). None when an element
+        is itself an array (what the path gives then is not modelled)."""
+        if field in self._values:
+            return self._values[field]
+        if any(kind == _ARRAY for kind, _, _ in self._elements()):
+            self._values[field] = None
+            return None
+        values = self._values[field] = []
+        blob, length = self.blob, _INT32.unpack_from
+        first = bytes((_STRING,)) + field.encode() + b"\0"
+        value_at = len(first) + 4
+        for index, (kind, start, _) in enumerate(self._elements()):
+            if kind != _DOCUMENT:
+                continue
+            if blob.startswith(first, start + 4):  # the usual shape: the field first, a string
+                at = start + 4 + value_at
+                values.append(blob[at:at + length(blob, at - 4)[0] - 1].decode("utf-8", "strict"))
+            else:
+                value = self[index].get(field, MISSING)
+                if value is not MISSING:
+                    values.append(value)
+        return values
 
     def decode(self) -> list:
         return bson.decode(_INT32.pack(4 + 1 + 2 + self.end - self.start + 1) + b"\x04v\0"

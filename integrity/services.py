@@ -13,6 +13,9 @@ a time, `comments.selectors.comment_stored_pages`):
 - `counter`: the discussion counter equals the stored comments and `seq` runs 1..N, no gap,
   no double (repair: `comments.services.comment_counter_repair`, tombstones in gaps older
   than `grace`; a counter behind is raised);
+- `ranks`: every stored comment has its rank, the entry of the order index that hot (and
+  embedded threaded) pages read (`comments.selectors.comment_ranks_missing`; repair:
+  `comments.services.comment_ranks_repair`, which writes the missing ones);
 - `likes`: each comment's `likes` and `latest_likers` equal its active like edges
   (`comments.services.comment_likes_repair`, which also repairs);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
@@ -49,6 +52,7 @@ from django.contrib.auth import get_user_model
 
 from comments.selectors import (
     comment_manager,
+    comment_ranks_missing,
     comment_stored_pages,
     credit_comment_flows_drift,
     credit_user_flows_drift,
@@ -61,6 +65,7 @@ from comments.services import (
     comment_counter_repair,
     comment_likes_repair,
     comment_posts_finish,
+    comment_ranks_repair,
     credit_expected_add,
     credit_expected_reset,
     credit_flows_repair,
@@ -79,9 +84,9 @@ from social.selectors import feed_drift, follow_lists_drift
 from social.services import feed_repair, follow_lists_rebuild
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
-FEEDS, GROUPS, CREDITS, POSTS = "feeds", "notification groups", "credits", "posts"
-CHECKS = (POSTS, COUNTER, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
-TOPIC_CHECKS = (POSTS, COUNTER, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
+FEEDS, GROUPS, CREDITS, POSTS, RANKS = "feeds", "notification groups", "credits", "posts", "ranks"
+CHECKS = (POSTS, COUNTER, RANKS, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
+TOPIC_CHECKS = (POSTS, COUNTER, RANKS, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
 USER_CHECKS = (FOLLOWS, FEEDS, GROUPS, UNREAD)  # per user
 SITE_CHECKS = (CREDITS, MODERATION)  # once, on a full run (credits: the user flows)
 
@@ -162,6 +167,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
             report.repaired[COUNTER] += 1
         if repair and fixed:
             comment_search_rebuild(topics=[topic], page_size=batch)  # the tombstones' entries
+    missing = comment_ranks_missing(topic=topic, stored=seq.stored)
+    if missing:
+        report.drifted[RANKS] += missing
+        notes.append(f"ranks: {missing} comment(s) missing from the order index (hot, threaded pages)"
+                     + (", written" if repair else ""))
+        if repair:
+            comment_ranks_repair(topic=topic)
+            report.repaired[RANKS] += missing
     strays: list[str] = []
     if comment_search_count(topic=topic) > seq.stored - search_stale:
         for chunk in comment_search_strays(topic=topic, batch=batch):

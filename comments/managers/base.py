@@ -432,6 +432,16 @@ class CommentManager(MongoManager, abc.ABC):
         stop at the counter, so a counter behind its comments hides them from a pass over pages."""
         return 0
 
+    def ranks_missing(self, *, discussion_id: int, stored: int) -> int:
+        """How many of the `stored` comments of a discussion have no rank (comments/managers/
+        ranks.py: the order index of the strategies that store comments as array elements; a
+        process killed between a comment and its rank leaves one out of hot and threaded pages).
+        0 for a strategy whose comments are their own index entries."""
+        return 0
+
+    def ranks_repair(self, *, discussion_id: int) -> None:
+        """Write every rank the discussion lacks, as its comments now are (idempotent)."""
+
     def set_count(self, *, discussion_id: int, before: int, count: int) -> bool:
         """Set a count that is not a sequence counter (embedded: the array's length) from
         `before` to `count`, guarded by `before` (a post in between wins). True when it moved."""

@@ -374,6 +374,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             self.buckets.update_one(key, push, upsert=True)
         except DuplicateKeyError:  # the bucket exists and holds the number
             return False
+        self.rank_stored(tombstone)  # after the comment, as a post's (ranks.py)
         return True
 
     def raise_counter(self, *, discussion_id, at_least):
@@ -458,6 +459,10 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         page = ranked_page(ranks, items, count=total, request=request, more_before=more_before, more_after=more_after)
         page.extra.update(hints)
         return page
+
+    def _ranks_complete(self, discussion_id: int) -> bool:
+        head = self.discussions.find_one({"_id": discussion_id}, {"ranked": 1})
+        return bool(head and head.get("ranked"))
 
     def _rank_backfill(self, discussion_id: int) -> None:
         """Ranks of a discussion stored before ranks existed, then its `ranked` flag (ranks.py):

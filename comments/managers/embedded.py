@@ -38,18 +38,29 @@ Invariants:
   replaced, and `bytes` moves by the exact BSON size difference of the changed fields:
   an edit that grows the text carries `bytes <= bound - growth` in its filter, so the
   size bound holds after edits too (DiscussionFull, nothing changed).
-- The writes of a nested discussion (a reply, a status, a pin, a like, an edit or deletion
-  `get()` did not locate) find the element's path from the tree of ids alone
-  (`skeleton_projection`: `replies.id`, `replies.replies.id`, ... to COMMENTS_MAX_DEPTH levels),
-  never the comments' texts; the server still reads the whole document, the reply carries ids.
-- A chronological page of a flat discussion is one find_one with `$slice`; threaded
-  pages load the discussion once and order it in the application (threaded order is
-  the `sort_key` order, which is the seed's depth-first `iter_comments` order).
-- Hot order goes through the rank collection `comment_discussion_ranks`
-  (comments/managers/ranks.py, seeds/004_d286869db7b63c27.txt's hot index): about
-  page_size keys, then one aggregation on the discussion document that sends only the
-  page's elements (a flat element by its position `seq - 1`, a nested one by its path of
-  ids). The discussion document carries `ranked` once its ranks are complete.
+- The writes of a nested discussion (a reply whose parent `get()` did not locate, a status, a
+  pin, a like, an edit or deletion of a comment `get()` did not locate) find the element's
+  path from the tree of ids alone (`skeleton_projection`: `replies.id`, `replies.replies.id`,
+  ... to COMMENTS_MAX_DEPTH levels), never the comments' texts; the server still reads the
+  whole document, the reply carries ids. A reply to a parent `get()` located goes to the
+  parent's explicit path, with the parent's id at that path in its filter.
+- A chronological page of a flat discussion is one find_one with `$slice`; a chronological
+  page of a nested one (a threaded topic read in posting order) loads the discussion once
+  and orders it in the application. That is also the read every repair rebuilds from
+  (comments.selectors.comment_stored_pages): the document, not a derived index.
+- Threaded and hot order go through the rank collection `comment_discussion_ranks`
+  (comments/managers/ranks.py; threaded order is the `sort_key` order, the seed's
+  depth-first `iter_comments` order, and hot order seeds/004_d286869db7b63c27.txt's hot
+  index): about page_size keys of the order's rank index, then one aggregation on the
+  discussion document that sends the head and only the page's elements (a flat element by
+  its position `seq - 1`, a nested one by its path of ids), checking each element's id
+  against its rank. The discussion document's `ranked` says which version of ranks is
+  complete (ranks.RANKS_VERSION); a read of an older one writes what its ranks lack first.
+- `get()` goes the same way: the comment's rank by `_id`, then one aggregation sending its
+  element and, in a nested discussion, its position at each level (`$indexOfArray`), which
+  give its explicit path for a write; with no rank, the document itself.
+- The engine answers those aggregations on the stored bytes (docstore/raw.py): only the
+  page's elements are decoded, not the 7 MB document of 10,000 comments.
 """
 
 from __future__ import annotations
@@ -90,7 +101,7 @@ from comments.managers.fields import (
     to_element,
 )
 from comments.managers.moving import EmbeddedMoving
-from comments.managers.ranks import HotRanks, ranked_page
+from comments.managers.ranks import RANKS_VERSION, HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
 FLAT = "flat"
@@ -183,6 +194,21 @@ def _nested_element(ids: list[str], array="$replies") -> dict:
     return {"$let": {"vars": {"e": element}, "in": _nested_element(ids[1:], "$$e.replies")}}
 
 
+def _within(ids: list[str], body: dict, array="$replies") -> dict:
+    """`body` evaluated with `$$e` bound to the nested element whose path of ids is `ids`."""
+    element = {"$arrayElemAt": [{"$filter": {"input": array, "as": "c", "cond": {"$eq": ["$$c.id", ids[0]]}}}, 0]}
+    inner = body if len(ids) == 1 else _within(ids[1:], body, "$$e.replies")
+    return {"$let": {"vars": {"e": element}, "in": inner}}
+
+
+def _nested_positions(ids: list[str]) -> dict:
+    """Expressions `p0`, `p1`, ...: the position of each id of a path in its level's `replies`
+    array, from which the element's explicit path `replies.p0.replies.p1...` follows (nothing is
+    ever removed from the arrays, so positions never change)."""
+    return {f"p{k}": (_within(ids[:k], {"$indexOfArray": ["$$e.replies.id", ids[k]]}) if k
+                      else {"$indexOfArray": ["$replies.id", ids[0]]}) for k in range(len(ids))}
+
+
 def _chronological(element: dict):
     return (element["posted"], element["sort_key"])
 
@@ -229,7 +255,12 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(12), author=author,
                               text=text,
                               parent=parent, html=html)
-        return self._push(comment, threaded, pending=True)
+        # A parent read by get() carries its explicit path; the new comment's parent is it or, at
+        # the depth bound, its ancestor at depth - 1, whose path is that path's first levels.
+        known = parent.locator if parent is not None and isinstance(parent.locator, str) else None
+        if known is not None and comment.parent is not None:
+            known = ".".join(known.split(".")[:2 * comment.depth])
+        return self._push(comment, threaded, pending=True, parent_path=known)
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
@@ -238,21 +269,32 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         doc = self.collection.find_one({"_id": discussion_id}, {"pending": 1})
         found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
                  for cid in ((doc or {}).get("pending") or {}))
-        return [c for c in found if c is not None and c.posted < before]
+        unfinished = [c for c in found if c is not None and c.posted < before]
+        if store and unfinished:  # the rank a kill after the comment left unwritten (ranks.py)
+            wanted = {c.id for c in unfinished}
+            whole = self._load(discussion_id, read=False)
+            self.ranks_backfilled(discussion_id, [c for c in self._comments(whole or {}, CHRONOLOGICAL, discussion_id)
+                                                  if c.id in wanted])
+        return unfinished
 
     def append(self, comment, *, threaded=False):
         return self._push(comment, threaded)
 
-    def _push(self, comment: Comment, threaded: bool, *, pending: bool = False) -> Comment:
+    def _push(self, comment: Comment, threaded: bool, *, pending: bool = False, parent_path: str | None = None
+              ) -> Comment:
         """Push `comment` into its discussion (creating it at the first comment); the `moderated`
         hint is set in the same update when the comment is not visible, and for a post
-        (`pending`) `pending.<id>` (unset by `post_done` once its consequences were sent)."""
+        (`pending`) `pending.<id>` (unset by `post_done` once its consequences were sent).
+        `parent_path`: the explicit path of a nested reply's parent, if the caller knows it (the
+        push checks the parent's id there, and finds the path itself when it does not match)."""
         discussion_id = comment.discussion_id
         marks = {**({"moderated": True} if comment.status != VISIBLE else {}),
                  **({f"pending.{comment.id}": True} if pending else {})}
         hint = {"$set": marks} if marks else {}
         layout = NESTED if threaded else FLAT
         loaded = None  # (layout, the parent's path): where a nested reply goes
+        if parent_path is not None and layout == NESTED and comment.parent is not None:
+            loaded = (NESTED, parent_path)
         for _ in range(_POST_ATTEMPTS):
             element = to_element(comment)
             if layout == NESTED:
@@ -269,12 +311,13 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                 if parent_path is None:
                     raise LookupError(f"discussion {discussion_id} holds no comment {comment.parent!r}")
                 target = f"{parent_path}.replies"
+                at_parent = {f"{parent_path}.id": comment.parent}  # the path names the parent still
             else:
-                target = _ARRAY[layout]
+                target, at_parent = _ARRAY[layout], {}
             size = charge(element)
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             stored = self.collection.find_one_and_update(
-                {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}},
+                {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}, **at_parent},
                 {"$push": {target: element}, "$inc": {"count": 1, "bytes": size}, **hint},
                 projection={"count": 1}, return_document=ReturnDocument.AFTER,
             )
@@ -286,7 +329,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             if meta is None:
                 try:  # the first comment: create the discussion, then push again
                     self.collection.insert_one({"_id": discussion_id, "layout": layout, "count": 0, "bytes": 0,
-                                                "ranked": True, _ARRAY[layout]: []})
+                                                "ranked": RANKS_VERSION, _ARRAY[layout]: []})
                 except DuplicateKeyError:
                     pass  # another writer created it first
             elif meta["layout"] != layout:
@@ -407,7 +450,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                 roots.append(element)
         kept = comments[:stored]
         self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
-                                    "ranked": True, **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
+                                    "ranked": RANKS_VERSION, **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
         for seq, comment in enumerate(kept, start=1):  # posting order: a flat element's position + 1
             comment.seq = seq
         self.rank_stored_many(kept)
@@ -541,69 +584,84 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
         check_order(self, order)
         position = decode_cursor(cursor, order)
-        if order == HOT:
-            return self._hot_page(discussion_id, request, position)
-        if order == CHRONOLOGICAL:
-            # One round trip: a flat document travels only the requested slice (array position
-            # = seq - 1, so a cursor is a position too); a nested one (a threaded topic shown
-            # chronologically) travels whole and is ordered here.
-            size, skip = request.page_size, request.skip
-            if position is not None:
-                skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
-                size = size if position.direction != BACKWARD else position.key - 1 - skip
-            # A server refuses a `$slice` limit of 0 or less ("$slice limit must be positive"): a
-            # backward cursor at the first comment asks for nothing, so read one and show none.
-            doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1, "pinned": 1, "moderated": 1,
-                                             "comments": {"$slice": [skip, max(size, 1)]}})
-            if doc is not None and doc.get("layout") != NESTED:
-                elements = doc.get("comments", [])[:max(size, 0)]
-                items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(elements)]
-                return self._hinted(keyset_page(items, order=order, count=doc["count"], request=request,
-                                                more_before=skip > 0, more_after=skip + len(items) < doc["count"],
-                                                number=skip // request.page_size + 1), doc)
-        else:
-            doc = self._load(discussion_id)
+        if order in (HOT, THREADED):
+            return self._ranked_page(discussion_id, order, request, position)
+        # Chronological, one round trip: a flat document travels only the requested slice (array
+        # position = seq - 1, so a cursor is a position too); a nested one (a threaded topic shown
+        # chronologically) travels whole and is ordered here.
+        size, skip = request.page_size, request.skip
+        if position is not None:
+            skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
+            size = size if position.direction != BACKWARD else position.key - 1 - skip
+        # A server refuses a `$slice` limit of 0 or less ("$slice limit must be positive"): a
+        # backward cursor at the first comment asks for nothing, so read one and show none.
+        doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1, "pinned": 1, "moderated": 1,
+                                         "comments": {"$slice": [skip, max(size, 1)]}})
         if doc is None:
             return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
-        ordered, keys = self._lazy_ordered(doc, order, discussion_id)
+        if doc.get("layout") != NESTED:
+            elements = doc.get("comments", [])[:max(size, 0)]
+            items = [from_element({**e, "seq": skip + i + 1}, discussion_id) for i, e in enumerate(elements)]
+            return self._hinted(keyset_page(items, order=order, count=doc["count"], request=request,
+                                            more_before=skip > 0, more_after=skip + len(items) < doc["count"],
+                                            number=skip // request.page_size + 1), doc)
+        ordered, keys = self._lazy_chronological(doc, discussion_id)
         return self._hinted(window(ordered, order=order, request=request, position=position, count=doc["count"],
                                    keys=keys), doc)
 
     _HEAD = {"layout": 1, "count": 1, "pinned": 1, "moderated": 1, "ranked": 1}  # the document without its comments
 
-    def _hot_page(self, discussion_id: int, request: PageRequest, position) -> Page[Comment]:
-        """The head (total, hints), about page_size keys of the rank index, then the page's elements."""
-        head = self._load(discussion_id, self._HEAD)
-        if head is None:
-            return keyset_page([], order=HOT, count=0, request=request, more_before=False, more_after=False)
-        if not head.get("ranked"):
+    def _ranked_page(self, discussion_id: int, order: str, request: PageRequest, position) -> Page[Comment]:
+        """About page_size keys of the rank index of `order`, then one aggregation that sends the
+        head (total, hints) and only the page's elements: two round trips, and the discussion
+        document is not decoded whole. A head whose ranks are older than RANKS_VERSION has them
+        written first (`_rank_backfill`), and the page is read again."""
+        for _ in range(2):
+            ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order)
+            head, items = self._elements(discussion_id, ranks)
+            if head is None:
+                return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+            if int(head.get("ranked") or 0) >= RANKS_VERSION:
+                break
             self._rank_backfill(discussion_id)
-        nested = head.get("layout") == NESTED
-        ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=nested)
-        items = self._elements(discussion_id, nested, ranks)
         return self._hinted(ranked_page(ranks, items, count=head["count"], request=request, more_before=more_before,
-                                        more_after=more_after), head)
+                                        more_after=more_after, order=order), head)
 
-    def _elements(self, discussion_id: int, nested: bool, ranks: list[dict]) -> list[Comment | None]:
-        """The comments named by `ranks` (in their order; None where one is missing), in one
-        aggregation that sends only them: a flat element by its array position (`seq - 1`:
-        nothing is ever removed, so positions never change), a nested one by following its path
-        of ids down the `replies` arrays."""
-        if not ranks:
-            return []
-        fields = {f"e{i}": (_nested_element(doc["path"].split("/")) if nested
-                            else {"$arrayElemAt": ["$comments", int(doc["seq"]) - 1]}) for i, doc in enumerate(ranks)}
-        docs = list(self.read_collection.aggregate([{"$match": {"_id": discussion_id}}, {"$project": {"_id": 0, **fields}}],
+    def _elements(self, discussion_id: int, ranks: list[dict]) -> tuple[dict | None, list[Comment | None]]:
+        """(the head, the comments named by `ranks` in their order, None where one is missing), in
+        one aggregation that sends only them: each element as a flat one by its array position
+        (`seq - 1`: nothing is ever removed, so positions never change) and as a nested one by
+        following its path of ids down the `replies` arrays (the layout the document has answers,
+        the other is null). The head is None when there is no such discussion."""
+        fields: dict = {}
+        for i, doc in enumerate(ranks):
+            fields[f"n{i}"] = _nested_element(doc["path"].split("/"))
+            fields[f"f{i}"] = {"$arrayElemAt": ["$comments", int(doc["seq"]) - 1]}
+        docs = list(self.read_collection.aggregate([{"$match": {"_id": discussion_id}},
+                                                    {"$project": {"_id": 0, **self._HEAD, **fields}}],
                                                    **self.time_limit()))
-        found = docs[0] if docs else {}
-        return [from_element(found[f"e{i}"], discussion_id) if found.get(f"e{i}") else None for i in range(len(ranks))]
+        if not docs:
+            return None, []
+        found = docs[0]
+        kind = "n" if found.get("layout") == NESTED else "f"
+        items: list[Comment | None] = []
+        for i, doc in enumerate(ranks):
+            element = found.get(f"{kind}{i}")
+            ok = isinstance(element, dict) and element.get("id") == doc["path"].rsplit("/", 1)[-1]
+            items.append(from_element(element, discussion_id) if ok else None)
+        return found, items
+
+    def _ranks_complete(self, discussion_id: int) -> bool:
+        head = self.collection.find_one({"_id": discussion_id}, {"ranked": 1})
+        return head is not None and int(head.get("ranked") or 0) >= RANKS_VERSION
 
     def _rank_backfill(self, discussion_id: int) -> None:
-        """Ranks of a discussion stored before ranks existed, then its `ranked` flag (ranks.py)."""
+        """Ranks of a discussion stored before its ranks were complete (ranks.py, RANKS_VERSION),
+        then its `ranked` version."""
         doc = self._load(discussion_id, read=False)
         if doc is not None:
             self.ranks_backfilled(discussion_id, self._comments(doc, CHRONOLOGICAL, discussion_id))
-            self.collection.update_one({"_id": discussion_id}, {"$set": {"ranked": True}})
+            self.collection.update_one({"_id": discussion_id}, {"$set": {"ranked": RANKS_VERSION}})
 
     @staticmethod
     def _hinted(page: Page[Comment], doc: dict) -> Page[Comment]:
@@ -636,23 +694,22 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             comments.sort(key=lambda c: c.sort_key)
         return comments
 
-    def _lazy_ordered(self, doc: dict, order: str, discussion_id: int) -> tuple[_Built, list]:
-        """What `_comments` gives, as a sequence that builds only the comments a page slices out,
-        and each one's key in `order` (a page of a 10,000-comment discussion builds 20 comments,
-        not 10,000)."""
+    def _lazy_chronological(self, doc: dict, discussion_id: int) -> tuple[_Built, list]:
+        """What `_comments` gives in chronological order, as a sequence that builds only the
+        comments a page slices out, and each one's key (its seq): a page of a 10,000-comment
+        discussion builds 20 comments, not 10,000."""
         chronological = list(iter_elements(doc))
         if doc.get("layout") == NESTED:
             chronological.sort(key=_chronological)
         positions = range(len(chronological))  # chronological index: seq - 1
-        if order == THREADED:
-            positions = sorted(positions, key=lambda i: chronological[i]["sort_key"])
-            keys = [chronological[i]["sort_key"] for i in positions]
-        else:
-            keys = [i + 1 for i in positions]
-        return _Built(chronological, positions, discussion_id), keys
+        return _Built(chronological, positions, discussion_id), [i + 1 for i in positions]
 
     def get(self, *, discussion_id, comment_id, threaded=False):
-        # A flat document returns only the matching element; a nested one returns its tree to search.
+        found = self._ranked_get(discussion_id, comment_id)
+        if found is not None:
+            return found
+        # No rank (or one that names another element): the document itself. A flat document
+        # returns only the matching element; a nested one returns its tree to search.
         doc = self._load(discussion_id, {"layout": 1, "replies": 1, "comments": {"$elemMatch": {"id": comment_id}}},
                          read=False)
         if doc is None:
@@ -669,6 +726,54 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             if element["id"] == comment_id:
                 return from_element(element, discussion_id)
         return None
+
+    def _ranked_get(self, discussion_id: int, comment_id: str) -> Comment | None:
+        """The comment found through its rank (`_ranked_locate`), with its explicit path as its
+        locator in a nested discussion; None when it has no rank, or it names no such element."""
+        found = self._ranked_locate(discussion_id, comment_id, element=True)
+        if found is None:
+            return None
+        layout, element, path = found
+        comment = from_element(element, discussion_id)
+        if layout == NESTED:
+            comment.locator = path  # its explicit path, for edit/delete in one round trip
+        return comment
+
+    def _ranked_locate(self, discussion_id: int, comment_id: str, *, element: bool
+                       ) -> tuple[str, dict | None, str | None] | None:
+        """(layout, the element when `element`, its explicit path in a nested discussion) of one
+        comment, found through its rank (its path of ids, its seq) on the primary: one rank by
+        `_id`, then one aggregation that sends only what is asked (a flat element at `seq - 1`; a
+        nested one down its path of ids, with its position at each level), so the discussion
+        document is not decoded whole. None when there is no rank, or it names no such element."""
+        rank = self.ranks.find_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
+                                   {"path": 1, "seq": 1})
+        if rank is None or not isinstance(rank.get("path"), str) or type(rank.get("seq")) is not int or rank["seq"] < 1:
+            return None
+        ids = rank["path"].split("/")
+        fields = {"_id": 0, "layout": 1, **_nested_positions(ids),
+                  "flat": {"$arrayElemAt": ["$comments", rank["seq"] - 1]}}
+        if element:
+            fields["nested"] = _nested_element(ids)
+        docs = list(self.collection.aggregate([{"$match": {"_id": discussion_id}}, {"$project": fields}]))
+        if not docs:
+            return None
+        doc = docs[0]
+        if doc.get("layout") != NESTED:
+            flat = doc.get("flat")
+            if not isinstance(flat, dict) or flat.get("id") != comment_id:
+                return None
+            return doc.get("layout"), flat, None
+        positions = [doc.get(f"p{k}") for k in range(len(ids))]
+        if any(type(p) is not int or p < 0 for p in positions):
+            return None
+        path = ".".join(f"replies.{p}" for p in positions)
+        if element:
+            found = doc.get("nested")
+            if not isinstance(found, dict) or found.get("id") != comment_id:
+                return None
+            return NESTED, found, path
+        return NESTED, None, path
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
         doc = self._load(discussion_id, read=False)

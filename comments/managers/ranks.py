@@ -1,4 +1,5 @@
-"""Hot order for the strategies that store comments as array elements (embedded, bucketed).
+"""Hot order for the strategies that store comments as array elements (embedded, bucketed), and
+threaded order for the embedded one.
 
 The document strategy ranks comments with the index `(discussion_id, hot -1, seq -1)` on
 its comment documents (seeds/004_d286869db7b63c27.txt: the `TpId_1_HoSc_-1_Seq_-1` index,
@@ -11,11 +12,15 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
 first, as the document strategy's), `path` its ids from the root (where a nested embedded
-element lives). A hot page is then: the discussion's head (total, hints), about
+element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
+id). A strategy that pages threaded order here (embedded: one discussion document, which
+an index cannot order by comment) also declares `(discussion_id, sort_key)`, and a threaded
+page is about page_size + 1 keys of it, as the document strategy's `full_slug` index gives.
+A hot page is then: the discussion's head (total, hints), about
 page_size + 1 keys of `(discussion_id, hot -1, seq -1)` from the cursor's key (the same
 bounds as the document strategy's), and one read of exactly those comments from the
 strategy's own storage (embedded: the one discussion document, reduced on the server to
@@ -51,12 +56,14 @@ from typing import ClassVar
 
 from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo.errors import BulkWriteError
 
 from comments.managers.base import (
     BACKWARD,
     FORWARD,
     HOT,
     HOT_PINNED,
+    THREADED,
     Comment,
     Position,
     encode_cursor,
@@ -66,6 +73,11 @@ from core.paging import Page, PageRequest
 
 _HOT_SORT = [("hot", DESCENDING), ("seq", DESCENDING)]
 _HOT_REVERSED = [("hot", ASCENDING), ("seq", ASCENDING)]
+_SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)], [("sort_key", DESCENDING)])}
+# What a discussion's head `ranked` says of its rank documents: 1 (stored as true) they carry
+# hot, seq and path; 2 they also carry sort_key (threaded order). Below this, the first read
+# that needs them writes what is missing (`ranks_backfilled`).
+RANKS_VERSION = 2
 
 
 def _after(key) -> dict:
@@ -79,6 +91,13 @@ def _before(key) -> dict:
     return {"hot": {"$gte": Int64(hot)}, "$or": [{"hot": {"$gt": Int64(hot)}}, {"hot": Int64(hot), "seq": {"$gt": seq}}]}
 
 
+def _bounds(order: str, key, forward: bool) -> dict:
+    """Ranks after (`forward`) or before `key` in `order`: explicit bounds on the index fields."""
+    if order == THREADED:  # sort_key is unique in a discussion (each level ends with the comment's id)
+        return {"sort_key": {"$gt" if forward else "$lt": key}}
+    return _after(key) if forward else _before(key)
+
+
 class HotRanks:
     """Mixin of a CommentManager whose comments are array elements: the rank collection
     `ranks_name` (declared by the strategy in its `indexes()` through `rank_indexes()`)."""
@@ -87,8 +106,11 @@ class HotRanks:
 
     @classmethod
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
+        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING)], name="discussion_sort_key")] \
+            if THREADED in getattr(cls, "orders", ()) else []  # a strategy that pages threaded order through its ranks
         return {cls.ranks_name: [
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
+            *threaded,
             # The shard key's index: a hashed discussion spreads topics over the shards, `_id` after
             # it lets a busy discussion's chunk split (MongoDB docs, "Shard Key Cardinality").
             IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
@@ -104,22 +126,39 @@ class HotRanks:
 
     def _rank_doc(self, comment: Comment) -> dict:
         return {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-                "seq": comment.seq, "path": comment.path}
+                "seq": comment.seq, "path": comment.path, "sort_key": comment.sort_key}
 
     # --- writes ------------------------------------------------------------------
 
     def rank_stored(self, comment: Comment) -> None:
         """After `comment` is stored (with its `seq`): its rank, as the element is now."""
-        self.ranks.update_one({"_id": self.rank_id(comment.discussion_id, comment.id),
-                               "discussion_id": comment.discussion_id},
-                              {"$setOnInsert": self._rank_doc(comment)}, upsert=True)
+        self._upserted([UpdateOne({"_id": self.rank_id(comment.discussion_id, comment.id),
+                                   "discussion_id": comment.discussion_id},
+                                  {"$setOnInsert": self._rank_doc(comment)}, upsert=True)])
 
     def rank_stored_many(self, comments: list[Comment]) -> None:
-        if not comments:
-            return
-        self.ranks.bulk_write([UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
-                                         {"$setOnInsert": self._rank_doc(c)}, upsert=True) for c in comments],
-                              ordered=False)
+        self._upserted([UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
+                                  {"$setOnInsert": self._rank_doc(c)}, upsert=True) for c in comments])
+
+    def _upserted(self, upserts: list[UpdateOne]) -> None:
+        """Run rank upserts, a thousand at a time. Two writers whose upserts of one rank both
+        found nothing may both insert; one gets E11000 (the server retries an upsert itself only
+        when its filter's fields are exactly a unique index's, and ours also names the shard key
+        `discussion_id`: the manual's "Upsert with Duplicate Values"). The rank is there then:
+        those upserts run again, and now match it."""
+        for start in range(0, len(upserts), 1000):
+            pending = upserts[start:start + 1000]
+            for _ in range(3):
+                try:
+                    self.ranks.bulk_write(pending, ordered=False)
+                    break
+                except BulkWriteError as exc:
+                    errors = exc.details.get("writeErrors", [])
+                    if not errors or any(e.get("code") != 11000 for e in errors):
+                        raise
+                    pending = [pending[e["index"]] for e in errors]
+            else:
+                self.ranks.bulk_write(pending, ordered=False)
 
     def rank_moved(self, discussion_id: int, comment_id: str, delta: int) -> None:
         """The element's score moved by `delta` (a like, an unlike, a pin, a repair): the rank follows."""
@@ -134,29 +173,53 @@ class HotRanks:
         self.ranks.delete_many({"discussion_id": discussion_id})
 
     def ranks_backfilled(self, discussion_id: int, comments: list[Comment]) -> None:
-        """Ranks of a discussion stored before ranks existed (every comment, with its `seq`);
-        the caller then sets the discussion's `ranked` flag."""
-        self.rank_stored_many(comments)
+        """Ranks of a discussion whose head's `ranked` is below RANKS_VERSION (every comment, with
+        its `seq`, as the stored discussion now numbers and places it): a missing rank is written
+        as the comment now is; an existing one keeps its score (likes and pins move it by `$inc`)
+        and takes the discussion's `seq`, `path` and `sort_key` (a move between strategies
+        rebuilds the discussion and may number it anew). The caller then sets the head's
+        `ranked` to RANKS_VERSION."""
+        placed = ("seq", "path", "sort_key")
+        upserts = []
+        for c in comments:
+            doc = self._rank_doc(c)
+            upserts.append(UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
+                                     {"$setOnInsert": {k: v for k, v in doc.items() if k not in placed},
+                                      "$set": {k: doc[k] for k in placed}}, upsert=True))
+        self._upserted(upserts)
+
+    def ranks_missing(self, *, discussion_id: int, stored: int) -> int:
+        # A head that does not say its ranks are complete (stored before ranks, or written by a
+        # move between strategies) is ranked by the first read that needs them: nothing is lost.
+        if not self._ranks_complete(discussion_id):
+            return 0
+        return max(0, int(stored) - self.ranks.count_documents({"discussion_id": discussion_id}))
+
+    def ranks_repair(self, *, discussion_id: int) -> None:
+        self._rank_backfill(discussion_id)  # the strategy's: every stored comment, then its `ranked`
 
     # --- reads -------------------------------------------------------------------
 
     def rank_window(self, discussion_id: int, request: PageRequest, position: Position | None, session=None, *,
-                    paths: bool = False):
-        """(rank documents of the page in hot order, more_before, more_after): about page_size + 1
-        keys of the hot index from the cursor's key, or a page number's skip. Without `paths`
-        the read is covered by the index (hot and seq only: no rank document is fetched)."""
+                    paths: bool = False, order: str = HOT):
+        """(rank documents of the page in `order`, more_before, more_after): about page_size + 1
+        keys of its index (hot: `discussion_hot`; threaded: `discussion_sort_key`) from the
+        cursor's key, or a page number's skip. In hot order without `paths` the read is covered
+        by the index (hot and seq only: no rank document is fetched)."""
         ranks = self.read_db[self.ranks_name]
         size = request.page_size
         query: dict = {"discussion_id": discussion_id}
-        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1} if paths else {})}
+        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1} if paths else {}),
+                  **({"sort_key": 1} if order == THREADED else {})}
+        ahead, reversed_ = _SORTS[order]
         limit = self.max_time_ms
         if position is None:
-            docs = list(ranks.find(query, fields, session=session).sort(_HOT_SORT).skip(request.skip).limit(size + 1)
+            docs = list(ranks.find(query, fields, session=session).sort(ahead).skip(request.skip).limit(size + 1)
                         .max_time_ms(limit))
             return docs[:size], request.skip > 0, len(docs) > size
         forward = position.direction != BACKWARD
-        query.update(_after(position.key) if forward else _before(position.key))
-        docs = list(ranks.find(query, fields, session=session).sort(_HOT_SORT if forward else _HOT_REVERSED)
+        query.update(_bounds(order, position.key, forward))
+        docs = list(ranks.find(query, fields, session=session).sort(ahead if forward else reversed_)
                     .limit(size + 1).max_time_ms(limit))
         more = len(docs) > size
         docs = docs[:size]
@@ -176,22 +239,23 @@ class HotRanks:
                                            **_before((int(doc["hot"]), int(doc["seq"])))})
 
 
-def rank_key(doc: dict) -> tuple[int, int]:
-    return int(doc["hot"]), int(doc["seq"])
+def rank_key(doc: dict, order: str = HOT):
+    """A rank document's key in `order`: what a cursor names."""
+    return doc["sort_key"] if order == THREADED else (int(doc["hot"]), int(doc["seq"]))
 
 
 def ranked_page(ranks: list[dict], comments: list[Comment | None], *, count: int, request: PageRequest,
-                more_before: bool, more_after: bool) -> Page[Comment]:
-    """A hot page of `comments` (one per rank of `ranks`, in their order; None: not found) whose
-    cursors name its first and last RANK keys (what the next page's bounds are taken against),
-    each comment carrying its rank's `seq`."""
+                more_before: bool, more_after: bool, order: str = HOT) -> Page[Comment]:
+    """A page in `order` of `comments` (one per rank of `ranks`, in their order; None: not found)
+    whose cursors name its first and last RANK keys (what the next page's bounds are taken
+    against), each comment carrying its rank's `seq`."""
     ordered = []
     for doc, comment in zip(ranks, comments, strict=True):
         if comment is not None:
             comment.seq = int(doc["seq"])
             ordered.append(comment)
     extra = {
-        "previous": encode_cursor(HOT, BACKWARD, rank_key(ranks[0])) if ranks and more_before else None,
-        "next": encode_cursor(HOT, FORWARD, rank_key(ranks[-1])) if ranks and more_after else None,
+        "previous": encode_cursor(order, BACKWARD, rank_key(ranks[0], order)) if ranks and more_before else None,
+        "next": encode_cursor(order, FORWARD, rank_key(ranks[-1], order)) if ranks and more_after else None,
     }
     return Page(items=ordered, count=count, page=request.page, page_size=request.page_size, extra=extra)

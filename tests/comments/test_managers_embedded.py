@@ -3,7 +3,7 @@
 import bson
 import pytest
 
-from comments.managers.base import CHRONOLOGICAL, THREADED, Author, DiscussionFull
+from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author, DiscussionFull
 from comments.managers.embedded import EmbeddedCommentManager, charge, element_paths
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
@@ -117,7 +117,33 @@ def test_a_flat_chronological_page_is_one_round_trip_carrying_only_its_slice(mon
     counter.reset()
     manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=2, page_size=7))
     manager.count(discussion_id=d)
-    assert len(counter.calls) == 2
+    # A threaded page: its keys of the rank index, then one aggregation sending only its elements.
+    assert counter.calls == [("comment_discussion_ranks", "find"), ("comment_discussions", "aggregate"),
+                             ("comment_discussions", "find_one")]
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_ranks_an_older_version_wrote_are_completed_at_the_first_threaded_read(mongo_db, threaded):
+    """Ranks written before they carried `sort_key` (a head whose `ranked` is true, not
+    RANKS_VERSION): the first threaded page writes what they lack, keeps their scores, then pages."""
+    from comments.managers.ranks import RANKS_VERSION
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="root", threaded=threaded)
+    posted = [root] + [manager.post(discussion_id=d, author=ALICE, text=str(n), threaded=threaded,
+                                    parent=root if n % 2 else None) for n in range(6)]
+    manager.add_like(discussion_id=d, comment_id=posted[3].id, username="x")
+    ranks = mongo_db[manager.ranks_name]
+    ranks.update_many({"discussion_id": d}, {"$unset": {"sort_key": ""}})
+    ranks.delete_one({"_id": manager.rank_id(d, posted[5].id)})  # and one never written
+    manager.collection.update_one({"_id": d}, {"$set": {"ranked": True}})
+    pages = [manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=n, page_size=3)) for n in (1, 2, 3)]
+    assert [c.id for p in pages for c in p.items] == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
+    assert manager.collection.find_one({"_id": d})["ranked"] == RANKS_VERSION
+    assert ranks.count_documents({"discussion_id": d, "sort_key": {"$exists": True}}) == len(posted)
+    hot = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=1)).items
+    assert [c.id for c in hot] == [posted[3].id]  # its like kept
 
 
 def test_unknown_parent_is_refused(mongo_db):
@@ -210,3 +236,32 @@ def test_the_writes_of_a_nested_discussion_read_its_tree_of_ids_not_its_comments
     stored = manager.get(discussion_id=d, comment_id=target.id, threaded=True)
     assert stored.parent == parent.id and stored.status == "removed" and stored.pinned
     assert manager.get(discussion_id=d, comment_id=parent.id, threaded=True).text == "edited"
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_a_post_killed_before_its_rank_is_ranked_when_it_is_finished(mongo_db, threaded, monkeypatch):
+    """The comment is stored, then its rank (ranks.py): a kill between the two leaves it out of
+    threaded and hot pages until the post is finished (`posts_unfinished`, the roll-forward of
+    `integrity --repair` and of the next attempt), which writes its rank."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="root", threaded=threaded)
+    manager.post_done(discussion_id=d, comment_id=root.id, threaded=threaded)
+
+    def killed(comment):
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(manager, "rank_stored", killed)
+    with pytest.raises(SystemExit):
+        manager.post(discussion_id=d, author=ALICE, text="reply", parent=root, threaded=threaded)
+    monkeypatch.undo()
+    request = PageRequest(page_size=10)
+    assert [c.text for c in manager.page(discussion_id=d, order=THREADED, request=request).items] == ["root"]
+    later = timezone.now() + timedelta(seconds=1)
+    assert [c.text for c in manager.posts_unfinished(discussion_id=d, before=later, threaded=threaded)] == ["reply"]
+    assert [c.text for c in manager.page(discussion_id=d, order=THREADED, request=request).items] == ["root", "reply"]
+    assert [c.text for c in manager.page(discussion_id=d, order=HOT, request=request).items] == ["reply", "root"]

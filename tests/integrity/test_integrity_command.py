@@ -87,6 +87,26 @@ def test_a_missing_search_entry_is_reported_and_rebuilt(dataset, storage):
     assert_repaired("--topic", topic.slug)
 
 
+@pytest.mark.parametrize("storage", ["embedded", "bucketed"])
+def test_a_missing_rank_is_reported_and_written(dataset, storage):
+    """A process killed between a comment and its rank leaves the comment out of hot pages (and
+    embedded threaded pages): the check counts ranks against the stored comments, the repair
+    writes the missing one and keeps the others' like scores."""
+    from comments.managers.base import HOT
+    from comments.selectors import comment_page
+    from core.paging import PageRequest
+
+    topic, first = dataset[0][storage]
+    manager = comment_manager(topic)
+    manager.ranks.delete_one({"_id": manager.rank_id(topic.discussion_id, first.id)})
+    hot = lambda: [c.id for c in comment_page(topic=topic, order=HOT, request=PageRequest(page_size=10)).items]  # noqa: E731
+    assert first.id not in hot()
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "ranks: 1 comment(s) missing from the order index" in output and "1 difference(s)" in output
+    assert_repaired("--topic", topic.slug)
+    assert hot()[0] == first.id  # liked twice: first in hot order again
+
+
 def test_a_stale_search_entry_is_reported(dataset):
     topic, first = dataset[0]["document"]
     CommentSearchManager().collection.update_one({"_id": f"{topic.discussion_id}:{first.id}"}, {"$set": {"s": "removed"}})
