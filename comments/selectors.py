@@ -231,8 +231,8 @@ def comment_stored_pages(*, topic, page_size: int = 100):
     the repairs of derived views rebuild from, one page in memory at a time."""
     manager, number = comment_manager(topic), 1
     while True:
-        page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
-                            request=PageRequest(page=number, page_size=page_size), threaded=is_threaded(topic))
+        page = manager.stored_page(discussion_id=topic.discussion_id,
+                                   request=PageRequest(page=number, page_size=page_size), threaded=is_threaded(topic))
         if page.items:
             yield page.items
         if not page.items or number >= page.num_pages:

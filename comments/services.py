@@ -50,7 +50,6 @@ from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
-    CHRONOLOGICAL,
     DELETED,
     LATEST_LIKERS,
     REMOVED,
@@ -394,8 +393,8 @@ def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool 
         repaired = checked = 0
         number = 1
         while True:
-            page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
-                                request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
+            page = manager.stored_page(discussion_id=topic.discussion_id,
+                                       request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
             for comment in page.items:
                 checked += 1
                 likes = sorted(edges.get(comment.id, []), key=lambda edge: (edge[1] is not None, edge[1] or 0, edge[0]))
@@ -443,8 +442,8 @@ def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
         moderated = False
         number = 1
         while True:
-            page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
-                                request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
+            page = manager.stored_page(discussion_id=topic.discussion_id,
+                                       request=PageRequest(page=number, page_size=REPAIR_PAGE), threaded=threaded)
             missing = [c for c in page.items if needs_html(c)]
             for comment, html in zip(missing, comment_render_many(texts=[c.text for c in missing]), strict=True):
                 if manager.set_html(discussion_id=topic.discussion_id, comment=comment, html=html, threaded=threaded):

@@ -26,7 +26,7 @@ from xml.sax.saxutils import escape, quoteattr
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from comments.managers.base import AUTHOR_ONLY, CHRONOLOGICAL, DELETED, REMOVED
+from comments.managers.base import AUTHOR_ONLY, DELETED, REMOVED
 from comments.services import comment_manager, is_threaded
 from core.paging import PageRequest
 
@@ -49,8 +49,8 @@ def _comments(topic):
     """The topic's comments in posting order, one chronological page at a time."""
     manager, threaded, number = comment_manager(topic), is_threaded(topic), 1
     while True:
-        page = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL,
-                            request=PageRequest(page=number, page_size=PAGE), threaded=threaded)
+        page = manager.stored_page(discussion_id=topic.discussion_id, request=PageRequest(page=number, page_size=PAGE),
+                                   threaded=threaded)
         yield page.items
         if not page.items or number >= page.num_pages:
             return

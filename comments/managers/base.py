@@ -432,6 +432,12 @@ class CommentManager(MongoManager, abc.ABC):
         stop at the counter, so a counter behind its comments hides them from a pass over pages."""
         return 0
 
+    def stored_page(self, *, discussion_id: int, request: PageRequest, threaded: bool = False) -> Page[Comment]:
+        """A chronological page read from where the comments are stored, never through a derived
+        index (a rank a kill left unwritten would hide its comment): what repairs, exports and
+        derived views rebuild from. Where the comments are their own index entries, `page()`'s."""
+        return self.page(discussion_id=discussion_id, order=CHRONOLOGICAL, request=request, threaded=threaded)
+
     def ranks_missing(self, *, discussion_id: int, stored: int) -> int:
         """How many of the `stored` comments of a discussion have no rank (comments/managers/
         ranks.py: the order index of the strategies that store comments as array elements; a

@@ -44,10 +44,11 @@ Invariants:
   ... to COMMENTS_MAX_DEPTH levels), never the comments' texts; the server still reads the
   whole document, the reply carries ids. A reply to a parent `get()` located goes to the
   parent's explicit path, with the parent's id at that path in its filter.
-- A chronological page of a flat discussion is one find_one with `$slice`; a chronological
-  page of a nested one (a threaded topic read in posting order) loads the discussion once
-  and orders it in the application. That is also the read every repair rebuilds from
-  (comments.selectors.comment_stored_pages): the document, not a derived index.
+- A chronological page of a flat discussion is one find_one with `$slice`. A chronological
+  page of a nested one (a threaded topic read in posting order) goes through the rank index
+  of posting order (below); `stored_page()`, what repairs, exports and derived views rebuild
+  from (comments.selectors.comment_stored_pages), reads the document itself, never a derived
+  index: the discussion loaded once and ordered in the application.
 - Threaded and hot order go through the rank collection `comment_discussion_ranks`
   (comments/managers/ranks.py; threaded order is the `sort_key` order, the seed's
   depth-first `iter_comments` order, and hot order seeds/004_d286869db7b63c27.txt's hot
@@ -586,13 +587,26 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         position = decode_cursor(cursor, order)
         if order in (HOT, THREADED):
             return self._ranked_page(discussion_id, order, request, position)
-        # Chronological, one round trip: a flat document travels only the requested slice (array
-        # position = seq - 1, so a cursor is a position too); a nested one (a threaded topic shown
-        # chronologically) travels whole and is ordered here.
+        # Chronological: a position (array position = seq - 1, so a cursor is a position too).
         size, skip = request.page_size, request.skip
         if position is not None:
             skip = position.key if position.direction != BACKWARD else max(0, position.key - 1 - size)
             size = size if position.direction != BACKWARD else position.key - 1 - skip
+        if threaded:  # a nested discussion, as the topic's order chose it at its first post
+            page = self._chronological_ranked(discussion_id, request, skip, size)
+            if page is not None:
+                return page
+        return self._document_page(discussion_id, request, skip, size, position)
+
+    def stored_page(self, *, discussion_id, request: PageRequest, threaded=False) -> Page[Comment]:
+        return self._document_page(discussion_id, request, request.skip, request.page_size, None)
+
+    def _document_page(self, discussion_id: int, request: PageRequest, skip: int, size: int, position
+                       ) -> Page[Comment]:
+        """A chronological page read from the discussion document itself, in one round trip: a
+        flat document travels only the slice from `skip` of `size` comments; a nested one (a
+        threaded topic read in posting order) travels whole and is ordered here."""
+        order = CHRONOLOGICAL
         # A server refuses a `$slice` limit of 0 or less ("$slice limit must be positive"): a
         # backward cursor at the first comment asks for nothing, so read one and show none.
         doc = self._load(discussion_id, {"layout": 1, "count": 1, "replies": 1, "pinned": 1, "moderated": 1,
@@ -608,6 +622,33 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         ordered, keys = self._lazy_chronological(doc, discussion_id)
         return self._hinted(window(ordered, order=order, request=request, position=position, count=doc["count"],
                                    keys=keys), doc)
+
+    def _chronological_ranked(self, discussion_id: int, request: PageRequest, skip: int, size: int
+                              ) -> Page[Comment] | None:
+        """A chronological page of a nested discussion through the posting-order rank index
+        (`discussion_posted`: posting time, then the threaded key, the order `_comments` gives):
+        the keys from position `skip`, then one aggregation sending the head and the page's
+        elements; each comment numbered by its position (seq = position + 1), as the document
+        numbers it. None when the discussion turns out flat (its `$slice` is the cheaper read)."""
+        for _ in range(2):
+            ranks, more_after = self.rank_slice(discussion_id, CHRONOLOGICAL, skip, max(size, 0))
+            head, items = self._elements(discussion_id, ranks)
+            if head is None:
+                return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False,
+                                   more_after=False)
+            if head.get("layout") != NESTED:
+                return None
+            if int(head.get("ranked") or 0) >= RANKS_VERSION:
+                break
+            self._rank_backfill(discussion_id)
+        numbered = []
+        for position, comment in enumerate(items, start=skip + 1):
+            if comment is not None:
+                comment.seq = position
+                numbered.append(comment)
+        return self._hinted(keyset_page(numbered, order=CHRONOLOGICAL, count=head["count"], request=request,
+                                        more_before=skip > 0, more_after=more_after,
+                                        number=skip // request.page_size + 1), head)
 
     _HEAD = {"layout": 1, "count": 1, "pinned": 1, "moderated": 1, "ranked": 1}  # the document without its comments
 

@@ -12,14 +12,17 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key, posted}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
 first, as the document strategy's), `path` its ids from the root (where a nested embedded
 element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
-id). A strategy that pages threaded order here (embedded: one discussion document, which
-an index cannot order by comment) also declares `(discussion_id, sort_key)`, and a threaded
-page is about page_size + 1 keys of it, as the document strategy's `full_slug` index gives.
+id), `posted` its posting time. A strategy that pages threaded order here (embedded: one
+discussion document, which an index cannot order by comment) also declares
+`(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
+document strategy's `full_slug` index gives; and `(discussion_id, posted, sort_key)` for the
+posting order of its nested discussions (a chronological page skips to its position there,
+as a page number of the document strategy's threaded order does).
 A hot page is then: the discussion's head (total, hints), about
 page_size + 1 keys of `(discussion_id, hot -1, seq -1)` from the cursor's key (the same
 bounds as the document strategy's), and one read of exactly those comments from the
@@ -60,6 +63,7 @@ from pymongo.errors import BulkWriteError
 
 from comments.managers.base import (
     BACKWARD,
+    CHRONOLOGICAL,
     FORWARD,
     HOT,
     HOT_PINNED,
@@ -73,10 +77,12 @@ from core.paging import Page, PageRequest
 
 _HOT_SORT = [("hot", DESCENDING), ("seq", DESCENDING)]
 _HOT_REVERSED = [("hot", ASCENDING), ("seq", ASCENDING)]
-_SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)], [("sort_key", DESCENDING)])}
+_SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)], [("sort_key", DESCENDING)]),
+          # posting order of a nested embedded discussion: posting time, then the threaded key
+          CHRONOLOGICAL: ([("posted", ASCENDING), ("sort_key", ASCENDING)], None)}
 # What a discussion's head `ranked` says of its rank documents: 1 (stored as true) they carry
-# hot, seq and path; 2 they also carry sort_key (threaded order). Below this, the first read
-# that needs them writes what is missing (`ranks_backfilled`).
+# hot, seq and path; 2 they also carry sort_key and posted (threaded and posting order). Below
+# this, the first read that needs them writes what is missing (`ranks_backfilled`).
 RANKS_VERSION = 2
 
 
@@ -106,8 +112,11 @@ class HotRanks:
 
     @classmethod
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
-        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING)], name="discussion_sort_key")] \
-            if THREADED in getattr(cls, "orders", ()) else []  # a strategy that pages threaded order through its ranks
+        # A strategy that pages threaded order through its ranks (embedded) also pages the posting
+        # order of its nested discussions there.
+        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING)], name="discussion_sort_key"),
+                    IndexModel([("discussion_id", ASCENDING), ("posted", ASCENDING), ("sort_key", ASCENDING)],
+                               name="discussion_posted")] if THREADED in getattr(cls, "orders", ()) else []
         return {cls.ranks_name: [
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
             *threaded,
@@ -126,7 +135,7 @@ class HotRanks:
 
     def _rank_doc(self, comment: Comment) -> dict:
         return {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-                "seq": comment.seq, "path": comment.path, "sort_key": comment.sort_key}
+                "seq": comment.seq, "path": comment.path, "sort_key": comment.sort_key, "posted": comment.posted}
 
     # --- writes ------------------------------------------------------------------
 
@@ -179,7 +188,7 @@ class HotRanks:
         and takes the discussion's `seq`, `path` and `sort_key` (a move between strategies
         rebuilds the discussion and may number it anew). The caller then sets the head's
         `ranked` to RANKS_VERSION."""
-        placed = ("seq", "path", "sort_key")
+        placed = ("seq", "path", "sort_key", "posted")
         upserts = []
         for c in comments:
             doc = self._rank_doc(c)
@@ -227,6 +236,15 @@ class HotRanks:
             docs.reverse()
             return docs, more, True
         return docs, True, more
+
+    def rank_slice(self, discussion_id: int, order: str, skip: int, limit: int) -> tuple[list[dict], bool]:
+        """(the rank documents at positions skip .. skip + limit - 1 of `order`, whether more
+        follow): the keys of its index from the start, `skip` of them skipped (a page number, or
+        a chronological cursor, which is a position)."""
+        docs = list(self.read_db[self.ranks_name].find({"discussion_id": discussion_id},
+                                                       {"_id": 0, "seq": 1, "path": 1})
+                    .sort(_SORTS[order][0]).skip(int(skip)).limit(int(limit) + 1).max_time_ms(self.max_time_ms))
+        return docs[:limit], len(docs) > limit
 
     def rank_position(self, discussion_id: int, comment_id: str) -> int:
         """How many comments come before this one in hot order (keys before it on the hot index),

@@ -265,3 +265,35 @@ def test_a_post_killed_before_its_rank_is_ranked_when_it_is_finished(mongo_db, t
     assert [c.text for c in manager.posts_unfinished(discussion_id=d, before=later, threaded=threaded)] == ["reply"]
     assert [c.text for c in manager.page(discussion_id=d, order=THREADED, request=request).items] == ["root", "reply"]
     assert [c.text for c in manager.page(discussion_id=d, order=HOT, request=request).items] == ["reply", "root"]
+
+
+def test_a_nested_chronological_page_reads_the_posting_order_index_and_stored_pages_the_document(mongo_db):
+    """Posting order of a nested discussion: its keys of `discussion_posted`, then one aggregation
+    sending the page's elements, numbered by position as the document numbers them; the page
+    repairs rebuild from (`stored_page`) reads the document, so a comment whose rank a kill left
+    unwritten is still there."""
+    counter = CountingDB(mongo_db)
+    manager = EmbeddedCommentManager(db=counter, read_db=counter)
+    d = new_discussion_id()
+    posted: list = []
+    for n in range(30):
+        parent = posted[n - 3] if n % 3 == 2 else None
+        posted.append(manager.post(discussion_id=d, author=ALICE, text=str(n), parent=parent, threaded=True))
+    for number in (1, 3, 5):
+        request = PageRequest(page=number, page_size=7)
+        counter.reset()
+        page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=request, threaded=True)
+        assert counter.calls == [("comment_discussion_ranks", "find"), ("comment_discussions", "aggregate")]
+        stored = manager.stored_page(discussion_id=d, request=request, threaded=True)
+        assert [(c.id, c.seq) for c in page.items] == [(c.id, c.seq) for c in stored.items]
+        assert [c.id for c in page.items] == [c.id for c in posted[(number - 1) * 7:number * 7]]
+        assert page.count == stored.count == 30
+    following = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page_size=7), threaded=True,
+                             cursor=page.extra["previous"])
+    assert [c.id for c in following.items] == [c.id for c in posted[21:28]]
+    mongo_db[manager.ranks_name].delete_one({"_id": manager.rank_id(d, posted[1].id)})
+    first = PageRequest(page=1, page_size=7)
+    assert posted[1].id not in [c.id for c in manager.page(discussion_id=d, order=CHRONOLOGICAL, request=first,
+                                                            threaded=True).items]
+    assert [c.id for c in manager.stored_page(discussion_id=d, request=first, threaded=True).items] == \
+        [c.id for c in posted[:7]]
