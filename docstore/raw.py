@@ -138,53 +138,42 @@ class RawArray:
         for index in range(len(self)):
             yield self[index]
 
+    def _field_of_each(self, field: str):
+        """(position, value of `field` or MISSING) of each element that is a document, in array
+        order. An element whose first field is it as a string, the usual shape, is read without
+        a call."""
+        blob, length = self.blob, _INT32.unpack_from
+        first = bytes((_STRING,)) + field.encode() + b"\0"  # `type name\0` of the field as a string
+        value_at = len(first) + 4
+        for index, (kind, start, _) in enumerate(self._elements()):
+            if kind != _DOCUMENT:
+                continue
+            if blob.startswith(first, start + 4):
+                at = start + 4 + value_at
+                yield index, blob[at:at + length(blob, at - 4)[0] - 1].decode("utf-8", "strict")
+            else:
+                yield index, self[index].get(field, MISSING)
+
     def where(self, field: str, wanted: str) -> list:
         """The elements that are documents whose `field` is the string `wanted`, in array order:
-        the array is indexed by that field once (an element whose first field is it, the usual
-        shape, is read without a call), then each lookup is a dict lookup."""
+        the array is indexed by that field once, then each lookup is a dict lookup."""
         found = self._where.get(field)
         if found is None:
             found = self._where[field] = {}
-            blob, length = self.blob, _INT32.unpack_from
-            first = bytes((_STRING,)) + field.encode() + b"\0"  # `type name\0` of the field as a string
-            value_at = len(first) + 4
-            for index, (kind, start, _) in enumerate(self._elements()):
-                if kind != _DOCUMENT:
-                    continue
-                if blob.startswith(first, start + 4):
-                    at = start + 4 + value_at
-                    value = blob[at:at + length(blob, at - 4)[0] - 1].decode("utf-8", "strict")
-                else:
-                    value = self[index].get(field, MISSING)
-                    if type(value) is not str:
-                        continue
-                found.setdefault(value, []).append(index)
+            for index, value in self._field_of_each(field):
+                if type(value) is str:
+                    found.setdefault(value, []).append(index)
         return [self[index] for index in found.get(wanted, ())]
 
     def field_values(self, field: str) -> list | None:
         """`$array.field` of the aggregation framework on this array: the value of `field` of each
         element that is a document holding it, in array order (read once). None when an element
         is itself an array (what the path gives then is not modelled)."""
-        if field in self._values:
-            return self._values[field]
-        if any(kind == _ARRAY for kind, _, _ in self._elements()):
-            self._values[field] = None
-            return None
-        values = self._values[field] = []
-        blob, length = self.blob, _INT32.unpack_from
-        first = bytes((_STRING,)) + field.encode() + b"\0"
-        value_at = len(first) + 4
-        for index, (kind, start, _) in enumerate(self._elements()):
-            if kind != _DOCUMENT:
-                continue
-            if blob.startswith(first, start + 4):  # the usual shape: the field first, a string
-                at = start + 4 + value_at
-                values.append(blob[at:at + length(blob, at - 4)[0] - 1].decode("utf-8", "strict"))
-            else:
-                value = self[index].get(field, MISSING)
-                if value is not MISSING:
-                    values.append(value)
-        return values
+        if field not in self._values:
+            nested = any(kind == _ARRAY for kind, _, _ in self._elements())
+            self._values[field] = None if nested else [value for _, value in self._field_of_each(field)
+                                                       if value is not MISSING]
+        return self._values[field]
 
     def decode(self) -> list:
         return bson.decode(_INT32.pack(4 + 1 + 2 + self.end - self.start + 1) + b"\x04v\0"
