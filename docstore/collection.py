@@ -7,7 +7,6 @@ codes and messages.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 
 import bson
@@ -327,8 +326,8 @@ class Collection:
                     n = modified = 0
                     befores, afters = [], []
                     for old in docs:
-                        new = self._replacement(old, update) if replace else S.apply_update(old, S.naive(filter),
-                                                                                           update, was_insert=False)
+                        new = self._replacement(old, update) if replace else S.apply_update(
+                            old, S.naive(filter), update, was_insert=False, stored=True)
                         n += 1
                         befores.append(old)
                         afters.append(new)
@@ -390,7 +389,8 @@ class Collection:
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
         conn.execute(f"UPDATE {info.table} SET doc=? WHERE rid=?", (data, rid))
-        self._write_entries(conn, info, rid, old, decode(data))
+        if any(index.table for index in info.indexes.values()):  # entries from the stored form
+            self._write_entries(conn, info, rid, old, decode(data))
 
     def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
@@ -450,7 +450,8 @@ class Collection:
         docs = afters if return_document == ReturnDocument.AFTER else befores
         if not docs or docs[0] is None:
             return None
-        return self._out(S.project(copy.deepcopy(docs[0]), S.normalize_projection(projection)))
+        # The documents are this command's own (decoded for it, or built by it): projected as they are.
+        return self._out(S.project(docs[0], S.normalize_projection(projection)))
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, **kwargs):
         requests = list(requests)

@@ -23,13 +23,17 @@ import copy
 import datetime as _dt
 import threading
 
+import bson
 import mongomock
+from bson.codec_options import CodecOptions
 from mongomock import collection as _mcoll
 from mongomock import helpers as _helpers
 from mongomock.filtering import filter_applies  # noqa: F401  (re-exported: the matcher)
 from pymongo.errors import WriteError
 
 from docstore.cut import slice_bounds
+
+_CODEC = CodecOptions(tz_aware=False)  # the engine's documents: naive UTC (executor.CODEC)
 
 MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 CONFLICTING_UPDATE_OPERATORS = 40
@@ -105,9 +109,11 @@ def validate_replacement(replacement) -> None:
         raise ValueError("replacement can not include $ operators")
 
 
-def apply_update(doc: dict, spec: dict, update, *, was_insert: bool) -> dict:
-    """A new document: `update` (operators or a pipeline) applied to a copy of `doc`."""
-    new = copy.deepcopy(doc)
+def apply_update(doc: dict, spec: dict, update, *, was_insert: bool, stored: bool = False) -> dict:
+    """A new document: `update` (operators or a pipeline) applied to a copy of `doc`. `stored`: `doc`
+    was decoded from the store (BSON types only), so it is copied by encoding and decoding it
+    again, in C: for an 8 MB discussion document about a tenth of what a deep copy costs."""
+    new = bson.decode(bson.encode(doc), _CODEC) if stored else copy.deepcopy(doc)
     scratch = _scratch()
     if isinstance(update, list):
         scratch._apply_update_pipeline(new, update, None)
