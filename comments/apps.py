@@ -15,6 +15,8 @@ class CommentsConfig(AppConfig):
         from comments import receivers, signals
 
         signals.discussion_outgrown.connect(receivers.on_discussion_outgrown, dispatch_uid="comments.outgrown")
+        signals.discussion_anchors_due.connect(receivers.on_discussion_anchors_due, dispatch_uid="comments.anchors")
+        signals.comments_imported.connect(receivers.on_discussion_anchors_due, dispatch_uid="comments.anchors_imported")
 
         from accounts.parts import register_account_part
         from comments import selectors, services

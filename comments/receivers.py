@@ -10,3 +10,9 @@ def on_discussion_outgrown(sender, topic, **kwargs):
     """An embedded discussion grew past COMMENTS_EMBEDDED_AUTO_MIGRATE_AT: move it to a strategy
     that keeps its order (`outgrown_target`: document when threaded, bucketed when chronological)."""
     tasks.comments_migrate.delay(topic.pk, outgrown_target(topic))
+
+
+def on_discussion_anchors_due(sender, topic, **kwargs):
+    """A discussion took more comments (posted, or imported: `comments_imported`): refresh its
+    threaded anchors (an idempotent task)."""
+    tasks.comments_anchors_refresh.delay(topic.pk)

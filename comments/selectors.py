@@ -246,6 +246,12 @@ def comment_ranks_missing(*, topic, stored: int) -> int:
     return comment_manager(topic).ranks_missing(discussion_id=topic.discussion_id, stored=stored)
 
 
+def comment_anchors_behind(*, topic) -> int:
+    """How many comments the topic's threaded anchors (comments/managers/anchors.py) lack past
+    what posting leaves them behind: until refreshed, threaded page numbers skip further."""
+    return comment_manager(topic).anchors_behind(discussion_id=topic.discussion_id)
+
+
 def comment_existing_ids(*, topic, comment_ids: list[str]) -> set[str]:
     """Which of `comment_ids` the topic's discussion stores (one storage read)."""
     return comment_manager(topic).existing_ids(discussion_id=topic.discussion_id, comment_ids=list(comment_ids))

@@ -49,6 +49,7 @@ from django.utils import timezone
 from comments import signals
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
+from comments.managers.anchors import REFRESH_EVERY as ANCHORS_REFRESH_EVERY
 from comments.managers.base import (
     DELETED,
     LATEST_LIKERS,
@@ -253,7 +254,15 @@ def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_
     except Exception:
         log.exception("credit flow of comment %s not recorded", comment.id)
     _posted(topic, manager, comment, author)
+    if comment.seq and comment.seq % ANCHORS_REFRESH_EVERY == 0:  # no longer pending: the refresh counts it
+        signals.send(signals.discussion_anchors_due, sender=Comment, topic=topic)
     return comment
+
+
+def comment_anchors_refresh(*, topic) -> bool:
+    """Bring the topic's threaded anchors up to its stored comments (comments/managers/anchors.py):
+    idempotent; True when they were written."""
+    return comment_manager(topic).anchors_refresh(discussion_id=topic.discussion_id, threaded=is_threaded(topic))
 
 
 def _posted(topic, manager: CommentManager, comment: Comment, author) -> None:

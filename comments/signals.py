@@ -45,6 +45,12 @@ comments_imported = Signal()
 #     storage when threaded, bucketed when chronological (comments.migration.outgrown_target).
 discussion_outgrown = Signal()
 
+# discussion_anchors_due(sender=Comment, topic=Topic)
+#     A discussion took anchors.REFRESH_EVERY more comments: the comments app's own receiver enqueues
+#     the refresh of its threaded anchors (comments/managers/anchors.py), which keep threaded page
+#     numbers and permalinks from walking the comments before them.
+discussion_anchors_due = Signal()
+
 
 def send(signal: Signal, **kwargs) -> None:
     """Send `signal` to every receiver even when one raises (Django's `send_robust`); a failing

@@ -23,3 +23,14 @@ def comments_migrate(topic_id: int, to: str) -> bool:
     except Conflict:
         return False
     return True
+
+
+@shared_task(base=DeliveryTask, name="comments.anchors_refresh")
+def comments_anchors_refresh(topic_id: int) -> bool:
+    """Refresh the threaded anchors of a topic's discussion (comments.services.comment_anchors_refresh)."""
+    from django.apps import apps
+
+    from comments.services import comment_anchors_refresh
+
+    topic = apps.get_model("topics", "Topic").objects.filter(pk=int(topic_id)).first()
+    return topic is not None and comment_anchors_refresh(topic=topic)

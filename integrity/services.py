@@ -16,6 +16,9 @@ a time, `comments.selectors.comment_stored_pages`):
 - `ranks`: every stored comment has its rank, the entry of the order index that hot (and
   embedded threaded) pages read (`comments.selectors.comment_ranks_missing`; repair:
   `comments.services.comment_ranks_repair`, which writes the missing ones);
+- `anchors`: the threaded anchors that threaded page numbers and permalinks of document
+  storage start from are at most a refresh behind the counter (`comments.selectors.
+  comment_anchors_behind`; repair: `comments.services.comment_anchors_refresh`);
 - `likes`: each comment's `likes` and `latest_likers` equal its active like edges
   (`comments.services.comment_likes_repair`, which also repairs);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
@@ -51,6 +54,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 
 from comments.selectors import (
+    comment_anchors_behind,
     comment_manager,
     comment_ranks_missing,
     comment_stored_pages,
@@ -62,6 +66,7 @@ from comments.services import (
     GAP_GRACE_SECONDS,
     GAPS_KEPT,
     SeqCheck,
+    comment_anchors_refresh,
     comment_counter_repair,
     comment_likes_repair,
     comment_posts_finish,
@@ -85,8 +90,9 @@ from social.services import feed_repair, follow_lists_rebuild
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
 FEEDS, GROUPS, CREDITS, POSTS, RANKS = "feeds", "notification groups", "credits", "posts", "ranks"
-CHECKS = (POSTS, COUNTER, RANKS, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
-TOPIC_CHECKS = (POSTS, COUNTER, RANKS, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
+ANCHORS = "anchors"
+CHECKS = (POSTS, COUNTER, RANKS, ANCHORS, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
+TOPIC_CHECKS = (POSTS, COUNTER, RANKS, ANCHORS, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
 USER_CHECKS = (FOLLOWS, FEEDS, GROUPS, UNREAD)  # per user
 SITE_CHECKS = (CREDITS, MODERATION)  # once, on a full run (credits: the user flows)
 
@@ -175,6 +181,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
         if repair:
             comment_ranks_repair(topic=topic)
             report.repaired[RANKS] += missing
+    behind = comment_anchors_behind(topic=topic)
+    if behind:
+        report.drifted[ANCHORS] += 1
+        notes.append(f"anchors: {behind} comment(s) not taken in (threaded page numbers skip further)"
+                     + (", refreshed" if repair else ""))
+        if repair:
+            comment_anchors_refresh(topic=topic)
+            report.repaired[ANCHORS] += 1
     strays: list[str] = []
     if comment_search_count(topic=topic) > seq.stored - search_stale:
         for chunk in comment_search_strays(topic=topic, batch=batch):

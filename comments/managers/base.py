@@ -36,9 +36,10 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   from a counter kept with the writes, never from counting documents.
 - Keyset navigation: `page(cursor=...)` takes an opaque cursor from a previous page's
   `extra["next"]`/`extra["previous"]` and returns the page after (or before) it; at
-  the floor (about page_size index keys and documents) in every order. A page NUMBER in
-  threaded or hot order of the document strategy walks (page - 1) * page_size index
-  keys first (docs/comments.md); chronological page numbers are at the floor.
+  the floor (about page_size index keys and documents) in every order. Chronological
+  page numbers are at the floor too; threaded page numbers and positions of the document
+  strategy start from its anchors (anchors.py: about 2 * EVERY + page_size keys); a page
+  NUMBER in hot order walks (page - 1) * page_size index keys first (docs/comments.md).
 - Comments are never deleted from storage: moderation sets `status`, and a deletion
   by its author leaves a tombstone (status "deleted", text and html "") in its place,
   so positions, counts, replies, sequence numbers and page arithmetic never shift
@@ -447,6 +448,17 @@ class CommentManager(MongoManager, abc.ABC):
 
     def ranks_repair(self, *, discussion_id: int) -> None:
         """Write every rank the discussion lacks, as its comments now are (idempotent)."""
+
+    def anchors_behind(self, *, discussion_id: int) -> int:
+        """How many comments the discussion's threaded anchors (anchors.py) have not taken in,
+        when that is more than posting keeps them behind (a refresh lost with its task, anchors
+        dropped or never built); 0 when they are current enough or the strategy keeps none."""
+        return 0
+
+    def anchors_refresh(self, *, discussion_id: int, threaded: bool = False) -> bool:
+        """Bring the discussion's threaded anchors (anchors.py) up to the comments stored now;
+        True when they were written. Strategies whose threaded page numbers do not skip have none."""
+        return False
 
     def set_count(self, *, discussion_id: int, before: int, count: int) -> bool:
         """Set a count that is not a sequence counter (embedded: the array's length) from

@@ -40,11 +40,15 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
+
 from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
+from comments.managers import anchors as anchoring
+from comments.managers.anchors import Anchors, Drift, Walk, built, refreshed
 from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
@@ -80,6 +84,7 @@ from comments.managers.moving import DocumentMoving
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
+log = logging.getLogger(__name__)
 
 _SORTS = {
     CHRONOLOGICAL: [("seq", ASCENDING)],
@@ -97,17 +102,24 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
     collection_name = "comments"
 
     discussions_name = "comment_document_discussions"
+    anchors_name = "comment_document_anchors"
 
     @property
     def discussions(self):
         return self.db[self.discussions_name]
+
+    @property
+    def anchors(self):
+        return self.db[self.anchors_name]
 
     @classmethod
     def indexes(cls):
         return {
             cls.collection_name: [
                 IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
-                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING)], name="discussion_full_slug"),
+                # `seq` after the key: a walk of the anchors' snapshot (anchors.py) is a covered read.
+                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING)],
+                           name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
                 # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
                 # after it lets a busy discussion's chunk split (one shard-key value per discussion
@@ -115,12 +127,14 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
                 IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+            cls.anchors_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
         }
 
     @classmethod
     def shard_keys(cls):
         # Every single-comment write names (_id, discussion_id): the full key.
-        return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}, cls.discussions_name: {"_id": "hashed"}}
+        return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}, cls.discussions_name: {"_id": "hashed"},
+                cls.anchors_name: {"_id": "hashed"}}
 
     @staticmethod
     def doc_id(discussion_id: int, comment_id: str) -> str:
@@ -249,6 +263,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         if not comments:
             return 0
         discussion_id = comments[0].discussion_id
+        self._forget_anchors(discussion_id)  # numbered from 1 again
         docs = []
         for seq, comment in enumerate(comments, start=1):
             comment.seq = seq
@@ -259,6 +274,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)},
                                                              "$push": numbered_push([c.id for c in comments[-NUMBERED_KEPT:]]),
                                                              **({"$set": hints} if hints else {})}, upsert=True)
+        self.anchors_refresh(discussion_id=discussion_id)
         return len(docs)
 
     def _hint(self, discussion_id: int, update: dict) -> None:
@@ -321,6 +337,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         return result.matched_count > 0
 
     def drop_discussion(self, *, discussion_id):
+        self._forget_anchors(discussion_id)
         self.collection.delete_many({"discussion_id": discussion_id})
         self.discussions.delete_one({"_id": discussion_id})
 
@@ -348,7 +365,11 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         tombstone.status, tombstone.seq = DELETED, int(seq)
         if self.collection.count_documents({"discussion_id": discussion_id, "seq": int(seq)}, limit=1):
             return False  # the number's comment arrived meanwhile
+        # Stored under an old number: the anchors' snapshot may have counted without it. Dropped
+        # before (no read uses them meanwhile) and after (a refresh that walked before the insert).
+        self._forget_anchors(discussion_id)
         self.collection.insert_one(self._to_document(tombstone))
+        self._forget_anchors(discussion_id)
         return True
 
     def raise_counter(self, *, discussion_id, at_least):
@@ -369,6 +390,86 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
         return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
                                                            {"cid": 1, "_id": 0})}
+
+    # --- threaded anchors (anchors.py) ---------------------------------------------
+
+    def _forget_anchors(self, discussion_id: int) -> None:
+        """Drop the anchors of a discussion whose stored comments stop being their snapshot plus the
+        comments numbered after it (a comment stored under an old number, comments removed)."""
+        self.anchors.delete_one({"_id": discussion_id})
+
+    def _walk(self, discussion_id: int, seq: int) -> Walk:
+        """The sort keys of the comments numbered up to `seq` strictly between two keys: a covered
+        range of the threaded index (its `seq` field filters the keys)."""
+        def walk(lo: str | None, hi: str | None) -> list[str]:
+            bounds = {**({"$gt": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
+            query = {"discussion_id": discussion_id, "seq": {"$lte": int(seq)},
+                     **({"full_slug": bounds} if bounds else {})}
+            cursor = self.collection.find(query, {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[THREADED])
+            return [doc["full_slug"] for doc in cursor.hint("discussion_full_slug")]
+        return walk
+
+    def _newer_keys(self, discussion_id: int, after: int, *, upto: int | None = None, limit: int | None = None,
+                    session=None, read: bool = True) -> list[str] | None:
+        """The sort keys (sorted) of the comments numbered above `after` (and at most `upto`): a range
+        of the `seq` index. None when there are more than `limit`."""
+        numbers = {"$gt": int(after), **({"$lte": int(upto)} if upto is not None else {})}
+        collection = self.read_collection if read else self.collection
+        cursor = collection.find({"discussion_id": discussion_id, "seq": numbers}, {"full_slug": 1, "_id": 0},
+                                 session=session).sort(_SORTS[CHRONOLOGICAL])
+        if limit is not None:
+            cursor = cursor.limit(limit + 1).max_time_ms(self.max_time_ms)
+        keys = sorted(doc["full_slug"] for doc in cursor)
+        return None if limit is not None and len(keys) > limit else keys
+
+    def _read_anchors(self, discussion_id: int, total: int, session=None) -> tuple[Anchors, list[str]] | None:
+        """The anchors and the keys stored since their snapshot, or None when the read is to skip."""
+        doc = self.read_db[self.anchors_name].find_one({"_id": discussion_id}, session=session,
+                                                       max_time_ms=self.max_time_ms)
+        anchors = Anchors.from_document(doc)
+        if anchors is None or total - anchors.seq > anchoring.READ_NEWER_AT_MOST:
+            return None
+        newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, session=session) \
+            if total > anchors.seq else []
+        return None if newer is None else (anchors, newer)
+
+    def anchors_behind(self, *, discussion_id):
+        total = self.count(discussion_id=discussion_id, read=False)
+        if total < 2 * anchoring.EVERY:
+            return 0  # page numbers there skip less than a gap between anchors
+        anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}, {"seq": 1}))
+        behind = total - (anchors.seq if anchors is not None else 0)
+        return behind if behind >= 2 * anchoring.REFRESH_EVERY else 0
+
+    def anchors_refresh(self, *, discussion_id, threaded=False):
+        head = self.discussions.find_one({"_id": discussion_id}, {"seq": 1, "numbered": 1, "pending": 1})
+        if not head:
+            return False
+        seq = int(head.get("seq", 0))
+        for cid in head.get("pending") or {}:  # in flight: stored later, so never part of a snapshot
+            number = number_of(head, cid)
+            if number is None:
+                return False  # numbered too long ago to tell: until `posts_unfinished` stores it
+            seq = min(seq, number - 1)
+        old = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
+        if old is not None and old.seq >= seq:
+            return False
+        walk = self._walk(discussion_id, seq)
+        try:
+            fresh = refreshed(old, seq, self._newer_keys(discussion_id, old.seq, upto=seq, read=False) if old else [],
+                              walk)
+        except Drift:
+            log.warning("anchors of discussion %s rebuilt: the stored comments moved under them", discussion_id)
+            fresh = built(seq, walk)
+        if old is None:
+            try:
+                self.anchors.insert_one({"_id": discussion_id, **fresh.to_fields()})
+            except DuplicateKeyError:
+                return False  # another refresh wrote them first
+            return True
+        # Guarded by the snapshot it started from: of two refreshes, the second matches nothing.
+        return self.anchors.replace_one({"_id": discussion_id, "seq": old.seq},
+                                        {"_id": discussion_id, **fresh.to_fields()}).matched_count > 0
 
     # --- reads -------------------------------------------------------------------
 
@@ -425,7 +526,14 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         if position is None:
             docs = []
             if request.skip < total:
-                docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(request.skip).limit(size + 1)
+                skip = request.skip
+                if order == THREADED and skip >= 2 * anchoring.EVERY:  # from the last anchor before it (anchors.py)
+                    found = self._read_anchors(discussion_id, total, session)
+                    if found is not None:
+                        start, skip = found[0].start(found[1], request.skip)
+                        if start is not None:
+                            query["full_slug"] = {"$gte": start}
+                docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(skip).limit(size + 1)
                             .max_time_ms(self.max_time_ms))
             items = [self._from_document(d) for d in docs[:size]]
             return keyset_page(items, order=order, count=total, request=request, more_before=request.skip > 0,
@@ -486,5 +594,14 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         if order == CHRONOLOGICAL:
             return seq - 1
         if order == THREADED:
-            return self.collection.count_documents({"discussion_id": discussion_id, "full_slug": {"$lt": comment.sort_key}})
+            # From the last anchor before the comment (anchors.py), from the primary as above.
+            start, base = None, 0
+            anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
+            newer = None
+            if anchors is not None:
+                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, read=False)
+            if newer is not None:
+                start, base = anchors.base(newer, comment.sort_key)
+            bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}
+            return base + self.collection.count_documents({"discussion_id": discussion_id, "full_slug": bounds})
         return self.collection.count_documents({"discussion_id": discussion_id, **self._before(HOT, (int(doc["hot"]), seq))})

@@ -83,12 +83,14 @@ class DocumentMoving:
     def drop_some(self, *, discussion_id: int, limit: int) -> int:
         ids = [d["_id"] for d in self.collection.find({"discussion_id": discussion_id}, {"_id": 1}).limit(int(limit))]
         if ids:
+            self._forget_anchors(discussion_id)
             self.collection.delete_many({"_id": {"$in": ids}, "discussion_id": discussion_id})
         return len(ids)
 
     def import_head(self, *, discussion_id: int, count: int, pinned: int, moderated: bool, threaded: bool = False) -> None:
         self.discussions.replace_one({"_id": discussion_id}, {"_id": discussion_id, "seq": int(count),
                                                               **_hints(pinned, moderated)}, upsert=True)
+        self.anchors_refresh(discussion_id=discussion_id)  # threaded page numbers from the first read
 
 
 class BucketedMoving:

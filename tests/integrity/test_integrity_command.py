@@ -107,6 +107,32 @@ def test_a_missing_rank_is_reported_and_written(dataset, storage):
     assert hot()[0] == first.id  # liked twice: first in hot order again
 
 
+def test_missing_threaded_anchors_are_reported_and_refreshed(make_topic, make_user):
+    """Threaded page numbers of document storage start from anchors (comments/managers/anchors.py);
+    lost (a refresh task lost, a store restored without them), pages stay right but skip: the
+    check reports them, the repair builds them, and the page numbers then start from them."""
+    from bench.loaders import discussion
+    from comments.managers.base import THREADED, Author
+    from comments.selectors import comment_page
+    from core.paging import PageRequest
+
+    topic = make_topic("document", "threaded")
+    writer = make_user("writer")
+    manager = comment_manager(topic)
+    comments = discussion(discussion_id=topic.discussion_id, size=300, authors=[Author(id=writer.pk, name="writer")])
+    manager.bulk_load(comments, threaded=True)
+    whole = [c.id for c in sorted(comments, key=lambda c: c.sort_key)]
+    page = lambda n: [c.id for c in comment_page(topic=topic, order=THREADED,  # noqa: E731
+                                                  request=PageRequest(page=n, page_size=20)).items]
+    manager.anchors.delete_one({"_id": topic.discussion_id})
+    output, clean = run("--topic", topic.slug)
+    assert not clean and "anchors: 300 comment(s) not taken in" in output and "1 difference(s)" in output
+    assert page(12) == whole[220:240]
+    assert_repaired("--topic", topic.slug)
+    assert manager.anchors.find_one({"_id": topic.discussion_id})["n"] == 300
+    assert page(12) == whole[220:240] and page(15) == whole[280:300]
+
+
 def test_a_stale_search_entry_is_reported(dataset):
     topic, first = dataset[0]["document"]
     CommentSearchManager().collection.update_one({"_id": f"{topic.discussion_id}:{first.id}"}, {"$set": {"s": "removed"}})

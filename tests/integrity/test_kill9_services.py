@@ -32,7 +32,8 @@ pytestmark = pytest.mark.restarts
 
 ROOT = Path(__file__).resolve().parents[2]
 ACK = re.compile(r"\d+ \d+")
-REPAIRABLE = {"posts", "counter", "ranks", "likes", "search", "follow lists", "feeds", "notification groups", "unread", "credits"}
+REPAIRABLE = {"posts", "counter", "ranks", "anchors", "likes", "search", "follow lists", "feeds", "notification groups",
+              "unread", "credits"}
 
 SETUP = """
 from django.contrib.auth import get_user_model

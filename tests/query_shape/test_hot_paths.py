@@ -203,6 +203,41 @@ def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_
     assert_floor(figures, what=f"comments.page {storage} {order}")
 
 
+def test_document_threaded_page_numbers_and_permalinks_start_from_anchors(counter, make_topic, make_user, monkeypatch):
+    """A threaded page NUMBER and a comment's threaded position (a permalink) of the document
+    strategy: the anchors (comments/managers/anchors.py, refreshed by the posts themselves every
+    REFRESH_EVERY comments), the comments posted since, then at most a gap between anchors and
+    the page: the same work at both sizes, however deep."""
+    from comments.managers import anchors
+    from comments.selectors import comment_manager, comment_page
+
+    monkeypatch.setattr(anchors, "EVERY", 2)
+    monkeypatch.setattr(anchors, "REFRESH_EVERY", 4)
+    monkeypatch.setattr("comments.services.ANCHORS_REFRESH_EVERY", 4)
+    bound_keys = 2 * anchors.EVERY + PAGE + 4 + SLACK  # a gap, the page, the comments since the refresh
+    bound_docs = PAGE + 4 + SLACK + 1  # the page, the comments since (their keys), head and anchors
+    figures = {}
+    for size in SIZES:
+        with counter.paused():
+            topic, posted = _discussion(make_topic, make_user, "document", "threaded", size)
+        last = -(-size // PAGE)
+        for depth in (last - 1, last):
+            m, page = measure(counter, lambda t=topic, d=depth: comment_page(
+                topic=t, order="threaded", request=PageRequest(page=d, page_size=PAGE)))
+            assert page.count == size and page.items
+            figures[(size, depth)] = m
+        manager = comment_manager(topic)
+        m, where = measure(counter, lambda t=topic, c=posted[-3], manager=manager: manager.position(
+            discussion_id=t.discussion_id, comment=c, order="threaded"))
+        assert where == sorted(c.sort_key for c in posted).index(posted[-3].sort_key)
+        figures[(size, "position")] = m
+    problems = [p for (size, depth), m in figures.items() for p in shape_problems(m, what=f"{size} {depth}")]
+    assert not problems, "\n".join(problems)
+    table = {k: (m.keys_examined, m.docs_examined) for k, m in figures.items()}
+    for m in figures.values():
+        assert m.keys_examined <= bound_keys and m.docs_examined <= bound_docs, table
+
+
 @pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
 def test_posting_and_liking_a_comment_cost_the_same_at_any_size(counter, make_topic, make_user, storage):
     from comments.services import comment_create, comment_like

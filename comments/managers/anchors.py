@@ -1,0 +1,148 @@
+"""Threaded page numbers and positions without walking the keys before them: a sparse position index.
+
+Threaded order is the order of `sort_key` (base.py). An index gives the page after a key (a
+cursor) in about page_size keys, but the N-th key only by walking the N keys before it
+(`skip`), and a comment's position (a permalink) only by counting them: no index keeps
+order statistics, and a reply lands in the middle of the order, moving every position after
+it, so a position cannot be stored with the comment.
+
+A strategy that offers threaded page numbers keeps, per discussion, one ANCHORS document:
+
+    {_id: discussion_id, seq: S, n: N, every: E, keys: [k1, k2, ...], at: [p1, p2, ...]}
+
+The SNAPSHOT is the discussion's comments numbered 1..S (`seq`, base.py). N is how many of
+them are stored, and `p_i` is the position of `k_i` among them (how many snapshot keys sort
+before it), about every E positions. Comments are never removed from storage (base.py), and
+every comment stored after the snapshot was taken is numbered above S (below), so at any
+later time the stored comments are the snapshot plus the NEWER ones, numbered above S. The
+position of `k_i` now is `p_i` plus the newer keys that sort before it. Then:
+
+- page number P starts at the last anchor at or before position (P - 1) * page_size, and
+  skips from there at most the gap to the next anchor (about E, plus newer comments that
+  landed in it) on the strategy's threaded index;
+- a comment's position is its last anchor's position plus the keys counted from that
+  anchor to the comment's key;
+
+which is the anchors document, the newer comments (one range of the `seq` index) and about
+E + page_size keys, whatever the page number and the discussion's size. The read gives up
+(and skips as before) while there is no anchors document or more than READ_NEWER_AT_MOST
+newer comments.
+
+A refresh (`refreshed()`) takes a new snapshot S' no higher than any comment still in
+flight (a post numbers its comment, recorded pending with the number, before storing it:
+comments.managers.document), shifts the anchors by the comments numbered in (S, S'], and
+walks only the gaps that grew past 2E to place anchors in them (the new roots at the end
+of the order; a thread that took many replies). The first refresh walks the whole
+discussion once. A walk that finds another count than the anchors predict (a comment stored
+under an old number: `fill_gap`) rebuilds from a full walk. The anchors document is
+replaced in one write guarded by the snapshot it was computed from (two refreshes: one
+wins, the other's work is dropped); it is derived data: lost, it is rebuilt.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+EVERY = 64  # positions between anchors, at least
+MAX_ANCHORS = 2048  # more are thinned out (every other one dropped, the spacing doubled)
+REFRESH_EVERY = 64  # a post whose number is a multiple of this asks for a refresh
+READ_NEWER_AT_MOST = 512  # more newer comments than this: the read skips as it did without anchors
+
+Walk = Callable[[str | None, str | None], list[str]]  # the snapshot's keys strictly between two keys (None: no bound)
+
+
+class Drift(Exception):
+    """The stored comments are not the snapshot plus the newer ones: rebuild from a full walk."""
+
+
+@dataclass
+class Anchors:
+    seq: int = 0
+    n: int = 0
+    every: int = EVERY
+    keys: list[str] = field(default_factory=list)
+    at: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_document(cls, doc: dict | None) -> Anchors | None:
+        if not doc:
+            return None
+        keys, at = list(doc.get("keys") or []), [int(p) for p in doc.get("at") or []]
+        if len(keys) != len(at):
+            return None
+        return cls(seq=int(doc.get("seq", 0)), n=int(doc.get("n", 0)), every=int(doc.get("every", EVERY)),
+                   keys=keys, at=at)
+
+    def to_fields(self) -> dict:
+        return {"seq": self.seq, "n": self.n, "every": self.every, "keys": self.keys, "at": self.at}
+
+    def shifted(self, newer: Sequence[str]) -> list[int]:
+        """Each anchor's position now: `newer` (sorted) are the keys stored since the snapshot."""
+        return [p + bisect_left(newer, k) for p, k in zip(self.at, self.keys, strict=True)]
+
+    def start(self, newer: Sequence[str], target: int) -> tuple[str | None, int]:
+        """Where position `target` is reached from: (the last anchor at or before it, the keys to
+        skip from that anchor, itself included); (None, target) from the start of the order."""
+        at = self.shifted(newer)
+        i = bisect_right(at, target) - 1
+        if i < 0:
+            return None, target
+        return self.keys[i], target - at[i]
+
+    def base(self, newer: Sequence[str], key: str) -> tuple[str | None, int]:
+        """The last anchor at or before `key` and its position now; (None, 0) when there is none."""
+        i = bisect_right(self.keys, key) - 1
+        if i < 0:
+            return None, 0
+        return self.keys[i], self.at[i] + bisect_left(newer, self.keys[i])
+
+
+def _placed(keys: list[str], first: int, every: int) -> tuple[list[str], list[int]]:
+    """Anchors every `every` positions in `keys` (sorted), the first of which is at position `first`."""
+    picked = range(every - 1, len(keys), every)
+    return [keys[j] for j in picked], [first + j for j in picked]
+
+
+def _thinned(anchors: Anchors) -> Anchors:
+    while len(anchors.keys) > MAX_ANCHORS:
+        anchors.keys, anchors.at, anchors.every = anchors.keys[1::2], anchors.at[1::2], anchors.every * 2
+    return anchors
+
+
+def built(seq: int, walk: Walk, every: int | None = None) -> Anchors:
+    """Anchors of snapshot `seq` from a walk of the whole discussion."""
+    every = every or EVERY
+    keys = walk(None, None)
+    placed, at = _placed(keys, 0, every)
+    return _thinned(Anchors(seq=seq, n=len(keys), every=every, keys=placed, at=at))
+
+
+def refreshed(old: Anchors | None, seq: int, newer: Sequence[str], walk: Walk) -> Anchors:
+    """The anchors of snapshot `seq` (>= old.seq): `newer` (sorted) are the keys of the comments
+    numbered in (old.seq, seq]; `walk` lists the snapshot's keys between two keys. Raises Drift
+    when a walk contradicts `old` (rebuild with `built()`)."""
+    if old is None:
+        return built(seq, walk)
+    at = old.shifted(newer)
+    n = old.n + len(newer)
+    keys: list[str] = []
+    positions: list[int] = []
+    bounds = [None, *old.keys, None]
+    starts = [-1, *at, n]  # each bound's position (the ends: just outside the order)
+    for i in range(len(bounds) - 1):
+        if i > 0:
+            keys.append(bounds[i])
+            positions.append(starts[i])
+        gap = starts[i + 1] - starts[i] - 1  # keys strictly between the two bounds
+        if gap < 0:
+            raise Drift(f"anchors out of order at {bounds[i]!r}")
+        if gap >= 2 * old.every:
+            between = walk(bounds[i], bounds[i + 1])
+            if len(between) != gap:
+                raise Drift(f"{len(between)} keys after {bounds[i]!r} where the anchors count {gap}")
+            more, more_at = _placed(between, starts[i] + 1, old.every)
+            keys += more
+            positions += more_at
+    return _thinned(Anchors(seq=seq, n=n, every=old.every, keys=keys, at=positions))
