@@ -133,6 +133,7 @@ def seed_ours(size: int) -> dict:
     from bench import loaders, people
     from comments.managers import manager_for
     from comments.managers.base import THREADED
+    from comments.services import comment_anchors_refresh
     from core.managers import ensure_indexes
 
     User = get_user_model()
@@ -143,6 +144,7 @@ def seed_ours(size: int) -> dict:
                                   id_length=loaders.ID_LENGTH["document"])
     loaders.load_document(manager_for("document"), comments, threaded=True)
     ensure_indexes()
+    comment_anchors_refresh(topic=topic)  # as posting would have left them: threaded page numbers from anchors
     poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
     token, _ = Token.objects.get_or_create(user=poster)
     return {"slug": topic.slug, "token": token.key, "pages": -(-size // 20), "followers_of": "celebrity"}

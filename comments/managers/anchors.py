@@ -10,12 +10,15 @@ A strategy that offers threaded page numbers keeps, per discussion, one ANCHORS 
 
     {_id: discussion_id, seq: S, n: N, every: E, keys: [k1, k2, ...], at: [p1, p2, ...]}
 
-The SNAPSHOT is the discussion's comments numbered 1..S (`seq`, base.py). N is how many of
-them are stored, and `p_i` is the position of `k_i` among them (how many snapshot keys sort
-before it), about every E positions. Comments are never removed from storage (base.py), and
-every comment stored after the snapshot was taken is numbered above S (below), so at any
-later time the stored comments are the snapshot plus the NEWER ones, numbered above S. The
-position of `k_i` now is `p_i` plus the newer keys that sort before it. Then:
+The SNAPSHOT is the discussion's comments numbered 1..S (`seq`, base.py), where every number
+up to S has its comment stored (`dense_end()`); N is how many they are, and `p_i` is the
+position of `k_i` among them (how many snapshot keys sort before it), about every E
+positions. Comments are never removed from storage (base.py), and a comment stored after
+the snapshot was taken has a number no comment had when it was taken, so above S (a post
+in flight, an import's batch between its numbers and its insert, a tombstone put in a gap
+by `fill_gap`: each is a number without a comment, where the snapshot stops). So at any
+later time the stored comments are the snapshot plus the NEWER ones, numbered above S, and
+the position of `k_i` now is `p_i` plus the newer keys that sort before it. Then:
 
 - page number P starts at the last anchor at or before position (P - 1) * page_size, and
   skips from there at most the gap to the next anchor (about E, plus newer comments that
@@ -24,25 +27,23 @@ position of `k_i` now is `p_i` plus the newer keys that sort before it. Then:
   anchor to the comment's key;
 
 which is the anchors document, the newer comments (one range of the `seq` index) and about
-E + page_size keys, whatever the page number and the discussion's size. The read gives up
+2E + page_size keys, whatever the page number and the discussion's size. The read gives up
 (and skips as before) while there is no anchors document or more than READ_NEWER_AT_MOST
 newer comments.
 
-A refresh (`refreshed()`) takes a new snapshot S' no higher than any comment still in
-flight (a post numbers its comment, recorded pending with the number, before storing it:
-comments.managers.document), shifts the anchors by the comments numbered in (S, S'], and
-walks only the gaps that grew past 2E to place anchors in them (the new roots at the end
-of the order; a thread that took many replies). The first refresh walks the whole
-discussion once. A walk that finds another count than the anchors predict (a comment stored
-under an old number: `fill_gap`) rebuilds from a full walk. The anchors document is
-replaced in one write guarded by the snapshot it was computed from (two refreshes: one
-wins, the other's work is dropped); it is derived data: lost, it is rebuilt.
+A refresh (`refreshed()`) takes a new snapshot S' (the run of stored numbers after S),
+shifts the anchors by the comments numbered in (S, S'], and walks only the gaps that grew
+past 2E to place anchors in them (the new roots at the end of the order; a thread that took
+many replies). The first refresh (`built()`) walks the whole discussion once. A walk that
+finds another count than the anchors predict rebuilds from a full walk. The anchors
+document is replaced in one write guarded by the snapshot it was computed from (two
+refreshes: one wins, the other's work is dropped); it is derived data: lost, it is rebuilt.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 EVERY = 64  # positions between anchors, at least
@@ -111,20 +112,26 @@ def _thinned(anchors: Anchors) -> Anchors:
     return anchors
 
 
-def built(seq: int, walk: Walk, every: int | None = None) -> Anchors:
-    """Anchors of snapshot `seq` from a walk of the whole discussion."""
+def dense_end(after: int, numbers: Iterable[int]) -> int:
+    """The last number of the run after `after` in which every number is present in `numbers`."""
+    present = set(numbers)
+    end = after
+    while end + 1 in present:
+        end += 1
+    return end
+
+
+def built(seq: int, keys: list[str], every: int | None = None) -> Anchors:
+    """Anchors of snapshot `seq` from its keys, all of them in order (a walk of the whole discussion)."""
     every = every or EVERY
-    keys = walk(None, None)
     placed, at = _placed(keys, 0, every)
     return _thinned(Anchors(seq=seq, n=len(keys), every=every, keys=placed, at=at))
 
 
-def refreshed(old: Anchors | None, seq: int, newer: Sequence[str], walk: Walk) -> Anchors:
+def refreshed(old: Anchors, seq: int, newer: Sequence[str], walk: Walk) -> Anchors:
     """The anchors of snapshot `seq` (>= old.seq): `newer` (sorted) are the keys of the comments
     numbered in (old.seq, seq]; `walk` lists the snapshot's keys between two keys. Raises Drift
     when a walk contradicts `old` (rebuild with `built()`)."""
-    if old is None:
-        return built(seq, walk)
     at = old.shifted(newer)
     n = old.n + len(newer)
     keys: list[str] = []

@@ -48,7 +48,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
 from comments.managers import anchors as anchoring
-from comments.managers.anchors import Anchors, Drift, Walk, built, refreshed
+from comments.managers.anchors import Anchors, Drift, Walk, built, dense_end, refreshed
 from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
@@ -263,7 +263,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         if not comments:
             return 0
         discussion_id = comments[0].discussion_id
-        self._forget_anchors(discussion_id)  # numbered from 1 again
+        self._forget_anchors(discussion_id)  # numbered from 1 again; refreshed once indexes exist (anchors_refresh)
         docs = []
         for seq, comment in enumerate(comments, start=1):
             comment.seq = seq
@@ -274,7 +274,6 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         self.discussions.update_one({"_id": discussion_id}, {"$inc": {"seq": len(docs)},
                                                              "$push": numbered_push([c.id for c in comments[-NUMBERED_KEPT:]]),
                                                              **({"$set": hints} if hints else {})}, upsert=True)
-        self.anchors_refresh(discussion_id=discussion_id)
         return len(docs)
 
     def _hint(self, discussion_id: int, update: dict) -> None:
@@ -365,11 +364,8 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         tombstone.status, tombstone.seq = DELETED, int(seq)
         if self.collection.count_documents({"discussion_id": discussion_id, "seq": int(seq)}, limit=1):
             return False  # the number's comment arrived meanwhile
-        # Stored under an old number: the anchors' snapshot may have counted without it. Dropped
-        # before (no read uses them meanwhile) and after (a refresh that walked before the insert).
-        self._forget_anchors(discussion_id)
+        # Numbered above any anchors' snapshot (a snapshot stops before a number without a comment).
         self.collection.insert_one(self._to_document(tombstone))
-        self._forget_anchors(discussion_id)
         return True
 
     def raise_counter(self, *, discussion_id, at_least):
@@ -398,25 +394,23 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         comments numbered after it (a comment stored under an old number, comments removed)."""
         self.anchors.delete_one({"_id": discussion_id})
 
-    def _walk(self, discussion_id: int, seq: int) -> Walk:
-        """The sort keys of the comments numbered up to `seq` strictly between two keys: a covered
-        range of the threaded index (its `seq` field filters the keys)."""
-        def walk(lo: str | None, hi: str | None) -> list[str]:
-            bounds = {**({"$gt": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
-            query = {"discussion_id": discussion_id, "seq": {"$lte": int(seq)},
-                     **({"full_slug": bounds} if bounds else {})}
-            cursor = self.collection.find(query, {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[THREADED])
-            return [doc["full_slug"] for doc in cursor.hint("discussion_full_slug")]
-        return walk
+    def _walk(self, discussion_id: int, lo: str | None = None, hi: str | None = None) -> list[tuple[str, int]]:
+        """(sort key, number) of the comments strictly between two keys (None: no bound), in threaded
+        order: a covered range of the threaded index, which carries `seq` after the key."""
+        bounds = {**({"$gt": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
+        query = {"discussion_id": discussion_id, **({"full_slug": bounds} if bounds else {})}
+        cursor = self.collection.find(query, {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[THREADED])
+        return [(doc["full_slug"], int(doc["seq"])) for doc in cursor]
 
-    def _newer_keys(self, discussion_id: int, after: int, *, upto: int | None = None, limit: int | None = None,
-                    session=None, read: bool = True) -> list[str] | None:
-        """The sort keys (sorted) of the comments numbered above `after` (and at most `upto`): a range
-        of the `seq` index. None when there are more than `limit`."""
-        numbers = {"$gt": int(after), **({"$lte": int(upto)} if upto is not None else {})}
-        collection = self.read_collection if read else self.collection
-        cursor = collection.find({"discussion_id": discussion_id, "seq": numbers}, {"full_slug": 1, "_id": 0},
-                                 session=session).sort(_SORTS[CHRONOLOGICAL])
+    def _snapshot_walk(self, discussion_id: int, seq: int) -> Walk:
+        return lambda lo, hi: [key for key, number in self._walk(discussion_id, lo, hi) if number <= seq]
+
+    def _newer_keys(self, discussion_id: int, after: int, *, limit: int | None = None, session=None) -> list[str] | None:
+        """The sort keys (sorted) of the comments numbered above `after`: a range of the `seq` index.
+        None when there are more than `limit`."""
+        cursor = self.read_db[self.collection_name].find(
+            {"discussion_id": discussion_id, "seq": {"$gt": int(after)}}, {"full_slug": 1, "_id": 0},
+            session=session).sort(_SORTS[CHRONOLOGICAL])
         if limit is not None:
             cursor = cursor.limit(limit + 1).max_time_ms(self.max_time_ms)
         keys = sorted(doc["full_slug"] for doc in cursor)
@@ -442,33 +436,41 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         return behind if behind >= 2 * anchoring.REFRESH_EVERY else 0
 
     def anchors_refresh(self, *, discussion_id, threaded=False):
-        head = self.discussions.find_one({"_id": discussion_id}, {"seq": 1, "numbered": 1, "pending": 1})
+        # The snapshot is the run of numbers 1..S all of whose comments are stored: a comment
+        # stored later (a post in flight, an import's batch between its numbers and its insert, a
+        # tombstone in a gap) is then always numbered above S, as anchors.py requires.
+        head = self.discussions.find_one({"_id": discussion_id}, {"seq": 1})
         if not head:
             return False
-        seq = int(head.get("seq", 0))
-        for cid in head.get("pending") or {}:  # in flight: stored later, so never part of a snapshot
-            number = number_of(head, cid)
-            if number is None:
-                return False  # numbered too long ago to tell: until `posts_unfinished` stores it
-            seq = min(seq, number - 1)
-        old = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
-        if old is not None and old.seq >= seq:
+        top = int(head.get("seq", 0))
+        stored = self.anchors.find_one({"_id": discussion_id})
+        old = Anchors.from_document(stored)
+        if old is not None and old.seq >= top:
             return False
-        walk = self._walk(discussion_id, seq)
-        try:
-            fresh = refreshed(old, seq, self._newer_keys(discussion_id, old.seq, upto=seq, read=False) if old else [],
-                              walk)
-        except Drift:
-            log.warning("anchors of discussion %s rebuilt: the stored comments moved under them", discussion_id)
-            fresh = built(seq, walk)
-        if old is None:
+        fresh = None
+        if old is not None:
+            newer = list(self.collection.find({"discussion_id": discussion_id, "seq": {"$gt": old.seq, "$lte": top}},
+                                              {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[CHRONOLOGICAL]))
+            seq = dense_end(old.seq, (int(doc["seq"]) for doc in newer))
+            if seq == old.seq:
+                return False  # the next number's comment is not stored yet
+            keys = sorted(doc["full_slug"] for doc in newer if doc["seq"] <= seq)
+            try:
+                fresh = refreshed(old, seq, keys, self._snapshot_walk(discussion_id, seq))
+            except Drift:
+                log.warning("anchors of discussion %s rebuilt: the stored comments moved under them", discussion_id)
+        if fresh is None:
+            pairs = self._walk(discussion_id)
+            seq = min(top, dense_end(0, (number for _, number in pairs)))
+            fresh = built(seq, [key for key, number in pairs if number <= seq])
+        if stored is None:
             try:
                 self.anchors.insert_one({"_id": discussion_id, **fresh.to_fields()})
             except DuplicateKeyError:
                 return False  # another refresh wrote them first
             return True
-        # Guarded by the snapshot it started from: of two refreshes, the second matches nothing.
-        return self.anchors.replace_one({"_id": discussion_id, "seq": old.seq},
+        # Guarded by the document it started from: of two refreshes, the second matches nothing.
+        return self.anchors.replace_one({"_id": discussion_id, "seq": stored.get("seq")},
                                         {"_id": discussion_id, **fresh.to_fields()}).matched_count > 0
 
     # --- reads -------------------------------------------------------------------
@@ -599,7 +601,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
             newer = None
             if anchors is not None:
-                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, read=False)
+                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST)
             if newer is not None:
                 start, base = anchors.base(newer, comment.sort_key)
             bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}

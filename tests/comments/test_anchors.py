@@ -2,9 +2,9 @@
 
 The algorithm against brute force (hypothesis: any snapshot, any newer comments, any page),
 then the document strategy on the engine: every page number and every position equal the
-threaded order read whole, before a refresh (anchors plus newer comments), after one, after
-a comment stored under an old number (the anchors are dropped), and the keys a deep page
-examines stay about EVERY + page_size whatever the page number."""
+threaded order read whole, before a refresh (anchors plus newer comments), after one, with
+a number whose comment is not stored (the snapshot stops before it), and the keys a deep
+page examines stay about 2 * EVERY + page_size whatever the page number."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from comments.managers import anchors as anchoring
-from comments.managers.anchors import Anchors, Drift, built, refreshed
+from comments.managers.anchors import Anchors, Drift, built, dense_end, refreshed
 from comments.managers.base import THREADED, Author
 from comments.managers.document import DocumentCommentManager
 from core.paging import PageRequest
@@ -54,7 +54,7 @@ def test_anchors_reach_every_position_through_two_refreshes(monkeypatch, keys, s
     monkeypatch.setattr(anchoring, "MAX_ANCHORS", 40)
     random.Random(seed).shuffle(keys)
     a, b = int(len(keys) * split), int(len(keys) * max(split, later))
-    first = built(a, _walker(keys[:a]))
+    first = built(a, sorted(keys[:a]))
     _check(first, sorted(keys[:a]), [])
     _check(first, sorted(keys[:b]), keys[a:b])  # newer comments not yet taken in
     second = refreshed(first, b, sorted(keys[a:b]), _walker(keys[:b]))
@@ -68,7 +68,7 @@ def test_anchors_reach_every_position_through_two_refreshes(monkeypatch, keys, s
 def test_a_walk_that_contradicts_the_anchors_is_drift(monkeypatch):
     monkeypatch.setattr(anchoring, "EVERY", 2)
     snapshot = [f"{i:03d}" for i in range(0, 40, 2)]
-    old = built(20, _walker(snapshot))
+    old = built(20, sorted(snapshot))
     # A comment stored under an old number, in a gap the refresh walks (the new comments at the
     # end): the walk finds a key neither the snapshot nor the newer comments counted.
     newer = [f"9{i:02d}" for i in range(5)]
@@ -120,23 +120,60 @@ def test_document_threaded_page_numbers_and_positions_from_anchors(mongo_db, sma
     _assert_pages_and_positions(manager, discussion_id)
     _post(manager, discussion_id, rng, stored, 40)  # more newer comments than a read takes: it skips
     _assert_pages_and_positions(manager, discussion_id)
-    # A comment stored under an old number drops the anchors; the next refresh builds them anew.
-    manager.collection.delete_many({"discussion_id": discussion_id, "seq": 3})  # a hole (a writer lost)
-    assert manager.fill_gap(discussion_id=discussion_id, seq=3, posted=stored[2].posted)
-    assert manager.anchors.find_one({"_id": discussion_id}) is None
-    _assert_pages_and_positions(manager, discussion_id)
     assert manager.anchors_refresh(discussion_id=discussion_id)
+    assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 125
+
+
+def test_a_number_without_its_comment_ends_the_snapshot(mongo_db, small_anchors):
+    """A hole (a number taken, its comment not stored: a writer lost, an import's batch between
+    its numbers and its insert) stops the snapshot before it: the comment stored there later,
+    a tombstone, is one of the newer comments, and pages stay exact throughout."""
+    manager = DocumentCommentManager(db=mongo_db)
+    discussion_id, rng, stored = new_discussion_id(), random.Random(9), []
+    _post(manager, discussion_id, rng, stored, 40)
+    manager.collection.delete_many({"discussion_id": discussion_id, "seq": 23})  # as if never stored
+    assert manager.anchors_refresh(discussion_id=discussion_id)
+    assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 22
     _assert_pages_and_positions(manager, discussion_id)
+    _post(manager, discussion_id, rng, stored, 6)
+    assert not manager.anchors_refresh(discussion_id=discussion_id)  # still stopped by the hole
+    assert manager.fill_gap(discussion_id=discussion_id, seq=23, posted=stored[22].posted)
+    _assert_pages_and_positions(manager, discussion_id)  # the tombstone counted as newer
+    assert manager.anchors_refresh(discussion_id=discussion_id)
+    assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 46
+    _assert_pages_and_positions(manager, discussion_id)
+
+
+def test_dense_end():
+    assert dense_end(0, []) == 0 and dense_end(0, [1, 2, 4]) == 2 and dense_end(5, [6, 7, 8]) == 8
+    assert dense_end(5, [7, 8]) == 5
 
 
 def test_a_refresh_leaves_a_comment_in_flight_out_of_the_snapshot(mongo_db, small_anchors):
+    """A post numbered (its comment recorded pending with the number) but not yet stored when the
+    refresh runs: the snapshot stops before its number, and the comment, stored afterwards (here
+    by `posts_unfinished`, as `integrity --repair` finishes a post), is counted as newer."""
+    from datetime import UTC, datetime, timedelta
+
+    from comments.managers.fields import new_comment
+
     manager = DocumentCommentManager(db=mongo_db)
     discussion_id, rng, stored = new_discussion_id(), random.Random(7), []
     _post(manager, discussion_id, rng, stored, 30)
-    _post(manager, discussion_id, rng, stored, 1, done=False)  # numbered 31, still pending
-    _post(manager, discussion_id, rng, stored, 3)  # 32..34, finished
+    flying = new_comment(discussion_id=discussion_id, comment_id="inflight1", author=Author(id=1, name="a"), text="x",
+                         parent=stored[4], html="")
+    doc = manager._to_document(flying)
+    del doc["seq"]
+    assert manager.next_seq(discussion_id, [flying.id], pending={flying.id: doc}) == 31  # numbered, not stored
+    _post(manager, discussion_id, rng, stored, 3)  # 32..34, stored
     assert manager.anchors_refresh(discussion_id=discussion_id)
     assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 30  # below the comment in flight
+    _assert_pages_and_positions(manager, discussion_id)
+    assert [c.id for c in manager.posts_unfinished(discussion_id=discussion_id,
+                                                   before=datetime.now(UTC) + timedelta(hours=1))] == [flying.id]
+    _assert_pages_and_positions(manager, discussion_id)
+    assert manager.anchors_refresh(discussion_id=discussion_id)
+    assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 34
     _assert_pages_and_positions(manager, discussion_id)
 
 
@@ -147,7 +184,8 @@ def test_a_deep_threaded_page_examines_about_a_gap_of_keys(mongo_db):
     manager = DocumentCommentManager(db=mongo_db)
     discussion_id = new_discussion_id()
     comments = discussion(discussion_id=discussion_id, size=2000, authors=[Author(id=1, name="a")])
-    manager.bulk_load(comments, threaded=True)  # builds the anchors
+    manager.bulk_load(comments, threaded=True)
+    assert manager.anchors_refresh(discussion_id=discussion_id)  # the first: a walk of all of it
     anchors = manager.anchors.find_one({"_id": discussion_id})
     assert anchors["n"] == 2000 and len(anchors["keys"]) == 2000 // anchoring.EVERY
     examined = {}
