@@ -395,9 +395,9 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         self.anchors.delete_one({"_id": discussion_id})
 
     def _walk(self, discussion_id: int, lo: str | None = None, hi: str | None = None) -> list[tuple[str, int]]:
-        """(sort key, number) of the comments strictly between two keys (None: no bound), in threaded
+        """(sort key, number) of the comments with keys in [lo, hi) (None: no bound), in threaded
         order: a covered range of the threaded index, which carries `seq` after the key."""
-        bounds = {**({"$gt": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
+        bounds = {**({"$gte": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
         query = {"discussion_id": discussion_id, **({"full_slug": bounds} if bounds else {})}
         cursor = self.collection.find(query, {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[THREADED])
         return [(doc["full_slug"], int(doc["seq"])) for doc in cursor]

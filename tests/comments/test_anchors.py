@@ -26,7 +26,7 @@ def _walker(snapshot: list[str]):
     ordered = sorted(snapshot)
 
     def walk(lo, hi):
-        return [k for k in ordered if (lo is None or k > lo) and (hi is None or k < hi)]
+        return [k for k in ordered if (lo is None or k >= lo) and (hi is None or k < hi)]
     return walk
 
 
@@ -37,13 +37,15 @@ def _check(anchors: Anchors, stored: list[str], newer: list[str]) -> None:
         start, skip = anchors.start(newer, target)
         tail = [k for k in stored if start is None or k >= start]
         assert tail[skip:skip + 1] == stored[target:target + 1]
-        assert skip <= 2 * anchors.every + len(newer)  # at most a gap: never a walk from the start
+        assert skip < 2 * anchors.every + len(newer)  # at most a gap: never a walk from the start
     for i, key in enumerate(stored):
         start, base = anchors.base(newer, key)
         assert base + sum(1 for k in stored if (start is None or k >= start) and k < key) == i
 
 
-keys = st.lists(st.integers(0, 10**6), unique=True, max_size=400).map(lambda xs: [f"{x:07d}" for x in xs])
+# Keys that share prefixes of any length, as sort keys of one thread do (anchors are separators).
+keys = st.lists(st.integers(0, 10**6), unique=True, max_size=400).map(lambda xs: [f"{x:07d}"[:1 + x % 7] + f"/{x}"
+                                                                                 for x in xs])
 
 
 @settings(max_examples=60, deadline=None)
@@ -142,6 +144,14 @@ def test_a_number_without_its_comment_ends_the_snapshot(mongo_db, small_anchors)
     assert manager.anchors_refresh(discussion_id=discussion_id)
     assert manager.anchors.find_one({"_id": discussion_id})["seq"] == 46
     _assert_pages_and_positions(manager, discussion_id)
+
+
+def test_an_anchor_is_the_shortest_prefix_above_the_key_before_it():
+    from comments.managers.anchors import separator
+
+    assert separator("20240101120000123:aaa", "20240101120000124:bbb") == "20240101120000124"
+    assert separator("20240101120000123:aaa", "20240101120000123:aaa/2024") == "20240101120000123:aaa/"
+    assert separator(None, "2024") == "2"
 
 
 def test_dense_end():
