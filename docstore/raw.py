@@ -98,7 +98,7 @@ class RawArray:
         self.blob, self.codec, self.start, self.end = blob, codec, start, end
         self._located: list[tuple[int, int, int]] | None = None  # (type, value start, value end) of each element
         self._views: dict[int, object] = {}
-        self._where: dict[str, dict[str, list[int]]] = {}  # field -> {string value: positions}
+        self._where: dict[str, dict[bytes, list[int]]] = {}  # field -> {string value's UTF-8: positions}
         self._values: dict[str, list | None] = {}  # field -> `field_values`
 
     def _elements(self) -> list[tuple[int, int, int]]:
@@ -156,14 +156,27 @@ class RawArray:
 
     def where(self, field: str, wanted: str) -> list:
         """The elements that are documents whose `field` is the string `wanted`, in array order:
-        the array is indexed by that field once, then each lookup is a dict lookup."""
+        the array is indexed by that field once (by the value's UTF-8 bytes, which a strict decode
+        maps one to one to the string: nothing is decoded), then each lookup is a dict lookup."""
         found = self._where.get(field)
         if found is None:
             found = self._where[field] = {}
-            for index, value in self._field_of_each(field):
-                if type(value) is str:
-                    found.setdefault(value, []).append(index)
-        return [self[index] for index in found.get(wanted, ())]
+            blob, length = self.blob, _INT32.unpack_from
+            first = bytes((_STRING,)) + field.encode() + b"\0"  # `type name\0` of the field as a string
+            skip = 4 + len(first)
+            for index, (kind, start, _) in enumerate(self._elements()):
+                if kind != _DOCUMENT:
+                    continue
+                if blob.startswith(first, start + 4):  # the usual shape: the field first, a string
+                    at = start + skip + 4
+                    key = blob[at:at + length(blob, at - 4)[0] - 1]
+                else:
+                    value = self[index].get(field, MISSING)
+                    if type(value) is not str:
+                        continue
+                    key = value.encode("utf-8")
+                found.setdefault(key, []).append(index)
+        return [self[index] for index in found.get(wanted.encode("utf-8", "surrogatepass"), ())]
 
     def field_values(self, field: str) -> list | None:
         """`$array.field` of the aggregation framework on this array: the value of `field` of each
