@@ -184,10 +184,10 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
     behind = comment_anchors_behind(topic=topic)
     if behind:
         report.drifted[ANCHORS] += 1
+        refreshed = repair and comment_anchors_refresh(topic=topic)  # stops before a number still without a comment
         notes.append(f"anchors: {behind} comment(s) not taken in (threaded page numbers skip further)"
-                     + (", refreshed" if repair else ""))
-        if repair:
-            comment_anchors_refresh(topic=topic)
+                     + (", refreshed" if refreshed else ", left (a number without its comment yet)" if repair else ""))
+        if refreshed:
             report.repaired[ANCHORS] += 1
     strays: list[str] = []
     if comment_search_count(topic=topic) > seq.stored - search_stale:

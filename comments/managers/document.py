@@ -405,10 +405,12 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
     def _snapshot_walk(self, discussion_id: int, seq: int) -> Walk:
         return lambda lo, hi: [key for key, number in self._walk(discussion_id, lo, hi) if number <= seq]
 
-    def _newer_keys(self, discussion_id: int, after: int, *, limit: int | None = None, session=None) -> list[str] | None:
+    def _newer_keys(self, discussion_id: int, after: int, *, limit: int | None = None, session=None,
+                    primary: bool = False) -> list[str] | None:
         """The sort keys (sorted) of the comments numbered above `after`: a range of the `seq` index.
         None when there are more than `limit`."""
-        cursor = self.read_db[self.collection_name].find(
+        db = self.db if primary else self.read_db
+        cursor = db[self.collection_name].find(
             {"discussion_id": discussion_id, "seq": {"$gt": int(after)}}, {"full_slug": 1, "_id": 0},
             session=session).sort(_SORTS[CHRONOLOGICAL])
         if limit is not None:
@@ -421,8 +423,8 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         doc = self.read_db[self.anchors_name].find_one({"_id": discussion_id}, session=session,
                                                        max_time_ms=self.max_time_ms)
         anchors = Anchors.from_document(doc)
-        if anchors is None or total - anchors.seq > anchoring.READ_NEWER_AT_MOST:
-            return None
+        if anchors is None or not 0 <= total - anchors.seq <= anchoring.READ_NEWER_AT_MOST:
+            return None  # none, too far behind, or of comments this discussion no longer holds
         newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, session=session) \
             if total > anchors.seq else []
         return None if newer is None else (anchors, newer)
@@ -445,8 +447,10 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         top = int(head.get("seq", 0))
         stored = self.anchors.find_one({"_id": discussion_id})
         old = Anchors.from_document(stored)
-        if old is not None and old.seq >= top:
+        if old is not None and old.seq == top:
             return False
+        if old is not None and old.seq > top:
+            old = None  # of comments the discussion no longer holds (written while it was dropped): rebuilt
         fresh = None
         if old is not None:
             newer = list(self.collection.find({"discussion_id": discussion_id, "seq": {"$gt": old.seq, "$lte": top}},
@@ -601,7 +605,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
             newer = None
             if anchors is not None:
-                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST)
+                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, primary=True)
             if newer is not None:
                 start, base = anchors.base(newer, comment.sort_key)
             bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}

@@ -6,6 +6,7 @@ so the embedded strategy uses its nested layout there and its flat layout elsewh
 """
 
 import re
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -39,14 +40,16 @@ def needs_threaded(manager):
         pytest.skip(f"{manager.storage} has no threaded order")
 
 
-def post_tree(manager, discussion_id, parents, *, threaded, author=BOB):
-    """Post one comment per entry of `parents` (None: top level; i: a reply to the i-th posted); return them in posting order."""
-    posted = []
+def post_tree(manager, discussion_id, parents, *, threaded, author=BOB, posted=()):
+    """Post one comment per entry of `parents` (None: top level; i: a reply to the i-th posted, counting
+    the `posted` before them); return the new ones in posting order."""
+    posted, new = list(posted), []
     for n, parent_index in enumerate(parents):
         parent = posted[parent_index] if parent_index is not None else None
         posted.append(manager.post(discussion_id=discussion_id, author=author, text=f"comment {n}", parent=parent,
                                    threaded=threaded))
-    return posted
+        new.append(posted[-1])
+    return new
 
 
 def walk(manager, discussion_id, order, page_size, *, threaded):
@@ -323,8 +326,33 @@ def test_pages_reassemble_any_discussion(manager, author, threaded, settings, da
     size = data.draw(st.integers(min_value=0, max_value=30), label="comments")
     parents = [data.draw(st.one_of(st.none(), st.integers(0, n - 1)) if n else st.none(), label="parent") for n in range(size)]
     page_size = data.draw(st.integers(min_value=1, max_value=12), label="page_size")
+    # Threaded page numbers of the strategies that keep anchors (comments/managers/anchors.py) start
+    # from them: anchors this close together, refreshed part way, so pages cross anchors and the
+    # comments posted since.
+    every = data.draw(st.integers(min_value=1, max_value=4), label="anchors every")
+    refresh_at = data.draw(st.integers(min_value=0, max_value=size), label="anchors refreshed after")
     d = new_discussion_id()
-    comments = post_tree(manager, d, parents, threaded=threaded)
+    with _anchors_every(every):
+        comments = post_tree(manager, d, parents[:refresh_at], threaded=threaded)
+        manager.anchors_refresh(discussion_id=d, threaded=threaded)
+        comments += post_tree(manager, d, parents[refresh_at:], threaded=threaded, posted=comments)
+        _check_reassembled(manager, d, comments, page_size, threaded=threaded)
+
+
+@contextmanager
+def _anchors_every(every: int):
+    from comments.managers import anchors
+
+    kept = anchors.EVERY
+    anchors.EVERY = every
+    try:
+        yield
+    finally:
+        anchors.EVERY = kept
+
+
+def _check_reassembled(manager, d, comments, page_size, *, threaded):
+    size = len(comments)
     ids, counts = walk(manager, d, CHRONOLOGICAL, page_size, threaded=threaded)
     assert ids == [c.id for c in comments] and counts == {size}
     if THREADED in manager.orders:
@@ -339,11 +367,20 @@ def test_pages_reassemble_any_discussion(manager, author, threaded, settings, da
 @pytest.mark.parametrize("threaded", [False, True])
 def test_a_page_costs_at_most_two_round_trips_at_any_depth(counting_manager, author, threaded, settings):
     """Two round trips; three for a hot page of the array strategies (the head, the rank index,
-    the page's comments: comments/managers/ranks.py)."""
+    the page's comments: comments/managers/ranks.py); four for a threaded page NUMBER past the
+    first anchors (comments/managers/anchors.py: the anchors, the comments posted since them)."""
     manager, counter = counting_manager
     settings.COMMENTS_BUCKET_SIZE = 5  # many buckets, so a deep page of the bucketed strategy crosses several
     d = new_discussion_id()
-    post_tree(manager, d, [None if n % 3 else max(n - 2, 0) if n else None for n in range(60)], threaded=threaded)
+    tree = [None if n % 3 else max(n - 2, 0) if n else None for n in range(60)]
+    with _anchors_every(2):
+        posted = post_tree(manager, d, tree[:55], threaded=threaded)
+        manager.anchors_refresh(discussion_id=d, threaded=threaded)
+        post_tree(manager, d, tree[55:], threaded=threaded, posted=posted)  # posted since the anchors
+        _round_trips(manager, counter, d, threaded=threaded)
+
+
+def _round_trips(manager, counter, d, *, threaded):
     for order in manager.orders:
         for page in (1, 3, 6, 30):
             counter.reset()
@@ -351,6 +388,9 @@ def test_a_page_costs_at_most_two_round_trips_at_any_depth(counting_manager, aut
                                   request=PageRequest(page=page, page_size=10 if page < 30 else 2))
             assert result.items and result.count == 60
             allowed = 3 if order == HOT and manager.storage != "document" else 2
+            if order == THREADED and manager.storage == "document" and page > 1:
+                allowed = 4
+                assert ("comment_document_anchors", "find_one") in counter.calls  # it went through them
             assert len(counter.calls) <= allowed, (order, page, counter.calls)
         counter.reset()
         manager.count(discussion_id=d)
