@@ -39,7 +39,9 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   the floor (about page_size index keys and documents) in every order. Chronological
   page numbers are at the floor too; threaded page numbers and positions of the document
   strategy start from its anchors (anchors.py: about 2 * EVERY + page_size keys); a page
-  NUMBER in hot order walks (page - 1) * page_size index keys first (docs/comments.md).
+  NUMBER in hot order, and in the embedded strategy's threaded and nested posting orders
+  (its rank index, bounded by the discussion document's size), walks (page - 1) * page_size
+  index keys first (docs/comments.md).
 - Comments are never deleted from storage: moderation sets `status`, and a deletion
   by its author leaves a tombstone (status "deleted", text and html "") in its place,
   so positions, counts, replies, sequence numbers and page arithmetic never shift
