@@ -29,10 +29,12 @@ Invariants:
 - Orders and their indexes, each query an equality on `discussion_id`, then the sort
   or a range on the same index:
     chronological  (discussion_id, seq)              page N = seq in [skip+1, skip+size]
-    threaded       (discussion_id, full_slug)        keyset: full_slug > / < cursor
+    threaded       (discussion_id, full_slug, seq)   keyset: full_slug > / < cursor
     hot            (discussion_id, hot -1, seq -1)   keyset: (hot, seq) after / before cursor
   A page examines about page_size keys and documents, plus the counter document.
-  A page NUMBER in threaded or hot order uses skip: (page - 1) * page_size more keys.
+  A threaded page NUMBER starts from the discussion's anchors (`comment_document_anchors`,
+  anchors.py: the anchors document, the comments numbered since, at most a gap of keys);
+  a page NUMBER in hot order uses skip: (page - 1) * page_size more keys.
 - A sub-thread is the comment plus `full_slug` in [x + "/", x + "0") ("0" follows "/"),
   a range on the (discussion_id, full_slug) index with explicit bounds.
 - `hot` changes only together with `likes`/`pinned`, in the same update.
