@@ -49,10 +49,12 @@ serve: install
 		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 2 )} --threads 4 \
 		--timeout 30 --access-logfile -
 
-## make test: the same set-up, then the whole suite
+## make test: the same set-up, then the whole suite, spread over TEST_WORKERS processes
+## (pytest-xdist; `auto`, one per CPU, by default; TEST_WORKERS=0 runs it in this process)
+TEST_WORKERS ?= auto
 test: install-dev
 	$(PY) manage.py check --settings=tests.settings
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # Every MongoDB operation of every write failed in turn, in every storage strategy (make test
 # fails the writes in the document strategy): docs/development.md, "Fault injection".
