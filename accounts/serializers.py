@@ -3,8 +3,10 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from core.serializers import StrictInputSerializer
 
-class RegisterSerializer(serializers.Serializer):
+
+class RegisterSerializer(StrictInputSerializer):
     username = serializers.CharField(max_length=get_user_model()._meta.get_field("username").max_length)
     password = serializers.CharField(write_only=True, style={"input_type": "password"})
     email = serializers.EmailField(required=False, allow_blank=True, default="")
@@ -15,18 +17,10 @@ class RegisteredSerializer(serializers.Serializer):
     token = serializers.CharField()
 
 
-class StrictCharField(serializers.CharField):
-    """A string and nothing else: DRF's CharField turns a JSON number into text, so `123` would
-    log in as "123" (a 400 here, and the per-account rate limit counts it: cms_site.throttling)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class TokenRequestSerializer(serializers.Serializer):
-    username = StrictCharField()
+class TokenRequestSerializer(StrictInputSerializer):
+    # A JSON number is refused (StrictInputSerializer), so `123` cannot log in as "123" (the
+    # per-account rate limit counts the 400: cms_site.throttling).
+    username = serializers.CharField()
     password = serializers.CharField(write_only=True, style={"input_type": "password"})
 
 
@@ -34,7 +28,7 @@ class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
 
 
-class DeleteAccountSerializer(serializers.Serializer):
+class DeleteAccountSerializer(StrictInputSerializer):
     password = serializers.CharField(write_only=True, style={"input_type": "password"}, max_length=4096)
     comments = serializers.ChoiceField(choices=["tombstone", "remove"],
                                        help_text="tombstone: each comment stays in its place as a deleted comment by "

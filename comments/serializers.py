@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from comments.managers.base import COMMENT_STATUSES
 from core.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from core.serializers import StrictInputSerializer
 
 
 class CommentAuthorSerializer(serializers.Serializer):
@@ -55,7 +56,7 @@ class CommentThreadSerializer(serializers.Serializer):
     results = CommentSerializer(many=True)
 
 
-class CommentCreateSerializer(serializers.Serializer):
+class CommentCreateSerializer(StrictInputSerializer):
     # Blank text reaches the service, which says what is wrong with it; a non-string
     # (a dict such as {"$gt": ""}) is refused here.
     text = serializers.CharField(allow_blank=True, trim_whitespace=False)
@@ -63,7 +64,7 @@ class CommentCreateSerializer(serializers.Serializer):
                                    help_text="The id of the comment this replies to.")
 
 
-class CommentEditSerializer(serializers.Serializer):
+class CommentEditSerializer(StrictInputSerializer):
     text = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="The new Markdown text.")
 
 

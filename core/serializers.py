@@ -4,19 +4,41 @@ from rest_framework import serializers
 
 
 class StrictInputSerializer(serializers.Serializer):
-    """An input serializer that refuses the fields it does not know: a 400 whose `errors`
-    names each of them (`{"unitl": ["Unknown field: expected one of ..."]}`), rather than
-    ignoring them, where a typo would silently change what happens (`unitl` would make
-    a ban permanent). Used by the editors' moderation inputs and the flag."""
+    """The base of every API input serializer (JSON, form or query string).
+
+    - It refuses the fields it does not know: a 400 whose `errors` names each of them
+      (`{"unitl": ["Unknown field: expected one of ..."]}`), rather than ignoring them, where
+      a typo would silently change what happens (`unitl` would make a ban permanent).
+      Django's `csrfmiddlewaretoken`, which a form post carries, is not a field.
+    - A text field takes a string and nothing else: DRF's CharField (and SlugField, EmailField,
+      ...) would turn a JSON number into text, so `{"text": 123}` would post "123" and
+      `{"parent": 1e999}` would look for a comment named "inf". Lists of text check each item.
+    """
 
     def to_internal_value(self, data):
         if hasattr(data, "keys"):
             known = sorted(self.fields)
-            unknown = sorted(str(key) for key in data.keys() if key not in self.fields)
+            unknown = sorted(str(key) for key in data.keys() if key not in self.fields and key != "csrfmiddlewaretoken")
             if unknown:
                 message = f"Unknown field: expected one of {', '.join(known)}."
                 raise serializers.ValidationError({key: [message] for key in unknown})
+            wrong = {name: ["Not a valid string."] for name, field in self.fields.items()
+                     if not field.read_only and name in data and not _text_value(field, data[name])}
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
+
+
+def _text_value(field, value) -> bool:
+    """Whether `value` is what a text field (or a list of them) may be given: a string, or null where allowed."""
+    if value is None:
+        return True  # the field itself says whether null is allowed
+    if isinstance(field, serializers.CharField):
+        return isinstance(value, str)
+    if isinstance(field, serializers.ListField) and isinstance(field.child, serializers.CharField) \
+            and isinstance(value, list | tuple):
+        return all(isinstance(item, str) for item in value)
+    return True
 
 
 class UserRefSerializer(serializers.Serializer):

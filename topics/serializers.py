@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from core.serializers import UserRefSerializer
+from core.serializers import StrictInputSerializer, UserRefSerializer
 from topics.models import CommentModeration, CommentOrder, CommentStorage, Topic, TopicStatus
 
 
@@ -24,7 +24,7 @@ class TagListField(serializers.ListField):
     max_length = 10
 
 
-class TopicCreateSerializer(serializers.Serializer):
+class TopicCreateSerializer(StrictInputSerializer):
     title = serializers.CharField(max_length=200)
     summary = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
     body = serializers.CharField(required=False, allow_blank=True, default="")
@@ -37,7 +37,7 @@ class TopicCreateSerializer(serializers.Serializer):
                                                  default=CommentModeration.POST)
 
 
-class TopicUpdateSerializer(serializers.Serializer):
+class TopicUpdateSerializer(StrictInputSerializer):
     title = serializers.CharField(max_length=200, required=False)
     slug = serializers.SlugField(max_length=220, required=False)
     summary = serializers.CharField(max_length=300, required=False, allow_blank=True)
