@@ -69,6 +69,17 @@ class Tag(models.Model):
         return reverse("tag-detail", kwargs={"slug": self.slug})
 
 
+def published_at_when_live(now):
+    """The `published_at` of a topic live at `now`, by the rule `Topic.save()` follows, as an
+    expression for an UPDATE that bypasses `save()` (the announcement's claim): `publish_at`
+    when set, else the stored date unless it is empty or after `now`, else `now`."""
+    return models.Case(
+        models.When(publish_at__isnull=False, then=models.F("publish_at")),
+        models.When(published_at__lte=now, then=models.F("published_at")),
+        default=models.Value(now),
+    )
+
+
 class TopicQuerySet(models.QuerySet):
     def live(self, now=None):
         """Published topics whose publishing time has come."""
@@ -115,8 +126,10 @@ class Topic(models.Model):
     # took the announcement: a pending one is sent again by `topic_publish_due` (receivers only
     # enqueue tasks idempotent by the topic's id), so a failure delays it, never loses it.
     announce_pending = models.BooleanField(default=False, editable=False, db_index=True)
-    # When the topic went (or goes) live: `publish_at` when scheduled, else the first save
-    # as published. Empty for a draft never published. Lists and feeds sort on it.
+    # When the topic went (or goes) live: `publish_at` when scheduled, else the save that
+    # published it; a topic live without `publish_at` is never dated in the future (clearing
+    # a future `publish_at` publishes it now, and dates it now). Empty for a draft never
+    # published. Lists and feeds sort on it.
     published_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = TopicQuerySet.as_manager()
@@ -167,8 +180,10 @@ class Topic(models.Model):
         self.body_html = render_markdown(self.body, profile=TOPIC)
         if self.publish_at is not None:
             self.published_at = self.publish_at
-        elif self.status == TopicStatus.PUBLISHED and self.published_at is None:
-            self.published_at = timezone.now()
+        elif self.status == TopicStatus.PUBLISHED:
+            now = timezone.now()
+            if self.published_at is None or self.published_at > now:
+                self.published_at = now
         if kwargs.get("update_fields") is not None:
             kwargs["update_fields"] = {*kwargs["update_fields"], "body_html", "published_at"}
         super().save(*args, **kwargs)

@@ -5,9 +5,10 @@ Invariants:
   `_announce` claims the topic with a conditional UPDATE (`announced IS NULL`), so two
   concurrent publishers (a save and `topics_publish_due`, or two runs of it) cannot both
   send it. A draft or a scheduled topic is announced later by `topic_publish_due`. The
-  claim also sets `announce_pending`, cleared once every receiver took the signal; a
-  receiver that failed leaves it set and `topic_publish_due` sends the signal again
-  (receivers enqueue tasks idempotent by the topic's id: a repeat records nothing twice).
+  claim also dates the topic (`published_at`, by the rule of `Topic.save()`) and sets
+  `announce_pending`, cleared once every receiver took the signal; a receiver that failed
+  leaves it set and `topic_publish_due` sends the signal again (receivers enqueue tasks
+  idempotent by the topic's id: a repeat records nothing twice).
 - Reading never depends on the announcement: selectors filter on status/publish_at, so a
   scheduled topic shows up at its time even if the publishing task runs late.
 - A changed slug leaves a `TopicSlugRedirect` from the old one; a slug that comes back to
@@ -25,7 +26,16 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from core.errors import Forbidden, InvalidInput, NotAuthenticated
-from topics.models import CommentModeration, CommentOrder, CommentStorage, Tag, Topic, TopicSlugRedirect, TopicStatus
+from topics.models import (
+    CommentModeration,
+    CommentOrder,
+    CommentStorage,
+    Tag,
+    Topic,
+    TopicSlugRedirect,
+    TopicStatus,
+    published_at_when_live,
+)
 from topics.signals import topic_published
 
 MAX_TAGS = 10
@@ -201,7 +211,10 @@ def _announce(pk: int, now=None) -> bool:
     """Announce a live topic, once: the conditional UPDATE is the claim, and it records the
     announcement as pending in the same statement; `_send_announcement` finishes it."""
     now = now or timezone.now()
-    claimed = Topic.objects.live(now).filter(pk=pk, announced__isnull=True).update(announced=now, announce_pending=True)
+    # The claim dates the topic by the rule of `Topic.save()`: what the announcement reaches
+    # sees the right `published_at` even after a write that bypassed `save()`.
+    claimed = Topic.objects.live(now).filter(pk=pk, announced__isnull=True).update(
+        announced=now, announce_pending=True, published_at=published_at_when_live(now))
     if not claimed:
         return False
     _send_announcement(pk)

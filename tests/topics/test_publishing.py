@@ -192,3 +192,86 @@ def test_a_scheduled_topic_reaches_followers_feeds_when_it_goes_live_not_before(
     assert published_slugs() == ["tomorrow", "right-away"]
     topic_publish_due(now=timezone.now() + dt.timedelta(days=2))
     assert published_slugs() == ["tomorrow", "right-away"]  # once
+
+
+def test_unscheduling_a_topic_publishes_it_dated_now(client, api_client, editor, announced,
+                                                     django_capture_on_commit_callbacks):
+    older = topic_create(author=editor, title="Older", comment_storage="document")
+    Topic.objects.filter(pk=older.pk).update(published_at=timezone.now() - dt.timedelta(days=1))
+    api_client.force_authenticate(editor)
+    r = api_client.post("/api/topics/", {"title": "Unscheduled", "comment_storage": "document",
+                                         "publish_at": "2031-05-05T10:00:00Z"}, format="json")
+    assert r.status_code == 201 and r.json()["published_at"].startswith("2031-05-05"), r.content
+    before = timezone.now()
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api_client.patch("/api/topics/unscheduled/", {"publish_at": None}, format="json")
+    assert r.status_code == 200, r.content
+    topic = Topic.objects.get(slug="unscheduled")
+    assert topic.publish_at is None and before <= topic.published_at <= timezone.now()
+    assert r.json()["published_at"] == api_client.get("/api/topics/unscheduled/").json()["published_at"]
+    assert announced == ["unscheduled"]
+    newer = topic_create(author=editor, title="Newer", comment_storage="document")
+    assert [t.slug for t in Topic.objects.live()] == [newer.slug, "unscheduled", older.slug]
+    page = client.get("/t/unscheduled/").content.decode()
+    assert "2031" not in page and f'published_time" content="{topic.published_at.isoformat()}"' in page
+    feed = client.get("/feeds/topics/").content.decode()
+    assert "2031" not in feed
+
+
+def test_a_topic_that_went_live_keeps_its_date_when_its_publish_at_is_cleared(api_client, editor):
+    past = timezone.now() - dt.timedelta(days=2)
+    topic_create(author=editor, title="Went live", comment_storage="document", publish_at=past)
+    api_client.force_authenticate(editor)
+    assert api_client.patch("/api/topics/went-live/", {"publish_at": None}, format="json").status_code == 200
+    assert Topic.objects.get(slug="went-live").published_at == past
+
+
+def test_unscheduling_in_the_admin_dates_the_topic_now(client, editor):
+    editor.is_superuser = True
+    editor.save()
+    t = topic_create(author=editor, title="Admin scheduled", comment_storage="document",
+                     publish_at=dt.datetime(2031, 5, 5, 10, tzinfo=dt.UTC))
+    client.force_login(editor)
+    before = timezone.now()
+    r = client.post(f"/admin/topics/topic/{t.pk}/change/", {
+        "title": t.title, "slug": t.slug, "author": editor.pk, "summary": "", "body": "", "status": "published",
+        "publish_at_0": "", "publish_at_1": "", "comment_order": "threaded", "comment_moderation": "post",
+        "old_slugs-TOTAL_FORMS": "0", "old_slugs-INITIAL_FORMS": "0",
+    })
+    assert r.status_code == 302, r.content.decode()[:3000]
+    t.refresh_from_db()
+    assert t.publish_at is None and before <= t.published_at <= timezone.now()
+
+
+def test_publish_due_dates_what_it_announces_after_a_write_that_bypassed_save(editor):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from topics.tasks import publish_due
+
+    dated = []
+
+    def receiver(sender, topic, **kwargs):
+        dated.append((topic.slug, topic.published_at))
+
+    topic_published.connect(receiver, dispatch_uid="test-dated")
+    try:
+        for title in ("Unscheduled", "Moved earlier"):
+            topic_create(author=editor, title=title, comment_storage="document",
+                         publish_at=dt.datetime(2031, 5, 5, 10, tzinfo=dt.UTC))
+        earlier = timezone.now() - dt.timedelta(seconds=1)
+        Topic.objects.filter(slug="unscheduled").update(publish_at=None)
+        Topic.objects.filter(slug="moved-earlier").update(publish_at=earlier)
+        before = timezone.now()
+        call_command("topics_publish_due", stdout=StringIO())
+        assert dict(dated)["moved-earlier"] == earlier
+        assert before <= dict(dated)["unscheduled"] <= timezone.now()
+        assert Topic.objects.get(slug="unscheduled").published_at == dict(dated)["unscheduled"]
+        topic_create(author=editor, title="By the task", comment_storage="document",
+                     publish_at=dt.datetime(2031, 5, 5, 10, tzinfo=dt.UTC))
+        Topic.objects.filter(slug="by-the-task").update(publish_at=None)
+        assert publish_due.delay().get() == 1
+        assert dict(dated)["by-the-task"] <= timezone.now()
+    finally:
+        topic_published.disconnect(dispatch_uid="test-dated")
