@@ -117,7 +117,7 @@ class LogApi(APIView):
 
 
 class BanListApi(APIView):
-    """Users under a ban or pre-moderation (GET); ban a user (POST)."""
+    """Users under a ban or pre-moderation (GET); ban a user (POST: 201, 200 when a ban was already in force)."""
 
     @extend_schema(operation_id="moderation_bans_list", tags=["moderation"],
                    parameters=[OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
@@ -128,12 +128,17 @@ class BanListApi(APIView):
         return Response(page_payload(page, UserModerationSerializer(page.items, many=True).data))
 
     @extend_schema(operation_id="moderation_bans_create", request=BanCreateSerializer, tags=["moderation"],
-                   responses={201: UserModerationSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
+                   responses={201: OpenApiResponse(UserModerationSerializer, "Banned: no ban was in force."),
+                              200: OpenApiResponse(UserModerationSerializer,
+                                                   "Already banned: the same ban, or its terms replaced (a reason "
+                                                   "left out keeps the stored one)."),
+                              400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
     def post(self, request):
         data = BanCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        restriction = services.ban_create(moderator=request.user, **data.validated_data)
-        return Response(UserModerationSerializer(restriction).data, status=status.HTTP_201_CREATED)
+        result = services.ban_create(moderator=request.user, **data.validated_data)
+        return Response(UserModerationSerializer(result.restriction).data,
+                        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
 class BanDetailApi(APIView):

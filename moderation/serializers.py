@@ -99,7 +99,8 @@ class BanCreateSerializer(StrictInputSerializer):
                                      help_text="As typed (\"alice\\n\" is a 400); matched ignoring case.")
     until = serializers.DateTimeField(required=False, allow_null=True, default=None, help_text="Omit or null: for good.")
     shadow = serializers.BooleanField(required=False, default=False)
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=500,
+                                   help_text="Omit or leave blank to keep the reason of a ban already in force.")
 
 
 class UserModerationSerializer(serializers.Serializer):

@@ -506,7 +506,7 @@ def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> int:
         if action == "premoderate_author":
             return sum(1 for name in authors if _premoderate(username=name, premoderated=True, moderator=moderator)[1])
         return sum(1 for name in authors
-                   if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author")[1])
+                   if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author").changed)
     return sum(1 for topic, entry in entries if _act(topic, entry, action, moderator))
 
 
@@ -566,14 +566,23 @@ def _user(username):
     return user
 
 
+@dataclass(frozen=True)
+class BanResult:
+    restriction: UserModeration
+    created: bool  # False: a ban was already in force (the same one again, or its terms replaced)
+    changed: bool  # False: the same ban again, nothing written or logged
+
+
 def ban_create(*, username, moderator, until: datetime | None = None, shadow: bool = False,
-               reason: str = "") -> UserModeration:
+               reason: str | None = None) -> BanResult:
     """Ban a user until `until` (None: for good), or shadow-ban them. Editors cannot be banned.
-    The same ban again (same kind, end and reason) changes nothing and is not logged again."""
-    return _ban(username=username, moderator=moderator, until=until, shadow=shadow, reason=reason)[0]
+    A ban already in force takes the new kind and end; its reason is replaced by a reason
+    given and kept when none is (None or blank). The same ban again changes nothing and is
+    not logged again."""
+    return _ban(username=username, moderator=moderator, until=until, shadow=shadow, reason=reason)
 
 
-def _ban(*, username, moderator, until=None, shadow=False, reason="") -> tuple[UserModeration, bool]:
+def _ban(*, username, moderator, until=None, shadow=False, reason=None) -> BanResult:
     require_moderator(moderator)
     user = _user(username)
     if can_moderate(user):
@@ -582,19 +591,21 @@ def _ban(*, username, moderator, until=None, shadow=False, reason="") -> tuple[U
         raise InvalidInput("until must be in the future.", field="until")
     if not isinstance(shadow, bool):
         raise InvalidInput("shadow must be true or false.", field="shadow")
-    if not isinstance(reason, str) or len(reason) > 500:
+    if reason is not None and (not isinstance(reason, str) or len(reason) > 500):
         raise InvalidInput("reason must be a string of at most 500 characters.", field="reason")
     restriction, _ = UserModeration.objects.get_or_create(user=user)
-    if (restriction.ban_in_force() and restriction.shadow == shadow and restriction.until == until
-            and restriction.reason == reason.strip()):
-        return restriction, False
+    in_force = restriction.ban_in_force()
+    # A ban without a reason keeps the reason of the ban in force (none once it was lifted or ended).
+    reason = (reason or "").strip() or (restriction.reason if in_force else "")
+    if in_force and restriction.shadow == shadow and restriction.until == until and restriction.reason == reason:
+        return BanResult(restriction, created=False, changed=False)
     before = restriction.describe()
     restriction.banned, restriction.until, restriction.shadow = True, until, shadow
-    restriction.reason, restriction.updated_by = reason.strip(), moderator
+    restriction.reason, restriction.updated_by = reason, moderator
     restriction.save()
     log_action(actor=moderator, action="shadow_ban" if shadow else "ban", target=user.username, before=before,
                after=restriction.describe(), note=restriction.reason)
-    return restriction, True
+    return BanResult(restriction, created=not in_force, changed=True)
 
 
 def ban_delete(*, username, moderator) -> bool:

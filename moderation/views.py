@@ -238,7 +238,7 @@ def users(request):
             form = BanForm(request.POST)
             if form.is_valid():
                 try:
-                    restriction = services.ban_create(moderator=request.user, **form.cleaned_data)
+                    restriction = services.ban_create(moderator=request.user, **form.cleaned_data).restriction
                     messages.success(request, f"{restriction.user.username}: {restriction.describe()}.")
                 except ServiceError as exc:
                     messages.error(request, exc.message)

@@ -170,3 +170,32 @@ def test_closed_topic_refuses_comments(api_client, make_topic, alice):
     response = post(api_client, topic, "too late")
     assert response.status_code == 403 and "closed" in response.json()["detail"]
     assert stored(topic) == 0
+
+
+def test_banning_again_without_a_reason_keeps_it_and_answers_200(api_client, alice, editor):
+    api_client.force_authenticate(editor)
+
+    def ban(**body):
+        return api_client.post("/api/moderation/bans/", {"username": "alice", **body}, format="json")
+
+    def listed_reason():
+        (row,) = api_client.get("/api/moderation/bans/").json()["results"]
+        return row["reason"]
+
+    assert ban(reason="testing").status_code == 201
+    again = ban()
+    assert again.status_code == 200 and again.json()["reason"] == "testing"
+    assert listed_reason() == "testing"
+    assert ban(reason="  ").status_code == 200 and listed_reason() == "testing"  # blank: no reason given
+    replaced = ban(reason="spam links", shadow=True)
+    assert replaced.status_code == 200 and (replaced.json()["reason"], replaced.json()["shadow"]) == ("spam links", True)
+    assert listed_reason() == "spam links"
+    assert api_client.delete("/api/moderation/bans/alice/").status_code == 204
+    fresh = ban()
+    assert fresh.status_code == 201 and fresh.json()["reason"] == ""  # a lifted ban's reason is not inherited
+
+
+def test_the_schema_documents_both_answers_of_a_ban(api_client):
+    schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    operation = schema["paths"]["/api/moderation/bans/"]["post"]
+    assert {"200", "201"} <= set(operation["responses"])

@@ -182,3 +182,23 @@ def test_an_edit_refreshes_the_queue_row(topic, alice, bob, editor):
     comment_services.comment_edit(topic=topic, comment_id=comment.id, text="second thoughts", user=alice)
     assert [r.text for r in selectors.queue_page(viewer=editor, view="reported", q="second").items] == ["second thoughts"]
     assert selectors.queue_page(viewer=editor, view="reported", q="first").items == []
+
+
+def test_a_ban_without_a_reason_keeps_the_reason_of_the_ban_in_force(make_topic, alice, editor):
+    topic = make_topic("document")
+    comment = comment_services.comment_create(topic=topic, author=alice, text="rude")
+    first = services.ban_create(username="alice", moderator=editor, reason="trolling")
+    assert (first.created, first.changed, first.restriction.reason) == (True, True, "trolling")
+    same = services.ban_create(username="alice", moderator=editor)
+    assert (same.created, same.changed, same.restriction.reason) == (False, False, "trolling")
+    until = timezone.now() + timedelta(days=1)
+    longer = services.ban_create(username="alice", moderator=editor, until=until)
+    assert (longer.created, longer.changed, longer.restriction.until, longer.restriction.reason) == (
+        False, True, until, "trolling")
+    # "Ban the author" on a comment gives no reason: the ban is for good now, its reason stays.
+    assert services.comment_moderate(topic=topic, comment_ids=[comment.id], action="ban_author", moderator=editor) == 1
+    alice.moderation.refresh_from_db()
+    assert (alice.moderation.until, alice.moderation.reason) == (None, "trolling")
+    logged = ModerationLogManager().collection.count_documents({})
+    assert services.comment_moderate(topic=topic, comment_ids=[comment.id], action="ban_author", moderator=editor) == 0
+    assert ModerationLogManager().collection.count_documents({}) == logged
