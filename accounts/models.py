@@ -7,6 +7,10 @@ them (forms, the API, the admin, `create_user`, `bulk_create`, a race between tw
 look-alike, but older accounts may share one. Both are written from `username` on every save
 and by `bulk_create`; nothing else sets them.
 
+A saved change of an existing user's password (a new one, or password log-in turned off)
+sends `accounts.signals.user_password_changed`, whatever door changed it; the first password
+of a new user and the rehash of an unchanged one at log-in do not.
+
 Sites from before this model keep their rows: accounts/migrations/0001 describes the existing
 table (and creates it only on a new database), 0002 adds and fills the keys.
 """
@@ -17,6 +21,7 @@ from django.contrib.auth.models import AbstractUser
 from django.contrib.auth.models import UserManager as DjangoUserManager
 from django.db import models
 
+from accounts.signals import user_password_changed
 from accounts.usernames import LEGACY_MARK, username_key, username_skeleton
 
 
@@ -55,10 +60,22 @@ class User(AbstractUser):
             self.username_key = key
         self.username_skeleton = username_skeleton(self.username or "")
 
+    def set_unusable_password(self):
+        super().set_unusable_password()
+        self._password_disabled = True
+
     def save(self, *args, **kwargs):
         update_fields = kwargs.get("update_fields")
         if update_fields is None or "username" in update_fields:
             self.fill_username_keys()
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, "username_key", "username_skeleton"}
+        # `_password` is Django's own mark of a password set since the last save (the one its
+        # validators' `password_changed` hooks read; a rehash at log-in leaves it empty).
+        password_changed = (
+            not self._state.adding and (update_fields is None or "password" in update_fields)
+            and (self._password is not None or getattr(self, "_password_disabled", False)))
         super().save(*args, **kwargs)
+        self._password_disabled = False
+        if password_changed:
+            user_password_changed.send(sender=type(self), user=self)
