@@ -481,6 +481,13 @@ def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
 _CHANGE_ATTEMPTS = 3  # an edit or deletion that raced with another change reads again
 
 
+def comments_closed_to(topic, user) -> bool:
+    """Whether `topic` refuses new comments and replies from `user`: a closed topic
+    (`Topic.comments_closed`) takes them from editors only. The moderation gate refuses
+    with this rule, and the pages offer no comment or Reply form where it holds."""
+    return topic.comments_closed and not can_moderate(user)
+
+
 def can_edit(comment: Comment, user, *, at: datetime | None = None) -> bool:
     """The author within COMMENTS_EDIT_WINDOW seconds of posting, or an editor; never a deleted comment."""
     if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):

@@ -205,7 +205,7 @@ class PreModerationGate:
     """The submission gate registered with comments.services (see ModerationConfig.ready)."""
 
     def hold(self, *, topic, author, text, parent):
-        if getattr(topic, "comment_moderation", "post") == "closed" and not can_moderate(author):
+        if comment_services.comments_closed_to(topic, author):
             raise Forbidden("Comments are closed on this topic.")
         why = _hold_reason(topic, author)
         if why is None:

@@ -154,6 +154,11 @@ class Topic(models.Model):
         return STORAGE_IN_PLAIN_WORDS.get(self.comment_storage, self.comment_storage)
 
     @property
+    def comments_closed(self) -> bool:
+        """No new comments (editors excepted: comments.services.comments_closed_to)."""
+        return self.comment_moderation == CommentModeration.CLOSED
+
+    @property
     def discussion_id(self) -> int:
         """The key of this topic's comments in MongoDB."""
         return self.pk

@@ -1,4 +1,4 @@
-"""Template filters of the comment pages: who may edit or delete (the services' pure rules,
+"""Template filters of the comment pages: who may post, edit or delete (the services' pure rules,
 no query), and locally generated avatars (initials on a colour derived from the name)."""
 
 import hashlib
@@ -23,6 +23,11 @@ def with_comment_counts(topics) -> list:
 
 
 AVATAR_COLOURS = 12  # .avatar.a0 .. .avatar.a11 in site.css (no inline style: CSP-friendly)
+
+
+@register.filter
+def comments_closed_to(topic, user) -> bool:
+    return services.comments_closed_to(topic, user)
 
 
 @register.filter

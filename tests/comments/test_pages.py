@@ -230,3 +230,51 @@ def test_a_threaded_page_that_starts_inside_a_thread_shows_the_comment_it_contin
     assert "The root of a long thread" in second and "<strong>root</strong>" not in second.split("comment-list")[1][:600]
     flat = client.get(f"/t/{topic.slug}/?order=chronological&page=2").content.decode()
     assert "Continues the thread" not in flat
+
+
+def _close(topic, editor):
+    from topics.services import topic_update
+
+    return topic_update(topic=topic, editor=editor, comment_moderation="closed")
+
+
+def test_a_closed_topic_offers_no_comment_or_reply_form_and_says_it_is_closed(topic, alice, make_user, editor):
+    bob = make_user("bob")
+    root = services.comment_create(topic=topic, author=bob, text="said before closing")
+    mine = services.comment_create(topic=topic, author=alice, text="mine, before closing", parent=root.id)
+    topic = _close(topic, editor)
+    for url in (f"/t/{topic.slug}/", f"/t/{topic.slug}/c/{root.id}/"):
+        html = csrf_client(alice).get(url).content.decode()
+        assert "said before closing" in html and 'class="reply"' not in html and ">Reply<" not in html, url
+        assert f'action="/t/{topic.slug}/comments/"' not in html, url  # no form posts a comment or a reply
+        assert f'action="/t/{topic.slug}/c/{mine.id}/edit/"' in html, url  # her own comment: edit and delete stay
+    html = csrf_client(alice).get(f"/t/{topic.slug}/").content.decode()
+    assert "Comments are closed on this topic." in html and 'id="comment-form"' not in html
+    assert "Your comment" not in html and "Post comment" not in html
+    visitor = Client().get(f"/t/{topic.slug}/").content.decode()
+    assert "Comments are closed on this topic." in visitor and "Log in to comment" not in visitor
+    # Editors may still post there (the service lets them): the notice, the form, Reply, and the Moderate menu.
+    html = csrf_client(editor).get(f"/t/{topic.slug}/").content.decode()
+    assert "Comments are closed on this topic. As an editor you can still post." in html
+    assert 'id="comment-form"' in html and 'class="reply"' in html and 'class="moderate"' in html
+
+
+def test_a_closed_topic_without_comments_invites_nobody_to_be_first(make_topic, alice):
+    topic = make_topic("document", "threaded", comment_moderation="closed")
+    html = csrf_client(alice).get(f"/t/{topic.slug}/").content.decode()
+    assert "No comments yet." in html and "Be the first" not in html and "Comments are closed on this topic." in html
+    open_topic = make_topic("document", "threaded")
+    assert "No comments yet. Be the first." in csrf_client(alice).get(f"/t/{open_topic.slug}/").content.decode()
+
+
+def test_a_comment_refused_because_the_topic_closed_is_kept_on_the_page(make_topic, alice, editor):
+    topic = make_topic("document", "threaded")
+    client = csrf_client(alice)
+    token = csrf_token(client, f"/t/{topic.slug}/")  # the page was opened while the topic was open
+    _close(topic, editor)
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "typed while it closed", "csrfmiddlewaretoken": token},
+                    follow=True)
+    assert any("Comments are closed on this topic." in m for m in messages_of(r)) and stored(topic) == 0
+    html = r.content.decode()
+    assert re.search(r'<textarea id="id_text" rows="4" readonly>typed while it closed</textarea>', html)
+    assert 'id="comment-form"' not in html
