@@ -195,13 +195,17 @@ class Topic(models.Model):
 
     @property
     def description(self) -> str:
-        """The meta description: the summary, else the start of the body as text."""
+        """The excerpt of lists, search results and the meta description: the summary, else the
+        start of the body as plain text. Plain text like the summary: the body's HTML entities
+        are decoded here, and every template escapes the excerpt once when it prints it."""
         if self.summary:
             return self.summary
+        from html import unescape
+
         from django.utils.html import strip_tags
         from django.utils.text import Truncator
 
-        return Truncator(" ".join(strip_tags(self.body_html).split())).chars(200)
+        return Truncator(" ".join(unescape(strip_tags(self.body_html)).split())).chars(200)
 
     def clean(self):
         super().clean()

@@ -38,6 +38,39 @@ def test_seo_tags(client, editor):
     assert "noindex" in client.get(draft.get_absolute_url()).content.decode()
 
 
+def test_the_excerpt_of_a_topic_without_summary_is_escaped_once_everywhere(client, editor):
+    """The body as plain text: `&` and `<` shown as written, not as `&amp;` and `&lt;`."""
+    import html as html_lib
+    import xml.etree.ElementTree as ET
+
+    from django.utils.html import strip_tags
+
+    t = topic_create(author=editor, title="Cartoons", comment_storage="document", tags=["Cats"],
+                     body='Tom & Jerry <3 "quoted"')
+    by_hand = topic_create(author=editor, title="Asked", comment_storage="document", tags=["Cats"],
+                           body="Body", summary="Q&A <about> it")
+    assert t.description == 'Tom & Jerry <3 "quoted"'
+    shown = "<p>Tom &amp; Jerry &lt;3 &quot;quoted&quot;</p>"
+    for url in ("/", "/tags/cats/"):
+        page = client.get(url).content.decode()
+        assert shown in page and "<p>Q&amp;A &lt;about&gt; it</p>" in page and "&amp;amp;" not in page, url
+    found = client.get("/search/?q=Jerry").content.decode()
+    assert "<p>Tom &amp; <mark>Jerry</mark> &lt;3 &quot;quoted&quot;</p>" in found and "&amp;amp;" not in found
+    assert "<p>Q&amp;A &lt;about&gt; it</p>" in client.get("/search/?q=Asked").content.decode()
+    page = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta name="description" content="Tom &amp; Jerry &lt;3 &quot;quoted&quot;">' in page
+    assert '<meta property="og:description" content="Tom &amp; Jerry &lt;3 &quot;quoted&quot;">' in page
+    page = client.get(by_hand.get_absolute_url()).content.decode()
+    assert '<meta name="description" content="Q&amp;A &lt;about&gt; it">' in page
+    # The Atom feed's <summary type="html"> holds the rendered body (HTML, escaped once for XML):
+    # a reader parsing it as HTML reads the text as written.
+    atom = "{http://www.w3.org/2005/Atom}"
+    entries = ET.fromstring(client.get("/feeds/topics/").content).iter(f"{atom}entry")
+    summary = next(e for e in entries if e.findtext(f"{atom}title") == "Cartoons").find(f"{atom}summary")
+    assert summary.get("type") == "html"
+    assert html_lib.unescape(strip_tags(summary.text)) == 'Tom & Jerry <3 "quoted"'
+
+
 def test_tag_page_lists_live_topics_only(client, editor):
     topic_create(author=editor, title="Tagged live", comment_storage="document", tags=["News"])
     topic_create(author=editor, title="Tagged draft", comment_storage="document", tags=["News"], status="draft")
