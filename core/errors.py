@@ -2,7 +2,8 @@
 
 Services raise these; the API's exception handler turns them into JSON with the
 matching status, and page views into a message or a 404. Nothing else should raise
-DRF or Http exceptions for business rules.
+DRF or Http exceptions for business rules. A message says what is wrong ("Comments are
+closed on this topic."); what was not done ("Not posted:", "Not saved:") is the page's to say.
 """
 
 

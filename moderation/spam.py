@@ -242,7 +242,8 @@ class SpamGate:
         verdict = spam_verdict(sub)
         if verdict.action == REJECT:
             logger.info("spam rejected (user %s): %s", author.pk, verdict.reason)
-            raise SpamRejected(f"Not posted: this looks like spam ({verdict.reason}).", field="text")
+            # A refusal says what is wrong; the page in front of it says what was not done ("Not posted:").
+            raise SpamRejected(f"This looks like spam ({verdict.reason}).", field="text")
         if verdict.action == HOLD:
             from moderation.services import comment_hold
 
@@ -260,7 +261,7 @@ class SpamGate:
         verdict = spam_verdict(submission_of(topic=topic, author=author, text=text))
         if verdict.action != ACCEPT:
             logger.info("spam edit refused (user %s): %s", author.pk, verdict.reason)
-            raise SpamRejected(f"Not changed: this looks like spam ({verdict.reason}).", field="text")
+            raise SpamRejected(f"This looks like spam ({verdict.reason}).", field="text")  # the page: "Not saved:"
 
     def is_held(self, *, topic, comment_id):
         return False  # what this gate holds is in the moderation queue, which the pre-moderation gate answers for

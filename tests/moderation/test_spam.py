@@ -200,10 +200,28 @@ def test_api_duplicate_is_rejected_after_the_first_is_stored(topic, make_user):
 def test_page_honeypot_rejects_and_stores_nothing(client, topic, make_user):
     client.force_login(make_user("alice"))
     r = client.post(f"/t/{topic.slug}/comments/", {"text": "Nice post", "website": "http://seo.example"}, follow=True)
-    assert "looks like spam" in r.content.decode()
+    said = [str(m) for m in r.context["messages"]]
+    assert said == ["Not posted: This looks like spam (honeypot: a field people cannot see was filled in). "
+                    "Your text is still in the form."]
+    assert r.content.decode().count("Not posted:") == 1
     assert stored(topic) == 0
     client.post(f"/t/{topic.slug}/comments/", {"text": "Nice post", "website": ""})
     assert stored(topic) == 1
+
+
+def test_an_edit_refused_as_spam_says_not_saved_once(client, topic, make_user):
+    from comments import services
+
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    alice = make_user("alice")
+    comment = services.comment_create(topic=topic, author=alice, text="an honest remark")
+    client.force_login(alice)
+    r = client.post(f"/t/{topic.slug}/c/{comment.id}/edit/", {"text": "casino night"}, follow=True)
+    assert [str(m) for m in r.context["messages"]] == [
+        "Not saved: This looks like spam (words: banned word 'casino'). Your text is still in the form."]
+    r = client.post(f"/t/{topic.slug}/c/{comment.id}/edit/", {"text": "casino night"}, HTTP_X_REQUESTED_WITH="fetch")
+    assert r.status_code == 400 and r.json() == {"detail": "This looks like spam (words: banned word 'casino').",
+                                                 "code": "spam"}
 
 
 def test_comment_forms_carry_the_honeypot(client, topic, make_user):
@@ -243,7 +261,7 @@ def test_an_edit_skips_the_checks_on_the_same_permission_as_a_post(topic, make_u
     with pytest.raises(spam.SpamRejected):
         services.comment_create(topic=topic, author=staff, text="casino night")
     comment = services.comment_create(topic=topic, author=staff, text="an honest remark")
-    with pytest.raises(spam.SpamRejected, match="Not changed"):
+    with pytest.raises(spam.SpamRejected, match="looks like spam"):
         services.comment_edit(topic=topic, comment_id=comment.id, text="casino night", user=staff)
 
     services.comment_create(topic=topic, author=editor, text="casino night at the office")
