@@ -7,8 +7,10 @@
   from drf-spectacular-sidecar; ReDoc's page without its Google Fonts links and without
   its credit's CDN logo) get the same policy plus the inline styles, data: images and
   blob: workers those bundles need, and images from this site only: they ask no other
-  site for anything. Checked in Chromium: no violation on the home, topic, search, admin
-  and both docs pages, and no request from the docs pages leaves the site.
+  site for anything. The site's pages name their favicon from the static files (no data:
+  icon, which img-src refuses). Checked in Chromium: no violation on the home, topic,
+  search, admin and both docs pages, and no request from the docs pages leaves the site
+  (tests/browser/test_csp_browser.py, test_api_docs_browser.py).
 - `MongoOutageMiddleware` turns a MongoDB connection failure (no server selectable within
   MONGODB_SERVER_SELECTION_TIMEOUT_MS, a connect or socket timeout) into a 503 with
   `Retry-After`: JSON `{detail, code: "mongodb_unavailable"}` under /api/, the styled

@@ -93,3 +93,11 @@ def person(django_user_model):
     def make(username, **fields):
         return django_user_model.objects.create_user(username=username, password=PASSWORD, **fields)
     return make
+
+
+def csp_refusals(page) -> list[str]:
+    """The Content-Security-Policy refusals Chromium reports on `page` from now on (console errors)."""
+    refused = []
+    page.on("console", lambda message: refused.append(message.text)
+            if "Content Security Policy" in message.text else None)
+    return refused

@@ -5,7 +5,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser.conftest import DESKTOP, PHONE
+from tests.browser.conftest import DESKTOP, PHONE, csp_refusals
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,10 +14,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("path,ready", [("/api/redoc/", ".menu-content"), ("/api/docs/", ".swagger-ui .info")])
 def test_the_api_docs_request_nothing_off_site(open_page, site, shots, viewport, name, path, ready):
     page = open_page(viewport=viewport)
-    requested, refused = [], []
+    requested, refused = [], csp_refusals(page)
     page.on("request", lambda request: requested.append(request.url))
-    page.on("console", lambda message: refused.append(message.text)
-            if "Content Security Policy" in message.text else None)
     response = page.goto(path)
     assert response.status == 200
     page.wait_for_selector(ready, state="attached")
