@@ -165,8 +165,12 @@
             }
             el.classList.add("flash");
             setupCollapse();
-            var focus = kind === "like" ? el.querySelector("form.like button") : el.querySelector("header a, header span");
-            if (focus && focus.focus) focus.focus({preventScroll: true});
+            /* Focus never falls back to <body>: a like stays on its button; a reply goes to the new
+               reply, an edit to the edited comment, a delete to the tombstone in its place (as the
+               "new comments" notice does, the comment itself, focusable by script only). */
+            var focus = kind === "like" ? el.querySelector("form.like button") : el;
+            if (focus === el) el.setAttribute("tabindex", "-1");
+            if (focus && focus.focus) focus.focus({preventScroll: kind !== "reply"});
           });
         }
         if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */

@@ -1,6 +1,7 @@
 """A real browser through the comment lifecycle: post, reply, like, edit, delete in place
-(and without JavaScript), follow, an editor removing a comment, and the phone layout
-(no horizontal overflow at 390 px with a long URL and a 10,000-character word)."""
+(from the keyboard too: where focus goes after each) and without JavaScript, follow, an
+editor removing a comment, and the phone layout (no horizontal overflow at 390 px with a
+long URL and a 10,000-character word)."""
 
 import pytest
 
@@ -84,6 +85,54 @@ def test_post_reply_like_edit_delete_in_place(open_page, person, topic, shots):
     assert stayed(page)
     page.reload()
     assert page.locator(f"#{reply_id}", has_text="This comment was deleted.").count() == 1
+
+
+def active(page) -> str:
+    """The focused element: its id, else its tag name (`BODY` when focus was lost)."""
+    return page.evaluate("document.activeElement.id || document.activeElement.tagName")
+
+
+def test_focus_follows_an_in_place_reply_edit_and_delete_from_the_keyboard(open_page, person, topic):
+    alice, bob = person("alice"), person("bob")
+    root = services.comment_create(topic=topic, author=bob, text="Reply to me")
+    page = open_page(alice)
+    page.goto(f"/t/{topic.slug}/")
+    no_reload_marker(page)
+    # Reply: Enter on "Reply", Tab to the text, type, Tab to the "Reply" button, Enter.
+    page.locator(f"#c-{root.id} details.reply summary").focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert active(page) == f"reply-{root.id}"
+    page.keyboard.type("Typed at the keyboard")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Reply"
+    page.keyboard.press("Enter")
+    reply = page.locator("article.comment", has_text="Typed at the keyboard")
+    reply.wait_for()
+    reply_id = reply.get_attribute("id")
+    assert active(page) == reply_id  # the new reply, not <body> (focused as it is put on the page)
+    assert reply.get_attribute("tabindex") == "-1" and stayed(page)
+    # Edit: Enter on "Edit", Tab to the text, change it, Tab to "Save", Enter.
+    page.locator(f"#{reply_id} details.edit summary").focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert active(page) == f"edit-{reply_id[2:]}"
+    page.keyboard.press("ControlOrMeta+A")
+    page.keyboard.type("Edited at the keyboard")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Save"
+    page.keyboard.press("Enter")
+    page.locator(f"#{reply_id}", has_text="Edited at the keyboard").wait_for()
+    assert active(page) == reply_id  # the edited comment
+    # Delete: Enter on "Delete", Tab to "Yes, delete", Enter.
+    page.locator(f"#{reply_id} details.delete summary").focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Yes, delete"
+    page.keyboard.press("Enter")
+    page.locator(f"#{reply_id}", has_text="This comment was deleted.").wait_for()
+    assert active(page) == reply_id  # the tombstone in its place
+    assert "deleted" in page.locator(f"#{reply_id}").get_attribute("class").split() and stayed(page)
 
 
 def test_everything_works_without_javascript(open_page, person, topic):
