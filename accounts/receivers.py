@@ -1,13 +1,11 @@
-"""Signal receivers of the accounts app (connected in apps.py).
-
-Receivers only call a service here, at once rather than through a task: revoking the API
-tokens must be in force when the password change answers, not when a worker gets to it.
-"""
+"""The accounts app's own receivers: they only enqueue tasks (accounts/tasks.py)."""
 
 from __future__ import annotations
 
-from accounts import services
+from accounts import tasks
 
 
 def on_user_password_changed(sender, user, **kwargs):
-    services.user_tokens_revoke(user=user)
+    """A user's password changed: their API tokens go (without a broker the task runs at once,
+    inside the save; with one, as soon as a worker takes it)."""
+    tasks.accounts_tokens_revoke.delay(user.pk)

@@ -5,8 +5,9 @@ user_password_changed(sender=User, user=User)
     password change, set and reset, the admin's password page (a new password, or password
     log-in turned off), `manage.py changepassword`, `set_password()` then `save()`. Not for a
     new user's first password, nor for the rehash of an unchanged password at log-in. Sent
-    inside the save (and its transaction, if any): the accounts app deletes the user's API
-    tokens with it, so a token taken with the old password dies with it.
+    inside the save (and its transaction, if any): the accounts app enqueues the deletion of
+    the user's API tokens (the task `accounts.tokens_revoke`), so a token taken with the old
+    password dies with it.
 """
 
 from django.dispatch import Signal
