@@ -31,6 +31,7 @@ from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
     AUTHOR_ONLY,
+    BACKWARD,
     CHRONOLOGICAL,
     DELETED,
     FORGOTTEN,
@@ -161,9 +162,7 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidInput("cursor is not valid.", field="cursor")
     if order == NEWEST:
-        if cursor:
-            raise InvalidInput("newest-first pages go by page number, not by cursor.", field="cursor")
-        page = _newest_page(topic, request)
+        page = _newest_page(topic, request, cursor=cursor or None)
     else:
         page = comment_manager(topic).page(
             discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic),
@@ -189,11 +188,22 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     return page
 
 
-def _newest_page(topic, request: PageRequest) -> Page[Comment]:
+def _newest_page(topic, request: PageRequest, cursor: str | None = None) -> Page[Comment]:
     """Page N newest first = the chronological window ending N-1 pages before the last comment,
     reversed: the counter (one read), then the strategy's chronological page at that offset
-    (its seq range or `$slice`), so it costs what a chronological page costs at any depth."""
+    (its seq range or `$slice`), so it costs what a chronological page costs at any depth.
+
+    Its cursors are chronological positions read the other way: `next` (older comments) is the
+    chronological page before its oldest comment, `previous` (newer) the page after its newest;
+    a `cursor` page is that chronological keyset page, reversed."""
     manager = comment_manager(topic)
+    if cursor:
+        window = manager.page(discussion_id=topic.discussion_id, order=CHRONOLOGICAL, request=request,
+                              threaded=is_threaded(topic), cursor=cursor)
+        extra = {**window.extra, "next": window.extra.get("previous"), "previous": window.extra.get("next")}
+        items = list(reversed(window.items))
+        number = (window.count - items[0].seq) // request.page_size + 1 if items else request.page
+        return Page(items=items, count=window.count, page=max(1, number), page_size=request.page_size, extra=extra)
     total = manager.count(discussion_id=topic.discussion_id)
     size = request.page_size
     end = total - (request.page - 1) * size
@@ -205,6 +215,8 @@ def _newest_page(topic, request: PageRequest) -> Page[Comment]:
                               request=_Window(page=1, page_size=end - start, offset=start))
         items = list(reversed(window.items))
         hints = {k: v for k, v in window.extra.items() if k in ("pinned_count", "moderated")}
+    hints["next"] = encode_cursor(CHRONOLOGICAL, BACKWARD, items[-1].seq) if items and start > 0 else None
+    hints["previous"] = encode_cursor(CHRONOLOGICAL, FORWARD, items[0].seq) if items and end < total else None
     return Page(items=items, count=total, page=request.page, page_size=size, extra=hints)
 
 

@@ -41,12 +41,46 @@ def test_newest_pages_are_the_chronological_order_reversed(make_topic, alice, to
             assert comment.id in [c.id for c in page.items]
 
 
-def test_newest_first_refuses_a_cursor_and_shows_on_the_page(client, topic, alice):
-    services.comment_create(topic=topic, author=alice, text="old")
-    services.comment_create(topic=topic, author=alice, text="new")
+def cursor_walk(topic, size):
+    """Newest first by `next` cursors from page 1, then back by `previous` cursors."""
+    page = selectors.comment_page(topic=topic, order=selectors.NEWEST, request=PageRequest(page_size=size))
+    pages = [page]
+    while page.extra["next"]:
+        page = selectors.comment_page(topic=topic, order=selectors.NEWEST, request=PageRequest(page_size=size),
+                                      cursor=page.extra["next"])
+        pages.append(page)
+    back = [page]
+    while page.extra["previous"]:
+        page = selectors.comment_page(topic=topic, order=selectors.NEWEST, request=PageRequest(page_size=size),
+                                      cursor=page.extra["previous"])
+        back.append(page)
+    return pages, back
+
+
+@hsettings(max_examples=6)
+@given(total=st.integers(min_value=0, max_value=13), size=st.integers(min_value=1, max_value=5))
+def test_newest_pages_step_by_cursors_both_ways(make_topic, alice, total, size):
+    for storage, order in (("document", "threaded"), ("embedded", "chronological"), ("bucketed", "chronological")):
+        topic = make_topic(storage, order)
+        posted = [services.comment_create(topic=topic, author=alice, text=f"c{i}") for i in range(total)]
+        pages, back = cursor_walk(topic, size)
+        assert [c.id for p in pages for c in p.items] == [c.id for c in reversed(posted)]
+        assert [p.page for p in pages] == list(range(1, len(pages) + 1))
+        assert [c.id for p in reversed(back) for c in p.items] == [c.id for c in reversed(posted)]
+        assert back[-1].extra["previous"] is None and pages[-1].extra["next"] is None
+
+
+def test_newest_first_pages_by_cursor_in_the_api_and_shows_on_the_page(client, topic, alice):
+    for text in ("old", "middle", "new"):
+        services.comment_create(topic=topic, author=alice, text=text)
     with pytest.raises(InvalidInput):
         selectors.comment_page(topic=topic, order=selectors.NEWEST, request=PageRequest(), cursor="abc")
     html = client.get(f"/t/{topic.slug}/?order=newest").content.decode()
     assert html.index("<p>new</p>") < html.index("<p>old</p>") and "Newest first" in html
-    r = client.get(f"/api/topics/{topic.slug}/comments/?order=newest")
-    assert [c["text"] for c in r.json()["results"]] == ["new", "old"]
+    r = client.get(f"/api/topics/{topic.slug}/comments/?order=newest&page_size=2").json()
+    assert [c["text"] for c in r["results"]] == ["new", "middle"] and r["previous"] is None
+    following = client.get(r["next"]).json()
+    assert [c["text"] for c in following["results"]] == ["old"] and following["next"] is None
+    assert following["page"] == 2
+    again = client.get(following["previous"]).json()
+    assert [c["text"] for c in again["results"]] == ["new", "middle"]
