@@ -30,6 +30,9 @@ was typed (passwords excepted), ready to send again.
   over one period, never more. The default cache is local memory, which is PER PROCESS:
   with N worker processes a limit is N times looser. Production sets `CACHE_URL`
   (redis://...) so every process shares the counts.
+- A sign-up (`register`) counts only when it made an account: one the form or the API
+  refused (a taken name, a short password, a bad field) takes its increments back when it
+  answers (`COUNTED_WHEN_DONE`), so a visitor's typos do not lock their address out.
 - Editors (staff) are not limited except when logging in. `RATE_LIMITS=off` turns every
   limit off (bulk imports, load tests, the benchmark; the test suite, except the tests
   of this module).
@@ -65,6 +68,9 @@ PAGE_SCOPES = {
     "account_reset_password": "email", "account_email": "email", "account_change_password": "login",
     "account_set_password": "login", "account_delete": "login",
 }
+# Scopes counted only when the write was done: a 201 from the API, a redirect from a page form
+# (a refused form is shown again with 200, or answered 400 by the API).
+COUNTED_WHEN_DONE = frozenset({"register"})
 # POST fields never echoed back on the "slow down" page.
 SECRET_FIELDS = re.compile(r"pass|token|secret|csrf", re.IGNORECASE)
 
@@ -146,8 +152,9 @@ def _count(key: str, timeout: int) -> int:
 
 
 def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
-                   now: float | None = None) -> float | None:
-    """Count one request of `scope`; None when allowed, else the seconds to wait (nothing counted)."""
+                   now: float | None = None, counted_into: list | None = None) -> float | None:
+    """Count one request of `scope`; None when allowed (the counters it added to are appended to
+    `counted_into`, for `take_back`), else the seconds to wait (nothing counted)."""
     if not enabled():
         return None
     now = time.time() if now is None else now
@@ -158,13 +165,33 @@ def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: 
         if _count(window_key, math.ceil(ends - now) + 1) > rate.requests:
             wait = max(wait, ends - now)
     if wait > 0:
-        for window_key in counted:  # a refused request is not counted: take back every increment
-            try:
-                cache.decr(window_key)
-            except ValueError:
-                pass
+        take_back(counted)  # a refused request is not counted
         return wait
+    if counted_into is not None:
+        counted_into.extend(counted)
     return None
+
+
+def take_back(counted: list[str]) -> None:
+    """Undo one request's increments (a request refused by a limit, or a sign-up not done)."""
+    for window_key in counted:
+        try:
+            cache.decr(window_key)
+        except ValueError:  # the window expired meanwhile: nothing left to take back
+            pass
+
+
+def _held(request, scope: str) -> list | None:
+    """Where a `COUNTED_WHEN_DONE` request keeps its counters until it answers (on Django's request)."""
+    if scope not in COUNTED_WHEN_DONE:
+        return None
+    request = getattr(request, "_request", request)  # DRF's Request wraps Django's
+    request.rate_limit_held = []
+    return request.rate_limit_held
+
+
+def _done(response) -> bool:
+    return response.status_code == 201 or 300 <= response.status_code < 400
 
 
 def retry_after(wait: float) -> int:
@@ -200,7 +227,7 @@ class WriteRateThrottle(BaseThrottle):
         scope = getattr(view, "throttle_scope", None) or "write"
         if exempt(request, scope):
             return True
-        self.wait_seconds = rate_limit_hit(scope, **_request_who(request, scope))
+        self.wait_seconds = rate_limit_hit(scope, **_request_who(request, scope), counted_into=_held(request, scope))
         return self.wait_seconds is None
 
     def wait(self):
@@ -236,7 +263,11 @@ class RateLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        return self.get_response(request)
+        response = self.get_response(request)
+        held = getattr(request, "rate_limit_held", None)
+        if held and not _done(response):
+            take_back(held)  # a sign-up refused by its form or serializer: not counted
+        return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         if request.method in SAFE_METHODS or not enabled() or request.path.startswith("/api/"):
@@ -252,5 +283,5 @@ class RateLimitMiddleware:
             return None
         if exempt(request, scope):
             return None
-        wait = rate_limit_hit(scope, **_request_who(request, scope))
+        wait = rate_limit_hit(scope, **_request_who(request, scope), counted_into=_held(request, scope))
         return None if wait is None else throttled_page(request, wait)

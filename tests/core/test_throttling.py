@@ -104,6 +104,29 @@ def test_registrations_per_ip():
                                        format="json").status_code == 201
 
 
+def test_refused_sign_ups_do_not_use_up_the_addresses_allowance(client, make_user):
+    """A sign-up counts when it made an account: typos (a taken name, a short password, a bad
+    field) answered by the API or shown again by the page are taken back."""
+    from django.contrib.auth import get_user_model
+
+    make_user("taken")
+    page = type(client)(REMOTE_ADDR="203.0.113.7")
+    for _ in range(4):
+        assert api().post("/api/auth/register/", {"username": "taken", "password": "a-long-passphrase-42"},
+                          format="json").status_code == 400
+        assert api().post("/api/auth/register/", {"username": 5, "password": "x"}, format="json").status_code == 400
+        refused = page.post("/accounts/signup/", {"username": "newbie", "email": "", "password1": "short",
+                                                  "password2": "short"})
+        assert refused.status_code == 200 and get_user_model().objects.filter(username="newbie").count() == 0
+
+    def send(n):
+        return api().post("/api/auth/register/", {"username": f"new{n}", "password": "a-long-passphrase-42"}, format="json")
+
+    allowed, response = requests_until_throttled(send)
+    assert allowed == 5  # every refused attempt above was taken back
+    assert_throttled(response)
+
+
 def test_token_attempts_per_account_from_many_addresses(make_user):
     make_user("alice")
 
