@@ -173,6 +173,18 @@ def markdown_to_text(text: str) -> str:
     return " ".join("".join(parts).split())
 
 
+def html_to_text(html: str, length: int = 200) -> str:
+    """Rendered html as plain text on one line, at most `length` characters: tags stripped and
+    entities decoded (`&amp;` becomes "&"), so a template's autoescape escapes it exactly once.
+    The excerpt of a topic without a summary, and of a comment a threaded page continues."""
+    from html import unescape
+
+    from django.utils.html import strip_tags
+    from django.utils.text import Truncator
+
+    return Truncator(" ".join(unescape(strip_tags(html or "")).split())).chars(length)
+
+
 def sanitise(html: str, *, profile: str = COMMENT) -> str:
     """Keep only the allow-listed tags and attributes of `profile`; links get its `rel`."""
     tags = _TOPIC_TAGS if profile == TOPIC else _COMMENT_TAGS

@@ -21,7 +21,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from core.markdown import TOPIC, render_markdown
+from core.markdown import TOPIC, html_to_text, render_markdown
 
 
 class CommentStorage(models.TextChoices):
@@ -200,12 +200,7 @@ class Topic(models.Model):
         are decoded here, and every template escapes the excerpt once when it prints it."""
         if self.summary:
             return self.summary
-        from html import unescape
-
-        from django.utils.html import strip_tags
-        from django.utils.text import Truncator
-
-        return Truncator(" ".join(unescape(strip_tags(self.body_html)).split())).chars(200)
+        return html_to_text(self.body_html, 200)
 
     def clean(self):
         super().clean()

@@ -6,9 +6,15 @@ import hashlib
 from django import template
 
 from comments import selectors, services
+from core.markdown import html_to_text
 
 register = template.Library()
 
+
+@register.filter
+def plain_excerpt(html: str, length: int = 200) -> str:
+    """A comment's rendered html as an excerpt of plain text (core.markdown.html_to_text)."""
+    return html_to_text(html, int(length))
 
 
 @register.filter

@@ -278,3 +278,17 @@ def test_a_comment_refused_because_the_topic_closed_is_kept_on_the_page(make_top
     html = r.content.decode()
     assert re.search(r'<textarea id="id_text" rows="4" readonly>typed while it closed</textarea>', html)
     assert 'id="comment-form"' not in html
+
+
+def test_the_comment_a_threaded_page_continues_is_quoted_escaped_once(client, make_topic, make_user):
+    from comments import services as comment_services
+
+    topic = make_topic("document", "threaded")
+    alice = make_user("quoted_alice")
+    root = comment_services.comment_create(topic=topic, author=alice, text='Tom & Jerry <3 "quoted"')
+    for i in range(25):
+        comment_services.comment_create(topic=topic, author=alice, text=f"reply {i}", parent=root.id)
+    html = client.get(f"/t/{topic.slug}/?page=2").content.decode()
+    excerpt = html[html.index('class="excerpt"'):][:200]
+    assert "Tom &amp; Jerry &lt;3 &quot;quoted&quot;" in excerpt, excerpt
+    assert "&amp;amp;" not in excerpt and "&amp;lt;" not in excerpt
