@@ -45,6 +45,7 @@ class TopicListApi(APIView):
     @extend_schema(operation_id="topics_create", request=TopicCreateSerializer, tags=["topics"],
                    responses={201: TopicSerializer, 400: ERROR, 401: ERROR, 403: ERROR})
     def post(self, request):
+        services.require_editor(request.user, "create topics")  # who may, before what they sent
         data = TopicCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         topic = services.topic_create(author=request.user, **data.validated_data)

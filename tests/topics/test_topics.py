@@ -33,6 +33,15 @@ def test_unknown_storage_is_invalid(editor):
         topic_create(author=editor, title="x", comment_storage="sql")
 
 
+def test_who_may_create_a_topic_is_answered_before_what_they_sent(api_client, make_user):
+    """A visitor's incomplete or odd body gets 401/403, not a 400 listing the fields an editor must send."""
+    for body in ({"title": "x"}, {}, {"title": 5, "unknown": 1}):
+        assert api_client.post("/api/topics/", body, format="json").status_code == 401
+    api_client.force_authenticate(make_user())
+    for body in ({"title": "x"}, {}, {"title": 5, "unknown": 1}):
+        assert api_client.post("/api/topics/", body, format="json").status_code == 403
+
+
 def test_api_topics_list_create_detail(api_client, editor, make_user):
     assert api_client.post("/api/topics/", {"title": "T", "comment_storage": "document"}, format="json").status_code in (401, 403)
     api_client.force_authenticate(make_user())
