@@ -125,6 +125,9 @@ def topic_comments(request, topic):
                                       cursor=request.GET.get("cursor"))
     except InvalidInput as exc:
         messages.error(request, exc.message)
+        order = request.GET.get("order")
+        if exc.field != "order" and order in selectors.comment_orders(topic=topic):
+            return redirect(_page_url(topic, page=1, order=order))  # a bad page or cursor keeps the order chosen
         return redirect(topic.get_absolute_url())
     except selectors.PastTheLastPage as exc:  # an old link to a page that moved or shrank: the last page
         url = _page_url(topic, page=exc.last_page, order=exc.order)

@@ -68,6 +68,10 @@ def test_bad_page_and_order_redirect_with_a_message_and_past_the_end_shows_the_l
         r = client.get(f"/t/{topic.slug}/?{query}", follow=True)
         assert r.redirect_chain == [(f"/t/{topic.slug}/", 302)], query
         assert messages_of(r), query
+    for query in ("order=newest&page=abc", "order=newest&page=%D9%A3", "order=newest&cursor=nope"):
+        r = client.get(f"/t/{topic.slug}/?{query}", follow=True)  # the order asked for stays
+        assert r.redirect_chain == [(f"/t/{topic.slug}/?page=1&order=newest", 302)], query
+        assert messages_of(r), query
     r = client.get(f"/t/{topic.slug}/?page=2&order=chronological")
     assert r.status_code == 302 and r["Location"] == f"/t/{topic.slug}/?page=1&order=chronological"
     r = client.get(f"/t/{topic.slug}/?page=99999&page_size=5", follow=True)
