@@ -43,6 +43,17 @@ def held_comment(entry: dict) -> Comment:
     return comment
 
 
+def held_comments(entries: list[dict]) -> list[Comment]:
+    """`held_comment` of each entry, its Markdown rendered as a published comment's is (held
+    text has no stored html until it is posted): one query for the `@names` of the whole list."""
+    from comments.selectors import with_html
+
+    rendered = with_html([held_comment(entry) for entry in entries])
+    for comment in rendered:
+        comment.held = True  # `with_html` copies the comments it renders
+    return rendered
+
+
 @dataclass(frozen=True)
 class CursorPage:
     items: list
@@ -214,8 +225,7 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
     queue = ModerationQueueManager()
     docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
     held = []
-    for doc in docs[:limit]:
-        comment = held_comment(doc)
+    for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True):
         comment.shadow = bool(doc.get("shadow"))
         if comment.shadow:  # as the author was told when they posted it (201, visible)
             comment.status = "visible"
@@ -238,4 +248,5 @@ def bans_page(*, viewer, request) -> object:
     return page
 
 
-__all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "HeldPage", "flags_of", "queue_counts", "bans_page"]
+__all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "held_comments", "HeldPage", "flags_of",
+           "queue_counts", "bans_page"]

@@ -60,7 +60,7 @@ from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
 from moderation.managers.queue import PENDING as PENDING_STATE
 from moderation.managers.queue import REMOVED as REMOVED_STATE
 from moderation.models import UserModeration
-from moderation.selectors import held_comment
+from moderation.selectors import held_comments
 from topics.models import Topic
 
 REJECTED = "rejected"
@@ -181,7 +181,7 @@ def comment_hold(*, topic, author, text: str, parent: Comment | str | None = Non
     })
     log_action(actor=SYSTEM_ACTOR, action="hold", entry=entry, before=None, after=PENDING, target=author.username,
                note=entry["hold_reason"])
-    return held_comment(entry)
+    return held_comments([entry])[0]
 
 
 def _hold_reason(topic, author) -> tuple[str, bool] | None:

@@ -115,3 +115,20 @@ def test_wide_tables_scroll_in_their_box_on_a_phone(client, editor):
                          r'<table id="result_list">', body), url
         assert "moderation/moderation.css" in body, url
     assert "overflow-x: auto" in open(finders.find("moderation/moderation.css")).read()
+
+
+def test_a_held_comment_shows_its_author_the_markdown_rendered(client, api_client, topic, alice, bob, editor):
+    """Held text has no stored html until it is posted: the author's page and the API render it
+    as a published comment's is, never the raw `**` of its source."""
+    services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
+    client.force_login(alice)
+    body = client.post(f"/t/{topic.slug}/comments/", {"text": "**bold** words for @bob"}, follow=True).content.decode()
+    held_section = body[body.index('<section class="held"'):]
+    held_section = held_section[:held_section.index("</section>")]
+    assert "<strong>bold</strong> words" in held_section and "**bold**" not in held_section
+    assert 'href="/u/bob/"' in held_section
+    api_client.force_authenticate(alice)
+    held = api_client.get(f"/api/topics/{topic.slug}/held/").json()["results"]
+    assert len(held) == 1 and "<strong>bold</strong>" in held[0]["html"] and 'href="/u/bob/"' in held[0]["html"]
+    posted = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "_also_ held"}, format="json")
+    assert posted.status_code == 202 and "<em>also</em>" in posted.json()["html"]
