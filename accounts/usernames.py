@@ -144,6 +144,27 @@ def users_named(name: str, queryset=None):
     return users.filter(username_key=username_key(name))
 
 
+def users_by_names(names, queryset=None) -> dict:
+    """{name: user} for each of `names` that names a user, as `user_named` matches one (NFKC,
+    ignoring case and width; an exact match wins): one query for the whole list. `@ALICE` in a
+    comment names `alice`."""
+    names = [n for n in dict.fromkeys(names) if isinstance(n, str) and n]
+    if not names:
+        return {}
+    users = get_user_model().objects.all() if queryset is None else queryset
+    normal = {name: unicodedata.normalize("NFKC", name) for name in names}
+    keys = {username_key(n) for n in normal.values()}
+    found = list(users.filter(Q(username__in=set(normal.values())) | Q(username_key__in=keys)))
+    exact = {u.username: u for u in found}
+    by_key = {u.username_key: u for u in found}
+    out = {}
+    for name, norm in normal.items():
+        user = exact.get(norm) or by_key.get(username_key(norm))
+        if user is not None:
+            out[name] = user
+    return out
+
+
 def username_unavailable(name: str, *, exclude_pk=None) -> str:
     """Why `name` (already cleaned) cannot be a new username, or '' when it can: it is an
     existing username ignoring case and width, or a look-alike of one (the same TR39

@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts.usernames import users_by_names
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
@@ -349,9 +349,9 @@ def can_see(comment: Comment, viewer) -> bool:
 
 
 def existing_usernames(names) -> set[str]:
-    """Which of `names` are users (one query, at write time only)."""
-    names = list(names)[:50]
-    return set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
+    """Which of `names` name a user, ignoring case and width as user names do (`@ALICE` is
+    alice: accounts.usernames.users_by_names); one query, at write time only."""
+    return set(users_by_names(list(names)[:50]))
 
 
 def comment_render_many(*, texts: list[str]) -> list[str]:

@@ -42,6 +42,7 @@ from django.core import signing
 from django.core.mail import EmailMessage
 from django.utils import timezone
 
+from accounts.usernames import users_by_names
 from core.errors import InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
@@ -125,10 +126,9 @@ def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
     for batch in subs.subscriber_batches(discussion_id=topic.discussion_id):
         recipients.update({u: COMMENT for u in batch})
     names = mentioned_usernames(comment.text)[:MAX_MENTIONS]
-    if names:
-        User = get_user_model()
-        lookup = {f"{User.USERNAME_FIELD}__in": names, "is_active": True}
-        recipients.update({pk: MENTION for pk in User.objects.filter(**lookup).values_list("pk", flat=True)})
+    if names:  # named as user names are matched: ignoring case and width (`@ALICE` is alice)
+        named = users_by_names(names, queryset=get_user_model().objects.filter(is_active=True))
+        recipients.update({user.pk: MENTION for user in named.values()})
     if comment.parent:
         parent = _comment(topic, comment.parent)
         if parent is not None and parent.status == "visible":

@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.usernames import user_named
 from core.errors import InvalidInput, NotFound, ServiceError
 from core.paging import parse_page_request
 from core.redirects import posted_next
@@ -20,8 +21,26 @@ def _user_or_404(username):
         raise Http404(exc.message) from None
 
 
+def _person(request, username, url_name):
+    """(the active user a page's URL names, None), or (None, the redirect to that page of the user
+    it names ignoring case and width: /u/ALICE/ goes to /u/alice/, as a `@ALICE` mention links)."""
+    try:
+        return services.user_by_username(username), None
+    except NotFound as exc:
+        try:
+            user = user_named(username)
+        except InvalidInput:
+            user = None
+        if user is None or not user.is_active or user.username == username:
+            raise Http404(exc.message) from None
+        query = request.GET.urlencode()
+        return None, redirect(reverse(url_name, kwargs={"username": user.username}) + (f"?{query}" if query else ""))
+
+
 def profile(request, username):
-    user = _user_or_404(username)
+    user, elsewhere = _person(request, username, "social-profile")
+    if elsewhere:
+        return elsewhere
     try:
         recent = selectors.activity_by_user(user=user, cursor=request.GET.get("cursor"), limit=10, viewer=request.user)
     except InvalidInput as exc:
@@ -33,7 +52,9 @@ def profile(request, username):
 
 
 def _people(request, username, kind):
-    user = _user_or_404(username)
+    user, elsewhere = _person(request, username, f"social-{kind}")
+    if elsewhere:
+        return elsewhere
     try:
         page_request = parse_page_request(request.GET, default_size=20)
     except InvalidInput as exc:

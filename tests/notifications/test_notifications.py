@@ -36,6 +36,22 @@ def test_reply_mention_like_follow(people, make_topic):
     assert selectors.unread_count(user=ana) == 3  # reply, like group, follow group
 
 
+def test_a_mention_names_a_user_ignoring_case_and_width(people, make_topic, client):
+    """User names are one name ignoring case and width (accounts.usernames): `@CY` and `@Dee`
+    are cy and dee, and their links (and a profile URL in another case or width) reach them."""
+    bob = people["bob"]
+    topic = make_topic("document")
+    comment = comment_create(topic=topic, author=bob, text="thanks @CY and @Dee, not @nobody")
+    assert kinds(people["cy"]) == [("mention", ["bob"], 1)] and kinds(people["dee"]) == [("mention", ["bob"], 1)]
+    assert 'href="/u/CY/"' in comment.html and 'href="/u/Dee/"' in comment.html and "/u/nobody/" not in comment.html
+    r = client.get("/u/CY/?cursor=")
+    assert r.status_code == 302 and r["Location"] == "/u/cy/?cursor="
+    assert client.get("/u/DEE/followers/")["Location"] == "/u/dee/followers/"
+    assert client.get("/u/ＤＥＥ/following/")["Location"] == "/u/dee/following/"
+    assert client.get("/u/nobody/").status_code == 404
+    assert client.get("/u/cy/").status_code == 200
+
+
 def test_a_replayed_event_changes_nothing(people, make_topic):
     ana, bob = people["ana"], people["bob"]
     topic = make_topic("bucketed")
