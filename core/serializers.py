@@ -22,23 +22,33 @@ class StrictInputSerializer(serializers.Serializer):
             if unknown:
                 message = f"Unknown field: expected one of {', '.join(known)}."
                 raise serializers.ValidationError({key: [message] for key in unknown})
-            wrong = {name: ["Not a valid string."] for name, field in self.fields.items()
-                     if not field.read_only and name in data and not _text_value(field, data[name])}
+            wrong = {name: [problem] for name, field in self.fields.items()
+                     if not field.read_only and name in data and (problem := _value_problem(field, data[name]))}
             if wrong:
                 raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
 
 
-def _text_value(field, value) -> bool:
-    """Whether `value` is what a text field (or a list of them) may be given: a string, or null where allowed."""
+# Fields whose text is digits: Python reads `٢٠٣٠` (or `²`) as a number and Django's date
+# parsing matches it with `\d`, so a date or number typed in another script would pass.
+_DIGIT_FIELDS = (serializers.DateTimeField, serializers.DateField, serializers.TimeField, serializers.IntegerField,
+                 serializers.FloatField, serializers.DecimalField)
+
+
+def _value_problem(field, value) -> str | None:
+    """What is wrong with `value` for `field` before DRF converts it, or None: text fields take a
+    string (or null where allowed, which the field itself checks), lists of text a list of
+    strings, dates and numbers given as text ASCII digits only."""
     if value is None:
-        return True  # the field itself says whether null is allowed
-    if isinstance(field, serializers.CharField):
-        return isinstance(value, str)
+        return None
+    if isinstance(field, serializers.CharField) and not isinstance(value, str):
+        return "Not a valid string."
     if isinstance(field, serializers.ListField) and isinstance(field.child, serializers.CharField) \
-            and isinstance(value, list | tuple):
-        return all(isinstance(item, str) for item in value)
-    return True
+            and isinstance(value, list | tuple) and not all(isinstance(item, str) for item in value):
+        return "Not a valid string."
+    if isinstance(field, _DIGIT_FIELDS) and isinstance(value, str) and not value.isascii():
+        return "Use ASCII digits (0-9)."
+    return None
 
 
 class UserRefSerializer(serializers.Serializer):

@@ -65,6 +65,13 @@ class BanForm(forms.Form):
     shadow = forms.BooleanField(required=False, help_text="Keep their comments, shown only to them.")
     reason = forms.CharField(required=False, max_length=500)
 
+    def clean_until(self):
+        # ASCII digits only: Django's date parsing matches any script's digits (`٢٠٣٠` is 2030).
+        raw = self.data.get(self.add_prefix("until"), "")
+        if isinstance(raw, str) and not raw.isascii():
+            raise forms.ValidationError("Use ASCII digits (0-9): YYYY-MM-DD HH:MM.")
+        return self.cleaned_data.get("until")
+
 
 class UserActionForm(forms.Form):
     username = forms.CharField(max_length=150, strip=False)  # as typed: the service refuses "alice\n"

@@ -132,3 +132,22 @@ def test_a_held_comment_shows_its_author_the_markdown_rendered(client, api_clien
     assert len(held) == 1 and "<strong>bold</strong>" in held[0]["html"] and 'href="/u/bob/"' in held[0]["html"]
     posted = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "_also_ held"}, format="json")
     assert posted.status_code == 202 and "<em>also</em>" in posted.json()["html"]
+
+
+def test_a_ban_until_a_date_in_another_scripts_digits_is_refused(client, alice, editor, api_client):
+    """Dates take ASCII digits only (Django's parsing reads `٢٠٣٠` as 2030), in the users page
+    form and in the API."""
+    from moderation.models import UserModeration
+
+    client.force_login(editor)
+    r = client.post("/moderation/users/", {"username": "alice", "until": "٢٠٣٠-01-01 00:00"}, follow=True)
+    assert "ASCII digits" in r.content.decode()
+    assert not UserModeration.objects.filter(user=alice, banned=True).exists()
+    api_client.force_authenticate(editor)
+    r = api_client.post("/api/moderation/bans/", {"username": "alice", "until": "٢٠٣٠-01-01T00:00:00Z"}, format="json")
+    assert r.status_code == 400 and "until" in r.json()["errors"]
+    r = api_client.post("/api/topics/", {"title": "T", "comment_storage": "document", "publish_at": "٢٠٣٠-01-01T00:00:00Z"},
+                        format="json")
+    assert r.status_code == 400 and "publish_at" in r.json()["errors"]
+    assert api_client.post("/api/moderation/bans/", {"username": "alice", "until": "2030-01-01T00:00:00Z"},
+                           format="json").status_code == 201
