@@ -5,6 +5,7 @@ deleted comments never appear). One bounded query."""
 from django.contrib.syndication.views import Feed
 from django.http import Http404
 from django.utils.feedgenerator import Atom1Feed
+from django.utils.html import escape
 
 from core.errors import NotFound
 from search import selectors
@@ -39,7 +40,8 @@ class TopicCommentsFeed(Feed):
         return f"{item.hit.author}: {item.hit.excerpt[:80]}"
 
     def item_description(self, item):
-        return item.hit.html or item.hit.excerpt
+        # Atom's summary here is HTML: a comment without stored html gives its excerpt escaped.
+        return item.hit.html or escape(item.hit.excerpt)
 
     def item_link(self, item):
         return item.url

@@ -175,3 +175,16 @@ def test_a_status_change_that_never_reached_the_search_index_still_hides_the_hit
     CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=c.id, status="removed")
     assert api_client.get("/api/search/?q=interrupted&kind=comments").json()["comments"]["results"] == []
     assert "interrupted" not in api_client.get(f"/t/{topic.slug}/feed/").content.decode()
+
+
+def test_a_comment_without_stored_html_is_summarised_as_escaped_text():
+    """The comment feed's summary is HTML: a comment stored before Markdown (no html) gives its
+    plain-text excerpt escaped, so `<` in it is text, not markup."""
+    from types import SimpleNamespace
+
+    from search.feeds import TopicCommentsFeed
+
+    item = SimpleNamespace(hit=SimpleNamespace(html="", excerpt="if a < b && <script>x</script>"))
+    assert TopicCommentsFeed().item_description(item) == "if a &lt; b &amp;&amp; &lt;script&gt;x&lt;/script&gt;"
+    item = SimpleNamespace(hit=SimpleNamespace(html="<p>rendered</p>", excerpt="rendered"))
+    assert TopicCommentsFeed().item_description(item) == "<p>rendered</p>"
