@@ -7,8 +7,3 @@ class AccountsConfig(AppConfig):
     # The user table is the one django.contrib.auth created (auth_user), whose id is an AutoField.
     default_auto_field = "django.db.models.AutoField"
 
-    def ready(self):
-        from accounts import receivers, signals
-
-        signals.user_password_changed.connect(receivers.on_user_password_changed,
-                                              dispatch_uid="accounts.user_password_changed")

@@ -7,9 +7,11 @@ them (forms, the API, the admin, `create_user`, `bulk_create`, a race between tw
 look-alike, but older accounts may share one. Both are written from `username` on every save
 and by `bulk_create`; nothing else sets them.
 
-A saved change of an existing user's password (a new one, or password log-in turned off)
-sends `accounts.signals.user_password_changed`, whatever door changed it; the first password
-of a new user and the rehash of an unchanged one at log-in do not.
+A saved change of an existing user's password (a new one, or password log-in turned off),
+whatever door changed it, deletes the user's API tokens in the same transaction as the new
+password: there is no moment, and no crash, after which the new password is stored and a
+token taken with the old one still works. The first password of a new user and the rehash of
+an unchanged one at log-in keep them.
 
 Sites from before this model keep their rows: accounts/migrations/0001 describes the existing
 table (and creates it only on a new database), 0002 adds and fills the keys.
@@ -19,9 +21,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractUser
 from django.contrib.auth.models import UserManager as DjangoUserManager
-from django.db import models
+from django.db import models, router, transaction
 
-from accounts.signals import user_password_changed
 from accounts.usernames import LEGACY_MARK, username_key, username_skeleton
 
 
@@ -75,7 +76,12 @@ class User(AbstractUser):
         password_changed = (
             not self._state.adding and (update_fields is None or "password" in update_fields)
             and (self._password is not None or getattr(self, "_password_disabled", False)))
-        super().save(*args, **kwargs)
         self._password_disabled = False
-        if password_changed:
-            user_password_changed.send(sender=type(self), user=self)
+        if not password_changed:
+            super().save(*args, **kwargs)
+            return
+        from rest_framework.authtoken.models import Token
+
+        with transaction.atomic(using=kwargs.get("using") or router.db_for_write(type(self), instance=self)):
+            super().save(*args, **kwargs)
+            Token.objects.filter(user=self).delete()  # a token taken with the old password dies with it

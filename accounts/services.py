@@ -42,13 +42,6 @@ def user_register(*, username: str, password: str, email: str = "", request=None
     return user
 
 
-def user_tokens_revoke(*, user) -> int:
-    """Delete every API token of `user` (after a password change or reset: a token taken with
-    the old password dies with it). Returns how many went."""
-    deleted, _ = Token.objects.filter(user=user).delete()
-    return deleted
-
-
 COMMENT_CHOICES = ("tombstone", "remove")
 
 

@@ -95,3 +95,30 @@ def test_log_ins_and_other_saves_keep_the_tokens(client, make_user, settings):
     assert token_for("steady") == token
     assert get_user_model().objects.get(pk=user.pk).password.startswith("pbkdf2_quick$")
     assert me_with(token) == 200
+
+
+def test_the_new_password_and_the_token_deletion_are_one_transaction(make_user, monkeypatch):
+    """If deleting the tokens fails, the new password is not stored either: no crash leaves a
+    new password beside a token taken with the old one."""
+    from django.db.models import QuerySet
+
+    alice = make_user("alice")
+    token = token_for("alice")
+
+    def fail(self, *args, **kwargs):
+        if self.model is Token:
+            raise RuntimeError("the database went away")
+        return real_delete(self, *args, **kwargs)
+
+    real_delete = QuerySet.delete
+    monkeypatch.setattr(QuerySet, "delete", fail)
+    alice.set_password(NEW)
+    with pytest.raises(RuntimeError):
+        alice.save()
+    monkeypatch.setattr(QuerySet, "delete", real_delete)
+    stored = get_user_model().objects.get(pk=alice.pk)
+    assert stored.check_password("pw-for-tests") and not stored.check_password(NEW)
+    assert me_with(token) == 200
+    alice.set_password(NEW)
+    alice.save()
+    assert me_with(token) == 401
