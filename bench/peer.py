@@ -6,6 +6,9 @@ see bench/loaders.py); in every order its storage pages in (`comment_orders`), i
 first, middle and last page, requested by an anonymous visitor through the Django test
 client twice over: the HTML topic page `/t/<slug>/?page=N&order=...` (case `peer.page`)
 and the comments API `/api/topics/<slug>/comments/?page=N&order=...` (case `peer.api`).
+Hot order has no page numbers (its keys move with every like): its middle and last pages are
+the cursor pages (`?order=hot&cursor=...`) starting where those page numbers would, the
+cursor being the key of the comment before them, as the previous page's `next` names it.
 We count MongoDB round trips and documents (bench.counting) and SQL queries (the topic
 and the session); `ms` is the median wall time of `repeats` requests after a warm-up.
 
@@ -26,11 +29,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from bench import people
 from bench.cases.comments import load_discussion, strategies
 from bench.sql import QueryCount
-from comments.managers.base import THREADED
+from comments.managers.base import FORWARD, HOT, THREADED, encode_cursor, hot_score
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,8 +77,16 @@ def render(bench, client, url: str, repeats: int) -> tuple[dict, bytes]:
             "commands": worst.commands}, body
 
 
-PAGES = (("peer.page", "/t/{slug}/?page={page}&order={order}"),
-         ("peer.api", "/api/topics/{slug}/comments/?page={page}&order={order}"))
+PAGES = (("peer.page", "/t/{slug}/?{query}"),
+         ("peer.api", "/api/topics/{slug}/comments/?{query}"))
+
+
+def page_query(order: str, page: int, page_size: int, hot_keys: list) -> str:
+    """The query of page `page` in `order`: its number, or in hot order past page 1 the `next` cursor
+    of the page before it (the key of the comment before it: `hot_keys`, highest first)."""
+    if order != HOT or page == 1:
+        return f"page={page}&order={order}"
+    return f"order={order}&cursor={quote(encode_cursor(HOT, FORWARD, hot_keys[(page - 1) * page_size - 1]))}"
 
 
 def ours(bench) -> list[dict]:
@@ -100,13 +112,22 @@ def ours(bench) -> list[dict]:
                 with bench.counter.paused():
                     bench.create_indexes()
                 client = Client()
+                # Bulk-loaded comments are numbered in posting order: hot keys (score, seq), highest first.
+                hot = sorted(((hot_score(pinned=c.pinned, likes=c.likes), n, c.id) for n, c in enumerate(comments, 1)),
+                             reverse=True)
+                hot_keys = [(score, n) for score, n, _ in hot]
                 for order in comment_orders(topic=topic):
                     for position, page in positions(len(comments), sizes.page_size):
+                        query = page_query(order, page, sizes.page_size, hot_keys)
                         for case, url in PAGES:
-                            stats, _ = render(bench, client, url.format(slug=topic.slug, page=page, order=order),
-                                              sizes.repeats)
+                            stats, body = render(bench, client, url.format(slug=topic.slug, query=query), sizes.repeats)
+                            if case == "peer.api" and order == HOT:  # the cursor page is the page it stands for
+                                start = (page - 1) * sizes.page_size
+                                got = [c["id"] for c in json.loads(body)["results"]]
+                                assert got == [i for _, _, i in hot[start:start + sizes.page_size]], (storage, page)
                             row = {"case": case, "strategy": storage, "size": len(comments), "peer_size": size,
                                    "depth": page, "position": position, "order": order,
+                                   **({"nav": "cursor"} if "cursor=" in query else {}),
                                    "topic_order": order == topic.comment_order, **stats}
                             rows.append(row)
                             bench.rows.append(row)

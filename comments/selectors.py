@@ -43,8 +43,10 @@ from comments.managers.base import (
     Comment,
     CommentManager,
     encode_cursor,
+    hot_cursor_at,
 )
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
+from comments.managers.fields import HOT_BY_CURSOR
 from comments.managers.likes import CommentLikeManager
 from comments.managers.statuses import CommentStatusIndexManager
 from core.errors import InvalidInput, NotFound
@@ -293,14 +295,27 @@ def comments_after(*, topic, after: int, viewer=None) -> Page[Comment]:
 
 
 def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:
-    """The number of the page (of `page_size`, in `order`) that holds `comment`."""
+    """The number of the page (of `page_size`, in `order`) that holds `comment`; not in hot
+    order, which has no page numbers (InvalidInput): `comment_place` links into every order."""
     order = _order(topic, order)
+    if order == HOT:
+        raise InvalidInput(HOT_BY_CURSOR, field="order")
     manager = comment_manager(topic)
     position = manager.position(discussion_id=topic.discussion_id, comment=comment,
                                 order=CHRONOLOGICAL if order == NEWEST else order, threaded=is_threaded(topic))
     if order == NEWEST:
         position = manager.count(discussion_id=topic.discussion_id) - 1 - position
     return position // page_size + 1
+
+
+def comment_place(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+    """Where the topic page shows `comment` in `order`, as that page's query: {"order", "page"},
+    or in hot order, which has no page numbers, {"order", "cursor"}: the page starting at the
+    comment (its key as the comment carries it: a new comment's, or one just read)."""
+    order = _order(topic, order)
+    if order == HOT:
+        return {"order": order, "cursor": hot_cursor_at(comment)}
+    return {"page": comment_page_of(topic=topic, comment=comment, order=order, page_size=page_size), "order": order}
 
 
 def comment_liked_ids(*, topic, comment_ids: list[str], viewer, fresh: bool = False) -> set[str]:

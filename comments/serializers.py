@@ -88,12 +88,14 @@ class CommentRevisionListSerializer(serializers.Serializer):
 class CommentListQuerySerializer(serializers.Serializer):
     """Documentation of the list's query parameters (parsed by core.paging and the selectors)."""
 
-    page = serializers.IntegerField(required=False, min_value=1, default=1)
+    page = serializers.IntegerField(required=False, min_value=1, default=1,
+                                    help_text="A page number, in every order but hot: hot order moves with every like, "
+                                              "so it is read from page 1 by `cursor` (any other page is a 400).")
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_PAGE_SIZE, default=DEFAULT_PAGE_SIZE)
     order = serializers.ChoiceField(choices=["chronological", "newest", "threaded", "hot"], required=False,
                                     help_text="Defaults to the topic's order; threaded needs document or embedded "
                                               "storage; hot (pinned, then most liked, then newest) is offered by every "
-                                              "storage.")
+                                              "storage, from page 1 by cursor.")
     cursor = serializers.CharField(required=False, help_text="A `next` or `previous` value of another page in the same "
                                                              "order: the page after or before it (instead of `page`). "
                                                              "Costs about page_size index keys in every order.")

@@ -155,8 +155,10 @@ def topic_comments(request, topic):
         liked=page.extra["liked"], form=CommentForm(), continues=continues,
         # Pinned comments above the first page; in their place on that page a short link up to them.
         pinned=page.extra["pinned"], pinned_ids={c.id for c in page.extra["pinned"]},
-        # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps.
+        # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps,
+        # but not in hot order, whose keys move with every like (page 1, then cursors).
         cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor")),
+        cursor_only=order == selectors.HOT,
         poll_seconds=settings.COMMENTS_POLL_SECONDS))
 
 
@@ -258,11 +260,10 @@ def comment_post(request, slug):
         return redirect(topic.get_absolute_url() + "#held")
     messages.success(request, "Your reply was posted." if comment.parent else "Your comment was posted.")
     order, page_size = _reading(topic, back)
-    number = selectors.comment_page_of(topic=topic, comment=comment, order=order, page_size=page_size)
-    url = _page_url(topic, page=number, order=order)
+    place = selectors.comment_place(topic=topic, comment=comment, order=order, page_size=page_size)
     if page_size != DEFAULT_PAGE_SIZE:
-        url += "&" + urlencode({"page_size": page_size})
-    return redirect(f"{url}#c-{comment.id}")
+        place["page_size"] = page_size
+    return redirect(f"{topic.get_absolute_url()}?{urlencode(place)}#c-{comment.id}")
 
 
 def _reading(topic, back: str) -> tuple[str, int]:

@@ -39,9 +39,11 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   the floor (about page_size index keys and documents) in every order. Chronological
   page numbers are at the floor too; threaded page numbers and positions of the document
   strategy start from its anchors (anchors.py: about 2 * EVERY + page_size keys); a page
-  NUMBER in hot order, and in the embedded strategy's threaded and nested posting orders
-  (its rank index, bounded by the discussion document's size), walks (page - 1) * page_size
-  index keys first (docs/comments.md).
+  NUMBER in the embedded strategy's threaded and nested posting orders (its rank index,
+  bounded by the discussion document's size) walks (page - 1) * page_size index keys first
+  (docs/comments.md). Hot order is read from page 1 and by cursor only (fields.check_page:
+  its keys move with every like, so a page number would name other comments a moment later
+  and would cost a walk); a link to a comment in it is `hot_cursor_at(comment)`.
 - Comments are never deleted from storage: moderation sets `status`, and a deletion
   by its author leaves a tombstone (status "deleted", text and html "") in its place,
   so positions, counts, replies, sequence numbers and page arithmetic never shift
@@ -197,6 +199,14 @@ def encode_cursor(order: str, direction: str, key) -> str:
     return cursors.encode_cursor({"o": _ORDER_CODES[order], "d": direction, "k": list(key) if order == HOT else key})
 
 
+def hot_cursor_at(comment: Comment) -> str:
+    """A hot-order cursor whose page starts at `comment`: the page after the key one number above
+    its own, (hot, seq + 1), since equal hot scores list the higher number first. Hot order has no
+    page numbers (its keys move with every like), so a link to a comment in it is this cursor."""
+    hot, seq = comment_key(comment, HOT)
+    return encode_cursor(HOT, FORWARD, (hot, seq + 1))
+
+
 def _whole(value) -> int:
     return cursors.whole(value, maximum=_MAX_INT)
 
@@ -296,7 +306,8 @@ class CommentManager(MongoManager, abc.ABC):
              cursor: str | None = None) -> Page[Comment]:
         """One page of comments in `order`, with the discussion's total count.
 
-        `request.page` picks the page by number; a `cursor` (from `extra["next"]` or
+        `request.page` picks the page by number (in hot order only page 1: any other number
+        is InvalidInput, fields.check_page); a `cursor` (from `extra["next"]` or
         `extra["previous"]` of another page in the same order) picks the page after or
         before it instead. `extra` of the result holds the `next` and `previous` cursors
         (None at either end). A malformed cursor is InvalidInput.
@@ -316,7 +327,8 @@ class CommentManager(MongoManager, abc.ABC):
 
     @abc.abstractmethod
     def position(self, *, discussion_id: int, comment: Comment, order: str, threaded: bool = False) -> int:
-        """The 0-based index of `comment` in `order`: its page is position // page_size + 1."""
+        """The 0-based index of `comment` in `order`: its page is position // page_size + 1.
+        Not in hot order, which has no page numbers (ValueError): see `hot_cursor_at`."""
 
     @abc.abstractmethod
     def set_status(self, *, discussion_id: int, comment_id: str, status: str, threaded: bool = False) -> bool:

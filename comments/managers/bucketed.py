@@ -67,7 +67,8 @@ from comments.managers.base import (
 )
 from comments.managers.fields import (
     NUMBERED_KEPT,
-    check_order,
+    check_page,
+    check_position,
     forget_changes,
     from_element,
     like_update,
@@ -427,7 +428,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         return self._meta(discussion_id)[0]
 
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
-        check_order(self, order)
+        check_page(self, order, request, cursor)
         position = decode_cursor(cursor, order)
         with self.read_session() as session:  # the counter and the buckets see one causal history
             if order == HOT:
@@ -520,12 +521,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         return sorted(family, key=lambda c: c.sort_key)
 
     def position(self, *, discussion_id, comment, order, threaded=False):
-        check_order(self, order)
-        if order == HOT:
-            meta = self.discussions.find_one({"_id": discussion_id}, {"ranked": 1})
-            if meta is not None and not meta.get("ranked"):
-                self._rank_backfill(discussion_id)
-            return self.rank_position(discussion_id, comment.id)
+        check_position(self, order)
         if comment.seq:
             return comment.seq - 1
         stored = self.get(discussion_id=discussion_id, comment_id=comment.id)  # from the primary

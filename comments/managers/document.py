@@ -34,7 +34,7 @@ Invariants:
   A page examines about page_size keys and documents, plus the counter document.
   A threaded page NUMBER starts from the discussion's anchors (`comment_document_anchors`,
   anchors.py: the anchors document, the comments numbered since, at most a gap of keys);
-  a page NUMBER in hot order uses skip: (page - 1) * page_size more keys.
+  hot order has no page numbers (its keys move with every like): page 1, then cursors.
 - A sub-thread is the comment plus `full_slug` in [x + "/", x + "0") ("0" follows "/"),
   a range on the (discussion_id, full_slug) index with explicit bounds.
 - `hot` changes only together with `likes`/`pinned`, in the same update.
@@ -70,7 +70,8 @@ from comments.managers.base import (
 )
 from comments.managers.fields import (
     NUMBERED_KEPT,
-    check_order,
+    check_page,
+    check_position,
     from_element,
     like_update,
     moderated_hint,
@@ -498,7 +499,7 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             {"_id": discussion_id}, {"seq": 1, "pinned": 1, "moderated": 1}, session=session) or {}
 
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
-        check_order(self, order)
+        check_page(self, order, request, cursor)
         position = decode_cursor(cursor, order)
         with self.read_session() as session:  # the counter and the page see one causal history
             head = self._head(discussion_id, session)
@@ -588,28 +589,24 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         """Chronological: `seq - 1`, no query when the caller's comment carries its number.
-        Threaded and hot count the keys before the comment on their index (as many keys
-        as the comment's position): a permalink deep in those orders costs more."""
-        check_order(self, order)
+        Threaded: from the discussion's anchors (anchors.py), about 2 * EVERY keys."""
+        check_position(self, order)
         seq = comment.seq
-        doc = None
-        if not seq or order == HOT:
+        if not seq:
             # From the primary: a permalink right after posting must find the new comment.
-            doc = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1, "hot": 1, "full_slug": 1})
+            doc = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
             if doc is None:
                 raise LookupError(f"comment {comment.id!r} is not in discussion {discussion_id}")
             seq = int(doc.get("seq", 0))
         if order == CHRONOLOGICAL:
             return seq - 1
-        if order == THREADED:
-            # From the last anchor before the comment (anchors.py), from the primary as above.
-            start, base = None, 0
-            anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
-            newer = None
-            if anchors is not None:
-                newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, primary=True)
-            if newer is not None:
-                start, base = anchors.base(newer, comment.sort_key)
-            bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}
-            return base + self.collection.count_documents({"discussion_id": discussion_id, "full_slug": bounds})
-        return self.collection.count_documents({"discussion_id": discussion_id, **self._before(HOT, (int(doc["hot"]), seq))})
+        # Threaded: from the last anchor before the comment (anchors.py), from the primary as above.
+        start, base = None, 0
+        anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
+        newer = None
+        if anchors is not None:
+            newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, primary=True)
+        if newer is not None:
+            start, base = anchors.base(newer, comment.sort_key)
+        bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}
+        return base + self.collection.count_documents({"discussion_id": discussion_id, "full_slug": bounds})

@@ -91,7 +91,8 @@ from comments.managers.base import (
     window,
 )
 from comments.managers.fields import (
-    check_order,
+    check_page,
+    check_position,
     forget_changes,
     from_element,
     like_update,
@@ -583,7 +584,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         return doc["count"] if doc else 0
 
     def page(self, *, discussion_id, order, request: PageRequest, threaded=False, cursor=None) -> Page[Comment]:
-        check_order(self, order)
+        check_page(self, order, request, cursor)
         position = decode_cursor(cursor, order)
         if order in (HOT, THREADED):
             return self._ranked_page(discussion_id, order, request, position)
@@ -827,12 +828,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         return [from_element(e, discussion_id) for e in sorted(family, key=lambda e: e["sort_key"])]
 
     def position(self, *, discussion_id, comment, order, threaded=False):
-        check_order(self, order)
-        if order == HOT:
-            head = self._load(discussion_id, {"ranked": 1}, read=False)
-            if head is not None and not head.get("ranked"):
-                self._rank_backfill(discussion_id)
-            return self.rank_position(discussion_id, comment.id)
+        check_position(self, order)
         # From the primary: a permalink right after posting must find the new comment.
         doc = self._load(discussion_id, {"layout": 1, "comments.id": 1, "comments.posted": 1, "comments.sort_key": 1,
                                          "replies": 1}, read=False)

@@ -24,7 +24,8 @@ from datetime import datetime
 from django.conf import settings
 
 from comments.clock import monotonic_now, sort_stamp
-from comments.managers.base import LATEST_LIKERS, VISIBLE, Author, Comment
+from comments.managers.base import HOT, LATEST_LIKERS, VISIBLE, Author, Comment
+from core.errors import InvalidInput
 
 
 @dataclass(frozen=True)
@@ -182,3 +183,24 @@ def moderated_hint(comments) -> dict:
 def check_order(manager, order: str) -> None:
     if order not in manager.orders:
         raise ValueError(f"{type(manager).__name__} does not support order {order!r}; it offers {manager.orders}")
+
+
+HOT_BY_CURSOR = ("Hot order is read by cursor: follow a page's next and previous links (page numbers are offered in "
+                 "chronological, newest-first and threaded order).")
+
+
+def check_page(manager, order: str, request, cursor) -> None:
+    """`check_order`, and the rule of hot order: a page by cursor, or page 1. Its keys move with
+    every like, so a page number in it would name other comments a moment later, and finding
+    page N would walk (N - 1) * page_size keys; a cursor page starts from a key (base.py)."""
+    check_order(manager, order)
+    if order == HOT and not cursor and request.page != 1:
+        raise InvalidInput(HOT_BY_CURSOR, field="page")
+
+
+def check_position(manager, order: str) -> None:
+    """`check_order` for `position()`: hot order has no page numbers, so no position either (a link
+    into it is a cursor starting at the comment, base.start_cursor)."""
+    check_order(manager, order)
+    if order == HOT:
+        raise ValueError("hot order has no positions: link into it with base.start_cursor")

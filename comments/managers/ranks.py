@@ -27,8 +27,9 @@ A hot page is then: the discussion's head (total, hints), about
 page_size + 1 keys of `(discussion_id, hot -1, seq -1)` from the cursor's key (the same
 bounds as the document strategy's), and one read of exactly those comments from the
 strategy's own storage (embedded: the one discussion document, reduced on the server to
-the page's elements; bucketed: the buckets holding them, each reduced by `$filter`). A
-page NUMBER skips (page - 1) * page_size keys, as the document strategy's does.
+the page's elements; bucketed: the buckets holding them, each reduced by `$filter`). Hot
+order has no page numbers (fields.check_page); a threaded page NUMBER (embedded) skips
+(page - 1) * page_size keys of its index.
 
 Writes, and why they stay right under concurrency:
 - A comment is stored first, then its rank document (an upsert): a rank never names a
@@ -245,16 +246,6 @@ class HotRanks:
                                                        {"_id": 0, "seq": 1, "path": 1})
                     .sort(_SORTS[order][0]).skip(int(skip)).limit(int(limit) + 1).max_time_ms(self.max_time_ms))
         return docs[:limit], len(docs) > limit
-
-    def rank_position(self, discussion_id: int, comment_id: str) -> int:
-        """How many comments come before this one in hot order (keys before it on the hot index),
-        read on the primary: a permalink right after posting finds the new comment."""
-        doc = self.ranks.find_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
-                                  {"hot": 1, "seq": 1})
-        if doc is None:
-            raise LookupError(f"comment {comment_id!r} is not ranked in discussion {discussion_id}")
-        return self.ranks.count_documents({"discussion_id": discussion_id,
-                                           **_before((int(doc["hot"]), int(doc["seq"])))})
 
 
 def rank_key(doc: dict, order: str = HOT):

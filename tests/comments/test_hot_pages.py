@@ -59,3 +59,57 @@ def test_hot_order_is_right_after_a_discussion_moves_between_strategies(make_top
 
     expected = [posted[2].id, posted[0].id, posted[4].id, later.id] + [posted[i].id for i in (5, 3, 1)]
     assert hot(3) == expected
+
+
+def test_hot_order_pages_by_cursor_on_the_page_and_in_the_api(client, topic, alice, make_user):
+    """Hot keys move with every like, so hot order has page 1 and then cursors: no page numbers on
+    the page, a page number past 1 goes back to page 1 (the page) or is a 400 (the API)."""
+    posted = [services.comment_create(topic=topic, author=alice, text=f"comment {n}") for n in range(7)]
+    fan = make_user()
+    for comment in posted[:2]:
+        services.comment_like(topic=topic, comment_id=comment.id, user=fan)
+    expected = [posted[1].id, posted[0].id] + [c.id for c in reversed(posted[2:])]  # most liked, then newest
+    html = client.get(f"/t/{topic.slug}/?order=hot&page_size=3").content.decode()
+    assert "page=2" not in html and 'aria-current="page">First page</span>' in html
+    seen = re.findall(r'<article[^>]* id="c-([a-z0-9]+)"', html)
+    while (found := re.search(r'rel="next" href="\?([^"]+)"', html)) is not None:
+        html = client.get(f"/t/{topic.slug}/?{found.group(1).replace('&amp;', '&')}").content.decode()
+        assert "page=2" not in html and '<a href="?order=hot&amp;page_size=3&amp;page=1">First page</a>' in html
+        seen += re.findall(r'<article[^>]* id="c-([a-z0-9]+)"', html)
+    assert seen == expected
+
+    r = client.get(f"/t/{topic.slug}/?order=hot&page=2")
+    assert r.status_code == 302 and r["Location"] == f"/t/{topic.slug}/?page=1&order=hot"
+
+    r = client.get(f"/api/topics/{topic.slug}/comments/?order=hot&page=2")
+    assert r.status_code == 400 and "cursor" in r.json()["detail"]
+    body = client.get(f"/api/topics/{topic.slug}/comments/?order=hot&page_size=3").json()
+    ids = [c["id"] for c in body["results"]]
+    while body["next"]:
+        body = client.get(body["next"]).json()
+        ids += [c["id"] for c in body["results"]]
+    assert ids == expected
+
+
+def test_after_posting_in_hot_order_you_land_on_the_page_that_starts_at_your_comment(make_topic, alice, make_user):
+    from tests.comments.test_pages import csrf_client, csrf_token
+
+    for storage, order in (("document", "threaded"), ("embedded", "threaded"), ("embedded", "chronological"),
+                           ("bucketed", "chronological")):
+        topic = make_topic(storage, order)
+        fan = make_user()
+        for n in range(30):
+            comment = services.comment_create(topic=topic, author=fan, text=f"earlier {n}")
+            if n % 2:  # liked comments come before any new one in hot order
+                services.comment_like(topic=topic, comment_id=comment.id, user=alice)
+        client = csrf_client(alice)
+        reading = f"/t/{topic.slug}/?order=hot"
+        r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, hot", "next": reading,
+                                                        "csrfmiddlewaretoken": csrf_token(client, reading)})
+        assert r.status_code == 302, storage
+        url, comment_id = r["Location"].split("#c-")
+        assert url.startswith(f"/t/{topic.slug}/?order=hot&cursor="), r["Location"]
+        html = client.get(url).content.decode()
+        shown = re.findall(r'<article[^>]* id="c-([a-z0-9]+)"', html)
+        assert shown[0] == comment_id, (storage, order)  # after the 15 liked ones, first of the unliked
+        assert 'rel="prev"' in html

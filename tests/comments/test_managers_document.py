@@ -3,7 +3,7 @@
 import itertools
 
 from comments.managers import document as document_module
-from comments.managers.base import CHRONOLOGICAL, HOT, Author
+from comments.managers.base import CHRONOLOGICAL, HOT, Author, hot_cursor_at
 from comments.managers.document import HOT_PINNED, DocumentCommentManager
 from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
@@ -53,7 +53,11 @@ def test_hot_order_is_pinned_first_then_most_liked_then_newest(mongo_db):
     expected = [c[1], c[2], c[4], c[0], c[5], c[3]]  # pinned; 5 likes; 3 likes newest first; 1; 0
     page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=100))
     assert [x.id for x in page.items] == [x.id for x in expected]
-    assert [manager.position(discussion_id=d, comment=x, order=HOT) for x in expected] == list(range(6))
+    # A link to each comment in hot order: the page that starts at it (hot_cursor_at).
+    for i, x in enumerate(expected):
+        linked = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2),
+                              cursor=hot_cursor_at(manager.get(discussion_id=d, comment_id=x.id)))
+        assert [y.id for y in linked.items] == [y.id for y in expected[i:i + 2]]
     stored = {doc["cid"]: doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
     assert stored[c[1].id] == HOT_PINNED and stored[c[2].id] == 5 and stored[c[5].id] == 1
     manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=False)

@@ -17,16 +17,20 @@ pytestmark = pytest.mark.django_db
 
 
 def walk(topic, order, viewer=None, size=3):
-    """Every page by number: (ids in page order, the pinned ids each page carried)."""
-    ids, pinned, number = [], [], 1
+    """Every page by number (hot order: page 1, then its `next` cursors), as
+    (ids in page order, the pinned ids each page carried)."""
+    ids, pinned, number, cursor = [], [], 1, None
     while True:
         page = selectors.comment_page(topic=topic, order=order, request=PageRequest(page=number, page_size=size),
-                                      viewer=viewer)
+                                      viewer=viewer, cursor=cursor)
         ids += [c.id for c in page.items]
         pinned.append([c.id for c in page.extra["pinned"]])
-        if not page.has_next:
+        if not (page.extra["next"] if order == "hot" else page.has_next):
             return ids, pinned
-        number += 1
+        if order == "hot":
+            cursor = page.extra["next"]
+        else:
+            number += 1
 
 
 @pytest.fixture

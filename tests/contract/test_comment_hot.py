@@ -1,5 +1,6 @@
 """Contract: hot order (pinned first, then most liked, then newest: seeds/004_d286869db7b63c27.txt
-HoSc), offered by every strategy, in both embedded layouts, paged by number and by cursor."""
+HoSc), offered by every strategy, in both embedded layouts, paged from page 1 by cursor (its keys
+move with every like, so it has no page numbers), and linked into at any comment by a cursor."""
 
 import threading
 
@@ -9,7 +10,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from comments.managers import STRATEGIES, manager_for
-from comments.managers.base import HOT, Author, hot_score
+from comments.managers.base import HOT, Author, hot_cursor_at, hot_score
+from core.errors import InvalidInput
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 
@@ -57,7 +59,8 @@ def test_every_strategy_offers_hot_order():
 @pytest.mark.parametrize("storage", sorted(STRATEGIES))
 @hsettings(max_examples=10)
 @given(data=st.data())
-def test_hot_pages_by_cursor_and_by_number_list_every_comment_once_in_hot_order(storage, mongo_db, settings, data):
+def test_hot_pages_by_cursor_list_every_comment_once_in_hot_order_and_a_link_starts_at_its_comment(
+        storage, mongo_db, settings, data):
     settings.COMMENTS_BUCKET_SIZE = 3
     settings.COMMENTS_MAX_DEPTH = data.draw(st.integers(1, 4), label="max depth")  # replies past it attach higher up
     manager = manager_for(storage, db=mongo_db)
@@ -84,14 +87,32 @@ def test_hot_pages_by_cursor_and_by_number_list_every_comment_once_in_hot_order(
                                      cursor=backward[-1].extra["previous"]))
     assert [c.id for p in reversed(backward) for c in p.items] == expected
 
-    by_number = []
-    for number in range(1, max(1, -(-len(expected) // size)) + 1):
-        by_number += [c.id for c in manager.page(discussion_id=d, order=HOT, threaded=threaded,
-                                                 request=PageRequest(page=number, page_size=size)).items]
-    assert by_number == expected
+    # A link into hot order: the page from the comment on, whatever its place and score.
     for index, comment_id in enumerate(expected):
         comment = manager.get(discussion_id=d, comment_id=comment_id, threaded=threaded)
-        assert manager.position(discussion_id=d, comment=comment, order=HOT, threaded=threaded) == index
+        comment.seq = comment.seq or expected_seq(manager, d, comment_id, threaded=threaded)
+        linked = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=size), threaded=threaded,
+                              cursor=hot_cursor_at(comment))
+        assert [c.id for c in linked.items] == expected[index:index + size]
+        assert (linked.extra["next"] is not None) == (index + size < len(expected))
+        if linked.extra["previous"] is not None:
+            before = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=size), threaded=threaded,
+                                  cursor=linked.extra["previous"])
+            assert [c.id for c in before.items] == expected[max(0, index - size):index]
+
+    # No page numbers past 1, and no positions: hot keys move with every like.
+    with pytest.raises(InvalidInput, match="cursor"):
+        manager.page(discussion_id=d, order=HOT, request=PageRequest(page=2, page_size=size), threaded=threaded)
+    if expected:
+        with pytest.raises(ValueError, match="hot order has no positions"):
+            manager.position(discussion_id=d, comment=manager.get(discussion_id=d, comment_id=expected[0],
+                                                                  threaded=threaded), order=HOT, threaded=threaded)
+
+
+def expected_seq(manager, d, comment_id, *, threaded) -> int:
+    everything = manager.page(discussion_id=d, order="chronological", request=PageRequest(page_size=100),
+                              threaded=threaded).items
+    return next(c.seq for c in everything if c.id == comment_id)
 
 
 @pytest.mark.parametrize("storage", sorted(STRATEGIES))

@@ -382,10 +382,15 @@ def test_a_page_costs_at_most_two_round_trips_at_any_depth(counting_manager, aut
 
 def _round_trips(manager, counter, d, *, threaded):
     for order in manager.orders:
+        cursor = None
         for page in (1, 3, 6, 30):
+            size = 10 if page < 30 else 2
+            if order == HOT and page > 1:  # no page numbers in hot order: the cursor as deep
+                cursor = manager.page(discussion_id=d, order=order, threaded=threaded,
+                                      request=PageRequest(page=1, page_size=(page - 1) * size)).extra["next"]
             counter.reset()
-            result = manager.page(discussion_id=d, order=order, threaded=threaded,
-                                  request=PageRequest(page=page, page_size=10 if page < 30 else 2))
+            result = manager.page(discussion_id=d, order=order, threaded=threaded, cursor=cursor,
+                                  request=PageRequest(page=1 if cursor else page, page_size=size))
             assert result.items and result.count == 60
             allowed = 3 if order == HOT and manager.storage != "document" else 2
             if order == THREADED and manager.storage == "document" and page > 1:

@@ -175,7 +175,8 @@ def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, mak
 def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
                                                                                        storage, order):
     """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
-    (A page NUMBER deep in these orders walks the keys before it: documented in docs/comments.md.)
+    (Hot order has no page numbers; a threaded page NUMBER of the document strategy starts from
+    its anchors, below; of the embedded one it walks its rank index: docs/comments.md.)
     Embedded and bucketed hot pages read their rank index (covered: keys only), then the page's
     comments: the one embedded document, or the buckets holding them (at most a page of them)."""
     from comments.selectors import comment_manager, comment_page, is_threaded
@@ -191,12 +192,13 @@ def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_
         figures[(size, 1)] = m
         last = -(-size // PAGE)
 
-        def by_cursor(t=topic, cursor=None, number=1):
+        def by_cursor(t=topic, cursor=None):
             return comment_manager(t).page(discussion_id=t.discussion_id, order=order, threaded=is_threaded(t), cursor=cursor,
-                                request=PageRequest(page=number, page_size=PAGE))
+                                request=PageRequest(page=1, page_size=PAGE))
 
-        with counter.paused():
-            cursor = by_cursor(number=last - 1).extra["next"]
+        with counter.paused():  # the `next` of the pages before the last, read as one (hot order has no numbers)
+            cursor = comment_manager(topic).page(discussion_id=topic.discussion_id, order=order, threaded=is_threaded(topic),
+                                                 request=PageRequest(page=1, page_size=(last - 1) * PAGE)).extra["next"]
         m, page = measure(counter, lambda c=cursor: by_cursor(cursor=c))
         assert len(page.items) == size - (last - 1) * PAGE
         figures[(size, last)] = m
