@@ -488,6 +488,20 @@ def comments_closed_to(topic, user) -> bool:
     return topic.comments_closed and not can_moderate(user)
 
 
+def comments_refused_to(user) -> str:
+    """Why the signed-in `user` may post no comment or reply on any topic (a ban in force: the
+    message of the write checks the post service runs, `core.writers`), or "" (anonymous users
+    get "" too: the pages ask them to log in). One lookup: a page asks once, and shows it where
+    the comment form and the Reply buttons would be."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return ""
+    try:
+        _require_writer(user)
+    except Forbidden as exc:
+        return exc.message
+    return ""
+
+
 def can_edit(comment: Comment, user, *, at: datetime | None = None) -> bool:
     """The author within COMMENTS_EDIT_WINDOW seconds of posting, or an editor; never a deleted comment."""
     if comment.status == DELETED or user is None or not getattr(user, "is_authenticated", False):

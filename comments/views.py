@@ -111,7 +111,9 @@ def _context(request, topic, **extra) -> dict:
     draft = _take_draft(request, topic)
     return {"topic": topic, "draft": draft, "max_text": settings.COMMENTS_MAX_TEXT,
             "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(),
-            "muted": muted_ids(request.user), **extra}  # authors the viewer muted: their comments collapse
+            "muted": muted_ids(request.user),  # authors the viewer muted: their comments collapse
+            # why the viewer may not comment at all (a ban), shown instead of the form and Reply buttons
+            "refused": services.comments_refused_to(request.user), **extra}
 
 
 def topic_comments(request, topic):
@@ -177,7 +179,8 @@ def comments_new(request, slug):
     liked = selectors.comment_liked_ids(topic=topic, comment_ids=[c.id for c in page.items], viewer=request.user)
     context = {"topic": topic, "depth": 0, "indent": False, "liked": liked, "highlight": False,
                "here": topic.get_absolute_url(), "max_text": settings.COMMENTS_MAX_TEXT,
-               "muted": muted_ids(request.user)}
+               "muted": muted_ids(request.user),
+               "refused": services.comments_refused_to(request.user) if page.items else ""}
     html = "".join(render_to_string("comments/_comment.html", {**context, "comment": c}, request=request)
                    for c in page.items)
     last = max((c.seq for c in page.items), default=after)

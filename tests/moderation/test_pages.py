@@ -1,6 +1,11 @@
 """Moderation through the pages: flag buttons, held comments, the staff queue, bans."""
 
+from datetime import timedelta
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from comments import services as comment_services
 from moderation import services
@@ -68,6 +73,40 @@ def test_banned_user_gets_message_on_page_write(client, topic, alice, editor):
     client.force_login(alice)
     body = client.post(f"/t/{topic.slug}/comments/", {"text": "x"}, follow=True).content.decode()
     assert "banned" in body
+
+
+def test_a_banned_user_is_told_so_instead_of_the_comment_form_and_reply_buttons(client, make_topic, alice, bob, editor):
+    topic = make_topic("document", "threaded")
+    root = comment_services.comment_create(topic=topic, author=bob, text="before the ban")
+    for i in range(3):
+        comment_services.comment_create(topic=topic, author=bob, text=f"reply {i}", parent=root.id)
+    until = timezone.now() + timedelta(days=3)
+    services.ban_create(username="alice", moderator=editor, until=until, reason="spam")
+    client.force_login(alice)
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(topic.get_absolute_url()).content.decode()
+    assert f"Your account is banned until {until:%Y-%m-%d %H:%M} UTC (spam): you cannot comment." in html
+    assert 'id="comment-form"' not in html and 'class="reply"' not in html and ">Reply<" not in html
+    assert f'action="/t/{topic.slug}/comments/"' not in html  # no form posts a comment or a reply
+    # One lookup of the ban for the page, not one per comment.
+    assert sum("moderation_usermoderation" in q["sql"] for q in queries.captured_queries) == 1
+    permalink = client.get(f"/t/{topic.slug}/c/{root.id}/").content.decode()
+    assert "reply 0" in permalink and 'class="reply"' not in permalink and ">Reply<" not in permalink
+    comment_services.comment_create(topic=topic, author=bob, text="posted while the page was open")
+    new = client.get(f"/t/{topic.slug}/comments/new/?after=4").json()  # the page's "1 new comment" notice
+    assert "posted while the page was open" in new["html"] and 'class="reply"' not in new["html"]
+    empty = make_topic("document", "threaded", title="Nothing yet")
+    html = client.get(empty.get_absolute_url()).content.decode()
+    assert "No comments yet." in html and "Be the first" not in html
+    services.ban_create(username="alice", moderator=editor, reason="spam")  # for good: no date
+    html = client.get(topic.get_absolute_url()).content.decode()
+    assert "Your account is banned (spam): you cannot comment." in html and 'id="comment-form"' not in html
+    # A shadow-banned user is not told (their comments look posted to them); others and editors keep the forms.
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    for user in (alice, bob, editor):
+        client.force_login(user)
+        html = client.get(topic.get_absolute_url()).content.decode()
+        assert 'id="comment-form"' in html and 'class="reply"' in html and "banned" not in html, user
 
 
 def test_queue_page_for_editors_with_bulk_action(client, topic, alice, editor):
