@@ -284,6 +284,8 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
     if (comment.status == REMOVED or not comment_selectors.can_see(comment, user)) \
             and not _flag_unfinished(topic, comment, user):
+        if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder: as comment_like answers
+            raise InvalidInput(f"A {comment.status} comment cannot be flagged.", field="comment")
         raise NotFound(f"No comment {comment_id} in this topic.")
     if comment.author.id == user.pk:
         raise InvalidInput("You cannot flag your own comment.", field="comment")

@@ -66,6 +66,29 @@ def test_flag_201_then_200_and_threshold(api_client, topic, alice, make_user, ed
     assert log[0]["actor"] == "system" and log[0]["after"] == "author_only"
 
 
+def test_flagging_a_deleted_or_removed_comment_is_a_400_as_liking_it_is(api_client, topic, alice, bob, editor):
+    from comments import services as comment_services
+
+    deleted = comment_services.comment_create(topic=topic, author=alice, text="deleted soon")
+    removed = comment_services.comment_create(topic=topic, author=alice, text="removed soon")
+    comment_services.comment_delete(topic=topic, comment_id=deleted.id, user=alice)
+    api_client.force_authenticate(editor)
+    assert api_client.post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [removed.id],
+                                                        "action": "remove"}, format="json").json() == {"changed": 1}
+    for user in (bob, editor):
+        api_client.force_authenticate(user)
+        for comment, status in ((deleted, "deleted"), (removed, "removed")):
+            base = f"/api/topics/{topic.slug}/comments/{comment.id}"
+            liked = api_client.post(f"{base}/like/")
+            flagged = api_client.post(f"{base}/flag/", {"reason": "spam"}, format="json")
+            assert (liked.status_code, flagged.status_code) == (400, 400), (user, status, flagged.content)
+            assert flagged.json()["code"] == "invalid" and flagged.json()["errors"] == {"comment": [
+                f"A {status} comment cannot be flagged."]}
+            assert flagged.json()["detail"] == f"A {status} comment cannot be flagged."
+        unknown = api_client.post(f"/api/topics/{topic.slug}/comments/zzzzzz/flag/", {"reason": "spam"}, format="json")
+        assert unknown.status_code == 404  # a comment that does not exist stays a 404
+
+
 def test_bulk_across_topics_with_entries(api_client, make_topic, alice, editor):
     topics = [make_topic("document"), make_topic("bucketed", order="chronological")]
     hold_everything_of(alice, editor)

@@ -56,6 +56,22 @@ def test_flag_without_javascript_comes_back_to_the_comment_with_the_message_besi
     assert '<p class="moderation-note">Thank you: the editors will review this comment.</p>' in article
 
 
+def test_flagging_a_comment_deleted_since_the_page_was_shown_says_why_as_liking_it_does(client, topic, alice, bob):
+    comment = comment_services.comment_create(topic=topic, author=alice, text="deleted soon")
+    comment_services.comment_delete(topic=topic, comment_id=comment.id, user=alice)
+    client.force_login(bob)
+    url = f"/t/{topic.slug}/c/{comment.id}/flag/"
+    fetch = {"HTTP_X_REQUESTED_WITH": "fetch"}
+    flagged = client.post(url, {"reason": "spam"}, **fetch)
+    liked = client.post(f"/t/{topic.slug}/c/{comment.id}/like/", {"action": "like"}, **fetch)
+    assert (flagged.status_code, liked.status_code) == (400, 400)
+    assert flagged.json() == {"detail": "Not reported: A deleted comment cannot be flagged.", "code": "invalid"}
+    response = client.post(url, {"reason": "spam", "next": topic.get_absolute_url()}, follow=True)
+    assert response.status_code == 200 and response.redirect_chain[-1][0] == f"{topic.get_absolute_url()}#c-{comment.id}"
+    assert "Not reported: A deleted comment cannot be flagged." in response.content.decode()
+    assert client.post(f"/t/{topic.slug}/c/zzzzzz/flag/", {"reason": "spam"}).status_code == 404
+
+
 def test_held_comment_shown_to_its_author_only(client, topic, alice, bob, editor):
     services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
     client.force_login(alice)
