@@ -125,10 +125,10 @@ class CommentDetailApi(APIView):
 
 
 class CommentRevisionsApi(APIView):
-    """Earlier texts of an edited comment, newest first: its author and editors only."""
+    """Earlier texts of an edited comment, newest first: its author and editors only (410 once it is deleted)."""
 
     @extend_schema(operation_id="topic_comments_revisions", parameters=[SLUG, COMMENT_ID], tags=["comments"],
-                   responses={200: CommentRevisionListSerializer, 401: ERROR, 403: ERROR, 404: ERROR})
+                   responses={200: CommentRevisionListSerializer, 401: ERROR, 403: ERROR, 404: ERROR, 410: ERROR})
     def get(self, request, slug, comment_id):
         topic = topic_get(slug=slug, viewer=request.user)
         revisions = services.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)

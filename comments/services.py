@@ -67,7 +67,7 @@ from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.migration import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
-from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 from core.markdown import render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -608,9 +608,15 @@ def _delete(topic, comment_id: str, user, w) -> Comment:
 
 
 def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
-    """Earlier texts of a comment, newest first: for its author and editors only."""
+    """Earlier texts of a comment, newest first: for its author and editors only; Gone for a
+    deleted comment."""
     _require_writer(user, "see revisions")
     comment = _existing(topic, comment_id)
+    # A deletion takes the text and every earlier version with it (comment_delete drops the
+    # revisions), for everyone: its author and editors too. So a deleted comment's revisions are
+    # not refused to its author as to a stranger (403): the answer says they are gone.
+    if comment.status == DELETED:
+        raise Gone("This comment was deleted: its text and its earlier versions were deleted with it.")
     if not can_see_revisions(comment, user):
         raise Forbidden("Only its author and editors can see a comment's revisions.")
     history = CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)

@@ -4,7 +4,7 @@
 
 `errors` is present for field validation errors, always `{field: [messages]}` (an error
 inside a list or a nested object gets a dotted key: `tags.0`). Domain errors from services
-(`core.errors`) get their own status code (400, 401, 403, 404, 409).
+(`core.errors`) get their own status code (400, 401, 403, 404, 409, 410).
 
 - 401 (no or bad credentials) always carries `WWW-Authenticate: Token`; 403 means the
   caller is known but may not do this.

@@ -37,6 +37,13 @@ class NotFound(ServiceError):
     code = "not_found"
 
 
+class Gone(ServiceError):
+    """What was asked for existed and was deleted for good (a deleted comment's earlier versions)."""
+
+    status_code = 410
+    code = "gone"
+
+
 class Conflict(ServiceError):
     status_code = 409
     code = "conflict"

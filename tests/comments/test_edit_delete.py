@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from comments import selectors, services
 from comments.managers.base import DELETED
-from core.errors import Forbidden, NotAuthenticated
+from comments.managers.revisions import CommentRevisionManager
+from core.errors import Forbidden, Gone, NotAuthenticated
 from tests.comments.support import stored
 from tests.comments.test_services_roundtrips import counter, trips  # noqa: F401  (counter is a fixture)
 
@@ -84,7 +85,10 @@ def test_delete_leaves_a_tombstone_and_removes_text_and_revisions(topic, alice, 
         services.comment_delete(topic=topic, comment_id=root.id, user=bob)
     gone = services.comment_delete(topic=topic, comment_id=root.id, user=alice)
     assert (gone.status, gone.text, gone.html) == (DELETED, "", "")
-    assert services.comment_revisions(topic=topic, comment_id=root.id, user=editor) == []
+    assert CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=root.id) == []
+    for user in (alice, editor, bob):  # gone for everyone, and the answer says so
+        with pytest.raises(Gone, match="deleted"):
+            services.comment_revisions(topic=topic, comment_id=root.id, user=user)
     for viewer in (None, alice, editor):  # a tombstone for everyone, editors included
         seen = selectors.comment_get(topic=topic, comment_id=root.id, viewer=viewer)
         assert (seen.status, seen.text, seen.html, seen.author) == (DELETED, "", "", None)
@@ -138,3 +142,19 @@ def test_api_patch_delete_revisions(api_client, topic, alice, bob, editor):
     detail = api_client.get(url(topic, c["id"])).json()
     assert (detail["status"], detail["text"], detail["html"], detail["author"]) == ("deleted", "", "", None)
     assert api_client.get(url(topic)).json()["count"] == 1
+
+
+def test_the_revisions_of_a_deleted_comment_are_gone_for_its_author_too_and_the_api_says_so(api_client, topic, alice,
+                                                                                            editor):
+    api_client.force_authenticate(alice)
+    c = api_client.post(url(topic), {"text": "first"}, format="json").json()
+    api_client.patch(url(topic, c["id"]), {"text": "second"}, format="json")
+    assert api_client.get(url(topic, c["id"], "revisions")).json()["count"] == 1
+    assert api_client.delete(url(topic, c["id"])).status_code == 204
+    for user in (alice, editor):
+        api_client.force_authenticate(user)
+        r = api_client.get(url(topic, c["id"], "revisions"))
+        assert r.status_code == 410, (user, r.content)
+        assert r.json() == {"detail": "This comment was deleted: its text and its earlier versions were deleted "
+                                      "with it.", "code": "gone"}
+    assert api_client.get(url(topic, "nosuchid", "revisions")).status_code == 404

@@ -59,6 +59,16 @@ def test_preview_renders_markdown_and_stores_nothing(topic, alice):
     assert textarea(html, "id_text") == "**bold** <i>x</i>"
 
 
+def test_the_revisions_page_of_a_deleted_comment_tells_its_author_they_went_with_it(topic, alice):
+    comment = services.comment_create(topic=topic, author=alice, text="first")
+    services.comment_edit(topic=topic, comment_id=comment.id, text="second", user=alice)
+    services.comment_delete(topic=topic, comment_id=comment.id, user=alice)
+    r = csrf_client(alice).get(f"/t/{topic.slug}/c/{comment.id}/revisions/", follow=True)
+    assert r.redirect_chain == [(f"/t/{topic.slug}/c/{comment.id}/", 302)]
+    assert messages_of(r) == ["This comment was deleted: its text and its earlier versions were deleted with it."]
+    assert "This comment was deleted." in r.content.decode()  # the tombstone
+
+
 def test_edit_and_delete_through_the_pages(topic, alice, make_user):
     bob = make_user("bob")
     comment = services.comment_create(topic=topic, author=alice, text="first")
