@@ -49,6 +49,7 @@ from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, 
 from comments.managers.fields import HOT_BY_CURSOR
 from comments.managers.likes import CommentLikeManager
 from comments.managers.statuses import CommentStatusIndexManager
+from core import paging
 from core.errors import InvalidInput, NotFound
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
@@ -138,12 +139,12 @@ def masked(comments: list[Comment], viewer) -> list[Comment]:
     return [mask(c, viewer) for c in comments]
 
 
-class PastTheLastPage(NotFound):
-    """A page number past the end: the API answers 404; pages show the last page instead."""
+class PastTheLastPage(paging.PastTheLastPage):
+    """A page number past the end, in the order asked for: the API answers 404; pages show the last page instead."""
 
     def __init__(self, message: str, *, last_page: int, order: str):
-        super().__init__(message, field="page")
-        self.last_page, self.order = last_page, order
+        super().__init__(message, last_page=last_page)
+        self.order = order
 
 
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:

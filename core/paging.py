@@ -1,5 +1,6 @@
 """Paging shared by every list: parameters, the page object, the API's two pagination classes
-(`PageNumberPagination` for numbered lists, `KeysetPagination` for every cursor list).
+(`PageNumberPagination` for numbered lists, `KeysetPagination` for every cursor list), and a
+page number past the end (`PastTheLastPage`: 404 in the API, the last page on HTML pages).
 
 Pages count from 1; `page_size` defaults to 20 and is at most 100. Parameters are
 parsed into plain ints here, so no request value reaches a query unvalidated:
@@ -161,6 +162,23 @@ class KeysetPagination(pagination.BasePagination):
             attrs["previous"] = serializers.URLField(allow_null=True, help_text=PREVIOUS_HELP)
             attrs["previous_cursor"] = serializers.CharField(allow_null=True, help_text=PREVIOUS_CURSOR_HELP)
         return type(name, (serializers.Serializer,), attrs)
+
+
+class PastTheLastPage(NotFound):
+    """A page number past the last page of a list (page 1 always exists: an empty list's is
+    empty). The API answers 404; an HTML page redirects to `last_page_url` instead, as an old
+    link to a list that has shrunk should land on its end."""
+
+    def __init__(self, message: str, *, last_page: int):
+        super().__init__(message, field="page")
+        self.last_page = last_page
+
+
+def last_page_url(request, exc: PastTheLastPage) -> str:
+    """The URL of the page `request` asked for, at its last page: the other query parameters are kept."""
+    params = request.GET.copy()
+    params["page"] = str(exc.last_page)
+    return f"{request.path}?{params.urlencode()}"
 
 
 @dataclass

@@ -14,8 +14,8 @@ from django.db.models import Q
 
 from comments.selectors import comment_statuses
 from core import cursors
-from core.errors import InvalidInput, NotFound
-from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
+from core.errors import InvalidInput
+from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest, PastTheLastPage
 from search.managers import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words
 from topics.models import Topic
 
@@ -49,7 +49,7 @@ def topic_search(*, q, viewer, request: PageRequest) -> Page:
     topics = Topic.objects.visible_to(viewer).filter(condition).select_related("author").prefetch_related("tags")
     page = Page(items=[], count=topics.count(), page=request.page, page_size=request.page_size)
     if request.page > page.num_pages:
-        raise NotFound(f"There is no page {request.page}.")
+        raise PastTheLastPage(f"There is no page {request.page}.", last_page=page.num_pages)
     page.items = list(topics[request.skip : request.skip + request.page_size])
     return page
 

@@ -1,10 +1,9 @@
 """The search page. Thin: parse, call, render."""
 
-from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
-from core.errors import InvalidInput, NotFound
-from core.paging import parse_page_request
+from core.errors import InvalidInput
+from core.paging import PastTheLastPage, last_page_url, parse_page_request
 from search import selectors
 
 
@@ -21,6 +20,6 @@ def search(request):
         except InvalidInput as exc:
             context["error"] = exc.message
             return render(request, "search/search.html", context, status=400)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
+        except PastTheLastPage as exc:  # an old link to results that have shrunk: their last page
+            return redirect(last_page_url(request, exc))
     return render(request, "search/search.html", context)

@@ -19,8 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from comments.selectors import comment_copy_states, credit_summary
-from core.errors import NotFound
-from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
+from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest, PastTheLastPage
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, Activity, FeedPage, comment_excerpt
 from social.feeds.hybrid import merged_page
@@ -61,7 +60,8 @@ def _people_page(*, user, kind: str, request: PageRequest) -> Page:
     ids_page = FollowListManager().page(owner=user.pk, kind=kind, skip=request.skip, limit=request.page_size)
     page = Page(items=[], count=ids_page.count, page=request.page, page_size=request.page_size)
     if request.page > page.num_pages:
-        raise NotFound(f"Page {request.page} does not exist; there are {page.num_pages}.")
+        raise PastTheLastPage(f"Page {request.page} does not exist; there are {page.num_pages}.",
+                              last_page=page.num_pages)
     users = get_user_model().objects.in_bulk(ids_page.ids)
     page.items = [users[i] for i in ids_page.ids if i in users]
     return page

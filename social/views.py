@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.usernames import user_named
 from core.errors import InvalidInput, NotFound, ServiceError
-from core.paging import parse_page_request
+from core.paging import PastTheLastPage, last_page_url, parse_page_request
 from core.redirects import posted_next
 from social import selectors, services
 
@@ -63,8 +63,8 @@ def _people(request, username, kind):
     select = selectors.followers_page if kind == "followers" else selectors.following_page
     try:
         page = select(user=user, request=page_request)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    except PastTheLastPage as exc:  # an old link to a list that has shrunk: its last page
+        return redirect(last_page_url(request, exc))
     profile = selectors.profile_get(user=user, viewer=request.user)
     return render(request, "social/people.html", {"profile": profile, "page": page, "kind": kind})
 

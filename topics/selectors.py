@@ -8,7 +8,7 @@ newest first on the `topic_newest` index.
 from __future__ import annotations
 
 from core.errors import NotFound
-from core.paging import Page, PageRequest
+from core.paging import Page, PageRequest, PastTheLastPage
 from topics.models import Tag, Topic, TopicSlugRedirect
 
 
@@ -21,11 +21,11 @@ def topic_list(*, viewer, tag: Tag | None = None):
 
 
 def topic_page(*, viewer, request: PageRequest, tag: Tag | None = None) -> Page:
-    """One page of `topic_list`; a page past the last one is NotFound (page 1 always exists)."""
+    """One page of `topic_list`; a page past the last one is PastTheLastPage (page 1 always exists)."""
     topics = topic_list(viewer=viewer, tag=tag)
     page = Page(items=[], count=topics.count(), page=request.page, page_size=request.page_size)
     if request.page > page.num_pages:
-        raise NotFound(f"There is no page {request.page}.")
+        raise PastTheLastPage(f"There is no page {request.page}.", last_page=page.num_pages)
     page.items = list(topics[request.skip : request.skip + request.page_size])
     return page
 

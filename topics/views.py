@@ -8,7 +8,7 @@ from django.http import Http404, HttpResponseBase
 from django.shortcuts import redirect, render
 
 from core.errors import InvalidInput, NotFound
-from core.paging import parse_page_request
+from core.paging import PastTheLastPage, last_page_url, parse_page_request
 from topics import selectors
 from topics.sections import topic_sections
 
@@ -21,8 +21,8 @@ def home(request):
         return redirect("home")
     try:
         page = selectors.topic_page(viewer=request.user, request=req)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    except PastTheLastPage as exc:  # an old link to a list that has shrunk: its last page
+        return redirect(last_page_url(request, exc))
     return render(request, "topics/home.html", {"page": page})
 
 
@@ -38,8 +38,8 @@ def tag_detail(request, slug):
         return redirect(tag.get_absolute_url())
     try:
         page = selectors.topic_page(viewer=request.user, request=req, tag=tag)
-    except NotFound as exc:
-        raise Http404(exc.message) from None
+    except PastTheLastPage as exc:
+        return redirect(last_page_url(request, exc))
     return render(request, "topics/home.html", {"page": page, "tag": tag})
 
 

@@ -146,6 +146,15 @@ def test_page_search(client, world):
     assert client.get("/search/?q=!").status_code == 400
 
 
+def test_search_results_past_their_last_page_redirect_there_with_the_query(client, api_client, world):
+    r = client.get("/search/?q=zucchini&page=5", follow=True)
+    assert r.redirect_chain == [("/search/?q=zucchini&page=1", 302)]
+    assert "Gardening with zucchini" in r.content.decode().replace("<mark>", "").replace("</mark>", "")
+    r = client.get("/search/?q=nothing+matches&page=2")  # no result: page 1, empty
+    assert r["Location"] == "/search/?q=nothing+matches&page=1" and client.get(r["Location"]).status_code == 200
+    assert api_client.get("/api/search/?q=zucchini&page=5").status_code == 404  # the API keeps its 404
+
+
 def test_atom_feeds(client, world):
     feed = client.get("/feeds/topics/")
     assert feed.status_code == 200 and feed["Content-Type"].startswith("application/atom+xml")

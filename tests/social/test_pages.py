@@ -51,7 +51,12 @@ def test_followers_pages(client, make_user):
     assert page1.index("fan4") < page1.index("fan3") and "fan2" not in page1
     page3 = client.get("/u/star/followers/?page=3&page_size=2").content.decode()
     assert "fan0" in page3 and "fan1" not in page3
-    assert client.get("/u/star/followers/?page=4&page_size=2").status_code == 404
+    # Past the last page: the last page, the other parameters kept (the API keeps its 404).
+    r = client.get("/u/star/followers/?page=4&page_size=2", follow=True)
+    assert r.redirect_chain == [("/u/star/followers/?page=3&page_size=2", 302)] and "fan0" in r.content.decode()
+    assert client.get("/api/users/star/followers/?page=4&page_size=2").status_code == 404
+    assert client.get("/u/star/following/").status_code == 200  # follows nobody: an empty page 1
+    assert client.get("/u/star/following/?page=2")["Location"] == "/u/star/following/?page=1"
     assert client.get("/u/star/followers/?page=abc").status_code == 302
     assert "star" in client.get("/u/fan0/following/").content.decode()
 

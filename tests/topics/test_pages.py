@@ -82,6 +82,25 @@ def test_tag_page_lists_live_topics_only(client, editor):
     assert client.get("/tags/news/?page=abc").status_code == 302
 
 
+def test_a_topic_list_past_its_last_page_redirects_there_with_its_other_parameters(client, api_client, editor):
+    assert client.get("/").status_code == 200 and client.get("/?page=1").status_code == 200  # empty: an empty page 1
+    assert client.get("/?page=3")["Location"] == "/?page=1"
+    topic_create(author=editor, title="Draft only", comment_storage="document", tags=["Quiet"], status="draft")
+    assert client.get("/tags/quiet/").status_code == 200
+    r = client.get("/tags/quiet/?page=2&page_size=5")
+    assert r.status_code == 302 and r["Location"] == "/tags/quiet/?page=1&page_size=5"
+    for i in range(5):
+        topic_create(author=editor, title=f"News {i}", comment_storage="document", tags=["News"])
+    r = client.get("/?page=9&page_size=2")
+    assert r.status_code == 302 and r["Location"] == "/?page=3&page_size=2"
+    r = client.get(r["Location"])
+    assert r.status_code == 200 and "News 0" in r.content.decode()
+    r = client.get("/tags/news/?page_size=2&page=4", follow=True)
+    assert r.redirect_chain == [("/tags/news/?page_size=2&page=3", 302)] and "News 0" in r.content.decode()
+    assert api_client.get("/api/topics/?page=9&page_size=2").status_code == 404  # the API keeps its 404
+    assert api_client.get("/api/topics/?tag=news&page=4&page_size=2").status_code == 404
+
+
 def test_old_slug_redirects_pages_permalinks_and_api(client, api_client, editor):
     t = topic_create(author=editor, title="Old name", comment_storage="document")
     topic_update(topic=t, editor=editor, slug="new-name")
