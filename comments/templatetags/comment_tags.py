@@ -5,10 +5,17 @@ import hashlib
 
 from django import template
 
-from comments import selectors, services
+from comments import rendering, selectors, services
 from core.markdown import html_to_text
 
 register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def comment_article(context, comment, **values):
+    """One comment as `{% include "comments/_comment.html" with ... %}` renders it, anonymous
+    views from a per-process LRU keyed by what the template reads (comments/rendering.py)."""
+    return rendering.article(context, comment, **values)
 
 
 @register.filter

@@ -1,0 +1,98 @@
+"""An anonymous visitor's comments come from a per-process LRU keyed by everything the comment
+template reads (comments/rendering.py): the same HTML as rendering it, whatever the comment, and
+never a stale one after it changes."""
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.template import engines
+from django.test import RequestFactory
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from comments import rendering, services
+from comments.managers.base import AUTHOR_ONLY, DELETED, FORGOTTEN, REMOVED, VISIBLE, Author, Comment
+
+pytestmark = pytest.mark.django_db
+
+CACHED = engines["django"].from_string(
+    "{% load comment_tags %}{% comment_article comment depth=depth highlight=highlight %}")
+DIRECT = engines["django"].from_string('{% include "comments/_comment.html" with depth=depth highlight=highlight %}')
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+names = st.sampled_from(["alice", "bob", "Ünïcode", "a&b<c>"])
+authors = st.one_of(st.builds(Author, id=st.integers(1, 5), name=names), st.builds(Author, id=st.none(), name=names),
+                    st.just(FORGOTTEN), st.none())
+comments = st.builds(
+    Comment, id=st.sampled_from(["abc1", "xyz9"]), discussion_id=st.just(1),
+    parent=st.sampled_from([None, "p1"]), path=st.just("abc1"), depth=st.integers(0, 3), sort_key=st.just("k"),
+    author=authors, text=st.sampled_from(["plain", "two\nlines", "<b>x</b>", ""]),
+    posted=st.sampled_from([NOW - timedelta(seconds=30), NOW - timedelta(hours=5), NOW - timedelta(days=40)]),
+    status=st.sampled_from([VISIBLE, REMOVED, DELETED, AUTHOR_ONLY, "pending"]), pinned=st.booleans(),
+    likes=st.integers(0, 3), latest_likers=st.lists(names, max_size=7),
+    html=st.sampled_from(["", "<p>rendered</p>", "<p>other &amp; more</p>"]),
+    edited=st.sampled_from([None, NOW - timedelta(minutes=3)]), reply_to=st.sampled_from([None, "bob"]),
+    parent_status=st.sampled_from([None, VISIBLE, DELETED]),
+)
+
+
+def _render(template, topic, comment, *, path="/t/x/", depth=0, indent=False, highlight=False, continued=False):
+    comment.continue_thread = continued
+    request = RequestFactory().get(path)
+    request.user = AnonymousUser()
+    return template.render({"topic": topic, "comment": comment, "depth": depth, "indent": indent,
+                            "highlight": highlight, "here": path, "liked": set(), "muted": set()}, request)
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(comment=comments, depth=st.integers(0, 3), indent=st.booleans(), highlight=st.booleans(),
+       continued=st.booleans(), path=st.sampled_from(["/t/x/", "/t/x/?page=2&order=threaded"]))
+def test_an_anonymous_comment_from_the_lru_is_the_comment_rendered(topic, comment, depth, indent, highlight, continued,
+                                                                    path):
+    expected = _render(DIRECT, topic, comment, depth=depth, indent=indent, highlight=highlight, continued=continued)
+    # Rendered, then from the LRU, on pages with other addresses: the same HTML.
+    for page in (path, "/t/x/?page=9"):
+        assert _render(CACHED, topic, comment, path=page, depth=depth, indent=indent, highlight=highlight,
+                       continued=continued) == expected
+
+
+def test_a_change_to_any_input_is_a_new_key(topic):
+    rendering.forget()
+    base = Comment(id="abc1", discussion_id=1, parent="p1", path="p1/abc1", depth=1, sort_key="k",
+                   author=Author(id=1, name="alice"), text="t", html="<p>t</p>", posted=NOW - timedelta(hours=2))
+    changed = [replace(base, likes=1), replace(base, latest_likers=["bob"]), replace(base, status=REMOVED),
+               replace(base, html="<p>u</p>"), replace(base, edited=NOW), replace(base, pinned=True),
+               replace(base, author=Author(id=1, name="alicia")), replace(base, reply_to="bob"),
+               replace(base, parent_status=DELETED), replace(base, posted=NOW - timedelta(days=3))]
+    first = _render(CACHED, topic, base)
+    assert _render(CACHED, topic, base) == first  # from the LRU
+    for comment in changed:
+        assert _render(CACHED, topic, comment) == _render(DIRECT, topic, comment) != first, comment
+    assert _render(CACHED, topic, base, depth=2) != first and _render(CACHED, topic, base, highlight=True) != first
+
+
+def test_signed_in_viewers_are_rendered_each_time(topic, alice):
+    rendering.forget()
+    comment = services.comment_create(topic=topic, author=alice, text="mine")
+    request = RequestFactory().get("/t/x/")
+    request.user = alice
+    CACHED.render({"topic": topic, "comment": comment, "depth": 0, "liked": set(), "muted": set(), "here": "/"}, request)
+    assert rendering._kept == {}
+
+
+def test_an_anonymous_visitor_sees_each_change_at_once(client, topic, alice, make_user, editor):
+    rendering.forget()
+    comment = services.comment_create(topic=topic, author=alice, text="first words")
+    url = f"/t/{topic.slug}/"
+    assert "first words" in client.get(url).content.decode()
+    services.comment_like(topic=topic, comment_id=comment.id, user=make_user("bob"))
+    assert "1 like" in client.get(url).content.decode()
+    services.comment_edit(topic=topic, comment_id=comment.id, text="second words", user=alice)
+    html = client.get(url).content.decode()
+    assert "second words" in html and "first words" not in html
+    services.comment_status_store(topic=topic, comment_id=comment.id, status=REMOVED)
+    html = client.get(url).content.decode()
+    assert "second words" not in html and "[removed]" in html
