@@ -491,8 +491,9 @@ def comments_closed_to(topic, user) -> bool:
 def comments_refused_to(user) -> str:
     """Why the signed-in `user` may post no comment or reply on any topic (a ban in force: the
     message of the write checks the post service runs, `core.writers`), or "" (anonymous users
-    get "" too: the pages ask them to log in). One lookup: a page asks once, and shows it where
-    the comment form and the Reply buttons would be."""
+    get "" too: the pages ask them to log in). One lookup: a page asks once, shows it where the
+    comment form would be, and offers no control on a comment whose write would be refused with
+    it (Reply, Like, Report, Edit, Delete)."""
     if user is None or not getattr(user, "is_authenticated", False):
         return ""
     try:

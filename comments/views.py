@@ -112,7 +112,7 @@ def _context(request, topic, **extra) -> dict:
     return {"topic": topic, "draft": draft, "max_text": settings.COMMENTS_MAX_TEXT,
             "edit_minutes": settings.COMMENTS_EDIT_WINDOW // 60, "here": request.get_full_path(),
             "muted": muted_ids(request.user),  # authors the viewer muted: their comments collapse
-            # why the viewer may not comment at all (a ban), shown instead of the form and Reply buttons
+            # why the viewer may not write at all (a ban), shown instead of the form and each comment's controls
             "refused": services.comments_refused_to(request.user), **extra}
 
 

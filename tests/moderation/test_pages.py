@@ -125,6 +125,46 @@ def test_a_banned_user_is_told_so_instead_of_the_comment_form_and_reply_buttons(
         assert 'id="comment-form"' in html and 'class="reply"' in html and "banned" not in html, user
 
 
+def test_a_banned_user_gets_no_like_report_edit_or_delete_control_whose_write_would_be_refused(
+        client, make_topic, alice, bob, editor):
+    topic = make_topic("document", "threaded")
+    theirs = comment_services.comment_create(topic=topic, author=bob, text="bob's")
+    mine = comment_services.comment_create(topic=topic, author=alice, text="alice's", parent=theirs.id)
+    comment_services.comment_like(topic=topic, comment_id=theirs.id, user=alice)  # before the ban: an Unlike
+    like, flag = f"/t/{topic.slug}/c/{theirs.id}/like/", f"/t/{topic.slug}/c/{theirs.id}/flag/"
+    edit, delete = f"/t/{topic.slug}/c/{mine.id}/edit/", f"/t/{topic.slug}/c/{mine.id}/delete/"
+    controls = (like, flag, edit, delete, "Unlike", ">Report<", ">Edit<", ">Delete<")
+    client.force_login(alice)
+    html = client.get(topic.get_absolute_url()).content.decode()
+    assert all(c in html for c in controls)
+    services.ban_create(username="alice", moderator=editor, reason="spam")
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(topic.get_absolute_url()).content.decode()
+    assert [c for c in controls if c in html] == []
+    # What is still theirs to do: read, see who liked, follow a permalink.
+    assert "1 like" in html and "liked by" in html and f'href="/t/{topic.slug}/c/{theirs.id}/"' in html
+    assert sum("moderation_usermoderation" in q["sql"] for q in queries.captured_queries) == 1  # not one a comment
+    # The writes those controls send are refused indeed (unliking too).
+    fetch = {"HTTP_X_REQUESTED_WITH": "fetch"}
+    assert client.post(like, {"action": "unlike"}, **fetch).status_code == 403
+    assert client.post(flag, {"reason": "spam"}, **fetch).status_code == 403
+    assert client.post(edit, {"text": "again"}, **fetch).status_code == 403
+    assert client.post(delete, **fetch).status_code == 403
+    permalink = client.get(f"/t/{topic.slug}/c/{theirs.id}/").content.decode()
+    assert "alice's" in permalink and [c for c in controls if c in permalink] == []
+    late = comment_services.comment_create(topic=topic, author=bob, text="posted while the page was open")
+    new = client.get(f"/t/{topic.slug}/comments/new/?after=2").json()["html"]
+    assert "posted while the page was open" in new
+    assert f"/c/{late.id}/like/" not in new and f"/c/{late.id}/flag/" not in new and ">Report<" not in new
+    # Others and editors keep them.
+    client.force_login(bob)
+    html = client.get(topic.get_absolute_url()).content.decode()
+    assert f"/c/{mine.id}/like/" in html and f"/c/{mine.id}/flag/" in html and f"/c/{late.id}/edit/" in html
+    client.force_login(editor)
+    html = client.get(topic.get_absolute_url()).content.decode()
+    assert all(url in html for url in (like, flag, edit, delete))
+
+
 def test_queue_page_for_editors_with_bulk_action(client, topic, alice, editor):
     services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
     comment_services.comment_create(topic=topic, author=alice, text="queued <b>text</b>")
