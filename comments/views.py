@@ -8,7 +8,7 @@ follow post-redirect-get: a success message, or the service's refusal. A refusal
 throws away what was typed: the text is kept as a draft in the session and the page the
 visitor comes back to shows it in the same form with the error beside it (and a
 preview, when "Preview" was pressed). Bad `page`/`order` parameters redirect to the
-topic's first page with a message; a page past the last one is a 404.
+topic's first page with a message; a page past the last one redirects to the last page.
 
 In-place actions: a request sent by static/js/comments.js (header `X-Requested-With:
 fetch`) gets the re-rendered comment as an HTML fragment instead of a redirect (or the

@@ -19,7 +19,7 @@ from comments.managers.base import PENDING as HELD_STATUS
 from comments.managers.base import Author, Comment
 from core.cursors import parse_time_cursor, time_cursor
 from core.errors import InvalidInput
-from core.paging import Page, parse_page_size
+from core.paging import Page, PastTheLastPage, parse_page_size
 from core.permissions import require_moderator
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import PENDING, STATES, words_of
@@ -238,12 +238,15 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
 
 
 def bans_page(*, viewer, request) -> object:
-    """Users under a ban or pre-moderation, most recently changed first (a Django page)."""
+    """Users under a ban or pre-moderation, most recently changed first (a Django page); a page
+    past the last one is PastTheLastPage (page 1 always exists)."""
     require_moderator(viewer)
     qs = UserModeration.objects.select_related("user").order_by("-updated")
     qs = qs.filter(banned=True) | qs.filter(premoderated=True)
     count = qs.count()
     page = Page(items=[], count=count, page=request.page, page_size=request.page_size)
+    if request.page > page.num_pages:
+        raise PastTheLastPage(f"There is no page {request.page}.", last_page=page.num_pages)
     page.items = list(qs[request.skip: request.skip + request.page_size])
     return page
 

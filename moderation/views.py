@@ -37,7 +37,7 @@ from django.views.decorators.http import require_POST
 from comments import selectors as comment_selectors
 from comments.ids import is_comment_id
 from core.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, ServiceError
-from core.paging import parse_page_request
+from core.paging import PastTheLastPage, last_page_url, parse_page_request
 from core.permissions import can_moderate, require_moderator
 from core.redirects import posted_next
 from moderation import selectors, services
@@ -250,5 +250,7 @@ def users(request):
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("moderation-users")
+    except PastTheLastPage as exc:  # an old link to a list that has shrunk: its last page
+        return redirect(last_page_url(request, exc))
     return TemplateResponse(request, "moderation/users.html", {**_admin_context(request, "Bans and pre-moderation"),
                                                                "page": page, "form": BanForm(), "query": ""})

@@ -246,3 +246,19 @@ def test_a_ban_until_a_date_in_another_scripts_digits_is_refused(client, alice, 
     assert r.status_code == 400 and "publish_at" in r.json()["errors"]
     assert api_client.post("/api/moderation/bans/", {"username": "alice", "until": "2030-01-01T00:00:00Z"},
                            format="json").status_code == 201
+
+
+def test_the_users_page_past_its_last_page_redirects_there_with_its_other_parameters(client, api_client, make_user, editor):
+    client.force_login(editor)
+    assert client.get("/moderation/users/").status_code == 200  # nobody restricted: an empty page 1
+    assert client.get("/moderation/users/?page=1").status_code == 200
+    assert client.get("/moderation/users/?page=3")["Location"] == "/moderation/users/?page=1"
+    for name in ("ann", "ben", "cat"):
+        make_user(name)
+        services.ban_create(username=name, moderator=editor, reason="spam")
+    r = client.get("/moderation/users/?page=9&page_size=2", follow=True)
+    assert r.redirect_chain == [("/moderation/users/?page=2&page_size=2", 302)]
+    html = r.content.decode()
+    assert 'value="ann"' in html and 'value="ben"' not in html  # most recently changed first
+    api_client.force_authenticate(editor)
+    assert api_client.get("/api/moderation/bans/?page=9&page_size=2").status_code == 404  # the API answers 404
