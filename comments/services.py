@@ -67,7 +67,7 @@ from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.migration import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
-from core.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
+from core.errors import Conflict, Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
 from core.markdown import render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -610,8 +610,10 @@ def _delete(topic, comment_id: str, user, w) -> Comment:
 
 def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
     """Earlier texts of a comment, newest first: for its author and editors only; Gone for a
-    deleted comment."""
-    _require_writer(user, "see revisions")
+    deleted comment. A read, not a write: a banned author still sees their own earlier texts
+    (a ban stops writing), so no write check here, only a log-in."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise NotAuthenticated("Log in to see revisions.")
     comment = _existing(topic, comment_id)
     # A deletion takes the text and every earlier version with it (comment_delete drops the
     # revisions), for everyone: its author and editors too. So a deleted comment's revisions are

@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from comments import services as comment_services
+from core.errors import Forbidden, Gone, NotAuthenticated
 from moderation import services
 from moderation.managers import ModerationQueueManager
 
@@ -262,3 +263,30 @@ def test_the_users_page_past_its_last_page_redirects_there_with_its_other_parame
     assert 'value="ann"' in html and 'value="ben"' not in html  # most recently changed first
     api_client.force_authenticate(editor)
     assert api_client.get("/api/moderation/bans/?page=9&page_size=2").status_code == 404  # the API answers 404
+
+
+def test_a_banned_author_still_sees_the_revisions_of_their_live_comment(client, api_client, topic, alice, bob, editor):
+    """Seeing one's own earlier texts is a read: a ban stops writing, not reading."""
+    comment = comment_services.comment_create(topic=topic, author=alice, text="the text as first posted")
+    comment_services.comment_edit(topic=topic, comment_id=comment.id, text="the text now", user=alice)
+    services.ban_create(username="alice", moderator=editor, reason="spam")
+    for user in (alice, editor):
+        history = comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=user)
+        assert [r.text for r in history] == ["the text as first posted"], user
+    with pytest.raises(Forbidden, match="Only its author and editors"):
+        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=bob)
+    with pytest.raises(NotAuthenticated):
+        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=None)
+    revisions = f"/t/{topic.slug}/c/{comment.id}/revisions/"
+    client.force_login(alice)
+    assert f'href="{revisions}"' in client.get(topic.get_absolute_url()).content.decode()  # its "edited" link
+    r = client.get(revisions)
+    assert r.status_code == 200 and "the text as first posted" in r.content.decode()
+    api_client.force_authenticate(alice)
+    r = api_client.get(f"/api/topics/{topic.slug}/comments/{comment.id}/revisions/")
+    assert r.status_code == 200 and [v["text"] for v in r.json()["results"]] == ["the text as first posted"]
+    comment_services.comment_delete(topic=topic, comment_id=comment.id, user=editor)
+    with pytest.raises(Gone):  # deleted: gone with the comment, for its author as for everyone
+        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=alice)
+    client.logout()
+    assert client.get(revisions)["Location"].startswith("/accounts/login/")
