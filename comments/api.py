@@ -131,7 +131,7 @@ class CommentRevisionsApi(APIView):
                    responses={200: CommentRevisionListSerializer, 401: ERROR, 403: ERROR, 404: ERROR, 410: ERROR})
     def get(self, request, slug, comment_id):
         topic = topic_get(slug=slug, viewer=request.user)
-        revisions = services.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
+        revisions = selectors.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
         return Response({"count": len(revisions), "results": CommentRevisionSerializer(revisions, many=True).data})
 
 

@@ -9,7 +9,8 @@ the key of those inputs costs microseconds. So `article()` keeps the rendered HT
 anonymous views in a bounded, per-process LRU keyed by every input the template reads:
 a like, an edit, a moderation, a rename or the passing of a minute changes the key, so a
 page never shows a stale comment and nothing needs invalidating. Signed-in viewers, and
-a request carrying messages (a note beside one comment), are rendered as before.
+a request carrying messages (a note beside one comment), are rendered as before. Settings
+are not in the key: they are fixed for a process's life (the tests empty it between tests).
 
 The key's inputs are listed in `_key()`; `tests/comments/test_rendering.py` renders
 comments of every kind both ways and requires the same HTML.
@@ -58,9 +59,10 @@ def article(context, comment, **values) -> str:
 
 def _key(context, comment) -> tuple | None:
     """Every input `_comment.html` reads for an anonymous viewer, or None when the viewer is
-    signed in or the request carries messages (shown beside the comment they name)."""
+    signed in, the request carries messages (shown beside the comment they name) or the viewer
+    has muted authors (`muted`: no anonymous viewer has today, comments/viewers.py)."""
     user = context.get("user")
-    if user is None or getattr(user, "is_authenticated", True) or context.get("messages"):
+    if user is None or getattr(user, "is_authenticated", True) or context.get("messages") or context.get("muted"):
         return None
     author = comment.author
     digest = hashlib.blake2b(digest_size=16)

@@ -48,9 +48,10 @@ from comments.managers.base import (
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.fields import HOT_BY_CURSOR
 from comments.managers.likes import CommentLikeManager
+from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
 from core import paging
-from core.errors import InvalidInput, NotFound
+from core.errors import Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from core.permissions import can_moderate
@@ -312,11 +313,43 @@ def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEF
 def comment_place(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
     """Where the topic page shows `comment` in `order`, as that page's query: {"order", "page"},
     or in hot order, which has no page numbers, {"order", "cursor"}: the page starting at the
-    comment (its key as the comment carries it: a new comment's, or one just read)."""
+    comment (its key as the comment carries it: it must carry its number, as a post's result does)."""
     order = _order(topic, order)
     if order == HOT:
         return {"order": order, "cursor": hot_cursor_at(comment)}
     return {"page": comment_page_of(topic=topic, comment=comment, order=order, page_size=page_size), "order": order}
+
+
+def can_see_revisions(comment: Comment, user) -> bool:
+    """Its author (while they may see it) and editors."""
+    if can_moderate(user):
+        return True
+    return (user is not None and getattr(user, "is_authenticated", False) and comment.author is not None
+            and comment.author.id == user.pk and can_see(comment, user))
+
+
+def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
+    """Earlier texts of a comment, newest first: for its author and editors only; Gone for a
+    deleted comment (comments.services.comment_delete drops its revisions). A read, not a write:
+    a banned author still sees their own earlier texts (a ban stops writing), so no write check
+    here, only a log-in."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise NotAuthenticated("Log in to see revisions.")
+    comment = comment_stored(topic=topic, comment_id=comment_id)
+    if comment is None:
+        raise NotFound("No such comment in this topic.")
+    # A deletion takes the text and every earlier version with it (comment_delete drops the
+    # revisions), for everyone: its author and editors too. So a deleted comment's revisions are
+    # not refused to its author as to a stranger (403): the answer says they are gone.
+    if comment.status == DELETED:
+        raise Gone("This comment was deleted: its text and its earlier versions were deleted with it.")
+    if not can_see_revisions(comment, user):
+        raise Forbidden("Only its author and editors can see a comment's revisions.")
+    history = CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
+    missing = [i for i, r in enumerate(history) if r.text and not r.html]  # texts kept from before Markdown
+    for i, html in zip(missing, comment_render_many(texts=[history[i].text for i in missing]), strict=True):
+        history[i] = replace(history[i], html=html)
+    return history
 
 
 def comment_liked_ids(*, topic, comment_ids: list[str], viewer, fresh: bool = False) -> set[str]:

@@ -63,11 +63,11 @@ from comments.managers.base import (
 )
 from comments.managers.credits import CreditFlowManager
 from comments.managers.likes import CommentLikeManager
-from comments.managers.revisions import CommentRevisionManager, Revision
+from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.migration import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
-from core.errors import Conflict, Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
+from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -521,14 +521,6 @@ def can_delete(comment: Comment, user) -> bool:
     return can_moderate(user) or (comment.author is not None and comment.author.id == user.pk and comment.status != REMOVED)
 
 
-def can_see_revisions(comment: Comment, user) -> bool:
-    """Its author (while they may see it) and editors."""
-    if can_moderate(user):
-        return True
-    return (user is not None and getattr(user, "is_authenticated", False) and comment.author is not None
-            and comment.author.id == user.pk and can_see(comment, user))
-
-
 def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
     """Replace a comment's text (the author within the edit window, or an editor). The
     replaced text becomes a revision. Returns the comment as it now stands."""
@@ -606,27 +598,6 @@ def _delete(topic, comment_id: str, user, w) -> Comment:
             return deleted
         CommentStatusIndexManager().set(discussion_id=topic.discussion_id, comment_id=comment.id, status=comment.status)
     raise Conflict("The comment changed while you were deleting it; reload and try again.")
-
-
-def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
-    """Earlier texts of a comment, newest first: for its author and editors only; Gone for a
-    deleted comment. A read, not a write: a banned author still sees their own earlier texts
-    (a ban stops writing), so no write check here, only a log-in."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        raise NotAuthenticated("Log in to see revisions.")
-    comment = _existing(topic, comment_id)
-    # A deletion takes the text and every earlier version with it (comment_delete drops the
-    # revisions), for everyone: its author and editors too. So a deleted comment's revisions are
-    # not refused to its author as to a stranger (403): the answer says they are gone.
-    if comment.status == DELETED:
-        raise Gone("This comment was deleted: its text and its earlier versions were deleted with it.")
-    if not can_see_revisions(comment, user):
-        raise Forbidden("Only its author and editors can see a comment's revisions.")
-    history = CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=comment.id)
-    missing = [i for i, r in enumerate(history) if r.text and not r.html]  # texts kept from before Markdown
-    for i, html in zip(missing, comment_render_many(texts=[history[i].text for i in missing]), strict=True):
-        history[i] = replace(history[i], html=html)
-    return history
 
 
 # --- storage primitives of the moderation pipeline ------------------------------------

@@ -36,7 +36,7 @@ from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
 from comments.viewers import muted_ids
 from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
-from core.paging import DEFAULT_PAGE_SIZE, parse_page_request, parse_whole_number
+from core.paging import DEFAULT_PAGE_SIZE, last_page_url, parse_page_request, parse_whole_number
 from core.redirects import posted_next
 from topics.sections import TopicSection
 from topics.selectors import topic_get
@@ -132,13 +132,14 @@ def topic_comments(request, topic):
             return redirect(_page_url(topic, page=1, order=order))  # a bad page or cursor keeps the order chosen
         return redirect(topic.get_absolute_url())
     except selectors.PastTheLastPage as exc:  # an old link to a page that moved or shrank: the last page
-        url = _page_url(topic, page=exc.last_page, order=exc.order)
-        if req.page_size != DEFAULT_PAGE_SIZE:
-            url += "&" + urlencode({"page_size": req.page_size})
-        return redirect(url)
+        return redirect(last_page_url(request, exc))
     except NotFound as exc:
         raise Http404(exc.message) from None
     order = page.extra["order"]
+    if request.GET.get("cursor") and not page.items and page.count:
+        # A cursor past every comment (the comments around it moved, or a link into hot order
+        # started at the first comment and its Previous named nothing): that order's first page.
+        return redirect(_page_url(topic, page=1, order=order))
     orders = [(o, selectors.ORDER_LABELS.get(o, o)) for o in selectors.comment_orders(topic=topic)]
     query = urlencode({"order": order}) + "&"
     if req.page_size != DEFAULT_PAGE_SIZE:
@@ -211,7 +212,7 @@ def comment_revisions(request, slug, comment_id):
     topic = _topic(request, slug)
     try:
         comment = selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
-        revisions = services.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
+        revisions = selectors.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
     except NotAuthenticated:
         return redirect_to_login(request.get_full_path())
     except NotFound as exc:

@@ -34,10 +34,14 @@ def mongo_db(settings):
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    """Django's cache (rate-limit counters, spam fingerprints) starts empty for every test."""
+    """Django's cache (rate-limit counters, spam fingerprints) and the anonymous rendering LRU
+    (comments/rendering.py: a test may change settings it does not key on) start empty for every test."""
     from django.core.cache import cache
 
+    from comments import rendering
+
     cache.clear()
+    rendering.forget()
     yield
     cache.clear()
 

@@ -202,8 +202,11 @@ def encode_cursor(order: str, direction: str, key) -> str:
 def hot_cursor_at(comment: Comment) -> str:
     """A hot-order cursor whose page starts at `comment`: the page after the key one number above
     its own, (hot, seq + 1), since equal hot scores list the higher number first. Hot order has no
-    page numbers (its keys move with every like), so a link to a comment in it is this cursor."""
+    page numbers (its keys move with every like), so a link to a comment in it is this cursor.
+    The comment must carry its number (a post's result does; an embedded `get()` does not)."""
     hot, seq = comment_key(comment, HOT)
+    if seq < 1:
+        raise ValueError(f"comment {comment.id!r} carries no sequence number to start a hot page at")
     return encode_cursor(HOT, FORWARD, (hot, seq + 1))
 
 

@@ -186,7 +186,7 @@ def check_order(manager, order: str) -> None:
 
 
 HOT_BY_CURSOR = ("Hot order is read by cursor: follow a page's next and previous links (page numbers are offered in "
-                 "chronological, newest-first and threaded order).")
+                 "the other orders).")
 
 
 def check_page(manager, order: str, request, cursor) -> None:
@@ -200,7 +200,7 @@ def check_page(manager, order: str, request, cursor) -> None:
 
 def check_position(manager, order: str) -> None:
     """`check_order` for `position()`: hot order has no page numbers, so no position either (a link
-    into it is a cursor starting at the comment, base.start_cursor)."""
+    into it is a cursor starting at the comment, base.hot_cursor_at)."""
     check_order(manager, order)
     if order == HOT:
-        raise ValueError("hot order has no positions: link into it with base.start_cursor")
+        raise ValueError("hot order has no positions: link into it with base.hot_cursor_at")

@@ -55,7 +55,7 @@ def deletable_by(comment, user) -> bool:
 
 @register.filter
 def revisions_visible_to(comment, user) -> bool:
-    return services.can_see_revisions(comment, user)
+    return selectors.can_see_revisions(comment, user)
 
 
 @register.filter

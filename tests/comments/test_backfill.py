@@ -111,7 +111,7 @@ def test_an_edit_racing_the_backfill_keeps_its_own_html(topic, old_discussion, m
 def test_revisions_from_before_markdown_are_rendered(topic, old_discussion, editor):
     root, _, _ = old_discussion
     services.comment_edit(topic=topic, comment_id=root.id, text="new text", user=editor)
-    revisions = services.comment_revisions(topic=topic, comment_id=root.id, user=editor)
+    revisions = selectors.comment_revisions(topic=topic, comment_id=root.id, user=editor)
     assert revisions[0].text.startswith("**bold**") and BOLD in revisions[0].html
 
 

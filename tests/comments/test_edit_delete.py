@@ -56,11 +56,11 @@ def test_author_edits_within_the_window_and_revisions_are_kept(topic, alice, bob
     e2 = services.comment_edit(topic=topic, comment_id=c.id, text="third", user=editor)  # editors: any comment
     got = selectors.comment_get(topic=topic, comment_id=c.id)
     assert (got.text, got.edited) == ("third", e2.edited)
-    history = services.comment_revisions(topic=topic, comment_id=c.id, user=alice)
+    history = selectors.comment_revisions(topic=topic, comment_id=c.id, user=alice)
     assert [(r.text, r.editor.name) for r in history] == [("second *try*", "editor"), ("first", "alice")]
     assert history[0].html == "<p>second <em>try</em></p>"
     with pytest.raises(Forbidden):
-        services.comment_revisions(topic=topic, comment_id=c.id, user=bob)
+        selectors.comment_revisions(topic=topic, comment_id=c.id, user=bob)
     with pytest.raises(Forbidden):
         services.comment_edit(topic=topic, comment_id=c.id, text="not mine", user=bob)
     with pytest.raises(NotAuthenticated):
@@ -88,7 +88,7 @@ def test_delete_leaves_a_tombstone_and_removes_text_and_revisions(topic, alice, 
     assert CommentRevisionManager().history(discussion_id=topic.discussion_id, comment_id=root.id) == []
     for user in (alice, editor, bob):  # gone for everyone, and the answer says so
         with pytest.raises(Gone, match="deleted"):
-            services.comment_revisions(topic=topic, comment_id=root.id, user=user)
+            selectors.comment_revisions(topic=topic, comment_id=root.id, user=user)
     for viewer in (None, alice, editor):  # a tombstone for everyone, editors included
         seen = selectors.comment_get(topic=topic, comment_id=root.id, viewer=viewer)
         assert (seen.status, seen.text, seen.html, seen.author) == (DELETED, "", "", None)

@@ -113,3 +113,26 @@ def test_after_posting_in_hot_order_you_land_on_the_page_that_starts_at_your_com
         shown = re.findall(r'<article[^>]* id="c-([a-z0-9]+)"', html)
         assert shown[0] == comment_id, (storage, order)  # after the 15 liked ones, first of the unliked
         assert 'rel="prev"' in html
+
+
+def test_previous_from_a_link_that_starts_at_the_first_hot_comment_goes_to_page_1(make_topic, alice, make_user):
+    """A link into hot order starts at the comment; when that comment is the first in hot order
+    (a quiet topic: no likes), its page's Previous names nothing, and following it goes to page 1
+    of hot order rather than to an empty page under "21 comments"."""
+    from tests.comments.test_pages import csrf_client, csrf_token
+
+    topic = make_topic("document", "threaded")
+    bob = make_user("bob")
+    for n in range(21):
+        services.comment_create(topic=topic, author=bob, text=f"earlier {n}")
+    client = csrf_client(alice)
+    reading = f"/t/{topic.slug}/?order=hot"
+    r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, newest of all", "next": reading,
+                                                    "csrfmiddlewaretoken": csrf_token(client, reading)})
+    url, comment_id = r["Location"].split("#c-")
+    html = client.get(url).content.decode()
+    previous = re.search(r'rel="prev" href="\?([^"]+)"', html).group(1).replace("&amp;", "&")
+    r = client.get(f"/t/{topic.slug}/?{previous}")
+    assert r.status_code == 302 and r["Location"] == f"/t/{topic.slug}/?page=1&order=hot"
+    html = client.get(r["Location"]).content.decode()
+    assert re.findall(r'<article[^>]* id="c-([a-z0-9]+)"', html)[0] == comment_id

@@ -74,6 +74,34 @@ def test_a_change_to_any_input_is_a_new_key(topic):
     assert _render(CACHED, topic, base, depth=2) != first and _render(CACHED, topic, base, highlight=True) != first
 
 
+def test_the_timezone_language_and_topic_are_in_the_key(topic):
+    from types import SimpleNamespace
+
+    from django.utils import timezone, translation
+
+    comment = Comment(id="abc1", discussion_id=1, parent=None, path="abc1", depth=0, sort_key="k",
+                      author=Author(id=1, name="alice"), text="t", html="<p>t</p>", posted=NOW - timedelta(days=2))
+    first = _render(CACHED, topic, comment)
+    with timezone.override("Asia/Tokyo"):
+        assert _render(CACHED, topic, comment) == _render(DIRECT, topic, comment) != first
+    with translation.override("fr"):
+        assert _render(CACHED, topic, comment) == _render(DIRECT, topic, comment)
+    other = SimpleNamespace(slug="another-topic")  # the one field of the topic the template reads for them
+    assert _render(CACHED, other, comment) == _render(DIRECT, other, comment) != first
+
+
+def test_a_request_with_messages_or_muted_authors_is_rendered_each_time(topic):
+    comment = Comment(id="abc1", discussion_id=1, parent=None, path="abc1", depth=0, sort_key="k",
+                      author=Author(id=1, name="alice"), text="t", html="<p>t</p>", posted=NOW)
+    request = RequestFactory().get("/t/x/")
+    request.user = AnonymousUser()
+    CACHED.render({"topic": topic, "comment": comment, "depth": 0, "messages": ["a note"]}, request)
+    CACHED.render({"topic": topic, "comment": comment, "depth": 0, "muted": {1}}, request)
+    assert rendering._kept == {}
+    CACHED.render({"topic": topic, "comment": comment, "depth": 0}, request)
+    assert len(rendering._kept) == 1
+
+
 def test_signed_in_viewers_are_rendered_each_time(topic, alice):
     rendering.forget()
     comment = services.comment_create(topic=topic, author=alice, text="mine")

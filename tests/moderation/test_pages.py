@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from comments import selectors as comment_selectors
 from comments import services as comment_services
 from core.errors import Forbidden, Gone, NotAuthenticated
 from moderation import services
@@ -271,12 +272,12 @@ def test_a_banned_author_still_sees_the_revisions_of_their_live_comment(client, 
     comment_services.comment_edit(topic=topic, comment_id=comment.id, text="the text now", user=alice)
     services.ban_create(username="alice", moderator=editor, reason="spam")
     for user in (alice, editor):
-        history = comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=user)
+        history = comment_selectors.comment_revisions(topic=topic, comment_id=comment.id, user=user)
         assert [r.text for r in history] == ["the text as first posted"], user
     with pytest.raises(Forbidden, match="Only its author and editors"):
-        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=bob)
+        comment_selectors.comment_revisions(topic=topic, comment_id=comment.id, user=bob)
     with pytest.raises(NotAuthenticated):
-        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=None)
+        comment_selectors.comment_revisions(topic=topic, comment_id=comment.id, user=None)
     revisions = f"/t/{topic.slug}/c/{comment.id}/revisions/"
     client.force_login(alice)
     assert f'href="{revisions}"' in client.get(topic.get_absolute_url()).content.decode()  # its "edited" link
@@ -287,6 +288,6 @@ def test_a_banned_author_still_sees_the_revisions_of_their_live_comment(client, 
     assert r.status_code == 200 and [v["text"] for v in r.json()["results"]] == ["the text as first posted"]
     comment_services.comment_delete(topic=topic, comment_id=comment.id, user=editor)
     with pytest.raises(Gone):  # deleted: gone with the comment, for its author as for everyone
-        comment_services.comment_revisions(topic=topic, comment_id=comment.id, user=alice)
+        comment_selectors.comment_revisions(topic=topic, comment_id=comment.id, user=alice)
     client.logout()
     assert client.get(revisions)["Location"].startswith("/accounts/login/")
