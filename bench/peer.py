@@ -10,7 +10,7 @@ Hot order has no page numbers (its keys move with every like): its middle and la
 the cursor pages (`?order=hot&cursor=...`) starting where those page numbers would, the
 cursor being the key of the comment before them, as the previous page's `next` names it.
 We count MongoDB round trips and documents (bench.counting) and SQL queries (the topic
-and the session); `ms` is the median wall time of `repeats` requests after a warm-up.
+and the session); `ms` is the median wall time of `peer_repeats` requests (5 at full size) after a warm-up.
 
 The peer's side runs in a subprocess per size with bench/xtd_settings.py (see
 bench/xtd_peer.py): the same tree in SQLite, with the rows XtdComment.save() leaves (bulk-written), its
@@ -120,7 +120,7 @@ def ours(bench) -> list[dict]:
                     for position, page in positions(len(comments), sizes.page_size):
                         query = page_query(order, page, sizes.page_size, hot_keys)
                         for case, url in PAGES:
-                            stats, body = render(bench, client, url.format(slug=topic.slug, query=query), sizes.repeats)
+                            stats, body = render(bench, client, url.format(slug=topic.slug, query=query), sizes.peer_repeats)
                             if case == "peer.api" and order == HOT:  # the cursor page is the page it stands for
                                 start = (page - 1) * sizes.page_size
                                 got = [c["id"] for c in json.loads(body)["results"]]
@@ -149,7 +149,7 @@ def xtd(bench) -> dict | None:
     for size in sizes.peer_sizes:
         command = [sys.executable, "-m", "bench.xtd_peer", "--size", str(size),
                    "--pages", ",".join(str(page) for _, page in positions(size, sizes.page_size)),
-                   "--repeats", str(sizes.repeats), "--api"]
+                   "--repeats", str(sizes.peer_repeats), "--api"]
         if bench.mode == "full" and size == sizes.peer_comments:
             command.append("--tree")
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)

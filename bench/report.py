@@ -195,7 +195,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
         ["sizes", f"comments {sizes['comments']:,} (also {sweep_sizes(sizes)}), "
                   f"followers {sizes['followers']:,}, fan-out up to {sizes['feed_followers']:,}, "
                   f"peer discussions {_peer_sizes(sizes)}, page size {sizes['page_size']}, "
-                  f"{sizes['repeats']} timed repetition(s) per read"],
+                  f"{sizes['repeats']} timed repetition(s) per read"
+                  + (f", the peer comparison's wall times the median of {sizes['peer_repeats']}"
+                     if sizes.get("peer_repeats") else "")],
         ["MongoDB engine", machine["engine"]],
         ["CPU", f"{machine['cpu']} ({machine['cpus']} logical CPUs)"],
         ["Python", machine["python"]],

@@ -45,16 +45,19 @@ class Sizes:
     page_size: int = 20
     repeats: int = 3
     post_repeats: int = 5
+    # Wall time against xtd is a median, so it takes several samples even where counts need one
+    # (a single sample let one collection pause or scheduling hiccup stand for a page).
+    peer_repeats: int = 5
     feed_activities_per_author: int = 3  # feed.read: recent activities of each followed author
     comment_sweep: tuple[int, ...] = (1_000, 10_000)  # smaller discussions: first and last page only
 
 
 QUICK = Sizes(comments=10_000, followers=20_000, feed_followers=20_000, peer_comments=2_000, peer_sizes=(500, 2_000),
-              repeats=1, post_repeats=3)
+              repeats=1, post_repeats=3, peer_repeats=1)
 # One timed repetition at full size: counts do not vary between repetitions.
 FULL = Sizes(comments=100_000, followers=1_000_000, feed_followers=1_000_000, repeats=1)
 TINY = Sizes(comments=120, followers=2_500, feed_followers=300, following=(3, 10), peer_comments=120, peer_sizes=(120,),
-             repeats=1,
+             repeats=1, peer_repeats=1,
              post_repeats=2, feed_activities_per_author=2, comment_sweep=(30,))
 
 
