@@ -140,14 +140,6 @@ def masked(comments: list[Comment], viewer) -> list[Comment]:
     return [mask(c, viewer) for c in comments]
 
 
-class PastTheLastPage(paging.PastTheLastPage):
-    """A page number past the end, in the order asked for: the API answers 404; pages show the last page instead."""
-
-    def __init__(self, message: str, *, last_page: int, order: str):
-        super().__init__(message, last_page=last_page)
-        self.order = order
-
-
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:
     """One page of the topic's comments in `order` (default: the topic's order).
 
@@ -159,7 +151,7 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     comments the viewer may see, most liked first (at most PINNED_SHOWN; one more read,
     only when the discussion's hint says it has pinned comments), else []. The ordinary
     pages are unchanged by pins: counts, page numbers and cursors stay as they were.
-    A page number past the last page is PastTheLastPage, a NotFound (page 1 of an empty discussion is an
+    A page number past the last page is core.paging.PastTheLastPage, a NotFound (page 1 of an empty discussion is an
     empty page); a bad cursor is InvalidInput.
     """
     order = _order(topic, order)
@@ -172,8 +164,8 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
             discussion_id=topic.discussion_id, order=order, request=request, threaded=is_threaded(topic),
             cursor=cursor or None)
     if not cursor and request.page > page.num_pages:
-        raise PastTheLastPage(f"There is no page {request.page}: this discussion has {page.num_pages}.",
-                              last_page=page.num_pages, order=order)
+        raise paging.PastTheLastPage(f"There is no page {request.page}: this discussion has {page.num_pages}.",
+                                     last_page=page.num_pages)
     pinned: list[Comment] = []
     if not cursor and request.page == 1 and order != HOT and page.extra.get("pinned_count"):
         pinned = [c for c in comment_manager(topic).pinned(discussion_id=topic.discussion_id, limit=PINNED_SHOWN,

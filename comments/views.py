@@ -36,7 +36,7 @@ from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
 from comments.viewers import muted_ids
 from core.errors import InvalidInput, NotAuthenticated, NotFound, ServiceError
-from core.paging import DEFAULT_PAGE_SIZE, last_page_url, parse_page_request, parse_whole_number
+from core.paging import DEFAULT_PAGE_SIZE, PastTheLastPage, last_page_url, parse_page_request, parse_whole_number
 from core.redirects import posted_next
 from topics.sections import TopicSection
 from topics.selectors import topic_get
@@ -131,7 +131,7 @@ def topic_comments(request, topic):
         if exc.field != "order" and order in selectors.comment_orders(topic=topic):
             return redirect(_page_url(topic, page=1, order=order))  # a bad page or cursor keeps the order chosen
         return redirect(topic.get_absolute_url())
-    except selectors.PastTheLastPage as exc:  # an old link to a page that moved or shrank: the last page
+    except PastTheLastPage as exc:  # an old link to a page that moved or shrank: the last page
         return redirect(last_page_url(request, exc))
     except NotFound as exc:
         raise Http404(exc.message) from None

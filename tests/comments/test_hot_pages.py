@@ -92,7 +92,7 @@ def test_hot_order_pages_by_cursor_on_the_page_and_in_the_api(client, topic, ali
 
 
 def test_after_posting_in_hot_order_you_land_on_the_page_that_starts_at_your_comment(make_topic, alice, make_user):
-    from tests.comments.test_pages import csrf_client, csrf_token
+    from tests.comments.test_pages import post_while_reading
 
     for storage, order in (("document", "threaded"), ("embedded", "threaded"), ("embedded", "chronological"),
                            ("bucketed", "chronological")):
@@ -102,10 +102,7 @@ def test_after_posting_in_hot_order_you_land_on_the_page_that_starts_at_your_com
             comment = services.comment_create(topic=topic, author=fan, text=f"earlier {n}")
             if n % 2:  # liked comments come before any new one in hot order
                 services.comment_like(topic=topic, comment_id=comment.id, user=alice)
-        client = csrf_client(alice)
-        reading = f"/t/{topic.slug}/?order=hot"
-        r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, hot", "next": reading,
-                                                        "csrfmiddlewaretoken": csrf_token(client, reading)})
+        client, r = post_while_reading(alice, topic, f"/t/{topic.slug}/?order=hot", "mine, hot")
         assert r.status_code == 302, storage
         url, comment_id = r["Location"].split("#c-")
         assert url.startswith(f"/t/{topic.slug}/?order=hot&cursor="), r["Location"]
@@ -119,16 +116,13 @@ def test_previous_from_a_link_that_starts_at_the_first_hot_comment_goes_to_page_
     """A link into hot order starts at the comment; when that comment is the first in hot order
     (a quiet topic: no likes), its page's Previous names nothing, and following it goes to page 1
     of hot order rather than to an empty page under "21 comments"."""
-    from tests.comments.test_pages import csrf_client, csrf_token
+    from tests.comments.test_pages import post_while_reading
 
     topic = make_topic("document", "threaded")
     bob = make_user("bob")
     for n in range(21):
         services.comment_create(topic=topic, author=bob, text=f"earlier {n}")
-    client = csrf_client(alice)
-    reading = f"/t/{topic.slug}/?order=hot"
-    r = client.post(f"/t/{topic.slug}/comments/", {"text": "mine, newest of all", "next": reading,
-                                                    "csrfmiddlewaretoken": csrf_token(client, reading)})
+    client, r = post_while_reading(alice, topic, f"/t/{topic.slug}/?order=hot", "mine, newest of all")
     url, comment_id = r["Location"].split("#c-")
     html = client.get(url).content.decode()
     previous = re.search(r'rel="prev" href="\?([^"]+)"', html).group(1).replace("&amp;", "&")

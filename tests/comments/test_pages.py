@@ -24,6 +24,13 @@ def csrf_token(client, url) -> str:
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
 
 
+def post_while_reading(user, topic, reading: str, text: str):
+    """`user` posts `text` from the page `reading` (the form's `next`): the response, a redirect."""
+    client = csrf_client(user)
+    return client, client.post(f"/t/{topic.slug}/comments/", {"text": text, "next": reading,
+                                                               "csrfmiddlewaretoken": csrf_token(client, reading)})
+
+
 def messages_of(response) -> list[str]:
     return [str(m) for m in response.context["messages"]] if response.context else []
 
