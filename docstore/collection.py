@@ -27,7 +27,7 @@ from docstore import planner as P
 from docstore import semantics as S
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
-from docstore.storage import IndexInfo
+from docstore.storage import IndexInfo, new_generation
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -143,7 +143,7 @@ class Collection:
         return None
 
     def _query(self, conn, q: Query):
-        return Executor(conn, self._info(), q).run()
+        return Executor(conn, self._info(), q, kept=self._store.kept).run()
 
     def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, **kwargs):
         if not isinstance(filter, Mapping):
@@ -255,8 +255,8 @@ class Collection:
         stored = decode(data)
         id_key = K.encode(stored["_id"])
         try:
-            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc) VALUES (?, ?, ?)",
-                               (id_key, bson.encode({"_id": doc["_id"]}), data))
+            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
+                               (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
         except Exception as exc:
             if "UNIQUE" not in str(exc):
                 raise
@@ -388,7 +388,7 @@ class Collection:
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
-        conn.execute(f"UPDATE {info.table} SET doc=? WHERE rid=?", (data, rid))
+        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
 

@@ -17,7 +17,7 @@ from bson.codec_options import CodecOptions
 from docstore import keys as K
 from docstore import planner as P
 from docstore.cut import cut
-from docstore.raw import RawDocument
+from docstore.raw import KeptDocuments, RawDocument
 from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo
 
@@ -177,8 +177,10 @@ def query_shape(value):
 
 
 class Executor:
-    def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True):
+    def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True,
+                 kept: KeptDocuments | None = None):
         self.conn, self.coll, self.q = conn, coll, query
+        self.kept = kept  # the store's large documents read in place, by stored version (raw reads)
         self.use_plan_cache = use_plan_cache
         self.filter = naive(query.filter or {})
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
@@ -189,6 +191,8 @@ class Executor:
     def fetch(self, rid: int, stats: Stats, *, final: bool = False) -> dict | None:
         """The document `rid`; `final`: as the reader gets it, when nothing here reads it again
         (the index keys answered the whole filter, in the order asked for)."""
+        if final and self.q.raw and self.kept is not None:
+            return self._in_place(rid, stats)
         row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
@@ -207,6 +211,22 @@ class Executor:
         # One C decode of a large document costs a fraction of walking it afterwards to make its
         # dates aware (an 8 MB discussion document: about 75 ms against about 400 ms).
         return Aware(bson.decode(row[0], AWARE_CODEC)) if self.q.aware else decode(row[0])
+
+    def _in_place(self, rid: int, stats: Stats) -> RawDocument | None:
+        """The document `rid` read in place for `$project` stages: the view kept for its stored
+        version when there is one (docstore.raw.KeptDocuments; the version read in this
+        operation's transaction), else its bytes, kept when large."""
+        table = self.coll.table
+        head = self.conn.execute(f"SELECT gen FROM {table} WHERE rid=?", (rid,)).fetchone()
+        stats.docs += 1
+        if not head:
+            return None
+        document = self.kept.get(table, rid, head[0])
+        if document is None:
+            row = self.conn.execute(f"SELECT doc FROM {table} WHERE rid=?", (rid,)).fetchone()
+            document = RawDocument(row[0], CODEC)
+            self.kept.keep(table, rid, head[0], document)
+        return document
 
     # --- index ranges ------------------------------------------------------------------------------
 

@@ -9,14 +9,24 @@ found by stepping over the elements before it (each element's type byte and name
 length, docstore.cut), an array's elements are located once, and only what the expression
 returns is decoded (`materialize`), with the codec the rest of the engine uses.
 
+A server keeps the documents it reads in its cache (WiredTiger's); `KeptDocuments` is that
+for large documents: a view, with the offsets and indexes its reads found, outlives the
+operation, so the next page of the same discussion reads twenty comments and not the 12,000
+offsets of its array first.
+
 Format: BSON specification 1.1 (bsonspec.org). Values are compared and returned as the
 decoded document would give them: a scalar is decoded as bson.decode decodes it, an
 embedded document or array stays a view until it is returned.
+
+Views are shared by the threads of a process (through KeptDocuments): what a view learns is
+built whole, then published by one assignment, so a thread sees it complete or not at all.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
+from collections import OrderedDict
 
 import bson
 from bson.codec_options import CodecOptions
@@ -160,7 +170,7 @@ class RawArray:
         maps one to one to the string: nothing is decoded), then each lookup is a dict lookup."""
         found = self._where.get(field)
         if found is None:
-            found = self._where[field] = {}
+            found = {}
             blob, length = self.blob, _INT32.unpack_from
             first = bytes((_STRING,)) + field.encode() + b"\0"  # `type name\0` of the field as a string
             skip = 4 + len(first)
@@ -176,6 +186,7 @@ class RawArray:
                         continue
                     key = value.encode("utf-8")
                 found.setdefault(key, []).append(index)
+            self._where[field] = found  # published whole (module docstring)
         return [self[index] for index in found.get(wanted.encode("utf-8", "surrogatepass"), ())]
 
     def field_values(self, field: str) -> list | None:
@@ -202,3 +213,59 @@ def materialize(value):
     if type(value) is dict:
         return {k: materialize(v) for k, v in value.items()}
     return value
+
+
+class KeptDocuments:
+    """Large documents read in place (`RawDocument`), kept between operations with what reading
+    them found: each array's element offsets and its index by a field. Without it a page of a
+    discussion document of 12,000 comments locates 12,000 elements before it reads its twenty.
+
+    An entry stands for one stored version of one document: the documents table's `gen`
+    (docstore.storage), a random 63-bit number written with every insert and update of the
+    row, read in the reading operation's own transaction. The same `gen` is the same bytes,
+    whichever process or thread wrote them; another `gen`, or none (a row written before the
+    column existed), is read from the table again. A rolled-back write leaves the row's old
+    `gen`, so what was read inside it is never matched.
+
+    Only documents of at least SMALLEST bytes are kept (reading a small one costs less than
+    keeping it); each is charged twice its size (the offsets and indexes it gathers), and the
+    least recently read go first beyond `limit` bytes."""
+
+    SMALLEST = 256 * 1024
+
+    def __init__(self, limit: int = 64 * 1024 * 1024):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, int], tuple[int, RawDocument, int]] = OrderedDict()
+        self._bytes = 0
+        self.hits = 0  # reads answered by a kept view (for tests and the curious)
+
+    def get(self, table: str, rid: int, gen: int | None) -> RawDocument | None:
+        if gen is None:
+            return None
+        with self._lock:
+            entry = self._entries.get((table, rid))
+            if entry is None or entry[0] != gen:
+                return None
+            self._entries.move_to_end((table, rid))
+            self.hits += 1
+            return entry[1]
+
+    def keep(self, table: str, rid: int, gen: int | None, document: RawDocument) -> None:
+        charge = 2 * (document.end - document.start)
+        if gen is None or charge < 2 * self.SMALLEST or charge > self.limit:
+            return
+        with self._lock:
+            old = self._entries.pop((table, rid), None)
+            if old is not None:
+                self._bytes -= old[2]
+            self._entries[(table, rid)] = (gen, document, charge)
+            self._bytes += charge
+            while self._bytes > self.limit:
+                _, (_, _, freed) = self._entries.popitem(last=False)
+                self._bytes -= freed
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0

@@ -14,7 +14,9 @@
 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
-the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; doc: the document as BSON);
+the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; doc: the document as BSON; gen:
+a random number written with every insert and update of the row, which names the stored
+version for docstore.raw.KeptDocuments; NULL in rows written before the column existed);
 per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: the key's values as
 BSON), a WITHOUT ROWID table whose primary key is the index order (each field ASC or
 DESC as declared; SQLite compares BLOBs bytewise, so the order is BSON's).
@@ -32,6 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bson
+
+from docstore.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
 
@@ -142,9 +146,34 @@ class Store:
         self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
         self.closed = False
+        self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.raw)
         with self._lock:
             conn = self._connect()
             conn.executescript(SCHEMA)
+            self._add_generations(conn)
+
+    @staticmethod
+    def _add_generations(conn: sqlite3.Connection) -> None:
+        """The `gen` column in the documents tables of a file made before it existed. SQLite's
+        ADD COLUMN changes only the schema; the rows large enough to be kept get a `gen` (a
+        rewrite of those few rows; the others read NULL and are never kept)."""
+        def lacking():
+            tables = [_load_info(name, tid, blob).table
+                      for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
+                      if bson.decode(blob).get("materialized")]
+            return [t for t in tables if "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}]
+
+        if not lacking():
+            return
+        conn.execute("BEGIN IMMEDIATE")  # another process may be adding them too: look again under the lock
+        try:
+            for table in lacking():
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
+                conn.execute(f"UPDATE {table} SET gen = random() WHERE length(doc) >= ?", (KeptDocuments.SMALLEST,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
@@ -277,7 +306,7 @@ class Store:
         if info.materialized:
             return
         conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, "
-                     f"idv BLOB NOT NULL, doc BLOB NOT NULL)")
+                     f"idv BLOB NOT NULL, doc BLOB NOT NULL, gen INTEGER)")
         for index in info.indexes.values():
             if index.plannable and index.table is None:
                 index.table = self.create_index_table(conn, index)
@@ -374,3 +403,9 @@ class Store:
             self._all.clear()
             self._idle.clear()
         self._local = threading.local()
+
+
+def new_generation() -> int:
+    """A document version's `gen`: random from the operating system, so no two processes (forked
+    from one parent, sharing its random state) write the same one."""
+    return secrets.randbits(63)
