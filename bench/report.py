@@ -158,6 +158,11 @@ def depth_verdicts(rows: list[dict], case: str, key) -> list[dict]:
     return verdicts
 
 
+def note_text(note: dict | str) -> str:
+    """A run's note as written: {"group", "text"}, or its text alone in results written before."""
+    return note["text"] if isinstance(note, dict) else note
+
+
 def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None = None,
           load: dict | None = None, scale: dict | None = None) -> None:
     """The Markdown report of `result`; `load`, a `make bench-load` result (docs/bench/load.json), and `scale`,
@@ -237,8 +242,8 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     if engine_key == "embedded":
         add("- The embedded engine keeps its bench databases in a temporary store (`MONGODB_EMBEDDED_PATH`) "
             "and answers every query through the declared indexes, as a server would.")
-    for note in notes:
-        add(f"- Note from the run: {note}")
+    for text in dict.fromkeys(note_text(note) for note in notes):  # each said once, in order
+        add(f"- Note from the run: {text}")
     add("")
 
     add("## What a round trip is\n")

@@ -70,7 +70,7 @@ class Bench:
     mode: str
     log: Callable[[str], None] = print
     rows: list[dict] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)  # {"group", "text"}: what `--update` replaces with the group
     group: str = ""  # the case group running: recorded on every row (what `--update` replaces)
     _db_serial: int = 0
     _db_prefix: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:8]}")
@@ -121,7 +121,9 @@ class Bench:
         return row
 
     def note(self, text: str) -> None:
-        self.notes.append(text)
+        note = {"group": self.group, "text": text}
+        if note not in self.notes:  # a case that loads the same data at each size says it once
+            self.notes.append(note)
         self.log(f"  note: {text}")
 
     # --- MongoDB databases -----------------------------------------------------
@@ -204,6 +206,14 @@ CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followe
               "peer.api": "peer", "peer.tree": "peer"}
 
 
+def _note_replaced(note: dict | str, groups: tuple[str, ...], cases: tuple[str, ...]) -> bool:
+    """Whether a re-measurement of `groups` replaces `note`: a note of one of them (a note written
+    before notes carried their group: one that starts with the name of one of their cases)."""
+    if isinstance(note, dict):
+        return note.get("group") in groups
+    return note.startswith(cases)
+
+
 def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
     """`fresh`, a run of `groups` only, merged into `previous`, a bench result of the same mode:
     the rows (and notes) of those groups replaced, the rest kept, and the re-measurement
@@ -220,7 +230,8 @@ def merge_into(previous: dict, fresh: dict, groups: tuple[str, ...]) -> dict:
     replaced = {r["case"] for r in previous["rows"] + fresh["rows"] if group_of(r) in groups} | {
         case for case, group in CASE_GROUP.items() if group in groups}
     rows = [r for r in previous["rows"] if group_of(r) not in groups] + fresh["rows"]
-    notes = [n for n in previous.get("notes", []) if not n.startswith(tuple(replaced))] + fresh.get("notes", [])
+    notes = [n for n in previous.get("notes", []) if not _note_replaced(n, groups, tuple(replaced))]
+    notes = [n for i, n in enumerate(notes + fresh.get("notes", [])) if n not in notes[:i]]
     updates = [u for u in previous["info"].get("updates", []) if not set(u["groups"]) <= set(groups)]
     updates.append({"groups": list(groups), "started": fresh["info"]["started"], "seconds": fresh["info"]["seconds"]})
     # Sizes of one mode only grow new fields (peer_sizes): the fresh run's win.

@@ -92,7 +92,7 @@ def test_a_tiny_peer_run_measures_every_order_html_and_api(tmp_path):
     write_report(result, {}, str(docs))
     text = docs.read_text()
     if importlib.util.find_spec("django_comments_xtd") is None:
-        assert "django-comments-xtd is not installed" in " ".join(result["notes"])
+        assert "django-comments-xtd is not installed" in " ".join(n["text"] for n in result["notes"])
         return
     xtd = [r for r in result["rows"] if r["strategy"] == "xtd"]
     assert {(r["case"], r["position"]) for r in xtd} == {(c, p) for c in ("peer.page", "peer.api")

@@ -59,6 +59,15 @@ def test_a_re_measured_group_replaces_only_its_rows_and_is_recorded():
     merged = merge_into(previous, fresh, ("feeds",))
     assert merged["rows"] == [page, fresh["rows"][0]]
     assert merged["notes"] == ["embedded: holds 15,114 comments", "feed.read: new"]
+    # Notes carry their group: re-measuring a group replaces its notes, whatever they start
+    # with, and says each note once.
+    holds = {"group": "peer", "text": "embedded: holds 11,919 comments"}
+    ran = merge_into(_result("full", "a", [], notes=[{"group": "comments", "text": "embedded: holds 11,863"}, holds]),
+                     _result("full", "b", [], notes=[holds, {"group": "peer", "text": "embedded: holds 11,920"}]),
+                     ("peer",))
+    assert ran["notes"] == [{"group": "comments", "text": "embedded: holds 11,863"}, holds,
+                            {"group": "peer", "text": "embedded: holds 11,920"}]
+    assert merge_into(ran, _result("full", "c", [], notes=[holds]), ("peer",))["notes"] == ran["notes"][:2]
     assert merged["peer"] == {"ours": [1]} and merged["info"]["started"] == "2026-11-22 23:03 UTC"
     assert merged["info"]["updates"] == [{"groups": ["feeds"], "started": "2026-11-23 01:00 UTC", "seconds": 60.0}]
     # Re-measuring the same group again replaces the record; a quick run never goes into a full one.
