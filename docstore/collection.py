@@ -727,7 +727,7 @@ class Cursor:
             store = self.collection._store
             self._conn, catalog = store.open_read()
             try:
-                self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query())
+                self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
                 self._executor.start()
             except BaseException:
                 store.close_read(self._conn)

@@ -191,8 +191,8 @@ class Executor:
     def fetch(self, rid: int, stats: Stats, *, final: bool = False) -> dict | None:
         """The document `rid`; `final`: as the reader gets it, when nothing here reads it again
         (the index keys answered the whole filter, in the order asked for)."""
-        if final and self.q.raw and self.kept is not None:
-            return self._in_place(rid, stats)
+        if final and self.kept is not None and (self.q.raw or self.q.cut is not None):
+            return self._fetch_in_place(rid, stats)
         row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
@@ -201,32 +201,42 @@ class Executor:
             return decode(row[0])
         if self.q.raw:
             return RawDocument(row[0], CODEC)
+        return self._final(row[0])
+
+    def _final(self, blob: bytes, document: RawDocument | None = None) -> dict:
+        """The stored `blob` as the reader gets it; `document`: the same read in place, whose arrays'
+        element offsets a `$slice` reuses (docstore.cut)."""
         codec = AWARE_CODEC if self.q.aware else CODEC
         if self.q.cut is not None:
             # Only what the projection sends is decoded: the count of an 8 MB discussion document, or
             # twenty of its comments, costs microseconds instead of the whole document's decode.
-            kept = cut(row[0], self.q.cut)
+            kept = cut(blob, self.q.cut, arrays=document)
             if kept is not None:
                 return Projected(bson.decode(kept, codec))
         # One C decode of a large document costs a fraction of walking it afterwards to make its
         # dates aware (an 8 MB discussion document: about 75 ms against about 400 ms).
-        return Aware(bson.decode(row[0], AWARE_CODEC)) if self.q.aware else decode(row[0])
+        return Aware(bson.decode(blob, AWARE_CODEC)) if self.q.aware else decode(blob)
 
-    def _in_place(self, rid: int, stats: Stats) -> RawDocument | None:
-        """The document `rid` read in place for `$project` stages: the view kept for its stored
-        version when there is one (docstore.raw.KeptDocuments; the version read in this
-        operation's transaction), else its bytes, kept when large."""
+    def _fetch_in_place(self, rid: int, stats: Stats):
+        """The document `rid` for `$project` stages (read in place) or a projection cut from its
+        bytes. A large one is the view kept for its stored version when there is one
+        (docstore.raw.KeptDocuments; the version read in this operation's transaction), else read
+        and kept; a small one is read in the same query as its version."""
         table = self.coll.table
-        head = self.conn.execute(f"SELECT gen FROM {table} WHERE rid=?", (rid,)).fetchone()
+        row = self.conn.execute(f"SELECT gen, CASE WHEN length(doc) < ? THEN doc END FROM {table} WHERE rid=?",
+                                (KeptDocuments.SMALLEST, rid)).fetchone()
         stats.docs += 1
-        if not head:
+        if not row:
             return None
-        document = self.kept.get(table, rid, head[0])
+        gen, small = row
+        if small is not None:
+            return RawDocument(small, CODEC) if self.q.raw else self._final(small)
+        document = self.kept.get(table, rid, gen)
         if document is None:
-            row = self.conn.execute(f"SELECT doc FROM {table} WHERE rid=?", (rid,)).fetchone()
-            document = RawDocument(row[0], CODEC)
-            self.kept.keep(table, rid, head[0], document)
-        return document
+            blob = self.conn.execute(f"SELECT doc FROM {table} WHERE rid=?", (rid,)).fetchone()[0]
+            document = RawDocument(blob, CODEC)
+            self.kept.keep(table, rid, gen, document)
+        return document if self.q.raw else self._final(document.blob, document)
 
     # --- index ranges ------------------------------------------------------------------------------
 

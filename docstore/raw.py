@@ -124,6 +124,10 @@ class RawArray:
             self._located = located
         return self._located
 
+    def located(self) -> list[tuple[int, int, int]]:
+        """(type, value start, value end) of each element, in the stored bytes."""
+        return self._elements()
+
     def __len__(self) -> int:
         return len(self._elements())
 

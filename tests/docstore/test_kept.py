@@ -170,3 +170,22 @@ def test_every_read_sees_the_latest_write_whoever_wrote_it(tmp_path_factory, ste
             db.client.close()
     finally:
         KeptDocuments.SMALLEST = smallest
+
+
+def test_a_slice_of_a_kept_document_is_the_slice_of_its_stored_version(small_kept, path):
+    """A `$slice` projection (an embedded discussion's chronological page) cut from a kept
+    document's offsets, in this store and after another process's writes."""
+    ours, theirs = open_db(path), open_db(path)
+    doc = discussion([f"text {n} " * 20 for n in range(40)])
+    ours.discussions.insert_one(doc)
+
+    def page(db, skip, limit):
+        return db.discussions.find_one({"_id": "d"}, {"count": 1, "comments": {"$slice": [skip, limit]}})
+
+    assert page(ours, 5, 3) == {"_id": "d", "count": 40, "comments": doc["comments"][5:8]}
+    hits = ours._store.kept.hits
+    assert page(ours, 37, 10)["comments"] == doc["comments"][37:]
+    assert ours._store.kept.hits == hits + 1
+    theirs.discussions.update_one({"_id": "d"}, {"$push": {"comments": {"id": "c0040", "text": "new"}}})
+    assert page(ours, 37, 10)["comments"] == doc["comments"][37:] + [{"id": "c0040", "text": "new"}]
+    assert page(ours, -2, 1)["comments"] == doc["comments"][39:40]
