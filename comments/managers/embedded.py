@@ -45,10 +45,14 @@ Invariants:
   whole document, the reply carries ids. A reply to a parent `get()` located goes to the
   parent's explicit path, with the parent's id at that path in its filter.
 - A chronological page of a flat discussion is one find_one with `$slice`. A chronological
-  page of a nested one (a threaded topic read in posting order) goes through the rank index
-  of posting order (below); `stored_page()`, what repairs, exports and derived views rebuild
-  from (comments.selectors.comment_stored_pages), reads the document itself, never a derived
-  index: the discussion loaded once and ordered in the application.
+  page of a nested one (a threaded topic read in posting order) is a range of its ranks'
+  numbers (`discussion_seq`, below: a comment's `seq` is the discussion's count after its
+  post, taken in the update that stores it), so page N reads page_size keys at any depth and
+  a comment's chronological position is its `seq - 1` in both layouts. `stored_page()`, what
+  repairs, exports and derived views rebuild from (comments.selectors.comment_stored_pages),
+  reads the document itself, never a derived index: the discussion loaded once and ordered in
+  the application by posting time (the same order but for two posts racing within one clock
+  tick, whose times and numbers may cross).
 - Threaded and hot order go through the rank collection `comment_discussion_ranks`
   (comments/managers/ranks.py; threaded order is the `sort_key` order, the seed's
   depth-first `iter_comments` order, and hot order seeds/004_d286869db7b63c27.txt's hot
@@ -627,12 +631,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
     def _chronological_ranked(self, discussion_id: int, request: PageRequest, skip: int, size: int
                               ) -> Page[Comment] | None:
         """A chronological page of a nested discussion through the posting-order rank index
-        (`discussion_posted`: posting time, then the threaded key, the order `_comments` gives):
-        the keys from position `skip`, then one aggregation sending the head and the page's
-        elements; each comment numbered by its position (seq = position + 1), as the document
-        numbers it. None when the discussion turns out flat (its `$slice` is the cheaper read)."""
+        (`discussion_seq`): the ranks numbered skip + 1 .. skip + size (a range of page_size keys
+        at any depth), then one aggregation sending the head and the page's elements. None when
+        the discussion turns out flat (its `$slice` is the cheaper read)."""
         for _ in range(2):
-            ranks, more_after = self.rank_slice(discussion_id, CHRONOLOGICAL, skip, max(size, 0))
+            ranks = self.rank_numbered(discussion_id, skip + 1, skip + max(size, 0)) if size > 0 else []
             head, items = self._elements(discussion_id, ranks)
             if head is None:
                 return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False,
@@ -643,12 +646,12 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                 break
             self._rank_backfill(discussion_id)
         numbered = []
-        for position, comment in enumerate(items, start=skip + 1):
+        for rank, comment in zip(ranks, items, strict=True):
             if comment is not None:
-                comment.seq = position
+                comment.seq = int(rank["seq"])
                 numbered.append(comment)
         return self._hinted(keyset_page(numbered, order=CHRONOLOGICAL, count=head["count"], request=request,
-                                        more_before=skip > 0, more_after=more_after,
+                                        more_before=skip > 0, more_after=skip + max(size, 0) < head["count"],
                                         number=skip // request.page_size + 1), head)
 
     _HEAD = {"layout": 1, "count": 1, "pinned": 1, "moderated": 1, "ranked": 1}  # the document without its comments
@@ -775,15 +778,16 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         found = self._ranked_locate(discussion_id, comment_id, element=True)
         if found is None:
             return None
-        layout, element, path = found
-        comment = from_element(element, discussion_id)
+        layout, element, path, seq = found
+        comment = from_element({**element, "seq": seq}, discussion_id)
         if layout == NESTED:
             comment.locator = path  # its explicit path, for edit/delete in one round trip
         return comment
 
     def _ranked_locate(self, discussion_id: int, comment_id: str, *, element: bool
-                       ) -> tuple[str, dict | None, str | None] | None:
-        """(layout, the element when `element`, its explicit path in a nested discussion) of one
+                       ) -> tuple[str, dict | None, str | None, int] | None:
+        """(layout, the element when `element`, its explicit path in a nested discussion, its
+        number in posting order) of one
         comment, found through its rank (its path of ids, its seq) on the primary: one rank by
         `_id`, then one aggregation that sends only what is asked (a flat element at `seq - 1`; a
         nested one down its path of ids, with its position at each level), so the discussion
@@ -805,7 +809,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             flat = doc.get("flat")
             if not isinstance(flat, dict) or flat.get("id") != comment_id:
                 return None
-            return doc.get("layout"), flat, None
+            return doc.get("layout"), flat, None, rank["seq"]
         positions = [doc.get(f"p{k}") for k in range(len(ids))]
         if any(type(p) is not int or p < 0 for p in positions):
             return None
@@ -814,8 +818,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
             found = doc.get("nested")
             if not isinstance(found, dict) or found.get("id") != comment_id:
                 return None
-            return NESTED, found, path
-        return NESTED, None, path
+            return NESTED, found, path, rank["seq"]
+        return NESTED, None, path, rank["seq"]
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
         doc = self._load(discussion_id, read=False)
@@ -828,7 +832,14 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         return [from_element(e, discussion_id) for e in sorted(family, key=lambda e: e["sort_key"])]
 
     def position(self, *, discussion_id, comment, order, threaded=False):
+        """Chronological: `seq - 1` (a flat element's array position, a nested one's place in
+        posting order: the pages read ranks by number), from the comment or its rank. Threaded:
+        the document's ids and keys walked."""
         check_position(self, order)
+        if order == CHRONOLOGICAL:
+            seq = comment.seq or self.rank_number(discussion_id, comment.id)
+            if seq:
+                return seq - 1
         # From the primary: a permalink right after posting must find the new comment.
         doc = self._load(discussion_id, {"layout": 1, "comments.id": 1, "comments.posted": 1, "comments.sort_key": 1,
                                          "replies": 1}, read=False)

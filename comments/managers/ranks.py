@@ -20,9 +20,11 @@ element lives), `sort_key` its threaded key (unique in a discussion: each level 
 id), `posted` its posting time. A strategy that pages threaded order here (embedded: one
 discussion document, which an index cannot order by comment) also declares
 `(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
-document strategy's `full_slug` index gives; and `(discussion_id, posted, sort_key)` for the
-posting order of its nested discussions (a chronological page skips to its position there,
-as a page number of the document strategy's threaded order does).
+document strategy's `full_slug` index gives; and `(discussion_id, seq)` for the posting
+order of its nested discussions: `seq` is the comment's number in posting order (the
+discussion's count after its post, in the same update as the element), so chronological
+page N is the ranks numbered ((N - 1) * page_size, N * page_size], a range of page_size keys
+at any depth, as the document strategy's chronological pages are.
 A hot page is then: the discussion's head (total, hints), about
 page_size + 1 keys of `(discussion_id, hot -1, seq -1)` from the cursor's key (the same
 bounds as the document strategy's), and one read of exactly those comments from the
@@ -79,10 +81,10 @@ from core.paging import Page, PageRequest
 _HOT_SORT = [("hot", DESCENDING), ("seq", DESCENDING)]
 _HOT_REVERSED = [("hot", ASCENDING), ("seq", ASCENDING)]
 _SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)], [("sort_key", DESCENDING)]),
-          # posting order of a nested embedded discussion: posting time, then the threaded key
-          CHRONOLOGICAL: ([("posted", ASCENDING), ("sort_key", ASCENDING)], None)}
+          # posting order of a nested embedded discussion: the comments' numbers
+          CHRONOLOGICAL: ([("seq", ASCENDING)], None)}
 # What a discussion's head `ranked` says of its rank documents: 1 (stored as true) they carry
-# hot, seq and path; 2 they also carry sort_key and posted (threaded and posting order). Below
+# hot, seq and path; 2 they also carry sort_key (threaded order) and posted. Below
 # this, the first read that needs them writes what is missing (`ranks_backfilled`).
 RANKS_VERSION = 2
 
@@ -116,8 +118,8 @@ class HotRanks:
         # A strategy that pages threaded order through its ranks (embedded) also pages the posting
         # order of its nested discussions there.
         threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING)], name="discussion_sort_key"),
-                    IndexModel([("discussion_id", ASCENDING), ("posted", ASCENDING), ("sort_key", ASCENDING)],
-                               name="discussion_posted")] if THREADED in getattr(cls, "orders", ()) else []
+                    IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
+                    ] if THREADED in getattr(cls, "orders", ()) else []
         return {cls.ranks_name: [
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
             *threaded,
@@ -238,14 +240,22 @@ class HotRanks:
             return docs, more, True
         return docs, True, more
 
-    def rank_slice(self, discussion_id: int, order: str, skip: int, limit: int) -> tuple[list[dict], bool]:
-        """(the rank documents at positions skip .. skip + limit - 1 of `order`, whether more
-        follow): the keys of its index from the start, `skip` of them skipped (a page number, or
-        a chronological cursor, which is a position)."""
-        docs = list(self.read_db[self.ranks_name].find({"discussion_id": discussion_id},
-                                                       {"_id": 0, "seq": 1, "path": 1})
-                    .sort(_SORTS[order][0]).skip(int(skip)).limit(int(limit) + 1).max_time_ms(self.max_time_ms))
-        return docs[:limit], len(docs) > limit
+    def rank_number(self, discussion_id: int, comment_id: str) -> int | None:
+        """The comment's number (`seq`) from its rank on the primary (a permalink right after posting
+        must find it); None when it has no rank yet."""
+        rank = self.ranks.find_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
+                                   {"_id": 0, "seq": 1})
+        seq = rank.get("seq") if rank else None
+        return seq if type(seq) is int and seq >= 1 else None
+
+    def rank_numbered(self, discussion_id: int, lo: int, hi: int, *, primary: bool = False) -> list[dict]:
+        """The rank documents numbered lo..hi (`seq`), in posting order: a range of
+        `(discussion_id, seq)`, whatever lo is. A number whose rank is not written yet (a post
+        between its element and its rank) is not there: the page shows one comment fewer."""
+        db = self.db if primary else self.read_db
+        return list(db[self.ranks_name].find({"discussion_id": discussion_id, "seq": {"$gte": int(lo), "$lte": int(hi)}},
+                                             {"_id": 0, "seq": 1, "path": 1})
+                    .sort(_SORTS[CHRONOLOGICAL][0]).max_time_ms(self.max_time_ms))
 
 
 def rank_key(doc: dict, order: str = HOT):

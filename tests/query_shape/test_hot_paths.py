@@ -118,14 +118,18 @@ def _discussion(make_topic, make_user, storage, order, size):
     return topic, posted
 
 
-@pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
-def test_chronological_comment_pages_examine_a_page_at_any_depth_and_size(counter, make_topic, make_user, storage):
+@pytest.mark.parametrize("storage,topic_order", [("document", "chronological"), ("embedded", "chronological"),
+                                                 ("embedded", "threaded"), ("bucketed", "chronological")])
+def test_chronological_comment_pages_examine_a_page_at_any_depth_and_size(counter, make_topic, make_user, storage,
+                                                                          topic_order):
+    """Every chronological page number, of a threaded topic's embedded discussion (nested: its
+    ranks by number) too."""
     from comments.selectors import comment_page
 
     figures = {}
     for size in SIZES:
         with counter.paused():
-            topic, _ = _discussion(make_topic, make_user, storage, "chronological", size)
+            topic, _ = _discussion(make_topic, make_user, storage, topic_order, size)
             reader = make_user()  # signed in: the page also asks which of its comments the reader likes
         last = -(-size // PAGE)
         for depth in (1, last):
@@ -133,7 +137,7 @@ def test_chronological_comment_pages_examine_a_page_at_any_depth_and_size(counte
                 topic=t, order="chronological", request=PageRequest(page=d, page_size=PAGE), viewer=r))
             assert page.count == size and page.items
             figures[(size, depth)] = m
-    assert_floor(figures, what=f"comments.page {storage} chronological")
+    assert_floor(figures, what=f"comments.page {storage} ({topic_order} topic) chronological")
 
 
 @pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
