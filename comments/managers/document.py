@@ -42,15 +42,12 @@ Invariants:
 
 from __future__ import annotations
 
-import logging
-
 from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
-from comments.managers import anchors as anchoring
-from comments.managers.anchors import Anchors, Drift, Walk, built, dense_end, refreshed
+from comments.managers.anchored import ThreadAnchors
 from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
@@ -87,7 +84,6 @@ from comments.managers.moving import DocumentMoving
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
-log = logging.getLogger(__name__)
 
 _SORTS = {
     CHRONOLOGICAL: [("seq", ASCENDING)],
@@ -99,21 +95,18 @@ _REVERSED = {order: [(f, -d) for f, d in sort] for order, sort in _SORTS.items()
 __all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
-class DocumentCommentManager(DocumentMoving, CommentManager):
+class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
     storage = "document"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"
 
     discussions_name = "comment_document_discussions"
     anchors_name = "comment_document_anchors"
+    _keyed, _key_field = collection_name, "full_slug"  # what its anchors walk (anchored.py)
 
     @property
     def discussions(self):
         return self.db[self.discussions_name]
-
-    @property
-    def anchors(self):
-        return self.db[self.anchors_name]
 
     @classmethod
     def indexes(cls):
@@ -130,14 +123,14 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
                 IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
-            cls.anchors_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
+            **cls.anchor_indexes(),
         }
 
     @classmethod
     def shard_keys(cls):
         # Every single-comment write names (_id, discussion_id): the full key.
         return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}, cls.discussions_name: {"_id": "hashed"},
-                cls.anchors_name: {"_id": "hashed"}}
+                **cls.anchor_shard_keys()}
 
     @staticmethod
     def doc_id(discussion_id: int, comment_id: str) -> str:
@@ -390,95 +383,10 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
         return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
                                                            {"cid": 1, "_id": 0})}
 
-    # --- threaded anchors (anchors.py) ---------------------------------------------
+    # --- threaded anchors (anchored.py) ---------------------------------------------
 
-    def _forget_anchors(self, discussion_id: int) -> None:
-        """Drop the anchors of a discussion whose stored comments stop being their snapshot plus the
-        comments numbered after it (a comment stored under an old number, comments removed)."""
-        self.anchors.delete_one({"_id": discussion_id})
-
-    def _walk(self, discussion_id: int, lo: str | None = None, hi: str | None = None) -> list[tuple[str, int]]:
-        """(sort key, number) of the comments with keys in [lo, hi) (None: no bound), in threaded
-        order: a covered range of the threaded index, which carries `seq` after the key."""
-        bounds = {**({"$gte": lo} if lo is not None else {}), **({"$lt": hi} if hi is not None else {})}
-        query = {"discussion_id": discussion_id, **({"full_slug": bounds} if bounds else {})}
-        cursor = self.collection.find(query, {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[THREADED])
-        return [(doc["full_slug"], int(doc["seq"])) for doc in cursor]
-
-    def _snapshot_walk(self, discussion_id: int, seq: int) -> Walk:
-        return lambda lo, hi: [key for key, number in self._walk(discussion_id, lo, hi) if number <= seq]
-
-    def _newer_keys(self, discussion_id: int, after: int, *, limit: int | None = None, session=None,
-                    primary: bool = False) -> list[str] | None:
-        """The sort keys (sorted) of the comments numbered above `after`: a range of the `seq` index.
-        None when there are more than `limit`."""
-        db = self.db if primary else self.read_db
-        cursor = db[self.collection_name].find(
-            {"discussion_id": discussion_id, "seq": {"$gt": int(after)}}, {"full_slug": 1, "_id": 0},
-            session=session).sort(_SORTS[CHRONOLOGICAL])
-        if limit is not None:
-            cursor = cursor.limit(limit + 1).max_time_ms(self.max_time_ms)
-        keys = sorted(doc["full_slug"] for doc in cursor)
-        return None if limit is not None and len(keys) > limit else keys
-
-    def _read_anchors(self, discussion_id: int, total: int, session=None) -> tuple[Anchors, list[str]] | None:
-        """The anchors and the keys stored since their snapshot, or None when the read is to skip."""
-        doc = self.read_db[self.anchors_name].find_one({"_id": discussion_id}, session=session,
-                                                       max_time_ms=self.max_time_ms)
-        anchors = Anchors.from_document(doc)
-        if anchors is None or not 0 <= total - anchors.seq <= anchoring.READ_NEWER_AT_MOST:
-            return None  # none, too far behind, or of comments this discussion no longer holds
-        newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, session=session) \
-            if total > anchors.seq else []
-        return None if newer is None else (anchors, newer)
-
-    def anchors_behind(self, *, discussion_id):
-        total = self.count(discussion_id=discussion_id, read=False)
-        if total < 2 * anchoring.EVERY:
-            return 0  # page numbers there skip less than a gap between anchors
-        anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}, {"seq": 1}))
-        behind = total - (anchors.seq if anchors is not None else 0)
-        return behind if behind >= 2 * anchoring.REFRESH_EVERY else 0
-
-    def anchors_refresh(self, *, discussion_id, threaded=False):
-        # The snapshot is the run of numbers 1..S all of whose comments are stored: a comment
-        # stored later (a post in flight, an import's batch between its numbers and its insert, a
-        # tombstone in a gap) is then always numbered above S, as anchors.py requires.
-        head = self.discussions.find_one({"_id": discussion_id}, {"seq": 1})
-        if not head:
-            return False
-        top = int(head.get("seq", 0))
-        stored = self.anchors.find_one({"_id": discussion_id})
-        old = Anchors.from_document(stored)
-        if old is not None and old.seq == top:
-            return False
-        if old is not None and old.seq > top:
-            old = None  # of comments the discussion no longer holds (written while it was dropped): rebuilt
-        fresh = None
-        if old is not None:
-            newer = list(self.collection.find({"discussion_id": discussion_id, "seq": {"$gt": old.seq, "$lte": top}},
-                                              {"full_slug": 1, "seq": 1, "_id": 0}).sort(_SORTS[CHRONOLOGICAL]))
-            seq = dense_end(old.seq, (int(doc["seq"]) for doc in newer))
-            if seq == old.seq:
-                return False  # the next number's comment is not stored yet
-            keys = sorted(doc["full_slug"] for doc in newer if doc["seq"] <= seq)
-            try:
-                fresh = refreshed(old, seq, keys, self._snapshot_walk(discussion_id, seq))
-            except Drift:
-                log.warning("anchors of discussion %s rebuilt: the stored comments moved under them", discussion_id)
-        if fresh is None:
-            pairs = self._walk(discussion_id)
-            seq = min(top, dense_end(0, (number for _, number in pairs)))
-            fresh = built(seq, [key for key, number in pairs if number <= seq])
-        if stored is None:
-            try:
-                self.anchors.insert_one({"_id": discussion_id, **fresh.to_fields()})
-            except DuplicateKeyError:
-                return False  # another refresh wrote them first
-            return True
-        # Guarded by the document it started from: of two refreshes, the second matches nothing.
-        return self.anchors.replace_one({"_id": discussion_id, "seq": stored.get("seq")},
-                                        {"_id": discussion_id, **fresh.to_fields()}).matched_count > 0
+    def _last_number(self, discussion_id: int) -> int:
+        return self.count(discussion_id=discussion_id, read=False)
 
     # --- reads -------------------------------------------------------------------
 
@@ -536,12 +444,10 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             docs = []
             if request.skip < total:
                 skip = request.skip
-                if order == THREADED and skip >= 2 * anchoring.EVERY:  # from the last anchor before it (anchors.py)
-                    found = self._read_anchors(discussion_id, total, session)
-                    if found is not None:
-                        start, skip = found[0].start(found[1], request.skip)
-                        if start is not None:
-                            query["full_slug"] = {"$gte": start}
+                if order == THREADED:  # from the last anchor before it (anchored.py)
+                    start, skip = self.anchored_start(discussion_id, total, skip, session)
+                    if start is not None:
+                        query["full_slug"] = {"$gte": start}
                 docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(skip).limit(size + 1)
                             .max_time_ms(self.max_time_ms))
             items = [self._from_document(d) for d in docs[:size]]
@@ -600,13 +506,5 @@ class DocumentCommentManager(DocumentMoving, CommentManager):
             seq = int(doc.get("seq", 0))
         if order == CHRONOLOGICAL:
             return seq - 1
-        # Threaded: from the last anchor before the comment (anchors.py), from the primary as above.
-        start, base = None, 0
-        anchors = Anchors.from_document(self.anchors.find_one({"_id": discussion_id}))
-        newer = None
-        if anchors is not None:
-            newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, primary=True)
-        if newer is not None:
-            start, base = anchors.base(newer, comment.sort_key)
-        bounds = {"$lt": comment.sort_key, **({"$gte": start} if start is not None else {})}
-        return base + self.collection.count_documents({"discussion_id": discussion_id, "full_slug": bounds})
+        # Threaded: from the last anchor before the comment (anchored.py), from the primary as above.
+        return self.anchored_position(discussion_id, comment.sort_key)
