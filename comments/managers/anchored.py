@@ -86,18 +86,22 @@ class ThreadAnchors:
         keys = sorted(doc[self._key_field] for doc in cursor)
         return None if limit is not None and len(keys) > limit else keys
 
-    def _read_anchors(self, discussion_id: int, total: int, session=None) -> tuple[Anchors, list[str]] | None:
-        """The anchors and the keys stored since their snapshot, or None when the read is to skip."""
+    def _read_anchors(self, discussion_id: int, total: int | None, session=None) -> tuple[Anchors, list[str]] | None:
+        """The anchors and the keys stored since their snapshot, or None when the read is to skip.
+        `total`: the discussion's last number when the caller has read it (then anchors of more
+        comments than it holds are refused, and none newer are looked for when there are none);
+        None where numbers never go down and dropping the comments drops the anchors (embedded)."""
         doc = self.read_db[self.anchors_name].find_one({"_id": discussion_id}, session=session,
                                                        max_time_ms=self.max_time_ms)
         anchors = Anchors.from_document(doc)
-        if anchors is None or not 0 <= total - anchors.seq <= anchoring.READ_NEWER_AT_MOST:
+        if anchors is None or (total is not None and not 0 <= total - anchors.seq <= anchoring.READ_NEWER_AT_MOST):
             return None  # none, too far behind, or of comments this discussion no longer holds
         newer = self._newer_keys(discussion_id, anchors.seq, limit=anchoring.READ_NEWER_AT_MOST, session=session) \
-            if total > anchors.seq else []
+            if total is None or total > anchors.seq else []
         return None if newer is None else (anchors, newer)
 
-    def anchored_start(self, discussion_id: int, total: int, skip: int, session=None) -> tuple[str | None, int]:
+    def anchored_start(self, discussion_id: int, total: int | None, skip: int, session=None
+                       ) -> tuple[str | None, int]:
         """Where threaded position `skip` is reached from: (the anchor to start at, None for the
         start of the order; the keys to skip from there). From the start when the skip is short
         or there are no usable anchors."""

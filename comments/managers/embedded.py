@@ -78,6 +78,7 @@ from pymongo import IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from comments.ids import new_comment_id
+from comments.managers.anchored import ThreadAnchors
 from comments.managers.base import (
     BACKWARD,
     CHRONOLOGICAL,
@@ -238,22 +239,25 @@ class _Built(Sequence):
         return self._build(self.positions[index])
 
 
-class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
+class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentManager):
     storage = "embedded"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comment_discussions"
     ranks_name = "comment_discussion_ranks"
+    anchors_name = "comment_discussion_anchors"
+    _keyed, _key_field = ranks_name, "sort_key"  # its threaded anchors walk its ranks (anchored.py)
 
     @classmethod
     def indexes(cls):
         return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
-                **cls.rank_indexes()}
+                **cls.rank_indexes(), **cls.anchor_indexes()}
 
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
         # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
-        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1}}
+        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1},
+                **cls.anchor_shard_keys()}
 
     # --- writes ------------------------------------------------------------------
 
@@ -279,8 +283,14 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         if store and unfinished:  # the rank a kill after the comment left unwritten (ranks.py)
             wanted = {c.id for c in unfinished}
             whole = self._load(discussion_id, read=False)
-            self.ranks_backfilled(discussion_id, [c for c in self._comments(whole or {}, CHRONOLOGICAL, discussion_id)
-                                                  if c.id in wanted])
+            lacking = [c for c in self._comments(whole or {}, CHRONOLOGICAL, discussion_id) if c.id in wanted]
+            # Each takes a number no rank holds (the one its post took, when one post died): the
+            # numbers stay 1..count, each once, as chronological pages read them.
+            free = self.rank_numbers_free(discussion_id, int((whole or {}).get("count", 0)))
+            if len(free) >= len(lacking):
+                for comment, number in zip(lacking, free, strict=False):
+                    comment.seq = number
+            self.ranks_backfilled(discussion_id, lacking)
         return unfinished
 
     def append(self, comment, *, threaded=False):
@@ -518,6 +528,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
                                     {"status": DELETED, "text": "", "html": ""}, document={"moderated": True})
 
     def drop_discussion(self, *, discussion_id):
+        self._forget_anchors(discussion_id)
         self.collection.delete_one({"_id": discussion_id})
         self.ranks_dropped(discussion_id)
 
@@ -560,6 +571,19 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         doc = self._load(discussion_id, read=False)
         wanted = set(comment_ids)
         return {e["id"] for e in iter_elements(doc)} & wanted if doc else set()
+
+    def anchors_behind(self, *, discussion_id):
+        # Anchors walk the ranks: a discussion not ranked yet (moved here, stored before ranks)
+        # has them built with its ranks, by the first read that needs them (`_rank_backfill`).
+        return super().anchors_behind(discussion_id=discussion_id) if self._ranks_complete(discussion_id) else 0
+
+    def anchors_refresh(self, *, discussion_id, threaded=False):
+        return self._ranks_complete(discussion_id) and super().anchors_refresh(discussion_id=discussion_id)
+
+    def _last_number(self, discussion_id: int) -> int:
+        """The last number given: the discussion's count (taken in the update that stores a comment)."""
+        doc = self.collection.find_one({"_id": discussion_id}, {"count": 1})
+        return int(doc.get("count", 0)) if doc else 0
 
     # --- reads -------------------------------------------------------------------
 
@@ -661,8 +685,12 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         head (total, hints) and only the page's elements: two round trips, and the discussion
         document is not decoded whole. A head whose ranks are older than RANKS_VERSION has them
         written first (`_rank_backfill`), and the page is read again."""
+        start, skip = None, request.skip
+        if order == THREADED and position is None:  # a page number: from the last anchor before it (anchored.py)
+            start, skip = self.anchored_start(discussion_id, None, skip)  # numbers never go down here
         for _ in range(2):
-            ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order)
+            ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
+                                                              start=start, skip=skip)
             head, items = self._elements(discussion_id, ranks)
             if head is None:
                 return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
@@ -705,8 +733,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
         then its `ranked` version."""
         doc = self._load(discussion_id, read=False)
         if doc is not None:
+            self._forget_anchors(discussion_id)  # the ranks are numbered anew
             self.ranks_backfilled(discussion_id, self._comments(doc, CHRONOLOGICAL, discussion_id))
+            self._forget_anchors(discussion_id)  # and any a refresh built meanwhile from the old numbers
             self.collection.update_one({"_id": discussion_id}, {"$set": {"ranked": RANKS_VERSION}})
+            self.anchors_refresh(discussion_id=discussion_id)  # threaded page numbers from the next read
 
     @staticmethod
     def _hinted(page: Page[Comment], doc: dict) -> Page[Comment]:
@@ -834,12 +865,16 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, CommentManager):
     def position(self, *, discussion_id, comment, order, threaded=False):
         """Chronological: `seq - 1` (a flat element's array position, a nested one's place in
         posting order: the pages read ranks by number), from the comment or its rank. Threaded:
-        the document's ids and keys walked."""
+        the ranks whose keys sort below its key, counted from its last anchor. Without ranks
+        (a discussion not ranked yet), the document's ids and keys walked."""
         check_position(self, order)
         if order == CHRONOLOGICAL:
             seq = comment.seq or self.rank_number(discussion_id, comment.id)
             if seq:
                 return seq - 1
+        elif comment.sort_key and self._ranks_complete(discussion_id):
+            # Threaded: the ranks below its key, from the last anchor before it (anchored.py).
+            return self.anchored_position(discussion_id, comment.sort_key)
         # From the primary: a permalink right after posting must find the new comment.
         doc = self._load(discussion_id, {"layout": 1, "comments.id": 1, "comments.posted": 1, "comments.sort_key": 1,
                                          "replies": 1}, read=False)

@@ -213,11 +213,12 @@ class HotRanks:
     # --- reads -------------------------------------------------------------------
 
     def rank_window(self, discussion_id: int, request: PageRequest, position: Position | None, session=None, *,
-                    paths: bool = False, order: str = HOT):
+                    paths: bool = False, order: str = HOT, start: str | None = None, skip: int | None = None):
         """(rank documents of the page in `order`, more_before, more_after): about page_size + 1
         keys of its index (hot: `discussion_hot`; threaded: `discussion_sort_key`) from the
-        cursor's key, or a page number's skip. In hot order without `paths` the read is covered
-        by the index (hot and seq only: no rank document is fetched)."""
+        cursor's key, or a page number's skip (threaded: `skip` keys from the key `start`, an
+        anchor, when the caller found one: anchored.py). In hot order without `paths` the read
+        is covered by the index (hot and seq only: no rank document is fetched)."""
         ranks = self.read_db[self.ranks_name]
         size = request.page_size
         query: dict = {"discussion_id": discussion_id}
@@ -226,8 +227,10 @@ class HotRanks:
         ahead, reversed_ = _SORTS[order]
         limit = self.max_time_ms
         if position is None:
-            docs = list(ranks.find(query, fields, session=session).sort(ahead).skip(request.skip).limit(size + 1)
-                        .max_time_ms(limit))
+            if start is not None:
+                query["sort_key"] = {"$gte": start}
+            docs = list(ranks.find(query, fields, session=session).sort(ahead)
+                        .skip(request.skip if skip is None else skip).limit(size + 1).max_time_ms(limit))
             return docs[:size], request.skip > 0, len(docs) > size
         forward = position.direction != BACKWARD
         query.update(_bounds(order, position.key, forward))
@@ -247,6 +250,12 @@ class HotRanks:
                                    {"_id": 0, "seq": 1})
         seq = rank.get("seq") if rank else None
         return seq if type(seq) is int and seq >= 1 else None
+
+    def rank_numbers_free(self, discussion_id: int, count: int) -> list[int]:
+        """The numbers 1..count no rank holds, in order (a repair's read: the discussion's numbers,
+        a covered range of `(discussion_id, seq)`)."""
+        held = {doc.get("seq") for doc in self.ranks.find({"discussion_id": discussion_id}, {"_id": 0, "seq": 1})}
+        return [n for n in range(1, int(count) + 1) if n not in held]
 
     def rank_numbered(self, discussion_id: int, lo: int, hi: int, *, primary: bool = False) -> list[dict]:
         """The rank documents numbered lo..hi (`seq`), in posting order: a range of

@@ -297,3 +297,38 @@ def test_a_nested_chronological_page_reads_the_posting_order_index_and_stored_pa
                                                             threaded=True).items]
     assert [c.id for c in manager.stored_page(discussion_id=d, request=first, threaded=True).items] == \
         [c.id for c in posted[:7]]
+
+
+def test_a_post_killed_before_its_rank_takes_the_number_its_post_took(mongo_db, monkeypatch):
+    """Two posts racing: A takes number 2 but a later time than B, which takes number 3, and A is
+    killed before its rank. Finishing A gives its rank the number no rank holds (2), not its place
+    in posting time (3, B's): chronological pages read ranks by number, each number once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from comments.managers import fields
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    root = manager.post(discussion_id=d, author=ALICE, text="root", threaded=True)
+    manager.post_done(discussion_id=d, comment_id=root.id, threaded=True)
+    late = timezone.now() + timedelta(seconds=5)
+
+    def killed(comment):
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(fields, "monotonic_now", lambda: late)  # A's clock read later than B's
+    monkeypatch.setattr(manager, "rank_stored", killed)
+    with pytest.raises(SystemExit):
+        manager.post(discussion_id=d, author=ALICE, text="A", threaded=True)
+    monkeypatch.undo()
+    b = manager.post(discussion_id=d, author=ALICE, text="B", threaded=True)
+    manager.post_done(discussion_id=d, comment_id=b.id, threaded=True)
+    assert b.seq == 3
+    assert [c.text for c in manager.posts_unfinished(discussion_id=d, before=late + timedelta(seconds=1),
+                                                     threaded=True)] == ["A"]
+    page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page_size=10), threaded=True)
+    assert [(c.text, c.seq) for c in page.items] == [("root", 1), ("A", 2), ("B", 3)]
+    second = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=2, page_size=2), threaded=True)
+    assert [c.text for c in second.items] == ["B"]

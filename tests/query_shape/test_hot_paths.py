@@ -179,8 +179,8 @@ def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, mak
 def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
                                                                                        storage, order):
     """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
-    (Hot order has no page numbers; a threaded page NUMBER of the document strategy starts from
-    its anchors, below; of the embedded one it walks its rank index: docs/comments.md.)
+    (Hot order has no page numbers; a threaded page NUMBER starts from the discussion's anchors,
+    below: docs/comments.md.)
     Embedded and bucketed hot pages read their rank index (covered: keys only), then the page's
     comments: the one embedded document, or the buckets holding them (at most a page of them)."""
     from comments.selectors import comment_manager, comment_page, is_threaded
@@ -209,11 +209,15 @@ def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_
     assert_floor(figures, what=f"comments.page {storage} {order}")
 
 
-def test_document_threaded_page_numbers_and_permalinks_start_from_anchors(counter, make_topic, make_user, monkeypatch):
+@pytest.mark.parametrize("storage,topic_order", [("document", "threaded"), ("embedded", "threaded"),
+                                                 ("embedded", "chronological")])
+def test_threaded_page_numbers_and_permalinks_start_from_anchors(counter, make_topic, make_user, monkeypatch, storage,
+                                                                 topic_order):
     """A threaded page NUMBER and a comment's threaded position (a permalink) of the document
-    strategy: the anchors (comments/managers/anchors.py, refreshed by the posts themselves every
-    REFRESH_EVERY comments), the comments posted since, then at most a gap between anchors and
-    the page: the same work at both sizes, however deep."""
+    strategy and of the embedded one (its ranks; nested and flat discussions): the anchors
+    (comments/managers/anchored.py, refreshed by the posts themselves every REFRESH_EVERY
+    comments), the comments posted since, then at most a gap between anchors and the page:
+    the same work at both sizes, however deep."""
     from comments.managers import anchors
     from comments.selectors import comment_manager, comment_page
 
@@ -225,7 +229,7 @@ def test_document_threaded_page_numbers_and_permalinks_start_from_anchors(counte
     figures = {}
     for size in SIZES:
         with counter.paused():
-            topic, posted = _discussion(make_topic, make_user, "document", "threaded", size)
+            topic, posted = _discussion(make_topic, make_user, storage, topic_order, size)
         last = -(-size // PAGE)
         for depth in (last - 1, last):
             m, page = measure(counter, lambda t=topic, d=depth: comment_page(
