@@ -148,13 +148,14 @@ class Bench:
 
     def create_indexes(self) -> None:
         """Every declared index, then what a bulk load leaves to them: the threaded anchors of the
-        document-strategy topics (comments/managers/anchors.py), as posting would have left them."""
+        topics whose strategy keeps them (document, embedded: comments/managers/anchored.py), as
+        posting would have left them."""
         from comments.services import comment_anchors_refresh
         from core.managers import ensure_indexes
         from topics.models import Topic
 
         ensure_indexes()
-        for topic in Topic.objects.filter(comment_storage="document"):
+        for topic in Topic.objects.filter(comment_storage__in=("document", "embedded")):
             comment_anchors_refresh(topic=topic)
 
 
