@@ -111,8 +111,9 @@ def _floor_mark(w: dict) -> str:
     if w["at_floor"]:
         return "yes"
     if w["jump"]:
-        return (f"no: a page-number jump walks the (page - 1) × {w['page_size']} keys before it; "
-                "the cursor series is the floor")
+        return ("no: a page number starts from the last anchor before it and walks at most the gap to the next "
+                "(docs/comments.md, \"Anchors\"), not the (page - 1) × "
+                f"{w['page_size']} keys before it; the cursor series is the floor")
     if w["per_author"]:
         return _per_author_note(w)
     return "NO"
