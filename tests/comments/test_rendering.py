@@ -4,9 +4,11 @@ never a stale one after it changes."""
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.humanize.templatetags import humanize
 from django.template import engines
 from django.test import RequestFactory
 from hypothesis import given
@@ -52,11 +54,24 @@ def _render(template, topic, comment, *, path="/t/x/", depth=0, indent=False, hi
        continued=st.booleans(), path=st.sampled_from(["/t/x/", "/t/x/?page=2&order=threaded"]))
 def test_an_anonymous_comment_from_the_lru_is_the_comment_rendered(topic, comment, depth, indent, highlight, continued,
                                                                     path):
-    expected = _render(DIRECT, topic, comment, depth=depth, indent=indent, highlight=highlight, continued=continued)
-    # Rendered, then from the LRU, on pages with other addresses: the same HTML.
-    for page in (path, "/t/x/?page=9"):
-        assert _render(CACHED, topic, comment, path=page, depth=depth, indent=indent, highlight=highlight,
-                       continued=continued) == expected
+    # One instant for the whole example: "30 seconds ago" read a second later is another text
+    # (and another key), which would compare two clocks, not the LRU with the template.
+    with mock.patch.object(humanize, "datetime", _Frozen):
+        expected = _render(DIRECT, topic, comment, depth=depth, indent=indent, highlight=highlight, continued=continued)
+        # Rendered, then from the LRU, on pages with other addresses: the same HTML.
+        for page in (path, "/t/x/?page=9"):
+            assert _render(CACHED, topic, comment, path=page, depth=depth, indent=indent, highlight=highlight,
+                           continued=continued) == expected
+
+
+class _Frozen(datetime):
+    """`datetime` as django.contrib.humanize reads the clock, stopped where this module read NOW."""
+
+    instant = datetime.now(UTC)
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls.instant.astimezone(tz) if tz is not None else cls.instant.replace(tzinfo=None)
 
 
 def test_a_change_to_any_input_is_a_new_key(topic):
