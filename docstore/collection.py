@@ -7,6 +7,7 @@ codes and messages.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 
 import bson
@@ -27,7 +28,7 @@ from docstore import planner as P
 from docstore import semantics as S
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
-from docstore.storage import IndexInfo, new_generation
+from docstore.storage import IndexInfo, add_generation, new_generation
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -51,6 +52,19 @@ def _sort_list(sort, direction=None):
             raise ValueError(f"bad sort direction {d!r}")
         out.append((f, int(d)))
     return out or None
+
+
+def _versioned(conn, table: str, sql: str, params: tuple):
+    """A write that sets `gen` (docstore.storage), on a table an older version of this engine
+    made without it after this process opened the file: the column is added, then the write
+    runs again, in the same transaction."""
+    try:
+        return conn.execute(sql, params)
+    except sqlite3.OperationalError as exc:
+        if "no such column: gen" not in str(exc) and "has no column named gen" not in str(exc):
+            raise
+        add_generation(conn, table)
+        return conn.execute(sql, params)
 
 
 def _dup_key_error(db, coll, index_name, keys, values) -> DuplicateKeyError:
@@ -255,8 +269,8 @@ class Collection:
         stored = decode(data)
         id_key = K.encode(stored["_id"])
         try:
-            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                               (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
+            cur = _versioned(conn, info.table, f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
+                             (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
         except Exception as exc:
             if "UNIQUE" not in str(exc):
                 raise
@@ -388,7 +402,7 @@ class Collection:
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
-        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        _versioned(conn, info.table, f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 import itertools
+import sqlite3
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -223,8 +224,14 @@ class Executor:
         (docstore.raw.KeptDocuments; the version read in this operation's transaction), else read
         and kept; a small one is read in the same query as its version."""
         table = self.coll.table
-        row = self.conn.execute(f"SELECT gen, CASE WHEN length(doc) < ? THEN doc END FROM {table} WHERE rid=?",
-                                (KeptDocuments.SMALLEST, rid)).fetchone()
+        try:
+            row = self.conn.execute(f"SELECT gen, CASE WHEN length(doc) < ? THEN doc END FROM {table} WHERE rid=?",
+                                    (KeptDocuments.SMALLEST, rid)).fetchone()
+        except sqlite3.OperationalError as exc:  # a table an older version made without `gen` (storage.py)
+            if "no such column: gen" not in str(exc):
+                raise
+            self.kept = None
+            return self.fetch(rid, stats, final=True)
         stats.docs += 1
         if not row:
             return None

@@ -14,9 +14,10 @@
 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
-the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; doc: the document as BSON; gen:
-a random number written with every insert and update of the row, which names the stored
-version for docstore.raw.KeptDocuments; NULL in rows written before the column existed);
+the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; gen: a random number written
+with every insert and update of the row, which names the stored version for
+docstore.raw.KeptDocuments, NULL in rows written before the column existed and cleared by a
+trigger when a write changes `doc` and not `gen`; doc: the document as BSON);
 per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: the key's values as
 BSON), a WITHOUT ROWID table whose primary key is the index order (each field ASC or
 DESC as declared; SQLite compares BLOBs bytewise, so the order is BSON's).
@@ -154,22 +155,25 @@ class Store:
 
     @staticmethod
     def _add_generations(conn: sqlite3.Connection) -> None:
-        """The `gen` column in the documents tables of a file made before it existed. SQLite's
-        ADD COLUMN changes only the schema; the rows large enough to be kept get a `gen` (a
-        rewrite of those few rows; the others read NULL and are never kept)."""
-        def lacking():
+        """The `gen` column and its guard in the documents tables of a file made before they
+        existed. SQLite's ADD COLUMN changes only the schema (nothing is rewritten: start-up stays
+        an open): the old rows read NULL, never kept, until their next write gives them one."""
+        def missing():
             tables = [_load_info(name, tid, blob).table
                       for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
                       if bson.decode(blob).get("materialized")]
-            return [t for t in tables if "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}]
+            guarded = {row[0] for row in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type='trigger'")}
+            return [(t, "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}) for t in tables
+                    if t not in guarded]
 
-        if not lacking():
+        if not missing():
             return
         conn.execute("BEGIN IMMEDIATE")  # another process may be adding them too: look again under the lock
         try:
-            for table in lacking():
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
-                conn.execute(f"UPDATE {table} SET gen = random() WHERE length(doc) >= ?", (KeptDocuments.SMALLEST,))
+            for table, lacks_gen in missing():
+                if lacks_gen:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
+                conn.execute(_guard(table))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -305,8 +309,10 @@ class Store:
         `info` is the transaction's own copy (`mutable`)."""
         if info.materialized:
             return
+        # `gen` before `doc`: a column after a large BLOB is read by following its overflow pages.
         conn.execute(f"CREATE TABLE {info.table} (rid INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, "
-                     f"idv BLOB NOT NULL, doc BLOB NOT NULL, gen INTEGER)")
+                     f"idv BLOB NOT NULL, gen INTEGER, doc BLOB NOT NULL)")
+        conn.execute(_guard(info.table))
         for index in info.indexes.values():
             if index.plannable and index.table is None:
                 index.table = self.create_index_table(conn, index)
@@ -403,6 +409,22 @@ class Store:
             self._all.clear()
             self._idle.clear()
         self._local = threading.local()
+
+
+def add_generation(conn: sqlite3.Connection, table: str) -> None:
+    """`gen` and its guard on a documents table made without them (by a process of an older
+    version, after this file was opened), inside the running write transaction."""
+    if "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
+    conn.execute(_guard(table))
+
+
+def _guard(table: str) -> str:
+    """The trigger that clears `gen` when a write changes `doc` but not `gen`: a process still
+    running a version of this engine from before `gen` (an upgrade's old worker) cannot leave a
+    version number standing for bytes it replaced, so no kept view outlives them."""
+    return (f"CREATE TRIGGER IF NOT EXISTS g{table} AFTER UPDATE OF doc ON {table} FOR EACH ROW "
+            f"WHEN NEW.gen IS OLD.gen BEGIN UPDATE {table} SET gen = NULL WHERE rid = NEW.rid; END")
 
 
 def new_generation() -> int:

@@ -98,28 +98,64 @@ def test_what_a_reader_changes_in_its_result_is_not_kept(small_kept, path):
     assert read(db) == expected(discussion([f"text {n} " * 20 for n in range(40)]))
 
 
-def test_a_store_made_before_generations_gets_them_for_its_large_documents(small_kept, path):
-    db = open_db(path)
-    db.discussions.insert_one(discussion([f"text {n} " * 20 for n in range(40)]))
-    db.small.insert_one({"_id": 1, "x": 1})
-    tables = {name: f"d{tid}" for name, tid, info in
-              sqlite3.connect(path).execute("SELECT name, tid, info FROM _docstore_catalog")
-              if bson.decode(info).get("materialized")}
-    db.client.close()
+def _tables(path) -> dict[str, str]:
+    return {name: f"d{tid}" for name, tid, info in sqlite3.connect(path).execute(
+        "SELECT name, tid, info FROM _docstore_catalog") if bson.decode(info).get("materialized")}
+
+
+def _as_before_generations(path, tables) -> None:
+    """The file as a version of the engine from before `gen` left it: no column, no trigger."""
     conn = sqlite3.connect(path)
-    for table in tables.values():
-        conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")  # the file as an older version left it
+    for table in tables:
+        conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
     conn.commit()
     conn.close()
 
+
+def test_a_store_made_before_generations_is_opened_without_a_rewrite_and_kept_after_a_write(small_kept, path):
+    db = open_db(path)
+    db.discussions.insert_one(discussion([f"text {n} " * 20 for n in range(40)]))
+    db.small.insert_one({"_id": 1, "x": 1})
+    tables = _tables(path)
+    db.client.close()
+    _as_before_generations(path, tables.values())
+
     db = open_db(path)
     conn = sqlite3.connect(path)
+    assert conn.execute(f"SELECT gen FROM {tables['discussions']}").fetchone()[0] is None  # nothing rewritten
+    assert read(db) == read(db) and db._store.kept.hits == 0  # no version: read each time
+    db.discussions.update_one({"_id": "d"}, {"$set": {"count": 41}})
     assert conn.execute(f"SELECT gen FROM {tables['discussions']}").fetchone()[0] is not None
-    assert conn.execute(f"SELECT gen FROM {tables['small']}").fetchone()[0] is None  # small: never kept
-    assert read(db) == read(db) and db._store.kept.hits == 1
-    db.small.update_one({"_id": 1}, {"$set": {"x": 2}})
-    assert conn.execute(f"SELECT gen FROM {tables['small']}").fetchone()[0] is not None
+    assert read(db)["count"] == read(db)["count"] == 41 and db._store.kept.hits == 1
     open_db(path)  # a second start adds nothing and fails nothing
+
+
+def test_a_write_by_a_process_from_before_generations_is_never_hidden_by_a_kept_view(small_kept, path):
+    """An upgrade's old worker still running: its update replaces `doc` and leaves `gen`; the
+    trigger clears `gen`, so the new process reads the new bytes."""
+    db = open_db(path)
+    doc = discussion([f"text {n} " * 20 for n in range(40)])
+    db.discussions.insert_one(doc)
+    assert read(db) == read(db) == expected(doc) and db._store.kept.hits == 1
+    table = _tables(path)["discussions"]
+    old_worker = sqlite3.connect(path)
+    doc["count"] = 99
+    old_worker.execute(f"UPDATE {table} SET doc=? WHERE id=(SELECT id FROM {table} LIMIT 1)", (bson.encode(doc),))
+    old_worker.commit()
+    assert read(db)["count"] == 99
+
+
+def test_a_collection_an_older_process_made_after_this_one_started_is_read_and_written(small_kept, path):
+    db = open_db(path)
+    db.first.insert_one({"_id": 0})  # the store is open, its tables checked
+    late = open_db(path)
+    late.discussions.insert_one(discussion([f"text {n} " * 20 for n in range(40)]))
+    _as_before_generations(path, [_tables(path)["discussions"]])  # as if the old version had made it
+    assert read(db)["count"] == 40  # read without a version
+    db.discussions.update_one({"_id": "d"}, {"$inc": {"count": 1}})  # the column is added by the write
+    db.discussions.insert_one({"_id": "e", "count": 0, "comments": []})
+    assert read(db)["count"] == read(db)["count"] == 41 and db._store.kept.hits == 1
 
 
 def test_the_least_recently_read_go_first_beyond_the_limit(small_kept, path):
