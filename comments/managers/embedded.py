@@ -51,8 +51,9 @@ Invariants:
   a comment's chronological position is its `seq - 1` in both layouts. `stored_page()`, what
   repairs, exports and derived views rebuild from (comments.selectors.comment_stored_pages),
   reads the document itself, never a derived index: the discussion loaded once and ordered in
-  the application by posting time (the same order but for two posts racing within one clock
-  tick, whose times and numbers may cross).
+  the application by posting time (the same order but for posts that overlapped: a post's
+  time is read before its update, its number in it, so two at once may cross). A repair
+  that numbers the ranks anew (`_rank_backfill`) numbers them in that order.
 - Threaded and hot order go through the rank collection `comment_discussion_ranks`
   (comments/managers/ranks.py; threaded order is the `sort_key` order, the seed's
   depth-first `iter_comments` order, and hot order seeds/004_d286869db7b63c27.txt's hot
@@ -280,17 +281,20 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
                  for cid in ((doc or {}).get("pending") or {}))
         unfinished = [c for c in found if c is not None and c.posted < before]
-        if store and unfinished:  # the rank a kill after the comment left unwritten (ranks.py)
-            wanted = {c.id for c in unfinished}
+        # The rank a kill after the comment left unwritten (ranks.py). `get()` found a comment
+        # with a rank through it, numbered; one without, in the document, unnumbered. A flat
+        # element's number is its array position. A nested one's number is the count its push
+        # took, which the document does not keep (a free number may be a post's in flight): the
+        # discussion's ranks are numbered anew from the document, anchors dropped and rebuilt.
+        unranked = [c for c in unfinished if not c.seq]
+        if store and unranked:
             whole = self._load(discussion_id, read=False)
-            lacking = [c for c in self._comments(whole or {}, CHRONOLOGICAL, discussion_id) if c.id in wanted]
-            # Each takes a number no rank holds (the one its post took, when one post died): the
-            # numbers stay 1..count, each once, as chronological pages read them.
-            free = self.rank_numbers_free(discussion_id, int((whole or {}).get("count", 0)))
-            if len(free) >= len(lacking):
-                for comment, number in zip(lacking, free, strict=False):
-                    comment.seq = number
-            self.ranks_backfilled(discussion_id, lacking)
+            if (whole or {}).get("layout") == NESTED:
+                self._rank_backfill(discussion_id)
+            else:
+                wanted = {c.id for c in unranked}
+                self.ranks_backfilled(discussion_id, [c for c in self._comments(whole or {}, CHRONOLOGICAL, discussion_id)
+                                                      if c.id in wanted])
         return unfinished
 
     def append(self, comment, *, threaded=False):
@@ -531,6 +535,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         self._forget_anchors(discussion_id)
         self.collection.delete_one({"_id": discussion_id})
         self.ranks_dropped(discussion_id)
+        self._forget_anchors(discussion_id)  # and any a refresh built meanwhile from the ranks going
 
     def _touching(self, author_id: int, name: str):
         """The discussions holding a comment by `author_id` (or, with `name`, a reply to them): one

@@ -251,12 +251,6 @@ class HotRanks:
         seq = rank.get("seq") if rank else None
         return seq if type(seq) is int and seq >= 1 else None
 
-    def rank_numbers_free(self, discussion_id: int, count: int) -> list[int]:
-        """The numbers 1..count no rank holds, in order (a repair's read: the discussion's numbers,
-        a covered range of `(discussion_id, seq)`)."""
-        held = {doc.get("seq") for doc in self.ranks.find({"discussion_id": discussion_id}, {"_id": 0, "seq": 1})}
-        return [n for n in range(1, int(count) + 1) if n not in held]
-
     def rank_numbered(self, discussion_id: int, lo: int, hi: int, *, primary: bool = False) -> list[dict]:
         """The rank documents numbered lo..hi (`seq`), in posting order: a range of
         `(discussion_id, seq)`, whatever lo is. A number whose rank is not written yet (a post

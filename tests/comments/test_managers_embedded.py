@@ -299,10 +299,12 @@ def test_a_nested_chronological_page_reads_the_posting_order_index_and_stored_pa
         [c.id for c in posted[:7]]
 
 
-def test_a_post_killed_before_its_rank_takes_the_number_its_post_took(mongo_db, monkeypatch):
+def test_a_nested_post_killed_before_its_rank_renumbers_the_ranks_each_number_once(mongo_db, monkeypatch):
     """Two posts racing: A takes number 2 but a later time than B, which takes number 3, and A is
-    killed before its rank. Finishing A gives its rank the number no rank holds (2), not its place
-    in posting time (3, B's): chronological pages read ranks by number, each number once."""
+    killed before its rank. The document does not keep A's number, and a number no rank holds
+    may be a post's in flight: finishing A numbers the discussion's ranks anew from the document
+    (posting time), so each number is held once and the anchors are built again. A pending
+    post whose rank was written keeps it as it is."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -323,12 +325,36 @@ def test_a_post_killed_before_its_rank_takes_the_number_its_post_took(mongo_db, 
     with pytest.raises(SystemExit):
         manager.post(discussion_id=d, author=ALICE, text="A", threaded=True)
     monkeypatch.undo()
-    b = manager.post(discussion_id=d, author=ALICE, text="B", threaded=True)
-    manager.post_done(discussion_id=d, comment_id=b.id, threaded=True)
+    b = manager.post(discussion_id=d, author=ALICE, text="B", threaded=True)  # ranked, still pending
     assert b.seq == 3
-    assert [c.text for c in manager.posts_unfinished(discussion_id=d, before=late + timedelta(seconds=1),
-                                                     threaded=True)] == ["A"]
+    finished = manager.posts_unfinished(discussion_id=d, before=late + timedelta(seconds=1), threaded=True)
+    assert sorted(c.text for c in finished) == ["A", "B"]
     page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page_size=10), threaded=True)
-    assert [(c.text, c.seq) for c in page.items] == [("root", 1), ("A", 2), ("B", 3)]
+    assert [(c.text, c.seq) for c in page.items] == [("root", 1), ("B", 2), ("A", 3)]
     second = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=2, page_size=2), threaded=True)
-    assert [c.text for c in second.items] == ["B"]
+    assert [c.text for c in second.items] == ["A"]
+    ranks = mongo_db[manager.ranks_name]
+    assert sorted(r["seq"] for r in ranks.find({"discussion_id": d})) == [1, 2, 3]
+    assert manager.anchors_behind(discussion_id=d) == 0
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_finishing_a_pending_post_that_has_its_rank_changes_no_number(mongo_db, threaded):
+    """Killed after its rank, before `post_done`: finishing it writes no rank (a number that may
+    be a post's in flight is not handed out)."""
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    posted = [manager.post(discussion_id=d, author=ALICE, text=str(n), threaded=threaded) for n in range(4)]
+    for c in posted[:3]:
+        manager.post_done(discussion_id=d, comment_id=c.id, threaded=threaded)
+    ranks = mongo_db[manager.ranks_name]
+    before = {r["_id"]: r["seq"] for r in ranks.find({"discussion_id": d})}
+    ranks.delete_one({"_id": manager.rank_id(d, posted[2].id)})  # a number no rank holds (as a post in flight)
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    finished = manager.posts_unfinished(discussion_id=d, before=timezone.now() + timedelta(seconds=1), threaded=threaded)
+    assert [c.id for c in finished] == [posted[3].id]
+    after = {r["_id"]: r["seq"] for r in ranks.find({"discussion_id": d})}
+    assert after == {k: v for k, v in before.items() if k != manager.rank_id(d, posted[2].id)}
