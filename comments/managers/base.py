@@ -37,11 +37,10 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
 - Keyset navigation: `page(cursor=...)` takes an opaque cursor from a previous page's
   `extra["next"]`/`extra["previous"]` and returns the page after (or before) it; at
   the floor (about page_size index keys and documents) in every order. Chronological
-  page numbers are at the floor too; threaded page numbers and positions of the document
-  strategy start from its anchors (anchors.py: about 2 * EVERY + page_size keys); a page
-  NUMBER in the embedded strategy's threaded and nested posting orders (its rank index,
-  bounded by the discussion document's size) walks (page - 1) * page_size index keys first
-  (docs/comments.md). Hot order is read from page 1 and by cursor only (fields.check_page:
+  page numbers are at the floor too (the embedded strategy's nested discussions: a range of
+  their ranks' numbers); threaded page numbers and positions of the document and embedded
+  strategies start from their anchors (anchors.py, anchored.py: about 2 * EVERY + page_size
+  keys; docs/comments.md). Hot order is read from page 1 and by cursor only (fields.check_page:
   its keys move with every like, so a page number would name other comments a moment later
   and would cost a walk); a link to a comment in it is `hot_cursor_at(comment)`.
 - Comments are never deleted from storage: moderation sets `status`, and a deletion

@@ -30,8 +30,8 @@ page_size + 1 keys of `(discussion_id, hot -1, seq -1)` from the cursor's key (t
 bounds as the document strategy's), and one read of exactly those comments from the
 strategy's own storage (embedded: the one discussion document, reduced on the server to
 the page's elements; bucketed: the buckets holding them, each reduced by `$filter`). Hot
-order has no page numbers (fields.check_page); a threaded page NUMBER (embedded) skips
-(page - 1) * page_size keys of its index.
+order has no page numbers (fields.check_page); a threaded page NUMBER (embedded) starts from
+the discussion's anchors over these ranks (anchored.py: at most a gap of keys before it).
 
 Writes, and why they stay right under concurrency:
 - A comment is stored first, then its rank document (an upsert): a rank never names a

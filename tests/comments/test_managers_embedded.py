@@ -269,7 +269,8 @@ def test_a_post_killed_before_its_rank_is_ranked_when_it_is_finished(mongo_db, t
 
 def test_a_nested_chronological_page_reads_the_posting_order_index_and_stored_pages_the_document(mongo_db):
     """Posting order of a nested discussion: its ranks by number (`discussion_seq`), then one aggregation
-    sending the page's elements, numbered by position as the document numbers them; the page
+    sending the page's elements, each numbered by its rank (as the document numbers them when no
+    two posts crossed); the page
     repairs rebuild from (`stored_page`) reads the document, so a comment whose rank a kill left
     unwritten is still there."""
     counter = CountingDB(mongo_db)
