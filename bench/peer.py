@@ -152,7 +152,54 @@ def ours(bench) -> list[dict]:
                             bench.log(f"  {case:<16} {storage:<10} size={len(comments):<8} depth={page:<6} "
                                       f"rt={stats['round_trips']:<3} sql={stats['sql_queries']:<3} {stats['ms']:9.2f} ms "
                                       f"order={order}")
+                if size == max(sizes.peer_sizes) and min(sizes.peer_sizes) < size:
+                    rows += beside(bench, client, storage, editor, authors, big=len(comments))
     return rows
+
+
+def beside(bench, client, storage: str, editor, authors, *, big: int) -> list[dict]:
+    """The smallest size's discussion stored beside the largest one (in the same database), its
+    first, middle and last page in its topic's order: case `peer.beside`, `kind` html or api. Set
+    against the same pages of that discussion alone (`beside_table`): a page of a small topic
+    should cost what it costs alone, whatever else the store holds."""
+    sizes = bench.sizes
+    small = min(sizes.peer_sizes)
+    topic, comments = load_discussion(bench, storage=storage, size=small, editor=editor, authors=authors,
+                                      title=f"Peer {storage} {small} beside {big}")
+    with bench.counter.paused():
+        bench.create_indexes()
+    rows = []
+    for position, page in positions(len(comments), sizes.page_size):
+        query = page_query(topic.comment_order, page, sizes.page_size, [])
+        for case, url in PAGES:
+            stats, _ = render(bench, client, url.format(slug=topic.slug, query=query), sizes.peer_repeats)
+            row = {"case": "peer.beside", "kind": "api" if case == "peer.api" else "html", "strategy": storage,
+                   "size": len(comments), "peer_size": small, "beside": big, "depth": page, "position": position,
+                   "order": topic.comment_order, **stats}
+            rows.append(row)
+            bench.rows.append(row)
+            bench.log(f"  peer.beside      {storage:<10} size={len(comments):<8} beside={big:<8} depth={page:<6} "
+                      f"{row['kind']:<4} {stats['ms']:9.2f} ms")
+    return rows
+
+
+def beside_table(rows: list[dict]) -> list[dict]:
+    """Each `peer.beside` row with the same page of the same size's discussion alone (its topic's
+    order): `x_alone` is the time beside over the time alone."""
+    alone = {(r["case"], r["strategy"], r.get("peer_size", r["size"]), r.get("position"), r.get("order")): r
+             for r in rows if r["case"] in ("peer.page", "peer.api") and r.get("topic_order", True)}
+    out = []
+    for r in rows:
+        if r["case"] != "peer.beside":
+            continue
+        case = "peer.api" if r["kind"] == "api" else "peer.page"
+        a = alone.get((case, r["strategy"], r["peer_size"], r["position"], r["order"]))
+        if a is None:
+            continue
+        out.append({"strategy": r["strategy"], "kind": r["kind"], "size": r["size"], "beside": r["beside"],
+                    "position": r["position"], "page": r["depth"], "beside_ms": r["ms"], "alone_ms": a["ms"],
+                    "x_alone": round(r["ms"] / a["ms"], 2) if a["ms"] else None})
+    return out
 
 
 def xtd(bench) -> dict | None:

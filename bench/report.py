@@ -417,6 +417,18 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
                          f"{t['position']} ({t['page']:,})", t["html_ms"], t["xtd_html_ms"], t["html_x"],
                          t["api_ms"], t["xtd_api_ms"], t["api_x"], t["ops"], t["xtd_sql"]] for t in table]))
             add("")
+        from bench.peer import beside_table
+
+        near = beside_table(rows)
+        if near:
+            add("### A small discussion beside a large one\n")
+            add("The smallest discussion measured, stored in the same database as the largest one, against the "
+                "same pages of it stored alone (above), in its topic's order: `× alone` is the time beside over "
+                "the time alone.\n")
+            add(_table(["strategy", "comments", "beside", "page", "kind", "ms beside", "ms alone", "× alone"],
+                       [[t["strategy"], f"{t['size']:,}", f"{t['beside']:,}", f"{t['position']} ({t['page']:,})",
+                         t["kind"], t["beside_ms"], t["alone_ms"], t["x_alone"]] for t in near]))
+            add("")
         tree = [r for r in peer_rows if r["case"] == "peer.tree"]
         if tree:
             t = tree[0]

@@ -204,7 +204,7 @@ CASE_GROUPS = ("comments", "social", "feeds", "search", "peer")
 # (the peer comparison also fills `result["peer"]`).
 CASE_GROUP = {"comments.page": "comments", "comments.post": "comments", "followers.page": "social", "follow": "social",
               "unfollow": "social", "feed.post": "feeds", "feed.read": "feeds", "search": "search", "peer.page": "peer",
-              "peer.api": "peer", "peer.tree": "peer"}
+              "peer.api": "peer", "peer.tree": "peer", "peer.beside": "peer"}
 
 
 def _note_replaced(note: dict | str, groups: tuple[str, ...], cases: tuple[str, ...]) -> bool:

@@ -120,3 +120,27 @@ def test_xtds_bulk_load_leaves_the_rows_its_save_leaves(tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["comments"] == 300
     assert result["same"], (result["saved_first"], result["bulk_first"])
+
+
+def test_a_small_discussion_beside_a_large_one_is_set_against_it_alone(tmp_path):
+    from bench.peer import beside_table
+
+    beside = [{"case": "peer.beside", "kind": kind, "strategy": "embedded", "size": 1000, "peer_size": 1000,
+               "beside": 11819, "position": position, "depth": page, "order": "threaded", "ms": ms}
+              for kind, position, page, ms in (("html", "first", 1, 12.0), ("api", "first", 1, 9.0),
+                                               ("html", "last", 50, 4.0))]
+    alone = [_row("peer.page", "embedded", 1000, "first", 1, 10.0, order="threaded", topic_order=True),
+             _row("peer.api", "embedded", 1000, "first", 1, 10.0, order="threaded", topic_order=True),
+             _row("peer.page", "embedded", 1000, "first", 1, 1.0, order="hot", topic_order=False)]
+    table = beside_table(beside + alone)
+    assert [(t["kind"], t["position"], t["x_alone"]) for t in table] == [("html", "first", 1.2), ("api", "first", 0.9)]
+    from dataclasses import asdict
+
+    from bench.runner import machine
+
+    result = {"info": {"mode": "full", "sizes": asdict(TINY), "machine": machine(),
+                       "started": "x", "seconds": 1.0}, "rows": beside + alone + ROWS[:3], "notes": [], "peer": {}}
+    docs = tmp_path / "benchmarks.md"
+    write_report(result, {}, str(docs))
+    text = docs.read_text()
+    assert "### A small discussion beside a large one" in text and "| embedded | 1,000 | 11,819 | first (1) | html |" in text
