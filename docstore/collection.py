@@ -28,7 +28,7 @@ from docstore import planner as P
 from docstore import semantics as S
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
-from docstore.storage import IndexInfo, add_generation, new_generation
+from docstore.storage import IndexInfo, add_generation, lacks_generation, new_generation
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -61,7 +61,7 @@ def _versioned(conn, table: str, sql: str, params: tuple):
     try:
         return conn.execute(sql, params)
     except sqlite3.OperationalError as exc:
-        if "no such column: gen" not in str(exc) and "has no column named gen" not in str(exc):
+        if not lacks_generation(exc):
             raise
         add_generation(conn, table)
         return conn.execute(sql, params)

@@ -20,7 +20,7 @@ from docstore import planner as P
 from docstore.cut import cut
 from docstore.raw import KeptDocuments, RawDocument
 from docstore.semantics import filter_applies, naive
-from docstore.storage import CollectionInfo, IndexInfo
+from docstore.storage import CollectionInfo, IndexInfo, lacks_generation
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 # What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
@@ -222,13 +222,14 @@ class Executor:
         """The document `rid` for `$project` stages (read in place) or a projection cut from its
         bytes. A large one is the view kept for its stored version when there is one
         (docstore.raw.KeptDocuments; the version read in this operation's transaction), else read
-        and kept; a small one is read in the same query as its version."""
+        and kept; a small one, or one without a version (never kept), is read in the same query
+        as its version."""
         table = self.coll.table
         try:
-            row = self.conn.execute(f"SELECT gen, CASE WHEN length(doc) < ? THEN doc END FROM {table} WHERE rid=?",
-                                    (KeptDocuments.SMALLEST, rid)).fetchone()
+            row = self.conn.execute(f"SELECT gen, CASE WHEN gen IS NULL OR length(doc) < ? THEN doc END FROM {table} "
+                                    f"WHERE rid=?", (KeptDocuments.SMALLEST, rid)).fetchone()
         except sqlite3.OperationalError as exc:  # a table an older version made without `gen` (storage.py)
-            if "no such column: gen" not in str(exc):
+            if not lacks_generation(exc):
                 raise
             self.kept = None
             return self.fetch(rid, stats, final=True)

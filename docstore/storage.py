@@ -411,6 +411,11 @@ class Store:
         self._local = threading.local()
 
 
+def lacks_generation(exc: sqlite3.OperationalError) -> bool:
+    """Whether `exc` is a statement naming `gen` on a table made without it (see `add_generation`)."""
+    return "no such column: gen" in str(exc) or "has no column named gen" in str(exc)
+
+
 def add_generation(conn: sqlite3.Connection, table: str) -> None:
     """`gen` and its guard on a documents table made without them (by a process of an older
     version, after this file was opened), inside the running write transaction."""
