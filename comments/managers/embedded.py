@@ -736,6 +736,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def _rank_backfill(self, discussion_id: int) -> None:
         """Ranks of a discussion stored before its ranks were complete (ranks.py, RANKS_VERSION),
         then its `ranked` version."""
+        # Marked incomplete first: a process that dies part way leaves the discussion to be ranked
+        # again by its next read (each step is an idempotent write from the document), and no
+        # anchors refresh builds on half-renumbered ranks meanwhile (it waits for `ranked`).
+        self.collection.update_one({"_id": discussion_id, "ranked": {"$gte": RANKS_VERSION}},
+                                   {"$set": {"ranked": RANKS_VERSION - 1}})
         doc = self._load(discussion_id, read=False)
         if doc is not None:
             self._forget_anchors(discussion_id)  # the ranks are numbered anew

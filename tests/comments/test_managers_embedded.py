@@ -359,3 +359,31 @@ def test_finishing_a_pending_post_that_has_its_rank_changes_no_number(mongo_db, 
     assert [c.id for c in finished] == [posted[3].id]
     after = {r["_id"]: r["seq"] for r in ranks.find({"discussion_id": d})}
     assert after == {k: v for k, v in before.items() if k != manager.rank_id(d, posted[2].id)}
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_a_renumbering_killed_part_way_is_done_again_by_the_next_read(mongo_db, threaded, monkeypatch):
+    """`ranks_repair` numbers a ranked discussion's ranks anew in several writes; killed after the
+    first of them, the discussion is marked unranked, so its next page writes them all again and
+    its numbers are 1..N once more, and no anchors stand for the half-written ones."""
+    from comments.managers.ranks import HotRanks
+
+    manager = EmbeddedCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    posted = [manager.post(discussion_id=d, author=ALICE, text=str(n), threaded=threaded) for n in range(6)]
+    original = HotRanks.ranks_backfilled
+
+    def half_then_killed(self, discussion_id, comments):
+        original(self, discussion_id, comments[:3])
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(HotRanks, "ranks_backfilled", half_then_killed)
+    with pytest.raises(SystemExit):
+        manager.ranks_repair(discussion_id=d)
+    monkeypatch.undo()
+    assert not manager._ranks_complete(d)
+    assert manager.anchors_refresh(discussion_id=d) is False  # nothing built on half-written ranks
+    page = manager.page(discussion_id=d, order=THREADED, request=PageRequest(page_size=10), threaded=threaded)
+    assert sorted(c.id for c in page.items) == sorted(c.id for c in posted)
+    assert manager._ranks_complete(d)
+    assert sorted(r["seq"] for r in mongo_db[manager.ranks_name].find({"discussion_id": d})) == list(range(1, 7))
