@@ -29,6 +29,16 @@ def me(*, user) -> Me:
     return Me(username=user.username, email=email, email_verified=verified, date_joined=user.date_joined)
 
 
+def notification_email(*, user) -> str:
+    """The address the site's own e-mail to `user` (notifications, digests) goes to: an address
+    they confirmed (allauth's `EmailAddress.verified`; the primary one first), or "" when they
+    confirmed none. An address typed at sign-up or on the e-mail page and never confirmed gets
+    nothing, so signing up with someone else's address subscribes nobody; the user row's
+    `email` is not consulted."""
+    return (EmailAddress.objects.filter(user=user, verified=True).order_by("-primary", "id")
+            .values_list("email", flat=True).first() or "")
+
+
 def users_with_verified_email(emails) -> dict[str, list[tuple[int, str]]]:
     """The active users who confirmed each of `emails` (allauth `EmailAddress` rows with
     `verified`), matched ignoring case: {lower-cased address: [(pk, username), ...]}; an address
