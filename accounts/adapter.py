@@ -1,9 +1,18 @@
-"""django-allauth's hooks: the site's username rules for every sign-up door.
+"""django-allauth's hooks: the site's username rules for every sign-up door, and an e-mail
+address that belongs to one account.
 
 allauth's sign-up page, its social sign-up (a GitHub or Google log-in that creates an
 account, whose suggested usernames are tried with `shallow=True`) and the register API
 share accounts/usernames.py: NFKC, letters of one script, unique ignoring case and
 look-alike letters.
+
+An address belongs to one account, its owner (`accounts.selectors.email_owner`). allauth's
+strict enumeration prevention (ACCOUNT_PREVENT_ENUMERATION = "strict") lets a sign-up or an
+added address that another account has go through and answers exactly as for a free one, so
+nobody learns that the address is in use; the hooks below keep the address its owner's: its
+confirmation link is sent only for the owner (anyone else's request mails the owner allauth's
+"account already exists" notice instead), a confirmation by anyone else is refused, and a
+log-in by the address names the owner only.
 """
 
 from __future__ import annotations
@@ -11,7 +20,9 @@ from __future__ import annotations
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
+from django.contrib import messages
 
+from accounts.selectors import email_owner
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
@@ -25,6 +36,41 @@ class AccountAdapter(DefaultAccountAdapter):
         if not shallow and (refusal := username_unavailable(name)):
             raise forms.ValidationError(refusal, code="unique")
         return name
+
+    def send_confirmation_mail(self, request, emailconfirmation, signup):
+        """The link that confirms an address goes out only for its owner. For another account
+        (a sign-up, the e-mail page or a re-send naming someone else's address) the owner gets
+        allauth's "account already exists" mail, and the page says what it says for a free
+        address ("Confirmation e-mail sent"): allauth's enumeration prevention pattern."""
+        address = emailconfirmation.email_address
+        owner = email_owner(address.email)
+        if owner is not None and owner.pk != address.user_id:
+            self.send_account_already_exists_mail(address.email)
+            return
+        super().send_confirmation_mail(request, emailconfirmation, signup)
+
+    def confirm_email(self, request, email_address):
+        """Only the owner confirms an address (a link sent before another account owned it, or
+        to an account that is not the owner, confirms nothing): allauth's "could not be
+        confirmed" message, as for an address another account verified."""
+        owner = email_owner(email_address.email)
+        if owner is not None and owner.pk != email_address.user_id:
+            self.add_message(request, messages.ERROR, "account/messages/email_confirmation_failed.txt",
+                             {"email": email_address.email})
+            return False
+        return super().confirm_email(request, email_address)
+
+    def authenticate(self, request, **credentials):
+        """A log-in names one account: an address its owner, else what was typed as a username.
+        allauth's backend tried every account holding the address and then the username too, each
+        with a password hash, so a wrong password for a known address cost one hash more than for
+        an unknown one (a timing oracle): now both backends check one name, one hash each
+        (Django's ModelBackend hashes a dummy password for an unknown name, as allauth's does)."""
+        if credentials.get("email"):
+            owner = email_owner(credentials["email"])
+            credentials = {"username": owner.get_username() if owner else credentials.get("username", credentials["email"]),
+                           "password": credentials.get("password")}
+        return super().authenticate(request, **credentials)
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):

@@ -19,7 +19,8 @@ User = get_user_model()
 def user_register(*, username: str, password: str, email: str = "", request=None) -> User:
     """Create an active, non-staff user after the username rules (accounts/usernames.py) and
     Django's password validation. An e-mail address is stored unverified and (given the
-    request, for the link's address) sent the link that verifies it, as sign-up does."""
+    request, for the link's address) sent the link that verifies it, as sign-up does; an
+    address another account owns is sent that owner's notice instead (accounts/adapter.py)."""
     username = username_clean(username)
     if refusal := username_unavailable(username):
         raise InvalidInput(refusal, field="username")
@@ -28,9 +29,10 @@ def user_register(*, username: str, password: str, email: str = "", request=None
         validate_password(password or "", user=candidate)
     except DjangoValidationError as exc:
         raise InvalidInput(" ".join(exc.messages), field="password") from exc
-    email = (email or "").strip()
-    if email and EmailAddress.objects.filter(email__iexact=email).exists():
-        raise InvalidInput("An account already uses that e-mail address.", field="email")
+    email = (email or "").strip().lower()  # as allauth stores every address (its forms lower-case them)
+    # An address another account has is taken like a free one (no answer says it is in use: allauth's
+    # strict enumeration prevention, as the sign-up page does); it stays its owner's, whose address
+    # gets the "account already exists" mail instead of the link (accounts/adapter.py).
     try:
         with transaction.atomic():
             user = User.objects.create_user(username=username, password=password, email=email)

@@ -185,6 +185,14 @@ ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
 ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Commons] "
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if HTTPS else "http"
 ACCOUNT_CHANGE_EMAIL = True  # one address per account: adding another replaces it once verified
+# An address belongs to one account (its owner: accounts.selectors.email_owner), and no page says
+# whether an address is in use. allauth's "strict" enumeration prevention is the mode for optional
+# verification: a sign-up or added address that another account has goes through and answers as for a
+# free one (with True, uniqueness wins and sign-up says "A user is already registered with this email
+# address"); accounts/adapter.py then sends its link only for the owner (the owner gets the "account
+# already exists" mail instead), refuses anyone else's confirmation and logs in by it only the owner.
+ACCOUNT_PREVENT_ENUMERATION = "strict"
+ACCOUNT_UNIQUE_EMAIL = True  # one verified row per address (allauth's unique_verified_email constraint)
 ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below
 SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # a provider's address never logs into an existing account
