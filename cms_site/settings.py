@@ -193,7 +193,10 @@ ACCOUNT_CHANGE_EMAIL = True  # one address per account: adding another replaces 
 # already exists" mail instead), refuses anyone else's confirmation and logs in by it only the owner.
 ACCOUNT_PREVENT_ENUMERATION = "strict"
 ACCOUNT_UNIQUE_EMAIL = True  # one verified row per address (allauth's unique_verified_email constraint)
-ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below
+ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below (per address too)
+# A password reset for an address no account has sends nothing (allauth's "Unknown Account" mail let
+# the form mail anyone); the page answers as for a known address.
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # a provider's address never logs into an existing account
 SOCIALACCOUNT_STORE_TOKENS = False
@@ -334,8 +337,9 @@ RATE_LIMIT_RATES = {
     "like": {"user": ["30/min"], "ip": ["60/min"]},
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
     "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
-    "register": {"ip": ["5/hour", "20/day"]},
-    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"]},
+    # "address": per e-mail address written to (core/throttling.py), however many clients ask.
+    "register": {"ip": ["5/hour", "20/day"], "address": ["3/hour", "10/day"]},
+    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"], "address": ["3/hour", "10/day"]},
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }
