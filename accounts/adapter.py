@@ -13,21 +13,68 @@ nobody learns that the address is in use; the hooks below keep the address its o
 confirmation link is sent only for the owner (anyone else's request mails the owner allauth's
 "account already exists" notice instead), a confirmation by anyone else is refused, and a
 log-in by the address names the owner only.
+
+allauth's mails name the site and link to it through the request's host (Django's
+`RequestSite`: django.contrib.sites is not installed), so a mail said "Hello from
+127.0.0.1:8400!" and linked to whatever host the request named. They now say and link to
+the site's configured public address, `SITE_URL`, the one the notification e-mails and
+exports use (`configured_site`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
+from django.conf import settings
 from django.contrib import messages
+from django.urls import reverse
 
 from accounts.selectors import email_owner
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
 
+@dataclass(frozen=True)
+class ConfiguredSite:
+    """The site as allauth's mail templates read it (`current_site.name`, `.domain`), from SITE_URL."""
+
+    domain: str
+    name: str
+
+
+def configured_site() -> ConfiguredSite:
+    host = urlsplit(settings.SITE_URL).netloc or settings.SITE_URL
+    return ConfiguredSite(domain=host, name=host)
+
+
+def site_url(url: str) -> str:
+    """`url` (a path, or an absolute URL built from the request's host) at SITE_URL."""
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    return settings.SITE_URL.rstrip("/") + path
+
+
 class AccountAdapter(DefaultAccountAdapter):
+    def render_mail(self, template_prefix, email, context, headers=None):
+        # Every allauth mail is rendered here: `current_site` is the configured site, not the request's host.
+        return super().render_mail(template_prefix, email, {**context, "current_site": configured_site()}, headers)
+
+    def get_email_confirmation_url(self, request, emailconfirmation):
+        return site_url(super().get_email_confirmation_url(request, emailconfirmation))
+
+    def get_reset_password_from_key_url(self, key):
+        return site_url(super().get_reset_password_from_key_url(key))
+
+    def send_account_already_exists_mail(self, email):
+        """allauth's notice to an address's owner, its links at SITE_URL."""
+        self.send_mail("account/email/account_already_exists", email, {
+            "signup_url": site_url(reverse("account_signup")),
+            "password_reset_url": site_url(reverse("account_reset_password"))})
+
     def clean_username(self, username, shallow=False):
         try:
             name = username_clean(username)

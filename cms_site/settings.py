@@ -308,6 +308,12 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")  # masked in error reports (a PASS setting)
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+# The directory of Django's file backend (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend):
+# one file per message.
+EMAIL_FILE_PATH = os.environ.get("EMAIL_FILE_PATH") or str(BASE_DIR / "var" / "mail")
+# The site's public address: the links and the name in every e-mail (notifications, allauth's account
+# mails: accounts/adapter.py) and in exports. Production must set it; `make run` and `make serve` set it
+# to http://HOST when it is not set.
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # More e-mails than this to one person within NOTIFICATIONS_DIGEST_WINDOW seconds are held and sent as one digest.
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)

@@ -223,3 +223,23 @@ def test_register_api_email_is_sent_a_verification_link():
     address = EmailAddress.objects.get(email="apinew@example.com")
     assert address.verified is False and address.primary is True
     assert any("/accounts/confirm-email/" in m.body for m in mail.outbox)
+
+
+def test_account_mails_name_and_link_the_configured_site(client, make_user, settings):
+    """allauth's mails say and link to SITE_URL, whatever host the request came by (they said
+    "Hello from 127.0.0.1:8400!" and linked there)."""
+    settings.SITE_URL = "https://commons.example"
+    make_user("owner", email="owner@example.com")
+    host = {"HTTP_HOST": "127.0.0.1:8400"}
+    assert client.post("/accounts/signup/", {"username": "newbie", "email": "newbie@example.com", "password1": PASSWORD,
+                                             "password2": PASSWORD}, **host).status_code == 302
+    type(client)().post("/accounts/password/reset/", {"email": "owner@example.com"}, **host)
+    type(client)().post("/accounts/signup/", {"username": "copycat", "email": "owner@example.com", "password1": PASSWORD,
+                                              "password2": PASSWORD}, **host)
+    assert len(mail.outbox) == 3  # the confirmation, the reset link, the owner's "already exists" notice
+    for message in mail.outbox:
+        assert "Hello from commons.example!" in message.body and "8400" not in message.body, message.subject
+        assert links(message) and all(u.startswith("https://commons.example/accounts/") for u in links(message))
+    link = next(u for u in links(mail.outbox[0]) if "/accounts/confirm-email/" in u)
+    assert client.post(path_of(link), **host).status_code == 302
+    assert me(client)["email_verified"] is True
