@@ -148,3 +148,24 @@ def test_login_costs_the_same_hashing_for_a_known_and_an_unknown_address(client,
     # The address logs in its owner only: the copycat's password does not open anything by it.
     assert type(client)().post("/accounts/login/", {"login": "known@example.com",
                                                     "password": "pw-for-tests"}).wsgi_request.user.username == "known"
+
+
+def test_an_address_added_by_another_account_never_takes_the_owners_imported_comments(client, make_user, make_topic,
+                                                                                      editor):
+    """The takeover end to end: another account adds alice's address, alice opens every link mailed
+    to it and presses Confirm; the import still matches her history to nobody but a confirmed owner."""
+    from tests.imports.support import FIXTURES, run_import, shape
+
+    editor.is_superuser = True
+    editor.save()
+    topic = make_topic("document", "threaded", title="Existing topic", slug="existing-topic")
+    alice = make_user("alice", email="alice@example.org")  # on her user row (the admin made her account)
+    attacker = type(client)()
+    attacker.force_login(make_user("mallory"))
+    attacker.post("/accounts/email/", {"email": "alice@example.org", "action_add": ""})
+    client.force_login(alice)
+    for link in confirm_links("alice@example.org"):
+        client.post(path_of(link))
+    run_import("disqus", FIXTURES / "disqus.xml")
+    assert "mallory" not in {author for _, author, *_ in shape(topic)}
+    assert not EmailAddress.objects.filter(user__username="mallory", verified=True).exists()
