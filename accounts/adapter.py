@@ -33,7 +33,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.urls import reverse
 
-from accounts.selectors import email_owner
+from accounts.selectors import email_owner, login_name
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
@@ -108,15 +108,14 @@ class AccountAdapter(DefaultAccountAdapter):
         return super().confirm_email(request, email_address)
 
     def authenticate(self, request, **credentials):
-        """A log-in names one account: an address its owner, else what was typed as a username.
+        """A log-in names one account (`login_name`): an address its owner, else what was typed.
         allauth's backend tried every account holding the address and then the username too, each
         with a password hash, so a wrong password for a known address cost one hash more than for
         an unknown one (a timing oracle): now both backends check one name, one hash each
         (Django's ModelBackend hashes a dummy password for an unknown name, as allauth's does)."""
-        if credentials.get("email"):
-            owner = email_owner(credentials["email"])
-            credentials = {"username": owner.get_username() if owner else credentials.get("username", credentials["email"]),
-                           "password": credentials.get("password")}
+        login = credentials.get("email") or credentials.get("username")
+        if login:
+            credentials = {"username": login_name(login), "password": credentials.get("password")}
         return super().authenticate(request, **credentials)
 
 

@@ -55,6 +55,15 @@ def email_owner(email: str):
     return None if owner is None else get_user_model().objects.filter(pk=owner).first()
 
 
+def login_name(login: str) -> str:
+    """The username a log-in names: an e-mail address names its owner's (`email_owner`), so a
+    log-in by address tries one account, however many hold the address unconfirmed; anything
+    else, and an address nobody owns, is taken as typed."""
+    if isinstance(login, str) and "@" in login and (owner := email_owner(login)) is not None:
+        return owner.get_username()
+    return login
+
+
 def notification_email(*, user) -> str:
     """The address the site's own e-mail to `user` (notifications, digests) goes to: an address
     they confirmed (allauth's `EmailAddress.verified`; the primary one first), or "" when they

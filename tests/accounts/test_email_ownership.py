@@ -169,3 +169,25 @@ def test_an_address_added_by_another_account_never_takes_the_owners_imported_com
     run_import("disqus", FIXTURES / "disqus.xml")
     assert "mallory" not in {author for _, author, *_ in shape(topic)}
     assert not EmailAddress.objects.filter(user__username="mallory", verified=True).exists()
+
+
+def test_token_api_costs_the_same_hashing_whoever_else_holds_an_address(make_user, hashes):
+    """The token API (whose username may be an address, through allauth's backend) checks one account
+    for an address too: a copycat holding the victim's address unconfirmed learns nothing from the time."""
+    make_user("victim", email="victim@example.com")
+    copycat = make_user("copycat")
+    EmailAddress.objects.create(user=copycat, email="victim@example.com")
+    EmailAddress.objects.create(user=copycat, email="alone@example.com", primary=True)
+    costs = {}
+    for login in ("victim@example.com", "alone@example.com", "nobody@example.com"):
+        hashes.clear()
+        r = APIClient().post("/api/auth/token/", {"username": login, "password": "not-the-password"}, format="json")
+        assert r.status_code == 400
+        costs[login] = len(hashes)
+    assert len(set(costs.values())) == 1, costs
+    # The address names its owner only (both accounts have the same password here): the token is the victim's.
+    token = APIClient().post("/api/auth/token/", {"username": "victim@example.com", "password": "pw-for-tests"},
+                             format="json").json()["token"]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert api.get("/api/me/").json()["username"] == "victim"
