@@ -177,7 +177,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"  # the site's username rules (accounts/usernames.py)
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
-ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm"}
+ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm", "reset_password": "accounts.forms.ResetPasswordForm"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]  # e-mail optional
 ACCOUNT_EMAIL_VERIFICATION = "optional"  # an address is verified by the link e-mailed to it
 ACCOUNT_CONFIRM_EMAIL_ON_GET = False  # the link opens a page with a Confirm button (mail scanners open links)

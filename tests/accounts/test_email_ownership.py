@@ -191,3 +191,11 @@ def test_token_api_costs_the_same_hashing_whoever_else_holds_an_address(make_use
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     assert api.get("/api/me/").json()["username"] == "victim"
+
+
+def test_password_reset_by_an_address_resets_its_owner_only(client, make_user):
+    make_user("owner", email="shared@example.com")
+    EmailAddress.objects.create(user=make_user("copycat"), email="shared@example.com", primary=True)
+    assert client.post("/accounts/password/reset/", {"email": "shared@example.com"}).status_code == 302
+    [message] = mail.outbox
+    assert "owner" in message.body and "copycat" not in message.body
