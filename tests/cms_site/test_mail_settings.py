@@ -28,3 +28,19 @@ def test_make_run_and_serve_name_the_address_they_serve_on_unless_site_url_is_se
     assert site_url_of("run") == "http://127.0.0.1:8000"
     assert site_url_of("run", HOST="127.0.0.1:8400") == "http://127.0.0.1:8400"
     assert site_url_of("serve", HOST="0.0.0.0:8080", SITE_URL="https://commons.example") == "https://commons.example"
+
+
+def test_check_deploy_warns_while_site_url_is_the_development_default(settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    def warnings_of(site_url, https=False):
+        settings.SITE_URL, settings.HTTPS = site_url, https
+        out, err = StringIO(), StringIO()
+        call_command("check", "--deploy", stdout=out, stderr=err)
+        return {code for code in ("core.W001", "core.W002") if code in out.getvalue() + err.getvalue()}
+
+    assert warnings_of("http://127.0.0.1:8000") == {"core.W001"}
+    assert warnings_of("http://commons.example.org", https=True) == {"core.W002"}
+    assert warnings_of("https://commons.example.org", https=True) == set()
