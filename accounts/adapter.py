@@ -33,6 +33,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.urls import reverse
 
+from accounts.emails import email_clean
 from accounts.selectors import email_owner, login_name
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
@@ -74,6 +75,10 @@ class AccountAdapter(DefaultAccountAdapter):
         self.send_mail("account/email/account_already_exists", email, {
             "signup_url": site_url(reverse("account_signup")),
             "password_reset_url": site_url(reverse("account_reset_password"))})
+
+    def clean_email(self, email):
+        # allauth's sign-up, e-mail and reset forms pass every address through here: one spelling of it.
+        return email_clean(super().clean_email(email))
 
     def clean_username(self, username, shallow=False):
         try:

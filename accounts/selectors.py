@@ -9,6 +9,7 @@ from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.db.models.functions import Lower
 
+from accounts.emails import email_clean
 from accounts.parts import account_parts
 
 
@@ -35,11 +36,12 @@ def email_owner(email: str):
     (allauth's `EmailAddress.verified`, unique among verified rows); failing that an account
     whose user row carries it with no EmailAddress row for it (made by `create_user` or the
     admin, before allauth saw it); failing that the account that gave it first (the oldest
-    unverified row). Matched ignoring case. Other accounts may hold the address unconfirmed
-    (allauth's strict enumeration prevention lets a sign-up with a taken address through,
-    so the answer never says it is taken), but never its confirmation link, a log-in by it or
+    unverified row). Matched in its one spelling (`accounts.emails.email_clean`: case and the
+    domain's IDNA forms are one mailbox). Other accounts may hold the address unconfirmed
+    (allauth's strict enumeration prevention lets a sign-up with a taken address through, so
+    the answer never says it is taken), but never its confirmation link, a log-in by it or
     the site's e-mail (accounts/adapter.py)."""
-    email = (email or "").strip()
+    email = email_clean(email)
     if not email:
         return None
     rows = list(EmailAddress.objects.filter(email__iexact=email).order_by("-verified", "id")

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from accounts.emails import email_clean
 from accounts.parts import account_parts
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import Conflict, InvalidInput
@@ -29,7 +30,7 @@ def user_register(*, username: str, password: str, email: str = "", request=None
         validate_password(password or "", user=candidate)
     except DjangoValidationError as exc:
         raise InvalidInput(" ".join(exc.messages), field="password") from exc
-    email = (email or "").strip().lower()  # as allauth stores every address (its forms lower-case them)
+    email = email_clean(email)  # the spelling allauth's forms store (accounts/adapter.py clean_email)
     # An address another account has is taken like a free one (no answer says it is in use: allauth's
     # strict enumeration prevention, as the sign-up page does); it stays its owner's, whose address
     # gets the "account already exists" mail instead of the link (accounts/adapter.py).

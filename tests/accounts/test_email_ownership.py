@@ -199,3 +199,17 @@ def test_password_reset_by_an_address_resets_its_owner_only(client, make_user):
     assert client.post("/accounts/password/reset/", {"email": "shared@example.com"}).status_code == 302
     [message] = mail.outbox
     assert "owner" in message.body and "copycat" not in message.body
+
+
+@pytest.mark.parametrize("variant", ["owner@ｅxample.com", "owner@xn--exmple-cua.com"])
+def test_another_spelling_of_the_owners_domain_is_the_same_address(client, make_user, variant):
+    """A domain in full-width letters, or in its IDNA (punycode) form, is delivered to the owner's
+    mailbox (Django encodes the domain by IDNA when it sends), so it is the owner's address too."""
+    owned = variant.replace("ｅ", "e").replace("xn--exmple-cua", "exämple")
+    owner = make_user("owner", email=owned)
+    EmailAddress.objects.create(user=owner, email=owned, primary=True, verified=True)
+    client.force_login(make_user("attacker"))
+    client.post("/accounts/email/", {"email": variant, "action_add": ""})
+    assert [m for m in mail.outbox if CONFIRM_LINK.search(m.body)] == []
+    assert [m.subject for m in mail.outbox] == ["[Commons] Account Already Exists"]
+    assert EmailAddress.objects.filter(user__username="attacker").values_list("email", flat=True).get() == owned
