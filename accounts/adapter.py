@@ -11,8 +11,8 @@ strict enumeration prevention (ACCOUNT_PREVENT_ENUMERATION = "strict") lets a si
 added address that another account has go through and answers exactly as for a free one, so
 nobody learns that the address is in use; the hooks below keep the address its owner's: its
 confirmation link is sent only for the owner (anyone else's request mails the owner allauth's
-"account already exists" notice instead), a confirmation by anyone else is refused, and a
-log-in by the address names the owner only.
+"account already exists" notice instead), a confirmation by anyone else is refused; a
+log-in by the address names the owner only (accounts/backends.py).
 
 allauth's mails name the site and link to it through the request's host (Django's
 `RequestSite`: django.contrib.sites is not installed), so a mail said "Hello from
@@ -34,7 +34,7 @@ from django.contrib import messages
 from django.urls import reverse
 
 from accounts.emails import email_clean
-from accounts.selectors import email_owner, login_name
+from accounts.selectors import email_owner
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
@@ -113,14 +113,13 @@ class AccountAdapter(DefaultAccountAdapter):
         return super().confirm_email(request, email_address)
 
     def authenticate(self, request, **credentials):
-        """A log-in names one account (`login_name`): an address its owner, else what was typed.
-        allauth's backend tried every account holding the address and then the username too, each
-        with a password hash, so a wrong password for a known address cost one hash more than for
-        an unknown one (a timing oracle): now both backends check one name, one hash each
-        (Django's ModelBackend hashes a dummy password for an unknown name, as allauth's does)."""
+        """The log-in page passes an address as `email`; here it goes as `username`, as the admin and
+        the token API pass it, so every log-in costs the same hashing: Django's ModelBackend hashes
+        once for any `username` (a dummy password for an unknown one) and none for `email`, and
+        accounts/backends.py checks one account (an address names its owner only)."""
         login = credentials.get("email") or credentials.get("username")
         if login:
-            credentials = {"username": login_name(login), "password": credentials.get("password")}
+            credentials = {"username": login, "password": credentials.get("password")}
         return super().authenticate(request, **credentials)
 
 

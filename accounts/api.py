@@ -41,10 +41,8 @@ class TokenApi(APIView):
     def post(self, request):
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        # One account per name, as on the log-in page (accounts.selectors.login_name): an address in the
-        # username field names its owner only, so the password hashing does not depend on who else holds it.
-        user = authenticate(request, username=selectors.login_name(data.validated_data["username"]),
-                            password=data.validated_data["password"])
+        # An address in `username` names its owner only (accounts/backends.py), as on the log-in page.
+        user = authenticate(request, **data.validated_data)
         if user is None:
             raise InvalidInput("Unable to log in with the given username and password.")
         token, _ = Token.objects.get_or_create(user=user)

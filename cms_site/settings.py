@@ -173,7 +173,7 @@ LOGOUT_REDIRECT_URL = "home"
 # --- Accounts (django-allauth; accounts/) -------------------------------------------
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",  # the admin, the token API
-    "allauth.account.auth_backends.AuthenticationBackend",  # log-in by username or e-mail
+    "accounts.backends.AuthenticationBackend",  # log-in by username or e-mail (allauth's, an address naming its owner)
 ]
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"  # the site's username rules (accounts/usernames.py)
 ACCOUNT_LOGIN_METHODS = {"username", "email"}

@@ -213,3 +213,18 @@ def test_another_spelling_of_the_owners_domain_is_the_same_address(client, make_
     assert [m for m in mail.outbox if CONFIRM_LINK.search(m.body)] == []
     assert [m.subject for m in mail.outbox] == ["[Commons] Account Already Exists"]
     assert EmailAddress.objects.filter(user__username="attacker").values_list("email", flat=True).get() == owned
+
+
+def test_admin_login_costs_the_same_hashing_whoever_else_holds_an_address(client, make_user, hashes):
+    """The admin's log-in calls Django's authenticate with the typed name, which allauth's backend also
+    reads as an address: it names the owner only there too, so the hashing does not tell a copycat
+    that another account holds the address."""
+    make_user("victim", email="victim@example.com")
+    EmailAddress.objects.create(user=make_user("copycat"), email="victim@example.com")
+    costs = {}
+    for login in ("victim@example.com", "nobody@example.com", "victim", "nobody"):
+        hashes.clear()
+        r = type(client)().post("/admin/login/", {"username": login, "password": "not-the-password"})
+        assert r.status_code == 200
+        costs[login] = len(hashes)
+    assert len(set(costs.values())) == 1, costs
