@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from pprint import pformat
+from urllib.parse import unquote_plus
 
 from django.utils.datastructures import MultiValueDict
 from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
@@ -29,7 +30,8 @@ from django.views.debug import ExceptionReporter, SafeExceptionReporterFilter
 MASK = "********"
 _URI_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^:@/\s'\"]*:)(?P<secret>[^@/\s'\"]+)(?=@)")
 # A query parameter inside any text (a URI, a query string, a repr): its name after `?`, `&`, `;`
-# or at the start, then its value; masked when the name is sensitive (`sensitive_name`).
+# or at the start, then its value; masked when the name is sensitive (`sensitive_name`) once decoded
+# as the view reads it (`?t%6Fken=` is request.GET's `token`).
 _QUERY_PARAMETER = re.compile(r"(?P<head>(?:^|(?<=[?&;]))(?P<name>[^=&;?#\s'\"/]+)=)(?P<value>[^&;#\s'\"]*)")
 
 
@@ -43,7 +45,8 @@ def mask_secrets(text: str) -> str:
     """`text` with URI passwords and the values of sensitive query parameters replaced by a mask."""
     text = _URI_PASSWORD.sub(lambda m: m.group("head") + MASK, text)
     return _QUERY_PARAMETER.sub(
-        lambda m: m.group("head") + MASK if m.group("value") and sensitive_name(m.group("name")) else m.group(0), text)
+        lambda m: m.group("head") + MASK if m.group("value") and sensitive_name(unquote_plus(m.group("name")))
+        else m.group(0), text)
 
 
 class _MaskedRepr:

@@ -284,3 +284,19 @@ def test_a_known_user_who_may_not_is_403(client_500, make_user):
     client_500.force_authenticate(make_user("alice"))
     r = client_500.post("/api/topics/", {"title": "T", "comment_storage": "document"}, format="json")
     assert r.status_code == 403 and r.json()["code"] == "forbidden"
+
+
+def test_debug_page_masks_a_sensitive_query_name_written_percent_encoded(monkeypatch, settings):
+    """`?t%6Fken=` is `?token=` to the view (request.GET decodes names): the report's Request URL and
+    QUERY_STRING, which show the raw query, mask it too."""
+    _failing_home(monkeypatch)
+    settings.DEBUG = True
+    secrets = [uuid.uuid4().hex for _ in range(2)]
+    from django.test import Client
+
+    page = Client(raise_request_exception=False).get(f"/?t%6Fken={secrets[0]}&%70assword={secrets[1]}&page=7")
+    assert page.status_code == 500
+    html = page.content.decode()
+    assert "the home page failed" in html
+    for secret in secrets:
+        assert secret not in html
