@@ -45,6 +45,18 @@ def user_register(*, username: str, password: str, email: str = "", request=None
     return user
 
 
+def email_record(*, user) -> None:
+    """Record the address on `user`'s row (typed in the admin) as theirs: allauth's EmailAddress row,
+    unverified (primary if they have none), unless they have one for it. The ownership rule reads rows
+    (accounts.selectors.email_owner: a confirmed address, else the oldest row), so a claim left only on
+    the user row lost the address to a row another account added later as soon as its owner added its
+    own row to confirm it. Migration accounts/0003 did the same for the accounts made before."""
+    email = email_clean(user.email)
+    rows = EmailAddress.objects.filter(user=user)
+    if email and not rows.filter(email__iexact=email).exists():
+        EmailAddress.objects.create(user=user, email=email, verified=False, primary=not rows.filter(primary=True).exists())
+
+
 COMMENT_CHOICES = ("tombstone", "remove")
 
 

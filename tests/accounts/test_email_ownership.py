@@ -228,3 +228,29 @@ def test_admin_login_costs_the_same_hashing_whoever_else_holds_an_address(client
         assert r.status_code == 200
         costs[login] = len(hashes)
     assert len(set(costs.values())) == 1, costs
+
+
+def test_an_address_typed_in_the_admin_stays_its_accounts(client, make_user):
+    """The admin types alice's address on her user row; another account adds it; alice then adds it
+    herself to confirm it: she, not the other account, is sent the link that confirms it."""
+    admin = type(client)()
+    admin.force_login(make_user("root", is_staff=True, is_superuser=True))
+    alice = make_user("alice")
+    page = admin.get(f"/admin/accounts/user/{alice.pk}/change/")
+    form = {k: v for k, v in page.context["adminform"].form.initial.items() if v is not None and k != "password"}
+    form.update({"email": "alice@example.org", "date_joined_0": alice.date_joined.strftime("%Y-%m-%d"),
+                 "date_joined_1": alice.date_joined.strftime("%H:%M:%S")})
+    form.pop("date_joined", None)
+    form.pop("last_login", None)
+    form = {k: v for k, v in form.items() if not isinstance(v, list) or v}
+    assert admin.post(f"/admin/accounts/user/{alice.pk}/change/", form).status_code == 302
+    mallory = type(client)()
+    mallory.force_login(make_user("mallory"))
+    mallory.post("/accounts/email/", {"email": "alice@example.org", "action_add": ""})
+    client.force_login(alice)
+    client.post("/accounts/email/", {"email": "alice@example.org", "action_add": ""})  # listed already, or now
+    client.post("/accounts/email/", {"email": "alice@example.org", "action_send": ""})
+    mallory.post("/accounts/email/", {"email": "alice@example.org", "action_send": ""})
+    [link] = confirm_links("alice@example.org")
+    client.post(path_of(link))
+    assert list(EmailAddress.objects.filter(verified=True).values_list("user__username", flat=True)) == ["alice"]
