@@ -29,16 +29,18 @@ install-dev: $(VENV)/.installed-dev
 # DEBUG is on for the embedded engine, OFF against a real MONGODB_URI unless DEBUG=1 is
 # asked for (then SECRET_KEY must be set); error pages mask URI passwords either way.
 RUN_DEBUG := $(if $(DEBUG),$(DEBUG),$(if $(MONGODB_URI),0,1))
+# The address e-mails name and link to (SITE_URL): the one served on, unless SITE_URL is set.
+RUN_SITE_URL := $(if $(SITE_URL),$(SITE_URL),http://$(HOST))
 run: install
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py migrate --noinput
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py mongo_indexes
-	DEBUG=$(RUN_DEBUG) $(PY) manage.py rundemo $(HOST)
+	DEBUG=$(RUN_DEBUG) SITE_URL=$(RUN_SITE_URL) $(PY) manage.py rundemo $(HOST)
 
 ## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
 ## collected static files served by WhiteNoise (docs/deploy.md). A SECRET_KEY is
 ## generated into .secret_key on first use unless one is set. Workers: WEB_CONCURRENCY,
 ## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
-SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}"
+SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}" SITE_URL=$(RUN_SITE_URL)
 serve: install
 	@test -n "$$SECRET_KEY" || test -s .secret_key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key
 	$(SERVE_ENV) $(PY) manage.py migrate --noinput

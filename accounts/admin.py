@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
+from accounts import services
 from accounts.forms import AdminUserChangeForm, AdminUserCreationForm
 from accounts.models import User
 
@@ -14,3 +15,7 @@ from accounts.models import User
 class CommonsUserAdmin(UserAdmin):
     add_form = AdminUserCreationForm
     form = AdminUserChangeForm
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        services.email_record(user=obj)  # an address typed here is recorded as the user's (allauth's row)

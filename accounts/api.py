@@ -41,6 +41,7 @@ class TokenApi(APIView):
     def post(self, request):
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        # An address in `username` names its owner only (accounts/backends.py), as on the log-in page.
         user = authenticate(request, **data.validated_data)
         if user is None:
             raise InvalidInput("Unable to log in with the given username and password.")

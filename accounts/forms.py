@@ -1,9 +1,11 @@
 from allauth.account.forms import LoginForm as AllauthLoginForm
+from allauth.account.forms import ResetPasswordForm as AllauthResetPasswordForm
 from django import forms
 from django.contrib.auth import forms as auth_forms
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
 from accounts.models import User
+from accounts.selectors import email_owner
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import InvalidInput
 
@@ -65,3 +67,14 @@ class LoginForm(AllauthLoginForm):
         self.fields["login"].label = "Username or e-mail"
         if "remember" in self.fields:
             self.fields["remember"].label = "Keep me logged in"
+
+
+class ResetPasswordForm(AllauthResetPasswordForm):
+    """allauth's reset form, for the address's owner only (accounts.selectors.email_owner): allauth
+    mails a link for every account holding the address, and other accounts may hold it unconfirmed."""
+
+    def clean_email(self):
+        email = super().clean_email()
+        owner = email_owner(email)
+        self.users = [owner] if owner is not None and owner.is_active else []
+        return email

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
 from django.db.models.functions import Lower
 
+from accounts.emails import email_clean
 from accounts.parts import account_parts
 
 
@@ -27,6 +29,51 @@ def me(*, user) -> Me:
     verified = bool(primary and primary.verified) or (
         bool(email) and EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists())
     return Me(username=user.username, email=email, email_verified=verified, date_joined=user.date_joined)
+
+
+def email_owner(email: str):
+    """The one account an e-mail address belongs to, or None: the account that confirmed it
+    (allauth's `EmailAddress.verified`, unique among verified rows); failing that an account
+    whose user row carries it with no EmailAddress row for it (made by `create_user` or the
+    admin, before allauth saw it); failing that the account that gave it first (the oldest
+    unverified row). Matched in its one spelling (`accounts.emails.email_clean`: case and the
+    domain's IDNA forms are one mailbox). Other accounts may hold the address unconfirmed
+    (allauth's strict enumeration prevention lets a sign-up with a taken address through, so
+    the answer never says it is taken), but never its confirmation link, a log-in by it or
+    the site's e-mail (accounts/adapter.py)."""
+    email = email_clean(email)
+    if not email:
+        return None
+    rows = list(EmailAddress.objects.filter(email__iexact=email).order_by("-verified", "id")
+                .values_list("user_id", "verified"))
+    if rows and rows[0][1]:
+        owner = rows[0][0]
+    else:
+        users = get_user_model().objects
+        owner = (users.filter(email__iexact=email).exclude(pk__in=[pk for pk, _ in rows])
+                 .order_by("pk").values_list("pk", flat=True).first())
+        if owner is None and rows:
+            owner = rows[0][0]
+    return None if owner is None else get_user_model().objects.filter(pk=owner).first()
+
+
+def login_name(login: str) -> str:
+    """The username a log-in names: an e-mail address names its owner's (`email_owner`), so a
+    log-in by address tries one account, however many hold the address unconfirmed; anything
+    else, and an address nobody owns, is taken as typed."""
+    if isinstance(login, str) and "@" in login and (owner := email_owner(login)) is not None:
+        return owner.get_username()
+    return login
+
+
+def notification_email(*, user) -> str:
+    """The address the site's own e-mail to `user` (notifications, digests) goes to: an address
+    they confirmed (allauth's `EmailAddress.verified`; the primary one first), or "" when they
+    confirmed none. An address typed at sign-up or on the e-mail page and never confirmed gets
+    nothing, so signing up with someone else's address subscribes nobody; the user row's
+    `email` is not consulted."""
+    return (EmailAddress.objects.filter(user=user, verified=True).order_by("-primary", "id")
+            .values_list("email", flat=True).first() or "")
 
 
 def users_with_verified_email(emails) -> dict[str, list[tuple[int, str]]]:

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from accounts.emails import email_clean
 from accounts.parts import account_parts
 from accounts.usernames import username_clean, username_unavailable
 from core.errors import Conflict, InvalidInput
@@ -19,7 +20,8 @@ User = get_user_model()
 def user_register(*, username: str, password: str, email: str = "", request=None) -> User:
     """Create an active, non-staff user after the username rules (accounts/usernames.py) and
     Django's password validation. An e-mail address is stored unverified and (given the
-    request, for the link's address) sent the link that verifies it, as sign-up does."""
+    request, for the link's address) sent the link that verifies it, as sign-up does; an
+    address another account owns is sent that owner's notice instead (accounts/adapter.py)."""
     username = username_clean(username)
     if refusal := username_unavailable(username):
         raise InvalidInput(refusal, field="username")
@@ -28,9 +30,10 @@ def user_register(*, username: str, password: str, email: str = "", request=None
         validate_password(password or "", user=candidate)
     except DjangoValidationError as exc:
         raise InvalidInput(" ".join(exc.messages), field="password") from exc
-    email = (email or "").strip()
-    if email and EmailAddress.objects.filter(email__iexact=email).exists():
-        raise InvalidInput("An account already uses that e-mail address.", field="email")
+    email = email_clean(email)  # the spelling allauth's forms store (accounts/adapter.py clean_email)
+    # An address another account has is taken like a free one (no answer says it is in use: allauth's
+    # strict enumeration prevention, as the sign-up page does); it stays its owner's, whose address
+    # gets the "account already exists" mail instead of the link (accounts/adapter.py).
     try:
         with transaction.atomic():
             user = User.objects.create_user(username=username, password=password, email=email)
@@ -40,6 +43,18 @@ def user_register(*, username: str, password: str, email: str = "", request=None
     if address is not None and request is not None:
         address.send_confirmation(request, signup=True)
     return user
+
+
+def email_record(*, user) -> None:
+    """Record the address on `user`'s row (typed in the admin) as theirs: allauth's EmailAddress row,
+    unverified (primary if they have none), unless they have one for it. The ownership rule reads rows
+    (accounts.selectors.email_owner: a confirmed address, else the oldest row), so a claim left only on
+    the user row lost the address to a row another account added later as soon as its owner added its
+    own row to confirm it. Migration accounts/0003 did the same for the accounts made before."""
+    email = email_clean(user.email)
+    rows = EmailAddress.objects.filter(user=user)
+    if email and not rows.filter(email__iexact=email).exists():
+        EmailAddress.objects.create(user=user, email=email, verified=False, primary=not rows.filter(primary=True).exists())
 
 
 COMMENT_CHOICES = ("tombstone", "remove")

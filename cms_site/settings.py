@@ -173,11 +173,11 @@ LOGOUT_REDIRECT_URL = "home"
 # --- Accounts (django-allauth; accounts/) -------------------------------------------
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",  # the admin, the token API
-    "allauth.account.auth_backends.AuthenticationBackend",  # log-in by username or e-mail
+    "accounts.backends.AuthenticationBackend",  # log-in by username or e-mail (allauth's, an address naming its owner)
 ]
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"  # the site's username rules (accounts/usernames.py)
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
-ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm"}
+ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm", "reset_password": "accounts.forms.ResetPasswordForm"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]  # e-mail optional
 ACCOUNT_EMAIL_VERIFICATION = "optional"  # an address is verified by the link e-mailed to it
 ACCOUNT_CONFIRM_EMAIL_ON_GET = False  # the link opens a page with a Confirm button (mail scanners open links)
@@ -185,7 +185,18 @@ ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = False
 ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Commons] "
 ACCOUNT_DEFAULT_HTTP_PROTOCOL = "https" if HTTPS else "http"
 ACCOUNT_CHANGE_EMAIL = True  # one address per account: adding another replaces it once verified
-ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below
+# An address belongs to one account (its owner: accounts.selectors.email_owner), and no page says
+# whether an address is in use. allauth's "strict" enumeration prevention is the mode for optional
+# verification: a sign-up or added address that another account has goes through and answers as for a
+# free one (with True, uniqueness wins and sign-up says "A user is already registered with this email
+# address"); accounts/adapter.py then sends its link only for the owner (the owner gets the "account
+# already exists" mail instead), refuses anyone else's confirmation and logs in by it only the owner.
+ACCOUNT_PREVENT_ENUMERATION = "strict"
+ACCOUNT_UNIQUE_EMAIL = True  # one verified row per address (allauth's unique_verified_email constraint)
+ACCOUNT_RATE_LIMITS = False  # one table of limits for the whole site: RATE_LIMIT_RATES below (per address too)
+# A password reset for an address no account has sends nothing (allauth's "Unknown Account" mail let
+# the form mail anyone); the page answers as for a known address.
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
 SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # a provider's address never logs into an existing account
 SOCIALACCOUNT_STORE_TOKENS = False
@@ -297,6 +308,12 @@ EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")  # masked in error reports (a PASS setting)
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+# The directory of Django's file backend (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend):
+# one file per message.
+EMAIL_FILE_PATH = os.environ.get("EMAIL_FILE_PATH") or str(BASE_DIR / "var" / "mail")
+# The site's public address: the links and the name in every e-mail (notifications, allauth's account
+# mails: accounts/adapter.py) and in exports. Production must set it; `make run` and `make serve` set it
+# to http://HOST when it is not set.
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000")
 # More e-mails than this to one person within NOTIFICATIONS_DIGEST_WINDOW seconds are held and sent as one digest.
 NOTIFICATIONS_DIGEST_AFTER = env_int("NOTIFICATIONS_DIGEST_AFTER", 3)
@@ -326,8 +343,9 @@ RATE_LIMIT_RATES = {
     "like": {"user": ["30/min"], "ip": ["60/min"]},
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
     "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
-    "register": {"ip": ["5/hour", "20/day"]},
-    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"]},
+    # "address": per e-mail address written to (core/throttling.py), however many clients ask.
+    "register": {"ip": ["5/hour", "20/day"], "address": ["3/hour", "10/day"]},
+    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"], "address": ["3/hour", "10/day"]},
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }

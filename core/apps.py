@@ -7,3 +7,6 @@ class CoreConfig(AppConfig):
 
     name = "core"
     verbose_name = "Core"
+
+    def ready(self):
+        from core import checks  # noqa: F401  (registers the deployment checks of the site's settings)

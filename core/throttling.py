@@ -14,8 +14,14 @@ was typed (passwords excepted), ready to send again.
   comes from its URL name (`PAGE_SCOPES`); reads are never limited.
 - Who is counted: `user` (the logged-in user's id), `ip` (the client address,
   `core.clients.client_ip`: REMOTE_ADDR, or the address `RATE_LIMIT_NUM_PROXIES` hops
-  from the right of X-Forwarded-For behind that many trusted proxies; IPv6 by /64) and
-  `account` (the username a log-in names, NFKC and case-folded, whether it exists or not).
+  from the right of X-Forwarded-For behind that many trusted proxies; IPv6 by /64),
+  `account` (the username a log-in names, NFKC and case-folded, whether it exists or not)
+  and `address` (the e-mail address a request would write to, its `email` field, trimmed
+  and case-folded, whether an account has it or not: a password reset, an address added
+  or re-sent its link, a sign-up), so one mailbox gets a bounded number of messages
+  however many clients ask for them. (allauth's own per-key limits, `ACCOUNT_RATE_LIMITS`
+  "reset_password" "N/m/key", would do the same for its pages only; they stay off so that one
+  table limits the pages and the API alike.)
   A request must be under every limit that applies; a refused request is not counted.
 - Each rate is `N/period` with period `s`, `min`, `hour`, `day`, optionally multiplied
   (`10/15min`); a scope may have several windows (`5/min` and `60/hour`).
@@ -112,8 +118,17 @@ def account_key(username) -> str | None:
     return unicodedata.normalize("NFKC", username).strip().casefold()[:150]
 
 
-def _keys(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None) -> list[tuple[str, Rate]]:
-    who = {"user": user_id, "ip": ip, "account": account}
+def address_key(email) -> str | None:
+    """The per-address key of an e-mail a request would write to: trimmed, NFKC, case-folded (one
+    mailbox, however it is typed); None when there is none."""
+    if not isinstance(email, str) or not email.strip():
+        return None
+    return unicodedata.normalize("NFKC", email).strip().casefold()[:254]
+
+
+def _keys(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
+          address: str | None = None) -> list[tuple[str, Rate]]:
+    who = {"user": user_id, "ip": ip, "account": account, "address": address}
     keys = []
     for kind, windows in rates(scope).items():
         if who.get(kind) in (None, ""):
@@ -152,14 +167,15 @@ def _count(key: str, timeout: int) -> int:
 
 
 def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
-                   now: float | None = None, counted_into: list | None = None) -> float | None:
+                   address: str | None = None, now: float | None = None,
+                   counted_into: list | None = None) -> float | None:
     """Count one request of `scope`; None when allowed (the counters it added to are appended to
     `counted_into`, for `take_back`), else the seconds to wait (nothing counted)."""
     if not enabled():
         return None
     now = time.time() if now is None else now
     counted, wait = [], 0.0
-    for key, rate in _keys(scope, user_id=user_id, ip=ip, account=account):
+    for key, rate in _keys(scope, user_id=user_id, ip=ip, account=account, address=address):
         window_key, ends = _window(key, rate, now)
         counted.append(window_key)
         if _count(window_key, math.ceil(ends - now) + 1) > rate.requests:
@@ -203,12 +219,17 @@ def _request_who(request, scope: str) -> dict:
     who = {"ip": client_ip(request)}
     if user is not None and user.is_authenticated:
         who["user_id"] = user.pk
-    if scope == "login":
+    counted = rates(scope)
+    if "account" in counted or "address" in counted:
         data = getattr(request, "data", None) if hasattr(request, "data") else None
         form = data if data is not None else request.POST
-        # The API and the admin name the account in `username`; allauth's log-in page in `login`.
-        name = (form.get("username") or form.get("login")) if hasattr(form, "get") else None
-        who["account"] = account_key(name)
+        if not hasattr(form, "get"):
+            form = {}
+        if "account" in counted:
+            # The API and the admin name the account in `username`; allauth's log-in page in `login`.
+            who["account"] = account_key(form.get("username") or form.get("login"))
+        if "address" in counted:
+            who["address"] = address_key(form.get("email"))
     return who
 
 

@@ -42,6 +42,7 @@ from django.core import signing
 from django.core.mail import EmailMessage
 from django.utils import timezone
 
+from accounts.selectors import notification_email
 from accounts.usernames import users_by_names
 from core.errors import InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames
@@ -324,7 +325,7 @@ def _message(*, user, subject: str, lines: list[str], kind: str) -> EmailMessage
     body = "\n".join([f"Hello {user.username},", "", *lines, "",
                       f"Your notifications: {settings.SITE_URL.rstrip('/')}/notifications/",
                       f"Stop these e-mails (one click, no log-in): {unsubscribe}"])
-    return EmailMessage(subject=subject, body=body, to=[user.email], headers={
+    return EmailMessage(subject=subject, body=body, to=[notification_email(user=user)], headers={
         "List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
 
 
@@ -333,7 +334,7 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str =
     The message itself is one task (`notifications.email_send`, retried), idempotent by `key`
     (the notification event's id): a refused SMTP connection delays it, a redelivery never
     doubles it. True if it was queued to be sent now."""
-    if not text or not recipient.email or not preferences_of(recipient).wants(kind):
+    if not text or not notification_email(user=recipient) or not preferences_of(recipient).wants(kind):
         return False
     now = timezone.now()
     outbox = EmailOutboxManager()
@@ -361,7 +362,7 @@ def email_notification_send(*, recipient_id: int, kind: str, text: str, url: str
     recorded as sent is not sent again; it is recorded after the SMTP server took it (a crash
     in between sends it again, with the same Message-ID). True if sent now."""
     user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
-    if user is None or not user.email:
+    if user is None or not notification_email(user=user):
         return False
     outbox = EmailOutboxManager()
     if outbox.was_sent(recipient=recipient_id, key=key):
@@ -377,7 +378,7 @@ def email_digest_send(*, recipient_id: int) -> int:
     """Send what is held for `recipient_id` as one e-mail. Returns how many items it held."""
     user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
     items = EmailOutboxManager().take_held(recipient=recipient_id)
-    if not items or user is None or not user.email:
+    if not items or user is None or not notification_email(user=user):
         return 0
     lines = [f"- {i['text']} {i['url']}" for i in items]
     try:

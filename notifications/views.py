@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from accounts.selectors import notification_email
 from core.errors import InvalidInput, NotFound, ServiceError
 from core.redirects import posted_next
 from notifications import selectors, services
@@ -62,7 +63,7 @@ def preferences(request):
         services.preferences_update(user=request.user, values={k: form.cleaned_data[f"email_{k}"] for k in KINDS})
         messages.success(request, "Your e-mail preferences are saved.")
         return redirect("notifications-preferences")
-    return render(request, "notifications/preferences.html", {"form": form, "email": request.user.email})
+    return render(request, "notifications/preferences.html", {"form": form, "email": notification_email(user=request.user)})
 
 
 @csrf_exempt  # RFC 8058 one-click: mail clients POST without a session; the signed token is the proof

@@ -50,9 +50,16 @@ def fresh_cache():
 def make_user(django_user_model):
     counter = iter(range(1, 10**9))
 
-    def make(username=None, **fields):
+    def make(username=None, *, email_verified=False, **fields):
+        """`email_verified=True`: the user's `email` is also their confirmed address (allauth's
+        EmailAddress, verified and primary), the one the site's e-mail goes to."""
         username = username or f"user{next(counter)}"
-        return django_user_model.objects.create_user(username=username, password="pw-for-tests", **fields)
+        user = django_user_model.objects.create_user(username=username, password="pw-for-tests", **fields)
+        if email_verified:
+            from allauth.account.models import EmailAddress
+
+            EmailAddress.objects.create(user=user, email=user.email, verified=True, primary=True)
+        return user
 
     return make
 

@@ -114,10 +114,16 @@ def test_password_reset_through_the_emailed_link(client, make_user):
     assert b"invalid" in again.content.lower()
 
 
-def test_password_reset_for_an_unknown_address_sends_nothing_and_says_the_same(client):
-    r = client.post("/accounts/password/reset/", {"email": "nobody@example.com"})
-    assert r.status_code == 302
-    assert all("password/reset/key" not in m.body for m in mail.outbox)
+def test_password_reset_for_an_unknown_address_sends_nothing_and_says_the_same(client, make_user):
+    """No mail at all to an address no account has (allauth's "Unknown Account" mail let the form
+    mail anyone), and the same answer as for a known address."""
+    make_user("known", email="known@example.com")
+    known = type(client)().post("/accounts/password/reset/", {"email": "known@example.com"}, follow=True)
+    assert len(mail.outbox) == 1
+    unknown = client.post("/accounts/password/reset/", {"email": "nobody@example.com"}, follow=True)
+    assert unknown.redirect_chain == known.redirect_chain and unknown.status_code == known.status_code == 200
+    assert unknown.content.decode().replace("nobody@", "known@") == known.content.decode().replace("nobody@", "known@")
+    assert [m.to for m in mail.outbox] == [["known@example.com"]]
 
 
 def test_password_change(client, make_user):
@@ -217,6 +223,23 @@ def test_register_api_email_is_sent_a_verification_link():
     address = EmailAddress.objects.get(email="apinew@example.com")
     assert address.verified is False and address.primary is True
     assert any("/accounts/confirm-email/" in m.body for m in mail.outbox)
-    taken = api.post("/api/auth/register/", {"username": "apiother", "password": PASSWORD,
-                                             "email": "APINEW@example.com"}, format="json")
-    assert taken.status_code == 400 and "email" in taken.json().get("errors", {})
+
+
+def test_account_mails_name_and_link_the_configured_site(client, make_user, settings):
+    """allauth's mails say and link to SITE_URL, whatever host the request came by (they said
+    "Hello from 127.0.0.1:8400!" and linked there)."""
+    settings.SITE_URL = "https://commons.example"
+    make_user("owner", email="owner@example.com")
+    host = {"HTTP_HOST": "127.0.0.1:8400"}
+    assert client.post("/accounts/signup/", {"username": "newbie", "email": "newbie@example.com", "password1": PASSWORD,
+                                             "password2": PASSWORD}, **host).status_code == 302
+    type(client)().post("/accounts/password/reset/", {"email": "owner@example.com"}, **host)
+    type(client)().post("/accounts/signup/", {"username": "copycat", "email": "owner@example.com", "password1": PASSWORD,
+                                              "password2": PASSWORD}, **host)
+    assert len(mail.outbox) == 3  # the confirmation, the reset link, the owner's "already exists" notice
+    for message in mail.outbox:
+        assert "Hello from commons.example!" in message.body and "8400" not in message.body, message.subject
+        assert links(message) and all(u.startswith("https://commons.example/accounts/") for u in links(message))
+    link = next(u for u in links(mail.outbox[0]) if "/accounts/confirm-email/" in u)
+    assert client.post(path_of(link), **host).status_code == 302
+    assert me(client)["email_verified"] is True

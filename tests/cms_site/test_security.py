@@ -209,6 +209,51 @@ def test_debug_page_and_error_text_mask_uri_passwords():
         assert "db1.internal" in report and "cache:6379" in report  # the hosts are still there to debug with
 
 
+def _failing_home(monkeypatch):
+    """The home page raises: the server error whose report is read."""
+    from topics import selectors
+
+    def boom(**kwargs):
+        raise RuntimeError("the home page failed")
+
+    monkeypatch.setattr(selectors, "topic_page", boom)
+
+
+def _sensitive_query() -> tuple[str, list[str]]:
+    secrets = [uuid.uuid4().hex for _ in range(5)]
+    names = ["password", "token", "api_key", "signature", "client_secret"]
+    return "&".join(f"{n}={s}" for n, s in zip(names, secrets, strict=True)) + "&page=7", secrets
+
+
+def test_debug_page_masks_sensitive_query_values(monkeypatch, settings):
+    _failing_home(monkeypatch)
+    settings.DEBUG = True
+    query, secrets = _sensitive_query()
+    from django.test import Client
+
+    page = Client(raise_request_exception=False).get(f"/?{query}")
+    assert page.status_code == 500
+    html = page.content.decode()
+    assert "the home page failed" in html and "page" in html  # the report is there, a harmless value too
+    for secret in secrets:
+        assert secret not in html
+
+
+def test_error_mail_masks_sensitive_query_values(monkeypatch, settings, mailoutbox):
+    _failing_home(monkeypatch)
+    settings.DEBUG = False
+    settings.ADMINS = [("Ops", "ops@example.com")]
+    query, secrets = _sensitive_query()
+    from django.test import Client
+
+    assert Client(raise_request_exception=False).get(f"/?{query}").status_code == 500
+    report = [m for m in mailoutbox if m.to == ["ops@example.com"]]
+    assert len(report) == 1 and "the home page failed" in report[0].body
+    assert "page = '7'" in report[0].body  # the GET table is there, with its harmless values
+    for secret in secrets:
+        assert secret not in report[0].body and secret not in report[0].subject
+
+
 def test_make_run_turns_debug_off_against_a_real_mongodb_unless_asked():
     def debug_of(**env):
         out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, check=True,
@@ -239,3 +284,19 @@ def test_a_known_user_who_may_not_is_403(client_500, make_user):
     client_500.force_authenticate(make_user("alice"))
     r = client_500.post("/api/topics/", {"title": "T", "comment_storage": "document"}, format="json")
     assert r.status_code == 403 and r.json()["code"] == "forbidden"
+
+
+def test_debug_page_masks_a_sensitive_query_name_written_percent_encoded(monkeypatch, settings):
+    """`?t%6Fken=` is `?token=` to the view (request.GET decodes names): the report's Request URL and
+    QUERY_STRING, which show the raw query, mask it too."""
+    _failing_home(monkeypatch)
+    settings.DEBUG = True
+    secrets = [uuid.uuid4().hex for _ in range(2)]
+    from django.test import Client
+
+    page = Client(raise_request_exception=False).get(f"/?t%6Fken={secrets[0]}&%70assword={secrets[1]}&page=7")
+    assert page.status_code == 500
+    html = page.content.decode()
+    assert "the home page failed" in html
+    for secret in secrets:
+        assert secret not in html

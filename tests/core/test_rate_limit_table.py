@@ -22,8 +22,8 @@ README_TABLE = {
     "like": {"user": ["30/min"], "ip": ["60/min"]},
     "flag": {"user": ["10/min", "50/day"], "ip": ["30/min"]},
     "follow": {"user": ["20/min", "300/day"], "ip": ["60/min"]},
-    "register": {"ip": ["5/hour", "20/day"]},
-    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"]},
+    "register": {"ip": ["5/hour", "20/day"], "address": ["3/hour", "10/day"]},
+    "email": {"user": ["5/hour"], "ip": ["10/hour", "50/day"], "address": ["3/hour", "10/day"]},
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }
@@ -114,7 +114,7 @@ def test_login_page_attempts_per_address_across_accounts(client):
 
 LONG_WINDOWS = [  # (scope, who, minute-or-short limit, long limit, long window in seconds)
     ("comment", "user", 5, 60, 3600), ("comment", "ip", 20, 300, 3600), ("flag", "user", 10, 50, 86400),
-    ("follow", "user", 20, 300, 86400), ("register", "ip", 5, 20, 86400),
+    ("follow", "user", 20, 300, 86400), ("register", "ip", 5, 20, 86400), ("email", "address", 3, 10, 86400),
 ]
 
 
@@ -122,7 +122,7 @@ LONG_WINDOWS = [  # (scope, who, minute-or-short limit, long limit, long window 
 def test_long_windows_on_a_simulated_clock(scope, who, short, long, window):
     """As fast as the short window lets through (waiting what it says each time it refuses),
     the long window stops the client after `long` requests, until it has passed."""
-    key = {"user": {"user_id": 1}, "ip": {"ip": "203.0.113.5"}}[who]
+    key = {"user": {"user_id": 1}, "ip": {"ip": "203.0.113.5"}, "address": {"address": "someone@example.com"}}[who]
     t0, now, allowed, first_refusal_by_long = 10_000_000.0, 10_000_000.0, 0, None
     while now < t0 + window:
         wait = rate_limit_hit(scope, now=now, **key)

@@ -370,3 +370,43 @@ def test_any_other_page_write_is_in_the_write_scope(client, make_user):
     client.force_login(make_user("alice"))
     codes = [client.post("/").status_code for _ in range(31)]  # a page without a scope of its own
     assert 429 not in codes[:30] and codes[30] == 429
+
+
+def _mails_to(address: str) -> int:
+    from django.core import mail
+
+    return sum(m.to == [address] for m in mail.outbox)
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known", "unknown"])
+def test_password_reset_per_address_from_many_clients(client, make_user, known):
+    """One mailbox gets a bounded number of reset messages however many client addresses ask,
+    and the limit (its count, its 429) is the same whether an account has the address or not."""
+    if known:
+        make_user("target", email="target@example.com")
+    codes = [type(client)(REMOTE_ADDR=f"203.0.113.{n + 1}").post(
+        "/accounts/password/reset/", {"email": "Target@Example.com " if n % 2 else "target@example.com"}).status_code
+        for n in range(12)]
+    assert codes == [302] * 3 + [429] * 9
+    assert _mails_to("target@example.com") == (3 if known else 0)
+    # Another mailbox is not affected.
+    assert type(client)(REMOTE_ADDR="203.0.113.99").post("/accounts/password/reset/",
+                                                         {"email": "other@example.com"}).status_code == 302
+
+
+def test_sign_ups_and_added_addresses_per_address_from_many_clients(client, make_user):
+    """The other doors that mail an address (sign-up by the API and the page, the e-mail page) share
+    the per-address count of their scope."""
+    codes = [api(ip=f"203.0.113.{n + 1}").post("/api/auth/register/", {
+        "username": f"new{n}", "password": "a-long-passphrase-42", "email": "target@example.com"}, format="json").status_code
+        for n in range(4)]
+    assert codes == [201, 201, 201, 429]
+    page = type(client)(REMOTE_ADDR="198.51.100.1")
+    assert page.post("/accounts/signup/", {"username": "late", "email": "target@example.com", "password1": "a-long-passphrase-42",
+                                           "password2": "a-long-passphrase-42"}).status_code == 429
+    for n in range(4):
+        adder = type(client)(REMOTE_ADDR=f"198.51.100.{n + 10}")
+        adder.force_login(make_user(f"adder{n}"))
+        code = adder.post("/accounts/email/", {"email": "victim@example.com", "action_add": ""}).status_code
+        assert code == (302 if n < 3 else 429), n
+    assert _mails_to("victim@example.com") == 3

@@ -75,6 +75,11 @@ class Templates:
                                           email="editor@example.org")
         editor_add(user=editor)
         people["editor"] = editor
+        from allauth.account.models import EmailAddress
+
+        # Confirmed addresses: the site e-mails only those (accounts.selectors.notification_email).
+        EmailAddress.objects.bulk_create([EmailAddress(user=u, email=u.email, verified=True, primary=True)
+                                          for u in people.values()])
         self.users = {name: user.pk for name, user in people.items()}
         for storage in storages:
             name = self.databases[storage] = f"test_faults_{storage}_{uuid.uuid4().hex[:8]}"

@@ -29,7 +29,7 @@ def test_the_bell_does_not_count_notifications_from_muted_users(make_topic, make
 
 
 def test_an_unsubscribe_link_stops_working_after_resubscribing(make_user):
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     token = services.unsubscribe_token(user=ana, kind="reply")
     services.unsubscribe_apply(token=token)
     assert services.preferences_of(ana).wants("reply") is False
@@ -44,7 +44,7 @@ def test_an_unsubscribe_link_stops_working_after_resubscribing(make_user):
 
 
 def test_an_unsubscribe_link_expires(settings, make_user, monkeypatch):
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     token = services.unsubscribe_token(user=ana, kind="all")
     settings.NOTIFICATIONS_UNSUBSCRIBE_MAX_AGE = 60
     real_loads = signing.loads

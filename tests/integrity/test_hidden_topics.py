@@ -16,9 +16,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.parametrize("when", ["draft", "scheduled"])
 def test_a_mention_in_a_topic_that_is_not_live_tells_only_editors(editor, make_user, api_client, when):
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     editor.email = "editor@example.org"
     editor.save()
+    editor.emailaddress_set.create(email=editor.email, verified=True, primary=True)  # the site mails confirmed addresses
     kwargs = {"status": "draft"} if when == "draft" else {"publish_at": timezone.now() + dt.timedelta(days=1)}
     topic = topic_create(author=editor, title="Secret plans", comment_storage="document", slug="secret-plans", **kwargs)
     writer = make_user("writer", is_staff=True)

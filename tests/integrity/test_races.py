@@ -122,7 +122,7 @@ def test_an_unread_step_that_failed_is_applied_by_the_retried_task(monkeypatch, 
 def test_an_smtp_refusal_is_retried_and_the_reply_is_mailed_once(monkeypatch, make_topic, make_user):
     from django.core.mail.backends.locmem import EmailBackend
 
-    ana, bob = make_user("ana", email="ana@example.org"), make_user("bob")
+    ana, bob = make_user("ana", email="ana@example.org", email_verified=True), make_user("bob")
     topic = make_topic("document")
     mine = comment_create(topic=topic, author=ana, text="Mine")
     real, calls = EmailBackend.send_messages, {"n": 0}
@@ -149,7 +149,7 @@ def test_a_digest_the_smtp_server_refused_is_held_again(monkeypatch, settings, m
 
     from notifications.managers import EmailOutboxManager
 
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     outbox = EmailOutboxManager()
     for n in range(3):
         outbox.hold(recipient=ana.pk, item={"kind": "reply", "text": f"reply {n}", "url": "https://x.example/", "at": n})

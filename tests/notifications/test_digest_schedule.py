@@ -21,9 +21,7 @@ def worker():
 
 def test_the_first_held_email_schedules_the_digest_once(make_user, settings, worker):
     settings.NOTIFICATIONS_DIGEST_AFTER = 1
-    ana = make_user("ana")
-    ana.email = "ana@example.org"
-    ana.save()
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     with mock.patch.object(tasks.email_digest, "apply_async") as scheduled, \
             mock.patch.object(tasks.email_send, "delay") as queued:  # each e-mail is a task of its own
         sent = [services.email_notify(recipient=ana, kind="reply", text=f"bob replied {n}", url="/t/x/")

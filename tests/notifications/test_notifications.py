@@ -13,7 +13,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def people(make_user):
-    return {name: make_user(name, email=f"{name}@example.org") for name in ("ana", "bob", "cy", "dee", "eve")}
+    return {name: make_user(name, email=f"{name}@example.org", email_verified=True)
+            for name in ("ana", "bob", "cy", "dee", "eve")}
 
 
 def kinds(user):
@@ -274,3 +275,26 @@ def test_opening_a_notification_marks_it_read_and_goes_where_it_points(people, m
     client.logout()
     assert client.get(f"/notifications/{follow.id}/open/").status_code == 302  # to the log-in page
     assert selectors.unread_count(user=ana) == 1
+
+
+def test_notification_email_goes_only_to_a_confirmed_address(make_user, make_topic, client):
+    """Signing up with someone else's address must not subscribe them: reply and mention e-mails go
+    to an address only once the link e-mailed to it was opened and confirmed."""
+    import re
+
+    topic = make_topic("document")
+    bob = make_user("bob")
+    r = client.post("/accounts/signup/", {"username": "ana", "email": "victim@example.org",
+                                          "password1": "a-long-passphrase-42", "password2": "a-long-passphrase-42"})
+    assert r.status_code == 302
+    ana = type(bob).objects.get(username="ana")
+    confirmation = [m for m in mail.outbox if m.to == ["victim@example.org"]]
+    assert len(confirmation) == 1  # the link that confirms the address, nothing else
+    mine = comment_create(topic=topic, author=ana, text="Mine")
+    comment_create(topic=topic, author=bob, text="a reply", parent=mine.id)
+    comment_create(topic=topic, author=bob, text="hello @ana")
+    assert kinds(ana) and [m.to for m in mail.outbox] == [["victim@example.org"]]  # notified on the site only
+    link = re.search(r"https?://\S+/accounts/confirm-email/\S+", confirmation[0].body).group(0)
+    assert client.post("/" + link.split("://", 1)[1].split("/", 1)[1]).status_code == 302
+    comment_create(topic=topic, author=bob, text="another reply", parent=mine.id)
+    assert [m.to for m in mail.outbox][1:] == [["victim@example.org"]] and "bob replied" in mail.outbox[-1].subject
