@@ -50,12 +50,14 @@ from comments.importers.formats import READERS
 from comments.importers.htmltext import html_to_markdown
 from comments.importers.records import (
     DELETED,
+    MAX_RECORD_BYTES,
     VISIBLE,
     CommentPatch,
     Skipped,
     SourceComment,
     SourceError,
     SourceThread,
+    too_large,
 )
 from comments.managers.base import Author, Comment, DiscussionFull, DuplicateComment
 from comments.managers.fields import place
@@ -173,6 +175,11 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
         ordinal += 1
         if isinstance(record, SourceComment):
             report.read += 1
+            size = _size(record.text, record.name, record.email, record.username)
+            if size > MAX_RECORD_BYTES:  # a reader without a cap of its own (a database): never staged
+                report.skipped += 1
+                report.problem(record.position, f"comment {record.id!r}: {too_large(size)}")
+                continue
             batch.append({"sid": record.id, "t": record.thread, "p": record.posted, "n": ordinal, "pos": record.position,
                           "parent": record.parent, "name": record.name, "email": record.email,
                           "username": record.username, "text": record.text, "html": record.is_html,
@@ -200,6 +207,12 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
     staging.stage_patches(run, patches)
     for patch in staging.apply_patches(run):
         report.warn(patch["pos"], f"refers to comment {patch['sid']!r}, which is not in the source")
+
+
+def _size(*texts) -> int:
+    """UTF-8 bytes of `texts` (strings, or anything a reader left there)."""
+    return sum((len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))) if isinstance(t, str) else 0
+               for t in texts)
 
 
 # --- phase 2: write, thread by thread -----------------------------------------------------

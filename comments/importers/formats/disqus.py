@@ -7,7 +7,18 @@ no likes. A deleted post becomes a tombstone, a spam post a removed comment."""
 from __future__ import annotations
 
 from comments.importers.formats.xmlstream import records
-from comments.importers.records import DELETED, REMOVED, VISIBLE, Skipped, SourceComment, SourceError, SourceThread, parse_time
+from comments.importers.records import (
+    DELETED,
+    MAX_RECORD_BYTES,
+    REMOVED,
+    VISIBLE,
+    Skipped,
+    SourceComment,
+    SourceError,
+    SourceThread,
+    parse_time,
+    too_large,
+)
 
 
 def _true(value: str) -> bool:
@@ -17,6 +28,12 @@ def _true(value: str) -> bool:
 def read(source, **options):
     for node in records(source, root="disqus", depth=2, tags={"thread", "post"}, what="a Disqus export"):
         position = f"line {node.line}"
+        size, tag = node.largest()
+        if size > MAX_RECORD_BYTES:  # its text was not kept (xmlstream's cap): name it and go on
+            what = f"post {node.attrs.get('id', '?')} of thread {node.attr('thread', 'id') or '?'}" \
+                if node.tag == "post" else f"thread {node.attrs.get('id', '?')}"
+            yield Skipped(position, f"{what}: {too_large(size, f'<{tag}>')}")
+            continue
         if node.tag == "thread":
             key = node.attrs.get("id", "").strip()
             if not key:

@@ -1,14 +1,19 @@
 """Streaming JSON: the elements of a top-level array, or the lines of a JSON Lines file, one at a
-time in bounded memory (a buffer of about one element), with their position."""
+time in bounded memory (a buffer of about one element), with their position.
+
+A JSON Lines file is read in bytes, one line at a time with a cap (`readline(size)`): a line
+longer than `MAX_RECORD_BYTES` is read on in chunks and forgotten, and handed out as a
+`Skipped` record naming its line, so one huge line neither fills the memory nor stops the
+import (the records after it are read)."""
 
 from __future__ import annotations
 
 import json
 
-from comments.importers.records import SourceError
+from comments.importers.records import MAX_RECORD_BYTES, Skipped, SourceError, too_large
 
 CHUNK = 1 << 16
-MAX_ELEMENT = 64 << 20  # one element larger than this is not a comment: refuse it
+MAX_ELEMENT = 64 << 20  # one array element larger than this is not a comment: refuse it
 _decoder = json.JSONDecoder()
 
 
@@ -17,18 +22,37 @@ def _open(source):
 
 
 def lines(source):
-    """(line number, value) for each non-blank line; SourceError naming the line for one that is not JSON."""
-    stream = _open(source)
+    """(line number, value) for each non-blank line, or (line number, Skipped) for a line over
+    MAX_RECORD_BYTES; SourceError naming the line for one that is not JSON or not UTF-8.
+    `source` is a path or a binary stream."""
+    stream = open(source, "rb") if isinstance(source, str | bytes) else source  # noqa: SIM115  closed below
+    number = 0
     try:
-        for number, line in enumerate(stream, start=1):
+        while True:
+            line = stream.readline(MAX_RECORD_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n"):
+                size = len(line)
+                del line
+                while True:  # the rest of the line: read and forgotten, a chunk at a time
+                    more = stream.readline(CHUNK)
+                    size += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield number, Skipped(f"line {number}", too_large(size))
+                continue
             if not line.strip():
                 continue
             try:
-                yield number, json.loads(line)
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SourceError(f"line {number}", "not UTF-8 text") from None
+            try:
+                yield number, json.loads(text)
             except (ValueError, RecursionError) as exc:
                 raise SourceError(f"line {number}", f"not JSON ({exc})") from None
-    except UnicodeDecodeError:
-        raise SourceError("the file", "not UTF-8 text") from None
     finally:
         stream.close()
 
@@ -43,10 +67,8 @@ def array_or_lines(source):
         stream.close()
         raise SourceError("the file", "not UTF-8 text") from None
     if not head.lstrip().startswith("["):
-        import io
-
-        rest = io.StringIO(head)  # JSON Lines: read again from the start, line by line
-        yield from lines(_Chain(rest, stream))
+        stream.close()  # JSON Lines: read again from the start, line by line
+        yield from lines(source)
         return
     buffer, index, number, done = head, head.index("[") + 1, 0, False
     try:
@@ -83,27 +105,3 @@ def array_or_lines(source):
         raise SourceError(f"record {number + 1}", "not UTF-8 text") from None
     finally:
         stream.close()
-
-
-class _Chain:
-    """Lines of an already-read head, then of the rest of the stream."""
-
-    def __init__(self, head, stream):
-        self.head, self.stream = head, stream
-
-    def __iter__(self):
-        pending = ""
-        for line in self.head:
-            if line.endswith("\n"):
-                yield pending + line
-                pending = ""
-            else:
-                pending += line
-        for line in self.stream:
-            yield pending + line
-            pending = ""
-        if pending:
-            yield pending
-
-    def close(self):
-        self.stream.close()

@@ -14,6 +14,7 @@ from comments.importers.formats.xmlstream import records
 from comments.importers.records import (
     DELETED,
     HIDDEN,
+    MAX_RECORD_BYTES,
     REMOVED,
     VISIBLE,
     Skipped,
@@ -21,6 +22,7 @@ from comments.importers.records import (
     SourceError,
     SourceThread,
     parse_time,
+    too_large,
 )
 
 
@@ -53,6 +55,10 @@ def read(source, **options):
             source_id = node.get("comment_id")
             if not source_id:
                 yield Skipped(position, "a wp:comment without wp:comment_id")
+                continue
+            size, tag = node.largest()
+            if size > MAX_RECORD_BYTES:  # its text was not kept (xmlstream's cap): name it and go on
+                yield Skipped(position, f"comment {source_id} of post {key}: {too_large(size, f'<{tag}>')}")
                 continue
             if node.get("comment_type") in ("pingback", "trackback"):
                 yield Skipped(position, f"comment {source_id} is a {node.get('comment_type')}")

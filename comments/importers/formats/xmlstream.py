@@ -1,9 +1,12 @@
 """Streaming XML: elements at one depth, one at a time, in bounded memory, with line numbers.
 
 expat is fed the file in chunks; each finished record (an element at `depth` whose name is in
-`tags`, with its subtree) is handed out and forgotten. Namespaces are reduced to local names
-(`dsq:id` -> `id`, `wp:comment` -> `comment`). expat (2.4.1 and later) refuses entity expansion
-attacks ("billion laughs") by itself and resolves no external entities.
+`tags`, with its subtree) is handed out and forgotten (as `iterparse` with each element
+cleared once read). The text of one element is capped at `MAX_RECORD_BYTES`: past it the
+element keeps only its size (`Node.oversized`), its text is dropped as it arrives, and the
+reader skips that record naming it, so a 60 MB `<message>` costs no more memory than a short one.
+Namespaces are reduced to local names (`dsq:id` -> `id`, `wp:comment` -> `comment`). expat
+(2.4.1 and later) refuses entity expansion attacks ("billion laughs") by itself and resolves no external entities.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from xml.parsers import expat
 
-from comments.importers.records import SourceError
+from comments.importers.records import MAX_RECORD_BYTES, SourceError
 
 CHUNK = 1 << 16
 
@@ -23,6 +26,25 @@ class Node:
     line: int
     parts: list = field(default_factory=list)
     children: list = field(default_factory=list)
+    size: int = 0  # bytes of text (UTF-8) seen, kept or not
+
+    @property
+    def oversized(self) -> bool:
+        return self.size > MAX_RECORD_BYTES
+
+    def largest(self) -> tuple[int, str]:
+        """(size, tag) of the element of this subtree with the most text: is any over the cap?"""
+        best = (self.size, self.tag)
+        for child in self.children:
+            best = max(best, child.largest())
+        return best
+
+    def add_text(self, data: str) -> None:
+        self.size += len(data) if data.isascii() else len(data.encode("utf-8", "surrogatepass"))
+        if self.size > MAX_RECORD_BYTES:
+            self.parts.clear()  # over the cap: only the size is kept
+        else:
+            self.parts.append(data)
 
     @property
     def text(self) -> str:
@@ -80,7 +102,7 @@ def records(stream, *, root: str, depth: int, tags: set[str], what: str):
 
     def chars(data):
         if stack:
-            stack[-1].parts.append(data)
+            stack[-1].add_text(data)
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
