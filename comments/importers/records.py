@@ -43,6 +43,7 @@ class SourceThread:
     title: str = ""
     position: str = ""
     pk: int | None = None  # a topic of this site by primary key (a dump of this site's own comments)
+    identifier: str = ""  # the source's name of the page (Disqus <id>): matches a topic's slug, never names a new one
 
 
 @dataclass

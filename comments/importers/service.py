@@ -193,7 +193,7 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
                 threads.add(record.key)
                 report.threads += 1
             staging.stage_thread(run, {"key": record.key, "url": record.url, "slug": record.slug, "title": record.title,
-                                       "pk": record.pk, "pos": record.position})
+                                       "identifier": record.identifier, "pk": record.pk, "pos": record.position})
         elif isinstance(record, CommentPatch):
             patches.append({"n": ordinal, "sid": record.id, "parent": record.parent, "likes": record.likes,
                             "pos": record.position})
@@ -221,11 +221,16 @@ def _size(*texts) -> int:
 _TOPIC_PATH = re.compile(r"/t/([A-Za-z0-9_-]+)/?")
 
 
+def _given_slug(value) -> str:
+    """`value` as a slug when it is one (not an identifier such as "123 https://...?p=123"), else ''."""
+    given = (value or "").strip()
+    return given.lower()[:220] if given and slugify(given) == given.lower() else ""
+
+
 def _candidate_slugs(thread: dict) -> list[str]:
-    slugs = []
-    given = (thread.get("slug") or "").strip()
-    if given and slugify(given) == given.lower():  # a slug, not an identifier such as "123 https://...?p=123"
-        slugs.append(given.lower()[:220])
+    """The slugs of this site's topic a thread may be: its own slug, its identifier, the `/t/<slug>/`
+    of its URL, the URL's last path segment."""
+    slugs = [_given_slug(thread.get("slug")), _given_slug(thread.get("identifier"))]
     path = urlsplit(thread.get("url") or "").path
     match = _TOPIC_PATH.search(path)
     if match:
@@ -274,7 +279,12 @@ class _Writer:
             raise InvalidInput("a thread matches no topic and no editor was given to create it as a draft "
                                "(--editor USERNAME).", field="editor")
         title = (thread.get("title") or thread.get("url") or thread["key"]).strip()[:200] or thread["key"][:200]
-        slug = candidates[0] if candidates else None
+        # The source's own slug (our export's, WordPress's post_name) when free; else topic_create makes a
+        # unique one from the title (from the URL's last segment for a thread without a title). A Disqus
+        # identifier only matches: it is the source's key for the page, no name for it.
+        slug = _given_slug(thread.get("slug")) or None
+        if slug is None and not (thread.get("title") or "").strip():
+            slug = next((c for c in candidates if c != _given_slug(thread.get("identifier"))), None)
         if slug and (Topic.objects.filter(slug=slug).exists() or TopicSlugRedirect.objects.filter(old_slug=slug).exists()):
             slug = None
         topic = topic_create(author=self.editor, title=title, slug=slug, status=TopicStatus.DRAFT,
@@ -411,10 +421,21 @@ class _Writer:
             take(doc)
         if not plan:
             return
-        if self.dry_run:
-            report.imported += len(plan)
+        if self.dry_run:  # the real run's checks, without its writes: a kept id already stored is "already"
+            for doc, comment, recovering in plan:
+                if (recovering or doc.get("keep")) and self._stored(topic, manager, threaded, comment):
+                    report.already += 1
+                else:
+                    report.imported += 1
             return
         self._write(topic, manager, threaded, plan, state)
+
+    @staticmethod
+    def _stored(topic, manager, threaded, comment) -> bool:
+        """Whether the topic holds a comment with this id (an interrupted run stored it, or the
+        source is this site's own export)."""
+        return topic is not None and manager.get(discussion_id=topic.pk, comment_id=comment.id,
+                                                 threaded=threaded) is not None
 
     def _build(self, doc: dict, entry: dict | None, parent: _Placed | None, discussion_id: int) -> Comment | None:
         report = self.report
@@ -507,7 +528,7 @@ class _Writer:
                 break
             if recovering or doc.get("keep"):  # it may be stored already: look it up first
                 flush()
-                if manager.get(discussion_id=topic.pk, comment_id=comment.id, threaded=threaded) is not None:
+                if self._stored(topic, manager, threaded, comment):
                     report.already += 1
                     done.append(doc["sid"])
                     continue

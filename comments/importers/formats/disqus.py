@@ -39,7 +39,7 @@ def read(source, **options):
             if not key:
                 yield Skipped(position, "a <thread> without dsq:id")
                 continue
-            yield SourceThread(key=key, url=node.get("link"), slug=node.get("id"), title=node.get("title"),
+            yield SourceThread(key=key, url=node.get("link"), identifier=node.get("id"), title=node.get("title"),
                                position=position)
             continue
         source_id = node.attrs.get("id", "").strip() or node.get("id")
