@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,18 +29,22 @@ install-dev: $(VENV)/.installed-dev
 # DEBUG is on for the embedded engine, OFF against a real MONGODB_URI unless DEBUG=1 is
 # asked for (then SECRET_KEY must be set); error pages mask URI passwords either way.
 RUN_DEBUG := $(if $(DEBUG),$(DEBUG),$(if $(MONGODB_URI),0,1))
-run: install
+run: install secret-key
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py migrate --noinput
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py mongo_indexes
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py rundemo $(HOST)
 
+## The site's SECRET_KEY: generated into .secret_key (mode 600, outside git) on first use unless
+## SECRET_KEY is set; the settings read it, so `.venv/bin/python manage.py COMMAND` needs no
+## DEBUG=1 nor SECRET_KEY after `make run` or `make serve` (docs/configuration.md).
+secret-key: install
+	@test -n "$$SECRET_KEY" || test -s .secret_key || (umask 077; $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key)
+
 ## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
-## collected static files served by WhiteNoise (docs/deploy.md). A SECRET_KEY is
-## generated into .secret_key on first use unless one is set. Workers: WEB_CONCURRENCY,
+## collected static files served by WhiteNoise (docs/deploy.md). Workers: WEB_CONCURRENCY,
 ## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
-SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}"
-serve: install
-	@test -n "$$SECRET_KEY" || test -s .secret_key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key
+SERVE_ENV = DEBUG=0
+serve: install secret-key
 	$(SERVE_ENV) $(PY) manage.py migrate --noinput
 	$(SERVE_ENV) $(PY) manage.py collectstatic --noinput -v 0
 	$(SERVE_ENV) $(PY) manage.py mongo_indexes
