@@ -88,3 +88,19 @@ def test_a_record_past_the_cap_is_skipped_and_a_long_comment_is_refused_by_the_t
     assert "line 2: comment 'big/long': text must be at most" in out
     assert [c.text for c in stored(Topic.objects.get(slug="big"))] == ["fine"]
 
+
+
+def test_a_dumpdata_array_element_over_16_mib_is_skipped_by_record_and_the_import_goes_on(importer, tmp_path):
+    def comment(pk, text):
+        return json.dumps({"model": "django_comments.comment", "pk": pk, "fields": {
+            "content_type": ["blog", "post"], "object_pk": "12", "user_name": "Ann", "comment": text,
+            "submit_date": f"2020-01-01T00:0{pk}:00Z", "is_public": True, "is_removed": False}})
+
+    path = tmp_path / "dump.json"
+    with open(path, "w") as f:
+        f.write("[" + comment(1, "before it") + ",\n" + comment(2, "x" * HUGE) + ",\n" + comment(3, "after it") + "]")
+    out, peak = _measured("xtd", path)
+    assert "record 2: the record is 17.0 MiB" in out
+    assert "2 imported" in out and "1 skipped" in out
+    assert [c.text for c in stored(Topic.objects.get(title="blog.post 12"))] == ["before it", "after it"]
+    assert peak < 3 * MAX_RECORD_BYTES, f"peak {peak / (1 << 20):.1f} MiB"  # the element is never held whole
