@@ -27,7 +27,8 @@ install-dev: $(VENV)/.installed-dev
 
 ## make run: virtualenv, install, migrate, demo content, serve on http://$(HOST)/
 # DEBUG is on for the embedded engine, OFF against a real MONGODB_URI unless DEBUG=1 is
-# asked for (then SECRET_KEY must be set); error pages mask URI passwords either way.
+# asked for (the key is the site's .secret_key then, or SECRET_KEY); error pages mask URI
+# passwords either way.
 RUN_DEBUG := $(if $(DEBUG),$(DEBUG),$(if $(MONGODB_URI),0,1))
 run: install secret-key
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py migrate --noinput

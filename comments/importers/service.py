@@ -65,7 +65,7 @@ from comments.managers.imports import CommentImportManager
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.services import comment_manager, comment_render_many, is_threaded
 from core.errors import InvalidInput
-from core.text import text_clean
+from core.text import text_clean, visible_strip
 
 STAGE_BATCH = 1000
 CHUNK = 200
@@ -327,7 +327,8 @@ class _Writer:
             self.report.matched_authors += 1
             return Author(id=user[0], name=user[1])
         self.report.guests += 1
-        name = " ".join(str(doc.get("name") or "").split())[:150] or GUEST_NAME
+        # A name that shows nothing (Hangul fillers, variation selectors: core.text's rules) is no name.
+        name = visible_strip(" ".join(str(doc.get("name") or "").split()))[:150] or GUEST_NAME
         return Author(id=None, name=name)
 
     # --- one thread ---

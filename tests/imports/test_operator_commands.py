@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from comments.services import comment_create
-from tests.imports.support import run_import
+from tests.imports.support import run_import, stored
 from topics.models import Topic, TopicStatus
 
 pytestmark = pytest.mark.django_db
@@ -100,3 +100,14 @@ def test_export_rows_carry_the_topics_status(make_topic, editor, export):
     assert rows[scheduled.slug]["status"] == "published"
     assert rows[scheduled.slug]["publish_at"].startswith(later.strftime("%Y-%m-%dT%H:%M"))
     assert rows[live.slug]["status"] == "published" and rows[live.slug]["publish_at"] is None
+
+
+def test_a_guest_name_that_shows_nothing_is_guest(superuser, tmp_path):
+    path = tmp_path / "export.jsonl"
+    rows = [{"topic": {"slug": "names", "url": "", "title": "Names"}, "id": f"c{n}", "parent": None,
+             "author": {"guest": name}, "text": f"comment {n}", "posted": f"2020-01-01T00:0{n}:00Z", "status": "visible"}
+            for n, name in enumerate(["\u3164\u200b", "\ufe0f\u034f", " \u2800Ann\ufe0f "])]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    run_import("jsonl", path)
+    names = [c.author.name for c in stored(Topic.objects.get(slug="names"))]
+    assert names == ["guest", "guest", "Ann\ufe0f"]
