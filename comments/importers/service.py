@@ -372,9 +372,10 @@ class _Writer:
             report.skipped += len(docs)
             return
         discussion_id = topic.pk if topic is not None else 0
-        # Entries of another discussion are stale (its topic was deleted since): imported again here.
+        # Entries of another discussion are stale (its topic was deleted since): imported again here,
+        # and a dry run counts them so (a topic it would create has no entries: discussion_id 0).
         known = {sid: entry for sid, entry in self.staging.entries(self.fmt, [d["sid"] for d in docs]).items()
-                 if entry.get("d") == discussion_id or self.dry_run}
+                 if entry.get("d") == discussion_id}
         parents_needed = {d["parent"] for d in docs if d.get("parent") and d["parent"] not in placed}
         if parents_needed:
             for sid, entry in self.staging.entries(self.fmt, parents_needed).items():

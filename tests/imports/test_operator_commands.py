@@ -111,3 +111,16 @@ def test_a_guest_name_that_shows_nothing_is_guest(superuser, tmp_path):
     run_import("jsonl", path)
     names = [c.author.name for c in stored(Topic.objects.get(slug="names"))]
     assert names == ["guest", "guest", "Ann\ufe0f"]
+
+
+def test_a_dry_run_after_the_topic_was_deleted_counts_what_the_real_run_imports_again(superuser, tmp_path):
+    path = tmp_path / "disqus.xml"
+    path.write_text('<?xml version="1.0" encoding="utf-8"?>\n<disqus xmlns="http://disqus.com" '
+                    'xmlns:dsq="http://disqus.com/disqus-internals">\n'
+                    + _disqus_thread(1, "page-ident-1", "Gone Soon") + "</disqus>\n", encoding="utf-8")
+    assert "1 imported" in run_import("disqus", path)
+    Topic.objects.get(title="Gone Soon").delete()  # the import map's entries now name a deleted topic
+    dry = run_import("disqus", path, "--dry-run")
+    real = run_import("disqus", path)
+    assert "1 would be imported, 0 already imported" in dry, dry
+    assert "1 imported, 0 already imported" in real, real
