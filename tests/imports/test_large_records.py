@@ -104,3 +104,43 @@ def test_a_dumpdata_array_element_over_16_mib_is_skipped_by_record_and_the_impor
     assert "2 imported" in out and "1 skipped" in out
     assert [c.text for c in stored(Topic.objects.get(title="blog.post 12"))] == ["before it", "after it"]
     assert peak < 3 * MAX_RECORD_BYTES, f"peak {peak / (1 << 20):.1f} MiB"  # the element is never held whole
+
+
+def test_a_disqus_post_of_many_elements_each_under_the_cap_is_skipped_in_bounded_memory(importer, tmp_path):
+    head, before, _, after = _disqus(0)
+    many = ('<post dsq:id="2"><message><![CDATA[<p>looks short</p>]]></message>'
+            '<createdAt>2020-01-01T00:02:00Z</createdAt>'
+            + "".join(f"<junk>{'z' * (3 << 20)}</junk>" for _ in range(4)) + "<empty/>" * 50_000
+            + '<author><name>Ann</name></author><thread dsq:id="7"/></post>\n')
+    path = tmp_path / "disqus.xml"
+    with open(path, "w") as f:
+        f.writelines([head, before, many, after, "</disqus>\n"])
+    out, peak = _measured("disqus", path)
+    assert "line 5: post 2 of thread 7: the <post> is 1" in out, out
+    assert "2 imported" in out and "1 skipped" in out
+    assert [c.text for c in stored(Topic.objects.get(title="Big"))] == ["before it", "after it"]
+    assert peak < 3 * MAX_RECORD_BYTES, f"peak {peak / (1 << 20):.1f} MiB"
+
+
+WXR_HEAD = ('<?xml version="1.0" encoding="UTF-8" ?>\n<rss version="2.0" xmlns:wp="http://wordpress.org/export/1.2/">'
+            '<channel><title>B</title>\n<item><title>Big</title><link>https://b.example/big/</link>'
+            '<wp:post_id>9</wp:post_id><wp:post_name>big</wp:post_name>\n')
+
+
+def _wp_comment(cid, minute, content):
+    return (f'<wp:comment><wp:comment_id>{cid}</wp:comment_id><wp:comment_author>Ann</wp:comment_author>'
+            f'<wp:comment_date_gmt>2020-01-01 00:{minute:02d}:00</wp:comment_date_gmt>'
+            f'<wp:comment_content><![CDATA[{content}]]></wp:comment_content><wp:comment_approved>1</wp:comment_approved>'
+            f'<wp:comment_parent>0</wp:comment_parent></wp:comment>\n')
+
+
+def test_a_wordpress_comment_over_16_mib_is_skipped_by_post_and_comment_and_the_import_goes_on(importer, tmp_path):
+    path = tmp_path / "wordpress.xml"
+    with open(path, "w") as f:
+        f.writelines([WXR_HEAD, _wp_comment(1, 1, "before it"), _wp_comment(2, 2, "x" * HUGE),
+                      _wp_comment(3, 3, "after it"), "</item></channel></rss>\n"])
+    out, peak = _measured("wxr", path)
+    assert "comment 2 of post 9: the <comment_content> is 17.0 MiB" in out, out
+    assert "2 imported" in out and "1 skipped" in out
+    assert [c.text for c in stored(Topic.objects.get(slug="big"))] == ["before it", "after it"]
+    assert peak < 3 * MAX_RECORD_BYTES, f"peak {peak / (1 << 20):.1f} MiB"

@@ -9,7 +9,6 @@ from __future__ import annotations
 from comments.importers.formats.xmlstream import records
 from comments.importers.records import (
     DELETED,
-    MAX_RECORD_BYTES,
     REMOVED,
     VISIBLE,
     Skipped,
@@ -28,8 +27,9 @@ def _true(value: str) -> bool:
 def read(source, **options):
     for node in records(source, root="disqus", depth=2, tags={"thread", "post"}, what="a Disqus export"):
         position = f"line {node.line}"
-        size, tag = node.largest()
-        if size > MAX_RECORD_BYTES:  # its text was not kept (xmlstream's cap): name it and go on
+        over = node.over_cap()
+        if over is not None:  # its text was not kept (xmlstream's cap): name it and go on
+            size, tag = over
             what = f"post {node.attrs.get('id', '?')} of thread {node.attr('thread', 'id') or '?'}" \
                 if node.tag == "post" else f"thread {node.attrs.get('id', '?')}"
             yield Skipped(position, f"{what}: {too_large(size, f'<{tag}>')}")

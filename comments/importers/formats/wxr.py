@@ -14,7 +14,6 @@ from comments.importers.formats.xmlstream import records
 from comments.importers.records import (
     DELETED,
     HIDDEN,
-    MAX_RECORD_BYTES,
     REMOVED,
     VISIBLE,
     Skipped,
@@ -40,7 +39,8 @@ _STATUS = {"1": VISIBLE, "approve": VISIBLE, "0": HIDDEN, "hold": HIDDEN, "spam"
 
 
 def read(source, **options):
-    for item in records(source, root="rss", depth=3, tags={"item"}, what="a WordPress export (WXR)"):
+    for item in records(source, root="rss", depth=3, tags={"item"}, units={"comment"},
+                        what="a WordPress export (WXR)"):
         key = item.get("post_id") or item.get("link") or item.get("guid")
         comments = [c for c in item.children if c.tag == "comment"]
         if not comments:
@@ -56,8 +56,9 @@ def read(source, **options):
             if not source_id:
                 yield Skipped(position, "a wp:comment without wp:comment_id")
                 continue
-            size, tag = node.largest()
-            if size > MAX_RECORD_BYTES:  # its text was not kept (xmlstream's cap): name it and go on
+            over = node.over_cap()
+            if over is not None:  # its text was not kept (xmlstream's cap): name it and go on
+                size, tag = over
                 yield Skipped(position, f"comment {source_id} of post {key}: {too_large(size, f'<{tag}>')}")
                 continue
             if node.get("comment_type") in ("pingback", "trackback"):
