@@ -52,13 +52,6 @@ def invisible(char: str) -> bool:
     return _INVISIBLE.match(char) is not None
 
 
-def has_visible(text: str) -> bool:
-    """Whether `text` shows anything: some grapheme cluster holds a code point that is neither
-    invisible nor a combining mark (every code point belongs to exactly one cluster, so this is
-    the same as looking for one such code point)."""
-    return _VISIBLE.search(text) is not None
-
-
 def visible_strip(text: str) -> str:
     """`text` without the invisible grapheme clusters at its ends ('' when nothing is visible)."""
     first = _VISIBLE.search(text)
