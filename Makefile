@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve test faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,22 +27,27 @@ install-dev: $(VENV)/.installed-dev
 
 ## make run: virtualenv, install, migrate, demo content, serve on http://$(HOST)/
 # DEBUG is on for the embedded engine, OFF against a real MONGODB_URI unless DEBUG=1 is
-# asked for (then SECRET_KEY must be set); error pages mask URI passwords either way.
+# asked for (the key is the site's .secret_key then, or SECRET_KEY); error pages mask URI
+# passwords either way.
 RUN_DEBUG := $(if $(DEBUG),$(DEBUG),$(if $(MONGODB_URI),0,1))
 # The address e-mails name and link to (SITE_URL): the one served on, unless SITE_URL is set.
 RUN_SITE_URL := $(if $(SITE_URL),$(SITE_URL),http://$(HOST))
-run: install
+run: install secret-key
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py migrate --noinput
 	DEBUG=$(RUN_DEBUG) $(PY) manage.py mongo_indexes
 	DEBUG=$(RUN_DEBUG) SITE_URL=$(RUN_SITE_URL) $(PY) manage.py rundemo $(HOST)
 
+## The site's SECRET_KEY: generated into .secret_key (mode 600, outside git) on first use unless
+## SECRET_KEY is set; the settings read it, so `.venv/bin/python manage.py COMMAND` needs no
+## DEBUG=1 nor SECRET_KEY after `make run` or `make serve` (docs/configuration.md).
+secret-key: install
+	@test -n "$$SECRET_KEY" || test -s .secret_key || (umask 077; $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key)
+
 ## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
-## collected static files served by WhiteNoise (docs/deploy.md). A SECRET_KEY is
-## generated into .secret_key on first use unless one is set. Workers: WEB_CONCURRENCY,
+## collected static files served by WhiteNoise (docs/deploy.md). Workers: WEB_CONCURRENCY,
 ## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
-SERVE_ENV = DEBUG=0 SECRET_KEY="$${SECRET_KEY:-$$(cat .secret_key)}" SITE_URL=$(RUN_SITE_URL)
-serve: install
-	@test -n "$$SECRET_KEY" || test -s .secret_key || $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key
+SERVE_ENV = DEBUG=0 SITE_URL=$(RUN_SITE_URL)
+serve: install secret-key
 	$(SERVE_ENV) $(PY) manage.py migrate --noinput
 	$(SERVE_ENV) $(PY) manage.py collectstatic --noinput -v 0
 	$(SERVE_ENV) $(PY) manage.py mongo_indexes

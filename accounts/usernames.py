@@ -7,6 +7,9 @@ A username is what people see, type into URLs (`/u/{name}/`) and mention, so:
   `username_key(name)` (NFKC, case-folded, NFKC again: Unicode's caseless matching of
   identifiers) under a UNIQUE constraint (accounts/models.py), so `ALICE`, `Alice` and
   `ａｌｉｃｅ` are one name however the row is written;
+- it holds no invisible character, by the same Unicode properties as comment text
+  (`core.text.invisible`: default-ignorable code points such as the Hangul fillers, which
+  are letters that render blank, white space, format controls);
 - it is letters, digits and `. _ @ + -` (Django's rule), with at least one letter or
   digit, and never path-like: no leading or trailing dot and no `..` (`/u/../` must
   not be a profile);
@@ -32,6 +35,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from core.errors import InvalidInput
+from core.text import invisible
 
 _ALLOWED = re.compile(r"[\w.@+-]+")  # used with fullmatch (never `$`: it would accept a trailing newline)
 _CJK = {"HAN", "HIRAGANA", "KATAKANA", "HANGUL"}  # Japanese and Korean mix these scripts legitimately
@@ -124,6 +128,10 @@ def username_clean(raw, *, max_length: int | None = None) -> str:
         raise InvalidInput("username must not be empty.", field="username")
     if len(name) > max_length:
         raise InvalidInput(f"username must be at most {max_length} characters.", field="username")
+    hidden = next((c for c in name if invisible(c)), None)
+    if hidden is not None:  # Hangul fillers are letters (Lo) that render blank: core.text's properties decide
+        raise InvalidInput(f"username must not contain an invisible character (U+{ord(hidden):04X}).",
+                           field="username")
     if not _ALLOWED.fullmatch(name):
         raise InvalidInput("username may contain only letters, digits and . _ @ + -", field="username")
     if not any(c.isalnum() for c in name):

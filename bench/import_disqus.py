@@ -1,10 +1,10 @@
 """Import throughput and peak memory on a generated Disqus export (`make bench-import`; docs/benchmarks.md,
 "Imports", and docs/import.md, "Throughput and memory").
 
-    python bench/import_disqus.py generate 1000000 /tmp/disqus-1m.xml   # threads of 100 posts, 40 % replies
-    python bench/import_disqus.py parse /tmp/disqus-1m.xml              # the streaming reader alone
-    python bench/import_disqus.py import /tmp/disqus-100k.xml [--json docs/bench/imports.json]
-    python bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md
+    .venv/bin/python bench/import_disqus.py generate 1000000 /tmp/disqus-1m.xml   # threads of 100 posts, 40 % replies
+    .venv/bin/python bench/import_disqus.py parse /tmp/disqus-1m.xml              # the streaming reader alone
+    .venv/bin/python bench/import_disqus.py import /tmp/disqus-100k.xml [--json docs/bench/imports.json]
+    .venv/bin/python bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md
 
 `import` is the whole `comments_import disqus` (the service the command runs: stage, then write
 thread by thread, draft topics created) into a fresh SQLite file and, with MONGODB_URI unset, a
@@ -172,9 +172,9 @@ def section(rows: list[dict], notes: list[str] = ()) -> str:
                       f"{large['peak_rss_mib']:,} MiB ({large['peak_rss_mib'] / small['peak_rss_mib']:.2f}×)."]
     lines += [f"\n{note}" for note in notes]
     lines += ["", "Reproduce: `make bench-import` (both sizes, about 1-2 hours on 2 cores; `IMPORT_SIZES=100000` for one), "
-                  "or `python bench/import_disqus.py generate N FILE` then `python bench/import_disqus.py import FILE "
-                  "--json docs/bench/imports.json` and `python bench/import_disqus.py report --json "
-                  "docs/bench/imports.json --docs docs/benchmarks.md`."]
+                  "or `.venv/bin/python bench/import_disqus.py generate N FILE` then "
+                  "`.venv/bin/python bench/import_disqus.py import FILE --json docs/bench/imports.json` and "
+                  "`.venv/bin/python bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md`."]
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ Results: requests/s, p50 and p99 latency, non-2xx answers and socket errors per 
 side, in a JSON file (docs/bench/load.json) and the "Load run" section of docs/benchmarks.md
 (`bench.report.load_section`, kept between markers when `make bench` rewrites the page).
 
-Entry points: `python manage.py bench_load` (the run), and `python -m bench.load seed-ours|seed-xtd`
+Entry points: `.venv/bin/python manage.py bench_load` (the run), and `python -m bench.load seed-ours|seed-xtd`
 (the data, each in the process of its own settings; one JSON line on stdout).
 """
 

@@ -1,9 +1,9 @@
 """Moving a large discussion between storage strategies while people post (comments/migration.py).
 
-    python bench/migrate.py                         # 100,000 comments document -> bucketed, and back
-    python bench/migrate.py 20000 document:embedded # other sizes and moves (SOURCE:TARGET ...)
-    python bench/migrate.py --docs docs/benchmarks.md ...   # also writes docs/bench/migrate.json and the section
-    python bench/migrate.py --write-docs docs/benchmarks.md RESULTS.jsonl   # the section from printed lines
+    .venv/bin/python bench/migrate.py                         # 100,000 comments document -> bucketed, and back
+    .venv/bin/python bench/migrate.py 20000 document:embedded # other sizes and moves (SOURCE:TARGET ...)
+    .venv/bin/python bench/migrate.py --docs docs/benchmarks.md ...   # also writes docs/bench/migrate.json and the section
+    .venv/bin/python bench/migrate.py --write-docs docs/benchmarks.md RESULTS.jsonl   # the section from printed lines
 
 Each move runs in a fresh SQLite file and, with MONGODB_URI unset, a fresh embedded store (with
 it set, against that server). A discussion of SIZE comments is bulk-loaded in the source's

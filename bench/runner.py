@@ -272,7 +272,7 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
 
         if mongo.has_client(settings.MONGODB_URI):
             bench.note("the MongoDB client was created before the bench registered its command listener, so this "
-                       "process cannot count round trips: run `python manage.py bench` in a fresh process")
+                       "process cannot count round trips: run `.venv/bin/python manage.py bench` in a fresh process")
     # The counting goes in first: on a server its listener must be registered before any client exists.
     # Pages are rendered without `collectstatic` having run: plain static storage (with DEBUG off the
     # project's manifest storage would refuse every static URL); static URLs are not what is measured.

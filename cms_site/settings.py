@@ -34,10 +34,19 @@ def env_int(name: str, default: int) -> int:
 
 DEBUG = env_bool("DEBUG", False)
 
+# The key: SECRET_KEY, else the file SECRET_KEY_FILE (default `.secret_key` beside manage.py,
+# which `make run` and `make serve` write on first use, outside git), so an operator's
+# `.venv/bin/python manage.py COMMAND` signs with the key the site serves with; a development
+# key only with DEBUG on and neither given.
+SECRET_KEY_FILE = Path(os.environ.get("SECRET_KEY_FILE") or BASE_DIR / ".secret_key")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY and SECRET_KEY_FILE.is_file():
+    SECRET_KEY = SECRET_KEY_FILE.read_text(encoding="utf-8").strip()
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+        raise ImproperlyConfigured(f"SECRET_KEY must be set when DEBUG is off: set SECRET_KEY, keep one in "
+                                   f"{SECRET_KEY_FILE} (make run and make serve write it), or use DEBUG=1 for a "
+                                   "development site.")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
@@ -285,8 +294,13 @@ FEED_ITEM_DAYS = env_int("FEED_ITEM_DAYS", 90)
 # --- Background work (Celery) ----------------------------------------------------
 # Production: a Redis broker and `celery -A cms_site worker`. With no broker the tasks run
 # in the web process (eagerly), so `make run` needs nothing else.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not _BROKER_URL
+# An eager task's arguments still go through a producer of the broker (Celery's apply_async
+# serialises them as a send would): with no broker, kombu's in-memory transport, which connects
+# to nothing. The URL names a host, which that transport ignores: kombu logs "No hostname was
+# supplied" for a URL without one (Celery's default amqp:// too), in every command that runs a task.
+CELERY_BROKER_URL = _BROKER_URL or "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = False  # a failed side effect is recorded, never the request's error
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves it to be redelivered (tasks are idempotent)

@@ -7,33 +7,72 @@ Decisions (README "Errors"):
   surrogates and the bidirectional embedding/override/isolate controls (U+202A-U+202E,
   U+2066-U+2069: "Trojan Source" reordering) are refused with a 400 naming the
   character, rather than silently stripped, so the writer knows why the text changed;
-- the text is trimmed of white space, invisible format characters and characters that
-  render blank (Hangul fillers, the braille blank, Khmer inherent vowels: BLANK_RENDERING)
-  at both ends, and text with no visible character left (only zero-width joiners or
-  U+3164, for instance) is empty. Zero-width joiners inside the text stay: emoji sequences and several scripts
-  need them. The right-to-left and left-to-right marks (U+200E/U+200F) stay too.
+- what is invisible is decided by Unicode's own character properties (the `regex`
+  library's tables), not by a list kept here: Default_Ignorable_Code_Point (variation
+  selectors, the combining grapheme joiner, joiners, Hangul fillers, tags...),
+  White_Space, the format controls (General_Category Cf), and the two characters Unicode
+  classes as symbols though they are drawn as empty space (the braille blank U+2800 and
+  the musical null notehead U+1D159: Unicode has no property for "renders blank").
+  A combining mark is visible only on a visible base;
+- a grapheme cluster (Unicode's extended grapheme cluster, `\\X`) is visible when one of
+  its code points is visible and not a combining mark; the text is trimmed of invisible
+  clusters at both ends (whole clusters, so an emoji keeps its variation selector and a
+  flag its tag characters), and text with no visible cluster is empty. Zero-width
+  joiners and marks inside the text stay: emoji sequences and several scripts need them;
+- `comparable()` is the text two comments are compared by (the spam check's near
+  duplicates): NFKC, invisible code points dropped, case folded, white space collapsed,
+  so adding U+FE0F or inserting U+034F does not make a new text.
 """
 
 from __future__ import annotations
 
 import unicodedata
 
+import regex
+
 from core.errors import InvalidInput
 
 REMOVED_CHARACTERS = str.maketrans("", "", "\ufeff\u200b")
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# Letters and marks that render as blank space though they are not white space nor format
-# characters: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), the braille blank (U+2800)
-# and the Khmer inherent vowels (U+17B4, U+17B5). A text of nothing else shows blank.
-BLANK_RENDERING = frozenset("\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+
+# Symbols (General_Category So) drawn as empty space: BRAILLE PATTERN BLANK and MUSICAL SYMBOL
+# NULL NOTEHEAD. Everything else comes from Unicode's properties below.
+_BLANK_SYMBOLS = "\u2800\U0001d159"
+_INVISIBLE_CLASS = r"\p{Default_Ignorable_Code_Point}\p{White_Space}\p{Cf}" + _BLANK_SYMBOLS
+_INVISIBLE = regex.compile(f"[{_INVISIBLE_CLASS}]")
+_INVISIBLE_RUN = regex.compile(f"[{_INVISIBLE_CLASS}--[\\p{{White_Space}}]]+", regex.V1)
+# A code point that shows something by itself: neither invisible nor a combining mark (a mark
+# shows only on a base).
+_VISIBLE = regex.compile(f"[^{_INVISIBLE_CLASS}\\p{{M}}]")
+_GRAPHEME = regex.compile(r"\X")
 
 
 def invisible(char: str) -> bool:
-    """White space, a format character (zero-width, joiners, soft hyphen) or a blank-rendering one."""
-    return char.isspace() or unicodedata.category(char) == "Cf" or char in BLANK_RENDERING
+    """A default-ignorable code point, white space, a format control or a blank-drawn symbol."""
+    return _INVISIBLE.match(char) is not None
 
 
-_invisible = invisible
+def visible_strip(text: str) -> str:
+    """`text` without the invisible grapheme clusters at its ends ('' when nothing is visible)."""
+    first = _VISIBLE.search(text)
+    if first is None:
+        return ""
+    start = end = None
+    for cluster in _GRAPHEME.finditer(text):
+        if cluster.end() <= first.start():
+            continue
+        if start is None:
+            start = cluster.start()
+        if _VISIBLE.search(cluster.group()):
+            end = cluster.end()
+    return text[start:end]
+
+
+def comparable(text: str) -> str:
+    """The text as two texts are compared (near duplicates): NFKC, invisible code points other
+    than white space dropped, case folded, NFKC again, white space collapsed."""
+    folded = _INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", text))
+    return " ".join(unicodedata.normalize("NFKC", folded.casefold()).split())
 
 
 def _refused(char: str) -> bool:
@@ -52,12 +91,7 @@ def text_clean(text, *, field: str = "text", max_length: int) -> str:
     if bad is not None:
         kind = "bidirectional control" if bad in BIDI_CONTROLS else "control character"
         raise InvalidInput(f"{field} must not contain a {kind} (U+{ord(bad):04X}).", field=field)
-    start, end = 0, len(text)
-    while start < end and _invisible(text[start]):
-        start += 1
-    while end > start and _invisible(text[end - 1]):
-        end -= 1
-    text = text[start:end]
+    text = visible_strip(text)
     if not text:
         raise InvalidInput(f"{field} must not be empty.", field=field)
     if len(text) > max_length:

@@ -16,7 +16,8 @@ The checks:
   admin (`SpamWord`); matching is on whole words of the NFKC, case-folded text, so
   `ＶＩＡＧＲＡ` and `Viagra` match `viagra` but `Scunthorpe` does not match a banned
   substring;
-- duplicate: the same text (NFKC, case-folded, white space collapsed) by the same user
+- duplicate: the same text (core.text.comparable: NFKC, invisible characters dropped by Unicode's
+  properties, case-folded, white space collapsed) by the same user
   within `SPAM_DUPLICATE_WINDOW` seconds: REJECT; a text shorter than
   `SPAM_DUPLICATE_MIN_LENGTH` characters only within the same discussion. Fingerprints live in Django's cache
   (per process with the default local memory, like the rate limits);
@@ -48,7 +49,7 @@ from core.clients import Client, current_client
 from core.errors import InvalidInput
 from core.markdown import render_markdown
 from core.permissions import can_moderate
-from core.text import invisible
+from core.text import comparable
 
 logger = logging.getLogger(__name__)
 
@@ -123,10 +124,10 @@ def check_links(sub: Submission) -> Finding | None:
 
 
 def normalise(text: str) -> str:
-    """NFKC, case-folded, invisible and blank-rendering characters dropped (an added zero-width
-    character does not make a new text), white space collapsed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join("".join(c for c in folded if c.isspace() or not invisible(c)).split())
+    """The text as texts are compared: core.text.comparable (NFKC, Unicode's default-ignorable,
+    format and blank-drawn characters dropped, case folded, white space collapsed), so an added
+    variation selector or combining grapheme joiner does not make a new text."""
+    return comparable(text)
 
 
 def _word_pattern(words: list[str]) -> re.Pattern | None:

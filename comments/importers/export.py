@@ -9,9 +9,14 @@ Privacy: an export carries usernames and guest names, never e-mail addresses, un
 `with_emails` (the operator moving a site to another server wants authors matched there by
 e-mail). Likers, IP addresses and revisions are never exported.
 
+Every link is absolute on settings.SITE_URL (the site's one configured address): a topic's
+`url`, the Disqus `<link>`, and the site's own links inside a message (a mention's `/u/name/`).
+
 JSON Lines, one comment a line (the fields `comments.importers.formats.jsonl` reads):
-    {"topic": {"slug", "url", "title"}, "id", "parent", "author": {"username"} | {"guest"},
-     "email"?, "text", "posted", "edited", "status", "likes"}
+    {"topic": {"slug", "url", "title", "status", "publish_at"}, "id", "parent",
+     "author": {"username"} | {"guest"}, "email"?, "text", "posted", "edited", "status", "likes"}
+(the topic's `status` is `draft` or `published`, `publish_at` its scheduled time or null: a row
+of a draft or a scheduled topic says so).
 Disqus XML: a <thread> per topic (dsq:id its primary key, <id> its slug, <link> its URL), then a
 <post> per comment (dsq:id "<topic pk>-<comment id>", <message> its rendered html, isDeleted for
 a tombstone, isSpam for a removed or hidden comment: Disqus has no other status).
@@ -20,6 +25,7 @@ a tombstone, isSpam for a removed or hidden comment: Disqus has no other status)
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
@@ -68,6 +74,15 @@ def _url(topic) -> str:
     return settings.SITE_URL.rstrip("/") + topic.get_absolute_url()
 
 
+_SITE_PATH = re.compile(r'(href|src)="/(?!/)')
+
+
+def _absolute(html: str) -> str:
+    """A comment's html with the site's own links (`/u/alice/` of a mention) made absolute on
+    settings.SITE_URL: an export is read elsewhere, where a path means another site."""
+    return _SITE_PATH.sub(lambda m: f'{m.group(1)}="{settings.SITE_URL.rstrip("/")}/', html)
+
+
 def comments_export(*, topics, out, fmt: str = "jsonl", with_emails: bool = False,
                     progress=lambda message: None) -> ExportReport:
     """Write the comments of `topics` (an iterable, consumed twice for Disqus) to the text stream `out`."""
@@ -75,7 +90,8 @@ def comments_export(*, topics, out, fmt: str = "jsonl", with_emails: bool = Fals
         return _disqus(list(topics), out, with_emails, progress)
     report = ExportReport()
     for topic in topics:
-        head = {"slug": topic.slug, "url": _url(topic), "title": topic.title}
+        head = {"slug": topic.slug, "url": _url(topic), "title": topic.title, "status": topic.status,
+                "publish_at": _time(topic.publish_at)}
         count = 0
         for page in _comments(topic):
             emails = _emails(page, with_emails)
@@ -109,7 +125,7 @@ def _disqus(topics, out, with_emails, progress) -> ExportReport:
             for c in page:
                 guest = c.author.guest
                 parent = f'<parent dsq:id={quoteattr(f"{topic.pk}-{c.parent}")}/>' if c.parent else ""
-                message = "" if c.status == DELETED else (c.html or escape(c.text))
+                message = "" if c.status == DELETED else _absolute(c.html or escape(c.text))
                 email = escape(emails.get(c.author.id, "")) if not guest else ""
                 out.write(
                     f'  <post dsq:id={quoteattr(f"{topic.pk}-{c.id}")}><id/><message>{escape(message)}</message>'

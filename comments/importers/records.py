@@ -14,6 +14,17 @@ from datetime import UTC, datetime
 
 VISIBLE, HIDDEN, REMOVED, DELETED = "visible", "author_only", "removed", "deleted"
 
+# The most one source record (a JSON line, the text of one XML element, a comment's text) may
+# hold: a comment is at most COMMENTS_MAX_TEXT characters (10,000 by default), far below this;
+# a larger record is skipped with its position as it is read, in bounded memory, and never
+# reaches the staging collection (MongoDB refuses a document over 16 MiB).
+MAX_RECORD_BYTES = 4 << 20
+
+
+def too_large(size: int, what: str = "record") -> str:
+    return (f"the {what} is {size / (1 << 20):,.1f} MiB, over the {MAX_RECORD_BYTES >> 20} MiB a record may hold: "
+            "skipped")
+
 
 class SourceError(Exception):
     """The source cannot be read past `position`."""
@@ -32,6 +43,7 @@ class SourceThread:
     title: str = ""
     position: str = ""
     pk: int | None = None  # a topic of this site by primary key (a dump of this site's own comments)
+    identifier: str = ""  # the source's name of the page (Disqus <id>): matches a topic's slug, never names a new one
 
 
 @dataclass

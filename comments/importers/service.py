@@ -50,12 +50,14 @@ from comments.importers.formats import READERS
 from comments.importers.htmltext import html_to_markdown
 from comments.importers.records import (
     DELETED,
+    MAX_RECORD_BYTES,
     VISIBLE,
     CommentPatch,
     Skipped,
     SourceComment,
     SourceError,
     SourceThread,
+    too_large,
 )
 from comments.managers.base import Author, Comment, DiscussionFull, DuplicateComment
 from comments.managers.fields import place
@@ -63,7 +65,7 @@ from comments.managers.imports import CommentImportManager
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.services import comment_manager, comment_render_many, is_threaded
 from core.errors import InvalidInput
-from core.text import text_clean
+from core.text import text_clean, visible_strip
 
 STAGE_BATCH = 1000
 CHUNK = 200
@@ -173,6 +175,11 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
         ordinal += 1
         if isinstance(record, SourceComment):
             report.read += 1
+            size = _size(record.text, record.name, record.email, record.username)
+            if size > MAX_RECORD_BYTES:  # a reader without a cap of its own (a database): never staged
+                report.skipped += 1
+                report.problem(record.position, f"comment {record.id!r}: {too_large(size)}")
+                continue
             batch.append({"sid": record.id, "t": record.thread, "p": record.posted, "n": ordinal, "pos": record.position,
                           "parent": record.parent, "name": record.name, "email": record.email,
                           "username": record.username, "text": record.text, "html": record.is_html,
@@ -186,7 +193,7 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
                 threads.add(record.key)
                 report.threads += 1
             staging.stage_thread(run, {"key": record.key, "url": record.url, "slug": record.slug, "title": record.title,
-                                       "pk": record.pk, "pos": record.position})
+                                       "identifier": record.identifier, "pk": record.pk, "pos": record.position})
         elif isinstance(record, CommentPatch):
             patches.append({"n": ordinal, "sid": record.id, "parent": record.parent, "likes": record.likes,
                             "pos": record.position})
@@ -202,17 +209,28 @@ def _stage(fmt, source, database, run, staging: CommentImportManager, report: Im
         report.warn(patch["pos"], f"refers to comment {patch['sid']!r}, which is not in the source")
 
 
+def _size(*texts) -> int:
+    """UTF-8 bytes of `texts` (strings, or anything a reader left there)."""
+    return sum((len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))) if isinstance(t, str) else 0
+               for t in texts)
+
+
 # --- phase 2: write, thread by thread -----------------------------------------------------
 
 
 _TOPIC_PATH = re.compile(r"/t/([A-Za-z0-9_-]+)/?")
 
 
+def _given_slug(value) -> str:
+    """`value` as a slug when it is one (not an identifier such as "123 https://...?p=123"), else ''."""
+    given = (value or "").strip()
+    return given.lower()[:220] if given and slugify(given) == given.lower() else ""
+
+
 def _candidate_slugs(thread: dict) -> list[str]:
-    slugs = []
-    given = (thread.get("slug") or "").strip()
-    if given and slugify(given) == given.lower():  # a slug, not an identifier such as "123 https://...?p=123"
-        slugs.append(given.lower()[:220])
+    """The slugs of this site's topic a thread may be: its own slug, its identifier, the `/t/<slug>/`
+    of its URL, the URL's last path segment."""
+    slugs = [_given_slug(thread.get("slug")), _given_slug(thread.get("identifier"))]
     path = urlsplit(thread.get("url") or "").path
     match = _TOPIC_PATH.search(path)
     if match:
@@ -261,7 +279,12 @@ class _Writer:
             raise InvalidInput("a thread matches no topic and no editor was given to create it as a draft "
                                "(--editor USERNAME).", field="editor")
         title = (thread.get("title") or thread.get("url") or thread["key"]).strip()[:200] or thread["key"][:200]
-        slug = candidates[0] if candidates else None
+        # The source's own slug (our export's, WordPress's post_name) when free; else topic_create makes a
+        # unique one from the title (from the URL's last segment for a thread without a title). A Disqus
+        # identifier only matches: it is the source's key for the page, no name for it.
+        slug = _given_slug(thread.get("slug")) or None
+        if slug is None and not (thread.get("title") or "").strip():
+            slug = next((c for c in candidates if c != _given_slug(thread.get("identifier"))), None)
         if slug and (Topic.objects.filter(slug=slug).exists() or TopicSlugRedirect.objects.filter(old_slug=slug).exists()):
             slug = None
         topic = topic_create(author=self.editor, title=title, slug=slug, status=TopicStatus.DRAFT,
@@ -304,7 +327,8 @@ class _Writer:
             self.report.matched_authors += 1
             return Author(id=user[0], name=user[1])
         self.report.guests += 1
-        name = " ".join(str(doc.get("name") or "").split())[:150] or GUEST_NAME
+        # A name that shows nothing (Hangul fillers, variation selectors: core.text's rules) is no name.
+        name = visible_strip(" ".join(str(doc.get("name") or "").split()))[:150] or GUEST_NAME
         return Author(id=None, name=name)
 
     # --- one thread ---
@@ -348,9 +372,10 @@ class _Writer:
             report.skipped += len(docs)
             return
         discussion_id = topic.pk if topic is not None else 0
-        # Entries of another discussion are stale (its topic was deleted since): imported again here.
+        # Entries of another discussion are stale (its topic was deleted since): imported again here,
+        # and a dry run counts them so (a topic it would create has no entries: discussion_id 0).
         known = {sid: entry for sid, entry in self.staging.entries(self.fmt, [d["sid"] for d in docs]).items()
-                 if entry.get("d") == discussion_id or self.dry_run}
+                 if entry.get("d") == discussion_id}
         parents_needed = {d["parent"] for d in docs if d.get("parent") and d["parent"] not in placed}
         if parents_needed:
             for sid, entry in self.staging.entries(self.fmt, parents_needed).items():
@@ -398,10 +423,21 @@ class _Writer:
             take(doc)
         if not plan:
             return
-        if self.dry_run:
-            report.imported += len(plan)
+        if self.dry_run:  # the real run's checks, without its writes: a kept id already stored is "already"
+            for doc, comment, recovering in plan:
+                if (recovering or doc.get("keep")) and self._stored(topic, manager, threaded, comment):
+                    report.already += 1
+                else:
+                    report.imported += 1
             return
         self._write(topic, manager, threaded, plan, state)
+
+    @staticmethod
+    def _stored(topic, manager, threaded, comment) -> bool:
+        """Whether the topic holds a comment with this id (an interrupted run stored it, or the
+        source is this site's own export)."""
+        return topic is not None and manager.get(discussion_id=topic.pk, comment_id=comment.id,
+                                                 threaded=threaded) is not None
 
     def _build(self, doc: dict, entry: dict | None, parent: _Placed | None, discussion_id: int) -> Comment | None:
         report = self.report
@@ -494,7 +530,7 @@ class _Writer:
                 break
             if recovering or doc.get("keep"):  # it may be stored already: look it up first
                 flush()
-                if manager.get(discussion_id=topic.pk, comment_id=comment.id, threaded=threaded) is not None:
+                if self._stored(topic, manager, threaded, comment):
                     report.already += 1
                     done.append(doc["sid"])
                     continue

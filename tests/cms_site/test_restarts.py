@@ -13,6 +13,7 @@ in a database of their own (dropped afterwards)."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -191,3 +192,23 @@ def test_make_run_twice_then_make_serve_on_the_same_data(site):
     assert _has(base, first, first_text) and _has(base, second, second_text)
     assert _count(base) == before + 2
     site.stop(proc, log, signal.SIGTERM)
+
+
+def test_rundemo_as_the_docs_write_it_serves_pages_with_debug_off(site):
+    """`.venv/bin/python manage.py rundemo` after `make run` runs with DEBUG off (no DEBUG in the
+    environment; the key from the site's key file), as `make run` does against a MongoDB server:
+    its pages name their static files by the manifest, which it collects first."""
+    site.manage("migrate", "--noinput", "-v", "0", debug=True)
+    site.manage("mongo_indexes", debug=True)
+    port = _free_port()
+    proc, log = site.start([sys.executable, "manage.py", "rundemo", f"127.0.0.1:{port}"], debug=False, name="nodebug")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        site.wait_for_topic(base, proc, log)
+        status, body = _http(f"{base}/")
+        assert status == 200 and b"<h1>Topics</h1>" in body
+        css = re.search(rb'href="(/static/[^"]+\.css)"', body)
+        assert css and _http(base + css.group(1).decode())[0] == 200  # served by WhiteNoise
+    finally:
+        site.stop(proc, log, signal.SIGINT)
+

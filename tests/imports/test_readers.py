@@ -7,7 +7,7 @@ import pytest
 from comments.importers.formats import jsonstream, xmlstream
 from comments.importers.formats.disqus import read as read_disqus
 from comments.importers.htmltext import html_to_markdown
-from comments.importers.records import SourceComment, SourceError, parse_time
+from comments.importers.records import Skipped, SourceComment, SourceError, parse_time
 from tests.imports.support import utc
 
 
@@ -69,3 +69,16 @@ def test_times(value, expected):
 def test_bad_times_name_the_position():
     with pytest.raises(SourceError, match="line 3: unreadable date"):
         parse_time("0000-00-00 00:00:00", "line 3")
+
+
+def test_a_json_array_element_over_the_cap_is_skipped_across_chunks(monkeypatch, tmp_path):
+    monkeypatch.setattr(jsonstream, "CHUNK", 7)
+    monkeypatch.setattr(jsonstream, "MAX_RECORD_BYTES", 40)
+    big = '{"t": "quote \\" and \\\\ and ] } [ {", "more": [1, {"x": "' + "y" * 60 + '"}]}'
+    path = tmp_path / "a.json"
+    path.write_text(f'[{{"a": 1}}, {big} ,\n{{"b": "\\\\"}}, "{"z" * 50}", {{"c": 3}}]', encoding="utf-8")
+    got = list(jsonstream.array_or_lines(str(path)))
+    assert [(p, v) for p, v in got if not isinstance(v, Skipped)] == [
+        ("record 1", {"a": 1}), ("record 3", {"b": "\\"}), ("record 5", {"c": 3})]
+    skipped = [(p, v.position) for p, v in got if isinstance(v, Skipped)]
+    assert skipped == [("record 2", "record 2"), ("record 4", "record 4")]

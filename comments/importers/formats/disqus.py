@@ -7,7 +7,17 @@ no likes. A deleted post becomes a tombstone, a spam post a removed comment."""
 from __future__ import annotations
 
 from comments.importers.formats.xmlstream import records
-from comments.importers.records import DELETED, REMOVED, VISIBLE, Skipped, SourceComment, SourceError, SourceThread, parse_time
+from comments.importers.records import (
+    DELETED,
+    REMOVED,
+    VISIBLE,
+    Skipped,
+    SourceComment,
+    SourceError,
+    SourceThread,
+    parse_time,
+    too_large,
+)
 
 
 def _true(value: str) -> bool:
@@ -17,12 +27,19 @@ def _true(value: str) -> bool:
 def read(source, **options):
     for node in records(source, root="disqus", depth=2, tags={"thread", "post"}, what="a Disqus export"):
         position = f"line {node.line}"
+        over = node.over_cap()
+        if over is not None:  # its text was not kept (xmlstream's cap): name it and go on
+            size, tag = over
+            what = f"post {node.attrs.get('id', '?')} of thread {node.attr('thread', 'id') or '?'}" \
+                if node.tag == "post" else f"thread {node.attrs.get('id', '?')}"
+            yield Skipped(position, f"{what}: {too_large(size, f'<{tag}>')}")
+            continue
         if node.tag == "thread":
             key = node.attrs.get("id", "").strip()
             if not key:
                 yield Skipped(position, "a <thread> without dsq:id")
                 continue
-            yield SourceThread(key=key, url=node.get("link"), slug=node.get("id"), title=node.get("title"),
+            yield SourceThread(key=key, url=node.get("link"), identifier=node.get("id"), title=node.get("title"),
                                position=position)
             continue
         source_id = node.attrs.get("id", "").strip() or node.get("id")

@@ -28,6 +28,9 @@ _STATUSES = {VISIBLE, HIDDEN, REMOVED, DELETED}
 def read(source, **options):
     threads: set[str] = set()
     for number, record in lines(source):
+        if isinstance(record, Skipped):  # a line over the size of a record, read and forgotten
+            yield record
+            continue
         position = f"line {number}"
         topic = record.get("topic") if isinstance(record, dict) else None
         if not isinstance(topic, dict) or not isinstance(topic.get("slug"), str) or not topic["slug"]:

@@ -1,14 +1,23 @@
 """Streaming JSON: the elements of a top-level array, or the lines of a JSON Lines file, one at a
-time in bounded memory (a buffer of about one element), with their position."""
+time in bounded memory (a buffer of about one element), with their position.
+
+A JSON Lines file is read in bytes, one line at a time with a cap (`readline(size)`): a line
+longer than `MAX_RECORD_BYTES` is read on in chunks and forgotten, and handed out as a
+`Skipped` record naming its line, so one huge line neither fills the memory nor stops the
+import (the records after it are read). An element of a JSON array past the same cap is read on
+without being kept (only its brackets and strings are followed) and handed out as a `Skipped`
+record naming it."""
 
 from __future__ import annotations
 
 import json
+import re
 
-from comments.importers.records import SourceError
+from comments.importers.records import MAX_RECORD_BYTES, Skipped, SourceError, too_large
 
 CHUNK = 1 << 16
-MAX_ELEMENT = 64 << 20  # one element larger than this is not a comment: refuse it
+_IN_STRING = re.compile(r'["\\]')  # what ends a string, or escapes the next character
+_STRUCTURE = re.compile(r'["\[\]{}]')  # outside strings: what opens or closes a value
 _decoder = json.JSONDecoder()
 
 
@@ -17,18 +26,37 @@ def _open(source):
 
 
 def lines(source):
-    """(line number, value) for each non-blank line; SourceError naming the line for one that is not JSON."""
-    stream = _open(source)
+    """(line number, value) for each non-blank line, or (line number, Skipped) for a line over
+    MAX_RECORD_BYTES; SourceError naming the line for one that is not JSON or not UTF-8.
+    `source` is a path or a binary stream."""
+    stream = open(source, "rb") if isinstance(source, str | bytes) else source  # noqa: SIM115  closed below
+    number = 0
     try:
-        for number, line in enumerate(stream, start=1):
+        while True:
+            line = stream.readline(MAX_RECORD_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n"):
+                size = len(line)
+                del line
+                while True:  # the rest of the line: read and forgotten, a chunk at a time
+                    more = stream.readline(CHUNK)
+                    size += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                yield number, Skipped(f"line {number}", too_large(size))
+                continue
             if not line.strip():
                 continue
             try:
-                yield number, json.loads(line)
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SourceError(f"line {number}", "not UTF-8 text") from None
+            try:
+                yield number, json.loads(text)
             except (ValueError, RecursionError) as exc:
                 raise SourceError(f"line {number}", f"not JSON ({exc})") from None
-    except UnicodeDecodeError:
-        raise SourceError("the file", "not UTF-8 text") from None
     finally:
         stream.close()
 
@@ -43,10 +71,8 @@ def array_or_lines(source):
         stream.close()
         raise SourceError("the file", "not UTF-8 text") from None
     if not head.lstrip().startswith("["):
-        import io
-
-        rest = io.StringIO(head)  # JSON Lines: read again from the start, line by line
-        yield from lines(_Chain(rest, stream))
+        stream.close()  # JSON Lines: read again from the start, line by line
+        yield from lines(source)
         return
     buffer, index, number, done = head, head.index("[") + 1, 0, False
     try:
@@ -70,10 +96,18 @@ def array_or_lines(source):
             try:
                 value, end = _decoder.raw_decode(buffer, index)
             except (ValueError, RecursionError) as exc:
-                if not done and len(buffer) - index < MAX_ELEMENT:
+                if not done and len(buffer) - index <= MAX_RECORD_BYTES:
                     more = stream.read(CHUNK)
                     done = not more
                     buffer, index = buffer[index:] + more, 0
+                    continue
+                if not done and buffer[index] in '{["':  # over the cap: read past it, keep nothing
+                    rest, size = _skip_value(buffer, index, stream)
+                    number += 1
+                    if rest is None:
+                        raise SourceError(f"record {number}", "the array ends inside it (file cut short?)") from None
+                    yield f"record {number}", Skipped(f"record {number}", too_large(size))
+                    buffer, index = rest, 0
                     continue
                 raise SourceError(f"record {number + 1}", f"not JSON ({exc})") from None
             number += 1
@@ -85,25 +119,34 @@ def array_or_lines(source):
         stream.close()
 
 
-class _Chain:
-    """Lines of an already-read head, then of the rest of the stream."""
-
-    def __init__(self, head, stream):
-        self.head, self.stream = head, stream
-
-    def __iter__(self):
-        pending = ""
-        for line in self.head:
-            if line.endswith("\n"):
-                yield pending + line
-                pending = ""
-            else:
-                pending += line
-        for line in self.stream:
-            yield pending + line
-            pending = ""
-        if pending:
-            yield pending
-
-    def close(self):
-        self.stream.close()
+def _skip_value(buffer: str, index: int, stream):
+    """Read past the JSON object, array or string starting at buffer[index], a chunk at a time,
+    keeping none of it: (the text after it, its size in characters), or (None, size) when the
+    stream ends inside it. Only strings (with their escapes) and brackets are followed."""
+    depth, in_string, pos, size = 0, False, index, -index
+    while True:
+        match = (_IN_STRING if in_string else _STRUCTURE).search(buffer, pos)
+        if match is None:
+            size += len(buffer)
+            skip = pos - len(buffer)  # 1 when the character an escape covers is in the next chunk
+            buffer = stream.read(CHUNK)
+            if not buffer:
+                return None, size
+            pos = max(0, skip)
+            continue
+        char, pos = match.group(), match.end()
+        if in_string:
+            if char == "\\":
+                pos += 1
+                continue
+            in_string = False
+            if depth == 0:
+                return buffer[pos:], size + pos
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return buffer[pos:], size + pos

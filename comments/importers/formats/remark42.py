@@ -14,6 +14,9 @@ from comments.importers.records import DELETED, VISIBLE, Skipped, SourceComment,
 def read(source, **options):
     threads: set[str] = set()
     for number, record in lines(source):
+        if isinstance(record, Skipped):  # a line over the size of a record, read and forgotten
+            yield record
+            continue
         position = f"line {number}"
         if not isinstance(record, dict):
             yield Skipped(position, "not a JSON object")

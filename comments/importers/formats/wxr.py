@@ -21,6 +21,7 @@ from comments.importers.records import (
     SourceError,
     SourceThread,
     parse_time,
+    too_large,
 )
 
 
@@ -38,7 +39,8 @@ _STATUS = {"1": VISIBLE, "approve": VISIBLE, "0": HIDDEN, "hold": HIDDEN, "spam"
 
 
 def read(source, **options):
-    for item in records(source, root="rss", depth=3, tags={"item"}, what="a WordPress export (WXR)"):
+    for item in records(source, root="rss", depth=3, tags={"item"}, units={"comment"},
+                        what="a WordPress export (WXR)"):
         key = item.get("post_id") or item.get("link") or item.get("guid")
         comments = [c for c in item.children if c.tag == "comment"]
         if not comments:
@@ -53,6 +55,11 @@ def read(source, **options):
             source_id = node.get("comment_id")
             if not source_id:
                 yield Skipped(position, "a wp:comment without wp:comment_id")
+                continue
+            over = node.over_cap()
+            if over is not None:  # its text was not kept (xmlstream's cap): name it and go on
+                size, tag = over
+                yield Skipped(position, f"comment {source_id} of post {key}: {too_large(size, f'<{tag}>')}")
                 continue
             if node.get("comment_type") in ("pingback", "trackback"):
                 yield Skipped(position, f"comment {source_id} is a {node.get('comment_type')}")

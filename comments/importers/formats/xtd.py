@@ -68,6 +68,9 @@ def read(source, *, database: str | None = None, **options):
     threads: set[str] = set()
     content_types: dict[int, str] = {}  # a dump lists contenttypes before django_comments (alphabetical)
     for position, record in array_or_lines(source):
+        if isinstance(record, Skipped):  # a line over the size of a record, read and forgotten
+            yield record
+            continue
         if not isinstance(record, dict) or not isinstance(record.get("fields"), dict):
             yield Skipped(position, "not a dumpdata record (an object with model, pk, fields)")
             continue

@@ -3,6 +3,12 @@
 The embedded MongoDB engine lives in process memory, so the content must be loaded
 by the process that serves it: this command loads, then runs Django's development
 server without the autoreloader (which would fork a fresh, empty process).
+
+With DEBUG off (`make run` against a MongoDB server, or `.venv/bin/python manage.py rundemo`
+after `make run`, which reads the site's `.secret_key`) it first collects the static files as
+`make serve` does: pages name them by the manifest `collectstatic` writes (Django's
+ManifestStaticFilesStorage raises for a file it does not list), and WhiteNoise serves them
+from STATIC_ROOT, since the development server serves static files only in DEBUG.
 """
 
 from django.conf import settings
@@ -26,6 +32,9 @@ class Command(BaseCommand):
             engine = (f"embedded (docstore), kept in {settings.MONGODB_EMBEDDED_PATH}" if settings.MONGODB_EMBEDDED_PATH
                       else "embedded (docstore), in a temporary directory: nothing is kept after exit")
         self.stdout.write(f"MongoDB engine: {engine}")
+        if not settings.DEBUG:
+            self.stdout.write(f"DEBUG is off: collecting static files into {settings.STATIC_ROOT}")
+            call_command("collectstatic", interactive=False, verbosity=0)
         ensure_indexes()
         self.stdout.write("Loading demo content…")
         load_demo(out=lambda line: (self.stdout.write(f"  {line}"), self.stdout.flush()))

@@ -1,0 +1,81 @@
+"""What a reader can see decides whether a comment has content, by Unicode's own properties
+(core/text.py): default-ignorable code points, white space, format controls, combining marks
+without a base and the symbols drawn blank are nothing; any visible grapheme is content. The
+duplicate check compares texts with the same rules."""
+
+import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
+from rest_framework.test import APIClient
+
+from core.errors import InvalidInput
+from core.text import text_clean
+
+pytestmark = pytest.mark.django_db
+
+BLANK = ["\ufe0f", "\u034f", "\U0001d159", "\ufe0f\u200d", "\u2800\ufe0f" * 4, "\u0301\u0301", "\U000e0041",
+         "\u180b", "\U0001bca0", " \u3164\n\u2800 "]
+
+
+def _post(topic, user, text):
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(user)
+    return api.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+
+
+@pytest.mark.parametrize("text", BLANK, ids=lambda t: "+".join(f"U{ord(c):04X}" for c in t[:4]))
+def test_a_comment_that_shows_nothing_is_empty(make_topic, alice, text):
+    topic = make_topic("document")
+    r = _post(topic, alice, text)
+    assert r.status_code == 400 and r.json()["errors"] == {"text": ["text must not be empty."]}
+
+
+@pytest.mark.parametrize("text", ["\u2764\ufe0f", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
+                                  "e\u0301", "\u0915\u094d\u200d", "a\U0001d159b"])
+def test_a_visible_grapheme_keeps_its_invisible_parts(make_topic, alice, text):
+    topic = make_topic("document")
+    r = _post(topic, alice, f" {text} ")
+    assert r.status_code == 201, r.json()
+    assert r.json()["text"] == text  # an emoji keeps its variation selector, a flag its tags
+
+
+@pytest.mark.parametrize("twin", ["Buy my thing now\ufe0f", "Buy my th\u034fing now", "Buy my thing\u2800 now",
+                                  "BUY MY \U0001d159THING NOW", "Buy\u180b my thing now"])
+def test_an_invisible_code_point_does_not_make_a_new_text(make_topic, alice, settings, twin):
+    settings.SPAM_DUPLICATE_WINDOW = 3600
+    topic = make_topic("document")
+    assert _post(topic, alice, "Buy my thing now").status_code == 201
+    r = _post(topic, alice, twin)
+    assert r.status_code == 400 and r.json()["code"] == "spam"
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+_IGNORABLE_OR_SPACE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{White_Space}]")
+_CANDIDATES = _IGNORABLE_OR_SPACE.findall("".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF))
+_SHOWN = regex.compile(r"[\p{L}\p{N}\p{P}\p{S}]")  # letters, numbers, punctuation, symbols
+
+
+def _visible(char):
+    return _SHOWN.match(char) is not None and not _IGNORABLE_OR_SPACE.match(char) and char not in "\u2800\U0001d159"
+
+
+blanks = st.lists(st.sampled_from(_CANDIDATES), min_size=1, max_size=30).map("".join)
+visible_chars = st.characters(exclude_categories=("Cs",)).filter(_visible)
+
+
+@given(blanks)
+def test_only_default_ignorable_or_white_space_is_refused(text):
+    with pytest.raises(InvalidInput):  # empty, or a control or bidi character named
+        text_clean(text, max_length=10_000)
+
+
+@given(blanks, visible_chars, st.integers(min_value=0))
+def test_a_visible_character_anywhere_is_accepted(text, char, where):
+    cut = where % (len(text) + 1)
+    text = "".join(c for c in text if c not in "\x0b\x0c\x1c\x1d\x1e\x1f\x85" and c not in
+                   "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # refused outright (tested elsewhere)
+    cut = min(cut, len(text))
+    stored = text_clean(text[:cut] + char + text[cut:], max_length=10_000)
+    assert char in stored
