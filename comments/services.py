@@ -688,11 +688,13 @@ def _erase(topic, storage: str, manager: CommentManager, comment: Comment, *, st
     if current:
         # Downstream, either mode is a deletion by its author (search drops the words, the
         # notifications about it are hidden, moderation logs nothing of the author's); the
-        # search entry and the status index keep the comment's own status.
-        signals.comment_deleted.send(sender=Comment, topic=topic, comment=replace(comment, status=status, text="", html=""),
-                                     user=user)
-        signals.comment_status_changed.send(sender=Comment, topic=topic, before=comment.status, after=DELETED,
-                                            comment=replace(comment, status=DELETED, text="", html=""), moderator=user)
+        # search entry and the status index keep the comment's own status. Sent robustly as
+        # every write here sends (Django's `send_robust`, through `signals.send`): a failing
+        # receiver is logged and the erasure goes on to the next comment.
+        signals.send(signals.comment_deleted, sender=Comment, topic=topic,
+                     comment=replace(comment, status=status, text="", html=""), user=user)
+        signals.send(signals.comment_status_changed, sender=Comment, topic=topic, before=comment.status, after=DELETED,
+                     comment=replace(comment, status=DELETED, text="", html=""), user=user)
     return True
 
 

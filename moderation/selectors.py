@@ -253,3 +253,8 @@ def bans_page(*, viewer, request) -> object:
 
 __all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "held_comments", "HeldPage", "flags_of",
            "queue_counts", "bans_page"]
+
+
+def account_export(*, user) -> dict:
+    """Moderation's part of "download my data": nothing yet."""
+    return {}

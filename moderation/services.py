@@ -556,6 +556,46 @@ def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None
         log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id)
 
 
+# --- an account's part (account deletion) ------------------------------------------------------
+
+DELETED_ACCOUNT = "a deleted account"  # how the audit log names an account that was deleted
+
+
+def user_forget(*, user) -> None:
+    """Erase an account from moderation (account deletion, after its comments were erased):
+
+    - the flags it filed are withdrawn (their notes were its words): each flagged row counts
+      the other reporters' flags only, loses its notes, and leaves Reported when no open
+      report is left;
+    - its held submissions (pending, rejected) go with their rows, out of the tab totals, and
+      its held counters go;
+    - the rows of its stored comments keep no text, words or author;
+    - the audit log keeps every action, naming the account DELETED_ACCOUNT.
+    Its ban or pre-moderation row goes with the user row. Idempotent, each step safe to run
+    again (account_delete runs every part again after an interruption): a row is recounted
+    from the flags but this account's before its flag is deleted, so a rerun finds the flag
+    and sets the same counts."""
+    queue, flags = ModerationQueueManager(), FlagManager()
+    for flag in flags.by_user(user_id=user.pk):
+        entry = queue.by_key(flag["topic"], flag["comment"])
+        if entry is not None:
+            total, reasons = flags.count_without(topic_id=flag["topic"], comment_id=flag["comment"], user_id=user.pk)
+            open_flags = min(entry.get("open_flags", 0), total)
+            fields = {"flags": total, "reasons": reasons, "open_flags": open_flags}
+            if entry.get("state") == REPORTED and not open_flags:
+                fields["state"] = _STATE_OF_STATUS.get(entry.get("status"), DONE)
+            queue.update(entry["_id"], set_fields=fields, pull_notes_of=user.username)
+        flags.delete(flag_id=flag["_id"])
+    for batch in queue.batches(query={"author": user.pk}):
+        for entry in batch:
+            if entry.get("comment") is None:
+                queue.delete_held(entry)
+            else:
+                queue.forget_author(entry["_id"])
+    queue.forget_held_counters(author_id=user.pk)
+    ModerationLogManager().forget_user(user_id=user.pk, username=user.username, label=DELETED_ACCOUNT)
+
+
 # --- bans and pre-moderation -----------------------------------------------------------------
 
 

@@ -109,7 +109,7 @@ class ModerationQueueManager(MongoManager):
 
     def update(self, entry_id: ObjectId, *, set_fields: dict | None = None, inc: dict | None = None,
                push_note: dict | None = None, unset: tuple[str, ...] = (),
-               expect: dict | None = None) -> tuple[dict, dict] | None:
+               expect: dict | None = None, pull_notes_of: str | None = None) -> tuple[dict, dict] | None:
         """Update one entry (optionally only when it matches `expect`); returns (before, after)
         or None if nothing matched. Moves the state counters when `state` changed."""
         update: dict = {}
@@ -121,6 +121,8 @@ class ModerationQueueManager(MongoManager):
             update["$push"] = {"notes": {"$each": [push_note], "$slice": -NOTES_KEPT}}
         if unset:
             update["$unset"] = {name: "" for name in unset}
+        if pull_notes_of is not None:  # the notes of one reporter (their account was deleted)
+            update["$pull"] = {"notes": {"user": pull_notes_of}}
         before = self.collection.find_one_and_update({"_id": entry_id, **(expect or {})}, update,
                                                      return_document=ReturnDocument.BEFORE)
         if before is None:
@@ -143,6 +145,25 @@ class ModerationQueueManager(MongoManager):
             moved = {"n": held, **({"shadow": held} if entry.get("shadow") else {})}
             self.counts.update_one({"_id": held_counter_id(entry["topic"], entry["author"])}, {"$inc": moved},
                                    upsert=True)
+
+    def delete_held(self, entry: dict) -> bool:
+        """Delete a held submission's entry (never stored as a comment) and count it out of its
+        tab and its author's held counter; False when it is gone already (or was approved)."""
+        if not self.collection.delete_one({"_id": entry["_id"], "comment": None}).deleted_count:
+            return False
+        self._move(entry.get("state"), None, entry)
+        return True
+
+    def forget_author(self, entry_id: ObjectId) -> None:
+        """The row of a stored comment whose author's account was deleted: no text, words or
+        author left (the comment itself is a tombstone or a removed placeholder by then)."""
+        self.collection.update_one({"_id": entry_id},
+                                   {"$set": {"text": "", "words": [], "author": None, "author_name": ""}})
+
+    def forget_held_counters(self, *, author_id: int) -> int:
+        """Delete an author's held counters, one per topic (account deletion)."""
+        pattern = f"^held:[0-9]+:{int(author_id)}$"
+        return self.counts.delete_many({"_id": {"$regex": pattern}}).deleted_count
 
     def refresh_text(self, *, key: str, text: str, words: list[str]) -> None:
         """An edited comment's entry (if it has one) shows and is found by its new text. One write."""
