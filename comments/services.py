@@ -52,6 +52,7 @@ from comments.managers import STRATEGIES, manager_for
 from comments.managers.anchors import REFRESH_EVERY as ANCHORS_REFRESH_EVERY
 from comments.managers.base import (
     DELETED,
+    FORGOTTEN,
     LATEST_LIKERS,
     REMOVED,
     STATUSES,
@@ -707,7 +708,8 @@ def comments_forget_author(*, user, mode: str) -> int:
     - its likes are taken back (the comments' counts and latest likers follow), then its like
       edges and its credit flows go;
     - every comment's author that was the account becomes "a deleted account"
-      (FORGOTTEN), and replies lose "in reply to @name".
+      (FORGOTTEN), and replies lose "in reply to @name"; so does the editor of the
+      revisions it replaced in others' comments (an editor's edits).
     Comments keep their places: positions, counts and replies never move. Idempotent: run
     again after an interruption, it finishes the job. Returns the comments erased."""
     if mode not in ERASE_MODES:
@@ -733,6 +735,7 @@ def comments_forget_author(*, user, mode: str) -> int:
                                             username=user.username, delta=-1, threaded=is_threaded(topic))
     likes.forget_user(user_id=user.pk)
     CreditFlowManager().forget_user(user_id=user.pk)
+    CommentRevisionManager().forget_editor(editor_id=user.pk, forgotten=FORGOTTEN)
     for manager in managers.values():
         manager.forget_author(author_id=user.pk, name=user.username)
     return erased

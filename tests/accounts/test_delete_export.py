@@ -298,3 +298,18 @@ def test_a_failing_receiver_does_not_stop_the_erasure(world):
     assert traces(uid, NAME) == []
     for topic, cid in world["mine"]:
         assert api(world["bob"]).get(f"/api/topics/{topic.slug}/comments/{cid}/").json()["status"] == "deleted"
+
+
+def test_an_editor_who_leaves_is_no_longer_named_in_revisions(world, make_editor):
+    """An editor edits bob's comment (the replaced text is a revision naming who replaced it),
+    then deletes their account: the revision stays, by "a deleted account"."""
+    gone = make_editor("zelda_editor_gone")
+    uid = gone.pk
+    topic, cid = world["theirs"][0]
+    r = api(gone).patch(f"/api/topics/{topic.slug}/comments/{cid}/", {"text": "tidied by an editor"}, format="json")
+    assert r.status_code == 200
+    r = api(gone).delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"}, format="json")
+    assert r.status_code == 204
+    assert traces(uid, "zelda_editor_gone") == []
+    revisions = api(world["bob"]).get(f"/api/topics/{topic.slug}/comments/{cid}/revisions/").json()["results"]
+    assert len(revisions) == 1 and "zelda_editor_gone" not in json.dumps(revisions)
