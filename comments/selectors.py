@@ -27,6 +27,7 @@ from datetime import date, datetime
 from django.utils import timezone
 
 from accounts.usernames import users_by_names
+from comments import viewers
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
@@ -217,11 +218,16 @@ def _newest_page(topic, request: PageRequest, cursor: str | None = None) -> Page
 
 
 def comment_get(*, topic, comment_id, viewer=None) -> Comment:
+    """One comment as `viewer` may see it; the viewer's own comment held for review (not in
+    storage) as they are shown it (`comments.viewers.own_held`); NotFound otherwise, the same
+    for a held id as for one never used."""
     if not is_comment_id(comment_id):
         raise NotFound("No such comment in this topic.")
     comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
     if comment is None:
-        raise NotFound(f"No comment {comment_id} in this topic.")
+        comment = viewers.own_held(topic=topic, comment_id=comment_id, viewer=viewer)
+        if comment is None:
+            raise NotFound(f"No comment {comment_id} in this topic.")
     return mask(comment, viewer)
 
 
@@ -271,7 +277,10 @@ def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
         raise NotFound("No such comment in this topic.")
     thread = comment_manager(topic).thread(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
     if not thread:
-        raise NotFound(f"No comment {comment_id} in this topic.")
+        held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=viewer)  # replies to it are held too
+        if held is None:
+            raise NotFound(f"No comment {comment_id} in this topic.")
+        thread = [held]
     return masked(thread, viewer)
 
 
@@ -295,6 +304,14 @@ def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEF
     if order == HOT:
         raise InvalidInput(HOT_BY_CURSOR, field="order")
     manager = comment_manager(topic)
+    if getattr(comment, "held", False):
+        # Held out of storage (its author reads it back): where it would be posted now, under
+        # its parent's page in threaded order, else at the end (page 1 newest first).
+        if order == THREADED and comment.parent:
+            parent = manager.get(discussion_id=topic.discussion_id, comment_id=comment.parent, threaded=is_threaded(topic))
+            if parent is not None:
+                return comment_page_of(topic=topic, comment=parent, order=order, page_size=page_size)
+        return 1 if order == NEWEST else manager.count(discussion_id=topic.discussion_id) // page_size + 1
     position = manager.position(discussion_id=topic.discussion_id, comment=comment,
                                 order=CHRONOLOGICAL if order == NEWEST else order, threaded=is_threaded(topic))
     if order == NEWEST:

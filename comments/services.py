@@ -46,8 +46,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from comments import signals
-from comments.ids import is_comment_id
+from comments import signals, viewers
+from comments.ids import is_comment_id, new_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.anchors import REFRESH_EVERY as ANCHORS_REFRESH_EVERY
 from comments.managers.base import (
@@ -63,6 +63,7 @@ from comments.managers.base import (
     DiscussionFull,
 )
 from comments.managers.credits import CreditFlowManager
+from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
@@ -112,12 +113,20 @@ def comment_render(*, text: str) -> str:
 class SubmissionGate(Protocol):
     """A check between a valid submission and its storage (the moderation app's
     pre-moderation and shadow bans, the spam pipeline). `hold` returns None to let the
-    comment be stored, or the `pending` Comment standing for the held submission;
-    `is_held` says whether an id names a held submission (replies to it are refused)."""
+    comment be stored, or the `pending` Comment standing for the held submission (its
+    id, path and depth drawn by `comment_draft`, so it has the shape of a stored one). The
+    author's own held comments are found through `comments.viewers.own_held`."""
 
     def hold(self, *, topic, author, text: str, parent: Comment | None) -> Comment | None: ...
 
-    def is_held(self, *, topic, comment_id: str) -> bool: ...
+
+def comment_draft(*, topic, author, text: str, parent: Comment | None) -> Comment:
+    """A comment placed as a post by `author` under `parent` would be now, but not stored: an id
+    of the shape the topic's storage draws (its manager's `id_length`), the path and depth under
+    the parent. A held submission is given one, so that its id, path and depth are those of
+    any comment (a shadow ban shows in none of them), and its approval stores it under that id."""
+    return new_comment(discussion_id=topic.discussion_id, comment_id=new_comment_id(comment_manager(topic).id_length),
+                       author=Author(id=author.pk, name=author.username), text=text, parent=parent)
 
 
 def _check_edit(*, topic, user, text: str) -> None:
@@ -137,14 +146,20 @@ def register_submission_gate(name: str, gate: SubmissionGate) -> None:
     _gates[name] = gate
 
 
-def _parent(topic, manager: CommentManager, parent) -> Comment | None:
+def _parent(topic, manager: CommentManager, parent, author) -> Comment | None:
     if parent in (None, ""):
         return None
     if not is_comment_id(parent):
         raise InvalidInput("parent must be a comment id (lowercase letters and digits).", field="parent")
     parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
     if parent_comment is None:
-        if any(gate.is_held(topic=topic, comment_id=parent) for gate in _gates.values()):
+        # Only the author of a held comment learns it is held (anyone else: an unknown id). A
+        # shadow-banned author's own is shown to them as posted: they may answer it (the ban
+        # holds the reply too, under it).
+        held = viewers.own_held(topic=topic, comment_id=parent, viewer=author)
+        if held is not None and held.status == VISIBLE:
+            return held
+        if held is not None:
             raise InvalidInput("cannot reply to a comment that is awaiting moderation.", field="parent")
         raise InvalidInput(f"unknown parent: there is no comment {parent} in this topic.", field="parent")
     if parent_comment.status in (REMOVED, DELETED):
@@ -160,11 +175,13 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
     _require_writer(author)
     text = _clean_text(text)
     with writing(topic) as w:
-        parent_comment = _parent(topic, w.manager, parent)
+        parent_comment = _parent(topic, w.manager, parent, author)
         for gate in list(_gates.values()):
             held = gate.hold(topic=topic, author=author, text=text, parent=parent_comment)
             if held is not None:
                 return held
+        if getattr(parent_comment, "held", False):  # its author's shadow ban was lifted since: not stored yet
+            raise InvalidInput("cannot reply to a comment that is awaiting moderation.", field="parent")
         return _store(topic, w, author, text, parent_comment)
 
 

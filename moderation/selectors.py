@@ -34,9 +34,11 @@ HELD_SHOWN = 20
 
 
 def held_comment(entry: dict) -> Comment:
-    """The `pending` Comment standing for a held entry (id: the entry's hex id)."""
-    cid = str(entry["_id"])
-    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=cid, depth=0, sort_key="",
+    """The `pending` Comment standing for a held entry: the id, path and depth drawn for it when
+    it was held (an entry held before they were: its hex id, at depth 0)."""
+    cid = entry.get("held_id") or str(entry["_id"])
+    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=entry.get("path") or cid,
+                      depth=entry.get("depth", 0), sort_key="",
                       author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
                       posted=entry["created"], status=HELD_STATUS)
     comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
@@ -224,12 +226,7 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
     position = parse_time_cursor(cursor)
     queue = ModerationQueueManager()
     docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
-    held = []
-    for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True):
-        comment.shadow = bool(doc.get("shadow"))
-        if comment.shadow:  # as the author was told when they posted it (201, visible)
-            comment.status = "visible"
-        held.append(comment)
+    held = [_as_told(comment, doc) for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True)]
     count, shadow = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
     count = max(count, len(held))
     last = docs[limit - 1] if len(docs) > limit else None
@@ -253,6 +250,28 @@ def bans_page(*, viewer, request) -> object:
 
 __all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "held_comments", "HeldPage", "flags_of",
            "queue_counts", "bans_page"]
+
+
+def own_held_comment(*, topic, comment_id, viewer) -> Comment | None:
+    """The viewer's own submission held on `topic` under `comment_id` (registered with
+    comments.viewers: the API and the permalink show it to its author), as they were told of
+    it: a shadow-banned author's as `visible`, else `pending`. One probe of topic_held_id
+    (the author in the filter): another viewer's lookup costs the same and finds nothing."""
+    if not isinstance(comment_id, str) or viewer is None or not getattr(viewer, "is_authenticated", False):
+        return None
+    entry = ModerationQueueManager().held(topic_id=topic.pk, held_id=comment_id, author_id=viewer.pk)
+    if entry is None or entry.get("state") != PENDING or entry.get("comment") is not None:
+        return None
+    return _as_told(held_comments([entry])[0], entry)
+
+
+def _as_told(comment: Comment, entry: dict) -> Comment:
+    """A held comment as its author was told of it when posting: `shadow` set on one held by a
+    shadow ban, which is `visible` (201, no "awaiting moderation"); else `pending` (202)."""
+    comment.shadow = bool(entry.get("shadow"))
+    if comment.shadow:
+        comment.status = "visible"
+    return comment
 
 
 def account_export(*, user) -> dict:

@@ -171,10 +171,15 @@ def comment_hold(*, topic, author, text: str, parent: Comment | str | None = Non
     spam pipeline's "hold" verdict calls this with its reason."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("a hold needs a reason.", field="reason")
-    parent_id = parent.id if isinstance(parent, Comment) else (parent or None)
+    if parent and not isinstance(parent, Comment):
+        parent = comment_selectors.comment_stored(topic=topic, comment_id=parent)
+    # Its id, path and depth are drawn as a post's would be (no tell of a hold, a shadow ban
+    # least of all), and its approval stores it under that id: the link its author has stays.
+    draft = comment_services.comment_draft(topic=topic, author=author, text=text, parent=parent or None)
     now = _now()
     entry = ModerationQueueManager().insert({
-        "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": parent_id,
+        "held_id": draft.id, "path": draft.path, "depth": draft.depth,
+        "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": draft.parent,
         "author": author.pk, "author_name": author.username, "text": text, "words": words_of(text),
         "status": PENDING, "state": PENDING_STATE, "held": True, "hold_reason": reason.strip()[:200], "shadow": bool(shadow),
         "flags": 0, "open_flags": 0, "reasons": {}, "notes": [], "created": now, "updated": now,
@@ -215,10 +220,6 @@ class PreModerationGate:
         if shadow:  # the shadow-banned author is told it was posted (201, no "awaiting moderation")
             held.status = VISIBLE
         return held
-
-    def is_held(self, *, topic, comment_id):
-        entry = _entry_by_hex(comment_id)
-        return entry is not None and entry["topic"] == topic.pk and entry.get("comment") is None
 
 
 def _entry_by_hex(value) -> dict | None:
@@ -393,7 +394,8 @@ def _approve_held(topic, entry: dict, actor) -> bool:
     next one (a claim on the same state); the store is idempotent by that id, so the comment
     is stored once whichever attempt stored it."""
     queue = ModerationQueueManager()
-    resume, comment_id = bool(entry.get("approving_id")), entry.get("approving_id") or new_comment_id(12)
+    resume = bool(entry.get("approving_id"))
+    comment_id = entry.get("approving_id") or entry.get("held_id") or new_comment_id(12)  # no held_id: held before ids were drawn
     fields = {"status": APPROVING, "syncing": True, "updated": _now(), "approving_id": comment_id,
               "syncing_action": "approve", "syncing_by": actor.pk if actor is not SYSTEM_ACTOR else None}
     claimed = queue.update(entry["_id"], set_fields=fields, expect={"status": PENDING})
@@ -480,10 +482,11 @@ def _resolve(topic, comment_id) -> dict:
     """The queue entry a comment id (stored comment or held submission) of `topic` names."""
     entry = _entry_by_hex(comment_id)
     if entry is not None and entry["topic"] == topic.pk and (entry.get("comment") is None or entry.get("held")):
-        return entry  # a held submission (its id still names it once approved)
+        return entry  # a held submission by its entry's id (the queue's rows name it so)
     if not isinstance(comment_id, str):
         raise InvalidInput("comment ids must be strings.", field="comment_ids")
-    entry = ModerationQueueManager().by_key(topic.pk, comment_id)
+    queue = ModerationQueueManager()
+    entry = queue.by_key(topic.pk, comment_id) or queue.held(topic_id=topic.pk, held_id=comment_id)
     if entry is not None:
         return entry
     return _entry_for_comment(topic, comment_services.comment_stored(topic=topic, comment_id=comment_id))

@@ -275,6 +275,9 @@ class CommentManager(MongoManager, abc.ABC):
 
     storage: ClassVar[str]
     orders: ClassVar[tuple[str, ...]] = (CHRONOLOGICAL, THREADED)
+    # The length of the random ids it draws (comments.ids): the document strategy's unique index
+    # retries a collision, so 8 characters do; the array strategies cannot index one, so 12.
+    id_length: ClassVar[int] = 12
 
     @abc.abstractmethod
     def post(self, *, discussion_id: int, author: Author, text: str, parent: Comment | None = None,

@@ -96,6 +96,7 @@ __all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
 class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
+    id_length = 8
     storage = "document"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"

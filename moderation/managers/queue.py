@@ -1,7 +1,7 @@
 """The site-wide moderation queue: one document per comment that needs or had an
 editor's attention, whatever topic and storage strategy it belongs to.
 
-    {_id: ObjectId, key?: "<topic>:<comment>", topic: int, topic_slug, topic_title,
+    {_id: ObjectId, key?: "<topic>:<comment>", held_id?: str, path?, depth?, topic: int, topic_slug, topic_title,
      comment: str | None, parent: str | None, author: int, author_name, text, words: [str],
      status: pending|visible|author_only|removed|deleted|rejected,
      state: pending|reported|removed|done, flags: int, open_flags: int,
@@ -9,8 +9,10 @@ editor's attention, whatever topic and storage strategy it belongs to.
      hold_reason: str, shadow: bool, syncing?: true, created, updated}
 
 - A held (pre-moderated) submission lives ONLY here until approved (`comment` None, no
-  `key`): the discussion's storage, counts and pages never see it. Its `_id` hex is the
-  id its author sees. Approval posts it through the comment services and sets `comment`.
+  `key`): the discussion's storage, counts and pages never see it. Its `held_id`, drawn as a
+  post's id is (with its `path` and `depth`), is the id its author sees (entries held before
+  it: the `_id` hex). Approval posts it under that id through the comment services and sets
+  `comment`.
 - `state` is the tab it shows under (Pending, Reported, Removed; every entry is in All);
   each view is an index walk (equality on state/topic/author/word, then `updated`, `_id`
   descending) read with a keyset cursor: about `page_size` keys per page at any depth.
@@ -83,6 +85,9 @@ class ModerationQueueManager(MongoManager):
                 IndexModel([("author", 1), *newest], name="author_newest"),
                 IndexModel([("words", 1), *newest], name="words_newest"),
                 IndexModel([("key", 1)], name="key_unique", unique=True, sparse=True),
+                # a held submission by the id its author was given (comment-shaped, unique enough per topic)
+                IndexModel([("topic", 1), ("held_id", 1)], name="topic_held_id",
+                           partialFilterExpression={"held_id": {"$type": "string"}}),
                 IndexModel([("syncing", 1)], name="syncing", sparse=True),
             ]
         }
@@ -216,6 +221,14 @@ class ModerationQueueManager(MongoManager):
 
     def get_many(self, entry_ids: list[ObjectId]) -> list[dict]:
         return list(self.collection.find({"_id": {"$in": entry_ids}})) if entry_ids else []
+
+    def held(self, *, topic_id: int, held_id: str, author_id: int | None = None) -> dict | None:
+        """The held submission of `topic_id` given `held_id` (of `author_id` only, when given):
+        one probe of topic_held_id."""
+        query: dict = {"topic": int(topic_id), "held_id": held_id}
+        if author_id is not None:
+            query["author"] = int(author_id)
+        return self.collection.find_one(query)
 
     def by_key(self, topic_id: int, comment_id: str) -> dict | None:
         return self.collection.find_one({"key": entry_key(topic_id, comment_id)})

@@ -1,0 +1,75 @@
+"""A shadow ban does not show: the shadow-banned author's comment answers like any comment (201,
+an id of the same shape as the topic's comments, the same fields), and its author reads it back
+like a visible comment (API GET, permalink page); anyone else gets exactly what a comment that
+never existed gets. Approved, it keeps the id its author was given."""
+
+import re
+
+import pytest
+from rest_framework.test import APIClient
+
+from moderation import services
+
+pytestmark = pytest.mark.django_db
+
+
+def api(user=None):
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+def post(user, topic, text, parent=None):
+    body = {"text": text, **({"parent": parent} if parent else {})}
+    return api(user).post(f"/api/topics/{topic.slug}/comments/", body, format="json")
+
+
+def without(body: dict, comment_id: str, other: str) -> str:
+    """A 404 body with the id asked for replaced, to compare with another id's."""
+    return str(body).replace(comment_id, "ID").replace(other, "ID")
+
+
+def test_a_shadow_banned_comment_looks_posted_to_its_author_and_absent_to_others(topic, alice, bob, editor,
+                                                                                 make_user, client):
+    carol = make_user("carol")
+    root = post(bob, topic, "bob opens")
+    reply = post(bob, topic, "bob answers himself", parent=root.json()["id"])
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    shadow = post(alice, topic, "alice into the void")
+    shadow_reply = post(alice, topic, "alice replies into the void", parent=root.json()["id"])
+    for real, hidden in ((root, shadow), (reply, shadow_reply)):
+        assert (real.status_code, hidden.status_code) == (201, 201)
+        real_body, hidden_body = real.json(), hidden.json()
+        assert set(hidden_body) == set(real_body)
+        assert len(hidden_body["id"]) == len(real_body["id"]) and re.fullmatch("[0-9a-z]+", hidden_body["id"])
+        assert hidden_body["status"] == "visible" and hidden_body["depth"] == real_body["depth"]
+        assert hidden_body["path"].count(".") == real_body["path"].count(".")
+    sid = shadow.json()["id"]
+    base = f"/api/topics/{topic.slug}/comments/"
+    # Its author reads it back as a visible comment, through the API and the permalink page.
+    mine = api(alice).get(f"{base}{sid}/")
+    theirs = api(bob).get(f"{base}{root.json()['id']}/")
+    assert mine.status_code == 200 and set(mine.json()) == set(theirs.json())
+    assert (mine.json()["text"], mine.json()["status"]) == ("alice into the void", "visible")
+    client.force_login(alice)
+    page = client.get(f"/t/{topic.slug}/c/{sid}/")
+    assert page.status_code == 200 and "alice into the void" in page.content.decode()
+    # Anyone else: what a comment that never existed gets, to the byte but the id.
+    never = "z" * len(sid)
+    for reader in (None, bob, carol, editor):
+        held, missing = api(reader).get(f"{base}{sid}/"), api(reader).get(f"{base}{never}/")
+        assert (held.status_code, missing.status_code) == (404, 404)
+        assert without(held.json(), sid, never) == without(missing.json(), never, sid)
+        thread, missing = api(reader).get(f"{base}{sid}/thread/"), api(reader).get(f"{base}{never}/thread/")
+        assert thread.status_code == missing.status_code == 404
+    client.force_login(carol)
+    assert client.get(f"/t/{topic.slug}/c/{sid}/").status_code == 404
+    # A reply to it by someone else is refused as a reply to an unknown comment is.
+    refused, unknown = post(carol, topic, "hello?", parent=sid), post(carol, topic, "hello?", parent=never)
+    assert refused.status_code == unknown.status_code == 400
+    assert without(refused.json(), sid, never) == without(unknown.json(), never, sid)
+    # Approved, it keeps the id its author was given.
+    assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [sid], "action": "approve"},
+                            format="json").json() == {"changed": 1}
+    assert api(carol).get(f"{base}{sid}/").json()["text"] == "alice into the void"
