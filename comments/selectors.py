@@ -21,6 +21,7 @@ permalink is `get()` plus `position()`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
@@ -499,6 +500,27 @@ def credit_summary(*, user, at: datetime | None = None) -> CreditSummary:
     )
 # --- an account's comments (export) ---------------------------------------------------
 
+EXPORT_BATCH = 500  # comments (or likes) an export holds at once, with their topics read in one query
+
+
+def in_batches(items: Iterable, size: int = EXPORT_BATCH) -> Iterator[list]:
+    """`items` a list of `size` at a time (the last one shorter): what an export streams holds
+    one batch in memory, however large the account."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _topics_of(discussion_ids) -> dict:
+    from django.apps import apps
+
+    return apps.get_model("topics", "Topic").objects.in_bulk(list(set(discussion_ids)))
+
 
 @dataclass(frozen=True)
 class AuthoredComment:
@@ -507,42 +529,49 @@ class AuthoredComment:
     comment: Comment
 
 
-def comments_by_author(*, user) -> list[AuthoredComment]:
-    """Every comment `user` wrote, in every storage strategy (an export), oldest first, each
-    with its topic (None when the topic is gone): a maintenance read, not a page."""
-    from django.apps import apps
+def comments_by_author(*, user, batch: int = EXPORT_BATCH) -> Iterator[list[AuthoredComment]]:
+    """Every comment `user` wrote, in every storage strategy (an export), in batches of `batch`
+    read lazily from each strategy's cursor, each batch with its topics (None when the topic is
+    gone) read in one query and sorted oldest first: a maintenance read, not a page; one batch
+    in memory at a time."""
+    for storage in STRATEGIES:
+        for found in in_batches(manager_for(storage).by_author(author_id=user.pk), batch):
+            topics = _topics_of(c.discussion_id for c in found)
+            yield sorted((AuthoredComment(topics.get(c.discussion_id), storage, c) for c in found),
+                         key=lambda item: (item.comment.posted, item.comment.discussion_id, item.comment.id))
 
-    found = [(storage, comment) for storage in STRATEGIES for comment in manager_for(storage).by_author(author_id=user.pk)]
-    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({c.discussion_id for _, c in found}))
-    items = [AuthoredComment(topics.get(c.discussion_id), storage, c) for storage, c in found]
-    return sorted(items, key=lambda item: (item.comment.posted, item.comment.discussion_id, item.comment.id))
 
-
-def likes_by_user(*, user) -> list[tuple[object, str, object]]:
-    """(topic, comment id, when) of every comment `user` likes now (an export), oldest first."""
-    from django.apps import apps
-
-    rows = CommentLikeManager().by_user(user_id=user.pk)
-    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({row["discussion_id"] for row in rows}))
-    out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
-    return sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))
+def likes_by_user(*, user, batch: int = EXPORT_BATCH) -> Iterator[list[tuple[object, str, object]]]:
+    """(topic, comment id, when) of every comment `user` likes now (an export), in batches of
+    `batch` each with its topics read in one query, oldest first within a batch."""
+    for rows in in_batches(CommentLikeManager().by_user(user_id=user.pk), batch):
+        topics = _topics_of(row["discussion_id"] for row in rows)
+        out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
+        yield sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))
 
 
 def account_export(*, user) -> dict:
-    """The comments' part of "download my data": {"comments": [...], "likes": [...]}."""
-    comments = []
-    for item in comments_by_author(user=user):
-        c, topic = item.comment, item.topic
-        comments.append({
-            "topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
-            "storage": item.storage, "id": c.id, "parent": c.parent, "posted": c.posted.isoformat(),
-            "edited": c.edited.isoformat() if c.edited else None, "status": c.status, "text": c.text,
-            "likes": c.likes, "url": f"/t/{topic.slug}/c/{c.id}/" if topic else None,
-        })
-    likes = [{"topic": topic.slug if topic else None, "comment": comment_id,
-              "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
-             for topic, comment_id, liked in likes_by_user(user=user)]
-    return {"comments": comments, "likes": likes}
+    """The comments' part of "download my data": {"comments": ..., "likes": ...}, each an
+    iterator of rows read a batch at a time (the export streams them)."""
+
+    def comments():
+        for found in comments_by_author(user=user):
+            for item in found:
+                c, topic = item.comment, item.topic
+                yield {
+                    "topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
+                    "storage": item.storage, "id": c.id, "parent": c.parent, "posted": c.posted.isoformat(),
+                    "edited": c.edited.isoformat() if c.edited else None, "status": c.status, "text": c.text,
+                    "likes": c.likes, "url": f"/t/{topic.slug}/c/{c.id}/" if topic else None,
+                }
+
+    def likes():
+        for found in likes_by_user(user=user):
+            for topic, comment_id, liked in found:
+                yield {"topic": topic.slug if topic else None, "comment": comment_id,
+                       "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
+
+    return {"comments": comments(), "likes": likes()}
 
 
 # --- the credit flows' check (manage.py integrity) -----------------------------------------

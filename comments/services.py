@@ -735,12 +735,12 @@ def comments_forget_author(*, user, mode: str) -> int:
     erased = 0
     managers = {storage: manager_for(storage) for storage in STRATEGIES}
     for storage, manager in managers.items():
-        found = manager.by_author(author_id=user.pk)
+        found = list(manager.by_author(author_id=user.pk))  # read before it is erased
         topics = _topics_by_discussion(c.discussion_id for c in found)
         for comment in found:
             erased += _erase(topics.get(comment.discussion_id), storage, manager, comment, status=status, user=user)
     likes = CommentLikeManager()
-    liked = likes.by_user(user_id=user.pk)
+    liked = list(likes.by_user(user_id=user.pk))
     topics = _topics_by_discussion(row["discussion_id"] for row in liked)
     for row in liked:
         topic = topics.get(row["discussion_id"])

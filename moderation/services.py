@@ -579,7 +579,7 @@ def user_forget(*, user) -> None:
     from the flags but this account's before its flag is deleted, so a rerun finds the flag
     and sets the same counts."""
     queue, flags = ModerationQueueManager(), FlagManager()
-    for flag in flags.by_user(user_id=user.pk):
+    for flag in list(flags.by_user(user_id=user.pk)):  # read before they are deleted
         entry = queue.by_key(flag["topic"], flag["comment"])
         if entry is not None:
             total, reasons = flags.count_without(topic_id=flag["topic"], comment_id=flag["comment"], user_id=user.pk)

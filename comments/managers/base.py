@@ -67,7 +67,7 @@ from __future__ import annotations
 import abc
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
@@ -397,9 +397,11 @@ class CommentManager(MongoManager, abc.ABC):
         False when that no longer holds (an edit in between: it rendered its own html)."""
 
     @abc.abstractmethod
-    def by_author(self, *, author_id: int) -> list[Comment]:
+    def by_author(self, *, author_id: int) -> Iterator[Comment]:
         """Every comment `author_id` wrote, in every discussion this strategy stores (an export,
-        an account deletion): a maintenance read over the collection, not a page."""
+        an account deletion), read lazily from the cursor (a large account's comments are never
+        all in memory: the export takes them a batch at a time): a maintenance read over the
+        collection, not a page."""
 
     @abc.abstractmethod
     def forget_author(self, *, author_id: int, name: str) -> int:

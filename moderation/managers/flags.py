@@ -63,9 +63,9 @@ class FlagManager(MongoManager):
             reasons[doc["reason"]] = reasons.get(doc["reason"], 0) + 1
         return sum(reasons.values()), reasons
 
-    def by_user(self, *, user_id: int) -> list[dict]:
-        """Every flag `user_id` filed: a walk of the `user` index."""
-        return list(self.collection.find({"user": int(user_id)}))
+    def by_user(self, *, user_id: int):
+        """Every flag `user_id` filed, read lazily from the cursor: a walk of the `user` index."""
+        return self.collection.find({"user": int(user_id)})
 
     def count_without(self, *, topic_id: int, comment_id: str, user_id: int) -> tuple[int, dict[str, int]]:
         """(total, {reason: n}) of one comment's flags but `user_id`'s."""
