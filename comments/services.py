@@ -115,7 +115,9 @@ class SubmissionGate(Protocol):
     pre-moderation and shadow bans, the spam pipeline). `hold` returns None to let the
     comment be stored, or the `pending` Comment standing for the held submission (its
     id, path and depth drawn by `comment_draft`, so it has the shape of a stored one). The
-    author's own held comments are found through `comments.viewers.own_held`."""
+    author's own held comments are found through `comments.viewers.own_held`; a gate that
+    holds them may offer `withdraw(*, topic, comment_id, author) -> bool` (its author deletes
+    one: `comment_delete`) and `check_edit` (an edit's checks)."""
 
     def hold(self, *, topic, author, text: str, parent: Comment | None) -> Comment | None: ...
 
@@ -588,10 +590,21 @@ def _edit(topic, comment_id: str, text: str, html: str, user, w) -> Comment:
 
 def comment_delete(*, topic, comment_id: str, user) -> Comment:
     """Delete a comment (its author, or an editor): a tombstone stays in its place; its text
-    and revisions are gone. Deleting a deleted comment again changes nothing."""
+    and revisions are gone. Deleting a deleted comment again changes nothing. The author's own
+    comment held for review (not stored: `comments.viewers.own_held`) is withdrawn by the gate
+    that holds it (its `withdraw`), text and all, as a stored one of theirs would be deleted:
+    a shadow-banned author deletes theirs as if it were posted."""
     _require_writer(user, "delete comments")
     with writing(topic) as w:
-        return _delete(topic, comment_id, user, w)
+        try:
+            return _delete(topic, comment_id, user, w)
+        except NotFound:
+            held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+            withdrawals = [getattr(gate, "withdraw", None) for gate in list(_gates.values())]
+            if held is None or not any(withdraw(topic=topic, comment_id=held.id, author=user)
+                                       for withdraw in withdrawals if withdraw is not None):
+                raise
+            return replace(held, status=DELETED, text="", html="")
 
 
 def _delete(topic, comment_id: str, user, w) -> Comment:

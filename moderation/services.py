@@ -222,6 +222,19 @@ class PreModerationGate:
         return held
 
 
+    def withdraw(self, *, topic, comment_id, author):
+        """Its author deletes a submission of theirs still held (comments.services.comment_delete):
+        its entry goes, text and all, out of Pending; logged as the system's, like its hold."""
+        queue = ModerationQueueManager()
+        entry = queue.held(topic_id=topic.pk, held_id=comment_id, author_id=author.pk)
+        if entry is None or entry.get("comment") is not None or entry.get("status") != PENDING:
+            return False
+        if queue.delete_held(entry):
+            log_action(actor=SYSTEM_ACTOR, action="withdraw", entry=entry, before=PENDING, after=DELETED,
+                       target=author.username, note="withdrawn by its author")
+        return True
+
+
 def _entry_by_hex(value) -> dict | None:
     if not isinstance(value, str) or len(value) != 24:
         return None

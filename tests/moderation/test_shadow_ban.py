@@ -73,3 +73,42 @@ def test_a_shadow_banned_comment_looks_posted_to_its_author_and_absent_to_others
     assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [sid], "action": "approve"},
                             format="json").json() == {"changed": 1}
     assert api(carol).get(f"{base}{sid}/").json()["text"] == "alice into the void"
+
+
+@pytest.mark.parametrize("shadow", [True, False])
+def test_its_author_deletes_a_held_comment_as_a_posted_one(topic, alice, bob, editor, shadow):
+    """A held comment's author deletes it as they would a posted one (204): its text leaves the
+    queue. Anyone else's DELETE gets what a DELETE of an id never used gets."""
+    if shadow:
+        services.ban_create(username="alice", moderator=editor, shadow=True)
+    else:
+        services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
+    cid = post(alice, topic, "words to take back").json()["id"]
+    base = f"/api/topics/{topic.slug}/comments/"
+    never = "z" * len(cid)
+    theirs, missing = api(bob).delete(f"{base}{cid}/"), api(bob).delete(f"{base}{never}/")
+    assert theirs.status_code == missing.status_code == 404
+    assert without(theirs.json(), cid, never) == without(missing.json(), never, cid)
+    assert api(alice).delete(f"{base}{cid}/").status_code == 204
+    assert api(alice).get(f"{base}{cid}/").status_code == 404
+    pending = api(editor).get("/api/moderation/queue/?state=all").json()
+    assert all("take back" not in row["comment"]["text"] for row in pending["results"])
+    assert api(editor).get("/api/moderation/queue/?state=pending").json()["count"] == 0
+    assert api(alice).get(f"/api/topics/{topic.slug}/held/").json()["count"] == 0
+
+
+def test_a_shadow_banned_author_answers_their_own_comment_as_if_posted(make_topic, alice, bob, editor):
+    topic = make_topic("document", order="threaded")
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    first = post(alice, topic, "first into the void").json()
+    reply = post(alice, topic, "and an afterthought", parent=first["id"])
+    assert reply.status_code == 201 and reply.json()["status"] == "visible"
+    assert (reply.json()["parent"], reply.json()["depth"]) == (first["id"], first["depth"] + 1)
+    assert api(alice).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").status_code == 200
+    assert api(bob).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").status_code == 404
+    # Approved parent first, then the reply: both stored under the ids their author was given.
+    for cid in (first["id"], reply.json()["id"]):
+        assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [cid],
+                                                             "action": "approve"}, format="json").json() == {"changed": 1}
+    stored = api(bob).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").json()
+    assert (stored["parent"], stored["depth"], stored["text"]) == (first["id"], 1, "and an afterthought")
