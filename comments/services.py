@@ -117,7 +117,8 @@ class SubmissionGate(Protocol):
     id, path and depth drawn by `comment_draft`, so it has the shape of a stored one). The
     author's own held comments are found through `comments.viewers.own_held`; a gate that
     holds them may offer `withdraw(*, topic, comment_id, author) -> bool` (its author deletes
-    one: `comment_delete`) and `check_edit` (an edit's checks)."""
+    one: `comment_delete`), `revise(*, topic, comment_id, author, text, edited) -> bool` (its
+    author edits one: `comment_edit`) and `check_edit` (an edit's checks)."""
 
     def hold(self, *, topic, author, text: str, parent: Comment | None) -> Comment | None: ...
 
@@ -329,7 +330,14 @@ def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool
 def _likeable(topic, comment_id, user, manager: CommentManager, *, taking_back: bool = False
               ) -> tuple[CommentManager, Comment]:
     _require_writer(user, "like comments")
-    comment = _existing(topic, comment_id, manager)
+    try:
+        comment = _existing(topic, comment_id, manager)
+    except NotFound:
+        # The viewer's own comment held for review answers as their posted one would: not
+        # theirs to like (and nothing to take back). A shadow ban does not show here either.
+        comment = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+        if comment is None:
+            raise
     if taking_back:  # a like can always be taken back, whatever became of the comment since
         return manager, comment
     if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder
@@ -548,7 +556,33 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
     text = _clean_text(text)
     html = comment_render(text=text)
     with writing(topic) as w:
-        return _edit(topic, comment_id, text, html, user, w)
+        try:
+            return _edit(topic, comment_id, text, html, user, w)
+        except NotFound:
+            held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+            if held is None:
+                raise
+            return _edit_held(topic, held, text, html, user)
+
+
+def _edit_held(topic, held: Comment, text: str, html: str, user) -> Comment:
+    """Its author edits a comment of theirs still held (not stored) under the rules of a posted
+    one (the edit window, the gates' checks), through the gate that holds it (its `revise`):
+    a shadow-banned author edits theirs as if it were posted. No revision is kept: nobody but
+    its author ever read the replaced text."""
+    if not can_edit(held, user):
+        minutes = settings.COMMENTS_EDIT_WINDOW // 60
+        raise Forbidden(f"A comment can be edited for {minutes} minutes after posting; this one no longer.")
+    if text == held.text:
+        return held
+    _check_edit(topic=topic, user=user, text=text)
+    now = timezone.now()
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # BSON's precision: what is read back
+    for gate in list(_gates.values()):
+        revise = getattr(gate, "revise", None)
+        if revise is not None and revise(topic=topic, comment_id=held.id, author=user, text=text, edited=now):
+            return replace(held, text=text, html=html, edited=now)
+    raise NotFound(f"No comment {held.id} in this topic.")  # approved, rejected or withdrawn meanwhile
 
 
 def _edit(topic, comment_id: str, text: str, html: str, user, w) -> Comment:

@@ -38,7 +38,7 @@ def held_comment(entry: dict) -> Comment:
     it was held (an entry held before they were: its hex id, at depth 0)."""
     cid = entry.get("held_id") or str(entry["_id"])
     comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=entry.get("path") or cid,
-                      depth=entry.get("depth", 0), sort_key="",
+                      depth=entry.get("depth", 0), sort_key="", edited=entry.get("edited"),
                       author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
                       posted=entry["created"], status=HELD_STATUS)
     comment.held = True  # not in the discussion's storage (pages, permalinks) until approved

@@ -52,6 +52,7 @@ from comments import selectors as comment_selectors
 from comments import services as comment_services
 from comments.ids import new_comment_id
 from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Comment
+from comments.viewers import own_held
 from core.errors import Forbidden, InvalidInput, NotFound
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
 from core.writers import require_writer
@@ -235,6 +236,17 @@ class PreModerationGate:
         return True
 
 
+    def revise(self, *, topic, comment_id, author, text, edited):
+        """Its author edits a submission of theirs still held (comments.services.comment_edit):
+        the entry shows, and word search finds, the new text; its place in the queue stays."""
+        queue = ModerationQueueManager()
+        entry = queue.held(topic_id=topic.pk, held_id=comment_id, author_id=author.pk)
+        if entry is None or entry.get("comment") is not None or entry.get("status") != PENDING:
+            return False
+        return queue.update(entry["_id"], set_fields={"text": text, "words": words_of(text), "edited": edited},
+                            expect={"status": PENDING}) is not None
+
+
 def _entry_by_hex(value) -> dict | None:
     if not isinstance(value, str) or len(value) != 24:
         return None
@@ -295,7 +307,13 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     note = " ".join(note.split())
     if len(note) > NOTE_MAX:
         raise InvalidInput(f"note must be at most {NOTE_MAX} characters.", field="note")
-    comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
+    try:
+        comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
+    except NotFound:
+        # The flagger's own comment held for review answers as their posted one would.
+        if own_held(topic=topic, comment_id=comment_id, viewer=user) is not None:
+            raise InvalidInput("You cannot flag your own comment.", field="comment") from None
+        raise
     if (comment.status == REMOVED or not comment_selectors.can_see(comment, user)) \
             and not _flag_unfinished(topic, comment, user):
         if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder: as comment_like answers

@@ -112,3 +112,28 @@ def test_a_shadow_banned_author_answers_their_own_comment_as_if_posted(make_topi
                                                              "action": "approve"}, format="json").json() == {"changed": 1}
     stored = api(bob).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").json()
     assert (stored["parent"], stored["depth"], stored["text"]) == (first["id"], 1, "and an afterthought")
+
+
+def test_a_shadow_banned_author_edits_likes_and_flags_as_if_posted(topic, alice, bob, editor):
+    """Every write a posted comment's author may try on it answers the same on a shadow-held one:
+    an edit within the window (200, the new text read back), a like or a flag of one's own (the
+    same 400); anyone else's edit is the 404 of an id never used."""
+    base = f"/api/topics/{topic.slug}/comments/"
+    posted = post(alice, topic, "posted before the ban").json()["id"]
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    cid = post(alice, topic, "typo in teh void").json()["id"]
+    answers = {}
+    for which, target in (("posted", posted), ("held", cid)):
+        edited = api(alice).patch(f"{base}{target}/", {"text": f"fixed {which}"}, format="json")
+        liked = api(alice).post(f"{base}{target}/like/")
+        flagged = api(alice).post(f"{base}{target}/flag/", {"reason": "spam"}, format="json")
+        answers[which] = (edited.status_code, sorted(edited.json()), edited.json()["text"].split()[0],
+                          liked.status_code, liked.json(), flagged.status_code, flagged.json())
+    assert answers["held"] == answers["posted"]
+    assert api(alice).get(f"{base}{cid}/").json()["text"] == "fixed held"
+    never = "z" * len(cid)
+    theirs, missing = (api(bob).patch(f"{base}{i}/", {"text": "mine now"}, format="json") for i in (cid, never))
+    assert theirs.status_code == missing.status_code == 404
+    assert without(theirs.json(), cid, never) == without(missing.json(), never, cid)
+    row = api(editor).get("/api/moderation/queue/?state=pending").json()["results"][0]
+    assert row["comment"]["text"] == "fixed held"
