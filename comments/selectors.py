@@ -347,6 +347,11 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
         raise NotAuthenticated("Log in to see revisions.")
     comment = comment_stored(topic=topic, comment_id=comment_id)
     if comment is None:
+        if viewers.own_held(topic=topic, comment_id=comment_id, viewer=user) is not None:
+            # Its author's comment held for review answers as a posted one of theirs would (no
+            # tell of a shadow ban): an edit of it replaces its text in the queue, so no earlier
+            # text is kept to list.
+            return []
         raise NotFound("No such comment in this topic.")
     # A deletion takes the text and every earlier version with it (comment_delete drops the
     # revisions), for everyone: its author and editors too. So a deleted comment's revisions are

@@ -137,3 +137,20 @@ def test_a_shadow_banned_author_edits_likes_and_flags_as_if_posted(topic, alice,
     assert without(theirs.json(), cid, never) == without(missing.json(), never, cid)
     row = api(editor).get("/api/moderation/queue/?state=pending").json()["results"][0]
     assert row["comment"]["text"] == "fixed held"
+
+
+def test_a_shadow_banned_author_reads_the_revisions_of_their_comment_as_of_a_posted_one(topic, alice, bob, editor,
+                                                                                        client):
+    """Its revisions answer its author as a posted comment's do (200, none kept), on the API and
+    the page; for anyone else they are those of an id never used (404)."""
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    sid = post(alice, topic, "alice into the void").json()["id"]
+    url = f"/api/topics/{topic.slug}/comments/{sid}/revisions/"
+    mine = api(alice).get(url)
+    assert mine.status_code == 200, mine.content
+    assert mine.json() == {"count": 0, "results": []}
+    client.force_login(alice)
+    assert client.get(f"/t/{topic.slug}/c/{sid}/revisions/").status_code == 200
+    never = f"/api/topics/{topic.slug}/comments/{'z' * len(sid)}/revisions/"
+    for reader in (bob, editor):
+        assert api(reader).get(url).status_code == api(reader).get(never).status_code == 404
