@@ -213,11 +213,14 @@ class HeldPage:
 EMPTY_HELD = HeldPage([], None, 0, 0)
 
 
-def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
+def held_for_viewer(*, topic, viewer, cursor=None, size=None, shadow: bool = True) -> HeldPage:
     """The viewer's own held submissions on `topic`, newest first, a page of `size` (default
     HELD_SHOWN) after `cursor`: one walk of author_topic_state_newest (about a page of keys
     at any depth) and one counter read. As `pending` comments, `shadow` set on those held
-    by a shadow ban. Nobody else's: anonymous viewers get an empty page."""
+    by a shadow ban. Nobody else's: anonymous viewers get an empty page. With `shadow` False
+    only those awaiting moderation as their author was told (the API's list of them): a
+    shadow ban's, told posted, are not listed as held (no walk at all when the counter says
+    every one is a shadow ban's)."""
     if viewer is None or not getattr(viewer, "is_authenticated", False):
         parse_time_cursor(cursor)
         parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
@@ -225,13 +228,18 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
     limit = parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
     position = parse_time_cursor(cursor)
     queue = ModerationQueueManager()
-    docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
+    count, shadowed = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
+    if not shadow and count - shadowed <= 0:
+        docs = []
+    else:
+        docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1, shadow=shadow)
     held = [_as_told(comment, doc) for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True)]
-    count, shadow = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
+    if not shadow:
+        count, shadowed = count - shadowed, 0
     count = max(count, len(held))
     last = docs[limit - 1] if len(docs) > limit else None
     next_cursor = time_cursor(last["updated"], str(last["_id"])) if last else None
-    return HeldPage(held, next_cursor, count, max(0, count - shadow))
+    return HeldPage(held, next_cursor, count, max(0, count - shadowed))
 
 
 def bans_page(*, viewer, request) -> object:

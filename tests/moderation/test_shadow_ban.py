@@ -154,3 +154,19 @@ def test_a_shadow_banned_author_reads_the_revisions_of_their_comment_as_of_a_pos
     never = f"/api/topics/{topic.slug}/comments/{'z' * len(sid)}/revisions/"
     for reader in (bob, editor):
         assert api(reader).get(url).status_code == api(reader).get(never).status_code == 404
+
+
+def test_a_shadow_banned_author_does_not_find_their_comment_among_those_held(topic, alice, editor):
+    """GET /api/topics/{slug}/held/ lists the comments its caller was told await moderation (202):
+    a shadow-banned author's, which they were told were posted (201), are not among them, as no
+    posted comment is; those held by pre-moderation still are."""
+    url = f"/api/topics/{topic.slug}/held/"
+    assert api(editor).put("/api/moderation/users/alice/premoderation/", {"premoderated": True},
+                           format="json").status_code == 200
+    waiting = post(alice, topic, "alice waits")
+    assert waiting.status_code == 202
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    assert post(alice, topic, "alice into the void").status_code == 201
+    held = api(alice).get(url).json()
+    assert [c["id"] for c in held["results"]] == [waiting.json()["id"]]
+    assert held["count"] == held["awaiting"] == 1
