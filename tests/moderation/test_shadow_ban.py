@@ -170,3 +170,14 @@ def test_a_shadow_banned_author_does_not_find_their_comment_among_those_held(top
     held = api(alice).get(url).json()
     assert [c["id"] for c in held["results"]] == [waiting.json()["id"]]
     assert held["count"] == held["awaiting"] == 1
+
+
+def test_the_topic_page_says_nothing_of_moderation_to_a_shadow_banned_author(topic, alice, editor, client):
+    """Their comment is on the page, with no word of moderation or of being held, the labels
+    read out by screen readers included."""
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    assert post(alice, topic, "alice into the void").status_code == 201
+    client.force_login(alice)
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    assert "alice into the void" in page
+    assert "moderation" not in page.lower() and "held" not in page.lower().replace('id="held"', "")
