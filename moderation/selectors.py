@@ -299,7 +299,8 @@ def account_export(*, user) -> dict:
                 status = comment.status if comment.shadow or entry["status"] == "approving" else entry["status"]
                 yield {"topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
                        "storage": topic.comment_storage if topic else None, "id": comment.id, "parent": comment.parent,
-                       "posted": comment.posted.isoformat(), "edited": None, "status": status, "text": comment.text,
+                       "posted": comment.posted.isoformat(),
+                       "edited": comment.edited.isoformat() if comment.edited else None, "status": status, "text": comment.text,
                        "likes": 0, "url": f"/t/{topic.slug}/c/{comment.id}/" if topic else None}
 
     def reports():

@@ -181,3 +181,17 @@ def test_the_topic_page_says_nothing_of_moderation_to_a_shadow_banned_author(top
     page = client.get(f"/t/{topic.slug}/").content.decode()
     assert "alice into the void" in page
     assert "moderation" not in page.lower() and "held" not in page.lower().replace('id="held"', "")
+
+
+def test_my_export_holds_my_held_comment_as_i_edited_it(topic, alice, editor):
+    """An edited held comment is exported as an edited posted one is: its text and when it was edited."""
+    import json
+
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    sid = post(alice, topic, "alice into the void").json()["id"]
+    edited = api(alice).patch(f"/api/topics/{topic.slug}/comments/{sid}/", {"text": "alice, edited"}, format="json")
+    assert edited.status_code == 200, edited.content
+    response = api(alice).get("/api/me/export/")
+    [mine] = [c for c in json.loads(b"".join(response.streaming_content))["comments"] if c["id"] == sid]
+    assert (mine["text"], mine["status"]) == ("alice, edited", "visible")
+    assert mine["edited"] is not None and mine["edited"][:19] == edited.json()["edited"][:19]
