@@ -1,6 +1,10 @@
 """API for accounts. One class per operation; rules live in services."""
 
+from collections.abc import Iterable
+
 from django.contrib.auth import authenticate
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
 from rest_framework.authtoken.models import Token
@@ -66,10 +70,31 @@ class MeApi(APIView):
 
 
 class MeExportApi(APIView):
+    """One JSON document, streamed: its lists are written as their items are read, a batch at a
+    time, so a large account's export never sits in memory whole."""
+
     permission_classes = [permissions.IsAuthenticated]
 
     @extend_schema(responses={200: ExportSerializer}, tags=["account"])
     def get(self, request):
-        response = Response(selectors.export(user=request.user))
+        response = StreamingHttpResponse(_json_chunks(selectors.export(user=request.user)),
+                                         content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="commons-{request.user.pk}.json"'
         return response
+
+
+def _json_chunks(document: dict):
+    """`document` as JSON text, piece by piece: a dict or a value at once, any other iterable
+    (a list, an iterator of rows) one item at a time."""
+    encode = DjangoJSONEncoder().encode
+    yield "{"
+    for number, (key, value) in enumerate(document.items()):
+        yield ("," if number else "") + encode(key) + ":"
+        if isinstance(value, dict | str) or not isinstance(value, Iterable):
+            yield encode(value)
+            continue
+        yield "["
+        for index, item in enumerate(value):
+            yield ("," if index else "") + encode(item)
+        yield "]"
+    yield "}"

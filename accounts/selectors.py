@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
@@ -96,8 +97,11 @@ def users_with_verified_email(emails) -> dict[str, list[tuple[int, str]]]:
 
 def export(*, user) -> dict:
     """Everything kept about `user`, as one JSON-ready dict: the profile (here), then each
-    app's keys from its registered `export` (accounts/parts.py): comments and likes, follows,
-    followed discussions and notification preferences."""
+    app's keys from its registered `export` (accounts/parts.py): comments (stored, and held
+    for review) and likes, reports filed, follows, followed discussions and notification
+    preferences. A list may come as an iterator that reads the account's items a batch at a
+    time (the API streams it); two apps giving one key (the comments app's stored comments, the
+    moderation app's held ones) are chained into one list."""
     profile = me(user=user)
     document = {
         "profile": {"username": profile.username, "email": profile.email, "email_verified": profile.email_verified,
@@ -107,5 +111,6 @@ def export(*, user) -> dict:
     }
     for part in account_parts():
         if part.export is not None:
-            document.update(part.export(user))
+            for key, value in part.export(user).items():
+                document[key] = chain(document[key], value) if key in document else value
     return document

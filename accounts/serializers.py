@@ -37,8 +37,12 @@ class DeleteAccountSerializer(StrictInputSerializer):
 
 class ExportSerializer(serializers.Serializer):
     profile = serializers.DictField()
-    comments = serializers.ListField(child=serializers.DictField())
+    comments = serializers.ListField(child=serializers.DictField(),
+                                     help_text="Every comment I wrote, in every storage strategy, and those held for "
+                                               "review (status pending or rejected; visible as I was told of it).")
     likes = serializers.ListField(child=serializers.DictField())
+    reports = serializers.ListField(child=serializers.DictField(),
+                                    help_text="The flags I filed: topic, comment, reason, note, when.")
     follows = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
     followed_discussions = serializers.ListField(child=serializers.CharField())
     notification_preferences = serializers.DictField()

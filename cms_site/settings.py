@@ -97,6 +97,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "topics.middleware.TopicSlugRedirectMiddleware",
     "social.middleware.PresenceMiddleware",
+    # A view's PermissionDenied is the 403 page, logged in one line, not with a traceback.
+    "core.serving.RefusalMiddleware",
     # Last, so it sees a view's exception first: a MongoDB outage becomes a 503.
     "core.serving.MongoOutageMiddleware",
 ]

@@ -21,12 +21,14 @@ permalink is `get()` plus `position()`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from django.utils import timezone
 
 from accounts.usernames import users_by_names
+from comments import viewers
 from comments.ids import is_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import (
@@ -217,11 +219,16 @@ def _newest_page(topic, request: PageRequest, cursor: str | None = None) -> Page
 
 
 def comment_get(*, topic, comment_id, viewer=None) -> Comment:
+    """One comment as `viewer` may see it; the viewer's own comment held for review (not in
+    storage) as they are shown it (`comments.viewers.own_held`); NotFound otherwise, the same
+    for a held id as for one never used."""
     if not is_comment_id(comment_id):
         raise NotFound("No such comment in this topic.")
     comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
     if comment is None:
-        raise NotFound(f"No comment {comment_id} in this topic.")
+        comment = viewers.own_held(topic=topic, comment_id=comment_id, viewer=viewer)
+        if comment is None:
+            raise NotFound(f"No comment {comment_id} in this topic.")
     return mask(comment, viewer)
 
 
@@ -271,7 +278,10 @@ def comment_thread(*, topic, comment_id, viewer=None) -> list[Comment]:
         raise NotFound("No such comment in this topic.")
     thread = comment_manager(topic).thread(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
     if not thread:
-        raise NotFound(f"No comment {comment_id} in this topic.")
+        held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=viewer)  # replies to it are held too
+        if held is None:
+            raise NotFound(f"No comment {comment_id} in this topic.")
+        thread = [held]
     return masked(thread, viewer)
 
 
@@ -295,6 +305,14 @@ def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEF
     if order == HOT:
         raise InvalidInput(HOT_BY_CURSOR, field="order")
     manager = comment_manager(topic)
+    if getattr(comment, "held", False):
+        # Held out of storage (its author reads it back): where it would be posted now, under
+        # its parent's page in threaded order, else at the end (page 1 newest first).
+        if order == THREADED and comment.parent:
+            parent = manager.get(discussion_id=topic.discussion_id, comment_id=comment.parent, threaded=is_threaded(topic))
+            if parent is not None:
+                return comment_page_of(topic=topic, comment=parent, order=order, page_size=page_size)
+        return 1 if order == NEWEST else manager.count(discussion_id=topic.discussion_id) // page_size + 1
     position = manager.position(discussion_id=topic.discussion_id, comment=comment,
                                 order=CHRONOLOGICAL if order == NEWEST else order, threaded=is_threaded(topic))
     if order == NEWEST:
@@ -329,6 +347,11 @@ def comment_revisions(*, topic, comment_id: str, user) -> list[Revision]:
         raise NotAuthenticated("Log in to see revisions.")
     comment = comment_stored(topic=topic, comment_id=comment_id)
     if comment is None:
+        if viewers.own_held(topic=topic, comment_id=comment_id, viewer=user) is not None:
+            # Its author's comment held for review answers as a posted one of theirs would (no
+            # tell of a shadow ban): an edit of it replaces its text in the queue, so no earlier
+            # text is kept to list.
+            return []
         raise NotFound("No such comment in this topic.")
     # A deletion takes the text and every earlier version with it (comment_delete drops the
     # revisions), for everyone: its author and editors too. So a deleted comment's revisions are
@@ -482,6 +505,27 @@ def credit_summary(*, user, at: datetime | None = None) -> CreditSummary:
     )
 # --- an account's comments (export) ---------------------------------------------------
 
+EXPORT_BATCH = 500  # comments (or likes) an export holds at once, with their topics read in one query
+
+
+def in_batches(items: Iterable, size: int = EXPORT_BATCH) -> Iterator[list]:
+    """`items` a list of `size` at a time (the last one shorter): what an export streams holds
+    one batch in memory, however large the account."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _topics_of(discussion_ids) -> dict:
+    from django.apps import apps
+
+    return apps.get_model("topics", "Topic").objects.in_bulk(list(set(discussion_ids)))
+
 
 @dataclass(frozen=True)
 class AuthoredComment:
@@ -490,42 +534,49 @@ class AuthoredComment:
     comment: Comment
 
 
-def comments_by_author(*, user) -> list[AuthoredComment]:
-    """Every comment `user` wrote, in every storage strategy (an export), oldest first, each
-    with its topic (None when the topic is gone): a maintenance read, not a page."""
-    from django.apps import apps
+def comments_by_author(*, user, batch: int = EXPORT_BATCH) -> Iterator[list[AuthoredComment]]:
+    """Every comment `user` wrote, in every storage strategy (an export), in batches of `batch`
+    read lazily from each strategy's cursor, each batch with its topics (None when the topic is
+    gone) read in one query and sorted oldest first: a maintenance read, not a page; one batch
+    in memory at a time."""
+    for storage in STRATEGIES:
+        for found in in_batches(manager_for(storage).by_author(author_id=user.pk), batch):
+            topics = _topics_of(c.discussion_id for c in found)
+            yield sorted((AuthoredComment(topics.get(c.discussion_id), storage, c) for c in found),
+                         key=lambda item: (item.comment.posted, item.comment.discussion_id, item.comment.id))
 
-    found = [(storage, comment) for storage in STRATEGIES for comment in manager_for(storage).by_author(author_id=user.pk)]
-    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({c.discussion_id for _, c in found}))
-    items = [AuthoredComment(topics.get(c.discussion_id), storage, c) for storage, c in found]
-    return sorted(items, key=lambda item: (item.comment.posted, item.comment.discussion_id, item.comment.id))
 
-
-def likes_by_user(*, user) -> list[tuple[object, str, object]]:
-    """(topic, comment id, when) of every comment `user` likes now (an export), oldest first."""
-    from django.apps import apps
-
-    rows = CommentLikeManager().by_user(user_id=user.pk)
-    topics = apps.get_model("topics", "Topic").objects.in_bulk(list({row["discussion_id"] for row in rows}))
-    out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
-    return sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))
+def likes_by_user(*, user, batch: int = EXPORT_BATCH) -> Iterator[list[tuple[object, str, object]]]:
+    """(topic, comment id, when) of every comment `user` likes now (an export), in batches of
+    `batch` each with its topics read in one query, oldest first within a batch."""
+    for rows in in_batches(CommentLikeManager().by_user(user_id=user.pk), batch):
+        topics = _topics_of(row["discussion_id"] for row in rows)
+        out = [(topics.get(row["discussion_id"]), row["comment_id"], row.get("liked")) for row in rows]
+        yield sorted(out, key=lambda item: (item[2] is None, item[2] or 0, item[1]))
 
 
 def account_export(*, user) -> dict:
-    """The comments' part of "download my data": {"comments": [...], "likes": [...]}."""
-    comments = []
-    for item in comments_by_author(user=user):
-        c, topic = item.comment, item.topic
-        comments.append({
-            "topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
-            "storage": item.storage, "id": c.id, "parent": c.parent, "posted": c.posted.isoformat(),
-            "edited": c.edited.isoformat() if c.edited else None, "status": c.status, "text": c.text,
-            "likes": c.likes, "url": f"/t/{topic.slug}/c/{c.id}/" if topic else None,
-        })
-    likes = [{"topic": topic.slug if topic else None, "comment": comment_id,
-              "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
-             for topic, comment_id, liked in likes_by_user(user=user)]
-    return {"comments": comments, "likes": likes}
+    """The comments' part of "download my data": {"comments": ..., "likes": ...}, each an
+    iterator of rows read a batch at a time (the export streams them)."""
+
+    def comments():
+        for found in comments_by_author(user=user):
+            for item in found:
+                c, topic = item.comment, item.topic
+                yield {
+                    "topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
+                    "storage": item.storage, "id": c.id, "parent": c.parent, "posted": c.posted.isoformat(),
+                    "edited": c.edited.isoformat() if c.edited else None, "status": c.status, "text": c.text,
+                    "likes": c.likes, "url": f"/t/{topic.slug}/c/{c.id}/" if topic else None,
+                }
+
+    def likes():
+        for found in likes_by_user(user=user):
+            for topic, comment_id, liked in found:
+                yield {"topic": topic.slug if topic else None, "comment": comment_id,
+                       "liked": liked.isoformat() if hasattr(liked, "isoformat") else None}
+
+    return {"comments": comments(), "likes": likes()}
 
 
 # --- the credit flows' check (manage.py integrity) -----------------------------------------

@@ -46,12 +46,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from comments import signals
-from comments.ids import is_comment_id
+from comments import signals, viewers
+from comments.ids import is_comment_id, new_comment_id
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.anchors import REFRESH_EVERY as ANCHORS_REFRESH_EVERY
 from comments.managers.base import (
     DELETED,
+    FORGOTTEN,
     LATEST_LIKERS,
     REMOVED,
     STATUSES,
@@ -62,6 +63,7 @@ from comments.managers.base import (
     DiscussionFull,
 )
 from comments.managers.credits import CreditFlowManager
+from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
@@ -111,12 +113,23 @@ def comment_render(*, text: str) -> str:
 class SubmissionGate(Protocol):
     """A check between a valid submission and its storage (the moderation app's
     pre-moderation and shadow bans, the spam pipeline). `hold` returns None to let the
-    comment be stored, or the `pending` Comment standing for the held submission;
-    `is_held` says whether an id names a held submission (replies to it are refused)."""
+    comment be stored, or the `pending` Comment standing for the held submission (its
+    id, path and depth drawn by `comment_draft`, so it has the shape of a stored one). The
+    author's own held comments are found through `comments.viewers.own_held`; a gate that
+    holds them may offer `withdraw(*, topic, comment_id, author) -> bool` (its author deletes
+    one: `comment_delete`), `revise(*, topic, comment_id, author, text, edited) -> bool` (its
+    author edits one: `comment_edit`) and `check_edit` (an edit's checks)."""
 
     def hold(self, *, topic, author, text: str, parent: Comment | None) -> Comment | None: ...
 
-    def is_held(self, *, topic, comment_id: str) -> bool: ...
+
+def comment_draft(*, topic, author, text: str, parent: Comment | None) -> Comment:
+    """A comment placed as a post by `author` under `parent` would be now, but not stored: an id
+    of the shape the topic's storage draws (its manager's `id_length`), the path and depth under
+    the parent. A held submission is given one, so that its id, path and depth are those of
+    any comment (a shadow ban shows in none of them), and its approval stores it under that id."""
+    return new_comment(discussion_id=topic.discussion_id, comment_id=new_comment_id(comment_manager(topic).id_length),
+                       author=Author(id=author.pk, name=author.username), text=text, parent=parent)
 
 
 def _check_edit(*, topic, user, text: str) -> None:
@@ -136,14 +149,20 @@ def register_submission_gate(name: str, gate: SubmissionGate) -> None:
     _gates[name] = gate
 
 
-def _parent(topic, manager: CommentManager, parent) -> Comment | None:
+def _parent(topic, manager: CommentManager, parent, author) -> Comment | None:
     if parent in (None, ""):
         return None
     if not is_comment_id(parent):
         raise InvalidInput("parent must be a comment id (lowercase letters and digits).", field="parent")
     parent_comment = manager.get(discussion_id=topic.discussion_id, comment_id=parent, threaded=is_threaded(topic))
     if parent_comment is None:
-        if any(gate.is_held(topic=topic, comment_id=parent) for gate in _gates.values()):
+        # Only the author of a held comment learns it is held (anyone else: an unknown id). A
+        # shadow-banned author's own is shown to them as posted: they may answer it (the ban
+        # holds the reply too, under it).
+        held = viewers.own_held(topic=topic, comment_id=parent, viewer=author)
+        if held is not None and held.status == VISIBLE:
+            return held
+        if held is not None:
             raise InvalidInput("cannot reply to a comment that is awaiting moderation.", field="parent")
         raise InvalidInput(f"unknown parent: there is no comment {parent} in this topic.", field="parent")
     if parent_comment.status in (REMOVED, DELETED):
@@ -159,11 +178,13 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
     _require_writer(author)
     text = _clean_text(text)
     with writing(topic) as w:
-        parent_comment = _parent(topic, w.manager, parent)
+        parent_comment = _parent(topic, w.manager, parent, author)
         for gate in list(_gates.values()):
             held = gate.hold(topic=topic, author=author, text=text, parent=parent_comment)
             if held is not None:
                 return held
+        if getattr(parent_comment, "held", False):  # its author's shadow ban was lifted since: not stored yet
+            raise InvalidInput("cannot reply to a comment that is awaiting moderation.", field="parent")
         return _store(topic, w, author, text, parent_comment)
 
 
@@ -309,7 +330,14 @@ def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool
 def _likeable(topic, comment_id, user, manager: CommentManager, *, taking_back: bool = False
               ) -> tuple[CommentManager, Comment]:
     _require_writer(user, "like comments")
-    comment = _existing(topic, comment_id, manager)
+    try:
+        comment = _existing(topic, comment_id, manager)
+    except NotFound:
+        # The viewer's own comment held for review answers as their posted one would: not
+        # theirs to like (and nothing to take back). A shadow ban does not show here either.
+        comment = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+        if comment is None:
+            raise
     if taking_back:  # a like can always be taken back, whatever became of the comment since
         return manager, comment
     if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder
@@ -528,7 +556,33 @@ def comment_edit(*, topic, comment_id: str, text, user) -> Comment:
     text = _clean_text(text)
     html = comment_render(text=text)
     with writing(topic) as w:
-        return _edit(topic, comment_id, text, html, user, w)
+        try:
+            return _edit(topic, comment_id, text, html, user, w)
+        except NotFound:
+            held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+            if held is None:
+                raise
+            return _edit_held(topic, held, text, html, user)
+
+
+def _edit_held(topic, held: Comment, text: str, html: str, user) -> Comment:
+    """Its author edits a comment of theirs still held (not stored) under the rules of a posted
+    one (the edit window, the gates' checks), through the gate that holds it (its `revise`):
+    a shadow-banned author edits theirs as if it were posted. No revision is kept: nobody but
+    its author ever read the replaced text."""
+    if not can_edit(held, user):
+        minutes = settings.COMMENTS_EDIT_WINDOW // 60
+        raise Forbidden(f"A comment can be edited for {minutes} minutes after posting; this one no longer.")
+    if text == held.text:
+        return held
+    _check_edit(topic=topic, user=user, text=text)
+    now = timezone.now()
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)  # BSON's precision: what is read back
+    for gate in list(_gates.values()):
+        revise = getattr(gate, "revise", None)
+        if revise is not None and revise(topic=topic, comment_id=held.id, author=user, text=text, edited=now):
+            return replace(held, text=text, html=html, edited=now)
+    raise NotFound(f"No comment {held.id} in this topic.")  # approved, rejected or withdrawn meanwhile
 
 
 def _edit(topic, comment_id: str, text: str, html: str, user, w) -> Comment:
@@ -570,10 +624,21 @@ def _edit(topic, comment_id: str, text: str, html: str, user, w) -> Comment:
 
 def comment_delete(*, topic, comment_id: str, user) -> Comment:
     """Delete a comment (its author, or an editor): a tombstone stays in its place; its text
-    and revisions are gone. Deleting a deleted comment again changes nothing."""
+    and revisions are gone. Deleting a deleted comment again changes nothing. The author's own
+    comment held for review (not stored: `comments.viewers.own_held`) is withdrawn by the gate
+    that holds it (its `withdraw`), text and all, as a stored one of theirs would be deleted:
+    a shadow-banned author deletes theirs as if it were posted."""
     _require_writer(user, "delete comments")
     with writing(topic) as w:
-        return _delete(topic, comment_id, user, w)
+        try:
+            return _delete(topic, comment_id, user, w)
+        except NotFound:
+            held = viewers.own_held(topic=topic, comment_id=comment_id, viewer=user)
+            withdrawals = [getattr(gate, "withdraw", None) for gate in list(_gates.values())]
+            if held is None or not any(withdraw(topic=topic, comment_id=held.id, author=user)
+                                       for withdraw in withdrawals if withdraw is not None):
+                raise
+            return replace(held, status=DELETED, text="", html="")
 
 
 def _delete(topic, comment_id: str, user, w) -> Comment:
@@ -688,11 +753,13 @@ def _erase(topic, storage: str, manager: CommentManager, comment: Comment, *, st
     if current:
         # Downstream, either mode is a deletion by its author (search drops the words, the
         # notifications about it are hidden, moderation logs nothing of the author's); the
-        # search entry and the status index keep the comment's own status.
-        signals.comment_deleted.send(sender=Comment, topic=topic, comment=replace(comment, status=status, text="", html=""),
-                                     user=user)
-        signals.comment_status_changed.send(sender=Comment, topic=topic, before=comment.status, after=DELETED,
-                                            comment=replace(comment, status=DELETED, text="", html=""), moderator=user)
+        # search entry and the status index keep the comment's own status. Sent robustly as
+        # every write here sends (Django's `send_robust`, through `signals.send`): a failing
+        # receiver is logged and the erasure goes on to the next comment.
+        signals.send(signals.comment_deleted, sender=Comment, topic=topic,
+                     comment=replace(comment, status=status, text="", html=""), user=user)
+        signals.send(signals.comment_status_changed, sender=Comment, topic=topic, before=comment.status, after=DELETED,
+                     comment=replace(comment, status=DELETED, text="", html=""), user=user)
     return True
 
 
@@ -705,7 +772,8 @@ def comments_forget_author(*, user, mode: str) -> int:
     - its likes are taken back (the comments' counts and latest likers follow), then its like
       edges and its credit flows go;
     - every comment's author that was the account becomes "a deleted account"
-      (FORGOTTEN), and replies lose "in reply to @name".
+      (FORGOTTEN), and replies lose "in reply to @name"; so does the editor of the
+      revisions it replaced in others' comments (an editor's edits).
     Comments keep their places: positions, counts and replies never move. Idempotent: run
     again after an interruption, it finishes the job. Returns the comments erased."""
     if mode not in ERASE_MODES:
@@ -714,12 +782,12 @@ def comments_forget_author(*, user, mode: str) -> int:
     erased = 0
     managers = {storage: manager_for(storage) for storage in STRATEGIES}
     for storage, manager in managers.items():
-        found = manager.by_author(author_id=user.pk)
+        found = list(manager.by_author(author_id=user.pk))  # read before it is erased
         topics = _topics_by_discussion(c.discussion_id for c in found)
         for comment in found:
             erased += _erase(topics.get(comment.discussion_id), storage, manager, comment, status=status, user=user)
     likes = CommentLikeManager()
-    liked = likes.by_user(user_id=user.pk)
+    liked = list(likes.by_user(user_id=user.pk))
     topics = _topics_by_discussion(row["discussion_id"] for row in liked)
     for row in liked:
         topic = topics.get(row["discussion_id"])
@@ -731,6 +799,7 @@ def comments_forget_author(*, user, mode: str) -> int:
                                             username=user.username, delta=-1, threaded=is_threaded(topic))
     likes.forget_user(user_id=user.pk)
     CreditFlowManager().forget_user(user_id=user.pk)
+    CommentRevisionManager().forget_editor(editor_id=user.pk, forgotten=FORGOTTEN)
     for manager in managers.values():
         manager.forget_author(author_id=user.pk, name=user.username)
     return erased

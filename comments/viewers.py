@@ -1,7 +1,9 @@
 """What another app tells the comment pages about a viewer, without the comments app importing
-it: whom the viewer muted (their comments collapse). The social app, which owns mutes and
-depends on comments, registers the answer in its `AppConfig.ready()`; with no provider nobody
-is muted."""
+it: whom the viewer muted (their comments collapse), and the viewer's own comments held out of
+storage for review (the moderation app's queue): their author reads them back at their id (the
+API, the permalink) as the pages show them. The apps that own these (social, moderation), which
+depend on comments, register the answers in their `AppConfig.ready()`; with no provider nobody
+is muted and nothing is held."""
 
 from __future__ import annotations
 
@@ -21,3 +23,26 @@ def muted_ids(user) -> set[int]:
     for provider in list(_providers.values()):
         muted |= provider(user)
     return muted
+
+
+OwnHeld = Callable[..., object]
+_held_readers: dict[str, OwnHeld] = {}
+
+
+def register_held_reader(name: str, reader: OwnHeld) -> None:
+    """`reader(*, topic, comment_id, viewer) -> Comment | None`: the viewer's own held comment of
+    `topic` with that id (None for anyone else's, or none). Idempotent by name."""
+    _held_readers[name] = reader
+
+
+def own_held(*, topic, comment_id: str, viewer):
+    """The viewer's own comment held for review under `comment_id`, as they are shown it (a
+    shadow-banned author's as visible), or None. Nobody else's: for every other viewer a held
+    id answers as an id that was never used."""
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        return None
+    for reader in list(_held_readers.values()):
+        found = reader(topic=topic, comment_id=comment_id, viewer=viewer)
+        if found is not None:
+            return found
+    return None

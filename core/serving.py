@@ -18,6 +18,9 @@
   server returns succeeds: no restart.
 - `api_not_found` answers every unknown path under /api/ with a JSON 404 (DEBUG or not);
   `handler404`/`handler500` give JSON under /api/ and the site's pages elsewhere.
+- `RefusalMiddleware` answers a view's `PermissionDenied` with the 403 page, logged in one
+  line as every 4xx response is (Django would log the exception's traceback): a refusal is
+  not an error.
 - `healthz` reports the Django database and MongoDB: 200 when both answer, 503 otherwise.
 """
 
@@ -26,9 +29,11 @@ from __future__ import annotations
 import logging
 import sys
 
+from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.urls import get_resolver, get_urlconf
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -147,3 +152,22 @@ def healthz(request):
     checks["mongodb_engine"] = "embedded" if is_embedded() else "server"
     healthy = checks["database"] == "ok" and checks["mongodb"] == "ok"
     return JsonResponse({"status": "ok" if healthy else "unavailable", **checks}, status=200 if healthy else 503)
+
+
+class RefusalMiddleware:
+    """A `PermissionDenied` raised by a view (a refused moderation attempt, the admin's own
+    checks) becomes the 403 page here, before Django's handler would log it with its traceback:
+    a refusal is an answer, not an error. Django's request handler still logs every 4xx
+    response in one line ("Forbidden: /path"). Uses the project's `handler403` (Django's
+    default page when none is set), as Django's own conversion of the exception does."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, PermissionDenied):
+            return None
+        return get_resolver(get_urlconf()).resolve_error_handler(403)(request, exception)

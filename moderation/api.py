@@ -60,13 +60,14 @@ class HeldApi(APIView):
 
     @extend_schema(operation_id="topic_comments_held", parameters=[SLUG, *CURSOR_PARAMS], tags=["moderation"],
                    responses={200: HeldPageSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR},
-                   description="The signed-in user's held submissions on this topic, newest first, by keyset cursor. "
-                               "`count`: all of them; `awaiting`: those awaiting moderation (status `pending`).")
+                   description="The signed-in user's comments on this topic awaiting moderation (answered 202 when "
+                               "posted), newest first, by keyset cursor. `count`, `awaiting`: how many.")
     def get(self, request, slug):
         topic = topic_get(slug=slug, viewer=request.user)
         paginator = KeysetPagination(request, default_size=selectors.HELD_SHOWN)
+        # Those its caller was told await moderation (202): a shadow ban's were told posted.
         page = selectors.held_for_viewer(topic=topic, viewer=request.user, cursor=paginator.cursor,
-                                         size=paginator.page_size)
+                                         size=paginator.page_size, shadow=False)
         return paginator.get_paginated_response(CommentSerializer(page.items, many=True).data,
                                                 next_cursor=page.next_cursor, count=page.count, awaiting=page.awaiting)
 

@@ -10,9 +10,17 @@ class ModerationConfig(AppConfig):
         from comments.services import register_submission_gate
         from comments.signals import comment_edited, comment_posted, comment_status_changed
         from core.writers import register_write_check
-        from moderation import receivers, services, spam
+        from moderation import receivers, selectors, services, spam
 
         register_write_check("moderation.bans", services.user_write_check)
+        from comments.viewers import register_held_reader
+
+        register_held_reader("moderation.held", selectors.own_held_comment)
+        from accounts.parts import register_account_part
+
+        # After the comments (whose erasure has reached the queue rows by then).
+        register_account_part("moderation", order=15, export=lambda user: selectors.account_export(user=user),
+                              erase=lambda *, user, comments: services.user_forget(user=user))
         # The spam checks run first: a rejected comment never reaches the queue.
         register_submission_gate("moderation.spam", spam.SpamGate())
         register_submission_gate("moderation.premoderation", services.PreModerationGate())

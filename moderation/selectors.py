@@ -34,9 +34,11 @@ HELD_SHOWN = 20
 
 
 def held_comment(entry: dict) -> Comment:
-    """The `pending` Comment standing for a held entry (id: the entry's hex id)."""
-    cid = str(entry["_id"])
-    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=cid, depth=0, sort_key="",
+    """The `pending` Comment standing for a held entry: the id, path and depth drawn for it when
+    it was held (an entry held before they were: its hex id, at depth 0)."""
+    cid = entry.get("held_id") or str(entry["_id"])
+    comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=entry.get("path") or cid,
+                      depth=entry.get("depth", 0), sort_key="", edited=entry.get("edited"),
                       author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
                       posted=entry["created"], status=HELD_STATUS)
     comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
@@ -211,11 +213,14 @@ class HeldPage:
 EMPTY_HELD = HeldPage([], None, 0, 0)
 
 
-def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
+def held_for_viewer(*, topic, viewer, cursor=None, size=None, shadow: bool = True) -> HeldPage:
     """The viewer's own held submissions on `topic`, newest first, a page of `size` (default
     HELD_SHOWN) after `cursor`: one walk of author_topic_state_newest (about a page of keys
     at any depth) and one counter read. As `pending` comments, `shadow` set on those held
-    by a shadow ban. Nobody else's: anonymous viewers get an empty page."""
+    by a shadow ban. Nobody else's: anonymous viewers get an empty page. With `shadow` False
+    only those awaiting moderation as their author was told (the API's list of them): a
+    shadow ban's, told posted, are not listed as held (no walk at all when the counter says
+    every one is a shadow ban's)."""
     if viewer is None or not getattr(viewer, "is_authenticated", False):
         parse_time_cursor(cursor)
         parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
@@ -223,18 +228,18 @@ def held_for_viewer(*, topic, viewer, cursor=None, size=None) -> HeldPage:
     limit = parse_page_size(size, default=HELD_SHOWN, maximum=MAX_SIZE)
     position = parse_time_cursor(cursor)
     queue = ModerationQueueManager()
-    docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1)
-    held = []
-    for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True):
-        comment.shadow = bool(doc.get("shadow"))
-        if comment.shadow:  # as the author was told when they posted it (201, visible)
-            comment.status = "visible"
-        held.append(comment)
-    count, shadow = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
+    count, shadowed = queue.held_count(topic_id=topic.pk, author_id=viewer.pk)
+    if not shadow and count - shadowed <= 0:
+        docs = []
+    else:
+        docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=position, limit=limit + 1, shadow=shadow)
+    held = [_as_told(comment, doc) for doc, comment in zip(docs[:limit], held_comments(docs[:limit]), strict=True)]
+    if not shadow:
+        count, shadowed = count - shadowed, 0
     count = max(count, len(held))
     last = docs[limit - 1] if len(docs) > limit else None
     next_cursor = time_cursor(last["updated"], str(last["_id"])) if last else None
-    return HeldPage(held, next_cursor, count, max(0, count - shadow))
+    return HeldPage(held, next_cursor, count, max(0, count - shadowed))
 
 
 def bans_page(*, viewer, request) -> object:
@@ -253,3 +258,57 @@ def bans_page(*, viewer, request) -> object:
 
 __all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "held_comments", "HeldPage", "flags_of",
            "queue_counts", "bans_page"]
+
+
+def own_held_comment(*, topic, comment_id, viewer) -> Comment | None:
+    """The viewer's own submission held on `topic` under `comment_id` (registered with
+    comments.viewers: the API and the permalink show it to its author), as they were told of
+    it: a shadow-banned author's as `visible`, else `pending`. One probe of topic_held_id
+    (the author in the filter): another viewer's lookup costs the same and finds nothing."""
+    if not isinstance(comment_id, str) or viewer is None or not getattr(viewer, "is_authenticated", False):
+        return None
+    entry = ModerationQueueManager().held(topic_id=topic.pk, held_id=comment_id, author_id=viewer.pk)
+    if entry is None or entry.get("state") != PENDING or entry.get("comment") is not None:
+        return None
+    return _as_told(held_comments([entry])[0], entry)
+
+
+def _as_told(comment: Comment, entry: dict) -> Comment:
+    """A held comment as its author was told of it when posting: `shadow` set on one held by a
+    shadow ban, which is `visible` (201, no "awaiting moderation"); else `pending` (202)."""
+    comment.shadow = bool(entry.get("shadow"))
+    if comment.shadow:
+        comment.status = "visible"
+    return comment
+
+
+def account_export(*, user) -> dict:
+    """Moderation's part of "download my data": {"comments": my held submissions (those not
+    stored yet: pending, or rejected), "reports": the flags I filed}, each an iterator of rows
+    read a batch at a time, each batch's topics in one query. A held comment is exported as its
+    author was told of it (`_as_told`: a shadow-banned author's as visible), beside the stored
+    ones the comments app exports, in the same shape."""
+    from comments.selectors import in_batches
+
+    def held():
+        for batch in ModerationQueueManager().batches(query={"author": user.pk, "comment": None}):
+            topics = Topic.objects.in_bulk({entry["topic"] for entry in batch})
+            for entry, comment in zip(batch, held_comments(batch), strict=True):
+                comment, topic = _as_told(comment, entry), topics.get(entry["topic"])
+                # pending (an approval in flight too) or rejected; visible when held by a shadow ban
+                status = comment.status if comment.shadow or entry["status"] == "approving" else entry["status"]
+                yield {"topic": topic.slug if topic else None, "topic_title": topic.title if topic else None,
+                       "storage": topic.comment_storage if topic else None, "id": comment.id, "parent": comment.parent,
+                       "posted": comment.posted.isoformat(),
+                       "edited": comment.edited.isoformat() if comment.edited else None, "status": status, "text": comment.text,
+                       "likes": 0, "url": f"/t/{topic.slug}/c/{comment.id}/" if topic else None}
+
+    def reports():
+        for batch in in_batches(FlagManager().by_user(user_id=user.pk)):
+            topics = Topic.objects.in_bulk({flag["topic"] for flag in batch})
+            for flag in batch:
+                topic = topics.get(flag["topic"])
+                yield {"topic": topic.slug if topic else None, "comment": flag["comment"], "reason": flag["reason"],
+                       "note": flag.get("note", ""), "at": flag["at"].isoformat()}
+
+    return {"comments": held(), "reports": reports()}

@@ -52,6 +52,7 @@ from comments import selectors as comment_selectors
 from comments import services as comment_services
 from comments.ids import new_comment_id
 from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Comment
+from comments.viewers import own_held
 from core.errors import Forbidden, InvalidInput, NotFound
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
 from core.writers import require_writer
@@ -171,10 +172,15 @@ def comment_hold(*, topic, author, text: str, parent: Comment | str | None = Non
     spam pipeline's "hold" verdict calls this with its reason."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidInput("a hold needs a reason.", field="reason")
-    parent_id = parent.id if isinstance(parent, Comment) else (parent or None)
+    if parent and not isinstance(parent, Comment):
+        parent = comment_selectors.comment_stored(topic=topic, comment_id=parent)
+    # Its id, path and depth are drawn as a post's would be (no tell of a hold, a shadow ban
+    # least of all), and its approval stores it under that id: the link its author has stays.
+    draft = comment_services.comment_draft(topic=topic, author=author, text=text, parent=parent or None)
     now = _now()
     entry = ModerationQueueManager().insert({
-        "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": parent_id,
+        "held_id": draft.id, "path": draft.path, "depth": draft.depth,
+        "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": draft.parent,
         "author": author.pk, "author_name": author.username, "text": text, "words": words_of(text),
         "status": PENDING, "state": PENDING_STATE, "held": True, "hold_reason": reason.strip()[:200], "shadow": bool(shadow),
         "flags": 0, "open_flags": 0, "reasons": {}, "notes": [], "created": now, "updated": now,
@@ -216,9 +222,29 @@ class PreModerationGate:
             held.status = VISIBLE
         return held
 
-    def is_held(self, *, topic, comment_id):
-        entry = _entry_by_hex(comment_id)
-        return entry is not None and entry["topic"] == topic.pk and entry.get("comment") is None
+
+    def withdraw(self, *, topic, comment_id, author):
+        """Its author deletes a submission of theirs still held (comments.services.comment_delete):
+        its entry goes, text and all, out of Pending; logged as the system's, like its hold."""
+        queue = ModerationQueueManager()
+        entry = queue.held(topic_id=topic.pk, held_id=comment_id, author_id=author.pk)
+        if entry is None or entry.get("comment") is not None or entry.get("status") != PENDING:
+            return False
+        if queue.delete_held(entry):
+            log_action(actor=SYSTEM_ACTOR, action="withdraw", entry=entry, before=PENDING, after=DELETED,
+                       target=author.username, note="withdrawn by its author")
+        return True
+
+
+    def revise(self, *, topic, comment_id, author, text, edited):
+        """Its author edits a submission of theirs still held (comments.services.comment_edit):
+        the entry shows, and word search finds, the new text; its place in the queue stays."""
+        queue = ModerationQueueManager()
+        entry = queue.held(topic_id=topic.pk, held_id=comment_id, author_id=author.pk)
+        if entry is None or entry.get("comment") is not None or entry.get("status") != PENDING:
+            return False
+        return queue.update(entry["_id"], set_fields={"text": text, "words": words_of(text), "edited": edited},
+                            expect={"status": PENDING}) is not None
 
 
 def _entry_by_hex(value) -> dict | None:
@@ -281,7 +307,13 @@ def flag_create(*, topic, comment_id, user, reason, note="") -> FlagResult:
     note = " ".join(note.split())
     if len(note) > NOTE_MAX:
         raise InvalidInput(f"note must be at most {NOTE_MAX} characters.", field="note")
-    comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
+    try:
+        comment = comment_services.comment_stored(topic=topic, comment_id=comment_id)
+    except NotFound:
+        # The flagger's own comment held for review answers as their posted one would.
+        if own_held(topic=topic, comment_id=comment_id, viewer=user) is not None:
+            raise InvalidInput("You cannot flag your own comment.", field="comment") from None
+        raise
     if (comment.status == REMOVED or not comment_selectors.can_see(comment, user)) \
             and not _flag_unfinished(topic, comment, user):
         if comment.status in (REMOVED, DELETED):  # still listed, as a placeholder: as comment_like answers
@@ -393,7 +425,8 @@ def _approve_held(topic, entry: dict, actor) -> bool:
     next one (a claim on the same state); the store is idempotent by that id, so the comment
     is stored once whichever attempt stored it."""
     queue = ModerationQueueManager()
-    resume, comment_id = bool(entry.get("approving_id")), entry.get("approving_id") or new_comment_id(12)
+    resume = bool(entry.get("approving_id"))
+    comment_id = entry.get("approving_id") or entry.get("held_id") or new_comment_id(12)  # no held_id: held before ids were drawn
     fields = {"status": APPROVING, "syncing": True, "updated": _now(), "approving_id": comment_id,
               "syncing_action": "approve", "syncing_by": actor.pk if actor is not SYSTEM_ACTOR else None}
     claimed = queue.update(entry["_id"], set_fields=fields, expect={"status": PENDING})
@@ -480,10 +513,11 @@ def _resolve(topic, comment_id) -> dict:
     """The queue entry a comment id (stored comment or held submission) of `topic` names."""
     entry = _entry_by_hex(comment_id)
     if entry is not None and entry["topic"] == topic.pk and (entry.get("comment") is None or entry.get("held")):
-        return entry  # a held submission (its id still names it once approved)
+        return entry  # a held submission by its entry's id (the queue's rows name it so)
     if not isinstance(comment_id, str):
         raise InvalidInput("comment ids must be strings.", field="comment_ids")
-    entry = ModerationQueueManager().by_key(topic.pk, comment_id)
+    queue = ModerationQueueManager()
+    entry = queue.by_key(topic.pk, comment_id) or queue.held(topic_id=topic.pk, held_id=comment_id)
     if entry is not None:
         return entry
     return _entry_for_comment(topic, comment_services.comment_stored(topic=topic, comment_id=comment_id))
@@ -554,6 +588,46 @@ def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None
         queue.update(entry["_id"], set_fields=fields, unset=SYNC_FIELDS)
     if by_editor:
         log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id)
+
+
+# --- an account's part (account deletion) ------------------------------------------------------
+
+DELETED_ACCOUNT = "a deleted account"  # how the audit log names an account that was deleted
+
+
+def user_forget(*, user) -> None:
+    """Erase an account from moderation (account deletion, after its comments were erased):
+
+    - the flags it filed are withdrawn (their notes were its words): each flagged row counts
+      the other reporters' flags only, loses its notes, and leaves Reported when no open
+      report is left;
+    - its held submissions (pending, rejected) go with their rows, out of the tab totals, and
+      its held counters go;
+    - the rows of its stored comments keep no text, words or author;
+    - the audit log keeps every action, naming the account DELETED_ACCOUNT.
+    Its ban or pre-moderation row goes with the user row. Idempotent, each step safe to run
+    again (account_delete runs every part again after an interruption): a row is recounted
+    from the flags but this account's before its flag is deleted, so a rerun finds the flag
+    and sets the same counts."""
+    queue, flags = ModerationQueueManager(), FlagManager()
+    for flag in list(flags.by_user(user_id=user.pk)):  # read before they are deleted
+        entry = queue.by_key(flag["topic"], flag["comment"])
+        if entry is not None:
+            total, reasons = flags.count_without(topic_id=flag["topic"], comment_id=flag["comment"], user_id=user.pk)
+            open_flags = min(entry.get("open_flags", 0), total)
+            fields = {"flags": total, "reasons": reasons, "open_flags": open_flags}
+            if entry.get("state") == REPORTED and not open_flags:
+                fields["state"] = _STATE_OF_STATUS.get(entry.get("status"), DONE)
+            queue.update(entry["_id"], set_fields=fields, pull_notes_of=user.username)
+        flags.delete(flag_id=flag["_id"])
+    for batch in queue.batches(query={"author": user.pk}):
+        for entry in batch:
+            if entry.get("comment") is None:
+                queue.delete_held(entry)
+            else:
+                queue.forget_author(entry["_id"])
+    queue.forget_held_counters(author_id=user.pk)
+    ModerationLogManager().forget_user(user_id=user.pk, username=user.username, label=DELETED_ACCOUNT)
 
 
 # --- bans and pre-moderation -----------------------------------------------------------------

@@ -264,9 +264,6 @@ class SpamGate:
             logger.info("spam edit refused (user %s): %s", author.pk, verdict.reason)
             raise SpamRejected(f"This looks like spam ({verdict.reason}).", field="text")  # the page: "Not saved:"
 
-    def is_held(self, *, topic, comment_id):
-        return False  # what this gate holds is in the moderation queue, which the pre-moderation gate answers for
-
 
 def on_comment_posted(sender, topic, comment, author, **kwargs):
     """Remember a stored comment's text for the duplicate check."""

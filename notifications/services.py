@@ -160,6 +160,11 @@ def notify_like(*, topic_id: int, comment_id: str, liker_id: int) -> int:
                     email_text=lambda kind: f"{liker.username} liked your comment in “{topic.title}”.")
 
 
+def profile_url(username: str) -> str:
+    """The path of a user's profile page, the link of a follow notification."""
+    return f"/u/{username}/"
+
+
 def notify_follow(*, follower_id: int, followee_id: int) -> int:
     """A new follower: grouped per day."""
     users = _active_users([follower_id, followee_id])
@@ -168,7 +173,7 @@ def notify_follow(*, follower_id: int, followee_id: int) -> int:
         return 0
     day = timezone.now().astimezone(UTC).date().isoformat()
     return _deliver(recipients={followee_id: FOLLOW}, actor=follower, subject="", title="",
-                    url=f"/u/{follower.username}/", target_of=lambda kind: day,
+                    url=profile_url(follower.username), target_of=lambda kind: day,
                     event_of=lambda kind, r: f"follow:{follower.pk}",
                     email_text=lambda kind: f"{follower.username} follows you now.")
 
@@ -406,10 +411,14 @@ def email_digests_send_all() -> int:
 def user_forget(*, user) -> int:
     """Erase an account from notifications (account deletion): its notifications, unread
     counter, e-mail outbox and discussion subscriptions, and itself from the notifications it
-    caused (NotificationManager.forget_user). Its preferences row goes with the user row."""
-    gone = NotificationManager().forget_user(user_id=user.pk, username=user.username)
+    caused (NotificationManager.forget_user: a group that linked to its profile links to the
+    latest follower left) and from the digests others are still to be sent. Its preferences
+    row goes with the user row."""
+    gone = NotificationManager().forget_user(user_id=user.pk, username=user.username, profile_url=profile_url)
     ThreadSubscriptionManager().forget_user(user_id=user.pk)
-    EmailOutboxManager().forget(recipient=user.pk)
+    outbox = EmailOutboxManager()
+    outbox.forget(recipient=user.pk)
+    outbox.forget_actor(username=user.username)
     return gone
 
 

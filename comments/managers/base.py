@@ -67,7 +67,7 @@ from __future__ import annotations
 import abc
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
@@ -275,6 +275,9 @@ class CommentManager(MongoManager, abc.ABC):
 
     storage: ClassVar[str]
     orders: ClassVar[tuple[str, ...]] = (CHRONOLOGICAL, THREADED)
+    # The length of the random ids it draws (comments.ids): the document strategy's unique index
+    # retries a collision, so 8 characters do; the array strategies cannot index one, so 12.
+    id_length: ClassVar[int] = 12
 
     @abc.abstractmethod
     def post(self, *, discussion_id: int, author: Author, text: str, parent: Comment | None = None,
@@ -394,9 +397,11 @@ class CommentManager(MongoManager, abc.ABC):
         False when that no longer holds (an edit in between: it rendered its own html)."""
 
     @abc.abstractmethod
-    def by_author(self, *, author_id: int) -> list[Comment]:
+    def by_author(self, *, author_id: int) -> Iterator[Comment]:
         """Every comment `author_id` wrote, in every discussion this strategy stores (an export,
-        an account deletion): a maintenance read over the collection, not a page."""
+        an account deletion), read lazily from the cursor (a large account's comments are never
+        all in memory: the export takes them a batch at a time): a maintenance read over the
+        collection, not a page."""
 
     @abc.abstractmethod
     def forget_author(self, *, author_id: int, name: str) -> int:

@@ -151,7 +151,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     def post(self, *, discussion_id, author, text, parent=None, threaded=False, html="", comment_id=None):
         # The comment is recorded, pending, in the write that numbers it: interrupted before its
         # push, `posts_unfinished` pushes it under that number and the service finishes its post.
-        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(12), author=author,
+        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(self.id_length), author=author,
                               text=text,
                               parent=parent, html=html)
         comment.seq, size = self.next_seq(discussion_id, [comment.id], pending={comment.id: to_element(comment)})
@@ -341,8 +341,8 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
 
     def by_author(self, *, author_id):
         # A maintenance read: no index leads with the author, so the server scans the buckets.
-        return [from_element(element, doc["discussion_id"]) for doc in self.buckets.find({"comments.author.id": int(author_id)})
-                for element in doc.get("comments", []) if (element.get("author") or {}).get("id") == int(author_id)]
+        return (from_element(element, doc["discussion_id"]) for doc in self.buckets.find({"comments.author.id": int(author_id)})
+                for element in doc.get("comments", []) if (element.get("author") or {}).get("id") == int(author_id))
 
     def forget_author(self, *, author_id, name):
         query = {"comments.author.id": int(author_id)}

@@ -96,6 +96,7 @@ __all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
 class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
+    id_length = 8  # comments.ids.new_comment_id's default, which its posts draw
     storage = "document"
     orders = (CHRONOLOGICAL, THREADED, HOT)
     collection_name = "comments"
@@ -337,7 +338,7 @@ class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
         self.discussions.delete_one({"_id": discussion_id})
 
     def by_author(self, *, author_id):
-        return [self._from_document(doc) for doc in self.collection.find({"author.id": int(author_id)})]
+        return (self._from_document(doc) for doc in self.collection.find({"author.id": int(author_id)}))
 
     def forget_author(self, *, author_id, name):
         discussions = sorted({doc["discussion_id"] for doc in

@@ -263,7 +263,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     # --- writes ------------------------------------------------------------------
 
     def post(self, *, discussion_id, author, text, parent=None, threaded=False, html="", comment_id=None):
-        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(12), author=author,
+        comment = new_comment(discussion_id=discussion_id, comment_id=comment_id or new_comment_id(self.id_length), author=author,
                               text=text,
                               parent=parent, html=html)
         # A parent read by get() carries its explicit path; the new comment's parent is it or, at
@@ -549,8 +549,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         return self.collection.find({"$or": conditions})
 
     def by_author(self, *, author_id):
-        return [from_element(element, doc["_id"]) for doc in self._touching(author_id, "")
-                for element in iter_elements(doc) if (element.get("author") or {}).get("id") == int(author_id)]
+        return (from_element(element, doc["_id"]) for doc in self._touching(author_id, "")
+                for element in iter_elements(doc) if (element.get("author") or {}).get("id") == int(author_id))
 
     def forget_author(self, *, author_id, name):
         mine = 0

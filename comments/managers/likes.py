@@ -136,11 +136,12 @@ class CommentLikeManager(MongoManager):
         for doc in cursor:
             yield doc["comment_id"], doc["user_id"], doc.get("first_liked")
 
-    def by_user(self, *, user_id: int) -> list[dict]:
-        """Every comment `user_id` likes now, [{discussion_id, comment_id, liked}]: a maintenance read
-        (an export, an account deletion) that scans the collection (sharded by discussion), not a page."""
-        return list(self.collection.find({"user_id": int(user_id), "active": True},
-                                         {"_id": 0, "discussion_id": 1, "comment_id": 1, "liked": 1}))
+    def by_user(self, *, user_id: int):
+        """Every comment `user_id` likes now, {discussion_id, comment_id, liked} each, read lazily
+        from the cursor: a maintenance read (an export, an account deletion) that scans the
+        collection (sharded by discussion), not a page."""
+        return self.collection.find({"user_id": int(user_id), "active": True},
+                                    {"_id": 0, "discussion_id": 1, "comment_id": 1, "liked": 1})
 
     def forget_user(self, *, user_id: int) -> int:
         """Delete every like edge of `user_id`, switched off ones too (run after taking the active

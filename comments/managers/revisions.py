@@ -69,3 +69,10 @@ class CommentRevisionManager(MongoManager):
 
     def drop_discussion(self, *, discussion_id: int) -> None:
         self.collection.delete_many({"discussion_id": discussion_id})
+
+    def forget_editor(self, *, editor_id: int, forgotten: Author) -> int:
+        """The revisions an account replaced in others' comments name `forgotten` instead (account
+        deletion; its own comments' revisions are dropped with their text). A maintenance scan:
+        no index leads with the editor."""
+        return self.collection.update_many({"editor.id": int(editor_id)},
+                                           {"$set": {"editor": {"id": forgotten.id, "name": forgotten.name}}}).modified_count

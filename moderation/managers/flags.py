@@ -21,7 +21,9 @@ class FlagManager(MongoManager):
 
     @classmethod
     def indexes(cls):
-        return {cls.collection_name: [IndexModel([("topic", 1), ("comment", 1), ("at", DESCENDING)], name="comment_newest")]}
+        return {cls.collection_name: [IndexModel([("topic", 1), ("comment", 1), ("at", DESCENDING)], name="comment_newest"),
+                                      # the flags one account filed (account deletion withdraws them)
+                                      IndexModel([("user", 1)], name="user")]}
 
     def create(self, *, topic_id: int, comment_id: str, user_id: int, username: str, reason: str, note: str,
                at: datetime) -> bool:
@@ -60,3 +62,18 @@ class FlagManager(MongoManager):
         for doc in self.collection.find({"topic": topic_id, "comment": comment_id}, {"reason": 1}):
             reasons[doc["reason"]] = reasons.get(doc["reason"], 0) + 1
         return sum(reasons.values()), reasons
+
+    def by_user(self, *, user_id: int):
+        """Every flag `user_id` filed, read lazily from the cursor: a walk of the `user` index."""
+        return self.collection.find({"user": int(user_id)})
+
+    def count_without(self, *, topic_id: int, comment_id: str, user_id: int) -> tuple[int, dict[str, int]]:
+        """(total, {reason: n}) of one comment's flags but `user_id`'s."""
+        reasons: dict[str, int] = {}
+        for doc in self.collection.find({"topic": topic_id, "comment": comment_id, "user": {"$ne": int(user_id)}},
+                                        {"reason": 1}):
+            reasons[doc["reason"]] = reasons.get(doc["reason"], 0) + 1
+        return sum(reasons.values()), reasons
+
+    def delete(self, *, flag_id: str) -> bool:
+        return self.collection.delete_one({"_id": flag_id}).deleted_count == 1

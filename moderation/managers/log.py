@@ -48,3 +48,11 @@ class ModerationLogManager(MongoManager):
             query["at"] = {"$lte": at}
             query["$or"] = [{"at": {"$lt": at}}, {"at": at, "_id": {"$lt": oid}}]
         return list(self.read_collection.find(query).sort(NEWEST).limit(limit))
+
+    def forget_user(self, *, user_id: int, username: str, label: str) -> int:
+        """Account deletion: the entries keep what was done, but name the account `label`, as
+        the actor (an editor who left) and as the target (a user banned, a submission held).
+        Maintenance scans (no index on either). Returns the entries changed."""
+        changed = self.collection.update_many({"actor": int(user_id)},
+                                              {"$set": {"actor": None, "actor_name": label}}).modified_count
+        return changed + self.collection.update_many({"target": username}, {"$set": {"target": label}}).modified_count

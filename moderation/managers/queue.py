@@ -1,7 +1,7 @@
 """The site-wide moderation queue: one document per comment that needs or had an
 editor's attention, whatever topic and storage strategy it belongs to.
 
-    {_id: ObjectId, key?: "<topic>:<comment>", topic: int, topic_slug, topic_title,
+    {_id: ObjectId, key?: "<topic>:<comment>", held_id?: str, path?, depth?, topic: int, topic_slug, topic_title,
      comment: str | None, parent: str | None, author: int, author_name, text, words: [str],
      status: pending|visible|author_only|removed|deleted|rejected,
      state: pending|reported|removed|done, flags: int, open_flags: int,
@@ -9,8 +9,10 @@ editor's attention, whatever topic and storage strategy it belongs to.
      hold_reason: str, shadow: bool, syncing?: true, created, updated}
 
 - A held (pre-moderated) submission lives ONLY here until approved (`comment` None, no
-  `key`): the discussion's storage, counts and pages never see it. Its `_id` hex is the
-  id its author sees. Approval posts it through the comment services and sets `comment`.
+  `key`): the discussion's storage, counts and pages never see it. Its `held_id`, drawn as a
+  post's id is (with its `path` and `depth`), is the id its author sees (entries held before
+  it: the `_id` hex). Approval posts it under that id through the comment services and sets
+  `comment`.
 - `state` is the tab it shows under (Pending, Reported, Removed; every entry is in All);
   each view is an index walk (equality on state/topic/author/word, then `updated`, `_id`
   descending) read with a keyset cursor: about `page_size` keys per page at any depth.
@@ -83,6 +85,9 @@ class ModerationQueueManager(MongoManager):
                 IndexModel([("author", 1), *newest], name="author_newest"),
                 IndexModel([("words", 1), *newest], name="words_newest"),
                 IndexModel([("key", 1)], name="key_unique", unique=True, sparse=True),
+                # a held submission by the id its author was given (comment-shaped, unique enough per topic)
+                IndexModel([("topic", 1), ("held_id", 1)], name="topic_held_id",
+                           partialFilterExpression={"held_id": {"$type": "string"}}),
                 IndexModel([("syncing", 1)], name="syncing", sparse=True),
             ]
         }
@@ -109,7 +114,7 @@ class ModerationQueueManager(MongoManager):
 
     def update(self, entry_id: ObjectId, *, set_fields: dict | None = None, inc: dict | None = None,
                push_note: dict | None = None, unset: tuple[str, ...] = (),
-               expect: dict | None = None) -> tuple[dict, dict] | None:
+               expect: dict | None = None, pull_notes_of: str | None = None) -> tuple[dict, dict] | None:
         """Update one entry (optionally only when it matches `expect`); returns (before, after)
         or None if nothing matched. Moves the state counters when `state` changed."""
         update: dict = {}
@@ -121,6 +126,8 @@ class ModerationQueueManager(MongoManager):
             update["$push"] = {"notes": {"$each": [push_note], "$slice": -NOTES_KEPT}}
         if unset:
             update["$unset"] = {name: "" for name in unset}
+        if pull_notes_of is not None:  # the notes of one reporter (their account was deleted)
+            update["$pull"] = {"notes": {"user": pull_notes_of}}
         before = self.collection.find_one_and_update({"_id": entry_id, **(expect or {})}, update,
                                                      return_document=ReturnDocument.BEFORE)
         if before is None:
@@ -143,6 +150,25 @@ class ModerationQueueManager(MongoManager):
             moved = {"n": held, **({"shadow": held} if entry.get("shadow") else {})}
             self.counts.update_one({"_id": held_counter_id(entry["topic"], entry["author"])}, {"$inc": moved},
                                    upsert=True)
+
+    def delete_held(self, entry: dict) -> bool:
+        """Delete a held submission's entry (never stored as a comment) and count it out of its
+        tab and its author's held counter; False when it is gone already (or was approved)."""
+        if not self.collection.delete_one({"_id": entry["_id"], "comment": None}).deleted_count:
+            return False
+        self._move(entry.get("state"), None, entry)
+        return True
+
+    def forget_author(self, entry_id: ObjectId) -> None:
+        """The row of a stored comment whose author's account was deleted: no text, words or
+        author left (the comment itself is a tombstone or a removed placeholder by then)."""
+        self.collection.update_one({"_id": entry_id},
+                                   {"$set": {"text": "", "words": [], "author": None, "author_name": ""}})
+
+    def forget_held_counters(self, *, author_id: int) -> int:
+        """Delete an author's held counters, one per topic (account deletion)."""
+        pattern = f"^held:[0-9]+:{int(author_id)}$"
+        return self.counts.delete_many({"_id": {"$regex": pattern}}).deleted_count
 
     def refresh_text(self, *, key: str, text: str, words: list[str]) -> None:
         """An edited comment's entry (if it has one) shows and is found by its new text. One write."""
@@ -196,6 +222,14 @@ class ModerationQueueManager(MongoManager):
     def get_many(self, entry_ids: list[ObjectId]) -> list[dict]:
         return list(self.collection.find({"_id": {"$in": entry_ids}})) if entry_ids else []
 
+    def held(self, *, topic_id: int, held_id: str, author_id: int | None = None) -> dict | None:
+        """The held submission of `topic_id` given `held_id` (of `author_id` only, when given):
+        one probe of topic_held_id."""
+        query: dict = {"topic": int(topic_id), "held_id": held_id}
+        if author_id is not None:
+            query["author"] = int(author_id)
+        return self.collection.find_one(query)
+
     def by_key(self, topic_id: int, comment_id: str) -> dict | None:
         return self.collection.find_one({"key": entry_key(topic_id, comment_id)})
 
@@ -203,10 +237,14 @@ class ModerationQueueManager(MongoManager):
         return list(self.collection.find({"key": {"$in": keys}})) if keys else []
 
     def held_by(self, *, topic_id: int, author_id: int, after: tuple[datetime, ObjectId] | None,
-                limit: int) -> list[dict]:
+                limit: int, shadow: bool = True) -> list[dict]:
         """Up to `limit` of an author's held submissions on one topic, newest first, strictly
-        after `after` (updated, _id): a walk of author_topic_state_newest."""
+        after `after` (updated, _id): a walk of author_topic_state_newest; with `shadow` False,
+        not those held by a shadow ban (filtered on the walk: the caller skips it when the held
+        counter says none is left)."""
         query: dict = {"author": author_id, "topic": topic_id, "state": PENDING}
+        if not shadow:
+            query["shadow"] = {"$ne": True}
         if after is not None:
             updated, oid = after
             query["updated"] = {"$lte": updated}

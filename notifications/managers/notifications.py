@@ -211,16 +211,20 @@ class NotificationManager(MongoManager):
             self._inc(recipient, -changed)
         return changed
 
-    def forget_user(self, *, user_id: int, username: str) -> int:
+    def forget_user(self, *, user_id: int, username: str, profile_url=None) -> int:
         """Erase an account (account deletion): its own notifications and unread counter go; in
         the groups it acted in (a scan: `actor_ids` is not indexed) its id and name are pulled
         and the count lowered, and a group left with no event of anyone else goes, keeping its
-        recipient's unread counter in step. Returns the groups deleted. Idempotent."""
+        recipient's unread counter in step. A group that links to the account's profile
+        (`profile_url(username)`: a follow group links to its latest follower) links to the
+        latest actor left instead: the freed name may be anyone's tomorrow. Returns the groups
+        deleted. Idempotent."""
         uid = int(user_id)
         gone = self.collection.delete_many({"r": uid}).deleted_count
         self.db[self.counters_name].delete_one({"_id": uid})
+        mine_url = profile_url(username) if profile_url else None
         for doc in list(self.collection.find({"actor_ids": uid}, {"r": 1, "read": 1, "hidden": 1, "count": 1,
-                                                                  "actor_ids": 1})):
+                                                                  "actor_ids": 1, "actors": 1, "url": 1})):
             key = {"_id": doc["_id"], "r": doc["r"]}  # the shard key: one shard
             mine = sum(1 for actor in doc.get("actor_ids", []) if actor == uid)
             if mine >= doc.get("count", 1):
@@ -229,8 +233,11 @@ class NotificationManager(MongoManager):
                     if not doc.get("read") and not doc.get("hidden"):
                         self._inc(doc["r"], -1)
             else:
-                self.collection.update_one({**key, "actor_ids": uid}, {"$pull": {"actor_ids": uid, "actors": username},
-                                                                       "$inc": {"count": -mine}})
+                update: dict = {"$pull": {"actor_ids": uid, "actors": username}, "$inc": {"count": -mine}}
+                left = [a for a in doc.get("actors", []) if a != username]
+                if mine_url is not None and doc.get("url") == mine_url:
+                    update["$set"] = {"url": profile_url(left[-1]) if left else "/notifications/"}
+                self.collection.update_one({**key, "actor_ids": uid}, update)
         return gone
 
     def set_hidden(self, *, subject: str, hidden: bool) -> int:

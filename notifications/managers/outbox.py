@@ -10,6 +10,7 @@ ones are held and sent together as one digest (`take_held` empties the list atom
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
@@ -48,6 +49,15 @@ class EmailOutboxManager(MongoManager):
     def forget(self, *, recipient: int) -> None:
         """Delete the recipient's sent count and held e-mails (account deletion)."""
         self.collection.delete_one({"_id": int(recipient)})
+
+    def forget_actor(self, *, username: str) -> int:
+        """Take out of every digest still to be sent the e-mails about what `username` did
+        (account deletion): each held text starts with its actor's name ("ana replied ...",
+        "ana follows you now."). A walk of the recipients with held e-mails (`has_held`).
+        Returns the outbox documents changed."""
+        mine = {"text": {"$regex": f"^{re.escape(username)} "}}
+        return self.collection.update_many({"has_held": True, "held": {"$elemMatch": mine}},
+                                           {"$pull": {"held": mine}}).modified_count
 
     def hold(self, *, recipient: int, item: dict) -> None:
         self.collection.update_one({"_id": recipient}, {"$push": {"held": {"$each": [item], "$slice": -MAX_HELD}},

@@ -93,12 +93,16 @@ def traces(user_id: int, name: str) -> list[str]:
     return found
 
 
+def exported(user) -> dict:
+    r = api(user).get("/api/me/export/")
+    assert r.status_code == 200 and r["Content-Type"] == "application/json"
+    assert r["Content-Disposition"].startswith("attachment;")
+    return json.loads(b"".join(r.streaming_content))
+
+
 def test_me_export_holds_everything(world):
     zelda = world["zelda"]
-    r = api(zelda).get("/api/me/export/")
-    assert r.status_code == 200
-    assert r["Content-Disposition"].startswith("attachment;")
-    data = r.json()
+    data = exported(zelda)
     assert data["profile"]["username"] == NAME and data["profile"]["email"] == "zelda@example.com"
     assert sorted((c["storage"], c["topic"]) for c in data["comments"]) == sorted(
         (t.comment_storage, t.slug) for t, _ in world["mine"])
@@ -191,5 +195,154 @@ def test_every_app_registers_its_part_in_order():
     from accounts.parts import account_parts
 
     parts = [(p.name, p.export is not None, p.erase is not None) for p in account_parts()]
-    assert parts == [("comments", True, True), ("social", True, True), ("notifications", True, True),
-                     ("search", False, True)]
+    assert parts == [("comments", True, True), ("moderation", True, True), ("social", True, True),
+                     ("notifications", True, True), ("search", False, True)]
+
+
+def moderated(world, editor):
+    """zelda reports bob's comment with a note of her own; carol reports zelda's comment and an
+    editor hides it (its queue row holds her text); then zelda is put on pre-moderation (her
+    next comment is held) and shadow-banned (the one after is held too, told it was posted)."""
+    zelda, carol = world["zelda"], world["carol"]
+    topic, theirs = world["theirs"][0]
+    _, mine = world["mine"][0]
+    base = f"/api/topics/{topic.slug}/comments/"
+    assert api(zelda).post(f"{base}{theirs}/flag/", {"reason": "abuse", "note": "zelda's own quibble"},
+                           format="json").status_code == 201
+    assert api(carol).post(f"{base}{mine}/flag/", {"reason": "spam"}, format="json").status_code == 201
+    assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [mine], "action": "hide"},
+                            format="json").json() == {"changed": 1}
+    assert api(editor).put(f"/api/moderation/users/{NAME}/premoderation/", {"premoderated": True},
+                           format="json").status_code == 200
+    held = api(zelda).post(base, {"text": "held xylophonic words"}, format="json")
+    assert held.status_code == 202
+    assert api(editor).post("/api/moderation/bans/", {"username": NAME, "shadow": True},
+                            format="json").status_code == 201
+    shadow = api(zelda).post(base, {"text": "shadow xylophonic words"}, format="json")
+    assert shadow.status_code == 201
+    return topic, theirs, [held.json()["id"], shadow.json()["id"]]
+
+
+@pytest.mark.parametrize("mode", ["tombstone", "remove"])
+def test_delete_takes_held_comments_flags_and_their_queue_rows(world, editor, mode):
+    zelda = world["zelda"]
+    uid = zelda.pk
+    topic, theirs, held = moderated(world, editor)
+    pending = api(editor).get("/api/moderation/queue/?state=pending").json()
+    assert pending["count"] == 2 and all(NAME == row["comment"]["author"]["username"] for row in pending["results"])
+    r = api(zelda).delete("/api/me/", {"password": "pw-for-tests", "comments": mode}, format="json")
+    assert r.status_code == 204, r.content
+    assert traces(uid, NAME) == []
+    queue = api(editor).get("/api/moderation/queue/?state=all").json()
+    assert api(editor).get("/api/moderation/queue/?state=pending").json()["count"] == 0
+    assert all("xylophonic" not in row["comment"]["text"] and "quibble" not in json.dumps(row) for row in queue["results"])
+    # Her report is withdrawn with her: bob's comment is counted as never reported.
+    reported = api(editor).get("/api/moderation/queue/?state=reported").json()
+    assert reported["count"] == 0 and reported["results"] == []
+    for cid in held:  # nothing left to approve
+        r = api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [cid],
+                                                          "action": "approve"}, format="json")
+        assert r.status_code == 404, r.content
+    from moderation.services import moderation_drift
+
+    drift = moderation_drift(grace=0)
+    assert drift.total == 0, drift
+
+
+def test_an_interrupted_deletion_run_again_finishes(world, editor, monkeypatch):
+    """Each part is safe to run again: the process dies after the comments and moderation parts
+    (here: the social part fails once), the account is still there, and the deletion asked
+    again finishes with nothing left behind."""
+    from accounts import parts
+
+    zelda = world["zelda"]
+    uid = zelda.pk
+    moderated(world, editor)
+    social = next(p for p in parts.account_parts() if p.name == "social")
+    calls = []
+
+    def dies_once(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the process died here")
+        return social.erase(**kwargs)
+
+    monkeypatch.setitem(parts._parts, "social", parts.AccountPart("social", social.order, social.export, dies_once))
+    client = api(zelda)
+    client.raise_request_exception = True
+    with pytest.raises(RuntimeError):
+        client.delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"}, format="json")
+    assert type(zelda).objects.filter(pk=uid).exists()
+    r = api(zelda).delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"}, format="json")
+    assert r.status_code == 204, r.content
+    assert traces(uid, NAME) == []
+    from moderation.services import moderation_drift
+
+    assert moderation_drift(grace=0).total == 0
+    assert api(world["bob"]).get("/api/users/bob/").json()["followers_count"] == 0
+
+
+def test_a_failing_receiver_does_not_stop_the_erasure(world):
+    """The erasure sends the comment signals as every comment write does (robustly): a receiver
+    that fails is logged, and every comment is still erased, its search words with it."""
+    from comments import signals
+
+    zelda = world["zelda"]
+    uid = zelda.pk
+
+    def broken(**kwargs):
+        raise RuntimeError("a receiver that fails")
+
+    signals.comment_deleted.connect(broken, dispatch_uid="test.broken")
+    try:
+        r = api(zelda).delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"}, format="json")
+    finally:
+        signals.comment_deleted.disconnect(dispatch_uid="test.broken")
+    assert r.status_code == 204
+    assert traces(uid, NAME) == []
+    for topic, cid in world["mine"]:
+        assert api(world["bob"]).get(f"/api/topics/{topic.slug}/comments/{cid}/").json()["status"] == "deleted"
+
+
+def test_an_editor_who_leaves_is_no_longer_named_in_revisions(world, make_editor):
+    """An editor edits bob's comment (the replaced text is a revision naming who replaced it),
+    then deletes their account: the revision stays, by "a deleted account"."""
+    gone = make_editor("zelda_editor_gone")
+    uid = gone.pk
+    topic, cid = world["theirs"][0]
+    r = api(gone).patch(f"/api/topics/{topic.slug}/comments/{cid}/", {"text": "tidied by an editor"}, format="json")
+    assert r.status_code == 200
+    r = api(gone).delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"}, format="json")
+    assert r.status_code == 204
+    assert traces(uid, "zelda_editor_gone") == []
+    revisions = api(world["bob"]).get(f"/api/topics/{topic.slug}/comments/{cid}/revisions/").json()["results"]
+    assert len(revisions) == 1 and "zelda_editor_gone" not in json.dumps(revisions)
+
+
+def test_me_export_holds_my_held_comments_and_my_reports_a_batch_at_a_time(world, editor, make_topic):
+    """My comments held for review are mine too: in the export beside the stored ones, with the
+    ids I was given and the status I was told (a shadow ban's as visible); so are the reports I
+    filed. Read a batch at a time: as many SQL queries for 2 held comments as for 32."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    zelda = world["zelda"]
+    topic, theirs, (held, shadow) = moderated(world, editor)
+    data = exported(zelda)
+    mine = {c["id"]: c for c in data["comments"]}
+    assert (mine[held]["status"], mine[held]["text"]) == ("pending", "held xylophonic words")
+    assert (mine[shadow]["status"], mine[shadow]["text"]) == ("visible", "shadow xylophonic words")
+    assert mine[held]["topic"] == topic.slug and mine[held]["url"] == f"/t/{topic.slug}/c/{held}/"
+    assert len(data["comments"]) == len(world["mine"]) + 2
+    assert [(r["topic"], r["comment"], r["reason"], r["note"]) for r in data["reports"]] == [
+        (topic.slug, theirs, "abuse", "zelda's own quibble")]
+    with CaptureQueriesContext(connection) as few:
+        exported(zelda)
+    for other in (make_topic("document", title="More one"), make_topic("bucketed", "chronological", title="More two")):
+        for n in range(15):
+            assert api(zelda).post(f"/api/topics/{other.slug}/comments/", {"text": f"more {n}"},
+                                   format="json").status_code == 201
+    with CaptureQueriesContext(connection) as many:
+        data = exported(zelda)
+    assert len(data["comments"]) == len(world["mine"]) + 32
+    assert len(many.captured_queries) == len(few.captured_queries)

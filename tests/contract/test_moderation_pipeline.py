@@ -75,10 +75,8 @@ def _start(kind, topic, author, reporter, setup_editor):
 def _entry(topic, comment_id):
     queue = ModerationQueueManager()
     entry = queue.by_key(topic.pk, comment_id)
-    if entry is None:  # a held submission: its id is the entry's
-        from bson import ObjectId
-
-        entry = queue.get(ObjectId(comment_id))
+    if entry is None:  # a held submission: by the id its author was given
+        entry = queue.held(topic_id=topic.pk, held_id=comment_id)
     return entry
 
 

@@ -42,11 +42,11 @@ def test_every_held_comment_once_newest_first_and_counted(topic, alice, bob, edi
     assert walk(topic, bob, 2)[0] and selectors.held_for_viewer(topic=topic, viewer=None).items == []
 
     # approve one, reject one: both leave Pending; restoring the rejected one brings it back
-    services.queue_moderate(entry_ids=[mine[0]], action="approve", moderator=editor)
-    services.queue_moderate(entry_ids=[mine[1]], action="reject", moderator=editor)
+    services.comment_moderate(topic=topic, comment_ids=[mine[0]], action="approve", moderator=editor)
+    services.comment_moderate(topic=topic, comment_ids=[mine[1]], action="reject", moderator=editor)
     page = selectors.held_for_viewer(topic=topic, viewer=alice)
     assert page.count == 5 and [c.id for c in page.items] == list(reversed(mine[2:]))
-    services.queue_moderate(entry_ids=[mine[1]], action="restore", moderator=editor)
+    services.comment_moderate(topic=topic, comment_ids=[mine[1]], action="restore", moderator=editor)
     assert selectors.held_for_viewer(topic=topic, viewer=alice).count == 6
 
     # the counters are rebuilt from the entries by the repair command

@@ -176,3 +176,21 @@ def test_upgrading_puts_the_existing_staff_in_editors():
     users = get_user_model().objects
     assert list(group.user_set.values_list("username", flat=True)) == ["old-staff"]
     assert can_moderate(users.get(pk=staff.pk)) and not can_moderate(users.get(pk=visitor.pk))
+
+
+def test_a_refusal_is_logged_in_one_line_without_a_traceback(client, topic, staff_only, alice, caplog):
+    """A 403 is an answer, not an error: each refused attempt (the pages, the topic page's menu,
+    the per-topic admin page, the API) is one log line at most, never a traceback."""
+    comment = comment_services.comment_create(topic=topic, author=alice, text="stays")
+    client.force_login(staff_only)
+    refused = [("get", "/moderation/", {}), ("post", "/moderation/users/", {"username": "alice"}),
+               ("post", f"/t/{topic.slug}/c/{comment.id}/moderate/", {"action": "remove"}),
+               ("get", f"/admin/topics/topic/{topic.pk}/comments/", {}),
+               ("get", "/api/moderation/queue/", {})]
+    for method, url, data in refused:
+        caplog.clear()
+        with caplog.at_level("INFO"):
+            response = getattr(client, method)(url, data)
+        assert response.status_code == 403, url
+        assert [r for r in caplog.records if r.exc_info] == [], url
+        assert len([r for r in caplog.records if r.name == "django.request"]) <= 1, url

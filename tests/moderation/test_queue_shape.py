@@ -105,7 +105,7 @@ def test_the_new_user_check_counts_within_its_bound_whatever_the_author_has_held
             topic = make_topic("document", title=f"New users {size}")
             writer = make_user(f"newcomer{size}")
             first = [comment_create(topic=topic, author=writer, text=f"first words {i}") for i in range(5)]
-            services.queue_moderate(entry_ids=[c.id for c in first], action="approve", moderator=editor)
+            services.comment_moderate(topic=topic, comment_ids=[c.id for c in first], action="approve", moderator=editor)
             services.user_set_premoderation(username=writer.username, premoderated=True, moderator=editor)
             for i in range(size):  # then many more waiting, newer than the approved ones
                 comment_create(topic=topic, author=writer, text=f"more words {i}")

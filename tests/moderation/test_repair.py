@@ -46,7 +46,7 @@ def test_interrupted_approval_goes_back_to_pending(topic, alice, editor, monkeyp
     services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
     held = comment_services.comment_create(topic=topic, author=alice, text="held")
     queue = ModerationQueueManager()
-    queue.update(queue.get(__import__("bson").ObjectId(held.id))["_id"], set_fields={"status": "approving", "syncing": True})
+    queue.update(queue.held(topic_id=topic.pk, held_id=held.id)["_id"], set_fields={"status": "approving", "syncing": True})
     report = services.moderation_repair()
     assert report.reopened == 1
     assert selectors.queue_page(viewer=editor, view="pending").items[0].status == "pending"

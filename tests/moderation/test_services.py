@@ -49,7 +49,9 @@ def test_pre_moderated_topic_holds_outside_storage_then_approval_posts(topic, al
 def test_reject_keeps_it_out_and_reply_to_held_is_refused(topic, alice, bob, editor):
     premoderate(topic)
     held = comment_services.comment_create(topic=topic, author=alice, text="nope")
-    with pytest.raises(InvalidInput, match="awaiting moderation"):
+    with pytest.raises(InvalidInput, match="awaiting moderation"):  # its author is told why
+        comment_services.comment_create(topic=topic, author=alice, text="reply", parent=held.id)
+    with pytest.raises(InvalidInput, match="unknown parent"):  # anyone else: as for an id never used
         comment_services.comment_create(topic=topic, author=bob, text="reply", parent=held.id)
     assert services.comment_moderate(topic=topic, comment_ids=[held.id], action="reject", moderator=editor) == 1
     assert stored(topic) == 0

@@ -298,3 +298,30 @@ def test_notification_email_goes_only_to_a_confirmed_address(make_user, make_top
     assert client.post("/" + link.split("://", 1)[1].split("/", 1)[1]).status_code == 302
     comment_create(topic=topic, author=bob, text="another reply", parent=mine.id)
     assert [m.to for m in mail.outbox][1:] == [["victim@example.org"]] and "bob replied" in mail.outbox[-1].subject
+
+
+def test_a_deleted_follower_is_no_link_to_their_freed_name(people, client, api_client, settings):
+    """A grouped follow notification pointed at its latest follower's profile: once that account
+    is deleted, its name is free for anyone to register, so the notification (page, API) and the
+    e-mail digest still to be sent no longer name or link to it."""
+    from django.core.management import call_command
+
+    ana, cy, dee = people["ana"], people["cy"], people["dee"]
+    settings.NOTIFICATIONS_DIGEST_AFTER = 0  # every e-mail waits for the digest
+    services.preferences_update(user=ana, values={"follow": True})
+    social.follow_create(follower=cy, followee=ana)
+    social.follow_create(follower=dee, followee=ana)  # the latest follower: the group links to /u/dee/
+    api_client.force_authenticate(dee)
+    assert api_client.delete("/api/me/", {"password": "pw-for-tests", "comments": "tombstone"},
+                             format="json").status_code == 204
+    api_client.force_authenticate(ana)
+    [follow] = api_client.get("/api/notifications/").json()["results"]
+    assert follow["actors"] == ["cy"] and follow["count"] == 1 and "/u/dee/" not in follow["url"]
+    client.force_login(ana)
+    page = client.get("/notifications/").content.decode()
+    assert "dee" not in page
+    opened = client.get(f"/notifications/{follow['id']}/open/")
+    assert opened.status_code == 302 and "/u/dee/" not in opened["Location"]
+    call_command("notifications_digest", stdout=__import__("io").StringIO())
+    [digest] = mail.outbox
+    assert "cy follows you" in digest.body and "dee" not in digest.body

@@ -1,0 +1,197 @@
+"""A shadow ban does not show: the shadow-banned author's comment answers like any comment (201,
+an id of the same shape as the topic's comments, the same fields), and its author reads it back
+like a visible comment (API GET, permalink page); anyone else gets exactly what a comment that
+never existed gets. Approved, it keeps the id its author was given."""
+
+import re
+
+import pytest
+from rest_framework.test import APIClient
+
+from moderation import services
+
+pytestmark = pytest.mark.django_db
+
+
+def api(user=None):
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+def post(user, topic, text, parent=None):
+    body = {"text": text, **({"parent": parent} if parent else {})}
+    return api(user).post(f"/api/topics/{topic.slug}/comments/", body, format="json")
+
+
+def without(body: dict, comment_id: str, other: str) -> str:
+    """A 404 body with the id asked for replaced, to compare with another id's."""
+    return str(body).replace(comment_id, "ID").replace(other, "ID")
+
+
+def test_a_shadow_banned_comment_looks_posted_to_its_author_and_absent_to_others(topic, alice, bob, editor,
+                                                                                 make_user, client):
+    carol = make_user("carol")
+    root = post(bob, topic, "bob opens")
+    reply = post(bob, topic, "bob answers himself", parent=root.json()["id"])
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    shadow = post(alice, topic, "alice into the void")
+    shadow_reply = post(alice, topic, "alice replies into the void", parent=root.json()["id"])
+    for real, hidden in ((root, shadow), (reply, shadow_reply)):
+        assert (real.status_code, hidden.status_code) == (201, 201)
+        real_body, hidden_body = real.json(), hidden.json()
+        assert set(hidden_body) == set(real_body)
+        assert len(hidden_body["id"]) == len(real_body["id"]) and re.fullmatch("[0-9a-z]+", hidden_body["id"])
+        assert hidden_body["status"] == "visible" and hidden_body["depth"] == real_body["depth"]
+        assert hidden_body["path"].count(".") == real_body["path"].count(".")
+    sid = shadow.json()["id"]
+    base = f"/api/topics/{topic.slug}/comments/"
+    # Its author reads it back as a visible comment, through the API and the permalink page.
+    mine = api(alice).get(f"{base}{sid}/")
+    theirs = api(bob).get(f"{base}{root.json()['id']}/")
+    assert mine.status_code == 200 and set(mine.json()) == set(theirs.json())
+    assert (mine.json()["text"], mine.json()["status"]) == ("alice into the void", "visible")
+    client.force_login(alice)
+    page = client.get(f"/t/{topic.slug}/c/{sid}/")
+    assert page.status_code == 200 and "alice into the void" in page.content.decode()
+    # Anyone else: what a comment that never existed gets, to the byte but the id.
+    never = "z" * len(sid)
+    for reader in (None, bob, carol, editor):
+        held, missing = api(reader).get(f"{base}{sid}/"), api(reader).get(f"{base}{never}/")
+        assert (held.status_code, missing.status_code) == (404, 404)
+        assert without(held.json(), sid, never) == without(missing.json(), never, sid)
+        thread, missing = api(reader).get(f"{base}{sid}/thread/"), api(reader).get(f"{base}{never}/thread/")
+        assert thread.status_code == missing.status_code == 404
+    client.force_login(carol)
+    assert client.get(f"/t/{topic.slug}/c/{sid}/").status_code == 404
+    # A reply to it by someone else is refused as a reply to an unknown comment is.
+    refused, unknown = post(carol, topic, "hello?", parent=sid), post(carol, topic, "hello?", parent=never)
+    assert refused.status_code == unknown.status_code == 400
+    assert without(refused.json(), sid, never) == without(unknown.json(), never, sid)
+    # Approved, it keeps the id its author was given.
+    assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [sid], "action": "approve"},
+                            format="json").json() == {"changed": 1}
+    assert api(carol).get(f"{base}{sid}/").json()["text"] == "alice into the void"
+
+
+@pytest.mark.parametrize("shadow", [True, False])
+def test_its_author_deletes_a_held_comment_as_a_posted_one(topic, alice, bob, editor, shadow):
+    """A held comment's author deletes it as they would a posted one (204): its text leaves the
+    queue. Anyone else's DELETE gets what a DELETE of an id never used gets."""
+    if shadow:
+        services.ban_create(username="alice", moderator=editor, shadow=True)
+    else:
+        services.user_set_premoderation(username="alice", premoderated=True, moderator=editor)
+    cid = post(alice, topic, "words to take back").json()["id"]
+    base = f"/api/topics/{topic.slug}/comments/"
+    never = "z" * len(cid)
+    theirs, missing = api(bob).delete(f"{base}{cid}/"), api(bob).delete(f"{base}{never}/")
+    assert theirs.status_code == missing.status_code == 404
+    assert without(theirs.json(), cid, never) == without(missing.json(), never, cid)
+    assert api(alice).delete(f"{base}{cid}/").status_code == 204
+    assert api(alice).get(f"{base}{cid}/").status_code == 404
+    pending = api(editor).get("/api/moderation/queue/?state=all").json()
+    assert all("take back" not in row["comment"]["text"] for row in pending["results"])
+    assert api(editor).get("/api/moderation/queue/?state=pending").json()["count"] == 0
+    assert api(alice).get(f"/api/topics/{topic.slug}/held/").json()["count"] == 0
+
+
+def test_a_shadow_banned_author_answers_their_own_comment_as_if_posted(make_topic, alice, bob, editor):
+    topic = make_topic("document", order="threaded")
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    first = post(alice, topic, "first into the void").json()
+    reply = post(alice, topic, "and an afterthought", parent=first["id"])
+    assert reply.status_code == 201 and reply.json()["status"] == "visible"
+    assert (reply.json()["parent"], reply.json()["depth"]) == (first["id"], first["depth"] + 1)
+    assert api(alice).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").status_code == 200
+    assert api(bob).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").status_code == 404
+    # Approved parent first, then the reply: both stored under the ids their author was given.
+    for cid in (first["id"], reply.json()["id"]):
+        assert api(editor).post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [cid],
+                                                             "action": "approve"}, format="json").json() == {"changed": 1}
+    stored = api(bob).get(f"/api/topics/{topic.slug}/comments/{reply.json()['id']}/").json()
+    assert (stored["parent"], stored["depth"], stored["text"]) == (first["id"], 1, "and an afterthought")
+
+
+def test_a_shadow_banned_author_edits_likes_and_flags_as_if_posted(topic, alice, bob, editor):
+    """Every write a posted comment's author may try on it answers the same on a shadow-held one:
+    an edit within the window (200, the new text read back), a like or a flag of one's own (the
+    same 400); anyone else's edit is the 404 of an id never used."""
+    base = f"/api/topics/{topic.slug}/comments/"
+    posted = post(alice, topic, "posted before the ban").json()["id"]
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    cid = post(alice, topic, "typo in teh void").json()["id"]
+    answers = {}
+    for which, target in (("posted", posted), ("held", cid)):
+        edited = api(alice).patch(f"{base}{target}/", {"text": f"fixed {which}"}, format="json")
+        liked = api(alice).post(f"{base}{target}/like/")
+        flagged = api(alice).post(f"{base}{target}/flag/", {"reason": "spam"}, format="json")
+        answers[which] = (edited.status_code, sorted(edited.json()), edited.json()["text"].split()[0],
+                          liked.status_code, liked.json(), flagged.status_code, flagged.json())
+    assert answers["held"] == answers["posted"]
+    assert api(alice).get(f"{base}{cid}/").json()["text"] == "fixed held"
+    never = "z" * len(cid)
+    theirs, missing = (api(bob).patch(f"{base}{i}/", {"text": "mine now"}, format="json") for i in (cid, never))
+    assert theirs.status_code == missing.status_code == 404
+    assert without(theirs.json(), cid, never) == without(missing.json(), never, cid)
+    row = api(editor).get("/api/moderation/queue/?state=pending").json()["results"][0]
+    assert row["comment"]["text"] == "fixed held"
+
+
+def test_a_shadow_banned_author_reads_the_revisions_of_their_comment_as_of_a_posted_one(topic, alice, bob, editor,
+                                                                                        client):
+    """Its revisions answer its author as a posted comment's do (200, none kept), on the API and
+    the page; for anyone else they are those of an id never used (404)."""
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    sid = post(alice, topic, "alice into the void").json()["id"]
+    url = f"/api/topics/{topic.slug}/comments/{sid}/revisions/"
+    mine = api(alice).get(url)
+    assert mine.status_code == 200, mine.content
+    assert mine.json() == {"count": 0, "results": []}
+    client.force_login(alice)
+    assert client.get(f"/t/{topic.slug}/c/{sid}/revisions/").status_code == 200
+    never = f"/api/topics/{topic.slug}/comments/{'z' * len(sid)}/revisions/"
+    for reader in (bob, editor):
+        assert api(reader).get(url).status_code == api(reader).get(never).status_code == 404
+
+
+def test_a_shadow_banned_author_does_not_find_their_comment_among_those_held(topic, alice, editor):
+    """GET /api/topics/{slug}/held/ lists the comments its caller was told await moderation (202):
+    a shadow-banned author's, which they were told were posted (201), are not among them, as no
+    posted comment is; those held by pre-moderation still are."""
+    url = f"/api/topics/{topic.slug}/held/"
+    assert api(editor).put("/api/moderation/users/alice/premoderation/", {"premoderated": True},
+                           format="json").status_code == 200
+    waiting = post(alice, topic, "alice waits")
+    assert waiting.status_code == 202
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    assert post(alice, topic, "alice into the void").status_code == 201
+    held = api(alice).get(url).json()
+    assert [c["id"] for c in held["results"]] == [waiting.json()["id"]]
+    assert held["count"] == held["awaiting"] == 1
+
+
+def test_the_topic_page_says_nothing_of_moderation_to_a_shadow_banned_author(topic, alice, editor, client):
+    """Their comment is on the page, with no word of moderation or of being held, the labels
+    read out by screen readers included."""
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    assert post(alice, topic, "alice into the void").status_code == 201
+    client.force_login(alice)
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    assert "alice into the void" in page
+    assert "moderation" not in page.lower() and "held" not in page.lower().replace('id="held"', "")
+
+
+def test_my_export_holds_my_held_comment_as_i_edited_it(topic, alice, editor):
+    """An edited held comment is exported as an edited posted one is: its text and when it was edited."""
+    import json
+
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    sid = post(alice, topic, "alice into the void").json()["id"]
+    edited = api(alice).patch(f"/api/topics/{topic.slug}/comments/{sid}/", {"text": "alice, edited"}, format="json")
+    assert edited.status_code == 200, edited.content
+    response = api(alice).get("/api/me/export/")
+    [mine] = [c for c in json.loads(b"".join(response.streaming_content))["comments"] if c["id"] == sid]
+    assert (mine["text"], mine["status"]) == ("alice, edited", "visible")
+    assert mine["edited"] is not None and mine["edited"][:19] == edited.json()["edited"][:19]
