@@ -9,8 +9,10 @@ pytestmark = pytest.mark.django_db
 
 
 def test_highlight_marks_whole_words_case_and_width_insensitively():
-    assert highlight("Zucchini in July, zucchinis later", "ZUCCHINI july") == \
-        "<mark>Zucchini</mark> in <mark>July</mark>, zucchinis later"
+    assert highlight("Zucchini in July, zucchinish later", "ZUCCHINI july") == \
+        "<mark>Zucchini</mark> in <mark>July</mark>, zucchinish later"
+    # every form of the word, as the index matches by stem
+    assert highlight("one zucchini, two zucchinis", "zucchinis") == "one <mark>zucchini</mark>, two <mark>zucchinis</mark>"
     assert highlight("ｚｕｃｃｈｉｎｉ", "zucchini") == "<mark>ｚｕｃｃｈｉｎｉ</mark>"  # NFKC, as the index compares
     assert highlight("nothing here", "") == "nothing here"
 
