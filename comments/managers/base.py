@@ -323,6 +323,13 @@ class CommentManager(MongoManager, abc.ABC):
     def thread(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> list[Comment]:
         """The comment and all its descendants, in threaded (`sort_key`) order; [] if unknown."""
 
+    def shown_below(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> bool:
+        """Whether a reply to the comment, at any depth, is anything but `removed` (a removed
+        comment keeps its placeholder only for such a reply's sake: comments.selectors). From
+        `thread()`; the document strategy answers it with one indexed probe."""
+        return any(c.status != REMOVED for c in self.thread(discussion_id=discussion_id, comment_id=comment_id,
+                                                               threaded=threaded)[1:])
+
     @abc.abstractmethod
     def count(self, *, discussion_id: int) -> int:
         """How many comments the discussion holds (every status)."""

@@ -55,6 +55,7 @@ from comments.managers.base import (
     FORGOTTEN,
     HOT,
     HOT_PINNED,
+    REMOVED,
     THREADED,
     VISIBLE,
     Comment,
@@ -492,6 +493,17 @@ class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
         below = {"$gte": full_slug + "/", "$lt": full_slug + "0"}  # "0" sorts right after "/"
         cursor = self.collection.find({"discussion_id": discussion_id, "full_slug": below})
         return [self._from_document(root)] + [self._from_document(doc) for doc in cursor.sort(_SORTS[THREADED])]
+
+    def shown_below(self, *, discussion_id, comment_id, threaded=False):
+        """One probe of the sub-thread's range on (discussion_id, full_slug): the first reply at
+        any depth that is not removed (it stops there; the comment itself is read for its `full_slug`)."""
+        root = self.collection.find_one(self._key(discussion_id, comment_id), {"full_slug": 1})
+        if root is None:
+            return False
+        full_slug = root["full_slug"]
+        below = {"$gte": full_slug + "/", "$lt": full_slug + "0"}  # "0" sorts right after "/"
+        return self.collection.find_one({"discussion_id": discussion_id, "full_slug": below, "status": {"$ne": REMOVED}},
+                                        {"_id": 1}) is not None
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         """Chronological: `seq - 1`, no query when the caller's comment carries its number.
