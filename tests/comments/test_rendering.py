@@ -131,8 +131,10 @@ def test_an_anonymous_visitor_sees_each_change_at_once(client, topic, alice, mak
     comment = services.comment_create(topic=topic, author=alice, text="first words")
     url = f"/t/{topic.slug}/"
     assert "first words" in client.get(url).content.decode()
-    services.comment_like(topic=topic, comment_id=comment.id, user=make_user("bob"))
+    bob = make_user("bob")
+    services.comment_like(topic=topic, comment_id=comment.id, user=bob)
     assert "1 like" in client.get(url).content.decode()
+    services.comment_create(topic=topic, author=bob, text="an answer", parent=comment.id)  # keeps its placeholder
     services.comment_edit(topic=topic, comment_id=comment.id, text="second words", user=alice)
     html = client.get(url).content.decode()
     assert "second words" in html and "first words" not in html
