@@ -2,10 +2,11 @@
 
 Status masking: a `deleted` comment is a tombstone for everyone (text and html "", no
 author); a `removed` comment is shown to everyone but staff as a "[removed]"
-placeholder without text, author or likers; an `author_only` comment (seeds/004_d286869db7b63c27.txt
+placeholder without text, author or likers while a reply that is not removed hangs from it,
+and is left out of the page when none does (`_lone_removed`); an `author_only` comment (seeds/004_d286869db7b63c27.txt
 "self-visible") shows its text only to its author and to staff, a placeholder to
-others. Placeholders keep their place, so counts, pages and thread shapes are the
-same for every viewer.
+others. Placeholders keep their place, so counts, page numbers and thread shapes are the
+same for every viewer (a page without its lone removed comments is that much shorter).
 
 "In reply to @name": a reply stores its parent's author's name (`reply_to`) when it is
 posted. A reader shows it only while the viewer may see the parent: never for a deleted
@@ -175,8 +176,9 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     named = with_reply_names(page.items + pinned, discussion_id=topic.discussion_id, viewer=viewer,
                              moderated=page.extra.get("moderated", True))
     shown = len(page.items)
+    gone = _lone_removed(topic, page.items, viewer)
     named = masked(named, viewer)
-    page.items, pinned = named[:shown], named[shown:]
+    page.items, pinned = [c for c in named[:shown] if c.id not in gone], named[shown:]
     liked: set[str] = set()
     if viewer is not None and getattr(viewer, "is_authenticated", False) and page.items:
         liked = CommentLikeManager().liked_ids(
@@ -184,6 +186,23 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
         )
     page.extra = {**page.extra, "order": order, "liked": liked, "pinned": pinned}
     return page
+
+
+def _lone_removed(topic, items: list[Comment], viewer) -> set[str]:
+    """Ids of the removed comments of a page (as stored) that `viewer` may not read and below
+    which every reply, at any depth, is removed too (or there is none): such a comment is left
+    out of the page rather than shown as a "[removed]" placeholder (spam, posted here or
+    imported, shows visitors nothing). A removed comment with any other reply below it keeps its
+    placeholder, so the thread reads as a thread: whatever a page shows has every ancestor shown.
+    A reply on the page answers without a query (its `path` names its ancestors); the others
+    cost the strategy's `shown_below` each, only for removed comments on the page."""
+    removed = [c for c in items if c.status == REMOVED and not can_see(c, viewer)]
+    if not removed:
+        return set()
+    held_up = {ancestor for c in items if c.status != REMOVED for ancestor in c.path.split("/")[:-1]}
+    manager = comment_manager(topic)
+    return {c.id for c in removed if c.id not in held_up and not manager.shown_below(
+        discussion_id=topic.discussion_id, comment_id=c.id, threaded=is_threaded(topic))}
 
 
 def _newest_page(topic, request: PageRequest, cursor: str | None = None) -> Page[Comment]:

@@ -11,13 +11,22 @@ what a visitor may see (post, edit, delete, status change), one task keyed by th
 comment's id that derives the entry from the comment as stored (`upsert` of `entry()`):
 idempotent, retried, and rebuilt per topic by `manage.py comments_search_rebuild`.
 
-Words (`w`) are the comment's distinct normalised words (NFKC, case-folded, 2 to 40
-letters or digits, at most MAX_WORDS): a multikey index on (w, s, p, _id) answers
+Words (`w`) are the STEMS of the comment's distinct normalised words (NFKC, case-folded,
+2 to 40 letters or digits, at most MAX_WORDS), by the Snowball English stemmer
+(`snowballstemmer`), so "bucket", "buckets" and "Bucket's" are one entry word; a query's
+words are stemmed the same way (`forms`). A multikey index on (w, s, p, _id) answers
 "comments with word W, visible, newest first" as one index range; further query words
-are checked on the documents that range yields. The query leads with its longest word
+are checked on the documents that range yields. The query leads with its longest stem
 (usually the rarest); a one-word page examines page_size + 1 keys, a several-word page at
 most SCAN_LIMIT (then it hands out a cursor from where it stopped, even when short).
 The same plan on mongomock and on a server: no $text (the embedded engine has none).
+
+An index written before stemming holds the words as written. Until `manage.py
+comments_search_rebuild` (or `integrity --repair`, which sees such entries as drift) has
+rewritten it, a query word whose stem differs from it also looks the word up as typed:
+`w $in [stem, word]`, two ranges merged in index order (MongoDB's SORT_MERGE, no
+in-memory sort), so an old entry is found by every word it was found by before. On a
+rebuilt index the second range is empty (an entry holds stems only).
 
 Status (`s`) is the comment's CURRENT status: a search only returns `visible` comments,
 so a removed, hidden, pending or deleted comment drops out of search the moment its
@@ -29,10 +38,12 @@ The topic feed (`latest`) reads (d, s, p) newest first: one index range, `limit`
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
+import snowballstemmer
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReplaceOne
 
 from core.managers import MongoManager
@@ -45,6 +56,8 @@ EXCERPT = 280
 TIE_ROOM = 8  # comments of one millisecond a cursor page may have to step over
 SCAN_LIMIT = 1000  # entries of the leading word a several-word search examines per page, at most
 _WORD = re.compile(r"[^\W_]{2,40}")
+STEMMER_LANGUAGE = "english"
+_local = threading.local()  # a Snowball stemmer object keeps state while it stems: one per thread
 
 
 def words(text: str, limit: int = MAX_WORDS) -> list[str]:
@@ -55,6 +68,26 @@ def words(text: str, limit: int = MAX_WORDS) -> list[str]:
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def stem(word: str) -> str:
+    """The Snowball stem of one normalised word (`words`): "buckets" and "bucket" give "bucket"."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer(STEMMER_LANGUAGE)
+    return stemmer.stemWord(word)
+
+
+def stems(text: str, limit: int = MAX_WORDS) -> list[str]:
+    """Distinct stems of the words of `text` (what a search entry stores), in order of first appearance."""
+    return list(dict.fromkeys(stem(word) for word in words(text, limit=limit)))
+
+
+def forms(word: str) -> tuple[str, ...]:
+    """What a query word matches in the index: its stem, and the word as typed when that differs
+    (an entry written before stemming holds the words as written)."""
+    stemmed = stem(word)
+    return (stemmed,) if stemmed == word else (stemmed, word)
 
 
 @dataclass(frozen=True)
@@ -96,7 +129,7 @@ class CommentSearchManager(MongoManager):
         """A comment's search document (without `_id`); `g` marks a guest author (no account)."""
         plain = markdown_to_text(text or "")  # the words a reader sees, not `**` and link syntax
         excerpt = plain if len(plain) <= EXCERPT else plain[: EXCERPT - 1].rstrip() + "…"
-        return {"d": int(discussion_id), "c": comment_id, "w": words(text), "s": status, "p": posted,
+        return {"d": int(discussion_id), "c": comment_id, "w": stems(text), "s": status, "p": posted,
                 "a": author, "x": excerpt, "h": html or "", **({"g": True} if guest else {})}
 
     def upsert(self, *, discussion_id: int, comment_id: str, text: str, html: str, author: str, posted: datetime,
@@ -173,8 +206,9 @@ class CommentSearchManager(MongoManager):
 
     def search(self, *, terms: list[str], limit: int,
                before: tuple[datetime, str] | None = None) -> tuple[list[Hit], Hit | None]:
-        """Visible comments holding every term, newest first, after the keyset `before`
-        (posted, _id) of the previous page: one index range on the longest term.
+        """Visible comments holding every term (a normalised word, matched by its stem), newest
+        first, after the keyset `before` (posted, _id) of the previous page: one index range on
+        the longest stem (two merged in index order while an entry may predate stemming).
 
         Returns (hits, resume). One word: the range yields exactly the hits (`limit` keys).
         Several words: the other words are checked on the leading word's entries, at most
@@ -184,9 +218,13 @@ class CommentSearchManager(MongoManager):
         (the page may be short, even empty, and still have a next one)."""
         if not terms:
             return [], None
-        lead = max(terms, key=len)
-        rest = [t for t in terms if t != lead]
-        query: dict = {"w": lead, "s": VISIBLE}
+        wanted: dict[str, list[str]] = {}  # stem -> its forms: "bucket buckets" is one word
+        for term in terms:
+            alternatives = wanted.setdefault(stem(term), [])
+            alternatives += [form for form in forms(term) if form not in alternatives]
+        lead = max(wanted, key=len)
+        rest = [alternatives for word, alternatives in wanted.items() if word != lead]
+        query: dict = {"w": lead if len(wanted[lead]) == 1 else {"$in": wanted[lead]}, "s": VISIBLE}
         room = 0
         if before is not None:
             # One index range from the cursor's time down; the few documents of that same
@@ -209,7 +247,8 @@ class CommentSearchManager(MongoManager):
                     continue
                 examined += 1
                 last = doc
-                if all(t in doc.get("w", ()) for t in rest):
+                entry_words = doc.get("w", ())
+                if all(any(f in entry_words for f in alternatives) for alternatives in rest):
                     found.append(doc)
                     if len(found) == int(limit):
                         return self._hits(found), None

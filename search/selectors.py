@@ -16,7 +16,7 @@ from comments.selectors import comment_statuses
 from core import cursors
 from core.errors import InvalidInput
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest, PastTheLastPage
-from search.managers import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, words
+from search.managers import MAX_QUERY_WORDS, VISIBLE, CommentSearchManager, Hit, forms, words
 from topics.models import Topic
 
 MAX_QUERY_LENGTH = 200
@@ -38,14 +38,19 @@ def search_terms(q) -> list[str]:
 
 
 def topic_search(*, q, viewer, request: PageRequest) -> Page:
-    """Topics `viewer` may see whose title, summary or body holds every word (the Django
+    """Topics `viewer` may see whose title, summary or body holds every word or its stem (the Django
     database; a page-numbered list like every topic list). Everyone gets live topics;
     editors also get drafts and scheduled topics, which the pages and the API mark
     (`status`, `publish_at`), as everywhere else an editor looks."""
     terms = search_terms(q)
     condition = Q()
     for term in terms:
-        condition &= Q(title__icontains=term) | Q(summary__icontains=term) | Q(body__icontains=term)
+        # The word as typed or its stem ("buckets" finds "bucket"; a stem is the shared
+        # beginning of its forms, so "bucket" already found "buckets" by containment).
+        either = Q()
+        for form in forms(term):
+            either |= Q(title__icontains=form) | Q(summary__icontains=form) | Q(body__icontains=form)
+        condition &= either
     topics = Topic.objects.visible_to(viewer).filter(condition).select_related("author").prefetch_related("tags")
     page = Page(items=[], count=topics.count(), page=request.page, page_size=request.page_size)
     if request.page > page.num_pages:

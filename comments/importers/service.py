@@ -340,6 +340,9 @@ class _Writer:
         topic = self.topic_for(thread)
         manager = comment_manager(topic) if topic is not None else None
         threaded = is_threaded(topic) if topic is not None else False
+        # Comments appended after the discussion's own take their place by their time afterwards
+        # (order_by_time): only needed where the discussion had comments before this thread's.
+        had = manager.count(discussion_id=topic.pk) if manager is not None and not self.dry_run else 0
         placed: OrderedDict[str, _Placed] = OrderedDict()
         waiting: dict[str, list[dict]] = {}  # parent source id -> replies read before it
         chunk: list[dict] = []
@@ -363,6 +366,8 @@ class _Writer:
                 chunk.append(doc)
         waiting.clear()
         flush()
+        if had and report.imported > before[0]:
+            manager.order_by_time(discussion_id=topic.pk, threaded=threaded)
         self.progress(f"thread {thread['key']} -> topic {topic.slug if topic else '(a new draft)'}: "
                       f"{report.imported - before[0]} imported, {report.already - before[1]} already there")
 

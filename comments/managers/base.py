@@ -30,7 +30,9 @@ Invariants every strategy keeps (the contract suite in tests/contract checks the
   `position()` of a chronological comment is `seq - 1`. (Two processes posting in one
   millisecond still get distinct, ordered numbers.) A writer that dies between taking
   its number and storing the comment leaves a hole: that page is one comment short;
-  positions and counts stay right.
+  positions and counts stay right. An import appends comments older than the stored ones
+  with the next numbers, then `order_by_time()` deals the numbers out again in posting
+  order, so chronological order stays posting order.
 - `page()` costs a small constant number of round trips whatever the page number
   and the discussion size, and returns the total count with the page: the total comes
   from a counter kept with the writes, never from counting documents.
@@ -326,6 +328,13 @@ class CommentManager(MongoManager, abc.ABC):
     def thread(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> list[Comment]:
         """The comment and all its descendants, in threaded (`sort_key`) order; [] if unknown."""
 
+    def shown_below(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> bool:
+        """Whether a reply to the comment, at any depth, is anything but `removed` (a removed
+        comment keeps its placeholder only for such a reply's sake: comments.selectors). From
+        `thread()`; the document strategy answers it with one indexed probe."""
+        return any(c.status != REMOVED for c in self.thread(discussion_id=discussion_id, comment_id=comment_id,
+                                                               threaded=threaded)[1:])
+
     @abc.abstractmethod
     def count(self, *, discussion_id: int) -> int:
         """How many comments the discussion holds (every status)."""
@@ -434,6 +443,16 @@ class CommentManager(MongoManager, abc.ABC):
                 exc.stored = index
                 raise
         return len(comments)
+
+    def order_by_time(self, *, discussion_id: int, threaded: bool = False) -> int:
+        """Renumber the discussion so that chronological order is posting order again (`posted`,
+        then the present number) after comments older than some stored ones were appended (an
+        import into a discussion that already had comments): the numbers in use are handed out
+        anew in that order (a hole stays a hole), and what derives from them (anchors, ranks) is
+        rebuilt. Returns how many comments took another number. Idempotent; a comment posted
+        meanwhile takes a number above every stored one, as it would have. The default: a
+        strategy whose numbers already follow `posted` has nothing to do."""
+        return 0
 
     # --- repairs of the counter and `seq` (manage.py integrity) -------------------------
 

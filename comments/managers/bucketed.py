@@ -465,6 +465,42 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         head = self.discussions.find_one({"_id": discussion_id}, {"ranked": 1})
         return bool(head and head.get("ranked"))
 
+    def order_by_time(self, *, discussion_id, threaded=False):
+        """Chronological pages are buckets of `size` numbers: every bucket is read, the numbers in
+        use dealt out again in posting order, and each bucket whose elements change is set to its
+        new elements by an update guarded by the `count` it read (a post meanwhile pushes into the
+        last bucket and makes the guard miss: read and deal again, from what is stored then; the
+        same set of numbers means the same buckets). Then the ranks take the new numbers."""
+        _, size = self._meta(discussion_id, read=False)
+        for _ in range(5):
+            docs = list(self.buckets.find({"discussion_id": discussion_id}).sort("bucket", ASCENDING))
+            elements = [e for doc in docs for e in doc.get("comments", [])]
+            numbers = sorted(int(e["seq"]) for e in elements)
+            ordered = sorted(elements, key=lambda e: (e["posted"], int(e["seq"])))
+            changed = sum(1 for e, n in zip(ordered, numbers, strict=True) if int(e["seq"]) != n)
+            if not changed:
+                return 0
+            placed: dict[int, list[dict]] = {}
+            for element, number in zip(ordered, numbers, strict=True):
+                placed.setdefault(bucket_of(number, size), []).append({**element, "seq": number})
+            missed = False
+            for doc in docs:
+                new = placed.get(doc["bucket"], [])
+                if [(e["id"], e["seq"]) for e in new] == [(e["id"], e["seq"]) for e in doc.get("comments", [])]:
+                    continue
+                done = self.buckets.update_one(
+                    {"_id": doc["_id"], "discussion_id": discussion_id, "bucket": doc["bucket"], "count": doc.get("count")},
+                    {"$set": {"comments": new, "count": len(new)}})
+                if not done.matched_count:
+                    missed = True
+                    break
+            if not missed:
+                break
+        else:
+            raise RuntimeError(f"discussion {discussion_id} kept changing while it was being put in posting order")
+        self._rank_backfill(discussion_id)
+        return changed
+
     def _rank_backfill(self, discussion_id: int) -> None:
         """Ranks of a discussion stored before ranks existed, then its `ranked` flag (ranks.py):
         a maintenance read of every bucket, once per discussion."""

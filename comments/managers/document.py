@@ -43,7 +43,7 @@ Invariants:
 from __future__ import annotations
 
 from bson.int64 import Int64
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
@@ -55,6 +55,7 @@ from comments.managers.base import (
     FORGOTTEN,
     HOT,
     HOT_PINNED,
+    REMOVED,
     THREADED,
     VISIBLE,
     Comment,
@@ -493,6 +494,36 @@ class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
         below = {"$gte": full_slug + "/", "$lt": full_slug + "0"}  # "0" sorts right after "/"
         cursor = self.collection.find({"discussion_id": discussion_id, "full_slug": below})
         return [self._from_document(root)] + [self._from_document(doc) for doc in cursor.sort(_SORTS[THREADED])]
+
+    def order_by_time(self, *, discussion_id, threaded=False):
+        """Chronological pages are `seq` ranges: every comment's (posted, seq) read on the
+        (discussion_id, seq) index, the numbers in use dealt out again in posting order, one
+        bulk of `$set seq` for the comments whose number changes. The anchors (threaded page
+        numbers, built on `seq`) are dropped first and rebuilt after."""
+        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "posted": 1})
+                    .sort("seq", ASCENDING).hint("discussion_seq"))
+        numbers = [int(doc.get("seq", 0)) for doc in docs]
+        ordered = sorted(docs, key=lambda doc: (doc["posted"], int(doc.get("seq", 0))))
+        changes = [UpdateOne({"_id": doc["_id"], "discussion_id": discussion_id}, {"$set": {"seq": number}})
+                   for doc, number in zip(ordered, numbers, strict=True) if int(doc.get("seq", 0)) != number]
+        if not changes:
+            return 0
+        self._forget_anchors(discussion_id)
+        self.collection.bulk_write(changes, ordered=False)
+        self._forget_anchors(discussion_id)  # and any a refresh built meanwhile from the old numbers
+        self.anchors_refresh(discussion_id=discussion_id)
+        return len(changes)
+
+    def shown_below(self, *, discussion_id, comment_id, threaded=False):
+        """One probe of the sub-thread's range on (discussion_id, full_slug): the first reply at
+        any depth that is not removed (it stops there; the comment itself is read for its `full_slug`)."""
+        root = self.collection.find_one(self._key(discussion_id, comment_id), {"full_slug": 1})
+        if root is None:
+            return False
+        full_slug = root["full_slug"]
+        below = {"$gte": full_slug + "/", "$lt": full_slug + "0"}  # "0" sorts right after "/"
+        return self.collection.find_one({"discussion_id": discussion_id, "full_slug": below, "status": {"$ne": REMOVED}},
+                                        {"_id": 1}) is not None
 
     def position(self, *, discussion_id, comment, order, threaded=False):
         """Chronological: `seq - 1`, no query when the caller's comment carries its number.

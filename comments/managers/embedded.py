@@ -729,6 +729,39 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             items.append(from_element(element, discussion_id) if ok else None)
         return found, items
 
+    def order_by_time(self, *, discussion_id, threaded=False):
+        """A nested discussion is already in posting order (its chronological order sorts the
+        elements by `posted`), but its ranks were numbered as comments were appended. A flat one
+        numbers by array position: the array is sorted by (posted, position) in one update
+        guarded by the count it read (a post meanwhile makes it match nothing: read and sort
+        again). Then the ranks whose number differs are numbered anew (`_rank_backfill`, which
+        rebuilds the anchors too)."""
+        moved = 0
+        for _ in range(5):
+            doc = self._load(discussion_id, {"layout": 1, "count": 1, "comments": 1}, read=False)
+            if doc is None:
+                return 0
+            if doc.get("layout") == NESTED:
+                break
+            elements = list(doc.get("comments") or [])
+            order = sorted(range(len(elements)), key=lambda i: (elements[i]["posted"], i))
+            moved = sum(1 for place, i in enumerate(order) if place != i)
+            if not moved:
+                break
+            done = self.collection.update_one({"_id": discussion_id, "count": doc.get("count")},
+                                              {"$set": {"comments": [elements[i] for i in order]}})
+            if done.matched_count:
+                break
+        else:
+            raise RuntimeError(f"discussion {discussion_id} kept changing while it was being put in posting order")
+        doc = self._load(discussion_id, read=False)
+        numbered = self._comments(doc, CHRONOLOGICAL, discussion_id) if doc is not None else []
+        ranked = {r["_id"]: r.get("seq") for r in self.ranks.find({"discussion_id": discussion_id}, {"seq": 1})}
+        renumbered = sum(1 for c in numbered if ranked.get(self.rank_id(discussion_id, c.id)) != c.seq)
+        if renumbered:
+            self._rank_backfill(discussion_id)
+        return max(moved, renumbered)
+
     def _ranks_complete(self, discussion_id: int) -> bool:
         head = self.collection.find_one({"_id": discussion_id}, {"ranked": 1})
         return head is not None and int(head.get("ranked") or 0) >= RANKS_VERSION

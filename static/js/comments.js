@@ -31,7 +31,7 @@
       if (!button) return;
       var kids = descendants(article);
       button.hidden = kids.length === 0;
-      if (kids.length) button.textContent = button.getAttribute("aria-expanded") === "false" ? "Expand (" + kids.length + ")" : "Collapse";
+      if (kids.length) labelCollapse(button, kids.length);
     });
   }
 
@@ -41,7 +41,13 @@
     var kids = descendants(article);
     kids.forEach(function (kid) { kid.hidden = open; });
     button.setAttribute("aria-expanded", open ? "false" : "true");
-    button.textContent = open ? "Expand (" + kids.length + ")" : "Collapse";
+    labelCollapse(button, kids.length);
+  }
+
+  /* The button's text, beside its icon (the button keeps its <svg>: only the label changes). */
+  function labelCollapse(button, count) {
+    var label = button.querySelector(".label") || button;
+    label.textContent = button.getAttribute("aria-expanded") === "false" ? "Expand (" + count + ")" : "Collapse";
   }
 
   function showError(form, message) {

@@ -150,7 +150,9 @@ def test_delete_leaves_no_trace(world, mode):
                                                               threaded=comment_services.is_threaded(topic))
         assert stored.status == status and stored.text == "" and stored.html == "" and stored.author.name == ""
         page = api(bob).get(f"/api/topics/{topic.slug}/comments/").json()
-        assert page["count"] == 3 and [c["id"] for c in page["results"]].count(cid) == 1
+        # in its place (a removed one only while a reply hangs from it: the threaded topics' answer)
+        shown = 1 if mode == "tombstone" or topic.comment_order == "threaded" else 0
+        assert page["count"] == 3 and [c["id"] for c in page["results"]].count(cid) == shown
     # Search, feeds and notifications of the others.
     assert api().get("/api/search/?q=xylophonic&kind=comments").json()["comments"]["results"] == []
     for user in (bob, carol):

@@ -172,12 +172,18 @@ def test_like_and_unlike_through_the_form(topic, alice, make_user):
     assert csrf_client().post(like_url, {"action": "like"}).status_code == 403
 
 
-def test_removed_comment_is_a_placeholder_on_the_page(client, make_topic, alice, editor):
+def test_removed_comment_is_a_placeholder_on_the_page_only_for_its_replies(client, make_topic, alice, editor):
     topic = make_topic("document", "threaded")
     comment = services.comment_create(topic=topic, author=alice, text="rude words")
     services.comment_status_store(topic=topic, comment_id=comment.id, status="removed")
     html = client.get(f"/t/{topic.slug}/").content.decode()
-    assert "rude words" not in html and "[removed]" in html and "1 comment" in html
+    # no reply: not even a placeholder (the count still counts it)
+    assert "rude words" not in html and "[removed]" not in html and "1 comment" in html
+    answered = services.comment_create(topic=topic, author=alice, text="rude again")
+    services.comment_create(topic=topic, author=editor, text="an answer", parent=answered.id)
+    services.comment_status_store(topic=topic, comment_id=answered.id, status="removed")
+    html = client.get(f"/t/{topic.slug}/").content.decode()
+    assert "rude" not in html and html.count("[removed]") == 1 and "an answer" in html
     client.force_login(editor)
     assert "rude words" in client.get(f"/t/{topic.slug}/").content.decode()
 

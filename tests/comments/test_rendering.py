@@ -131,11 +131,27 @@ def test_an_anonymous_visitor_sees_each_change_at_once(client, topic, alice, mak
     comment = services.comment_create(topic=topic, author=alice, text="first words")
     url = f"/t/{topic.slug}/"
     assert "first words" in client.get(url).content.decode()
-    services.comment_like(topic=topic, comment_id=comment.id, user=make_user("bob"))
+    bob = make_user("bob")
+    services.comment_like(topic=topic, comment_id=comment.id, user=bob)
     assert "1 like" in client.get(url).content.decode()
+    services.comment_create(topic=topic, author=bob, text="an answer", parent=comment.id)  # keeps its placeholder
     services.comment_edit(topic=topic, comment_id=comment.id, text="second words", user=alice)
     html = client.get(url).content.decode()
     assert "second words" in html and "first words" not in html
     services.comment_status_store(topic=topic, comment_id=comment.id, status=REMOVED)
     html = client.get(url).content.decode()
     assert "second words" not in html and "[removed]" in html
+
+
+def test_the_edited_time_is_relative_and_the_lru_follows_it_as_it_passes(topic):
+    rendering.forget()
+    comment = Comment(id="abc1", discussion_id=1, parent=None, path="abc1", depth=0, sort_key="k",
+                      author=Author(id=1, name="alice"), text="t", html="<p>t</p>", posted=NOW - timedelta(days=3),
+                      edited=NOW)
+    shown = []
+    for later in (timedelta(seconds=0), timedelta(minutes=2)):  # "3 days ago" both times; the edit ages
+        with mock.patch.object(humanize, "datetime", _Frozen), mock.patch.object(_Frozen, "instant", NOW + later):
+            direct = _render(DIRECT, topic, comment)
+            assert _render(CACHED, topic, comment) == direct
+            shown.append(direct)
+    assert 'title="' in shown[0] and ">now</time>" in shown[0] and ">2\xa0minutes ago</time>" in shown[1]

@@ -60,6 +60,57 @@ def test_every_api_operation_is_in_docs_api():
     assert missing == []
 
 
+def _entries(doc: str) -> dict[tuple[str, str], str]:
+    """The endpoint lines of docs/api.md's code blocks, by (method, normalised path): each entry's
+    own line and the indented lines that continue it."""
+    entries: dict[tuple[str, str], str] = {}
+    current: list[tuple[str, str]] = []
+    for block in doc.split("```")[1::2]:
+        for line in block.splitlines():
+            found = re.findall(METHODS + r"\s+(/api/[^\s?]+)", line)
+            if found and re.match(METHODS, line):
+                current = [(m, _normalised(path)) for methods, path in found for m in methods.split("|")]
+            elif not line.startswith(" "):
+                current = []
+            for key in current:
+                entries[key] = entries.get(key, "") + "\n" + line
+    return entries
+
+
+def _body_schema(schema: dict, operation: dict) -> dict:
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    ref = body.get("$ref")
+    return schema["components"]["schemas"][ref.rsplit("/", 1)[-1]] if ref else body
+
+
+@pytest.mark.django_db
+def test_every_query_parameter_its_values_and_every_required_field_are_in_docs_api():
+    """Each operation's entry in docs/api.md names every query parameter of the schema (and each
+    value of one that takes a fixed set, such as `order`) and every required body field."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    entries = _entries((ROOT / "docs" / "api.md").read_text())
+    missing, checked = [], 0
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            key = (method.upper(), _normalised(path))
+            if path == "/api/schema/" or key[0] not in {"GET", "POST", "PUT", "PATCH", "DELETE"}:
+                continue
+            entry = entries.get(key) or entries.get(("PATCH", key[1]) if key[0] == "PUT" else key, "")
+            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
+            wanted = []
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query":
+                    wanted.append(parameter["name"])
+                    wanted += [str(v) for v in parameter.get("schema", {}).get("enum", []) if v not in ("", None)]
+            wanted += _body_schema(schema, operation).get("required", [])
+            checked += len(wanted)
+            missing += [f"{key[0]} {path}: {name}" for name in wanted if name not in words]
+    assert checked > 40  # the walk above found the schema's parameters and fields
+    assert missing == [], "\n".join(missing)
+
+
 def _layout_folders(text: str) -> list[str]:
     """The folders of the first code block of a page: lines that start with `name/`."""
     block = text.split("```", 2)[1]

@@ -1,5 +1,7 @@
 """Notifications: who is told what, grouping, unread counter, pages, read state, visibility."""
 
+import re
+
 import pytest
 from django.core import mail
 
@@ -161,7 +163,9 @@ def test_bell_page_and_mark_read_page(people, make_topic, client):
     assert 'href="/notifications/"' in home and '<span class="badge">1</span>' in home
     page = client.get("/notifications/").content.decode()
     assert "replied to your comment" in page and "Bells &lt;b&gt;" in page and "<b>" not in page.split("Bells")[1][:10]
-    assert '<span class="meta">now</span>' in page and "0 minutes" not in page  # naturaltime, not "0 minutes ago"
+    # naturaltime, not "0 minutes ago", with the absolute time in the <time> element
+    assert re.search(r'<span class="meta"><time datetime="[^"]+" title="[^"]+">now</time></span>', page)
+    assert "0 minutes" not in page
     client.post("/notifications/read/")
     assert selectors.unread_count(user=ana) == 0
     assert client.get("/notifications/?cursor=bad!").status_code == 302

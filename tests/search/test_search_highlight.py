@@ -1,5 +1,7 @@
 """Search in the header and matched words highlighted: escaped first, then <mark>; no HTML injection."""
 
+import re
+
 import pytest
 
 from comments.services import comment_create
@@ -9,8 +11,10 @@ pytestmark = pytest.mark.django_db
 
 
 def test_highlight_marks_whole_words_case_and_width_insensitively():
-    assert highlight("Zucchini in July, zucchinis later", "ZUCCHINI july") == \
-        "<mark>Zucchini</mark> in <mark>July</mark>, zucchinis later"
+    assert highlight("Zucchini in July, zucchinish later", "ZUCCHINI july") == \
+        "<mark>Zucchini</mark> in <mark>July</mark>, zucchinish later"
+    # every form of the word, as the index matches by stem
+    assert highlight("one zucchini, two zucchinis", "zucchinis") == "one <mark>zucchini</mark>, two <mark>zucchinis</mark>"
     assert highlight("ｚｕｃｃｈｉｎｉ", "zucchini") == "<mark>ｚｕｃｃｈｉｎｉ</mark>"  # NFKC, as the index compares
     assert highlight("nothing here", "") == "nothing here"
 
@@ -39,3 +43,11 @@ def test_search_page_highlights_and_the_header_has_a_search_box(client, make_top
     assert 'value="Zucchini"' in html
     html = client.get("/search/?q=%3Cb%3Egrew").content.decode()
     assert "&lt;b&gt;<mark>grew</mark>" in html and "<b>grew" not in html
+
+
+def test_search_results_show_relative_times_with_the_absolute_time_in_the_time_element(client, make_topic, make_user):
+    topic = make_topic("document", title="Growing zucchini")
+    comment_create(topic=topic, author=make_user("ana"), text="zucchini again")
+    html = client.get("/search/?q=zucchini").content.decode()
+    card = html[html.index("<h2>Comments</h2>"):]
+    assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT[^"]+" title="[^"]+ UTC">now</time>', card), card

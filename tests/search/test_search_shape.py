@@ -71,7 +71,10 @@ def test_a_search_page_examines_a_page_at_any_size_and_depth(counter, make_topic
         assert not _problems(m), (key, _problems(m))
         search = _search_plans(m)
         assert len(search) == 1, (key, m.plans)  # one MongoDB query on the search index per page
-        assert "IXSCAN word_status_newest" in search[0]["plan"] and "SORT" not in search[0]["plan"], (key, search)
+        # "needle" stems to "needl": the stem's range and the word's as typed (an entry written
+        # before stemming) merged in index order (SORT_MERGE), never a blocking SORT
+        plan = search[0]["plan"]
+        assert "IXSCAN word_status_newest" in plan and "SORT" not in plan.replace("SORT_MERGE", ""), (key, search)
         # a page, its look-ahead, and on a cursor page the room for same-millisecond ties
         bound = PAGE + SLACK + (0 if key[1] == "first" else 8)
         assert 0 < search[0]["keys_examined"] <= bound and search[0]["docs_examined"] <= bound, (key, search)
