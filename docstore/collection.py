@@ -85,6 +85,62 @@ def _show(value):
     return repr(value)
 
 
+def _equality_fields(filter) -> set | None:
+    """The fields of a filter that is a single equality or an AND of equalities (`{a: v}`,
+    `{a: {$eq: v}}`, `$and` of those), or None when it is anything else."""
+    fields = set()
+    for key, value in filter.items():
+        if key == "$and" and isinstance(value, list | tuple) and value:
+            for clause in value:
+                inner = _equality_fields(clause) if isinstance(clause, Mapping) else None
+                if inner is None:
+                    return None
+                fields |= inner
+        elif key.startswith("$"):
+            return None
+        elif isinstance(value, Mapping) and value and any(str(k).startswith("$") for k in value):
+            if set(value) != {"$eq"}:
+                return None
+            fields.add(key)
+        else:
+            fields.add(key)
+    return fields
+
+
+def _retryable_upsert(filter, update, replace, exc: DuplicateKeyError) -> bool:
+    """MongoDB's rule for an upsert that fails with a duplicate key (manual, db.collection.update(),
+    "Upsert with Duplicate Values"): the server retries it as an update only when the duplicate
+    came from a unique index whose fields are exactly the fields of the query's equality
+    predicates (one equality, or an AND of them) and the update does not modify those fields.
+    Any other duplicate is the E11000 error (keyPattern, keyValue) of the index it came from."""
+    fields = _equality_fields(filter)
+    key_pattern = (exc.details or {}).get("keyPattern") or {}
+    if not fields or set(key_pattern) != fields:
+        return False
+    if replace:  # a replacement keeps `_id`; any other field it must hold with the same value
+        return all(f == "_id" or ("." not in f and update.get(f, _MISSING) == _equality_value(filter, f))
+                   for f in fields)
+    touched = S.modified_paths(update)
+    if touched is None:
+        return False
+    return not any(p == f or p.startswith(f + ".") or f.startswith(p + ".") for p in touched for f in fields)
+
+
+def _equality_value(filter, field):
+    for key, value in filter.items():
+        if key == "$and":
+            for clause in value:
+                found = _equality_value(clause, field)
+                if found is not _MISSING:
+                    return found
+        elif key == field:
+            return value["$eq"] if isinstance(value, Mapping) and set(value) == {"$eq"} else value
+    return _MISSING
+
+
+_MISSING = object()
+
+
 class Collection:
     def __init__(self, database, name: str):
         self.database = database
@@ -357,23 +413,11 @@ class Collection:
             try:
                 with self._store.transaction(True) as conn:
                     self._insert_doc(conn, self._ensure(conn), new)
-            except DuplicateKeyError:
-                if self._retryable_upsert(filter):
-                    continue  # server: an upsert on a unique index's equality is retried as an update
+            except DuplicateKeyError as exc:
+                if _retryable_upsert(filter, update, replace, exc):
+                    continue  # server: retried as an update, which now finds the document that won
                 raise
             return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
-
-    def _retryable_upsert(self, filter) -> bool:
-        """Server rule (since 4.2): a duplicate key error of an upsert is retried when the filter is an
-        equality on every field of a unique index (and on nothing else)."""
-        fields = {k for k, v in filter.items() if not k.startswith("$") and not (isinstance(v, dict) and v and
-                                                                                all(str(x).startswith("$") for x in v)
-                                                                                and set(v) != {"$eq"})}
-        if set(filter) != fields:
-            return False
-        info = self._info()
-        uniques = [("_id",)] + [i.fields for i in (info.indexes.values() if info else []) if i.unique]
-        return any(set(u) == fields for u in uniques)
 
     def _replacement(self, old, replacement):
         new = S.naive(dict(replacement))

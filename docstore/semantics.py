@@ -82,6 +82,25 @@ def _update_paths(update) -> list[str]:
     return paths
 
 
+def modified_paths(update) -> list[str] | None:
+    """The paths an update (operators or a pipeline) may modify; None when it may modify any
+    (a pipeline stage that replaces the root, or one not read here)."""
+    if not isinstance(update, list):
+        return _update_paths(update)
+    paths = []
+    for stage in update:
+        if not isinstance(stage, dict) or len(stage) != 1:
+            return None
+        name, spec = next(iter(stage.items()))
+        if name in ("$set", "$addFields") and isinstance(spec, dict):
+            paths.extend(spec)
+        elif name in ("$unset",):
+            paths.extend([spec] if isinstance(spec, str) else list(spec or []))
+        else:
+            return None
+    return paths
+
+
 def check_update_paths(update) -> None:
     """Server rule: no two operators (or renames) of one update touch the same path or a path and its prefix."""
     paths = sorted(_update_paths(update))

@@ -54,7 +54,6 @@ _JSON = JSONOptions(json_mode=JSONMode.RELAXED, document_class=dict, tz_aware=Tr
 
 # Spec tests the embedded engine fails today, with the cause. A strict xfail each: fixing the
 # engine turns the test into an XPASS, which fails the run until its row leaves this table.
-HANG_UPSERT = "an upsert retried forever on another unique index's duplicate key"
 COLLATION = 'collation ignored'
 LET = 'let: a Python KeyError'
 MERGE = '$merge not implemented'
@@ -136,7 +135,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server':
         SET_FIELD,
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
-    'findOneAndUpdate-errorResponse.json::findOneAndUpdate DuplicateKey error is accessible': HANG_UPSERT,
     'findOneAndUpdate-errorResponse.json::findOneAndUpdate document validation errInfo is accessible': COLLMOD,
     'findOneAndUpdate-let.json::findOneAndUpdate with let option': LET,
     'replaceOne-collation.json::ReplaceOne when one document matches with collation': COLLATION,
