@@ -23,9 +23,11 @@ from pymongo.errors import (
 )
 from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 
+from docstore import collation as C
 from docstore import keys as K
 from docstore import planner as P
 from docstore import semantics as S
+from docstore import variables as V
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
 from docstore.storage import IndexInfo, add_generation, lacks_generation, new_generation
@@ -83,6 +85,18 @@ def _show(value):
     if value is None:
         return "null"
     return repr(value)
+
+
+# Stages after the query that compare no strings: they may follow a query run under a collation.
+_COLLATION_FREE_STAGES = frozenset({"$project", "$addFields", "$set", "$unset", "$skip", "$limit", "$count", "$out"})
+
+
+def _no_update_sort(sort) -> None:
+    """`sort` in an update statement (updateOne, replaceOne) is MongoDB 8.0's; a 7.0 server's command
+    parser refuses the unknown field (code 40415 IDLUnknownField), as this engine, which reports 7.0, does."""
+    if sort is not None:
+        msg = "BSON field 'update.updates.sort' is an unknown field."
+        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
 
 
 def _equality_fields(filter) -> set | None:
@@ -203,7 +217,10 @@ class Collection:
         for key in kwargs:
             if key not in ("no_cursor_timeout", "max_time_ms", "allow_disk_use", "comment", "collation", "let"):
                 raise TypeError(f"find() got an unexpected keyword argument {key!r}")
-        return Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        if filter is not None and isinstance(filter, Mapping):
+            filter = V.in_filter(filter, V.bind(kwargs.get("let")))
+        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        return cursor.collation(kwargs["collation"]) if kwargs.get("collation") is not None else cursor
 
     def find_one(self, filter=None, *args, **kwargs):
         if filter is not None and not isinstance(filter, Mapping):
@@ -215,12 +232,12 @@ class Collection:
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept).run()
 
-    def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, **kwargs):
+    def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, collation=None, **kwargs):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
         with self._store.transaction(False) as conn:
             docs, _, _ = self._query(conn, Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint,
-                                                 count_only=True))
+                                                 count_only=True, collation=C.parse(collation)))
         return len(docs)
 
     def estimated_document_count(self, **kwargs):
@@ -230,9 +247,10 @@ class Collection:
                 return 0
             return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
 
-    def distinct(self, key, filter=None, session=None, **kwargs):
+    def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
+        collation = C.parse(collation)
         with self._store.transaction(False) as conn:
-            docs, _, _ = self._query(conn, Query(filter or {}, None, 0, 0, frozenset({key})))
+            docs, _, _ = self._query(conn, Query(filter or {}, None, 0, 0, frozenset({key}), collation=collation))
         seen, out = set(), []
         for doc in docs:
             values, _ = K.values_at(doc, key)
@@ -242,22 +260,29 @@ class Collection:
                     continue
                 if value is K.UNDEFINED:
                     continue
-                enc = K.encode(value)
+                # Under a collation, values whose keys are equal are one value (the first found is returned).
+                enc = K.encode(collation.document(value) if collation is not None else value)
                 if enc not in seen:
                     seen.add(enc)
                     out.append(value)
         return [self._out(v) for v in out]
 
-    def aggregate(self, pipeline, session=None, **kwargs):
+    def aggregate(self, pipeline, session=None, collation=None, let=None, **kwargs):
         pipeline = list(pipeline)
         for stage in pipeline:
             if not isinstance(stage, Mapping) or len(stage) != 1:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
+        pipeline = V.in_pipeline(pipeline, V.bind(let))
+        collation = C.parse(collation)
         head = P.pipeline_head(pipeline)
+        if collation is not None and any(next(iter(s)) not in _COLLATION_FREE_STAGES for s in head.rest):
+            raise C.refuse("a non-simple collation for the stages after the first $match and $sort is not implemented "
+                           "by the embedded engine")
         first = S.leading_project(head.rest)
         with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
             docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
-                                                 distinct=head.distinct, raw=first is not None))
+                                                 distinct=head.distinct, raw=first is not None,
+                                                 collation=collation))
             result = list(S.run_pipeline(docs, self.database, head.rest, first))
         return CommandCursor([self._out(d) for d in result])
 
@@ -375,10 +400,15 @@ class Collection:
         return InsertManyResult(ids, True)
 
     def _update(self, filter, update, *, upsert=False, multi=False, replace=False, sort=None, array_filters=None,
-                hint=None, command="update"):
+                hint=None, command="update", collation=None, let=None):
         """One update command: {n, nModified, upserted, updatedExisting} and the documents before and after."""
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
+        variables = V.bind(let)
+        filter = V.in_filter(filter, variables)
+        if isinstance(update, list):
+            update = V.in_pipeline(update, variables)
+        collation = C.parse(collation)
         if array_filters:
             raise NotImplementedError("arrayFilters are not supported by the embedded engine")
         self.database._expire_if_due()
@@ -391,7 +421,8 @@ class Collection:
         while True:
             with self._store.transaction(True) as conn:
                 info = self._info()
-                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                     collation=collation))
                 if docs or not upsert:
                     n = modified = 0
                     befores, afters = [], []
@@ -452,28 +483,35 @@ class Collection:
 
     def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
+        _no_update_sort(sort)
         raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
-                                 sort=_sort_list(sort))
+                                 collation=collation, let=let)
         return UpdateResult(raw, True)
 
     def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
                     collation=None, hint=None, session=None, let=None, comment=None):
-        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint)
+        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint,
+                                 collation=collation, let=let)
         return UpdateResult(raw, True)
 
     def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
                     hint=None, session=None, let=None, sort=None, comment=None):
-        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, sort=_sort_list(sort))
+        _no_update_sort(sort)
+        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, collation=collation,
+                                 let=let)
         return UpdateResult(raw, True)
 
-    def _delete(self, filter, *, multi, sort=None, hint=None, command="delete"):
+    def _delete(self, filter, *, multi, sort=None, hint=None, command="delete", collation=None, let=None):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
+        filter = V.in_filter(filter, V.bind(let))
+        collation = C.parse(collation)
         self.database.client.cluster.check_write(self, filter, multi=multi, upsert=False, command=command)
         self.database._expire_if_due()
         with self._store.transaction(True) as conn:
             info = self._info()
-            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                 collation=collation))
             for doc in docs:
                 id_key = K.encode(doc["_id"])
                 rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
@@ -482,26 +520,32 @@ class Collection:
         return docs
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        return DeleteResult({"n": len(self._delete(filter, multi=False, hint=hint)), "ok": 1.0}, True)
+        docs = self._delete(filter, multi=False, hint=hint, collation=collation, let=let)
+        return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
     def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        return DeleteResult({"n": len(self._delete(filter, multi=True, hint=hint)), "ok": 1.0}, True)
+        docs = self._delete(filter, multi=True, hint=hint, collation=collation, let=let)
+        return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
-    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, **kwargs):
-        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify")
+    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
+                            let=None, **kwargs):
+        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
+                            collation=collation, let=let)
         return self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
 
     def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
-                             return_document=ReturnDocument.BEFORE, hint=None, session=None, **kwargs):
+                             return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
+                             **kwargs):
         raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
-                                            hint=hint, command="findAndModify")
+                                            hint=hint, command="findAndModify", collation=collation, let=let)
         return self._returned(befores, afters, projection, return_document)
 
     def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
-                            **kwargs):
+                            collation=None, let=None, **kwargs):
         raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
-                                            array_filters=array_filters, hint=hint, command="findAndModify")
+                                            array_filters=array_filters, hint=hint, command="findAndModify",
+                                            collation=collation, let=let)
         return self._returned(befores, afters, projection, return_document)
 
     def _returned(self, befores, afters, projection, return_document):
@@ -517,6 +561,10 @@ class Collection:
             raise InvalidOperation("No operations to execute")
         result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
                   "nModified": 0, "nRemoved": 0, "upserted": []}
+        let = kwargs.get("let")
+        for request in requests:
+            if type(request).__name__ in ("UpdateOne", "ReplaceOne"):
+                _no_update_sort(getattr(request, "_sort", None))  # the whole command is refused, as by a server
         for n, request in enumerate(requests):
             kind = type(request).__name__
             try:
@@ -527,7 +575,7 @@ class Collection:
                     raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
                                              multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
                                              array_filters=getattr(request, "_array_filters", None),
-                                             sort=_sort_list(getattr(request, "_sort", None)), hint=request._hint)
+                                             hint=request._hint, collation=request._collation, let=let)
                     if raw["upserted"] is not None:
                         result["nUpserted"] += 1
                         result["upserted"].append({"index": n, "_id": raw["upserted"]})
@@ -536,7 +584,7 @@ class Collection:
                         result["nModified"] += raw["nModified"]
                 elif kind in ("DeleteOne", "DeleteMany"):
                     result["nRemoved"] += len(self._delete(request._filter, multi=kind == "DeleteMany",
-                                                           hint=request._hint))
+                                                           hint=request._hint, collation=request._collation, let=let))
                 else:
                     raise TypeError(f"{request!r} is not a valid request")
             except DocumentTooLarge as exc:
@@ -714,6 +762,7 @@ class Cursor:
         self._sort = sort
         self._batch_size = batch_size
         self._hint = hint
+        self._collation = None
         self._results = None
         self._stream = None
         self._executor = None
@@ -761,8 +810,8 @@ class Cursor:
         return self
 
     def collation(self, collation):
-        if collation:
-            raise NotImplementedError("collations are not supported by the embedded engine")
+        self._check()
+        self._collation = C.parse(collation)
         return self
 
     def allow_disk_use(self, _allow):
@@ -777,7 +826,7 @@ class Cursor:
         limit = abs(self._limit)
         return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
                      self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection),
-                     cut=self._projection if cut_plan(self._projection) is not None else None)
+                     cut=self._projection if cut_plan(self._projection) is not None else None, collation=self._collation)
 
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
@@ -870,8 +919,10 @@ class Cursor:
         raise TypeError("index must be an int")
 
     def clone(self):
-        return Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
-                      self._batch_size, self._hint)
+        clone = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
+                       self._batch_size, self._hint)
+        clone._collation = self._collation
+        return clone
 
     def rewind(self):
         self._finish()

@@ -54,11 +54,9 @@ _JSON = JSONOptions(json_mode=JSONMode.RELAXED, document_class=dict, tz_aware=Tr
 
 # Spec tests the embedded engine fails today, with the cause. A strict xfail each: fixing the
 # engine turns the test into an XPASS, which fails the run until its row leaves this table.
-COLLATION = 'collation ignored'
-LET = 'let: a Python KeyError'
+EXPR_MISSING = '$expr on a missing field: a Python KeyError (mongomock)'
 MERGE = '$merge not implemented'
 ARRAY_FILTERS = 'arrayFilters not implemented'
-UPDATE_SORT = 'sort on an update accepted at 7.0'
 REPLACE_WITH = '$replaceWith not implemented'
 SET_FIELD = '$setField not implemented'
 PIPELINE_ID = 'an update pipeline replacing the root drops _id'
@@ -68,9 +66,6 @@ VIEWS = 'views (viewOn) ignored'
 COLLMOD = 'collMod (validators) not implemented'
 
 EXPECTED_FAILURES: dict[str, str] = {
-    'aggregate-collation.json::Aggregate with collation': COLLATION,
-    'aggregate-let.json::Aggregate with let option': LET,
-    'aggregate-let.json::Aggregate to collection with let option': LET,
     'aggregate-merge-errorResponse.json::aggregate $merge DuplicateKey error is accessible': MERGE,
     'aggregate-merge.json::Aggregate with $merge': MERGE,
     'aggregate-merge.json::Aggregate with $merge and batch size of 0': MERGE,
@@ -80,28 +75,19 @@ EXPECTED_FAILURES: dict[str, str] = {
     'bulkWrite-arrayFilters.json::BulkWrite updateOne with arrayFilters': ARRAY_FILTERS,
     'bulkWrite-arrayFilters.json::BulkWrite updateMany with arrayFilters': ARRAY_FILTERS,
     'bulkWrite-arrayFilters.json::BulkWrite with arrayFilters': ARRAY_FILTERS,
-    'bulkWrite-collation.json::BulkWrite with delete operations and collation': COLLATION,
-    'bulkWrite-collation.json::BulkWrite with update operations and collation': COLLATION,
-    'bulkWrite-deleteMany-let.json::BulkWrite deleteMany with let option': LET,
-    'bulkWrite-deleteOne-let.json::BulkWrite deleteOne with let option': LET,
-    'bulkWrite-replaceOne-let.json::BulkWrite replaceOne with let option': LET,
-    'bulkWrite-replaceOne-sort.json::BulkWrite replaceOne with sort option unsupported (server-side error)': UPDATE_SORT,
     'bulkWrite-updateMany-dots_and_dollars.json::Updating document to set top-level dollar-prefixed key on 5.0+ server':
         REPLACE_WITH,
     'bulkWrite-updateMany-dots_and_dollars.json::Updating document to set top-level dotted key on 5.0+ server': REPLACE_WITH,
     'bulkWrite-updateMany-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server':
         SET_FIELD,
     'bulkWrite-updateMany-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
-    'bulkWrite-updateMany-let.json::BulkWrite updateMany with let option': LET,
     'bulkWrite-updateOne-dots_and_dollars.json::Updating document to set top-level dollar-prefixed key on 5.0+ server':
         REPLACE_WITH,
     'bulkWrite-updateOne-dots_and_dollars.json::Updating document to set top-level dotted key on 5.0+ server': REPLACE_WITH,
     'bulkWrite-updateOne-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server':
         SET_FIELD,
     'bulkWrite-updateOne-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
-    'bulkWrite-updateOne-let.json::BulkWrite updateOne with let option': LET,
     'bulkWrite-updateOne-pipeline.json::UpdateOne in bulk write using pipelines': PIPELINE_ID,
-    'bulkWrite-updateOne-sort.json::BulkWrite updateOne with sort option unsupported (server-side error)': UPDATE_SORT,
     'create-null-ids.json::inserting _id with type null via insertOne': TYPE_NULL,
     'create-null-ids.json::inserting _id with type null via insertMany': TYPE_NULL,
     'create-null-ids.json::inserting _id with type null via updateOne': TYPE_NULL,
@@ -110,58 +96,35 @@ EXPECTED_FAILURES: dict[str, str] = {
     'create-null-ids.json::inserting _id with type null via bulkWrite': TYPE_NULL,
     'db-aggregate.json::Aggregate with $listLocalSessions': DB_AGGREGATE,
     'db-aggregate.json::Aggregate with $listLocalSessions and allowDiskUse': DB_AGGREGATE,
-    'deleteMany-collation.json::DeleteMany when many documents match with collation': COLLATION,
-    'deleteMany-let.json::deleteMany with let option': LET,
-    'deleteOne-collation.json::DeleteOne when many documents matches with collation': COLLATION,
-    'deleteOne-let.json::deleteOne with let option': LET,
-    'distinct-collation.json::Distinct with a collation': COLLATION,
+    'deleteMany-let.json::deleteMany with let option': EXPR_MISSING,
     'estimatedDocumentCount.json::estimatedDocumentCount works correctly on views': VIEWS,
-    'find-collation.json::Find with a collation': COLLATION,
-    'find-let.json::Find with let option': LET,
-    'findOneAndDelete-collation.json::FindOneAndDelete when one document matches with collation': COLLATION,
-    'findOneAndDelete-let.json::findOneAndDelete with let option': LET,
-    'findOneAndReplace-collation.json::FindOneAndReplace when one document matches with collation'
-    ' returning the document after modification':
-        COLLATION,
-    'findOneAndReplace-let.json::findOneAndReplace with let option': LET,
     'findOneAndUpdate-arrayFilters.json::FindOneAndUpdate when no document matches arrayFilters': ARRAY_FILTERS,
     'findOneAndUpdate-arrayFilters.json::FindOneAndUpdate when one document matches arrayFilters': ARRAY_FILTERS,
     'findOneAndUpdate-arrayFilters.json::FindOneAndUpdate when multiple documents match arrayFilters': ARRAY_FILTERS,
-    'findOneAndUpdate-collation.json::FindOneAndUpdate when many documents match with collation'
-    ' returning the document before modification':
-        COLLATION,
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set top-level dollar-prefixed key on 5.0+ server': REPLACE_WITH,
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set top-level dotted key on 5.0+ server': REPLACE_WITH,
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server':
         SET_FIELD,
     'findOneAndUpdate-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
     'findOneAndUpdate-errorResponse.json::findOneAndUpdate document validation errInfo is accessible': COLLMOD,
-    'findOneAndUpdate-let.json::findOneAndUpdate with let option': LET,
-    'replaceOne-collation.json::ReplaceOne when one document matches with collation': COLLATION,
-    'replaceOne-let.json::ReplaceOne with let option': LET,
-    'replaceOne-sort.json::replaceOne with sort option unsupported (server-side error)': UPDATE_SORT,
     'updateMany-arrayFilters.json::UpdateMany when no documents match arrayFilters': ARRAY_FILTERS,
     'updateMany-arrayFilters.json::UpdateMany when one document matches arrayFilters': ARRAY_FILTERS,
     'updateMany-arrayFilters.json::UpdateMany when multiple documents match arrayFilters': ARRAY_FILTERS,
-    'updateMany-collation.json::UpdateMany when many documents match with collation': COLLATION,
     'updateMany-dots_and_dollars.json::Updating document to set top-level dollar-prefixed key on 5.0+ server': REPLACE_WITH,
     'updateMany-dots_and_dollars.json::Updating document to set top-level dotted key on 5.0+ server': REPLACE_WITH,
     'updateMany-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server': SET_FIELD,
     'updateMany-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
-    'updateMany-let.json::updateMany with let option': LET,
+    'updateMany-let.json::updateMany with let option': EXPR_MISSING,
     'updateOne-arrayFilters.json::UpdateOne when no document matches arrayFilters': ARRAY_FILTERS,
     'updateOne-arrayFilters.json::UpdateOne when one document matches arrayFilters': ARRAY_FILTERS,
     'updateOne-arrayFilters.json::UpdateOne when multiple documents match arrayFilters': ARRAY_FILTERS,
     'updateOne-arrayFilters.json::UpdateOne when no documents match multiple arrayFilters': ARRAY_FILTERS,
     'updateOne-arrayFilters.json::UpdateOne when one document matches multiple arrayFilters': ARRAY_FILTERS,
-    'updateOne-collation.json::UpdateOne when one document matches with collation': COLLATION,
     'updateOne-dots_and_dollars.json::Updating document to set top-level dollar-prefixed key on 5.0+ server': REPLACE_WITH,
     'updateOne-dots_and_dollars.json::Updating document to set top-level dotted key on 5.0+ server': REPLACE_WITH,
     'updateOne-dots_and_dollars.json::Updating document to set dollar-prefixed key in embedded doc on 5.0+ server': SET_FIELD,
     'updateOne-dots_and_dollars.json::Updating document to set dotted key in embedded doc on 5.0+ server': SET_FIELD,
-    'updateOne-let.json::UpdateOne with let option': LET,
     'updateOne-pipeline.json::UpdateOne using pipelines': PIPELINE_ID,
-    'updateOne-sort.json::updateOne with sort option unsupported (server-side error)': UPDATE_SORT,
 }
 
 

@@ -5,7 +5,8 @@ the same rules from the drivers' side).
 Every test opens its own temporary store (docstore.Client without a path)."""
 
 import pytest
-from pymongo.errors import DuplicateKeyError
+from pymongo import UpdateOne
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 import docstore
 from tests.docstore.spec_runner import OPERATION_TIMEOUT, _Deadline
@@ -29,3 +30,63 @@ def test_an_upsert_colliding_on_another_unique_index_is_e11000_of_that_index(cli
     with _Deadline(OPERATION_TIMEOUT), pytest.raises(DuplicateKeyError):
         coll.find_one_and_update({"_id": 2}, {"$set": {"x": "foo"}}, upsert=True)
     assert list(coll.find()) == [{"_id": 1, "x": "foo"}]
+
+
+def test_sort_in_an_update_statement_is_an_unknown_field_at_7_0(client):
+    """`sort` for updateOne/replaceOne came with MongoDB 8.0; the engine reports 7.0, whose update
+    command refuses the unknown field (40415) and changes nothing."""
+    coll = client["t"]["c"]
+    coll.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": 2}])
+    assert client.server_info()["versionArray"][:2] == [7, 0]
+    for call in (lambda: coll.update_one({}, {"$inc": {"x": 10}}, sort={"_id": -1}),
+                 lambda: coll.replace_one({}, {"x": 0}, sort={"_id": -1}),
+                 lambda: coll.bulk_write([UpdateOne({}, {"$inc": {"x": 10}}, sort={"_id": -1})])):
+        with pytest.raises(OperationFailure) as refused:
+            call()
+        assert refused.value.code == 40415 and "sort" in str(refused.value)
+    assert list(coll.find()) == [{"_id": 1, "x": 1}, {"_id": 2, "x": 2}]
+    assert coll.find_one_and_update({}, {"$inc": {"x": 10}}, sort={"_id": -1})["_id"] == 2  # findAndModify's sort
+
+
+def test_a_collation_is_applied_or_refused_never_ignored(client):
+    coll = client["t"]["c"]
+    coll.create_index("x")
+    coll.insert_many([{"_id": 1, "x": "ping"}, {"_id": 2, "x": "PING"}, {"_id": 3, "x": "píng"}, {"_id": 4, "x": "pong"}])
+    strength = {n: {"locale": "en_US", "strength": n} for n in (1, 2, 3)}
+    assert [d["_id"] for d in coll.find({"x": "Ping"}, collation=strength[2])] == [1, 2]
+    assert [d["_id"] for d in coll.find({"x": "Ping"}).collation(strength[1])] == [1, 2, 3]
+    assert [d["_id"] for d in coll.find({"x": "PING"}, collation=strength[3])] == [2]
+    assert coll.count_documents({"x": {"$in": ["PING"]}}, collation=strength[2]) == 2
+    assert coll.distinct("x", collation=strength[1]) == ["ping", "pong"]
+    assert coll.distinct("x", collation=strength[2]) == ["ping", "píng", "pong"]
+    assert [d["_id"] for d in coll.find({}, sort=[("x", 1), ("_id", 1)], collation=strength[3])] == [1, 2, 3, 4]
+    assert coll.update_many({"x": "ping"}, {"$set": {"y": 1}}, collation=strength[2]).matched_count == 2
+    assert coll.delete_one({"x": "PONG"}, collation=strength[2]).deleted_count == 1
+    assert list(coll.aggregate([{"$match": {"x": "PíNG"}}, {"$project": {"_id": 1}}], collation=strength[2])) == \
+        [{"_id": 3}]
+    for unsupported in ({"locale": "fr"}, {"locale": "en_US", "numericOrdering": True},
+                        {"locale": "en_US", "strength": 4}):
+        with pytest.raises(OperationFailure) as refused:
+            coll.find_one({"x": "ping"}, collation=unsupported)
+        assert refused.value.code == 238
+    with pytest.raises(OperationFailure) as bad:
+        coll.update_one({"x": "ping"}, {"$set": {"y": 2}}, collation={"strength": 2})
+    assert bad.value.code == 2
+    with pytest.raises(OperationFailure) as refused:
+        coll.find_one({"x": {"$regex": "^p"}}, collation=strength[2])
+    assert refused.value.code == 238
+    assert coll.find_one({"x": "ping"}, collation={"locale": "simple"})["_id"] == 1
+
+
+def test_let_binds_variables_in_expr_and_pipelines(client):
+    coll = client["t"]["c"]
+    coll.insert_many([{"_id": 1, "name": "a"}, {"_id": 2, "name": "b"}])
+    assert [d["_id"] for d in coll.find({"$expr": {"$eq": ["$_id", "$$id"]}}, let={"id": 2})] == [2]
+    coll.update_one({"$expr": {"$eq": ["$name", "$$n"]}}, [{"$set": {"x": "$$x"}}], let={"n": "a", "x": "foo"})
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "name": "a", "x": "foo"}
+    assert list(coll.aggregate([{"$match": {"$expr": {"$eq": ["$_id", "$$id"]}}}, {"$project": {"_id": 0, "v": "$$v"}}],
+                               let={"id": 1, "v": {"$literal": "$lit"}})) == [{"v": "$lit"}]
+    assert coll.delete_many({"$expr": {"$eq": ["$_id", "$$id"]}}, let={"id": 1}).deleted_count == 1
+    with pytest.raises(OperationFailure) as bad:
+        coll.find_one({}, let={"Upper": 1})
+    assert bad.value.code == 16870
