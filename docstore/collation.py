@@ -106,8 +106,8 @@ class Collation:
 
 def parse(collation) -> Collation | None:
     """The collation an operation asked for: None for none or the simple collation."""
-    if collation is None:
-        return None
+    if collation is None or isinstance(collation, Collation):
+        return collation
     if hasattr(collation, "document"):  # pymongo.collation.Collation
         collation = collation.document
     if not isinstance(collation, Mapping):

@@ -205,6 +205,30 @@ class Collection:
     def _info(self):
         return self._store.collection(self.name)
 
+    def _view(self):
+        """(the collection a view reads, the whole pipeline it applies) for a view (MongoDB manual,
+        "Views": read-only, its pipeline run on every read, views on views resolved), else None."""
+        info = self._info()
+        if info is None or "viewOn" not in info.options:
+            return None
+        pipeline, source, seen = list(info.options.get("pipeline") or []), info.options["viewOn"], {self.name}
+        while True:
+            if source in seen:
+                raise OperationFailure("View cycle detected", 159, {"code": 159, "codeName": "ViewDepthLimitExceeded"})
+            seen.add(source)
+            inner = self._store.collection(source)
+            if inner is None or "viewOn" not in inner.options:
+                return self.database[source], pipeline
+            pipeline = list(inner.options.get("pipeline") or []) + pipeline
+            source = inner.options["viewOn"]
+
+    def _writable(self):
+        """A write on a view is refused (code 166 CommandNotSupportedOnView), as by a server."""
+        if self._view() is not None:
+            msg = f"Namespace {self.full_name} is a view, not a collection"
+            raise OperationFailure(msg, 166, {"ok": 0.0, "errmsg": msg, "code": 166,
+                                              "codeName": "CommandNotSupportedOnView"})
+
     def _out(self, doc):
         if type(doc) is Aware:
             return dict(doc)  # decoded as the reader sees it (Executor.fetch)
@@ -232,25 +256,44 @@ class Collection:
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept).run()
 
+    def _read(self, q: Query) -> list:
+        """The documents a query answers, in one read transaction; on a view, through its pipeline."""
+        with self._store.transaction(False) as conn:
+            view = self._view()
+            if view is None:
+                return self._query(conn, q)[0]
+        return self._through_view(view, q)
+
+    @staticmethod
+    def _through_view(view, q: Query) -> list:
+        """A query on a view: the view's pipeline, then the query as stages (MongoDB manual, "Views":
+        a find on a view is an aggregation on the collection it reads)."""
+        source, pipeline = view
+        stages = [{"$match": q.filter}] if q.filter else []
+        stages += [{"$sort": dict(q.sort)}] if q.sort else []
+        stages += [{"$skip": q.skip}] if q.skip else []
+        stages += [{"$limit": q.limit}] if q.limit else []
+        return list(source.aggregate(pipeline + stages, collation=q.collation))
+
     def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, collation=None, **kwargs):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
-        with self._store.transaction(False) as conn:
-            docs, _, _ = self._query(conn, Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint,
-                                                 count_only=True, collation=C.parse(collation)))
-        return len(docs)
+        return len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
+                                    collation=C.parse(collation))))
 
     def estimated_document_count(self, **kwargs):
         with self._store.transaction(False) as conn:
+            view = self._view()
             info = self._info()
-            if info is None or not info.materialized:
-                return 0
-            return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
+            if view is None:
+                if info is None or not info.materialized:
+                    return 0
+                return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
+        return self.count_documents({})  # server: the count command on a view runs its pipeline
 
     def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
         collation = C.parse(collation)
-        with self._store.transaction(False) as conn:
-            docs, _, _ = self._query(conn, Query(filter or {}, None, 0, 0, frozenset({key}), collation=collation))
+        docs = self._read(Query(filter or {}, None, 0, 0, frozenset({key}), collation=collation))
         seen, out = set(), []
         for doc in docs:
             values, _ = K.values_at(doc, key)
@@ -280,10 +323,14 @@ class Collection:
                            "by the embedded engine")
         first = S.leading_project(head.rest)
         with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
-            docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
-                                                 distinct=head.distinct, raw=first is not None,
-                                                 collation=collation))
-            result = list(S.run_pipeline(docs, self.database, head.rest, first))
+            view = self._view()
+            if view is None:
+                docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
+                                                     distinct=head.distinct, raw=first is not None,
+                                                     collation=collation))
+                result = list(S.run_pipeline(docs, self.database, head.rest, first))
+        if view is not None:  # a view's pipeline, then this one, on the collection it reads
+            return view[0].aggregate(view[1] + pipeline, collation=collation)
         return CommandCursor([self._out(d) for d in result])
 
     # --- writes ------------------------------------------------------------------------------------
@@ -296,7 +343,9 @@ class Collection:
         return data
 
     def _declare(self, conn):
-        """The write transaction's own copy of the collection's catalog entry (created if new)."""
+        """The write transaction's own copy of the collection's catalog entry (created if new); a view
+        is refused."""
+        self._writable()
         return self._store.create_collection(conn, self.name)
 
     def _ensure(self, conn):
@@ -420,6 +469,7 @@ class Collection:
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         while True:
             with self._store.transaction(True) as conn:
+                self._writable()
                 info = self._info()
                 docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
                                                      collation=collation))
@@ -509,6 +559,7 @@ class Collection:
         self.database.client.cluster.check_write(self, filter, multi=multi, upsert=False, command=command)
         self.database._expire_if_due()
         with self._store.transaction(True) as conn:
+            self._writable()
             info = self._info()
             docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
                                                  collation=collation))
@@ -833,6 +884,13 @@ class Cursor:
         if self._results is None:
             store = self.collection._store
             self._conn, catalog = store.open_read()
+            info = catalog.get(self.collection.name)
+            if info is not None and "viewOn" in info.options:
+                store.close_read(self._conn)
+                self._conn = None
+                docs = self.collection._through_view(self.collection._view(), self._query())
+                self._results = [S.project(d, self._projection) for d in docs]
+                return self._results
             try:
                 self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
                 self._executor.start()

@@ -90,3 +90,39 @@ def test_let_binds_variables_in_expr_and_pipelines(client):
     with pytest.raises(OperationFailure) as bad:
         coll.find_one({}, let={"Upper": 1})
     assert bad.value.code == 16870
+
+
+def test_a_view_reads_through_its_pipeline_and_refuses_writes(client):
+    db = client["t"]
+    db["c"].insert_many([{"_id": 1, "x": 1, "k": "a"}, {"_id": 2, "x": 2, "k": "b"}, {"_id": 3, "x": 3, "k": "a"}])
+    db.create_collection("v", viewOn="c", pipeline=[{"$match": {"x": {"$gte": 2}}}])
+    db.create_collection("vv", viewOn="v", pipeline=[{"$project": {"k": 1}}])
+    v = db["v"]
+    assert v.estimated_document_count() == 2 and v.count_documents({"k": "a"}) == 1
+    assert [d["_id"] for d in v.find({}, sort=[("_id", -1)])] == [3, 2]
+    assert v.find_one({"k": "b"}, {"_id": 0, "x": 1}) == {"x": 2}
+    assert sorted(v.distinct("k")) == ["a", "b"]
+    assert list(db["vv"].find({}, sort=[("_id", 1)])) == [{"_id": 2, "k": "b"}, {"_id": 3, "k": "a"}]
+    assert list(v.aggregate([{"$group": {"_id": None, "n": {"$sum": "$x"}}}])) == [{"_id": None, "n": 5}]
+    assert {c["name"]: c["type"] for c in db.list_collections()} == {"c": "collection", "v": "view", "vv": "view"}
+    for write in (lambda: v.insert_one({"x": 9}), lambda: v.update_one({}, {"$set": {"x": 0}}),
+                  lambda: v.delete_many({}), lambda: v.create_index("x")):
+        with pytest.raises(OperationFailure) as refused:
+            write()
+        assert refused.value.code == 166
+    assert db["c"].count_documents({}) == 3
+    for options, code in (({"capped": True, "size": 4096}, 238), ({"bogus": 1}, 40415)):
+        with pytest.raises(OperationFailure) as refused:
+            db.create_collection("other", **options)
+        assert refused.value.code == code
+    assert "other" not in db.list_collection_names()
+
+
+def test_a_database_aggregation_makes_documents_or_refuses_server_state(client):
+    db = client["t"]
+    assert list(db.aggregate([{"$documents": [{"x": 1}, {"x": 2}, {"x": 3}]}, {"$match": {"x": {"$gte": 2}}},
+                              {"$project": {"_id": 0, "y": {"$multiply": ["$x", 10]}}}])) == [{"y": 20}, {"y": 30}]
+    for pipeline, code in (([{"$listLocalSessions": {}}], 238), ([{"$match": {}}], 73)):
+        with pytest.raises(OperationFailure) as refused:
+            db.aggregate(pipeline)
+        assert refused.value.code == code
