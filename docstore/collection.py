@@ -27,6 +27,7 @@ from docstore import collation as C
 from docstore import keys as K
 from docstore import planner as P
 from docstore import semantics as S
+from docstore import update as U
 from docstore import variables as V
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
@@ -91,6 +92,18 @@ def _show(value):
 _COLLATION_FREE_STAGES = frozenset({"$project", "$addFields", "$set", "$unset", "$skip", "$limit", "$count", "$out"})
 
 
+def _check_id(value) -> None:
+    """Server rules for a stored `_id`: not an array (code 2), and no `$`-prefixed field inside a
+    document `_id` (code 53 InvalidIdField)."""
+    if isinstance(value, list):
+        raise WriteError("can't use an array for _id", 2, {"code": 2, "codeName": "BadValue"})
+    if isinstance(value, Mapping):
+        for key in value:
+            if str(key).startswith("$"):
+                msg = f"_id fields may not contain '$'-prefixed fields: {key} is not valid for storage."
+                raise WriteError(msg, 53, {"code": 53, "codeName": "InvalidIdField", "errmsg": msg})
+
+
 def _no_update_sort(sort) -> None:
     """`sort` in an update statement (updateOne, replaceOne) is MongoDB 8.0's; a 7.0 server's command
     parser refuses the unknown field (code 40415 IDLUnknownField), as this engine, which reports 7.0, does."""
@@ -134,7 +147,7 @@ def _retryable_upsert(filter, update, replace, exc: DuplicateKeyError) -> bool:
     if replace:  # a replacement keeps `_id`; any other field it must hold with the same value
         return all(f == "_id" or ("." not in f and update.get(f, _MISSING) == _equality_value(filter, f))
                    for f in fields)
-    touched = S.modified_paths(update)
+    touched = U.modified_paths(update)
     if touched is None:
         return False
     return not any(p == f or p.startswith(f + ".") or f.startswith(p + ".") for p in touched for f in fields)
@@ -412,8 +425,7 @@ class Collection:
             raise TypeError("document must be an instance of dict")
         if "_id" not in document:
             document["_id"] = ObjectId()
-        if isinstance(document.get("_id"), list):
-            raise WriteError("can't use an array for _id", 2, {"code": 2})
+        _check_id(document.get("_id"))
         return S.naive(dict(document))
 
     def insert_one(self, document, bypass_document_validation=False, session=None, **kwargs):
@@ -458,13 +470,11 @@ class Collection:
         if isinstance(update, list):
             update = V.in_pipeline(update, variables)
         collation = C.parse(collation)
-        if array_filters:
-            raise NotImplementedError("arrayFilters are not supported by the embedded engine")
         self.database._expire_if_due()
         if replace:
             S.validate_replacement(update)
         else:
-            S.validate_update(update)
+            S.validate_update(update, array_filters)
         rules = self.database.client.cluster
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         while True:
@@ -478,7 +488,7 @@ class Collection:
                     befores, afters = [], []
                     for old in docs:
                         new = self._replacement(old, update) if replace else S.apply_update(
-                            old, S.naive(filter), update, was_insert=False, stored=True)
+                            old, S.naive(filter), update, was_insert=False, stored=True, array_filters=array_filters)
                         n += 1
                         befores.append(old)
                         afters.append(new)
@@ -490,7 +500,7 @@ class Collection:
             # Nothing matched: the upsert inserts, in its own step (a server's upserts race).
             if upsert_race_hook is not None:
                 upsert_race_hook(self, filter)
-            new = self._upsert_doc(filter, update, replace)
+            new = self._upsert_doc(filter, update, replace, array_filters)
             try:
                 with self._store.transaction(True) as conn:
                     self._insert_doc(conn, self._ensure(conn), new)
@@ -507,13 +517,14 @@ class Collection:
                              f"to _id: {new['_id']!r}", 66, {"code": 66})
         return {"_id": old["_id"], **{k: v for k, v in new.items() if k != "_id"}}
 
-    def _upsert_doc(self, filter, update, replace):
+    def _upsert_doc(self, filter, update, replace, array_filters=None):
         seed = S.upsert_seed(S.naive(filter), update)
         if replace:
             new = {**({"_id": seed["_id"]} if "_id" in seed else {}), **S.naive(dict(update))}
         else:
-            new = S.apply_update(seed, S.naive(filter), update, was_insert=True) if not isinstance(update, list) \
-                else S.apply_update(seed, {}, update, was_insert=True)
+            new = S.apply_update(seed, S.naive(filter), update, was_insert=True, array_filters=array_filters) \
+                if not isinstance(update, list) else S.apply_update(seed, {}, update, was_insert=True)
+        _check_id(new.get("_id"))
         if "_id" not in new:
             new = {"_id": ObjectId(), **new}
         elif next(iter(new)) != "_id":

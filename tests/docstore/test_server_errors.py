@@ -126,3 +126,71 @@ def test_a_database_aggregation_makes_documents_or_refuses_server_state(client):
         with pytest.raises(OperationFailure) as refused:
             db.aggregate(pipeline)
         assert refused.value.code == code
+
+
+def _code(call):
+    with pytest.raises(OperationFailure) as failed:
+        call()
+    return failed.value.code
+
+
+def test_add_to_set_each_adds_each_value_once(client):
+    coll = client["t"]["c"]
+    coll.insert_one({"_id": 1, "tags": ["b"]})
+    coll.update_one({"_id": 1}, {"$addToSet": {"tags": {"$each": ["a", "b", "a", {"k": 1}, {"k": 1}]}}})
+    assert coll.find_one({"_id": 1})["tags"] == ["b", "a", {"k": 1}]
+
+
+def test_positional_operators_follow_the_query_and_the_array_filters(client):
+    coll = client["t"]["c"]
+    coll.insert_one({"_id": 1, "a": [1, 2, 3], "d": [{"k": 1, "v": 0}, {"k": 2, "v": 0}]})
+    coll.update_one({"a": 2}, {"$set": {"a.$": 20}})  # an array of scalars
+    coll.update_one({"d.k": 2}, {"$set": {"d.$.v": 5, "d.$.k": 3}})  # `$` found before either field changes
+    assert coll.find_one({"_id": 1}, {"_id": 0}) == {"a": [1, 20, 3], "d": [{"k": 1, "v": 0}, {"k": 3, "v": 5}]}
+    assert _code(lambda: coll.update_one({"_id": 1}, {"$set": {"a.$": 0}})) == 2  # the query did not touch `a`
+    coll.update_one({"_id": 1}, {"$inc": {"a.$[]": 1}})
+    coll.update_one({"_id": 1}, {"$set": {"a.$[big]": 0, "d.$[e].v": 9}},
+                    array_filters=[{"big": {"$gt": 10}}, {"e.k": 1}])
+    assert coll.find_one({"_id": 1}, {"_id": 0}) == {"a": [2, 0, 4], "d": [{"k": 1, "v": 9}, {"k": 3, "v": 5}]}
+    assert _code(lambda: coll.update_one({"_id": 1}, {"$set": {"a.$[x]": 0}}, array_filters=[])) == 2
+    assert _code(lambda: coll.update_one({"_id": 1}, {"$set": {"a.0": 0}}, array_filters=[{"x": 1}])) == 9
+    assert _code(lambda: coll.update_one({"_id": 1}, {"$set": {"d.0.k.$[]": 0}})) == 2  # not an array
+    assert coll.find_one({"_id": 1}, {"_id": 0}) == {"a": [2, 0, 4], "d": [{"k": 1, "v": 9}, {"k": 3, "v": 5}]}
+
+
+def test_bad_updates_get_the_servers_codes_and_change_nothing(client):
+    coll = client["t"]["c"]
+    coll.insert_one({"_id": 1, "s": "text", "n": 1, "a": [1]})
+    cases = [({"$inc": {"n": "1"}}, 14), ({"$inc": {"s": 1}}, 14), ({"$mul": {"s": 2}}, 14),
+             ({"$push": {"n": 1}}, 2), ({"$pull": {"n": 1}}, 2), ({"$pullAll": {"a": 1}}, 2),
+             ({"$foo": {"n": 1}}, 9), ({"$set": 1}, 9), ({"$pop": {"a": 2}}, 9), ({"$set": {"s.x": 1}}, 28),
+             ({"$set": {"": 1}}, 56), ({"$set": {"n": 1}, "$inc": {"n": 1}}, 40),
+             ({"$push": {"a": {"$each": 1}}}, 2), ({"$rename": {"n": 5}}, 2), ({"$bit": {"n": {"nand": 1}}}, 2)]
+    for update, code in cases:
+        assert _code(lambda update=update: coll.update_one({"_id": 1}, update)) == code, update
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "s": "text", "n": 1, "a": [1]}
+
+
+def test_a_document_id_holding_an_operator_is_refused(client):
+    coll = client["t"]["c"]
+    assert _code(lambda: coll.insert_one({"_id": {"$a": 1}})) == 53
+    assert _code(lambda: coll.replace_one({"_id": 5}, {"_id": {"$a": 1}, "x": 1}, upsert=True)) == 53
+    assert coll.count_documents({}) == 0
+
+
+def test_an_upsert_seeds_from_equalities_also_inside_and(client):
+    coll = client["t"]["c"]
+    coll.update_one({"$and": [{"k": 1}, {"j.x": {"$eq": 2}}, {"z": {"$gt": 0}}]}, {"$set": {"v": 1}}, upsert=True)
+    doc = coll.find_one({}, {"_id": 0})
+    assert doc == {"k": 1, "j": {"x": 2}, "v": 1}
+
+
+def test_an_update_pipeline_that_replaces_the_root_keeps_the_id(client):
+    coll = client["t"]["c"]
+    coll.insert_one({"_id": 1, "x": 1, "y": 2})
+    coll.update_one({"_id": 1}, [{"$replaceRoot": {"newRoot": {"z": "$y"}}}])
+    coll.update_one({"_id": 1}, [{"$replaceWith": {"$setField": {"field": {"$literal": "$dollar"}, "value": "$z",
+                                                                  "input": "$$ROOT"}}}])
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "z": 2, "$dollar": 2}
+    assert list(coll.aggregate([{"$replaceWith": {"$setField": {"field": "a.b", "value": 1, "input": {}}}}])) == \
+        [{"a.b": 1}]
