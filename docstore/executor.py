@@ -18,6 +18,7 @@ from bson.codec_options import CodecOptions
 from docstore import keys as K
 from docstore import planner as P
 from docstore.cut import cut
+from docstore.match import prepare
 from docstore.raw import KeptDocuments, RawDocument
 from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo, lacks_generation
@@ -186,7 +187,7 @@ class Executor:
         self.conn, self.coll, self.q = conn, coll, query
         self.kept = kept  # the store's large documents read in place, by stored version (raw reads)
         self.use_plan_cache = use_plan_cache
-        self.filter = naive(query.filter or {})
+        self.filter = prepare(naive(query.filter or {}))
         self._collated = query.collation.filter(self.filter) if query.collation is not None else None
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
         # statement cannot be dropped)

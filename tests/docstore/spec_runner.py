@@ -56,11 +56,6 @@ _JSON = JSONOptions(json_mode=JSONMode.RELAXED, document_class=dict, tz_aware=Tr
 # engine turns the test into an XPASS, which fails the run until its row leaves this table.
 EXPR_MISSING = '$expr on a missing field: a Python KeyError (mongomock)'
 MERGE = '$merge not implemented'
-ARRAY_FILTERS = 'arrayFilters not implemented'
-REPLACE_WITH = '$replaceWith not implemented'
-SET_FIELD = '$setField not implemented'
-PIPELINE_ID = 'an update pipeline replacing the root drops _id'
-TYPE_NULL = '$type: "null" not implemented'
 DB_AGGREGATE = '$listLocalSessions refused (238): the engine has no sessions'
 COLLMOD = 'collMod (validators) not implemented'
 
@@ -71,12 +66,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     'aggregate-merge.json::Aggregate with $merge and majority readConcern': MERGE,
     'aggregate-merge.json::Aggregate with $merge and local readConcern': MERGE,
     'aggregate-merge.json::Aggregate with $merge and available readConcern': MERGE,
-    'create-null-ids.json::inserting _id with type null via insertOne': TYPE_NULL,
-    'create-null-ids.json::inserting _id with type null via insertMany': TYPE_NULL,
-    'create-null-ids.json::inserting _id with type null via updateOne': TYPE_NULL,
-    'create-null-ids.json::inserting _id with type null via updateMany': TYPE_NULL,
-    'create-null-ids.json::inserting _id with type null via replaceOne': TYPE_NULL,
-    'create-null-ids.json::inserting _id with type null via bulkWrite': TYPE_NULL,
     'db-aggregate.json::Aggregate with $listLocalSessions': DB_AGGREGATE,
     'db-aggregate.json::Aggregate with $listLocalSessions and allowDiskUse': DB_AGGREGATE,
     'deleteMany-let.json::deleteMany with let option': EXPR_MISSING,

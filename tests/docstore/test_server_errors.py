@@ -194,3 +194,12 @@ def test_an_update_pipeline_that_replaces_the_root_keeps_the_id(client):
     assert coll.find_one({"_id": 1}) == {"_id": 1, "z": 2, "$dollar": 2}
     assert list(coll.aggregate([{"$replaceWith": {"$setField": {"field": "a.b", "value": 1, "input": {}}}}])) == \
         [{"a.b": 1}]
+
+
+def test_type_null_matches_null_and_arrays_holding_null_not_missing_fields(client):
+    coll = client["t"]["c"]
+    coll.insert_many([{"_id": None}, {"_id": 1, "x": None}, {"_id": 2, "x": [1, None]}, {"_id": 3}, {"_id": 4, "x": "s"}])
+    assert coll.count_documents({"_id": {"$type": "null"}}) == 1
+    assert [d["_id"] for d in coll.find({"x": {"$type": "null"}}, sort=[("_id", 1)])] == [1, 2]
+    assert [d["_id"] for d in coll.find({"x": {"$type": ["null", "string"]}}, sort=[("_id", 1)])] == [1, 2, 4]
+    assert [d["_id"] for d in coll.find({"$or": [{"x": {"$type": 10}}, {"_id": 3}]}, sort=[("_id", 1)])] == [1, 2, 3]
