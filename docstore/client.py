@@ -113,6 +113,7 @@ class Database:
         (`$currentOp`, `$listLocalSessions`, `$listSessions`, `$changeStream`, ...) are refused with
         code 238 NotImplemented (the engine has no sessions or operations to list); any other first
         stage needs a collection (code 73 InvalidNamespace, as from a server)."""
+        from docstore import merge as M
         from docstore import semantics as S
         from docstore.collection import CommandCursor
 
@@ -126,8 +127,13 @@ class Database:
             if not isinstance(documents, list) or not all(isinstance(d, dict) for d in documents):
                 raise OperationFailure("$documents must evaluate to an array of objects", 5858203,
                                        {"code": 5858203, "codeName": "Location5858203"})
-            docs = S.run_pipeline([S.naive(dict(d)) for d in documents], self, pipeline[1:])
-            return CommandCursor([S.aware(d) if self.client.tz_aware else d for d in docs])
+            stages, merge_spec = M.split(pipeline[1:])
+            docs = S.run_pipeline([S.naive(dict(d)) for d in documents], self, stages)
+            docs = [S.aware(d) if self.client.tz_aware else d for d in docs]
+            if merge_spec is not None:
+                M.run(self, merge_spec, docs)
+                return CommandCursor([])
+            return CommandCursor(docs)
         if first in ("$currentOp", "$listLocalSessions", "$listSessions", "$changeStream", "$listCachedAndActiveUsers",
                      "$querySettings", "$queryStats", "$listSampledQueries", "$listSearchIndexes"):
             msg = f"{first} is not implemented by the embedded engine"

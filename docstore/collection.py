@@ -25,6 +25,7 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 
 from docstore import collation as C
 from docstore import keys as K
+from docstore import merge as M
 from docstore import planner as P
 from docstore import semantics as S
 from docstore import update as U
@@ -329,13 +330,17 @@ class Collection:
             if not isinstance(stage, Mapping) or len(stage) != 1:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         pipeline = V.in_pipeline(pipeline, V.bind(let))
+        pipeline, merge_spec = M.split(pipeline)
+        if merge_spec is not None:  # the stages before it, then their results written (docstore.merge)
+            M.run(self.database, merge_spec, list(self.aggregate(pipeline, collation=collation)))
+            return CommandCursor([])
         collation = C.parse(collation)
         head = P.pipeline_head(pipeline)
         if collation is not None and any(next(iter(s)) not in _COLLATION_FREE_STAGES for s in head.rest):
             raise C.refuse("a non-simple collation for the stages after the first $match and $sort is not implemented "
                            "by the embedded engine")
         first = S.leading_project(head.rest)
-        with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
+        with self._store.transaction(any("$out" in s for s in pipeline)) as conn:
             view = self._view()
             if view is None:
                 docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,

@@ -55,17 +55,10 @@ _JSON = JSONOptions(json_mode=JSONMode.RELAXED, document_class=dict, tz_aware=Tr
 # Spec tests the embedded engine fails today, with the cause. A strict xfail each: fixing the
 # engine turns the test into an XPASS, which fails the run until its row leaves this table.
 EXPR_MISSING = '$expr on a missing field: a Python KeyError (mongomock)'
-MERGE = '$merge not implemented'
 DB_AGGREGATE = '$listLocalSessions refused (238): the engine has no sessions'
 COLLMOD = 'collMod (validators) not implemented'
 
 EXPECTED_FAILURES: dict[str, str] = {
-    'aggregate-merge-errorResponse.json::aggregate $merge DuplicateKey error is accessible': MERGE,
-    'aggregate-merge.json::Aggregate with $merge': MERGE,
-    'aggregate-merge.json::Aggregate with $merge and batch size of 0': MERGE,
-    'aggregate-merge.json::Aggregate with $merge and majority readConcern': MERGE,
-    'aggregate-merge.json::Aggregate with $merge and local readConcern': MERGE,
-    'aggregate-merge.json::Aggregate with $merge and available readConcern': MERGE,
     'db-aggregate.json::Aggregate with $listLocalSessions': DB_AGGREGATE,
     'db-aggregate.json::Aggregate with $listLocalSessions and allowDiskUse': DB_AGGREGATE,
     'deleteMany-let.json::deleteMany with let option': EXPR_MISSING,

@@ -203,3 +203,20 @@ def test_type_null_matches_null_and_arrays_holding_null_not_missing_fields(clien
     assert [d["_id"] for d in coll.find({"x": {"$type": "null"}}, sort=[("_id", 1)])] == [1, 2]
     assert [d["_id"] for d in coll.find({"x": {"$type": ["null", "string"]}}, sort=[("_id", 1)])] == [1, 2, 4]
     assert [d["_id"] for d in coll.find({"$or": [{"x": {"$type": 10}}, {"_id": 3}]}, sort=[("_id", 1)])] == [1, 2, 3]
+
+
+def test_merge_writes_the_results_into_a_collection(client):
+    db = client["t"]
+    db["src"].insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": 2}, {"_id": 3, "x": 3}])
+    db["dst"].insert_many([{"_id": 2, "x": 0, "keep": True}])
+    assert list(db["src"].aggregate([{"$match": {"x": {"$gte": 2}}}, {"$merge": {"into": "dst"}}])) == []
+    assert list(db["dst"].find({}, sort=[("_id", 1)])) == [{"_id": 2, "x": 2, "keep": True}, {"_id": 3, "x": 3}]
+    db["src"].aggregate([{"$merge": {"into": "dst", "whenMatched": [{"$set": {"x": {"$add": ["$x", "$$new.x"]}}}],
+                                     "whenNotMatched": "discard"}}])
+    assert [d["x"] for d in db["dst"].find({}, sort=[("_id", 1)])] == [4, 6]
+    with pytest.raises(DuplicateKeyError) as dup:
+        db.aggregate([{"$documents": [{"_id": 3, "x": 9}]}, {"$merge": {"into": "dst", "whenMatched": "fail"}}])
+    assert dup.value.details["keyValue"] == {"_id": 3}
+    assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "dst", "on": "x"}}])) == 51183
+    assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "dst"}}, {"$match": {}}])) == 40601
+    assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "nothere", "whenNotMatched": "fail"}}])) == 13113
