@@ -13,8 +13,9 @@ from pathlib import Path
 
 from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
-from pymongo.errors import InvalidName, OperationFailure
+from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore import validation as VAL
 from docstore.cluster import ClusterRules
 from docstore.collection import Collection
 from docstore.storage import Store
@@ -173,7 +174,31 @@ class Database:
                 return {"db": self.name, "collections": len(self._store.names()), "ok": 1.0}
         if name == "explain":
             return self._explain(command["explain"] if not isinstance(command, str) else value)
+        if name == "collMod":
+            return self._coll_mod(command)
         raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
+
+    def _coll_mod(self, command) -> dict:
+        """collMod: a collection's validation options (docstore.validation); its other options (index
+        changes, views' pipelines, ...) are refused with code 238 NotImplemented."""
+        name = command["collMod"]
+        rest = {k: v for k, v in command.items() if k not in ("collMod", "comment")}
+        other = set(rest) - set(VAL.OPTIONS)
+        if other:
+            msg = f"collMod option '{sorted(other)[0]}' is not implemented by the embedded engine"
+            raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+        options = VAL.options(rest)
+        with self._store.transaction(True) as conn:
+            info = self._store.mutable(name)
+            if info is None:
+                msg = f"ns does not exist: {self.name}.{name}"
+                raise OperationFailure(msg, 26, {"ok": 0.0, "errmsg": msg, "code": 26, "codeName": "NamespaceNotFound"})
+            if "viewOn" in info.options:
+                msg = "collMod on a view is not implemented by the embedded engine"
+                raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+            info.options.update(options)
+            self._store.save_info(conn, info)
+        return {"ok": 1.0}
 
     def _explain(self, body):
         from docstore import planner as P
@@ -217,7 +242,7 @@ class Database:
 # `create` options (MongoDB manual, the create command): the view's, which the engine implements, and
 # the rest, which it does not.
 _VIEW_OPTIONS = {"viewOn", "pipeline"}
-_SERVER_CREATE_OPTIONS = {"capped", "size", "max", "validator", "validationLevel", "validationAction", "collation",
+_SERVER_CREATE_OPTIONS = {"capped", "size", "max", "collation",
                           "timeseries", "expireAfterSeconds", "clusteredIndex", "changeStreamPreAndPostImages",
                           "storageEngine", "indexOptionDefaults", "encryptedFields", "autoIndexId", "idIndex",
                           "flags", "temp", "recordPreImages"}
@@ -226,6 +251,8 @@ _SERVER_CREATE_OPTIONS = {"capped", "size", "max", "validator", "validationLevel
 def _create_options(kwargs: dict) -> dict:
     kwargs = {k: v for k, v in kwargs.items() if k != "comment"}
     for key in kwargs:
+        if key in VAL.OPTIONS:
+            continue
         if key in _SERVER_CREATE_OPTIONS:
             msg = f"the create option '{key}' is not implemented by the embedded engine"
             raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
@@ -243,8 +270,11 @@ def _create_options(kwargs: dict) -> dict:
         if not isinstance(pipeline, list) or not all(isinstance(s, dict) and len(s) == 1 for s in pipeline):
             msg = "'pipeline' must be an array of stages"
             raise OperationFailure(msg, 14, {"ok": 0.0, "errmsg": msg, "code": 14, "codeName": "TypeMismatch"})
+        if any(key in kwargs for key in VAL.OPTIONS):
+            msg = "Cannot specify a validator for a view"  # manual: views are read-only
+            raise OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
         return {"viewOn": kwargs["viewOn"], "pipeline": list(pipeline)}
-    return {}
+    return VAL.options(kwargs)
 
 
 class AdminDatabase:
@@ -342,6 +372,11 @@ class Client:
 
     def start_session(self, **_kwargs):
         return _Session()
+
+    def bulk_write(self, models, *args, **kwargs):
+        """MongoClient.bulk_write needs MongoDB 8.0 (the bulkWrite command); against the 7.0 this engine
+        reports, pymongo raises this InvalidOperation before sending anything."""
+        raise InvalidOperation("MongoClient.bulk_write requires MongoDB server version 8.0+.")
 
     def server_info(self):
         return {"version": "7.0.0-docstore", "versionArray": [7, 0, 0, 0], "ok": 1.0}

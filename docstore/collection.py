@@ -29,6 +29,7 @@ from docstore import merge as M
 from docstore import planner as P
 from docstore import semantics as S
 from docstore import update as U
+from docstore import validation as VAL
 from docstore import variables as V
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
@@ -412,7 +413,9 @@ class Collection:
             return set(), False
         return index_entries(index, doc)
 
-    def _insert_doc(self, conn, info, doc: dict) -> None:
+    def _insert_doc(self, conn, info, doc: dict, bypass: bool = False) -> None:
+        if not bypass:
+            VAL.check(info.options, doc)
         data = self._encode(doc)
         stored = decode(data)
         id_key = K.encode(stored["_id"])
@@ -438,7 +441,7 @@ class Collection:
         doc = self._prepare_insert(document)
         self._encode(doc)
         with self._store.transaction(True) as conn:
-            self._insert_doc(conn, self._ensure(conn), doc)
+            self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
         return InsertOneResult(document["_id"], True)
 
     def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, **kwargs):
@@ -451,7 +454,7 @@ class Collection:
             doc = self._prepare_insert(document)
             try:
                 with self._store.transaction(True) as conn:
-                    self._insert_doc(conn, self._ensure(conn), doc)
+                    self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
                 ids.append(document["_id"])
             except DocumentTooLarge as exc:
                 errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
@@ -466,7 +469,7 @@ class Collection:
         return InsertManyResult(ids, True)
 
     def _update(self, filter, update, *, upsert=False, multi=False, replace=False, sort=None, array_filters=None,
-                hint=None, command="update", collation=None, let=None):
+                hint=None, command="update", collation=None, let=None, bypass=False):
         """One update command: {n, nModified, upserted, updatedExisting} and the documents before and after."""
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
@@ -498,7 +501,7 @@ class Collection:
                         befores.append(old)
                         afters.append(new)
                         if new != old or list(new) != list(old):
-                            self._rewrite(conn, info, old, new)
+                            self._rewrite(conn, info, old, new, bypass)
                             modified += 1
                     return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
                             "ok": 1.0}, befores, afters
@@ -508,7 +511,7 @@ class Collection:
             new = self._upsert_doc(filter, update, replace, array_filters)
             try:
                 with self._store.transaction(True) as conn:
-                    self._insert_doc(conn, self._ensure(conn), new)
+                    self._insert_doc(conn, self._ensure(conn), new, bypass)
             except DuplicateKeyError as exc:
                 if _retryable_upsert(filter, update, replace, exc):
                     continue  # server: retried as an update, which now finds the document that won
@@ -536,7 +539,9 @@ class Collection:
             new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
         return new
 
-    def _rewrite(self, conn, info, old, new):
+    def _rewrite(self, conn, info, old, new, bypass: bool = False):
+        if not bypass:
+            VAL.check(info.options, new, old)
         data = bson.encode(new)
         if len(data) > S.MAX_BSON_SIZE:
             raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
@@ -551,20 +556,20 @@ class Collection:
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
         _no_update_sort(sort)
         raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
-                                 collation=collation, let=let)
+                                 collation=collation, let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
     def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
                     collation=None, hint=None, session=None, let=None, comment=None):
         raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint,
-                                 collation=collation, let=let)
+                                 collation=collation, let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
     def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
                     hint=None, session=None, let=None, sort=None, comment=None):
         _no_update_sort(sort)
         raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, collation=collation,
-                                 let=let)
+                                 let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
     def _delete(self, filter, *, multi, sort=None, hint=None, command="delete", collation=None, let=None):
@@ -604,7 +609,8 @@ class Collection:
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
                              **kwargs):
         raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
-                                            hint=hint, command="findAndModify", collation=collation, let=let)
+                                            hint=hint, command="findAndModify", collation=collation, let=let,
+                                            bypass=bool(kwargs.get("bypass_document_validation")))
         return self._returned(befores, afters, projection, return_document)
 
     def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
@@ -612,7 +618,8 @@ class Collection:
                             collation=None, let=None, **kwargs):
         raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
                                             array_filters=array_filters, hint=hint, command="findAndModify",
-                                            collation=collation, let=let)
+                                            collation=collation, let=let,
+                                            bypass=bool(kwargs.get("bypass_document_validation")))
         return self._returned(befores, afters, projection, return_document)
 
     def _returned(self, befores, afters, projection, return_document):
@@ -636,13 +643,14 @@ class Collection:
             kind = type(request).__name__
             try:
                 if kind == "InsertOne":
-                    self.insert_one(request._doc)
+                    self.insert_one(request._doc, bypass_document_validation=bypass_document_validation)
                     result["nInserted"] += 1
                 elif kind in ("UpdateOne", "UpdateMany", "ReplaceOne"):
                     raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
                                              multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
                                              array_filters=getattr(request, "_array_filters", None),
-                                             hint=request._hint, collation=request._collation, let=let)
+                                             hint=request._hint, collation=request._collation, let=let,
+                                             bypass=bypass_document_validation)
                     if raw["upserted"] is not None:
                         result["nUpserted"] += 1
                         result["upserted"].append({"index": n, "_id": raw["upserted"]})

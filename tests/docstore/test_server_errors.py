@@ -6,7 +6,7 @@ Every test opens its own temporary store (docstore.Client without a path)."""
 
 import pytest
 from pymongo import UpdateOne
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import DuplicateKeyError, InvalidOperation, OperationFailure, WriteError
 
 import docstore
 from tests.docstore.spec_runner import OPERATION_TIMEOUT, _Deadline
@@ -220,3 +220,24 @@ def test_merge_writes_the_results_into_a_collection(client):
     assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "dst", "on": "x"}}])) == 51183
     assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "dst"}}, {"$match": {}}])) == 40601
     assert _code(lambda: db["src"].aggregate([{"$merge": {"into": "nothere", "whenNotMatched": "fail"}}])) == 13113
+
+
+def test_a_validator_checks_inserts_and_updates(client):
+    db = client["t"]
+    db.create_collection("v", validator={"x": {"$type": "string"}})
+    coll = db["v"]
+    coll.insert_one({"_id": 1, "x": "ok"})
+    with pytest.raises(WriteError) as failed:
+        coll.update_one({"_id": 1}, {"$set": {"x": 1}})
+    assert failed.value.code == 121 and failed.value.details["errInfo"]["failingDocumentId"] == 1
+    assert _code(lambda: coll.insert_one({"_id": 2, "x": 2})) == 121
+    coll.insert_one({"_id": 3, "x": 3}, bypass_document_validation=True)
+    db.command({"collMod": "v", "validationLevel": "moderate"})
+    coll.update_one({"_id": 3}, {"$set": {"y": 1}})  # moderate: a document already invalid is not checked
+    db.command({"collMod": "v", "validator": {"x": {"$gt": 0}}, "validationLevel": "strict"})
+    assert _code(lambda: coll.find_one_and_update({"_id": 1}, {"$set": {"x": -1}})) == 121
+    assert [d["x"] for d in coll.find({}, sort=[("_id", 1)])] == ["ok", 3]
+    assert _code(lambda: db.command({"collMod": "v", "validator": {"$jsonSchema": {}}})) == 238
+    assert _code(lambda: db.command({"collMod": "missing", "validator": {}})) == 26
+    with pytest.raises(InvalidOperation):
+        client.bulk_write([])
