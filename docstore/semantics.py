@@ -1,8 +1,10 @@
 """What a document operation means: matching, update operators, projections, pipelines.
 
-The server's documented semantics, through mongomock's implementations of them
-(`filter_applies`, its update operators and projections, `process_pipeline`), applied
-to one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
+The server's documented semantics: update operators and upsert seeds are the engine's own
+(docstore.update), and so are `$replaceWith`/`$setField` (docstore.stages); matching
+(docstore.match), projections and the other aggregation stages still go through mongomock's
+implementations (`filter_applies`, its projection helpers, `process_pipeline`), applied to
+one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
 hands it documents decoded that way and returns aware dates to clients that asked for
 them. Where mongomock differs from the server, the server's rule is enforced here:
 
@@ -43,8 +45,8 @@ _local = threading.local()
 
 
 def _scratch():
-    """A private mongomock collection whose methods apply updates and projections to one
-    document given to them; it never stores anything."""
+    """A private mongomock collection whose methods apply projections to one document given
+    to them; it never stores anything."""
     scratch = getattr(_local, "scratch", None)
     if scratch is None:
         scratch = _local.scratch = mongomock.MongoClient().db.scratch
