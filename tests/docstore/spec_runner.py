@@ -54,14 +54,11 @@ _JSON = JSONOptions(json_mode=JSONMode.RELAXED, document_class=dict, tz_aware=Tr
 
 # Spec tests the embedded engine fails today, with the cause. A strict xfail each: fixing the
 # engine turns the test into an XPASS, which fails the run until its row leaves this table.
-EXPR_MISSING = '$expr on a missing field: a Python KeyError (mongomock)'
 DB_AGGREGATE = '$listLocalSessions refused (238): the engine has no sessions'
 
 EXPECTED_FAILURES: dict[str, str] = {
     'db-aggregate.json::Aggregate with $listLocalSessions': DB_AGGREGATE,
     'db-aggregate.json::Aggregate with $listLocalSessions and allowDiskUse': DB_AGGREGATE,
-    'deleteMany-let.json::deleteMany with let option': EXPR_MISSING,
-    'updateMany-let.json::updateMany with let option': EXPR_MISSING,
 }
 
 

@@ -241,3 +241,19 @@ def test_a_validator_checks_inserts_and_updates(client):
     assert _code(lambda: db.command({"collMod": "missing", "validator": {}})) == 26
     with pytest.raises(InvalidOperation):
         client.bulk_write([])
+
+
+def test_expr_compares_in_bson_order_and_a_missing_field_is_below_null(client):
+    coll = client["t"]["c"]
+    coll.insert_many([{"_id": 1}, {"_id": 2, "a": None}, {"_id": 3, "a": 5, "b": 2}, {"_id": 4, "a": "s", "b": 9}])
+
+    def ids(expr):
+        return [d["_id"] for d in coll.find({"$expr": expr}, sort=[("_id", 1)])]
+
+    assert ids({"$eq": ["$a", None]}) == [2]
+    assert ids({"$lt": ["$a", None]}) == [1]
+    # BSON order: null above missing (2), 5 > 2 (3), a string above every number (4); 1: both missing
+    assert ids({"$gt": ["$a", "$b"]}) == [2, 3, 4]
+    assert ids({"$and": [{"$gte": ["$a", 0]}, {"$not": [{"$in": ["$a", [5]]}]}]}) == [4]
+    assert ids({"$or": ["$b", {"$eq": [{"$cmp": ["$a", 5]}, 0]}]}) == [3, 4]
+    assert [d["_id"] for d in coll.find({"$expr": {"$eq": ["$a", "$$x"]}}, let={"x": "s"})] == [4]
