@@ -690,6 +690,10 @@ class Collection:
             for model in indexes:
                 spec = dict(model.document)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
+                if C.parse(spec.get("collation")) is not None:
+                    # Index keys are binary: a collated index (its order, a case-insensitive unique
+                    # constraint) is not something the engine keeps, so it is refused, not ignored.
+                    raise C.refuse("an index with a non-simple collation is not implemented by the embedded engine")
                 names.append(self._create_index(conn, info, spec))
             if info.as_bson() != before:
                 self._store.save_info(conn, info)

@@ -257,3 +257,10 @@ def test_expr_compares_in_bson_order_and_a_missing_field_is_below_null(client):
     assert ids({"$and": [{"$gte": ["$a", 0]}, {"$not": [{"$in": ["$a", [5]]}]}]}) == [4]
     assert ids({"$or": ["$b", {"$eq": [{"$cmp": ["$a", 5]}, 0]}]}) == [3, 4]
     assert [d["_id"] for d in coll.find({"$expr": {"$eq": ["$a", "$$x"]}}, let={"x": "s"})] == [4]
+
+
+def test_an_index_with_a_collation_is_refused_not_kept_binary(client):
+    coll = client["t"]["c"]
+    assert _code(lambda: coll.create_index("email", unique=True, collation={"locale": "en_US", "strength": 2})) == 238
+    assert list(coll.list_indexes()) == []  # nothing created
+    assert coll.create_index("email", collation={"locale": "simple"}) == "email_1"
