@@ -20,9 +20,12 @@ _CLIENTS = R.EngineClients()
 _RUNNER = R.Runner(_CLIENTS.make, _CLIENTS.close)
 
 
+VERSION = R.engine_version()
+
+
 def _params():
     out = []
-    for case in R.cases(R.engine_version()):
+    for case in R.cases(VERSION):
         marks = []
         if case.skip:
             marks.append(pytest.mark.skip(reason=case.skip))
@@ -45,7 +48,7 @@ def fresh_cache():
 
 
 def test_every_expected_failure_names_a_spec_test_in_scope():
-    in_scope = {c.id for c in R.cases(R.engine_version()) if not c.skip}
+    in_scope = {c.id for c in R.cases(VERSION) if not c.skip}
     assert sorted(set(R.EXPECTED_FAILURES) - in_scope) == []
 
 
