@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,13 @@ TEST_WORKERS ?= auto
 test: install-dev
 	$(PY) manage.py check --settings=tests.settings
 	$(PY) -m pytest -n $(TEST_WORKERS)
+
+## make conformance: MongoDB's driver specification tests (../shared/mongodb-specs, CRUD and index
+## management) against the embedded engine, and against mongomock as a control; rewrites docs/conformance.md
+## (per file: passed, expected failure and why, skipped and why). Fails when a result differs from the
+## expected-failure table in tests/docstore/spec_runner.py.
+conformance: install-dev
+	$(PY) -m tests.docstore.spec_runner --write docs/conformance.md
 
 # Every MongoDB operation of every write failed in turn, in every storage strategy (make test
 # fails the writes in the document strategy): docs/development.md, "Fault injection".

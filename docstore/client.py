@@ -13,8 +13,9 @@ from pathlib import Path
 
 from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
-from pymongo.errors import InvalidName, OperationFailure
+from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore import validation as VAL
 from docstore.cluster import ClusterRules
 from docstore.collection import Collection
 from docstore.storage import Store
@@ -94,13 +95,52 @@ class Database:
     def with_options(self, **_kwargs):
         return self
 
-    def create_collection(self, name, **kwargs):
+    def create_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
+                          read_concern=None, session=None, check_exists=True, **kwargs):
+        """The `create` command: a collection, or a read-only view (`viewOn`, `pipeline`, MongoDB manual
+        "Views"). Options the engine does not implement are refused (code 238 NotImplemented), options
+        the server does not know too (40415, as its command parser does), never stored and ignored."""
+        options = _create_options(kwargs)
         with self._store.transaction(True) as conn:
             if self._store.collection(name) is not None:
                 raise OperationFailure(f"Collection {self.name}.{name} already exists", 48,
                                        {"code": 48, "codeName": "NamespaceExists"})
-            self._store.create_collection(conn, name, kwargs)
+            self._store.create_collection(conn, name, options)
         return self[name]
+
+    def aggregate(self, pipeline, session=None, **kwargs):
+        """A database-level aggregation (MongoDB manual, db.aggregate()): its first stage makes the
+        documents. `$documents` is implemented; the stages that report the server's own state
+        (`$currentOp`, `$listLocalSessions`, `$listSessions`, `$changeStream`, ...) are refused with
+        code 238 NotImplemented (the engine has no sessions or operations to list); any other first
+        stage needs a collection (code 73 InvalidNamespace, as from a server)."""
+        from docstore import merge as M
+        from docstore import semantics as S
+        from docstore.collection import CommandCursor
+
+        pipeline = list(pipeline)
+        if not pipeline or not all(isinstance(stage, dict) and len(stage) == 1 for stage in pipeline):
+            raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323,
+                                   {"code": 40323})
+        first = next(iter(pipeline[0]))
+        if first == "$documents":
+            documents = pipeline[0]["$documents"]
+            if not isinstance(documents, list) or not all(isinstance(d, dict) for d in documents):
+                raise OperationFailure("$documents must evaluate to an array of objects", 5858203,
+                                       {"code": 5858203, "codeName": "Location5858203"})
+            stages, merge_spec = M.split(pipeline[1:])
+            docs = S.run_pipeline([S.naive(dict(d)) for d in documents], self, stages)
+            docs = [S.aware(d) if self.client.tz_aware else d for d in docs]
+            if merge_spec is not None:
+                M.run(self, merge_spec, docs)
+                return CommandCursor([])
+            return CommandCursor(docs)
+        if first in ("$currentOp", "$listLocalSessions", "$listSessions", "$changeStream", "$listCachedAndActiveUsers",
+                     "$querySettings", "$queryStats", "$listSampledQueries", "$listSearchIndexes"):
+            msg = f"{first} is not implemented by the embedded engine"
+            raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+        msg = f"{{aggregate: 1}} is not valid for '{first}'; a collection is required."
+        raise OperationFailure(msg, 73, {"ok": 0.0, "errmsg": msg, "code": 73, "codeName": "InvalidNamespace"})
 
     def list_collection_names(self, session=None, filter=None, **_kwargs):
         with self._store.transaction(False):
@@ -111,7 +151,13 @@ class Database:
         return names
 
     def list_collections(self, session=None, filter=None, **_kwargs):
-        return iter([{"name": n, "type": "collection", "options": {}} for n in self.list_collection_names(filter=filter)])
+        out = []
+        with self._store.transaction(False):
+            for n in self.list_collection_names(filter=filter):
+                info = self._store.collection(n)
+                options = dict(info.options) if info is not None else {}
+                out.append({"name": n, "type": "view" if "viewOn" in options else "collection", "options": options})
+        return iter(out)
 
     def drop_collection(self, name_or_collection, session=None, **_kwargs):
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
@@ -128,7 +174,31 @@ class Database:
                 return {"db": self.name, "collections": len(self._store.names()), "ok": 1.0}
         if name == "explain":
             return self._explain(command["explain"] if not isinstance(command, str) else value)
+        if name == "collMod":
+            return self._coll_mod(command)
         raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
+
+    def _coll_mod(self, command) -> dict:
+        """collMod: a collection's validation options (docstore.validation); its other options (index
+        changes, views' pipelines, ...) are refused with code 238 NotImplemented."""
+        name = command["collMod"]
+        rest = {k: v for k, v in command.items() if k not in ("collMod", "comment")}
+        other = set(rest) - set(VAL.OPTIONS)
+        if other:
+            msg = f"collMod option '{sorted(other)[0]}' is not implemented by the embedded engine"
+            raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+        options = VAL.options(rest)
+        with self._store.transaction(True) as conn:
+            info = self._store.mutable(name)
+            if info is None:
+                msg = f"ns does not exist: {self.name}.{name}"
+                raise OperationFailure(msg, 26, {"ok": 0.0, "errmsg": msg, "code": 26, "codeName": "NamespaceNotFound"})
+            if "viewOn" in info.options:
+                msg = "collMod on a view is not implemented by the embedded engine"
+                raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+            info.options.update(options)
+            self._store.save_info(conn, info)
+        return {"ok": 1.0}
 
     def _explain(self, body):
         from docstore import planner as P
@@ -167,6 +237,44 @@ class Database:
         with self._store.transaction(False) as conn:
             _, plan, rejected = Executor(conn, coll._info(), q, use_plan_cache=False).run()
         return explain_document(coll, q, plan, rejected)
+
+
+# `create` options (MongoDB manual, the create command): the view's, which the engine implements, and
+# the rest, which it does not.
+_VIEW_OPTIONS = {"viewOn", "pipeline"}
+_SERVER_CREATE_OPTIONS = {"capped", "size", "max", "collation",
+                          "timeseries", "expireAfterSeconds", "clusteredIndex", "changeStreamPreAndPostImages",
+                          "storageEngine", "indexOptionDefaults", "encryptedFields", "autoIndexId", "idIndex",
+                          "flags", "temp", "recordPreImages"}
+
+
+def _create_options(kwargs: dict) -> dict:
+    kwargs = {k: v for k, v in kwargs.items() if k != "comment"}
+    for key in kwargs:
+        if key in VAL.OPTIONS:
+            continue
+        if key in _SERVER_CREATE_OPTIONS:
+            msg = f"the create option '{key}' is not implemented by the embedded engine"
+            raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+        if key not in _VIEW_OPTIONS:
+            msg = f"BSON field 'create.{key}' is an unknown field."
+            raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+    if "pipeline" in kwargs and "viewOn" not in kwargs:
+        msg = "'pipeline' requires 'viewOn' to also be specified"
+        raise OperationFailure(msg, 9, {"ok": 0.0, "errmsg": msg, "code": 9, "codeName": "FailedToParse"})
+    if "viewOn" in kwargs:
+        if not isinstance(kwargs["viewOn"], str) or not kwargs["viewOn"]:
+            msg = "'viewOn' must be a non-empty string"
+            raise OperationFailure(msg, 14, {"ok": 0.0, "errmsg": msg, "code": 14, "codeName": "TypeMismatch"})
+        pipeline = kwargs.get("pipeline", [])
+        if not isinstance(pipeline, list) or not all(isinstance(s, dict) and len(s) == 1 for s in pipeline):
+            msg = "'pipeline' must be an array of stages"
+            raise OperationFailure(msg, 14, {"ok": 0.0, "errmsg": msg, "code": 14, "codeName": "TypeMismatch"})
+        if any(key in kwargs for key in VAL.OPTIONS):
+            msg = "Cannot specify a validator for a view"  # manual: views are read-only
+            raise OperationFailure(msg, 2, {"ok": 0.0, "errmsg": msg, "code": 2, "codeName": "BadValue"})
+        return {"viewOn": kwargs["viewOn"], "pipeline": list(pipeline)}
+    return VAL.options(kwargs)
 
 
 class AdminDatabase:
@@ -264,6 +372,11 @@ class Client:
 
     def start_session(self, **_kwargs):
         return _Session()
+
+    def bulk_write(self, models, *args, **kwargs):
+        """MongoClient.bulk_write needs MongoDB 8.0 (the bulkWrite command); against the 7.0 this engine
+        reports, pymongo raises this InvalidOperation before sending anything."""
+        raise InvalidOperation("MongoClient.bulk_write requires MongoDB server version 8.0+.")
 
     def server_info(self):
         return {"version": "7.0.0-docstore", "versionArray": [7, 0, 0, 0], "ok": 1.0}

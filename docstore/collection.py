@@ -23,9 +23,14 @@ from pymongo.errors import (
 )
 from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 
+from docstore import collation as C
 from docstore import keys as K
+from docstore import merge as M
 from docstore import planner as P
 from docstore import semantics as S
+from docstore import update as U
+from docstore import validation as VAL
+from docstore import variables as V
 from docstore.cut import plan as cut_plan
 from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
 from docstore.storage import IndexInfo, add_generation, lacks_generation, new_generation
@@ -85,6 +90,86 @@ def _show(value):
     return repr(value)
 
 
+# Stages after the query that compare no strings: they may follow a query run under a collation.
+_COLLATION_FREE_STAGES = frozenset({"$project", "$addFields", "$set", "$unset", "$skip", "$limit", "$count", "$out"})
+
+
+def _check_id(value) -> None:
+    """Server rules for a stored `_id`: not an array (code 2), and no `$`-prefixed field inside a
+    document `_id` (code 53 InvalidIdField)."""
+    if isinstance(value, list):
+        raise WriteError("can't use an array for _id", 2, {"code": 2, "codeName": "BadValue"})
+    if isinstance(value, Mapping):
+        for key in value:
+            if str(key).startswith("$"):
+                msg = f"_id fields may not contain '$'-prefixed fields: {key} is not valid for storage."
+                raise WriteError(msg, 53, {"code": 53, "codeName": "InvalidIdField", "errmsg": msg})
+
+
+def _no_update_sort(sort) -> None:
+    """`sort` in an update statement (updateOne, replaceOne) is MongoDB 8.0's; a 7.0 server's command
+    parser refuses the unknown field (code 40415 IDLUnknownField), as this engine, which reports 7.0, does."""
+    if sort is not None:
+        msg = "BSON field 'update.updates.sort' is an unknown field."
+        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+
+
+def _equality_fields(filter) -> set | None:
+    """The fields of a filter that is a single equality or an AND of equalities (`{a: v}`,
+    `{a: {$eq: v}}`, `$and` of those), or None when it is anything else."""
+    fields = set()
+    for key, value in filter.items():
+        if key == "$and" and isinstance(value, list | tuple) and value:
+            for clause in value:
+                inner = _equality_fields(clause) if isinstance(clause, Mapping) else None
+                if inner is None:
+                    return None
+                fields |= inner
+        elif key.startswith("$"):
+            return None
+        elif isinstance(value, Mapping) and value and any(str(k).startswith("$") for k in value):
+            if set(value) != {"$eq"}:
+                return None
+            fields.add(key)
+        else:
+            fields.add(key)
+    return fields
+
+
+def _retryable_upsert(filter, update, replace, exc: DuplicateKeyError) -> bool:
+    """MongoDB's rule for an upsert that fails with a duplicate key (manual, db.collection.update(),
+    "Upsert with Duplicate Values"): the server retries it as an update only when the duplicate
+    came from a unique index whose fields are exactly the fields of the query's equality
+    predicates (one equality, or an AND of them) and the update does not modify those fields.
+    Any other duplicate is the E11000 error (keyPattern, keyValue) of the index it came from."""
+    fields = _equality_fields(filter)
+    key_pattern = (exc.details or {}).get("keyPattern") or {}
+    if not fields or set(key_pattern) != fields:
+        return False
+    if replace:  # a replacement keeps `_id`; any other field it must hold with the same value
+        return all(f == "_id" or ("." not in f and update.get(f, _MISSING) == _equality_value(filter, f))
+                   for f in fields)
+    touched = U.modified_paths(update)
+    if touched is None:
+        return False
+    return not any(p == f or p.startswith(f + ".") or f.startswith(p + ".") for p in touched for f in fields)
+
+
+def _equality_value(filter, field):
+    for key, value in filter.items():
+        if key == "$and":
+            for clause in value:
+                found = _equality_value(clause, field)
+                if found is not _MISSING:
+                    return found
+        elif key == field:
+            return value["$eq"] if isinstance(value, Mapping) and set(value) == {"$eq"} else value
+    return _MISSING
+
+
+_MISSING = object()
+
+
 class Collection:
     def __init__(self, database, name: str):
         self.database = database
@@ -135,6 +220,30 @@ class Collection:
     def _info(self):
         return self._store.collection(self.name)
 
+    def _view(self):
+        """(the collection a view reads, the whole pipeline it applies) for a view (MongoDB manual,
+        "Views": read-only, its pipeline run on every read, views on views resolved), else None."""
+        info = self._info()
+        if info is None or "viewOn" not in info.options:
+            return None
+        pipeline, source, seen = list(info.options.get("pipeline") or []), info.options["viewOn"], {self.name}
+        while True:
+            if source in seen:
+                raise OperationFailure("View cycle detected", 159, {"code": 159, "codeName": "ViewDepthLimitExceeded"})
+            seen.add(source)
+            inner = self._store.collection(source)
+            if inner is None or "viewOn" not in inner.options:
+                return self.database[source], pipeline
+            pipeline = list(inner.options.get("pipeline") or []) + pipeline
+            source = inner.options["viewOn"]
+
+    def _writable(self):
+        """A write on a view is refused (code 166 CommandNotSupportedOnView), as by a server."""
+        if self._view() is not None:
+            msg = f"Namespace {self.full_name} is a view, not a collection"
+            raise OperationFailure(msg, 166, {"ok": 0.0, "errmsg": msg, "code": 166,
+                                              "codeName": "CommandNotSupportedOnView"})
+
     def _out(self, doc):
         if type(doc) is Aware:
             return dict(doc)  # decoded as the reader sees it (Executor.fetch)
@@ -147,7 +256,10 @@ class Collection:
         for key in kwargs:
             if key not in ("no_cursor_timeout", "max_time_ms", "allow_disk_use", "comment", "collation", "let"):
                 raise TypeError(f"find() got an unexpected keyword argument {key!r}")
-        return Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        if filter is not None and isinstance(filter, Mapping):
+            filter = V.in_filter(filter, V.bind(kwargs.get("let")))
+        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        return cursor.collation(kwargs["collation"]) if kwargs.get("collation") is not None else cursor
 
     def find_one(self, filter=None, *args, **kwargs):
         if filter is not None and not isinstance(filter, Mapping):
@@ -159,24 +271,44 @@ class Collection:
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept).run()
 
-    def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, **kwargs):
+    def _read(self, q: Query) -> list:
+        """The documents a query answers, in one read transaction; on a view, through its pipeline."""
+        with self._store.transaction(False) as conn:
+            view = self._view()
+            if view is None:
+                return self._query(conn, q)[0]
+        return self._through_view(view, q)
+
+    @staticmethod
+    def _through_view(view, q: Query) -> list:
+        """A query on a view: the view's pipeline, then the query as stages (MongoDB manual, "Views":
+        a find on a view is an aggregation on the collection it reads)."""
+        source, pipeline = view
+        stages = [{"$match": q.filter}] if q.filter else []
+        stages += [{"$sort": dict(q.sort)}] if q.sort else []
+        stages += [{"$skip": q.skip}] if q.skip else []
+        stages += [{"$limit": q.limit}] if q.limit else []
+        return list(source.aggregate(pipeline + stages, collation=q.collation))
+
+    def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, collation=None, **kwargs):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
-        with self._store.transaction(False) as conn:
-            docs, _, _ = self._query(conn, Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint,
-                                                 count_only=True))
-        return len(docs)
+        return len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
+                                    collation=C.parse(collation))))
 
     def estimated_document_count(self, **kwargs):
         with self._store.transaction(False) as conn:
+            view = self._view()
             info = self._info()
-            if info is None or not info.materialized:
-                return 0
-            return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
+            if view is None:
+                if info is None or not info.materialized:
+                    return 0
+                return conn.execute(f"SELECT COUNT(*) FROM {info.table}").fetchone()[0]
+        return self.count_documents({})  # server: the count command on a view runs its pipeline
 
-    def distinct(self, key, filter=None, session=None, **kwargs):
-        with self._store.transaction(False) as conn:
-            docs, _, _ = self._query(conn, Query(filter or {}, None, 0, 0, frozenset({key})))
+    def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
+        collation = C.parse(collation)
+        docs = self._read(Query(filter or {}, None, 0, 0, frozenset({key}), collation=collation))
         seen, out = set(), []
         for doc in docs:
             values, _ = K.values_at(doc, key)
@@ -186,23 +318,38 @@ class Collection:
                     continue
                 if value is K.UNDEFINED:
                     continue
-                enc = K.encode(value)
+                # Under a collation, values whose keys are equal are one value (the first found is returned).
+                enc = K.encode(collation.document(value) if collation is not None else value)
                 if enc not in seen:
                     seen.add(enc)
                     out.append(value)
         return [self._out(v) for v in out]
 
-    def aggregate(self, pipeline, session=None, **kwargs):
+    def aggregate(self, pipeline, session=None, collation=None, let=None, **kwargs):
         pipeline = list(pipeline)
         for stage in pipeline:
             if not isinstance(stage, Mapping) or len(stage) != 1:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
+        pipeline = V.in_pipeline(pipeline, V.bind(let))
+        pipeline, merge_spec = M.split(pipeline)
+        if merge_spec is not None:  # the stages before it, then their results written (docstore.merge)
+            M.run(self.database, merge_spec, list(self.aggregate(pipeline, collation=collation)))
+            return CommandCursor([])
+        collation = C.parse(collation)
         head = P.pipeline_head(pipeline)
+        if collation is not None and any(next(iter(s)) not in _COLLATION_FREE_STAGES for s in head.rest):
+            raise C.refuse("a non-simple collation for the stages after the first $match and $sort is not implemented "
+                           "by the embedded engine")
         first = S.leading_project(head.rest)
-        with self._store.transaction(any("$out" in s or "$merge" in s for s in pipeline)) as conn:
-            docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
-                                                 distinct=head.distinct, raw=first is not None))
-            result = list(S.run_pipeline(docs, self.database, head.rest, first))
+        with self._store.transaction(any("$out" in s for s in pipeline)) as conn:
+            view = self._view()
+            if view is None:
+                docs, _, _ = self._query(conn, Query(head.filter, head.sort, head.skip, head.limit, head.needs,
+                                                     distinct=head.distinct, raw=first is not None,
+                                                     collation=collation))
+                result = list(S.run_pipeline(docs, self.database, head.rest, first))
+        if view is not None:  # a view's pipeline, then this one, on the collection it reads
+            return view[0].aggregate(view[1] + pipeline, collation=collation)
         return CommandCursor([self._out(d) for d in result])
 
     # --- writes ------------------------------------------------------------------------------------
@@ -215,7 +362,9 @@ class Collection:
         return data
 
     def _declare(self, conn):
-        """The write transaction's own copy of the collection's catalog entry (created if new)."""
+        """The write transaction's own copy of the collection's catalog entry (created if new); a view
+        is refused."""
+        self._writable()
         return self._store.create_collection(conn, self.name)
 
     def _ensure(self, conn):
@@ -264,7 +413,9 @@ class Collection:
             return set(), False
         return index_entries(index, doc)
 
-    def _insert_doc(self, conn, info, doc: dict) -> None:
+    def _insert_doc(self, conn, info, doc: dict, bypass: bool = False) -> None:
+        if not bypass:
+            VAL.check(info.options, doc)
         data = self._encode(doc)
         stored = decode(data)
         id_key = K.encode(stored["_id"])
@@ -282,8 +433,7 @@ class Collection:
             raise TypeError("document must be an instance of dict")
         if "_id" not in document:
             document["_id"] = ObjectId()
-        if isinstance(document.get("_id"), list):
-            raise WriteError("can't use an array for _id", 2, {"code": 2})
+        _check_id(document.get("_id"))
         return S.naive(dict(document))
 
     def insert_one(self, document, bypass_document_validation=False, session=None, **kwargs):
@@ -291,7 +441,7 @@ class Collection:
         doc = self._prepare_insert(document)
         self._encode(doc)
         with self._store.transaction(True) as conn:
-            self._insert_doc(conn, self._ensure(conn), doc)
+            self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
         return InsertOneResult(document["_id"], True)
 
     def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, **kwargs):
@@ -304,7 +454,7 @@ class Collection:
             doc = self._prepare_insert(document)
             try:
                 with self._store.transaction(True) as conn:
-                    self._insert_doc(conn, self._ensure(conn), doc)
+                    self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
                 ids.append(document["_id"])
             except DocumentTooLarge as exc:
                 errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
@@ -319,61 +469,54 @@ class Collection:
         return InsertManyResult(ids, True)
 
     def _update(self, filter, update, *, upsert=False, multi=False, replace=False, sort=None, array_filters=None,
-                hint=None, command="update"):
+                hint=None, command="update", collation=None, let=None, bypass=False):
         """One update command: {n, nModified, upserted, updatedExisting} and the documents before and after."""
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
-        if array_filters:
-            raise NotImplementedError("arrayFilters are not supported by the embedded engine")
+        variables = V.bind(let)
+        filter = V.in_filter(filter, variables)
+        if isinstance(update, list):
+            update = V.in_pipeline(update, variables)
+        collation = C.parse(collation)
         self.database._expire_if_due()
         if replace:
             S.validate_replacement(update)
         else:
-            S.validate_update(update)
+            S.validate_update(update, array_filters)
         rules = self.database.client.cluster
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         while True:
             with self._store.transaction(True) as conn:
+                self._writable()
                 info = self._info()
-                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                     collation=collation))
                 if docs or not upsert:
                     n = modified = 0
                     befores, afters = [], []
                     for old in docs:
                         new = self._replacement(old, update) if replace else S.apply_update(
-                            old, S.naive(filter), update, was_insert=False, stored=True)
+                            old, S.naive(filter), update, was_insert=False, stored=True, array_filters=array_filters)
                         n += 1
                         befores.append(old)
                         afters.append(new)
                         if new != old or list(new) != list(old):
-                            self._rewrite(conn, info, old, new)
+                            self._rewrite(conn, info, old, new, bypass)
                             modified += 1
                     return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
                             "ok": 1.0}, befores, afters
             # Nothing matched: the upsert inserts, in its own step (a server's upserts race).
             if upsert_race_hook is not None:
                 upsert_race_hook(self, filter)
-            new = self._upsert_doc(filter, update, replace)
+            new = self._upsert_doc(filter, update, replace, array_filters)
             try:
                 with self._store.transaction(True) as conn:
-                    self._insert_doc(conn, self._ensure(conn), new)
-            except DuplicateKeyError:
-                if self._retryable_upsert(filter):
-                    continue  # server: an upsert on a unique index's equality is retried as an update
+                    self._insert_doc(conn, self._ensure(conn), new, bypass)
+            except DuplicateKeyError as exc:
+                if _retryable_upsert(filter, update, replace, exc):
+                    continue  # server: retried as an update, which now finds the document that won
                 raise
             return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
-
-    def _retryable_upsert(self, filter) -> bool:
-        """Server rule (since 4.2): a duplicate key error of an upsert is retried when the filter is an
-        equality on every field of a unique index (and on nothing else)."""
-        fields = {k for k, v in filter.items() if not k.startswith("$") and not (isinstance(v, dict) and v and
-                                                                                all(str(x).startswith("$") for x in v)
-                                                                                and set(v) != {"$eq"})}
-        if set(filter) != fields:
-            return False
-        info = self._info()
-        uniques = [("_id",)] + [i.fields for i in (info.indexes.values() if info else []) if i.unique]
-        return any(set(u) == fields for u in uniques)
 
     def _replacement(self, old, replacement):
         new = S.naive(dict(replacement))
@@ -382,20 +525,23 @@ class Collection:
                              f"to _id: {new['_id']!r}", 66, {"code": 66})
         return {"_id": old["_id"], **{k: v for k, v in new.items() if k != "_id"}}
 
-    def _upsert_doc(self, filter, update, replace):
+    def _upsert_doc(self, filter, update, replace, array_filters=None):
         seed = S.upsert_seed(S.naive(filter), update)
         if replace:
             new = {**({"_id": seed["_id"]} if "_id" in seed else {}), **S.naive(dict(update))}
         else:
-            new = S.apply_update(seed, S.naive(filter), update, was_insert=True) if not isinstance(update, list) \
-                else S.apply_update(seed, {}, update, was_insert=True)
+            new = S.apply_update(seed, S.naive(filter), update, was_insert=True, array_filters=array_filters) \
+                if not isinstance(update, list) else S.apply_update(seed, {}, update, was_insert=True)
+        _check_id(new.get("_id"))
         if "_id" not in new:
             new = {"_id": ObjectId(), **new}
         elif next(iter(new)) != "_id":
             new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
         return new
 
-    def _rewrite(self, conn, info, old, new):
+    def _rewrite(self, conn, info, old, new, bypass: bool = False):
+        if not bypass:
+            VAL.check(info.options, new, old)
         data = bson.encode(new)
         if len(data) > S.MAX_BSON_SIZE:
             raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
@@ -408,28 +554,36 @@ class Collection:
 
     def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
+        _no_update_sort(sort)
         raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
-                                 sort=_sort_list(sort))
+                                 collation=collation, let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
     def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
                     collation=None, hint=None, session=None, let=None, comment=None):
-        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint)
+        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint,
+                                 collation=collation, let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
     def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
                     hint=None, session=None, let=None, sort=None, comment=None):
-        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, sort=_sort_list(sort))
+        _no_update_sort(sort)
+        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, collation=collation,
+                                 let=let, bypass=bypass_document_validation)
         return UpdateResult(raw, True)
 
-    def _delete(self, filter, *, multi, sort=None, hint=None, command="delete"):
+    def _delete(self, filter, *, multi, sort=None, hint=None, command="delete", collation=None, let=None):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
+        filter = V.in_filter(filter, V.bind(let))
+        collation = C.parse(collation)
         self.database.client.cluster.check_write(self, filter, multi=multi, upsert=False, command=command)
         self.database._expire_if_due()
         with self._store.transaction(True) as conn:
+            self._writable()
             info = self._info()
-            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True))
+            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                 collation=collation))
             for doc in docs:
                 id_key = K.encode(doc["_id"])
                 rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
@@ -438,26 +592,34 @@ class Collection:
         return docs
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        return DeleteResult({"n": len(self._delete(filter, multi=False, hint=hint)), "ok": 1.0}, True)
+        docs = self._delete(filter, multi=False, hint=hint, collation=collation, let=let)
+        return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
     def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        return DeleteResult({"n": len(self._delete(filter, multi=True, hint=hint)), "ok": 1.0}, True)
+        docs = self._delete(filter, multi=True, hint=hint, collation=collation, let=let)
+        return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
-    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, **kwargs):
-        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify")
+    def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
+                            let=None, **kwargs):
+        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
+                            collation=collation, let=let)
         return self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
 
     def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
-                             return_document=ReturnDocument.BEFORE, hint=None, session=None, **kwargs):
+                             return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
+                             **kwargs):
         raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
-                                            hint=hint, command="findAndModify")
+                                            hint=hint, command="findAndModify", collation=collation, let=let,
+                                            bypass=bool(kwargs.get("bypass_document_validation")))
         return self._returned(befores, afters, projection, return_document)
 
     def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
-                            **kwargs):
+                            collation=None, let=None, **kwargs):
         raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
-                                            array_filters=array_filters, hint=hint, command="findAndModify")
+                                            array_filters=array_filters, hint=hint, command="findAndModify",
+                                            collation=collation, let=let,
+                                            bypass=bool(kwargs.get("bypass_document_validation")))
         return self._returned(befores, afters, projection, return_document)
 
     def _returned(self, befores, afters, projection, return_document):
@@ -473,17 +635,22 @@ class Collection:
             raise InvalidOperation("No operations to execute")
         result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
                   "nModified": 0, "nRemoved": 0, "upserted": []}
+        let = kwargs.get("let")
+        for request in requests:
+            if type(request).__name__ in ("UpdateOne", "ReplaceOne"):
+                _no_update_sort(getattr(request, "_sort", None))  # the whole command is refused, as by a server
         for n, request in enumerate(requests):
             kind = type(request).__name__
             try:
                 if kind == "InsertOne":
-                    self.insert_one(request._doc)
+                    self.insert_one(request._doc, bypass_document_validation=bypass_document_validation)
                     result["nInserted"] += 1
                 elif kind in ("UpdateOne", "UpdateMany", "ReplaceOne"):
                     raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
                                              multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
                                              array_filters=getattr(request, "_array_filters", None),
-                                             sort=_sort_list(getattr(request, "_sort", None)), hint=request._hint)
+                                             hint=request._hint, collation=request._collation, let=let,
+                                             bypass=bypass_document_validation)
                     if raw["upserted"] is not None:
                         result["nUpserted"] += 1
                         result["upserted"].append({"index": n, "_id": raw["upserted"]})
@@ -492,7 +659,7 @@ class Collection:
                         result["nModified"] += raw["nModified"]
                 elif kind in ("DeleteOne", "DeleteMany"):
                     result["nRemoved"] += len(self._delete(request._filter, multi=kind == "DeleteMany",
-                                                           hint=request._hint))
+                                                           hint=request._hint, collation=request._collation, let=let))
                 else:
                     raise TypeError(f"{request!r} is not a valid request")
             except DocumentTooLarge as exc:
@@ -523,6 +690,10 @@ class Collection:
             for model in indexes:
                 spec = dict(model.document)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
+                if C.parse(spec.get("collation")) is not None:
+                    # Index keys are binary: a collated index (its order, a case-insensitive unique
+                    # constraint) is not something the engine keeps, so it is refused, not ignored.
+                    raise C.refuse("an index with a non-simple collation is not implemented by the embedded engine")
                 names.append(self._create_index(conn, info, spec))
             if info.as_bson() != before:
                 self._store.save_info(conn, info)
@@ -670,6 +841,7 @@ class Cursor:
         self._sort = sort
         self._batch_size = batch_size
         self._hint = hint
+        self._collation = None
         self._results = None
         self._stream = None
         self._executor = None
@@ -717,8 +889,8 @@ class Cursor:
         return self
 
     def collation(self, collation):
-        if collation:
-            raise NotImplementedError("collations are not supported by the embedded engine")
+        self._check()
+        self._collation = C.parse(collation)
         return self
 
     def allow_disk_use(self, _allow):
@@ -733,13 +905,20 @@ class Cursor:
         limit = abs(self._limit)
         return Query(self._filter, self._sort, self._skip, limit, P.projection_needs(self._projection, self._sort),
                      self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection),
-                     cut=self._projection if cut_plan(self._projection) is not None else None)
+                     cut=self._projection if cut_plan(self._projection) is not None else None, collation=self._collation)
 
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
             store = self.collection._store
             self._conn, catalog = store.open_read()
+            info = catalog.get(self.collection.name)
+            if info is not None and "viewOn" in info.options:
+                store.close_read(self._conn)
+                self._conn = None
+                docs = self.collection._through_view(self.collection._view(), self._query())
+                self._results = [S.project(d, self._projection) for d in docs]
+                return self._results
             try:
                 self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
                 self._executor.start()
@@ -826,8 +1005,10 @@ class Cursor:
         raise TypeError("index must be an int")
 
     def clone(self):
-        return Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
-                      self._batch_size, self._hint)
+        clone = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
+                       self._batch_size, self._hint)
+        clone._collation = self._collation
+        return clone
 
     def rewind(self):
         self._finish()

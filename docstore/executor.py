@@ -18,6 +18,7 @@ from bson.codec_options import CodecOptions
 from docstore import keys as K
 from docstore import planner as P
 from docstore.cut import cut
+from docstore.match import prepare
 from docstore.raw import KeptDocuments, RawDocument
 from docstore.semantics import filter_applies, naive
 from docstore.storage import CollectionInfo, IndexInfo, lacks_generation
@@ -70,6 +71,9 @@ class Query:
     # document whose index keys answered the whole filter, in index order, is handed on unread
     # (docstore.raw.RawDocument) and only what the stage returns is decoded.
     raw: bool = False
+    # A non-simple collation (docstore.collation.Collation): strings compare by its keys, so no index
+    # (their keys are binary) answers the query; it runs as a collection scan.
+    collation: object = None
 
 
 @dataclass
@@ -183,7 +187,8 @@ class Executor:
         self.conn, self.coll, self.q = conn, coll, query
         self.kept = kept  # the store's large documents read in place, by stored version (raw reads)
         self.use_plan_cache = use_plan_cache
-        self.filter = naive(query.filter or {})
+        self.filter = prepare(naive(query.filter or {}))
+        self._collated = query.collation.filter(self.filter) if query.collation is not None else None
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
         # statement cannot be dropped)
 
@@ -544,7 +549,7 @@ class Executor:
             wanted = q.skip + q.limit if q.limit else None
             for _rid, blob in rows():
                 doc = decode(blob)
-                if not filter_applies(self.filter, doc):
+                if not self._matches(doc):
                     yield None
                     continue
                 if sort:
@@ -560,7 +565,7 @@ class Executor:
                 if wanted is not None and matched >= wanted:
                     return
             if sort:
-                held.sort(key=lambda d: K.document_sort_key(d, sort))
+                held.sort(key=self._sort_key(sort))
                 stats.sorted += len(held)
                 held = held[q.skip:]
                 if q.limit:
@@ -572,6 +577,17 @@ class Executor:
         plan.gen = pipeline()
         plan.stage = self._wrap_collscan(stage, sort, q.skip, q.limit)
         return plan
+
+    def _matches(self, doc) -> bool:
+        if self._collated is None:
+            return filter_applies(self.filter, doc)
+        return filter_applies(self._collated, self.q.collation.document(doc))
+
+    def _sort_key(self, sort):
+        if self.q.collation is None:
+            return lambda d: K.document_sort_key(d, sort)
+        collation = self.q.collation
+        return lambda d: K.document_sort_key(collation.document(d), sort)
 
     @staticmethod
     def _wrap_collscan(stage, sort, skip, limit):
@@ -807,6 +823,8 @@ class Executor:
             plan = Plan("EOF", {"stage": "EOF"})
             plan.gen = iter(())
             return plan, []
+        if q.collation is not None:
+            return self.collscan(), []
         preds, ors = P.predicates(self.filter)
         if q.hint is not None:
             return self._hinted(preds), []

@@ -1,8 +1,10 @@
 """What a document operation means: matching, update operators, projections, pipelines.
 
-The server's documented semantics, through mongomock's implementations of them
-(`filter_applies`, its update operators and projections, `process_pipeline`), applied
-to one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
+The server's documented semantics: update operators and upsert seeds are the engine's own
+(docstore.update), and so are `$replaceWith`/`$setField` (docstore.stages); matching
+(docstore.match), projections and the other aggregation stages still go through mongomock's
+implementations (`filter_applies`, its projection helpers, `process_pipeline`), applied to
+one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
 hands it documents decoded that way and returns aware dates to clients that asked for
 them. Where mongomock differs from the server, the server's rule is enforced here:
 
@@ -12,9 +14,8 @@ them. Where mongomock differs from the server, the server's rule is enforced her
   result would be larger fails with code 17419 and changes nothing.
 - `$slice`-only projections (with or without `_id: 0`) return EVERY field of the
   document, the array sliced; `$slice` is not an inclusion.
-- Conflicting update paths: one update naming a path and the same path or one of its
-  prefixes under two operators is refused with code 40 ConflictingUpdateOperators,
-  "Updating the path 'a' would create a conflict at 'a'".
+- Update operators are the engine's own (docstore.update, with the server's error codes),
+  and so are upsert seeds; update pipelines keep `_id` when a stage replaces the root.
 """
 
 from __future__ import annotations
@@ -26,17 +27,17 @@ import threading
 import bson
 import mongomock
 from bson.codec_options import CodecOptions
-from mongomock import collection as _mcoll
 from mongomock import helpers as _helpers
-from mongomock.filtering import filter_applies  # noqa: F401  (re-exported: the matcher)
-from pymongo.errors import WriteError
+from pymongo.errors import OperationFailure, WriteError
 
+from docstore import stages as ST
+from docstore import update as U
 from docstore.cut import slice_bounds
+from docstore.match import filter_applies  # noqa: F401  (re-exported: the matcher)
 
 _CODEC = CodecOptions(tz_aware=False)  # the engine's documents: naive UTC (executor.CODEC)
 
 MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
-CONFLICTING_UPDATE_OPERATORS = 40
 BSON_OBJECT_TOO_LARGE = 10334
 UPDATE_RESULT_TOO_LARGE = 17419
 
@@ -44,8 +45,8 @@ _local = threading.local()
 
 
 def _scratch():
-    """A private mongomock collection whose methods apply updates and projections to one
-    document given to them; it never stores anything."""
+    """A private mongomock collection whose methods apply projections to one document given
+    to them; it never stores anything."""
     scratch = getattr(_local, "scratch", None)
     if scratch is None:
         scratch = _local.scratch = mongomock.MongoClient().db.scratch
@@ -70,36 +71,22 @@ def aware(value):
 # --- updates ------------------------------------------------------------------------------------
 
 
-def _update_paths(update) -> list[str]:
-    if not isinstance(update, dict):
-        return []  # a pipeline or a replacement
-    paths = []
-    for operator, fields in update.items():
-        if operator.startswith("$") and isinstance(fields, dict):
-            paths.extend(fields)
-            if operator == "$rename":
-                paths.extend(v for v in fields.values() if isinstance(v, str))
-    return paths
-
-
-def check_update_paths(update) -> None:
-    """Server rule: no two operators (or renames) of one update touch the same path or a path and its prefix."""
-    paths = sorted(_update_paths(update))
-    for a, b in zip(paths, paths[1:], strict=False):
-        if a == b or b.startswith(a + "."):
-            raise WriteError(f"Updating the path '{b}' would create a conflict at '{a}'", CONFLICTING_UPDATE_OPERATORS,
-                             {"code": CONFLICTING_UPDATE_OPERATORS})
-
-
-def validate_update(update) -> None:
+def validate_update(update, array_filters=None) -> None:
+    """The client's checks (pymongo: a non-empty document of operators, or a pipeline), then the
+    server's (docstore.update.check: operators, paths, arrayFilters; docstore.stages for pipelines)."""
     if isinstance(update, list):
-        _mcoll._validate_document_stages(update)
+        if array_filters:
+            msg = "arrayFilters may not be specified for pipeline-style updates"
+            raise OperationFailure(msg, 72, {"ok": 0.0, "errmsg": msg, "code": 72, "codeName": "InvalidOptions"})
+        ST.check_update_pipeline(update)
         return
     if not isinstance(update, dict) or not update:
         raise ValueError("update cannot be empty")
     if not all(str(k).startswith("$") for k in update):
         raise ValueError("update only works with $ operators")
-    check_update_paths(update)
+    if array_filters is not None and not isinstance(array_filters, list):
+        raise TypeError("array_filters must be a list")
+    U.check(update, array_filters)
 
 
 def validate_replacement(replacement) -> None:
@@ -109,16 +96,20 @@ def validate_replacement(replacement) -> None:
         raise ValueError("replacement can not include $ operators")
 
 
-def apply_update(doc: dict, spec: dict, update, *, was_insert: bool, stored: bool = False) -> dict:
-    """A new document: `update` (operators or a pipeline) applied to a copy of `doc`. `stored`: `doc`
-    was decoded from the store (BSON types only), so it is copied by encoding and decoding it
-    again, in C: for an 8 MB discussion document about a tenth of what a deep copy costs."""
+def apply_update(doc: dict, spec: dict, update, *, was_insert: bool, stored: bool = False,
+                 array_filters=None) -> dict:
+    """A new document: `update` (operators, docstore.update; or a pipeline) applied to a copy of `doc`.
+    `stored`: `doc` was decoded from the store (BSON types only), so it is copied by encoding and
+    decoding it again, in C: for an 8 MB discussion document about a tenth of what a deep copy costs."""
     new = bson.decode(bson.encode(doc), _CODEC) if stored else copy.deepcopy(doc)
-    scratch = _scratch()
     if isinstance(update, list):
-        scratch._apply_update_pipeline(new, update, None)
+        for stage in update:  # one stage at a time: a stage's $setField reads what the one before made
+            new = list(run_pipeline([new], None, [ST.for_document(stage, new)]))[0]
+        if "_id" in doc and "_id" not in new:
+            # Server: a pipeline-style update that replaces the root without `_id` keeps the document's.
+            new = {"_id": doc["_id"], **new}
     else:
-        scratch._apply_update_document(new, spec, naive(update), was_insert)
+        U.apply(new, naive(update), query=spec, array_filters=naive(array_filters), is_insert=was_insert)
     if "_id" in doc and new.get("_id") != doc.get("_id"):
         raise WriteError("Performing an update on the path '_id' would modify the immutable field '_id'", 66,
                          {"code": 66})
@@ -126,13 +117,9 @@ def apply_update(doc: dict, spec: dict, update, *, was_insert: bool, stored: boo
 
 
 def upsert_seed(spec: dict, update) -> dict:
-    """The document an upsert starts from: the filter's equalities (server: "the update creates a
-    base document from the equality clauses in the <query> parameter")."""
-    scratch = _scratch()
-    seed = {k: v for k, v in spec.items()}
-    seed = scratch._expand_dots(seed)
-    seed, _ = scratch._discard_operators(seed)
-    return dict(seed)
+    """The document an upsert starts from: the filter's equalities, also inside `$and` (server: "the
+    update creates a base document from the equality clauses in the <query> parameter")."""
+    return U.seed(spec)
 
 
 # --- projections --------------------------------------------------------------------------------
@@ -266,4 +253,13 @@ def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list
         return docs
     from mongomock import aggregate
 
-    return aggregate.process_pipeline(docs, database, pipeline, None)
+    pipeline = [ST.normalize(stage) for stage in pipeline]
+    if not ST.has_field_ops(pipeline):
+        return aggregate.process_pipeline(docs, database, pipeline, None)
+    for stage in pipeline:  # $setField and its kin: evaluated per document (docstore.stages)
+        if ST.has_field_ops(stage):
+            docs = [list(aggregate.process_pipeline([d], database, [ST.for_document(stage, d)], None))[0]
+                    for d in docs]
+        else:
+            docs = list(aggregate.process_pipeline(docs, database, [stage], None))
+    return docs
