@@ -265,12 +265,18 @@ def comment_anchors_refresh(*, topic) -> bool:
     return comment_manager(topic).anchors_refresh(discussion_id=topic.discussion_id, threaded=is_threaded(topic))
 
 
-def _posted(topic, manager: CommentManager, comment: Comment, author) -> None:
+def _posted(topic, manager: CommentManager, comment: Comment, author) -> bool:
     """`comment_posted`, then the comment is no longer pending (the manager recorded it pending
-    in the write that numbered it): a post interrupted before this is finished by
-    `comment_posts_finish`, which sends the signal again (its tasks are idempotent)."""
-    signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    in the write that numbered it), but only once every receiver enqueued its task: a post
+    interrupted before this, or whose signal a receiver could not pass on (the broker refused
+    it), stays pending and is finished by `comment_posts_finish` (the periodic
+    `comments.posts_finish`, `manage.py integrity --repair`), which sends the signal again (its
+    tasks are idempotent, keyed by the comment). True when it is no longer pending."""
+    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author):
+        log.warning("post of comment %s left pending: a consequence was not enqueued", comment.id)
+        return False
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
+    return True
 
 
 def comment_ranks_repair(*, topic) -> None:
@@ -301,6 +307,24 @@ def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool
             continue
         _posted(topic, manager, comment, author)
     return len(unfinished)
+
+
+FINISH_DISCUSSIONS = 500  # discussions one periodic pass looks at (the next pass takes the rest)
+
+
+def comment_posts_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS) -> int:
+    """The periodic finisher (the `comments.posts_finish` task on Celery beat; `manage.py
+    integrity --repair` does the same per topic): every discussion, in its topic's current
+    strategy, holding a post still pending past its grace (`older_than`, GAP_GRACE_SECONDS by
+    default) gets `comment_posts_finish`. A post whose consequences cannot be enqueued yet (the
+    broker still refuses) stays pending for the next pass. Returns the posts it found."""
+    found = 0
+    for storage in STRATEGIES:
+        ids = manager_for(storage).discussions_unfinished(limit=limit)
+        for topic in _topics_by_discussion(ids).values():
+            if topic.comment_storage == storage:  # a copy left behind by a move is not the discussion
+                found += comment_posts_finish(topic=topic, older_than=older_than)
+    return found
 
 
 # --- likes ----------------------------------------------------------------------
