@@ -26,6 +26,20 @@ class AccountAdapter(DefaultAccountAdapter):
             raise forms.ValidationError(refusal, code="unique")
         return name
 
+    def send_mail(self, template_prefix, email, context):
+        """Account e-mails (confirmation, password reset): allauth renders the message here, in
+        the request (its links need the request's site), and a retried task sends it
+        (`accounts.services.account_email_queue`): a mail server that refuses or times out
+        delays the e-mail, never fails the request."""
+        from allauth.core import context as allauth_context
+        from django.contrib.sites.shortcuts import get_current_site
+
+        from accounts.services import account_email_queue
+
+        request = allauth_context.request
+        ctx = {"request": request, "email": email, "current_site": get_current_site(request), **context}
+        account_email_queue(message=self.render_mail(template_prefix, email, ctx))
+
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
     """A GitHub or Google log-in that creates an account proposes the provider's username;
