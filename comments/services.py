@@ -370,10 +370,35 @@ def _like(topic, comment_id: str, user, w) -> Comment:
     # The retry of an interrupted like (`pending`) sends what it did not: the notification task is
     # idempotent (keyed by the like). A counter it left behind is rebuilt from the edges by
     # `manage.py integrity --repair` (comment_likes_repair); its credit, if lost, stays lost.
-    if change.first:
-        signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment, user=user)
+    if change.first and not signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment,
+                                         user=user):
+        return comment  # a receiver could not enqueue (the broker refused): pending, for comment_likes_finish_due
     likes.settle(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk)
     return comment
+
+
+def comment_likes_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS) -> int:
+    """The periodic finisher of likes (the `comments.posts_finish` task, with the posts): a like
+    left pending past its grace (`older_than`, GAP_GRACE_SECONDS by default), because its
+    request stopped or a receiver could not enqueue, sends `comment_liked` again if it was the
+    user's first like of the comment (the notification task is keyed by the like), then it is
+    settled; still undeliverable, it stays pending for the next pass. Returns the likes found."""
+    likes = CommentLikeManager()
+    before = timezone.now() - timedelta(seconds=GAP_GRACE_SECONDS if older_than is None else older_than)
+    edges = likes.pending_edges(before=before, limit=limit)
+    topics = _topics_by_discussion(e["discussion_id"] for e in edges)
+    users = get_user_model().objects.in_bulk([e["user_id"] for e in edges])
+    for edge in edges:
+        topic, user = topics.get(edge["discussion_id"]), users.get(edge["user_id"])
+        comment = None
+        if topic is not None and user is not None and edge["first"]:
+            comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=edge["comment_id"],
+                                                 threaded=is_threaded(topic))
+        if comment is not None and not signals.send(signals.comment_liked, sender=Comment, topic=topic,
+                                                    comment=comment, user=user):
+            continue
+        likes.settle(discussion_id=edge["discussion_id"], comment_id=edge["comment_id"], user_id=edge["user_id"])
+    return len(edges)
 
 
 def comment_unlike(*, topic, comment_id: str, user) -> Comment:

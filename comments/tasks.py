@@ -38,9 +38,10 @@ def comments_anchors_refresh(topic_id: int) -> bool:
 
 @shared_task(name="comments.posts_finish")
 def comments_posts_finish() -> int:
-    """Finish the posts left pending past their grace (comments.services.comment_posts_finish_due):
-    on Celery beat every minute (CELERY_BEAT_SCHEDULE); without beat, `manage.py
-    comments_posts_finish` from cron. Idempotent: what it sends again is keyed by the comment."""
-    from comments.services import comment_posts_finish_due
+    """Finish the posts and likes left pending past their grace (comments.services.
+    comment_posts_finish_due, comment_likes_finish_due): on Celery beat every minute
+    (CELERY_BEAT_SCHEDULE); without beat, `manage.py comments_posts_finish` from cron.
+    Idempotent: what it sends again is keyed by the comment (the like)."""
+    from comments.services import comment_likes_finish_due, comment_posts_finish_due
 
-    return comment_posts_finish_due()
+    return comment_posts_finish_due() + comment_likes_finish_due()

@@ -92,3 +92,31 @@ def test_a_reply_posted_while_the_broker_refuses_is_finished_by_the_periodic_tas
 def test_the_finisher_is_on_the_beat_schedule(settings):
     schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "comments.posts_finish" in schedule
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_like_made_while_the_broker_refuses_is_notified_once_by_the_periodic_task(
+        monkeypatch, api_client, make_topic, make_user, storage):
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from django.utils import timezone
+
+    import comments.services
+    from comments.services import GAP_GRACE_SECONDS, comment_create
+    from comments.tasks import comments_posts_finish
+
+    topic, alice, bob = make_topic(storage), make_user("alice"), make_user("bob")
+    comment = comment_create(topic=topic, author=alice, text="likeable words")
+    _broker_down(monkeypatch)
+    api_client.force_authenticate(bob)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/{comment.id}/like/")
+    assert answer.status_code in (200, 201), answer.content
+    monkeypatch.undo()
+    later = timezone.now() + timedelta(seconds=GAP_GRACE_SECONDS + 1)
+    monkeypatch.setattr(comments.services, "timezone", SimpleNamespace(now=lambda: later))
+    assert comments_posts_finish.apply().get() == 1
+    assert comments_posts_finish.apply().get() == 0
+    api_client.force_authenticate(alice)
+    notes = api_client.get("/api/notifications/").json()["results"]
+    assert [(n["kind"], n["count"]) for n in notes if n["kind"] == "like"] == [("like", 1)]

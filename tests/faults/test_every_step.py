@@ -36,8 +36,6 @@ pytestmark = pytest.mark.django_db
 # test id -> why it still fails; the comment names the k-th operation.
 KNOWN: dict[str, str] = {
     # The broker refusing: what these writes send is not kept pending for a finisher yet.
-    **{f"like-{storage}-broker-1": "comment_liked's notification task refused: the like edge is settled anyway "
-       "(no finisher re-sends it), so the like notification is lost" for storage in ("document", "embedded", "bucketed")},
     **{f"follow-document-broker-{k}": "social.activity_record sends activity_recorded with Signal.send: the broker's "
        "OperationalError fails the follow (a 500; the user's retry finishes it)" for k in (1, 2, 3)},
     "mute-document-broker-1": "social.mute_create sends user_muted with Signal.send: the broker's OperationalError "
@@ -183,7 +181,7 @@ def test_broker_bound_covers_every_task(templates, scenario, storage, task_queue
 
 @pytest.mark.parametrize("scenario,storage,k", BROKER_CASES)
 def test_broker_refuses_from_every_task(templates, scenario, storage, k, task_queue):
-    from comments.services import comment_posts_finish_due
+    from comments.services import comment_likes_finish_due, comment_posts_finish_due
     from topics.services import topic_publish_due
 
     world = templates.world(storage)
@@ -214,6 +212,7 @@ def test_broker_refuses_from_every_task(templates, scenario, storage, k, task_qu
     replay_failures()
     task_queue.drain()
     comment_posts_finish_due(older_than=0)
+    comment_likes_finish_due(older_than=0)
     topic_publish_due()
     task_queue.drain()
     _check_after_recovery(world, scenario, f"{scenario.name}-{storage}-broker-{k}",
