@@ -324,12 +324,18 @@ def digest_window_start(now: datetime) -> datetime:
     return datetime.fromtimestamp(int(now.timestamp()) // window * window, tz=UTC)
 
 
+def email_address_of(user) -> str:
+    """The one place that says where a user's notification e-mails go ("" for nowhere): every
+    e-mail path (queueing, the send task, the digest, the message) asks it."""
+    return user.email or ""
+
+
 def _message(*, user, subject: str, lines: list[str], kind: str) -> EmailMessage:
     unsubscribe = unsubscribe_url(user=user, kind=kind)
     body = "\n".join([f"Hello {user.username},", "", *lines, "",
                       f"Your notifications: {settings.SITE_URL.rstrip('/')}/notifications/",
                       f"Stop these e-mails (one click, no log-in): {unsubscribe}"])
-    return EmailMessage(subject=subject, body=body, to=[user.email], headers={
+    return EmailMessage(subject=subject, body=body, to=[email_address_of(user)], headers={
         "List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
 
 
@@ -339,7 +345,7 @@ def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str =
     counted (its place in the window kept), held once, or sent already. The message itself is
     one task (`notifications.email_send`, retried, sent once per `key`): a refused SMTP
     connection delays it, a redelivery never doubles it. True if it was queued to be sent now."""
-    if not text or not recipient.email or not preferences_of(recipient).wants(kind):
+    if not text or not email_address_of(recipient) or not preferences_of(recipient).wants(kind):
         return False
     now = timezone.now()
     link = f"{settings.SITE_URL.rstrip('/')}{url}"
@@ -374,7 +380,7 @@ def email_notification_send(*, recipient_id: int, kind: str, text: str, url: str
     and recorded as sent after the SMTP server took it (a crash in between sends it again, once
     the claim's lease ran out, with the same Message-ID). True if sent now."""
     user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
-    if user is None or not user.email:
+    if user is None or not email_address_of(user):
         return False
     outbox, token = EmailOutboxManager(), secrets.token_hex(8)
     claimed = outbox.claim_send(recipient=recipient_id, key=key, token=token, now=timezone.now())
@@ -405,7 +411,7 @@ def email_digest_send(*, recipient_id: int) -> int:
         if not items:
             return total
         keys = [i["key"] for i in items if i.get("key")]
-        if user is None or not user.email:  # nobody to send them to: they go
+        if user is None or not email_address_of(user):  # nobody to send them to: they go
             outbox.sending_done(recipient=recipient_id, token=token, keys=keys)
             return total
         lines = [f"- {i['text']} {i['url']}" for i in items]
