@@ -377,15 +377,19 @@ def _like(topic, comment_id: str, user, w) -> Comment:
     return comment
 
 
-def comment_likes_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS) -> int:
+def comment_likes_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS,
+                             repair: bool = True) -> int:
     """The periodic finisher of likes (the `comments.posts_finish` task, with the posts): a like
     left pending past its grace (`older_than`, GAP_GRACE_SECONDS by default), because its
     request stopped or a receiver could not enqueue, sends `comment_liked` again if it was the
     user's first like of the comment (the notification task is keyed by the like), then it is
-    settled; still undeliverable, it stays pending for the next pass. Returns the likes found."""
+    settled; still undeliverable, it stays pending for the next pass. Returns the likes found;
+    `repair=False` only counts them (`manage.py integrity`)."""
     likes = CommentLikeManager()
     before = timezone.now() - timedelta(seconds=GAP_GRACE_SECONDS if older_than is None else older_than)
     edges = likes.pending_edges(before=before, limit=limit)
+    if not repair:
+        return len(edges)
     topics = _topics_by_discussion(e["discussion_id"] for e in edges)
     users = get_user_model().objects.in_bulk([e["user_id"] for e in edges])
     for edge in edges:

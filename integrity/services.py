@@ -20,7 +20,9 @@ a time, `comments.selectors.comment_stored_pages`):
   storage start from are at most a refresh behind the counter (`comments.selectors.
   comment_anchors_behind`; repair: `comments.services.comment_anchors_refresh`);
 - `likes`: each comment's `likes` and `latest_likers` equal its active like edges
-  (`comments.services.comment_likes_repair`, which also repairs);
+  (`comments.services.comment_likes_repair`, which also repairs); once, on a full run, the
+  likes still pending past `grace` (their notification never enqueued; repair:
+  `comments.services.comment_likes_finish_due`);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
   entries of comments it does not store (`search.services.comment_search_drift`,
   `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`).
@@ -68,6 +70,7 @@ from comments.services import (
     SeqCheck,
     comment_anchors_refresh,
     comment_counter_repair,
+    comment_likes_finish_due,
     comment_likes_repair,
     comment_posts_finish,
     comment_ranks_repair,
@@ -298,6 +301,8 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
             check_users(ids, repair=repair, report=report, say=say)
         if user_flows:
             check_user_credits(since=since, repair=repair, batch=batch, report=report, say=say)
+        if site:
+            check_likes_pending(repair=repair, report=report, say=say, grace=grace)
     finally:
         if user_flows:
             credit_expected_reset()
@@ -325,6 +330,17 @@ def check_user_credits(*, since, repair: bool, batch: int, report: IntegrityRepo
     report.drifted[CREDITS] += off
     say("user credit flows: " + ("; ".join(shown) + (f" and {off - len(shown)} more" if off > len(shown) else "")
                                  if off else "ok"))
+
+
+def check_likes_pending(*, repair: bool, report: IntegrityReport, say, grace: float = GAP_GRACE_SECONDS) -> None:
+    """Likes whose consequences were never all enqueued (still pending past `grace`: the broker
+    refused, the request stopped); repair: `comments.services.comment_likes_finish_due`."""
+    pending = comment_likes_finish_due(older_than=grace, repair=False)
+    report.drifted[LIKES] += pending
+    if pending and repair:
+        comment_likes_finish_due(older_than=grace)
+        report.repaired[LIKES] += pending - comment_likes_finish_due(older_than=grace, repair=False)
+    say(f"pending likes: {pending} never announced" + (", finished" if repair else "") if pending else "pending likes: ok")
 
 
 def integrity_all(*, repair: bool = False, batch: int = 500, say=lambda message: None,

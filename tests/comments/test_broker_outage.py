@@ -120,3 +120,22 @@ def test_a_like_made_while_the_broker_refuses_is_notified_once_by_the_periodic_t
     api_client.force_authenticate(alice)
     notes = api_client.get("/api/notifications/").json()["results"]
     assert [(n["kind"], n["count"]) for n in notes if n["kind"] == "like"] == [("like", 1)]
+
+
+def test_integrity_reports_a_like_never_announced_and_its_repair_announces_it_once(monkeypatch, api_client,
+                                                                                   make_topic, make_user):
+    from comments.services import comment_create
+
+    topic, alice, bob = make_topic("document"), make_user("alice"), make_user("bob")
+    comment = comment_create(topic=topic, author=alice, text="likeable words")
+    _broker_down(monkeypatch)
+    api_client.force_authenticate(bob)
+    assert api_client.post(f"/api/topics/{topic.slug}/comments/{comment.id}/like/").status_code in (200, 201)
+    monkeypatch.undo()
+    with pytest.raises(Exception, match="difference"):
+        call_command("integrity", "--grace", "0")
+    call_command("integrity", "--repair", "--grace", "0")
+    call_command("integrity", "--grace", "0")
+    api_client.force_authenticate(alice)
+    notes = api_client.get("/api/notifications/").json()["results"]
+    assert [(n["kind"], n["count"]) for n in notes if n["kind"] == "like"] == [("like", 1)]
