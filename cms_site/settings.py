@@ -290,6 +290,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "topics-publish-due": {"task": "topics.publish_due", "schedule": 60.0},
     "comments-posts-finish": {"task": "comments.posts_finish", "schedule": 60.0},
+    "social-follows-finish": {"task": "social.follows_finish", "schedule": 60.0},
 }
 
 # --- E-mail ----------------------------------------------------------------------

@@ -35,11 +35,6 @@ pytestmark = pytest.mark.django_db
 
 # test id -> why it still fails; the comment names the k-th operation.
 KNOWN: dict[str, str] = {
-    # The broker refusing: what these writes send is not kept pending for a finisher yet.
-    **{f"follow-document-broker-{k}": "social.activity_record sends activity_recorded with Signal.send: the broker's "
-       "OperationalError fails the follow (a 500; the user's retry finishes it)" for k in (1, 2, 3)},
-    "mute-document-broker-1": "social.mute_create sends user_muted with Signal.send: the broker's OperationalError "
-                              "fails the mute (a 500; integrity's feeds repair drops the muted author's copies)",
 }
 
 # The default run fails each write of every scenario in the document strategy (a fault before a
