@@ -122,6 +122,18 @@ class AccountAdapter(DefaultAccountAdapter):
             credentials = {"username": login, "password": credentials.get("password")}
         return super().authenticate(request, **credentials)
 
+    def send_mail(self, template_prefix, email, context):
+        """Account e-mails (confirmation, password reset, the already-exists notice): allauth
+        renders the message here, in the request (render_mail names the configured site), and a
+        retried task sends it (`accounts.services.account_email_queue`): a mail server that
+        refuses or times out delays the e-mail, never fails the request."""
+        from allauth.core import context as allauth_context
+
+        from accounts.services import account_email_queue
+
+        ctx = {"request": allauth_context.request, "email": email, **context}
+        account_email_queue(message=self.render_mail(template_prefix, email, ctx))
+
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
     """A GitHub or Google log-in that creates an account proposes the provider's username;

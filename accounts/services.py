@@ -6,12 +6,16 @@ from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.mail import DNS_NAME, EmailMultiAlternatives
+from django.core.mail.message import make_msgid
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
 from accounts.emails import email_clean
 from accounts.parts import account_parts
+from accounts.signals import account_email_due
 from accounts.usernames import username_clean, username_unavailable
+from background.services import failure_record
 from core.errors import Conflict, InvalidInput
 
 User = get_user_model()
@@ -55,6 +59,39 @@ def email_record(*, user) -> None:
     rows = EmailAddress.objects.filter(user=user)
     if email and not rows.filter(email__iexact=email).exists():
         EmailAddress.objects.create(user=user, email=email, verified=False, primary=not rows.filter(primary=True).exists())
+
+
+ACCOUNT_EMAIL_TASK = "accounts.email_send"
+
+
+def account_email_queue(*, message) -> None:
+    """Queue an account e-mail (a rendered Django EmailMessage) to be sent by the
+    `accounts.email_send` task, retried while the mail server refuses or times out. Its
+    Message-ID is fixed now, so every attempt sends the same message. A broker that refuses the
+    task (the `account_email_due` receiver raises) leaves it recorded as a failed delivery
+    (`background`), sent by `manage.py tasks_replay`: the request never fails for it."""
+    message.extra_headers.setdefault("Message-ID", make_msgid(domain=DNS_NAME))
+    data = {"subject": message.subject, "body": message.body, "from_email": message.from_email,
+            "to": list(message.to), "cc": list(message.cc), "bcc": list(message.bcc),
+            "reply_to": list(message.reply_to), "headers": dict(message.extra_headers),
+            "alternatives": [[content, mimetype] for content, mimetype in getattr(message, "alternatives", [])],
+            "content_subtype": message.content_subtype}
+    for _receiver, result in account_email_due.send_robust(sender=None, message=data):
+        if isinstance(result, Exception):
+            failure_record(task=ACCOUNT_EMAIL_TASK, task_id="", args=[data], kwargs={},
+                           error=f"{type(result).__name__}: {result}")
+
+
+def account_email_send(*, message: dict) -> bool:
+    """Send one queued account e-mail (the `accounts.email_send` task): the message as rendered."""
+    email = EmailMultiAlternatives(subject=message["subject"], body=message["body"], from_email=message["from_email"],
+                                   to=message["to"], cc=message.get("cc") or [], bcc=message.get("bcc") or [],
+                                   reply_to=message.get("reply_to") or [], headers=message.get("headers") or {})
+    for content, mimetype in message.get("alternatives") or []:
+        email.attach_alternative(content, mimetype)
+    email.content_subtype = message.get("content_subtype") or "plain"
+    email.send()
+    return True
 
 
 COMMENT_CHOICES = ("tombstone", "remove")

@@ -13,10 +13,12 @@ import logging
 
 from celery import Task
 from django.conf import settings
+from kombu.exceptions import OperationalError
 from pymongo.errors import PyMongoError
 
 log = logging.getLogger(__name__)
-TRANSIENT = (PyMongoError, ConnectionError, TimeoutError)
+# kombu's OperationalError: the broker refused a task this one enqueues (Redis down).
+TRANSIENT = (PyMongoError, ConnectionError, TimeoutError, OperationalError)
 
 
 class DeliveryTask(Task):

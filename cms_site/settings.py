@@ -310,9 +310,15 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_MAX_RETRIES = env_int("CELERY_TASK_MAX_RETRIES", 5)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Scheduled topics: announce the ones whose publish_at has passed (idempotent; without
-# beat, run `manage.py topics_publish_due` from cron instead).
-CELERY_BEAT_SCHEDULE = {"topics-publish-due": {"task": "topics.publish_due", "schedule": 60.0}}
+# Scheduled topics: announce the ones whose publish_at has passed; posts left pending (the
+# broker refused their tasks, the process died): send what follows them again past their grace.
+# Both idempotent; without beat, run `manage.py topics_publish_due` and `manage.py
+# comments_posts_finish` from cron instead.
+CELERY_BEAT_SCHEDULE = {
+    "topics-publish-due": {"task": "topics.publish_due", "schedule": 60.0},
+    "comments-posts-finish": {"task": "comments.posts_finish", "schedule": 60.0},
+    "social-follows-finish": {"task": "social.follows_finish", "schedule": 60.0},
+}
 
 # --- E-mail ----------------------------------------------------------------------
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if DEBUG

@@ -286,12 +286,18 @@ def comment_anchors_refresh(*, topic) -> bool:
     return comment_manager(topic).anchors_refresh(discussion_id=topic.discussion_id, threaded=is_threaded(topic))
 
 
-def _posted(topic, manager: CommentManager, comment: Comment, author) -> None:
+def _posted(topic, manager: CommentManager, comment: Comment, author) -> bool:
     """`comment_posted`, then the comment is no longer pending (the manager recorded it pending
-    in the write that numbered it): a post interrupted before this is finished by
-    `comment_posts_finish`, which sends the signal again (its tasks are idempotent)."""
-    signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    in the write that numbered it), but only once every receiver enqueued its task: a post
+    interrupted before this, or whose signal a receiver could not pass on (the broker refused
+    it), stays pending and is finished by `comment_posts_finish` (the periodic
+    `comments.posts_finish`, `manage.py integrity --repair`), which sends the signal again (its
+    tasks are idempotent, keyed by the comment). True when it is no longer pending."""
+    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author):
+        log.warning("post of comment %s left pending: a consequence was not enqueued", comment.id)
+        return False
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
+    return True
 
 
 def comment_ranks_repair(*, topic) -> None:
@@ -322,6 +328,24 @@ def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool
             continue
         _posted(topic, manager, comment, author)
     return len(unfinished)
+
+
+FINISH_DISCUSSIONS = 500  # discussions one periodic pass looks at (the next pass takes the rest)
+
+
+def comment_posts_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS) -> int:
+    """The periodic finisher (the `comments.posts_finish` task on Celery beat; `manage.py
+    integrity --repair` does the same per topic): every discussion, in its topic's current
+    strategy, holding a post still pending past its grace (`older_than`, GAP_GRACE_SECONDS by
+    default) gets `comment_posts_finish`. A post whose consequences cannot be enqueued yet (the
+    broker still refuses) stays pending for the next pass. Returns the posts it found."""
+    found = 0
+    for storage in STRATEGIES:
+        ids = manager_for(storage).discussions_unfinished(limit=limit)
+        for topic in _topics_by_discussion(ids).values():
+            if topic.comment_storage == storage:  # a copy left behind by a move is not the discussion
+                found += comment_posts_finish(topic=topic, older_than=older_than)
+    return found
 
 
 # --- likes ----------------------------------------------------------------------
@@ -374,10 +398,39 @@ def _like(topic, comment_id: str, user, w) -> Comment:
     # The retry of an interrupted like (`pending`) sends what it did not: the notification task is
     # idempotent (keyed by the like). A counter it left behind is rebuilt from the edges by
     # `manage.py integrity --repair` (comment_likes_repair); its credit, if lost, stays lost.
-    if change.first:
-        signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment, user=user)
+    if change.first and not signals.send(signals.comment_liked, sender=Comment, topic=topic, comment=comment,
+                                         user=user):
+        return comment  # a receiver could not enqueue (the broker refused): pending, for comment_likes_finish_due
     likes.settle(discussion_id=topic.discussion_id, comment_id=comment.id, user_id=user.pk)
     return comment
+
+
+def comment_likes_finish_due(*, older_than: float | None = None, limit: int = FINISH_DISCUSSIONS,
+                             repair: bool = True) -> int:
+    """The periodic finisher of likes (the `comments.posts_finish` task, with the posts): a like
+    left pending past its grace (`older_than`, GAP_GRACE_SECONDS by default), because its
+    request stopped or a receiver could not enqueue, sends `comment_liked` again if it was the
+    user's first like of the comment (the notification task is keyed by the like), then it is
+    settled; still undeliverable, it stays pending for the next pass. Returns the likes found;
+    `repair=False` only counts them (`manage.py integrity`)."""
+    likes = CommentLikeManager()
+    before = timezone.now() - timedelta(seconds=GAP_GRACE_SECONDS if older_than is None else older_than)
+    edges = likes.pending_edges(before=before, limit=limit)
+    if not repair:
+        return len(edges)
+    topics = _topics_by_discussion(e["discussion_id"] for e in edges)
+    users = get_user_model().objects.in_bulk([e["user_id"] for e in edges])
+    for edge in edges:
+        topic, user = topics.get(edge["discussion_id"]), users.get(edge["user_id"])
+        comment = None
+        if topic is not None and user is not None and edge["first"]:
+            comment = comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=edge["comment_id"],
+                                                 threaded=is_threaded(topic))
+        if comment is not None and not signals.send(signals.comment_liked, sender=Comment, topic=topic,
+                                                    comment=comment, user=user):
+            continue
+        likes.settle(discussion_id=edge["discussion_id"], comment_id=edge["comment_id"], user_id=edge["user_id"])
+    return len(edges)
 
 
 def comment_unlike(*, topic, comment_id: str, user) -> Comment:

@@ -52,10 +52,15 @@ discussion_outgrown = Signal()
 discussion_anchors_due = Signal()
 
 
-def send(signal: Signal, **kwargs) -> None:
+def send(signal: Signal, **kwargs) -> bool:
     """Send `signal` to every receiver even when one raises (Django's `send_robust`); a failing
-    receiver is logged, never the writer's error: the write is stored, and receivers only
-    enqueue idempotent tasks keyed by the record's id (what they derive is rebuilt by repairs)."""
+    receiver (a broker that refuses the task it enqueues: kombu's OperationalError) is logged,
+    never the writer's error: the write is stored, and receivers only enqueue idempotent tasks
+    keyed by the record's id. Returns True when every receiver took it: a sender that recorded
+    the write as pending keeps it pending otherwise, for its finisher to send again."""
+    delivered = True
     for receiver, result in signal.send_robust(**kwargs):
         if isinstance(result, Exception):
+            delivered = False
             log.error("receiver %s failed", getattr(receiver, "__qualname__", receiver), exc_info=result)
+    return delivered

@@ -34,3 +34,14 @@ def comments_anchors_refresh(topic_id: int) -> bool:
 
     topic = apps.get_model("topics", "Topic").objects.filter(pk=int(topic_id)).first()
     return topic is not None and comment_anchors_refresh(topic=topic)
+
+
+@shared_task(name="comments.posts_finish")
+def comments_posts_finish() -> int:
+    """Finish the posts and likes left pending past their grace (comments.services.
+    comment_posts_finish_due, comment_likes_finish_due): on Celery beat every minute
+    (CELERY_BEAT_SCHEDULE); without beat, `manage.py comments_posts_finish` from cron.
+    Idempotent: what it sends again is keyed by the comment (the like)."""
+    from comments.services import comment_likes_finish_due, comment_posts_finish_due
+
+    return comment_posts_finish_due() + comment_likes_finish_due()

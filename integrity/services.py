@@ -20,7 +20,10 @@ a time, `comments.selectors.comment_stored_pages`):
   storage start from are at most a refresh behind the counter (`comments.selectors.
   comment_anchors_behind`; repair: `comments.services.comment_anchors_refresh`);
 - `likes`: each comment's `likes` and `latest_likers` equal its active like edges
-  (`comments.services.comment_likes_repair`, which also repairs);
+  (`comments.services.comment_likes_repair`, which also repairs); once, on a full run, the
+  likes still pending past `grace` (their notification never enqueued; repair:
+  `comments.services.comment_likes_finish_due`), and the follows still pending past `grace`
+  (`social.services.follows_finish_due`);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
   entries of comments it does not store (`search.services.comment_search_drift`,
   `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`).
@@ -68,6 +71,7 @@ from comments.services import (
     SeqCheck,
     comment_anchors_refresh,
     comment_counter_repair,
+    comment_likes_finish_due,
     comment_likes_repair,
     comment_posts_finish,
     comment_ranks_repair,
@@ -86,7 +90,7 @@ from search.services import (
     comment_search_strays,
 )
 from social.selectors import feed_drift, follow_lists_drift
-from social.services import feed_repair, follow_lists_rebuild
+from social.services import feed_repair, follow_lists_rebuild, follows_finish_due
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
 FEEDS, GROUPS, CREDITS, POSTS, RANKS = "feeds", "notification groups", "credits", "posts", "ranks"
@@ -284,6 +288,9 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
         for topic in topics:
             check_topic(topic, repair=repair, batch=batch, report=report, say=say, grace=grace, credits_since=since,
                         user_flows=user_flows)
+        if site:  # first: what their finishing delivers is then in the feeds and groups checked below
+            check_likes_pending(repair=repair, report=report, say=say, grace=grace)
+            check_follows_pending(repair=repair, report=report, say=say, grace=grace)
         if users is True:
             user_ids = get_user_model().objects.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch)
         else:
@@ -325,6 +332,29 @@ def check_user_credits(*, since, repair: bool, batch: int, report: IntegrityRepo
     report.drifted[CREDITS] += off
     say("user credit flows: " + ("; ".join(shown) + (f" and {off - len(shown)} more" if off > len(shown) else "")
                                  if off else "ok"))
+
+
+def check_likes_pending(*, repair: bool, report: IntegrityReport, say, grace: float = GAP_GRACE_SECONDS) -> None:
+    """Likes whose consequences were never all enqueued (still pending past `grace`: the broker
+    refused, the request stopped); repair: `comments.services.comment_likes_finish_due`."""
+    pending = comment_likes_finish_due(older_than=grace, repair=False)
+    report.drifted[LIKES] += pending
+    if pending and repair:
+        comment_likes_finish_due(older_than=grace)
+        report.repaired[LIKES] += pending - comment_likes_finish_due(older_than=grace, repair=False)
+    say(f"pending likes: {pending} never announced" + (", finished" if repair else "") if pending else "pending likes: ok")
+
+
+def check_follows_pending(*, repair: bool, report: IntegrityReport, say, grace: float = GAP_GRACE_SECONDS) -> None:
+    """Follows whose announcement was never all enqueued (still pending past `grace`); repair:
+    `social.services.follows_finish_due`. Run before the users' checks would see their feeds."""
+    pending = follows_finish_due(older_than=grace, repair=False)
+    report.drifted[FOLLOWS] += pending
+    if pending and repair:
+        follows_finish_due(older_than=grace)
+        report.repaired[FOLLOWS] += pending - follows_finish_due(older_than=grace, repair=False)
+    say(f"pending follows: {pending} never announced" + (", finished" if repair else "") if pending
+        else "pending follows: ok")
 
 
 def integrity_all(*, repair: bool = False, batch: int = 500, say=lambda message: None,

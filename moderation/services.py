@@ -131,8 +131,9 @@ def _actor(actor) -> dict:
 
 
 def log_action(*, actor, action: str, entry: dict | None = None, before=None, after=None, note: str = "",
-               target: str = "", topic=None, comment_id: str | None = None) -> None:
-    """Append one action to the audit log. `actor`: the user who acted, or SYSTEM_ACTOR."""
+               target: str = "", topic=None, comment_id: str | None = None, key: str | None = None) -> None:
+    """Append one action to the audit log. `actor`: the user who acted, or SYSTEM_ACTOR. With
+    `key` (an action that happens once, done by a retried task) the entry is recorded once."""
     doc = {"at": _now(), **_actor(actor), "action": action, "before": before, "after": after, "note": note,
            "target": target, "topic": None, "topic_slug": "", "comment": comment_id, "entry": None}
     if entry is not None:
@@ -140,7 +141,7 @@ def log_action(*, actor, action: str, entry: dict | None = None, before=None, af
                    entry=entry["_id"])
     elif topic is not None:
         doc.update(topic=topic.pk, topic_slug=topic.slug)
-    ModerationLogManager().record(doc)
+    ModerationLogManager().record(doc, key=key)
 
 
 # --- who may write -------------------------------------------------------------------
@@ -570,9 +571,36 @@ def queue_moderate(*, entry_ids, action, moderator) -> int:
     return _apply([(topics[e["topic"]], e) for e in entries if e["topic"] in topics], action, moderator)
 
 
+def entry_text_sync(*, topic_id: int, comment_id: str) -> bool:
+    """An edited comment's queue entry (if it has one) shows, and word search finds, the text
+    stored now (the `moderation.entry_text_sync` task: idempotent and order-free, whichever run
+    comes last writes the current text). False when the topic or the comment is gone."""
+    topic = Topic.objects.filter(pk=topic_id).first()
+    comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+    if comment is None:
+        return False
+    ModerationQueueManager().refresh_text(key=entry_key(topic.pk, comment.id), text=comment.text,
+                                          words=words_of(comment.text))
+    return True
+
+
+def entry_deletion_sync(*, topic_id: int, comment_id: str, before: str, user_id: int | None) -> bool:
+    """The `moderation.entry_deletion_sync` task: `entry_follow_deletion` for a comment stored
+    as deleted (a tombstone is final). False when the topic or the comment is gone, or the
+    comment is not deleted."""
+    topic = Topic.objects.filter(pk=topic_id).first()
+    comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+    if comment is None or comment.status != DELETED:
+        return False
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id is not None else None
+    entry_follow_deletion(topic=topic, comment=comment, before=before, user=user)
+    return True
+
+
 def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None:
     """A comment was deleted (comments.services.comment_delete): its entry, if it has one, says
-    so; a deletion by an editor (not its author) is an entry of the audit log."""
+    so; a deletion by an editor (not its author) is an entry of the audit log, recorded once
+    however often this runs (its id derives from the comment: a retried task finds it)."""
     own = user is not None and comment.author is not None and comment.author.id == getattr(user, "pk", None)
     by_editor = not own and can_moderate(user)
     queue = ModerationQueueManager()
@@ -587,7 +615,8 @@ def entry_follow_deletion(*, topic, comment: Comment, before: str, user) -> None
             fields["open_flags"] = 0
         queue.update(entry["_id"], set_fields=fields, unset=SYNC_FIELDS)
     if by_editor:
-        log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id)
+        log_action(actor=user, action="delete", entry=entry, before=before, after=DELETED, comment_id=comment.id,
+                   key=f"delete:{topic.pk}:{comment.id}")
 
 
 # --- an account's part (account deletion) ------------------------------------------------------

@@ -24,7 +24,9 @@ Django's e-mail framework to recipients with an address who want that kind
 NOTIFICATIONS_DIGEST_WINDOW seconds, the rest are held and sent as one digest. Every e-mail
 carries a signed one-click unsubscribe link (no log-in). Each message is one task
 (`notifications.email_send`), retried on SMTP and network errors, sent once per notification
-event (its key is recorded after sending; its Message-ID is derived from it).
+event: counted and held once per event, claimed by one sender with a guarded write, its key
+recorded after sending (its Message-ID is derived from it). A digest goes in two phases
+(held -> sending under a token -> cleared once sent).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -108,8 +111,10 @@ def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, even
         if notes.add(recipient=recipient_id, kind=kind, target=target_of(kind), subject=subject, actor_id=actor.pk,
                      actor=actor.username, event=event_of(kind, recipient_id), url=url, title=title, at=at):
             new += 1
-            email_notify(recipient=user, kind=kind, text=email_text(kind), url=url,
-                         key=f"{recipient_id}:{event_of(kind, recipient_id)}")
+        # New or found stored (a task retried after its e-mail step failed): the e-mail is owed
+        # either way, and keyed by the event, so it is counted, held or sent once.
+        email_notify(recipient=user, kind=kind, text=email_text(kind), url=url,
+                     key=f"{recipient_id}:{event_of(kind, recipient_id)}")
     return new
 
 
@@ -325,33 +330,43 @@ def digest_window_start(now: datetime) -> datetime:
     return datetime.fromtimestamp(int(now.timestamp()) // window * window, tz=UTC)
 
 
+def email_address_of(user) -> str:
+    """The one place that says where a user's notification e-mails go ("" for nowhere): every
+    e-mail path (queueing, the send task, the digest, the message) asks it. Only an address its
+    owner confirmed (accounts.selectors.notification_email)."""
+    return notification_email(user=user)
+
+
 def _message(*, user, subject: str, lines: list[str], kind: str) -> EmailMessage:
     unsubscribe = unsubscribe_url(user=user, kind=kind)
     body = "\n".join([f"Hello {user.username},", "", *lines, "",
                       f"Your notifications: {settings.SITE_URL.rstrip('/')}/notifications/",
                       f"Stop these e-mails (one click, no log-in): {unsubscribe}"])
-    return EmailMessage(subject=subject, body=body, to=[notification_email(user=user)], headers={
+    return EmailMessage(subject=subject, body=body, to=[email_address_of(user)], headers={
         "List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
 
 
 def email_notify(*, recipient, kind: str, text: str | None, url: str, key: str = "") -> bool:
     """E-mail one notification if the recipient wants it; past the digest threshold hold it.
-    The message itself is one task (`notifications.email_send`, retried), idempotent by `key`
-    (the notification event's id): a refused SMTP connection delays it, a redelivery never
-    doubles it. True if it was queued to be sent now."""
-    if not text or not notification_email(user=recipient) or not preferences_of(recipient).wants(kind):
+    Idempotent by `key` (the notification event's id): a retried delivery finds the e-mail
+    counted (its place in the window kept), held once, or sent already. The message itself is
+    one task (`notifications.email_send`, retried, sent once per `key`): a refused SMTP
+    connection delays it, a redelivery never doubles it. True if it was queued to be sent now."""
+    if not text or not email_address_of(recipient) or not preferences_of(recipient).wants(kind):
         return False
     now = timezone.now()
-    outbox = EmailOutboxManager()
-    sent = outbox.count_sent(recipient=recipient.pk, window_start=digest_window_start(now))
     link = f"{settings.SITE_URL.rstrip('/')}{url}"
-    if sent > max(0, settings.NOTIFICATIONS_DIGEST_AFTER):
-        outbox.hold(recipient=recipient.pk, item={"kind": kind, "text": text, "url": link, "at": now})
-        if sent == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
+    key = key or f"{recipient.pk}:{kind}:{link}:{now.timestamp()}"
+    outbox = EmailOutboxManager()
+    if outbox.was_sent(recipient=recipient.pk, key=key):
+        return False
+    place = outbox.count_sent(recipient=recipient.pk, window_start=digest_window_start(now), key=key)
+    if place > max(0, settings.NOTIFICATIONS_DIGEST_AFTER):
+        outbox.hold(recipient=recipient.pk, item={"kind": kind, "text": text, "url": link, "at": now, "key": key})
+        if place == settings.NOTIFICATIONS_DIGEST_AFTER + 1:
             digest_held.send(sender=None, recipient_id=recipient.pk, at=now)
         return False
-    email_due.send(sender=None, recipient_id=recipient.pk, kind=kind, text=text, url=link,
-                   key=key or f"{recipient.pk}:{kind}:{link}:{now.timestamp()}")
+    email_due.send(sender=None, recipient_id=recipient.pk, kind=kind, text=text, url=link, key=key)
     return True
 
 
@@ -362,49 +377,70 @@ def message_id_of(key: str) -> str:
     return f"<{digest}@{domain}>"
 
 
+class EmailClaimed(TimeoutError):
+    """Another sender holds this e-mail now (a transient state: the task tries again later)."""
+
+
 def email_notification_send(*, recipient_id: int, kind: str, text: str, url: str, key: str) -> bool:
-    """Send one notification e-mail (the `email_send` task), once per `key`: an e-mail already
-    recorded as sent is not sent again; it is recorded after the SMTP server took it (a crash
-    in between sends it again, with the same Message-ID). True if sent now."""
+    """Send one notification e-mail (the `email_send` task), once per `key`: the send is claimed
+    with a guarded write (two workers never both send it; EmailClaimed while another holds it),
+    and recorded as sent after the SMTP server took it (a crash in between sends it again, once
+    the claim's lease ran out, with the same Message-ID). True if sent now."""
     user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
-    if user is None or not notification_email(user=user):
+    if user is None or not email_address_of(user):
         return False
-    outbox = EmailOutboxManager()
-    if outbox.was_sent(recipient=recipient_id, key=key):
+    outbox, token = EmailOutboxManager(), secrets.token_hex(8)
+    claimed = outbox.claim_send(recipient=recipient_id, key=key, token=token, now=timezone.now())
+    if claimed is None:
+        raise EmailClaimed(f"e-mail {key} is being sent by another worker")
+    if not claimed:
         return False
     message = _message(user=user, subject=f"[Commons] {text}", lines=[text, url], kind=kind)
     message.extra_headers.update({"Message-ID": message_id_of(key), "X-Commons-Key": key})
-    message.send()
+    try:
+        message.send()
+    except BaseException:
+        outbox.release_send(recipient=recipient_id, key=key, token=token)
+        raise
     outbox.mark_sent(recipient=recipient_id, key=key)
     return True
 
 
 def email_digest_send(*, recipient_id: int) -> int:
-    """Send what is held for `recipient_id` as one e-mail. Returns how many items it held."""
+    """Send what is held for `recipient_id` as one e-mail, in two phases (EmailOutboxManager.
+    take_held): the items move to `sending` under a token, are sent, then cleared; a refused
+    send gives them back to `sending`, and the retry (or a later run, once a dead worker's claim
+    expired) sends them first. Returns how many items it sent."""
     user = get_user_model().objects.filter(pk=recipient_id, is_active=True).first()
-    items = EmailOutboxManager().take_held(recipient=recipient_id)
-    if not items or user is None or not notification_email(user=user):
-        return 0
-    lines = [f"- {i['text']} {i['url']}" for i in items]
-    try:
-        _message(user=user, subject=f"[Commons] {len(items)} new notifications", lines=lines, kind="all").send()
-    except Exception:
-        # Taken but not sent (the SMTP server refused): hold them again for the retry or the next run.
-        outbox = EmailOutboxManager()
-        for item in items:
-            outbox.hold(recipient=recipient_id, item=item)
-        raise
-    return len(items)
+    outbox, token, total = EmailOutboxManager(), secrets.token_hex(8), 0
+    while True:
+        items = outbox.take_held(recipient=recipient_id, token=token, now=timezone.now())
+        if not items:
+            return total
+        keys = [i["key"] for i in items if i.get("key")]
+        if user is None or not email_address_of(user):  # nobody to send them to: they go
+            outbox.sending_done(recipient=recipient_id, token=token, keys=keys)
+            return total
+        lines = [f"- {i['text']} {i['url']}" for i in items]
+        try:
+            _message(user=user, subject=f"[Commons] {len(items)} new notifications", lines=lines, kind="all").send()
+        except Exception:
+            outbox.sending_release(recipient=recipient_id, token=token)
+            raise
+        outbox.sending_done(recipient=recipient_id, token=token, keys=keys)
+        total += len(items)
 
 
 def email_digests_send_all() -> int:
-    """Send every held digest (the `notifications_digest` command). Returns e-mails sent."""
-    sent = 0
+    """Send every held digest (the `notifications_digest` command). Returns e-mails sent; a
+    digest another sender holds now is left to it (each recipient is tried once per pass)."""
+    sent, tried = 0, set()
     while True:
-        recipients = EmailOutboxManager().recipients_with_held()
+        recipients = [r for r in EmailOutboxManager().recipients_with_held() if r not in tried]
         if not recipients:
             return sent
         for recipient_id in recipients:
+            tried.add(recipient_id)
             sent += 1 if email_digest_send(recipient_id=recipient_id) else 0
 
 

@@ -9,7 +9,6 @@ idempotent and retried, and a failure never reaches the writer's request.
 from __future__ import annotations
 
 from search import tasks
-from search.managers import CommentSearchManager
 
 
 def _sync(topic, comment) -> None:
@@ -21,11 +20,8 @@ def on_comment_posted(sender, topic, comment, **kwargs):
 
 
 def on_comments_imported(sender, topic, comments, **kwargs):
-    """Imported history: its entries in one write (a deleted comment's without words or text)."""
-    CommentSearchManager().upsert_many([CommentSearchManager.entry(
-        discussion_id=topic.discussion_id, comment_id=c.id, text=c.text, html=c.html,
-        author=c.author.name if c.author else "", posted=c.posted, status=c.status,
-        guest=c.author is not None and c.author.guest) for c in comments])
+    """Imported history: one task for the batch, its entries in one write."""
+    tasks.comments_search_sync.delay(topic.pk, [c.id for c in comments])
 
 
 def on_comment_edited(sender, topic, comment, **kwargs):

@@ -33,6 +33,17 @@ def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
     return True
 
 
+def comments_search_sync(*, topic_id: int, comment_ids: list[str]) -> int:
+    """`comment_search_sync` for a batch (an import's): the entries of the comments as stored
+    now, in one write. Idempotent; returns the entries written."""
+    topic = Topic.objects.filter(pk=topic_id).first()
+    if topic is None:
+        return 0
+    stored = (comment_stored(topic=topic, comment_id=cid) for cid in comment_ids)
+    entries = [_search_entry(topic, comment) for comment in stored if comment is not None]
+    return CommentSearchManager().upsert_many(entries) if entries else 0
+
+
 def comment_search_rebuild(*, topics, page_size: int = 500, progress=lambda message: None) -> int:
     """Rebuild the search entries of every comment of `topics` from the stored comments: one
     chronological page of `page_size` comments in memory at a time, one bulk upsert per page.

@@ -44,6 +44,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
+from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
 from core.writers import require_writer
 from social import signals
@@ -120,20 +121,48 @@ def follow_create(*, follower, followee) -> bool:
 def _announce_follow(edges, follower, followee, since) -> None:
     """`user_followed` and the follow's activity (its id derived from the edge and its `since`,
     so a retry records it once), then the edge is settled."""
-    # Receivers only enqueue; one failing never stops the others nor this follow's activity.
-    for receiver, result in user_followed.send_robust(sender=None, follower=follower, followee=followee):
-        if isinstance(result, Exception):
-            log.error("receiver %s of user_followed failed", getattr(receiver, "__qualname__", receiver), exc_info=result)
+    # Receivers only enqueue; one failing (the broker refused its task) never stops the others
+    # nor this follow's activity, and leaves the edge pending: the follow's retry sends it again.
+    delivered = send_robust(user_followed, sender=None, follower=follower, followee=followee)
     since = since.replace(microsecond=since.microsecond // 1000 * 1000)
     activity_record(activity=Activity(
         id=activity_id_of(f"follow:{follower.pk}:{followee.pk}", since), type=FOLLOW, actor_id=follower.pk,
         actor=follower.username, date=since, url=f"/u/{followee.username}/", target_id=followee.pk,
         target=followee.username,
     ))
-    edges.settle(follower=follower.pk, followee=followee.pk)
+    if delivered:
+        edges.settle(follower=follower.pk, followee=followee.pk)
 
 
 SETTLE_ATTEMPTS = 20
+
+
+FOLLOWS_FINISH_GRACE = 60  # seconds: a younger pending follow may still be in its request
+FOLLOWS_FINISH_BATCH = 500
+
+
+def follows_finish_due(*, older_than: float | None = None, limit: int = FOLLOWS_FINISH_BATCH,
+                       repair: bool = True) -> int:
+    """The periodic finisher of follows (the `social.follows_finish` task on beat; `manage.py
+    integrity --repair`): a follow left pending past its grace (its request stopped, or the
+    broker refused what `user_followed` enqueues) has its lists brought in step and its
+    announcement sent again, as the follow's retry would (the activity and the notification are
+    keyed by the edge); still undeliverable, it stays pending. Returns the follows found;
+    `repair=False` only counts them."""
+    edges, lists = FollowEdgeManager(), FollowListManager()
+    grace = FOLLOWS_FINISH_GRACE if older_than is None else older_than
+    pending = edges.pending_edges(before=timezone.now() - timedelta(seconds=grace), limit=limit)
+    if not repair:
+        return len(pending)
+    users = get_user_model().objects.in_bulk({pk for follower, followee, _ in pending for pk in (follower, followee)})
+    for follower_id, followee_id, since in pending:
+        follower, followee = users.get(follower_id), users.get(followee_id)
+        if follower is None or followee is None:  # an account gone: nothing to announce
+            edges.settle(follower=follower_id, followee=followee_id)
+            continue
+        if _settle(edges, lists, follower_id, followee_id, listed=None):
+            _announce_follow(edges, follower, followee, since)
+    return len(pending)
 
 
 def _settle(edges, lists, follower: int, followee: int, *, listed: bool | None) -> bool:
@@ -196,8 +225,10 @@ def follow_lists_rebuild(*, user_ids: Iterable[int], chunk: int = 500) -> None:
 def activity_record(*, activity: Activity) -> Activity:
     """Store the activity in the author log (one round trip), then queue its delivery."""
     stored = ActivityLogManager().record(activity)
-    # The author is the log's shard key: the delivery reads the activity on one shard.
-    signals.activity_recorded.send(sender=None, activity_id=stored.id, author_id=stored.actor_id)
+    # The author is the log's shard key: the delivery reads the activity on one shard. A delivery
+    # the broker refused is never the writer's error: `manage.py integrity --repair` (feeds)
+    # delivers the missing copies from the log (an idempotent backfill).
+    send_robust(signals.activity_recorded, sender=None, activity_id=stored.id, author_id=stored.actor_id)
     return stored
 
 
@@ -317,7 +348,9 @@ def mute_create(*, muter, muted) -> bool:
         raise InvalidInput(f"You can mute at most {MAX_MUTES} people.")
     if not mutes.create(muter=muter.pk, muted=muted.pk, at=now_ms()):
         return False
-    signals.user_muted.send(sender=None, muter_id=muter.pk, muted_id=muted.pk)
+    # The purge of the muted author's copies is a task; refused by the broker, the feed stays
+    # right to read (pages drop muted authors) and `manage.py integrity --repair` removes the copies.
+    send_robust(signals.user_muted, sender=None, muter_id=muter.pk, muted_id=muted.pk)
     return True
 
 

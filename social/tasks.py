@@ -38,3 +38,10 @@ def feed_purge_author(owner_id: int, author_id: int) -> int:
 @shared_task(base=DeliveryTask, name="social.feed_backfill")
 def feed_backfill(owner_id: int, author_id: int) -> int:
     return services.feed_backfill(owner=int(owner_id), author=int(author_id))
+
+
+@shared_task(name="social.follows_finish")
+def follows_finish() -> int:
+    """Finish the follows left pending past their grace (services.follows_finish_due): on Celery
+    beat every minute; without beat, `manage.py integrity --repair` finishes them."""
+    return services.follows_finish_due()

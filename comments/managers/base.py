@@ -309,6 +309,11 @@ class CommentManager(MongoManager, abc.ABC):
         (`store=False`: only listed): the roll-forward of `manage.py integrity --repair`. Idempotent."""
 
     @abc.abstractmethod
+    def discussions_unfinished(self, *, limit: int) -> list[int]:
+        """Up to `limit` ids of discussions holding a post still pending (whatever its age): where
+        the periodic finisher (`comments.services.comment_posts_finish_due`) looks."""
+
+    @abc.abstractmethod
     def page(self, *, discussion_id: int, order: str, request: PageRequest, threaded: bool = False,
              cursor: str | None = None) -> Page[Comment]:
         """One page of comments in `order`, with the discussion's total count.

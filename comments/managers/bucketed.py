@@ -180,6 +180,10 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
 
+    def discussions_unfinished(self, *, limit):
+        # `pending` left `{}` by its last `$unset` is nothing pending.
+        return [d["_id"] for d in self.discussions.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
+
     def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
         meta = self.discussions.find_one({"_id": discussion_id}, {"count": 1, "size": 1, "numbered": 1, "pending": 1})
         out = []

@@ -276,6 +276,10 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
 
+    def discussions_unfinished(self, *, limit):
+        # `pending` left `{}` by its last `$unset` is nothing pending.
+        return [d["_id"] for d in self.collection.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
+
     def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
         doc = self.collection.find_one({"_id": discussion_id}, {"pending": 1})
         found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)

@@ -47,6 +47,8 @@ class CommentLikeManager(MongoManager):
             cls.collection_name: [
                 # The shard key's index: hashed discussion, then `_id` so a busy discussion's likes split.
                 IndexModel([("discussion_id", "hashed"), ("_id", 1)], name="discussion_hashed_id"),
+                # The likes whose consequences are not all enqueued yet (few): the periodic finisher's walk.
+                IndexModel([("pending", 1)], name="pending", sparse=True),
             ]
         }
 
@@ -95,6 +97,14 @@ class CommentLikeManager(MongoManager):
         """What follows the like was done: the edge is no longer pending."""
         self.collection.update_one({**self._key(discussion_id, comment_id, user_id), "pending": True},
                                    {"$unset": {"pending": ""}})
+
+    def pending_edges(self, *, before, limit: int) -> list[dict]:
+        """Up to `limit` edges still pending whose like is older than `before` (the sparse
+        `pending` index): {discussion_id, comment_id, user_id, first} each."""
+        docs = self.collection.find({"pending": True, "liked": {"$lt": before}},
+                                    {"discussion_id": 1, "comment_id": 1, "user_id": 1, "liked": 1, "first_liked": 1})
+        return [{"discussion_id": d["discussion_id"], "comment_id": d["comment_id"], "user_id": d["user_id"],
+                 "first": d.get("first_liked") == d.get("liked")} for d in docs.limit(limit)]
 
     def unlike(self, *, discussion_id: int, comment_id: str, user_id: int) -> LikeChange:
         """Switch an active edge off; no-op when there is none."""

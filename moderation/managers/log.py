@@ -9,10 +9,12 @@ Append-only; newest first by (at, _id), read with a keyset cursor.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 
 from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
+from pymongo.errors import DuplicateKeyError
 
 from core.managers import MongoManager
 
@@ -29,9 +31,16 @@ class ModerationLogManager(MongoManager):
             IndexModel([("topic", 1), ("comment", 1), *NEWEST], name="comment_newest"),
         ]}
 
-    def record(self, doc: dict) -> dict:
-        doc = {"_id": ObjectId(), **doc}
-        self.collection.insert_one(doc)
+    def record(self, doc: dict, *, key: str | None = None) -> dict:
+        """Insert one entry. With `key`, its `_id` derives from the key (12 bytes of its SHA-256:
+        an ObjectId, as the keyset cursor expects), so recording the same action again is
+        MongoDB's duplicate key error on `_id`, and the entry stays as first recorded."""
+        doc = {"_id": ObjectId(hashlib.sha256(key.encode()).digest()[:12]) if key else ObjectId(), **doc}
+        try:
+            self.collection.insert_one(doc)
+        except DuplicateKeyError:
+            if not key:
+                raise
         return doc
 
     def page(self, *, after: tuple[datetime, ObjectId] | None, limit: int, topic_id: int | None = None,

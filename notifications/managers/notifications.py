@@ -29,6 +29,8 @@ from pymongo.errors import DuplicateKeyError
 
 from core.managers import MongoManager
 
+_RECOUNT_ATTEMPTS = 5
+
 MAX_ACTORS = 5
 EVENT_MEMORY = 50
 
@@ -119,9 +121,24 @@ class NotificationManager(MongoManager):
     def recount_unread(self, *, recipient: int) -> int:
         """Set the recipient's unread counter to the number of unread, shown groups (the repair
         of a counter step that was lost; a replayed delivery calls it). Returns the count:
-        one count over the index (r, hidden, updated, _id), as many keys as shown groups."""
-        unread = self.collection.count_documents({"r": recipient, "hidden": False, "read": False})
-        self.db[self.counters_name].update_one({"_id": recipient}, {"$set": {"unread": unread}}, upsert=True)
+        one count over the index (r, hidden, updated, _id), as many keys as shown groups.
+
+        A guarded write (optimistic concurrency): the counter is read before the count and set
+        only if it still holds what was read, so an `$inc` of an event landing between the count
+        and the write is not overwritten; the count is taken again instead (a few attempts, then
+        it is left to the next recount: `manage.py integrity` reports it)."""
+        counters = self.db[self.counters_name]
+        unread = 0
+        for _ in range(_RECOUNT_ATTEMPTS):
+            before = counters.find_one({"_id": recipient}, {"unread": 1})
+            unread = self.collection.count_documents({"r": recipient, "hidden": False, "read": False})
+            guard = {"_id": recipient, "unread": before["unread"] if before and "unread" in before else {"$exists": False}}
+            try:
+                if counters.update_one(guard, {"$set": {"unread": unread}}, upsert=before is None).matched_count \
+                        or before is None:
+                    return unread
+            except DuplicateKeyError:
+                pass  # a first event made the counter meanwhile: count again
         return unread
 
     def unread_counters_off(self, *, recipients: list[int]) -> dict[int, tuple[int, int]]:

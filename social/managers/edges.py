@@ -42,6 +42,8 @@ class FollowEdgeManager(MongoManager):
                 IndexModel([("follower", ASCENDING), ("since", ASCENDING), ("_id", ASCENDING)], name="follower_since"),
                 # The shard key's index: a user who follows many splits by followee.
                 IndexModel([("follower", ASCENDING), ("followee", ASCENDING)], name="follower_followee"),
+                # The follows whose consequences are not all enqueued yet (few): the periodic finisher's walk.
+                IndexModel([("pending", ASCENDING)], name="pending", sparse=True),
             ]
         }
 
@@ -73,6 +75,12 @@ class FollowEdgeManager(MongoManager):
         """The `since` of the edge when its follow did not finish (still `pending`), else None. From the primary."""
         doc = self.collection.find_one(self._key(follower, followee) | {"pending": True}, {"since": 1})
         return doc["since"] if doc else None
+
+    def pending_edges(self, *, before, limit: int) -> list[tuple[int, int, object]]:
+        """Up to `limit` (follower, followee, since) of edges still pending, made before `before`
+        (the sparse `pending` index)."""
+        docs = self.collection.find({"pending": True, "since": {"$lt": before}}, {"follower": 1, "followee": 1, "since": 1})
+        return [(d["follower"], d["followee"], d["since"]) for d in docs.limit(limit)]
 
     def settle(self, *, follower: int, followee: int) -> None:
         """What follows the follow was sent: the edge is no longer pending."""

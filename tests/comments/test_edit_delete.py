@@ -20,16 +20,15 @@ pytestmark = pytest.mark.django_db
 # MongoDB round trips of the services, per storage strategy: read the comment (1; embedded: 2,
 # its rank then only its element, not the whole discussion document), write
 # the revision (1, edit only), change it in place (1), drop its revisions (1, delete only);
-# a deletion also writes the comment status index first (1: feeds drop the excerpt) and
-# the moderation app looks up the comment's queue entry (1) to keep it in step; an edit
-# refreshes the text of the comment's queue entry, if it has one (1).
-# The comment search index is a queued task (search/receivers.py), not counted here. An edit
+# a deletion also writes the comment status index first (1: feeds drop the excerpt).
+# The comment search index and the moderation queue's entry (its text, its deletion) are queued
+# tasks (search/receivers.py, moderation/receivers.py), not counted here. An edit
 # also records the new text in the status index (1: feed and profile excerpts show the current text).
 # Every write first reads the discussion's migration document (1: comments/migration.py routes it).
-EDIT_TRIPS = {"document": 6, "embedded": 7, "bucketed": 6}
+EDIT_TRIPS = {"document": 5, "embedded": 6, "bucketed": 5}
 # A deletion also sets the discussion's `moderated` hint: in the same update in an embedded
 # discussion, one more update of the counter document in the other two.
-DELETE_TRIPS = {"document": 7, "embedded": 7, "bucketed": 7}
+DELETE_TRIPS = {"document": 6, "embedded": 6, "bucketed": 6}
 
 
 def url(topic, *parts):
@@ -104,16 +103,22 @@ def test_delete_leaves_a_tombstone_and_removes_text_and_revisions(topic, alice, 
 def test_round_trips_of_an_edit_and_a_delete(topic, alice, counter):  # noqa: F811  (the fixture)
     c = services.comment_create(topic=topic, author=alice, text="first")
     services.comment_create(topic=topic, author=alice, text="reply", parent=c.id)
+    from moderation import tasks as moderation_tasks
     from notifications import tasks as notification_tasks
     from search import tasks as search_tasks
 
-    # The request's own round trips: the search entry (both) and the hiding of notifications about
-    # the comment (the deletion) are queued (background work, measured in tests/topics and tests/notifications).
-    with mock.patch.object(search_tasks.comment_search_sync, "delay") as indexed:
+    # The request's own round trips: the search entry (both), the moderation queue's text (the edit)
+    # and deletion (the delete) and the hiding of notifications about the comment (the deletion) are
+    # queued (background work, measured in tests/topics, tests/moderation and tests/notifications).
+    with mock.patch.object(search_tasks.comment_search_sync, "delay") as indexed, \
+            mock.patch.object(moderation_tasks.entry_text_sync, "delay") as texted, \
+            mock.patch.object(moderation_tasks.entry_deletion_sync, "delay") as followed:
         edit = trips(counter, lambda: services.comment_edit(topic=topic, comment_id=c.id, text="second", user=alice))
         with mock.patch.object(notification_tasks.subject_visibility, "delay") as queued:
             delete = trips(counter, lambda: services.comment_delete(topic=topic, comment_id=c.id, user=alice))
     assert [call.args for call in indexed.call_args_list] == [(topic.pk, c.id), (topic.pk, c.id)]
+    texted.assert_called_once_with(topic.pk, c.id)
+    followed.assert_called_once_with(topic.pk, c.id, "visible", alice.pk)
     queued.assert_called_with(topic.discussion_id, c.id, False)
     assert (edit, delete) == (EDIT_TRIPS[topic.comment_storage], DELETE_TRIPS[topic.comment_storage]), counter.calls
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from tests.faults.harness import FaultInjector, TaskQueue
+from tests.faults.harness import FaultInjector, MailServer, TaskQueue
 from tests.faults.world import Templates
 
 STATS = {"faults": Counter(), "invariants": Counter(), "cases": 0, "repaired": Counter(), "known": Counter()}
@@ -64,6 +64,13 @@ def task_queue(monkeypatch):
     queue = TaskQueue()
     queue.install(monkeypatch)
     return queue
+
+
+@pytest.fixture
+def mail_server(monkeypatch):
+    server = MailServer()
+    server.install(monkeypatch)
+    return server
 
 
 def pytest_terminal_summary(terminalreporter):

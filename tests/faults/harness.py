@@ -14,7 +14,8 @@ operation reaches the engine:
   kill -9 between two steps: the work stops half-done, nothing after it runs.
 
 Background work goes through `TaskQueue`, standing for the broker: `delay()` and
-`apply_async()` put the task in the queue instead of running it inline, and `drain()` runs
+`apply_async()` put the task in the queue instead of running it inline (or, from the k-th task
+sent on, raise kombu's OperationalError: the broker refusing), and `drain()` runs
 the queue as a worker with late acknowledgement would (CELERY_TASK_ACKS_LATE): a task that is
 killed stays queued and runs again; a task whose retries ran out is in `FailedTask` (the
 replay queue). So one write is the request's operations followed by its tasks'
@@ -214,17 +215,35 @@ class FaultCursor:
 
 @dataclass
 class TaskQueue:
-    """Tasks sent with delay()/apply_async(), run by `drain()` as a late-acknowledging worker."""
+    """Tasks sent with delay()/apply_async(), run by `drain()` as a late-acknowledging worker.
+
+    `refuse_from(k)` makes the broker go down at the k-th task sent from then on: that send and
+    every later one raise kombu's OperationalError (what Celery's apply_async raises when Redis
+    refuses the connection) until `broker_back()`."""
 
     pending: list[tuple[str, tuple, dict]] = field(default_factory=list)
     ran: Counter = field(default_factory=Counter)
+    sent: int = 0  # tasks sent since refuse_from()
+    refuse_at: int | None = None
+    refused: int = 0
+
+    def refuse_from(self, k: int | None) -> None:
+        self.sent, self.refuse_at, self.refused = 0, k, 0
+
+    def broker_back(self) -> None:
+        self.refuse_at = None
 
     def install(self, monkeypatch) -> None:
         from celery.app.task import Task
+        from kombu.exceptions import OperationalError
 
         queue = self
 
         def apply_async(task, args=None, kwargs=None, **options):
+            queue.sent += 1
+            if queue.refuse_at is not None and queue.sent >= queue.refuse_at:
+                queue.refused += 1
+                raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
             queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {})))
 
         monkeypatch.setattr(Task, "apply_async", apply_async)
@@ -252,3 +271,38 @@ def replay_failures() -> int:
     from background.services import failure_replay, failures_pending
 
     return sum(1 for failure in list(failures_pending()) if failure_replay(failure=failure))
+
+
+# --- the mail server ----------------------------------------------------------------------
+
+
+@dataclass
+class MailServer:
+    """The SMTP server behind Django's locmem backend: `refuse_from(k)` makes the k-th message
+    sent from then on, and every later one, fail as a server that is down does (`error`: a
+    refused connection, a dropped one, a time-out) until `back()`."""
+
+    sent: int = 0
+    refuse_at: int | None = None
+    refused: int = 0
+    error: BaseException | None = None
+
+    def refuse_from(self, k: int | None, error: BaseException | None = None) -> None:
+        self.sent, self.refuse_at, self.refused, self.error = 0, k, 0, error
+
+    def back(self) -> None:
+        self.refuse_at = None
+
+    def install(self, monkeypatch) -> None:
+        from django.core.mail.backends.locmem import EmailBackend
+
+        server, real = self, EmailBackend.send_messages
+
+        def send_messages(backend, messages):
+            server.sent += len(messages)
+            if server.refuse_at is not None and server.sent >= server.refuse_at:
+                server.refused += 1
+                raise server.error or ConnectionRefusedError(111, "Connection refused")
+            return real(backend, messages)
+
+        monkeypatch.setattr(EmailBackend, "send_messages", send_messages)

@@ -165,3 +165,24 @@ def test_a_guest_comment_can_be_flagged_and_moderated(site, make_topic, make_use
     assert api_client.post("/api/moderation/actions/", {"topic": topic.slug, "comment_ids": [carol.id],
                                                         "action": "remove"}, format="json").status_code == 200
     assert manager_for("document").get(discussion_id=topic.pk, comment_id=carol.id).status == "removed"
+
+
+def test_an_import_whose_search_write_fails_once_is_still_searchable(site, make_topic, mongo_db, monkeypatch):
+    """The search entries of an import are a retried task (the receiver only enqueues): a
+    transient failure of their write delays them, it neither fails the import nor loses them."""
+    from pymongo.errors import AutoReconnect
+
+    make_topic("document", "threaded", title="Existing topic", slug="existing-topic")
+    real, calls = CommentSearchManager.upsert_many, {"n": 0}
+
+    def fails_once(self, entries):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise AutoReconnect("search entries refused")
+        return real(self, entries)
+
+    monkeypatch.setattr(CommentSearchManager, "upsert_many", fails_once)
+    run_import("disqus", FIXTURES / "disqus.xml")
+    assert calls["n"] >= 2
+    hits, _ = CommentSearchManager().search(terms=["ünïcödé"], limit=10)
+    assert [(h.author, h.guest) for h in hits] == [("Bob Guest", True)]
