@@ -24,7 +24,7 @@ class Killed(BaseException):
 def test_a_worker_that_dies_sending_a_digest_loses_none_of_it(monkeypatch, make_user):
     from django.core.mail.backends.locmem import EmailBackend
 
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     outbox = EmailOutboxManager()
     for n in range(2):
         outbox.hold(recipient=ana.pk, item={"kind": "reply", "text": f"first {n}", "url": "https://x.example/",

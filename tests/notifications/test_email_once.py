@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def test_a_delivery_retried_after_the_broker_refused_its_email_sends_it_once(monkeypatch, api_client, make_topic,
                                                                              make_user):
     topic = make_topic("document")
-    ana, bob = make_user("ana", email="ana@example.org"), make_user("bob", email="bob@example.org")
+    ana, bob = make_user("ana", email="ana@example.org", email_verified=True), make_user("bob", email="bob@example.org", email_verified=True)
     parent = comment_create(topic=topic, author=ana, text="ana's words")
     real, refused = Task.apply_async, {"n": 0}
 
@@ -44,7 +44,7 @@ def test_a_delivery_retried_after_the_broker_refused_its_email_sends_it_once(mon
 def test_two_senders_of_one_email_never_both_send_it(monkeypatch, make_user):
     from django.core.mail.backends.locmem import EmailBackend
 
-    ana = make_user("ana", email="ana@example.org")
+    ana = make_user("ana", email="ana@example.org", email_verified=True)
     real, inner = EmailBackend.send_messages, []
 
     def second_worker_meanwhile(self, messages):
