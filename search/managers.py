@@ -16,7 +16,7 @@ Words (`w`) are the STEMS of the comment's distinct normalised words (NFKC, case
 (`snowballstemmer`), so "bucket", "buckets" and "Bucket's" are one entry word; a query's
 words are stemmed the same way (`forms`). A multikey index on (w, s, p, _id) answers
 "comments with word W, visible, newest first" as one index range; further query words
-are checked on the documents that range yields. The query leads with its longest stem
+are checked on the documents that range yields. The query leads with its longest word
 (usually the rarest); a one-word page examines page_size + 1 keys, a several-word page at
 most SCAN_LIMIT (then it hands out a cursor from where it stopped, even when short).
 The same plan on mongomock and on a server: no $text (the embedded engine has none).
@@ -208,7 +208,7 @@ class CommentSearchManager(MongoManager):
                before: tuple[datetime, str] | None = None) -> tuple[list[Hit], Hit | None]:
         """Visible comments holding every term (a normalised word, matched by its stem), newest
         first, after the keyset `before` (posted, _id) of the previous page: one index range on
-        the longest stem (two merged in index order while an entry may predate stemming).
+        the longest word typed (two ranges merged in index order while an entry may predate stemming).
 
         Returns (hits, resume). One word: the range yields exactly the hits (`limit` keys).
         Several words: the other words are checked on the leading word's entries, at most
@@ -222,7 +222,9 @@ class CommentSearchManager(MongoManager):
         for term in terms:
             alternatives = wanted.setdefault(stem(term), [])
             alternatives += [form for form in forms(term) if form not in alternatives]
-        lead = max(wanted, key=len)
+        # The longest word as typed leads (usually the rarest): stems of different words can tie
+        # in length ("ordinary" and "zephyrine" both stem to 8 letters) where the words did not.
+        lead = max(wanted, key=lambda word: (max(map(len, wanted[word])), len(word)))
         rest = [alternatives for word, alternatives in wanted.items() if word != lead]
         query: dict = {"w": lead if len(wanted[lead]) == 1 else {"$in": wanted[lead]}, "s": VISIBLE}
         room = 0
