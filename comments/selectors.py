@@ -16,7 +16,8 @@ the parent is on it, otherwise from the status index (`comment_statuses`: one `_
 query of at most page_size keys, only when the page holds replies to comments off it).
 
 Costs: a page is the strategy's `page()` (a small constant number of round trips) plus
-one query for the viewer's likes on that page, plus the parents' statuses above; a
+one query for the viewer's likes on that page, plus the parents' statuses above, plus for a
+signed-in viewer one read of their held counter (`comments.viewers.own_shadow_held`); a
 permalink is `get()` plus `position()`.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from django.utils import timezone
 
@@ -47,6 +48,7 @@ from comments.managers.base import (
     CommentManager,
     encode_cursor,
     hot_cursor_at,
+    hot_score,
 )
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.fields import HOT_BY_CURSOR
@@ -143,7 +145,8 @@ def masked(comments: list[Comment], viewer) -> list[Comment]:
     return [mask(c, viewer) for c in comments]
 
 
-def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None) -> Page[Comment]:
+def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None,
+                 own_held: bool = True) -> Page[Comment]:
     """One page of the topic's comments in `order` (default: the topic's order).
 
     `cursor` (from a page's `next`/`previous`) picks the page after or before another
@@ -156,6 +159,9 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     pages are unchanged by pins: counts, page numbers and cursors stay as they were.
     A page number past the last page is core.paging.PastTheLastPage, a NotFound (page 1 of an empty discussion is an
     empty page); a bad cursor is InvalidInput.
+    With `own_held` (the lists: API and topic page), the viewer's own comments held by a shadow
+    ban are merged in place and counted (`_with_own_shadow_held`); `extra["stored_count"]` is
+    the stored count (the last sequence number, which the "new comments" poll starts after).
     """
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
@@ -184,7 +190,61 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
         liked = CommentLikeManager().liked_ids(
             discussion_id=topic.discussion_id, user_id=viewer.pk, comment_ids=[c.id for c in page.items + pinned]
         )
-    page.extra = {**page.extra, "order": order, "liked": liked, "pinned": pinned}
+    page.extra = {**page.extra, "order": order, "liked": liked, "pinned": pinned, "stored_count": page.count}
+    return _with_own_shadow_held(topic, order, page, viewer) if own_held else page
+
+
+def _held_key(order: str):
+    """The ascending sort value of a comment in `order` (NEWEST: the chronological one), read from
+    what a held comment has too: the posting time (chronological), `sort_key` (threaded: the
+    order of `sort_key`), the hot score then the newest first (hot: `comment_key`'s seq order)."""
+    def moment(c: Comment) -> datetime:
+        return c.posted if timezone.is_aware(c.posted) else c.posted.replace(tzinfo=UTC)
+
+    if order == THREADED:
+        return lambda c: c.sort_key
+    if order == HOT:
+        return lambda c: (-hot_score(pinned=c.pinned, likes=c.likes), -moment(c).timestamp())
+    return moment
+
+
+def _with_own_shadow_held(topic, order: str, page: Page[Comment], viewer) -> Page[Comment]:
+    """`page` with the viewer's own comments held by a shadow ban (`viewers.own_shadow_held`, a
+    bounded few read at once) merged in where they would sit if posted, and counted: a shadow
+    ban does not show to the one it silences. Each goes right after the last comment that sorts
+    at or before it, so it is on the page of that comment (the first page when none does); when
+    that comment ends the page, one read of the next page's first comment (the keyset `next`
+    cursor, page size 1) says whether the held one comes before it. Nobody else's page changes:
+    another reader's list has none, and no read. Cursors and page numbers are the stored ones
+    (a page may hold more than its size). Bounded: at most moderation's SHADOW_INLINE newest per
+    author and topic; in threaded order, a reply held before holds kept its sort key is left out."""
+    held = viewers.own_shadow_held(topic=topic, viewer=viewer)
+    if order == THREADED:
+        held = [c for c in held if c.sort_key]  # held before their sort key was kept: not placed in threads
+    if not held:
+        return page
+    key = _held_key(order)
+    items = list(reversed(page.items)) if order == NEWEST else list(page.items)
+    before, after = ("next", "previous") if order == NEWEST else ("previous", "next")
+    base = CHRONOLOGICAL if order == NEWEST else order
+    following: list[Comment] | None = None
+    placed: list[tuple[int, Comment]] = []
+    for comment in held:
+        at = sum(1 for c in items if key(c) <= key(comment))
+        if at == 0 and page.extra.get(before):
+            continue  # after a comment of an earlier page
+        if at == len(items) and items and page.extra.get(after):
+            if following is None:
+                following = comment_manager(topic).page(
+                    discussion_id=topic.discussion_id, order=base, request=PageRequest(page=1, page_size=1),
+                    threaded=is_threaded(topic), cursor=page.extra[after]).items
+            if following and key(following[0]) <= key(comment):
+                continue  # after a comment of a later page
+        placed.append((at, comment))
+    for at, comment in sorted(placed, key=lambda p: (p[0], key(p[1])), reverse=True):
+        items.insert(at, comment)
+    page.items = list(reversed(items)) if order == NEWEST else items
+    page.count += len(held)
     return page
 
 
@@ -313,8 +373,9 @@ def comments_after(*, topic, after: int, viewer=None) -> Page[Comment]:
     see them. The keyset page after that key in chronological order: one indexed read of about
     NEW_SHOWN keys in every strategy, whatever the discussion's length. `extra["next"]` is set
     when more follow."""
+    # Keyed by sequence number, which a held comment has none of: its author sees it on their next page.
     return comment_page(topic=topic, order=CHRONOLOGICAL, request=PageRequest(page=1, page_size=NEW_SHOWN),
-                        viewer=viewer, cursor=encode_cursor(CHRONOLOGICAL, FORWARD, int(after)))
+                        viewer=viewer, cursor=encode_cursor(CHRONOLOGICAL, FORWARD, int(after)), own_held=False)
 
 
 def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEFAULT_PAGE_SIZE) -> int:

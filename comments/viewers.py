@@ -46,3 +46,24 @@ def own_held(*, topic, comment_id: str, viewer):
         if found is not None:
             return found
     return None
+
+
+ShadowHeld = Callable[..., list]
+_shadow_listers: dict[str, ShadowHeld] = {}
+
+
+def register_shadow_lister(name: str, lister: ShadowHeld) -> None:
+    """`lister(*, topic, viewer) -> [Comment]`: the viewer's own comments of `topic` held by a
+    shadow ban, as they are shown them (`visible`), a bounded few. Idempotent by name."""
+    _shadow_listers[name] = lister
+
+
+def own_shadow_held(*, topic, viewer) -> list:
+    """The viewer's own shadow-held comments of `topic`, which the comment lists show them in
+    place as posted ones (a shadow ban does not show); [] for anonymous viewers and nobody else's."""
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        return []
+    found: list = []
+    for lister in list(_shadow_listers.values()):
+        found.extend(lister(topic=topic, viewer=viewer))
+    return found

@@ -13,9 +13,10 @@ class ModerationConfig(AppConfig):
         from moderation import receivers, selectors, services, spam
 
         register_write_check("moderation.bans", services.user_write_check)
-        from comments.viewers import register_held_reader
+        from comments.viewers import register_held_reader, register_shadow_lister
 
         register_held_reader("moderation.held", selectors.own_held_comment)
+        register_shadow_lister("moderation.shadow", selectors.own_shadow_held_comments)
         from accounts.parts import register_account_part
 
         # After the comments (whose erasure has reached the queue rows by then).

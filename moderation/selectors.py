@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from accounts.usernames import user_named
+from comments.clock import sort_stamp
 from comments.managers.base import PENDING as HELD_STATUS
 from comments.managers.base import Author, Comment
 from core.cursors import parse_time_cursor, time_cursor
@@ -31,14 +32,18 @@ DEFAULT_SIZE, MAX_SIZE = 20, 100
 MAX_QUERY = 200
 MAX_WORDS = 5
 HELD_SHOWN = 20
+SHADOW_INLINE = 50  # a shadow-banned author's newest held comments per topic shown to them in the comment lists
 
 
 def held_comment(entry: dict) -> Comment:
     """The `pending` Comment standing for a held entry: the id, path and depth drawn for it when
     it was held (an entry held before they were: its hex id, at depth 0)."""
     cid = entry.get("held_id") or str(entry["_id"])
+    # Its threaded sort key (comments.managers.fields.place); one held before it was kept: a
+    # top-level one's is drawn from when it was held, a reply's is unknown ("").
+    sort_key = entry.get("sort_key") or ("" if entry.get("parent") else f"{sort_stamp(entry['created'])}:{cid}")
     comment = Comment(id=cid, discussion_id=entry["topic"], parent=entry.get("parent"), path=entry.get("path") or cid,
-                      depth=entry.get("depth", 0), sort_key="", edited=entry.get("edited"),
+                      depth=entry.get("depth", 0), sort_key=sort_key, edited=entry.get("edited"),
                       author=Author(id=entry["author"], name=entry["author_name"]), text=entry["text"],
                       posted=entry["created"], status=HELD_STATUS)
     comment.held = True  # not in the discussion's storage (pages, permalinks) until approved
@@ -271,6 +276,22 @@ def own_held_comment(*, topic, comment_id, viewer) -> Comment | None:
     if entry is None or entry.get("state") != PENDING or entry.get("comment") is not None:
         return None
     return _as_told(held_comments([entry])[0], entry)
+
+
+def own_shadow_held_comments(*, topic, viewer) -> list[Comment]:
+    """The viewer's own comments of `topic` held by a shadow ban, newest SHADOW_INLINE of them,
+    as they were told of them (`visible`): registered with comments.viewers, whose comment
+    lists merge them into the viewer's pages in place. One counter read for every signed-in
+    reader; the walk of author_topic_state_newest (bounded by SHADOW_INLINE) only when the
+    counter says some are a shadow ban's."""
+    if viewer is None or not getattr(viewer, "is_authenticated", False):
+        return []
+    queue = ModerationQueueManager()
+    if queue.held_count(topic_id=topic.pk, author_id=viewer.pk)[1] <= 0:
+        return []
+    docs = queue.held_by(topic_id=topic.pk, author_id=viewer.pk, after=None, limit=SHADOW_INLINE, shadow=None)
+    docs = [d for d in docs if d.get("comment") is None]
+    return [_as_told(comment, doc) for doc, comment in zip(docs, held_comments(docs), strict=True)]
 
 
 def _as_told(comment: Comment, entry: dict) -> Comment:

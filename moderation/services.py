@@ -180,7 +180,7 @@ def comment_hold(*, topic, author, text: str, parent: Comment | str | None = Non
     draft = comment_services.comment_draft(topic=topic, author=author, text=text, parent=parent or None)
     now = _now()
     entry = ModerationQueueManager().insert({
-        "held_id": draft.id, "path": draft.path, "depth": draft.depth,
+        "held_id": draft.id, "path": draft.path, "depth": draft.depth, "sort_key": draft.sort_key,
         "topic": topic.pk, "topic_slug": topic.slug, "topic_title": topic.title, "comment": None, "parent": draft.parent,
         "author": author.pk, "author_name": author.username, "text": text, "words": words_of(text),
         "status": PENDING, "state": PENDING_STATE, "held": True, "hold_reason": reason.strip()[:200], "shadow": bool(shadow),

@@ -237,13 +237,16 @@ class ModerationQueueManager(MongoManager):
         return list(self.collection.find({"key": {"$in": keys}})) if keys else []
 
     def held_by(self, *, topic_id: int, author_id: int, after: tuple[datetime, ObjectId] | None,
-                limit: int, shadow: bool = True) -> list[dict]:
+                limit: int, shadow: bool | None = True) -> list[dict]:
         """Up to `limit` of an author's held submissions on one topic, newest first, strictly
         after `after` (updated, _id): a walk of author_topic_state_newest; with `shadow` False,
         not those held by a shadow ban (filtered on the walk: the caller skips it when the held
-        counter says none is left)."""
+        counter says none is left); with `shadow` None, only those (the same walk, filtered the
+        other way)."""
         query: dict = {"author": author_id, "topic": topic_id, "state": PENDING}
-        if not shadow:
+        if shadow is None:
+            query["shadow"] = True
+        elif not shadow:
             query["shadow"] = {"$ne": True}
         if after is not None:
             updated, oid = after

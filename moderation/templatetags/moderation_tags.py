@@ -16,16 +16,18 @@ register = template.Library()
 
 @register.inclusion_tag("moderation/_held.html", takes_context=True)
 def held_comments(context, topic):
+    """The viewer's comments awaiting moderation, above the thread. A shadow ban's are not among
+    them: the thread shows them to their author as posted ones (comments.selectors.comment_page)."""
     request = context.get("request")
     viewer = getattr(request, "user", None)
     staff = can_moderate(viewer)
     cursor = request.GET.get("held") if request is not None else None
     error = ""
     try:
-        page = selectors.held_for_viewer(topic=topic, viewer=viewer, cursor=cursor)
+        page = selectors.held_for_viewer(topic=topic, viewer=viewer, cursor=cursor, shadow=False)
     except InvalidInput as exc:  # a bad `held` link: say so and show the newest (the rest of the page is fine)
         error, cursor = f"held: {exc.message}", None
-        page = selectors.held_for_viewer(topic=topic, viewer=viewer)
+        page = selectors.held_for_viewer(topic=topic, viewer=viewer, shadow=False)
     return {"held": page.items, "held_page": page, "older": _held_link(request, page.next_cursor) if page.next_cursor else "",
             "newest": _held_link(request, None) if cursor else "",
             "error": error, "topic": topic, "staff": staff}

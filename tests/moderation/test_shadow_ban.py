@@ -195,3 +195,86 @@ def test_my_export_holds_my_held_comment_as_i_edited_it(topic, alice, editor):
     [mine] = [c for c in json.loads(b"".join(response.streaming_content))["comments"] if c["id"] == sid]
     assert (mine["text"], mine["status"]) == ("alice, edited", "visible")
     assert mine["edited"] is not None and mine["edited"][:19] == edited.json()["edited"][:19]
+
+
+def _walk(user, topic, order, page_size=2):
+    """Every comment id of the topic's list in `order` as `user` reads it, following the keyset
+    `next` cursors from the first page, and the count each page gives."""
+    url = f"/api/topics/{topic.slug}/comments/?order={order}&page_size={page_size}"
+    ids, counts = [], set()
+    while url:
+        body = api(user).get(url).json()
+        ids += [c["id"] for c in body["results"]]
+        counts.add(body["count"])
+        url = body["next"]
+    return ids, counts
+
+
+@pytest.mark.parametrize("storage,order", [("document", "chronological"), ("document", "newest"),
+                                           ("document", "threaded"), ("embedded", "threaded"),
+                                           ("bucketed", "chronological"), ("document", "hot")])
+def test_a_shadow_banned_author_finds_their_comments_in_the_list_where_they_sit(make_topic, alice, bob, editor,
+                                                                               make_user, storage, order):
+    """The comment list (results and count) shows a shadow-banned author their own comments in
+    place, as posted ones: on the page they would sit on, once each along the keyset cursors.
+    Anyone else's list, anonymous readers' too, is the same to the byte as before they posted."""
+    topic = make_topic(storage, order=order if order in ("chronological", "threaded") else "chronological")
+    carol = make_user("carol")
+    b1 = post(bob, topic, "bob opens").json()["id"]
+    b2 = post(bob, topic, "bob again").json()["id"]
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    a1 = post(alice, topic, "alice into the void").json()["id"]
+    c1 = post(carol, topic, "carol after her").json()["id"]
+    a2 = post(alice, topic, "alice answers bob", parent=b1).json()["id"]
+    b3 = post(bob, topic, "bob last").json()["id"]
+    expected = {"chronological": [b1, b2, a1, c1, a2, b3], "newest": [b3, a2, c1, a1, b2, b1],
+                "threaded": [b1, a2, b2, a1, c1, b3], "hot": [b3, a2, c1, a1, b2, b1]}[order]
+    for size in (1, 2, 4, 20):
+        assert _walk(alice, topic, order, page_size=size) == (expected, {6})
+    for reader in (None, bob, carol):
+        assert _walk(reader, topic, order, page_size=2) == ([c for c in expected if c not in (a1, a2)], {4})
+
+
+def test_the_list_of_others_is_byte_identical_after_a_shadow_banned_post(topic, alice, bob, editor, make_user):
+    """Only the shadow-banned author's own list shows their comment (last, counted); every other
+    reader's list, anonymous or signed in, is the same bytes as before it was posted."""
+    carol = make_user("carol")
+    post(bob, topic, "bob opens")
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    base = f"/api/topics/{topic.slug}/comments/"
+    urls = [base, f"{base}?order=chronological", f"{base}?order=newest&page_size=1"]
+    before = {(who, url): api(who).get(url).content for who in (None, bob, carol) for url in urls}
+    sid = post(alice, topic, "alice into the void").json()["id"]
+    # Pre-moderation is told (202, awaiting moderation): its comment is not listed as posted, not even to its author.
+    services.user_set_premoderation(username="bob", premoderated=True, moderator=editor)
+    assert post(bob, topic, "bob awaits").status_code == 202
+    after = {(who, url): api(who).get(url).content for who in (None, bob, carol) for url in urls}
+    assert after == before
+    mine = api(alice).get(f"{base}?order=chronological").json()
+    assert [c["id"] for c in mine["results"]][-1] == sid and mine["count"] == 2
+    assert mine["results"][-1]["status"] == "visible"
+
+
+
+@pytest.mark.parametrize("order", ["chronological", "threaded"])
+def test_the_topic_page_shows_a_shadow_banned_author_their_comment_in_the_thread(make_topic, alice, bob, editor,
+                                                                                 client, order):
+    """On the topic page their comment sits in the thread where it would if posted, and is
+    counted; the block above the thread lists only what awaits moderation, so it is not there.
+    The "new comments" poll still starts after the stored comments (their sequence number)."""
+    topic = make_topic("document", order=order)
+    first = post(bob, topic, "bob opens").json()["id"]
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    post(alice, topic, "alice into the void")
+    post(bob, topic, "bob again")
+    post(alice, topic, "alice answers bob", parent=first)
+    client.force_login(alice)
+    page = client.get(f"/t/{topic.slug}/").content.decode()
+    assert 'id="held"' not in page and "4 comments" in page
+    thread = page[page.index('class="comment-list'):]
+    texts = ["bob opens", "alice into the void", "bob again", "alice answers bob"]
+    if order == "threaded":
+        texts = ["bob opens", "alice answers bob", "alice into the void", "bob again"]
+    assert [thread.index(t) for t in texts] == sorted(thread.index(t) for t in texts)
+    if 'data-after="' in page:
+        assert 'data-after="2"' in page
