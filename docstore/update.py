@@ -48,7 +48,7 @@ EMPTY_FIELD_NAME, CONFLICTING_UPDATE_OPERATORS, DOLLAR_PREFIXED_FIELD_NAME = 56,
 
 OPERATORS = ("$currentDate", "$inc", "$min", "$max", "$mul", "$rename", "$set", "$setOnInsert", "$unset",
              "$addToSet", "$pop", "$pull", "$push", "$pullAll", "$bit")
-_FILTER_ID = re.compile(r"^\$\[([a-z][A-Za-z0-9]*)?\]$")
+_FILTER_ID = re.compile(r"^\$\[([a-z][A-Za-z0-9]*)?\]\Z")
 _MISSING = object()
 
 
@@ -104,7 +104,7 @@ def _filter_identifiers(array_filters) -> dict:
             raise error("Error parsing array filter :: caused by :: Expected a single top-level field name, found "
                         f"'{sorted(names)[0]}' and '{sorted(names)[-1]}'", FAILED_TO_PARSE)
         (name,) = names
-        if not re.match(r"^[a-z][A-Za-z0-9]*$", name):
+        if not re.match(r"^[a-z][A-Za-z0-9]*\Z", name):
             raise error(f"Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric "
                         f"string beginning with a lowercase letter, found '{name}'", BAD_VALUE)
         if name in out:

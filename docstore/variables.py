@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from pymongo.errors import OperationFailure
 
-_NAME = re.compile(r"^[a-z\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*$")
+_NAME = re.compile(r"^[a-z\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*\Z")
 
 
 def _error(message: str, code: int, name: str) -> OperationFailure:

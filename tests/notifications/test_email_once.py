@@ -17,7 +17,8 @@ pytestmark = pytest.mark.django_db
 def test_a_delivery_retried_after_the_broker_refused_its_email_sends_it_once(monkeypatch, api_client, make_topic,
                                                                              make_user):
     topic = make_topic("document")
-    ana, bob = make_user("ana", email="ana@example.org", email_verified=True), make_user("bob", email="bob@example.org", email_verified=True)
+    ana, bob = (make_user("ana", email="ana@example.org", email_verified=True),
+                make_user("bob", email="bob@example.org", email_verified=True))
     parent = comment_create(topic=topic, author=ana, text="ana's words")
     real, refused = Task.apply_async, {"n": 0}
 
