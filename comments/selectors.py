@@ -160,8 +160,9 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     A page number past the last page is core.paging.PastTheLastPage, a NotFound (page 1 of an empty discussion is an
     empty page); a bad cursor is InvalidInput.
     With `own_held` (the lists: API and topic page), the viewer's own comments held by a shadow
-    ban are merged in place and counted (`_with_own_shadow_held`); `extra["stored_count"]` is
-    the stored count (the last sequence number, which the "new comments" poll starts after).
+    ban are merged in place and counted (`_with_own_shadow_held`), while `num_pages` stays the
+    stored pages' (`Page.paged_count`); `extra["stored_count"]` is the stored count (the last
+    sequence number, which the "new comments" poll starts after).
     """
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
@@ -215,9 +216,10 @@ def _with_own_shadow_held(topic, order: str, page: Page[Comment], viewer) -> Pag
     at or before it, so it is on the page of that comment (the first page when none does); when
     that comment ends the page, one read of the next page's first comment (the keyset `next`
     cursor, page size 1) says whether the held one comes before it. Nobody else's page changes:
-    another reader's list has none, and no read. Cursors and page numbers are the stored ones
-    (a page may hold more than its size). Bounded: at most moderation's SHADOW_INLINE newest per
-    author and topic; in threaded order, a reply held before holds kept its sort key is left out."""
+    another reader's list has none, and no read. Cursors, page numbers and `num_pages` are the
+    stored ones (a page may hold more than its size; the last holds every one after it).
+    Bounded: at most moderation's SHADOW_INLINE newest per author and topic; in threaded
+    order, a reply held before holds kept its sort key is left out."""
     held = viewers.own_shadow_held(topic=topic, viewer=viewer)
     if order == THREADED:
         held = [c for c in held if c.sort_key]  # held before their sort key was kept: not placed in threads
@@ -244,6 +246,9 @@ def _with_own_shadow_held(topic, order: str, page: Page[Comment], viewer) -> Pag
     for at, comment in sorted(placed, key=lambda p: (p[0], key(p[1])), reverse=True):
         items.insert(at, comment)
     page.items = list(reversed(items)) if order == NEWEST else items
+    # Counted, but numbered by the stored count: every held one sits on a stored page (the last
+    # takes those after it), so the pages offered are the ones that exist.
+    page.paged_count = page.count
     page.count += len(held)
     return page
 

@@ -190,10 +190,15 @@ class Page(Generic[T]):
     page: int
     page_size: int
     extra: dict[str, Any] = field(default_factory=dict)
+    # The count the pages are numbered by, when it is not `count`: a list that merges items for
+    # one reader into the pages that exist (the last may then hold more than page_size) keeps
+    # the page numbers every reader has, so each number offered is a page that answers.
+    paged_count: int | None = None
 
     @property
     def num_pages(self) -> int:
-        return max(1, math.ceil(self.count / self.page_size))
+        paged = self.count if self.paged_count is None else self.paged_count
+        return max(1, math.ceil(paged / self.page_size))
 
     @property
     def has_next(self) -> bool:

@@ -278,3 +278,35 @@ def test_the_topic_page_shows_a_shadow_banned_author_their_comment_in_the_thread
     assert [thread.index(t) for t in texts] == sorted(thread.index(t) for t in texts)
     if 'data-after="' in page:
         assert 'data-after="2"' in page
+
+
+@pytest.mark.parametrize("order", ["chronological", "newest", "threaded"])
+def test_every_page_a_shadow_banned_author_is_offered_exists_and_shows_their_comments(make_topic, alice, bob, editor,
+                                                                                       client, order):
+    """Their held comments may take the merged count past a page boundary: every page offered
+    (num_pages, the topic page's pager) answers 200, together they hold the whole list once,
+    and the number of pages is the one every other reader is offered."""
+    topic = make_topic("document", order="threaded" if order == "threaded" else "chronological")
+    stored = [post(bob, topic, f"bob {n}").json()["id"] for n in range(4)]
+    services.ban_create(username="alice", moderator=editor, shadow=True)
+    held = [post(alice, topic, f"alice {n}").json()["id"] for n in range(2)]
+    base = f"/api/topics/{topic.slug}/comments/?order={order}&page_size=2"
+    first = api(alice).get(base).json()
+    ids = []
+    for number in range(1, first["num_pages"] + 1):
+        response = api(alice).get(f"{base}&page={number}")
+        assert response.status_code == 200, number
+        assert (response.json()["count"], response.json()["num_pages"]) == (6, first["num_pages"])
+        ids += [c["id"] for c in response.json()["results"]]
+    assert sorted(ids) == sorted(stored + held) and len(ids) == len(set(ids))
+    assert first["num_pages"] == api(bob).get(base).json()["num_pages"]
+    client.force_login(alice)
+    url = f"/t/{topic.slug}/?order={order}&page_size=2"
+    offered = {int(n) for n in re.findall(r'href="\?[^"]*page=(\d+)"', client.get(url).content.decode())}
+    assert max(offered) == first["num_pages"]
+    shown = ""
+    for number in sorted(offered | {1}):  # page 1 is the current one, not a link
+        response = client.get(f"{url}&page={number}")
+        assert response.status_code == 200, number
+        shown += response.content.decode()
+    assert "alice 0" in shown and "alice 1" in shown
