@@ -7,7 +7,7 @@ ids, texts, authors, times, statuses and like counts. One page at a time is held
 
 Privacy: an export carries usernames and guest names, never e-mail addresses, unless
 `with_emails` (the operator moving a site to another server wants authors matched there by
-e-mail). Likers, IP addresses and revisions are never exported.
+e-mail), and then only addresses their owners confirmed. Likers, IP addresses and revisions are never exported.
 
 Every link is absolute on settings.SITE_URL (the site's one configured address): a topic's
 `url`, the Disqus `<link>`, and the site's own links inside a message (a mention's `/u/name/`).
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
+from accounts.selectors import verified_emails_of
 from comments.managers.base import AUTHOR_ONLY, DELETED, REMOVED
 from comments.services import comment_manager, is_threaded
 from core.paging import PageRequest
@@ -66,8 +66,9 @@ def _comments(topic):
 def _emails(comments, with_emails: bool) -> dict[int, str]:
     if not with_emails:
         return {}
-    ids = {c.author.id for c in comments if c.author is not None and c.author.id is not None}
-    return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "email")) if ids else {}
+    # Confirmed addresses only: another account may have typed an owner's address and never
+    # confirmed it, and the import on the other site would credit its comments to the owner.
+    return verified_emails_of(c.author.id for c in comments if c.author is not None and c.author.id is not None)
 
 
 def _url(topic) -> str:
