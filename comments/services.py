@@ -70,10 +70,10 @@ from comments.managers.statuses import CommentStatusIndexManager
 from comments.migration import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from core.markdown import render_markdown
+from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
-from core.text import text_clean
+from core.text import text_clean, visible_strip
 from core.writers import require_writer
 
 log = logging.getLogger(__name__)
@@ -101,8 +101,14 @@ def _existing(topic, comment_id, manager: CommentManager | None = None) -> Comme
 
 
 def _clean_text(text) -> str:
-    """Stored text: see core/text.py (zero-width-only text is empty; controls and bidi overrides refused)."""
-    return text_clean(text, field="text", max_length=settings.COMMENTS_MAX_TEXT)
+    """Stored text: see core/text.py (zero-width-only text is empty; controls and bidi overrides refused).
+    What counts is what a reader sees once the Markdown is rendered: character references
+    (`&#xFE0F;`, `&nbsp;`), emphasis or a quote marker around invisible characters, an empty
+    link or a rule alone show nothing, so such a text is empty too."""
+    text = text_clean(text, field="text", max_length=settings.COMMENTS_MAX_TEXT)
+    if not visible_strip(markdown_to_text(text)):
+        raise InvalidInput("text must not be empty.", field="text")
+    return text
 
 
 def comment_render(*, text: str) -> str:

@@ -31,6 +31,29 @@ def test_a_comment_that_shows_nothing_is_empty(make_topic, alice, text):
     assert r.status_code == 400 and r.json()["errors"] == {"text": ["text must not be empty."]}
 
 
+# Markdown that renders to nothing: character references, emphasis or a quote around
+# invisible characters, an empty link, a rule alone.
+RENDERED_BLANK = ["&#xFE0F;&#x34F;&#x2800;", "&nbsp;", "**\u2800\ufe0f**", "> \u034f", "[](https://example.org/)", "---"]
+
+
+@pytest.mark.parametrize("text", RENDERED_BLANK)
+def test_markdown_that_renders_to_nothing_is_empty_on_post_and_edit(make_topic, alice, text):
+    topic = make_topic("document")
+    r = _post(topic, alice, text)
+    assert r.status_code == 400 and r.json()["errors"] == {"text": ["text must not be empty."]}, r.json()
+    posted = _post(topic, alice, "Words.")
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(alice)
+    edited = api.patch(f"/api/topics/{topic.slug}/comments/{posted.json()['id']}/", {"text": text}, format="json")
+    assert edited.status_code == 400 and edited.json()["errors"] == {"text": ["text must not be empty."]}
+
+
+@pytest.mark.parametrize("text", ["@bob", "<http://example.org>", "&amp;", ":)", "> quoted", "`x`"])
+def test_markdown_that_shows_something_is_accepted(make_topic, alice, text):
+    r = _post(make_topic("document"), alice, text)
+    assert r.status_code == 201, r.json()
+
+
 @pytest.mark.parametrize("text", ["\u2764\ufe0f", "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
                                   "e\u0301", "\u0915\u094d\u200d", "a\U0001d159b"])
 def test_a_visible_grapheme_keeps_its_invisible_parts(make_topic, alice, text):
