@@ -48,6 +48,7 @@ secret-key: install
 ## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
 SERVE_ENV = DEBUG=0 SITE_URL=$(RUN_SITE_URL)
 serve: install secret-key
+	@test -n "$$CACHE_URL" || echo "make serve: no CACHE_URL, so each worker counts the rate limits on its own (N workers: N times each limit); set CACHE_URL=redis://HOST:6379/1 (docs/configuration.md)"
 	$(SERVE_ENV) $(PY) manage.py migrate --noinput
 	$(SERVE_ENV) $(PY) manage.py collectstatic --noinput -v 0
 	$(SERVE_ENV) $(PY) manage.py mongo_indexes

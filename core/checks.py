@@ -23,3 +23,18 @@ def site_url_check(app_configs, **kwargs):
         return [Warning(f"SITE_URL is {settings.SITE_URL!r} while HTTPS is on: e-mailed links would be plain http.",
                         hint="Give SITE_URL as https://.", id="core.W002")]
     return []
+
+
+@register(Tags.security, deploy=True)
+def shared_rate_limits_check(app_configs, **kwargs):
+    """Rate limits count in the default cache (core/throttling.py). Django's local-memory cache is
+    one per process, so behind several workers (`make serve` starts 2) each counts on its own and
+    a limit lets through as many requests as there are workers times the limit: a cache the
+    workers share (CACHE_URL, Redis) keeps one count."""
+    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
+    if getattr(settings, "RATE_LIMITS_ENABLED", True) and backend.endswith("locmem.LocMemCache"):
+        return [Warning("Rate limits are counted in each worker process's own memory: with N workers a "
+                        "limit lets N times its requests through.",
+                        hint="Set CACHE_URL to a Redis URL the workers share, e.g. redis://127.0.0.1:6379/1.",
+                        id="core.W003")]
+    return []

@@ -44,3 +44,23 @@ def test_check_deploy_warns_while_site_url_is_the_development_default(settings):
     assert warnings_of("http://127.0.0.1:8000") == {"core.W001"}
     assert warnings_of("http://commons.example.org", https=True) == {"core.W002"}
     assert warnings_of("https://commons.example.org", https=True) == set()
+
+
+def test_check_deploy_warns_while_rate_limits_are_counted_per_worker(settings):
+    """Local-memory caches are per process: behind `make serve`'s two workers a per-address limit of
+    3 mails let 6 through. The deployment check says so until CACHE_URL names a shared cache."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    def warned(backend):
+        settings.CACHES = {"default": {"BACKEND": backend, "LOCATION": "redis://127.0.0.1:1/1"}}
+        out, err = StringIO(), StringIO()
+        call_command("check", "--deploy", stdout=out, stderr=err)
+        return "core.W003" in out.getvalue() + err.getvalue()
+
+    settings.SITE_URL, settings.RATE_LIMITS_ENABLED = "https://commons.example.org", True  # the tests run without limits
+    assert warned("django.core.cache.backends.locmem.LocMemCache")
+    assert not warned("django.core.cache.backends.redis.RedisCache")
+    settings.RATE_LIMITS_ENABLED = False
+    assert not warned("django.core.cache.backends.locmem.LocMemCache")

@@ -135,6 +135,7 @@ def test_check_deploy_is_clean_under_production_settings(tmp_path):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "cms_site.settings", "DEBUG": "0", "HTTPS": "1",
            "SECRET_KEY": "k3J9-production-like-secret-key-for-the-deploy-check-0123456789abcdef",
            "ALLOWED_HOSTS": "commons.example.org", "SITE_URL": "https://commons.example.org",
+           "CACHE_URL": "redis://redis.internal:6379/1",  # workers share their rate-limit counts (core.W003)
            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
            "MONGODB_SNAPSHOT": "", "MONGODB_EMBEDDED_PATH": ""}
     r = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT, env=env,
