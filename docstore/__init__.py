@@ -8,6 +8,6 @@ operation, several processes on one file, and a sharded cluster's rules from the
 declared shard keys. Only `core.mongo.get_db()` creates a client.
 """
 
-from docstore.client import Client
+from docstore.surface.client import Client
 
 __all__ = ["Client"]

@@ -65,7 +65,7 @@ Invariants:
 - `get()` goes the same way: the comment's rank by `_id`, then one aggregation sending its
   element and, in a nested discussion, its position at each level (`$indexOfArray`), which
   give its explicit path for a write; with no rank, the document itself.
-- The engine answers those aggregations on the stored bytes (docstore/raw.py): only the
+- The engine answers those aggregations on the stored bytes (docstore/storage/raw.py): only the
   page's elements are decoded, not the 7 MB document of 10,000 comments.
 """
 

@@ -1,4 +1,4 @@
-"""The embedded engine keeps the server rules the managers rely on (docstore/semantics.py, docstore/storage.py).
+"""The embedded engine keeps the server rules the managers rely on (docstore/query/semantics.py, docstore/storage/store.py).
 
 Each test names the server rule. Thread tests force frequent switches with
 `sys.setswitchinterval` so that an unguarded read-modify-write interleaves.

@@ -1,4 +1,4 @@
-"""docstore.cut: a projection applied to the stored bytes sends what projecting the decoded
+"""docstore.storage.cut: a projection applied to the stored bytes sends what projecting the decoded
 document sends (semantics.project, the reference), and a find through the engine returns the
 same whether the projection was cut from the bytes or applied after decoding."""
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import docstore
-from docstore import semantics as S
-from docstore.cut import cut, plan
+from docstore.query import semantics as S
+from docstore.storage.cut import cut, plan
 
 NAIVE = CodecOptions(tz_aware=False)
 dates = st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(2100, 1, 1)).map(
@@ -97,7 +97,7 @@ def test_an_elem_match_beside_inclusions_projects_as_mongomock_does(doc, other, 
     manager's get()) gives what mongomock's projection gives."""
     import copy
 
-    from docstore.semantics import _scratch
+    from docstore.query.semantics import _scratch
 
     doc = {**doc, "arr": [{"n": i} for i in range(-2, 3)] + [7]}
     projection = {other: 1, "arr": {"$elemMatch": {"n": wanted}}, **({} if keep_id else {"_id": 0})}

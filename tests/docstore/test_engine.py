@@ -9,7 +9,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, InsertOne, UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
 
 import docstore
-from docstore import collection as engine_collection
+from docstore.surface import collection as engine_collection
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""docstore.expressions: a `$project` stage the engine evaluates itself gives what mongomock's
+"""docstore.query.expressions: a `$project` stage the engine evaluates itself gives what mongomock's
 implementation gives (the engine's reference semantics) for the expressions a page of an
 array uses, and hands anything else to mongomock."""
 
@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mongomock import aggregate
 
-from docstore import semantics as S
-from docstore.executor import CODEC
-from docstore.expressions import Unsupported, compile_project
-from docstore.raw import RawDocument
+from docstore.exec.executor import CODEC
+from docstore.query import semantics as S
+from docstore.query.expressions import Unsupported, compile_project
+from docstore.storage.raw import RawDocument
 
 
 def in_place(doc: dict) -> RawDocument:
@@ -99,7 +99,7 @@ def test_a_project_stage_gives_what_mongomock_gives(docs, spec):
     except Unsupported:
         return  # handed to mongomock: the line above
     assert served == expected
-    # Read in place from its stored bytes, the document gives the same (docstore.raw).
+    # Read in place from its stored bytes, the document gives the same (docstore.storage.raw).
     assert [compile_project(spec)(in_place(doc)) for doc in docs] == expected
 
 

@@ -1,5 +1,5 @@
 """docstore: large documents read in place are kept between operations by stored version
-(docstore.raw.KeptDocuments), and a kept view never answers for another version: a write
+(docstore.storage.raw.KeptDocuments), and a kept view never answers for another version: a write
 in this store, in another process's store on the same file, or a rolled-back write.
 
 Two `docstore.Client`s on one file stand for two processes: nothing is shared between them
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import docstore
-from docstore.raw import KeptDocuments
+from docstore.storage.raw import KeptDocuments
 
 PAGE = [{"$match": {"_id": "d"}},
         {"$project": {"_id": 0, "count": 1, "third": {"$arrayElemAt": ["$comments", 2]},

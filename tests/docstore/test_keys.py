@@ -1,4 +1,4 @@
-"""docstore/keys.py: byte order of the key encoding is BSON's comparison order."""
+"""docstore/storage/keys.py: byte order of the key encoding is BSON's comparison order."""
 
 import datetime as dt
 
@@ -7,7 +7,7 @@ from bson.int64 import Int64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docstore.keys import encode
+from docstore.storage.keys import encode
 
 # MongoDB's "Comparison/Sort Order": MinKey, null, numbers, strings, objects, arrays,
 # binary data, ObjectId, booleans, dates, timestamps, regular expressions, MaxKey.

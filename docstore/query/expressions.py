@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from bson import ObjectId
 
-from docstore.raw import MISSING, RawArray, RawDocument, materialize
+from docstore.storage.raw import MISSING, RawArray, RawDocument, materialize
 
-_DOCUMENTS = (dict, RawDocument)  # a document decoded, or read in place (docstore.raw)
+_DOCUMENTS = (dict, RawDocument)  # a document decoded, or read in place (docstore.storage.raw)
 _ARRAYS = (list, RawArray)
 
 

@@ -15,10 +15,10 @@ from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
-from docstore import validation as VAL
-from docstore.cluster import ClusterRules
-from docstore.collection import Collection
-from docstore.storage import Store
+from docstore.query import validation as VAL
+from docstore.query.cluster import ClusterRules
+from docstore.storage.store import Store
+from docstore.surface.collection import Collection
 
 
 class Database:
@@ -114,9 +114,9 @@ class Database:
         (`$currentOp`, `$listLocalSessions`, `$listSessions`, `$changeStream`, ...) are refused with
         code 238 NotImplemented (the engine has no sessions or operations to list); any other first
         stage needs a collection (code 73 InvalidNamespace, as from a server)."""
-        from docstore import merge as M
-        from docstore import semantics as S
-        from docstore.collection import CommandCursor
+        from docstore.query import merge as M
+        from docstore.query import semantics as S
+        from docstore.surface.collection import CommandCursor
 
         pipeline = list(pipeline)
         if not pipeline or not all(isinstance(stage, dict) and len(stage) == 1 for stage in pipeline):
@@ -179,7 +179,7 @@ class Database:
         raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
 
     def _coll_mod(self, command) -> dict:
-        """collMod: a collection's validation options (docstore.validation); its other options (index
+        """collMod: a collection's validation options (docstore.query.validation); its other options (index
         changes, views' pipelines, ...) are refused with code 238 NotImplemented."""
         name = command["collMod"]
         rest = {k: v for k, v in command.items() if k not in ("collMod", "comment")}
@@ -201,9 +201,9 @@ class Database:
         return {"ok": 1.0}
 
     def _explain(self, body):
-        from docstore import planner as P
-        from docstore.collection import _sort_list, explain_document
-        from docstore.executor import Executor, Query
+        from docstore.exec.executor import Executor, Query
+        from docstore.plan import planner as P
+        from docstore.surface.collection import _sort_list, explain_document
 
         if "find" in body:
             coll = self[body["find"]]

@@ -6,7 +6,7 @@ planning code) applied to the indexes a collection really has:
 - Index bounds from the filter, field by field along the index: equality, `$in`
   points, ranges (type-bracketed: `$gt: 5` stays among numbers), anchored regex
   prefixes, `$elemMatch` on array sub-fields. Bounds are byte ranges of the key encoding
-  (docstore/keys.py), which follows BSON's comparison order.
+  (docstore/storage/keys.py), which follows BSON's comparison order.
 - Candidate indexes: those whose first field is constrained, plus those that give the
   requested sort; with none, a collection scan (COLLSCAN). `_id` equality or `$in` of
   plain values is answered by the `_id` index directly (IDHACK / IXSCAN `_id_`).
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from bson.regex import Regex
 
-from docstore import keys as K
+from docstore.storage import keys as K
 
 MAX_SCANS_TO_EXPLODE = 200  # internalQueryMaxScansToExplode
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import bson
 from bson.codec_options import CodecOptions
 
-from docstore import keys as K
-from docstore import planner as P
-from docstore.cut import cut
-from docstore.match import prepare
-from docstore.raw import KeptDocuments, RawDocument
-from docstore.semantics import filter_applies, naive
-from docstore.storage import CollectionInfo, IndexInfo, lacks_generation
+from docstore.plan import planner as P
+from docstore.query.match import prepare
+from docstore.query.semantics import filter_applies, naive
+from docstore.storage import keys as K
+from docstore.storage.cut import cut
+from docstore.storage.raw import KeptDocuments, RawDocument
+from docstore.storage.store import CollectionInfo, IndexInfo, lacks_generation
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 # What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
@@ -44,7 +44,7 @@ class Aware(dict):
 
 
 class Projected(dict):
-    """A document cut to the query's projection on its stored bytes (docstore.cut) and decoded as
+    """A document cut to the query's projection on its stored bytes (docstore.storage.cut) and decoded as
     its reader sees it: the cursor hands it on as it is."""
 
     __slots__ = ()
@@ -64,14 +64,14 @@ class Query:
     # The results go to a tz-aware reader unmatched and unsorted here: a document whose index keys
     # answered the whole filter, in index order, is decoded once as the reader sees it (Aware).
     aware: bool = False
-    # Those results' projection, when docstore.cut serves it: what they send is cut from the stored
+    # Those results' projection, when docstore.storage.cut serves it: what they send is cut from the stored
     # bytes and only that is decoded (Projected).
     cut: dict | None = None
-    # The results go to `$project` stages the engine evaluates itself (docstore.expressions): a
+    # The results go to `$project` stages the engine evaluates itself (docstore.query.expressions): a
     # document whose index keys answered the whole filter, in index order, is handed on unread
-    # (docstore.raw.RawDocument) and only what the stage returns is decoded.
+    # (docstore.storage.raw.RawDocument) and only what the stage returns is decoded.
     raw: bool = False
-    # A non-simple collation (docstore.collation.Collation): strings compare by its keys, so no index
+    # A non-simple collation (docstore.query.collation.Collation): strings compare by its keys, so no index
     # (their keys are binary) answers the query; it runs as a collection scan.
     collation: object = None
 
@@ -211,7 +211,7 @@ class Executor:
 
     def _final(self, blob: bytes, document: RawDocument | None = None) -> dict:
         """The stored `blob` as the reader gets it; `document`: the same read in place, whose arrays'
-        element offsets a `$slice` reuses (docstore.cut)."""
+        element offsets a `$slice` reuses (docstore.storage.cut)."""
         codec = AWARE_CODEC if self.q.aware else CODEC
         if self.q.cut is not None:
             # Only what the projection sends is decoded: the count of an 8 MB discussion document, or
@@ -226,7 +226,7 @@ class Executor:
     def _fetch_in_place(self, rid: int, stats: Stats):
         """The document `rid` for `$project` stages (read in place) or a projection cut from its
         bytes. A large one is the view kept for its stored version when there is one
-        (docstore.raw.KeptDocuments; the version read in this operation's transaction), else read
+        (docstore.storage.raw.KeptDocuments; the version read in this operation's transaction), else read
         and kept; a small one, or one without a version (never kept), is read in the same query
         as its version."""
         table = self.coll.table

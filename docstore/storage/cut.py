@@ -119,7 +119,7 @@ def plan(projection) -> tuple[bool, frozenset, dict] | None:
 def cut(blob: bytes, projection, *, arrays=None) -> bytes | None:
     """The BSON document a server sends for `projection` of the stored document `blob`, or None
     when the projection is not one this serves (see the module docstring). `arrays`: the same
-    document read in place (docstore.raw.RawDocument, kept between operations for a large
+    document read in place (docstore.storage.raw.RawDocument, kept between operations for a large
     document), whose arrays know where their elements are: a `$slice` of a 12,000-element
     array then steps over none of them."""
     shape = plan(projection)

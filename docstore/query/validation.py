@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from pymongo.errors import OperationFailure, WriteError
 
-from docstore.match import filter_applies, prepare
+from docstore.query.match import filter_applies, prepare
 
 OPTIONS = ("validator", "validationLevel", "validationAction")
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from mongomock.filtering import filter_applies as _mongomock_filter_applies
 from pymongo.errors import OperationFailure
 
-from docstore import keys as K
+from docstore.storage import keys as K
 
 __all__ = ["filter_applies", "prepare"]
 

@@ -40,8 +40,8 @@ from decimal import Decimal
 from bson import Decimal128, Int64, Timestamp
 from pymongo.errors import WriteError
 
-from docstore import keys as K
-from docstore.match import filter_applies
+from docstore.query.match import filter_applies
+from docstore.storage import keys as K
 
 FAILED_TO_PARSE, BAD_VALUE, TYPE_MISMATCH, PATH_NOT_VIABLE = 9, 2, 14, 28
 EMPTY_FIELD_NAME, CONFLICTING_UPDATE_OPERATORS, DOLLAR_PREFIXED_FIELD_NAME = 56, 40, 52

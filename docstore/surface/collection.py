@@ -1,7 +1,7 @@
 """The pymongo surface of the embedded engine: Collection, Cursor, CommandCursor.
 
 Each method is one MongoDB operation and runs in one storage transaction
-(docstore/storage.py). Results and errors are pymongo's own classes with the server's
+(docstore/storage/store.py). Results and errors are pymongo's own classes with the server's
 codes and messages.
 """
 
@@ -23,17 +23,17 @@ from pymongo.errors import (
 )
 from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 
-from docstore import collation as C
-from docstore import keys as K
-from docstore import merge as M
-from docstore import planner as P
-from docstore import semantics as S
-from docstore import update as U
-from docstore import validation as VAL
-from docstore import variables as V
-from docstore.cut import plan as cut_plan
-from docstore.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
-from docstore.storage import IndexInfo, add_generation, lacks_generation, new_generation
+from docstore.exec.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
+from docstore.plan import planner as P
+from docstore.query import collation as C
+from docstore.query import merge as M
+from docstore.query import semantics as S
+from docstore.query import update as U
+from docstore.query import validation as VAL
+from docstore.query import variables as V
+from docstore.storage import keys as K
+from docstore.storage.cut import plan as cut_plan
+from docstore.storage.store import IndexInfo, add_generation, lacks_generation, new_generation
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -60,7 +60,7 @@ def _sort_list(sort, direction=None):
 
 
 def _versioned(conn, table: str, sql: str, params: tuple):
-    """A write that sets `gen` (docstore.storage), on a table an older version of this engine
+    """A write that sets `gen` (docstore.storage.store), on a table an older version of this engine
     made without it after this process opened the file: the column is added, then the write
     runs again, in the same transaction."""
     try:
@@ -332,7 +332,7 @@ class Collection:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         pipeline = V.in_pipeline(pipeline, V.bind(let))
         pipeline, merge_spec = M.split(pipeline)
-        if merge_spec is not None:  # the stages before it, then their results written (docstore.merge)
+        if merge_spec is not None:  # the stages before it, then their results written (docstore.query.merge)
             M.run(self.database, merge_spec, list(self.aggregate(pipeline, collation=collation)))
             return CommandCursor([])
         collation = C.parse(collation)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from bson import ObjectId
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from docstore import variables as V
+from docstore.query import variables as V
 
 
 def _error(message: str, code: int, **extra) -> OperationFailure:

@@ -6,7 +6,7 @@ whose id is X, needs a few of the document's bytes; decoding the whole of an 8 M
 document first costs the engine about 70 ms for twenty comments. `RawDocument` and
 `RawArray` are views of a document and of an array inside its stored bytes: a field is
 found by stepping over the elements before it (each element's type byte and name give its
-length, docstore.cut), an array's elements are located once, and only what the expression
+length, docstore.storage.cut), an array's elements are located once, and only what the expression
 returns is decoded (`materialize`), with the codec the rest of the engine uses.
 
 A server keeps the documents it reads in its cache (WiredTiger's); `KeptDocuments` is that
@@ -31,7 +31,7 @@ from collections import OrderedDict
 import bson
 from bson.codec_options import CodecOptions
 
-from docstore.cut import value_end
+from docstore.storage.cut import value_end
 
 _INT32 = struct.Struct("<i")
 _DOCUMENT, _ARRAY, _STRING, _INT, _BOOL, _NULL = 0x03, 0x04, 0x02, 0x10, 0x08, 0x0A
@@ -118,7 +118,7 @@ class RawArray:
             while i < last:
                 kind = blob[i]
                 value_start = blob.index(b"\0", i + 1) + 1
-                # A document, the usual element, carries its own length (the rest: docstore.cut).
+                # A document, the usual element, carries its own length (the rest: docstore.storage.cut).
                 i = value_start + length(blob, value_start)[0] if kind == _DOCUMENT else value_end(blob, value_start, kind)
                 located.append((kind, value_start, i))
             self._located = located
@@ -225,7 +225,7 @@ class KeptDocuments:
     discussion document of 12,000 comments locates 12,000 elements before it reads its twenty.
 
     An entry stands for one stored version of one document: the documents table's `gen`
-    (docstore.storage), a random 63-bit number written with every insert and update of the
+    (docstore.storage.store), a random 63-bit number written with every insert and update of the
     row, read in the reading operation's own transaction. The same `gen` is the same bytes,
     whichever process or thread wrote them; another `gen`, or none (a row written before the
     column existed), is read from the table again. A rolled-back write leaves the row's old

@@ -16,7 +16,7 @@ Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_doc
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
 the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; gen: a random number written
 with every insert and update of the row, which names the stored version for
-docstore.raw.KeptDocuments, NULL in rows written before the column existed and cleared by a
+docstore.storage.raw.KeptDocuments, NULL in rows written before the column existed and cleared by a
 trigger when a write changes `doc` and not `gen`; doc: the document as BSON);
 per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: the key's values as
 BSON), a WITHOUT ROWID table whose primary key is the index order (each field ASC or
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import bson
 
-from docstore.raw import KeptDocuments
+from docstore.storage.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
 
@@ -147,7 +147,7 @@ class Store:
         self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
         self.closed = False
-        self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.raw)
+        self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
         with self._lock:
             conn = self._connect()
             conn.executescript(SCHEMA)

@@ -1,8 +1,8 @@
 """What a document operation means: matching, update operators, projections, pipelines.
 
 The server's documented semantics: update operators and upsert seeds are the engine's own
-(docstore.update), and so are `$replaceWith`/`$setField` (docstore.stages); matching
-(docstore.match), projections and the other aggregation stages still go through mongomock's
+(docstore.query.update), and so are `$replaceWith`/`$setField` (docstore.query.stages); matching
+(docstore.query.match), projections and the other aggregation stages still go through mongomock's
 implementations (`filter_applies`, its projection helpers, `process_pipeline`), applied to
 one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
 hands it documents decoded that way and returns aware dates to clients that asked for
@@ -14,7 +14,7 @@ them. Where mongomock differs from the server, the server's rule is enforced her
   result would be larger fails with code 17419 and changes nothing.
 - `$slice`-only projections (with or without `_id: 0`) return EVERY field of the
   document, the array sliced; `$slice` is not an inclusion.
-- Update operators are the engine's own (docstore.update, with the server's error codes),
+- Update operators are the engine's own (docstore.query.update, with the server's error codes),
   and so are upsert seeds; update pipelines keep `_id` when a stage replaces the root.
 """
 
@@ -30,10 +30,10 @@ from bson.codec_options import CodecOptions
 from mongomock import helpers as _helpers
 from pymongo.errors import OperationFailure, WriteError
 
-from docstore import stages as ST
-from docstore import update as U
-from docstore.cut import slice_bounds
-from docstore.match import filter_applies  # noqa: F401  (re-exported: the matcher)
+from docstore.query import stages as ST
+from docstore.query import update as U
+from docstore.query.match import filter_applies  # noqa: F401  (re-exported: the matcher)
+from docstore.storage.cut import slice_bounds
 
 _CODEC = CodecOptions(tz_aware=False)  # the engine's documents: naive UTC (executor.CODEC)
 
@@ -73,7 +73,7 @@ def aware(value):
 
 def validate_update(update, array_filters=None) -> None:
     """The client's checks (pymongo: a non-empty document of operators, or a pipeline), then the
-    server's (docstore.update.check: operators, paths, arrayFilters; docstore.stages for pipelines)."""
+    server's (docstore.query.update.check: operators, paths, arrayFilters; docstore.query.stages for pipelines)."""
     if isinstance(update, list):
         if array_filters:
             msg = "arrayFilters may not be specified for pipeline-style updates"
@@ -98,7 +98,7 @@ def validate_replacement(replacement) -> None:
 
 def apply_update(doc: dict, spec: dict, update, *, was_insert: bool, stored: bool = False,
                  array_filters=None) -> dict:
-    """A new document: `update` (operators, docstore.update; or a pipeline) applied to a copy of `doc`.
+    """A new document: `update` (operators, docstore.query.update; or a pipeline) applied to a copy of `doc`.
     `stored`: `doc` was decoded from the store (BSON types only), so it is copied by encoding and
     decoding it again, in C: for an 8 MB discussion document about a tenth of what a deep copy costs."""
     new = bson.decode(bson.encode(doc), _CODEC) if stored else copy.deepcopy(doc)
@@ -144,7 +144,7 @@ def normalize_projection(projection):
 
 def _slice(operators: dict, doc: dict) -> None:
     """Top-level `$slice` projections applied to `doc` in place, by the server's bounds (a negative
-    skip past the start starts at the first element: docstore.cut); a spec the server refuses is
+    skip past the start starts at the first element: docstore.storage.cut); a spec the server refuses is
     refused as mongomock refuses it."""
     for name, op in operators.items():
         value = doc.get(name)
@@ -219,9 +219,9 @@ def project(doc: dict, projection) -> dict:
 
 def leading_project(pipeline: list[dict]):
     """The first of the stages after the query, compiled, when it is a `$project` the engine
-    evaluates itself (docstore.expressions): its input documents may then stay unread
-    (docstore.raw). None otherwise."""
-    from docstore.expressions import Unsupported, compile_project
+    evaluates itself (docstore.query.expressions): its input documents may then stay unread
+    (docstore.storage.raw). None otherwise."""
+    from docstore.query.expressions import Unsupported, compile_project
 
     if not pipeline or set(pipeline[0]) != {"$project"}:
         return None
@@ -233,12 +233,12 @@ def leading_project(pipeline: list[dict]):
 
 def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list[dict]:
     """The stages after what the executor answered: leading `$project` stages the engine evaluates
-    itself (docstore.expressions) when it can, the rest through mongomock's implementation.
+    itself (docstore.query.expressions) when it can, the rest through mongomock's implementation.
     `first`: the first stage as `leading_project` compiled it. `docs` may hold documents read
-    in place (docstore.raw.RawDocument): a stage the engine cannot finish on one decodes them
+    in place (docstore.storage.raw.RawDocument): a stage the engine cannot finish on one decodes them
     all and goes on as with any other."""
-    from docstore.expressions import Unsupported, compile_project
-    from docstore.raw import RawDocument
+    from docstore.query.expressions import Unsupported, compile_project
+    from docstore.storage.raw import RawDocument
 
     while pipeline and set(pipeline[0]) == {"$project"}:
         try:
@@ -256,7 +256,7 @@ def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list
     pipeline = [ST.normalize(stage) for stage in pipeline]
     if not ST.has_field_ops(pipeline):
         return aggregate.process_pipeline(docs, database, pipeline, None)
-    for stage in pipeline:  # $setField and its kin: evaluated per document (docstore.stages)
+    for stage in pipeline:  # $setField and its kin: evaluated per document (docstore.query.stages)
         if ST.has_field_ops(stage):
             docs = [list(aggregate.process_pipeline([d], database, [ST.for_document(stage, d)], None))[0]
                     for d in docs]
