@@ -34,13 +34,14 @@ def main(argv=None) -> int:
               "this address can read and change every database", file=sys.stderr)
     engine = Engine(args.path, db=args.db, cursor_timeout=args.cursor_timeout)
     server = Server(engine, args.host, args.port)
-    print(server.uri, flush=True)
 
     def stop(*_):
         threading.Thread(target=server.shutdown, daemon=True).start()
 
+    # Handlers first, then the URI: whoever reads the URI may stop the server at once.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    print(server.uri, flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
