@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ TEST_WORKERS ?= auto
 test: install-dev
 	$(PY) manage.py check --settings=tests.settings
 	$(PY) -m pytest -n $(TEST_WORKERS)
+
+## make test-wire: the storage suites once more through pymongo against the embedded engine served over
+## MongoDB's wire protocol (`python -m docstore serve` on a free loopback port): a MONGODB_URI site's code path
+test-wire: install-dev
+	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.wire_suite
 
 ## make conformance: MongoDB's driver specification tests (../shared/mongodb-specs, CRUD and index
 ## management) against the embedded engine, and against mongomock as a control; rewrites docs/conformance.md

@@ -94,6 +94,22 @@ def _show(value):
 _COLLATION_FREE_STAGES = frozenset({"$project", "$addFields", "$set", "$unset", "$skip", "$limit", "$count", "$out"})
 
 
+def _collation_free(stage) -> bool:
+    """Whether a stage compares no strings, so a collation cannot change what it gives: the stages
+    above, and a `$group` into one group (a constant `_id`) that only counts or sums, which is the
+    stage pymongo's count_documents sends after its `$match`."""
+    name, spec = next(iter(stage.items()))
+    if name in _COLLATION_FREE_STAGES:
+        return True
+    if name != "$group" or not isinstance(spec, Mapping):
+        return False
+    key = spec.get("_id")
+    if isinstance(key, str) and key.startswith("$") or isinstance(key, (Mapping, list)):
+        return False
+    return all(isinstance(acc, Mapping) and len(acc) == 1 and next(iter(acc)) in ("$sum", "$count")
+               for field, acc in spec.items() if field != "_id")
+
+
 def _check_id(value) -> None:
     """Server rules for a stored `_id`: not an array (code 2), and no `$`-prefixed field inside a
     document `_id` (code 53 InvalidIdField)."""
@@ -337,7 +353,7 @@ class Collection:
             return CommandCursor([])
         collation = C.parse(collation)
         head = P.pipeline_head(pipeline)
-        if collation is not None and any(next(iter(s)) not in _COLLATION_FREE_STAGES for s in head.rest):
+        if collation is not None and not all(_collation_free(s) for s in head.rest):
             raise C.refuse("a non-simple collation for the stages after the first $match and $sort is not implemented "
                            "by the embedded engine")
         first = S.leading_project(head.rest)
@@ -665,10 +681,10 @@ class Collection:
             except DocumentTooLarge as exc:
                 result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc),
                                               "op": request})
-            except (WriteError, DuplicateKeyError) as exc:
-                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), "op": request})
-            except OperationFailure as exc:
-                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), "op": request})
+            except OperationFailure as exc:  # WriteError, DuplicateKeyError: as a server reports each
+                extra = {k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue", "errInfo")}
+                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), **extra,
+                                              "op": request})
             if result["writeErrors"] and ordered:
                 break
         if result["writeErrors"]:

@@ -1,6 +1,7 @@
 """The embedded engine's layers, each a folder of `docstore/`, each importing only the layers below
 it (docs/architecture.md, "The embedded engine"):
 
+    server    MongoDB's wire protocol and the commands a driver sends (`python -m docstore serve`)
     surface   the pymongo surface: Client, Database, Collection, cursors, results, errors
     exec      runs a plan over storage and counts executionStats
     plan      index bounds, candidate plans, the choice between them
@@ -18,7 +19,7 @@ from tests.contract.test_import_graph import ROOT, _import_nodes
 ENGINE = ROOT / "docstore"
 # Top to bottom. `docstore/__init__.py` is the package's entry (it hands out `Client`) and sits
 # above every layer; so does `__main__.py`, the command line, when there is one.
-LAYERS = ["surface", "exec", "plan", "query", "storage"]
+LAYERS = ["server", "surface", "exec", "plan", "query", "storage"]
 ENTRY = {"__init__", "__main__"}
 
 

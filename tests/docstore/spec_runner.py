@@ -353,6 +353,13 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def _command_kwargs(args: dict) -> dict:
+    """Options of aggregate, countDocuments, estimatedDocumentCount and distinct: pymongo takes them
+    under the command's own (camelCase) names (`batchSize`, `maxTimeMS`, `allowDiskUse`) and sends
+    them in the command as given; a snake_case name would reach the server as an unknown field."""
+    return dict(args)
+
+
 def _kwargs(args: dict, drop=()) -> dict:
     from pymongo import ReturnDocument
 
@@ -518,13 +525,13 @@ class Runner:
         if name == "findOne":
             return target.find_one(args.pop("filter", {}), **_kwargs(args))
         if name == "aggregate":
-            return list(target.aggregate(args.pop("pipeline"), **_kwargs(args)))
+            return list(target.aggregate(args.pop("pipeline"), **_command_kwargs(args)))
         if name == "countDocuments":
-            return target.count_documents(args.pop("filter"), **_kwargs(args))
+            return target.count_documents(args.pop("filter"), **_command_kwargs(args))
         if name == "estimatedDocumentCount":
-            return target.estimated_document_count(**_kwargs(args))
+            return target.estimated_document_count(**_command_kwargs(args))
         if name == "distinct":
-            return target.distinct(args.pop("fieldName"), args.pop("filter", None), **_kwargs(args))
+            return target.distinct(args.pop("fieldName"), args.pop("filter", None), **_command_kwargs(args))
         if name == "insertOne":
             return result_document(target.insert_one(dict(args.pop("document")), **_kwargs(args)))
         if name == "insertMany":
@@ -812,3 +819,44 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class ServerClients:
+    """pymongo's MongoClient against the engine served over the wire protocol (docstore/server): one
+    server for the run, a fresh store behind it for each test, so each test starts empty as on a
+    fresh docstore.Client."""
+
+    def __init__(self):
+        self._server = None
+        self._dirs = []
+
+    def _start(self):
+        import threading
+
+        from docstore.server.tcp import Server
+
+        self._server = Server(self._engine(), "127.0.0.1", 0)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+
+    def _engine(self):
+        from docstore.server.commands import Engine
+
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        tmp = tempfile.mkdtemp(prefix="docstore-wire-spec-", dir=shm)
+        self._dirs.append(tmp)
+        return Engine(str(Path(tmp) / "spec.sqlite3"), db="spec")
+
+    def make(self):
+        from pymongo import MongoClient
+
+        if self._server is None:
+            self._start()
+        else:
+            old, self._server.engine = self._server.engine, self._engine()
+            self._server.engine.me = old.me
+            old.client.close()
+            shutil.rmtree(self._dirs.pop(0), ignore_errors=True)
+        return MongoClient(self._server.uri, tz_aware=True, serverSelectionTimeoutMS=5000)
+
+    def close(self, client):
+        client.close()

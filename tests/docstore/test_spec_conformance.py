@@ -3,7 +3,10 @@
 One test per spec test of `source/crud/tests/unified/` and `source/index-management/tests/` in
 `../shared/mongodb-specs/` (the repository's sibling, as CI clones it), run by
 `tests/docstore/spec_runner.py` on a fresh `docstore.Client` per test, at the version the engine
-reports. Out-of-scope tests are skipped with their reason; a spec test the engine fails today is a
+reports; and each once more through pymongo's MongoClient against the engine served over MongoDB's
+wire protocol (docstore/server: `python -m docstore serve`), a fresh store behind it per test, so
+the driver's own code path (its command documents, cursors with getMore, error types) meets the
+same engine. Out-of-scope tests are skipped with their reason; a spec test the engine fails today is a
 strict expected failure from the runner's one table (`EXPECTED_FAILURES`), so a fix that makes it
 pass fails the run until its row is removed. `make conformance` writes docs/conformance.md from the
 same runs, with mongomock's total beside ours.
@@ -18,6 +21,8 @@ if not R.SPECS.is_dir():
 
 _CLIENTS = R.EngineClients()
 _RUNNER = R.Runner(_CLIENTS.make, _CLIENTS.close)
+_WIRE = R.ServerClients()
+_WIRE_RUNNER = R.Runner(_WIRE.make, _WIRE.close)
 
 
 VERSION = R.engine_version()
@@ -55,3 +60,8 @@ def test_every_expected_failure_names_a_spec_test_in_scope():
 @pytest.mark.parametrize("case", _params())
 def test_spec(case):
     _RUNNER.run(case)
+
+
+@pytest.mark.parametrize("case", _params())
+def test_spec_over_the_wire(case):
+    _WIRE_RUNNER.run(case)

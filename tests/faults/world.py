@@ -112,7 +112,7 @@ class Templates:
         """A server: the template's documents into `db` (its indexes made already)."""
         from django.test import override_settings
 
-        from core.mongo import copy_database
+        from core.copy import copy_database
 
         with override_settings(MONGODB_DB=self.databases[storage]):
             source = get_db()

@@ -9,7 +9,7 @@ import pytest
 from bson import ObjectId
 
 from core.managers import declared_shard_keys
-from core.mongo import get_db
+from core.mongo import get_db, is_embedded
 from social.feeds.base import Activity
 from social.feeds.bucket import BucketedFanoutFeed
 from social.feeds.log import ActivityLogManager
@@ -48,7 +48,7 @@ def test_pushed_copies_expire_after_the_feed_item_days(feed_class, settings, mon
     feed.post(fresh, followers=lambda: iter([[1]]))
     assert len(list(feed.delivered(owner=1))) == 2
     db = get_db()
-    if not hasattr(db, "expire"):
+    if not is_embedded():  # pymongo's Database answers any attribute with a collection: ask core.mongo
         pytest.skip("a server's TTL monitor runs on its own schedule")
     assert db.expire() >= 2
     assert [aid for aid, _ in feed.delivered(owner=1)] == [fresh.id]
