@@ -262,7 +262,7 @@ def bans_page(*, viewer, request) -> object:
 
 
 __all__ = ["PENDING", "STATES", "queue_page", "log_page", "held_for_viewer", "held_comments", "HeldPage", "flags_of",
-           "queue_counts", "bans_page"]
+           "queue_counts", "bans_page", "author_history", "AuthorHistory"]
 
 
 def own_held_comment(*, topic, comment_id, viewer) -> Comment | None:
@@ -333,3 +333,42 @@ def account_export(*, user) -> dict:
                        "note": flag.get("note", ""), "at": flag["at"].isoformat()}
 
     return {"comments": held(), "reports": reports()}
+
+
+AUTHOR_RECENT = 5
+
+
+@dataclass(frozen=True)
+class AuthorHistory:
+    """What the queue's workspace shows beside a comment about its author: when they joined, the
+    restriction on them, their latest queue entries (any tab, newest first) and the reports those
+    drew."""
+
+    username: str
+    joined: datetime
+    restriction: str
+    banned: bool
+    premoderated: bool
+    recent: list
+    reports: int
+    more: bool
+
+
+def author_history(*, viewer, username) -> AuthorHistory:
+    """One page of AUTHOR_RECENT queue entries by `username` (the queue's author index) and their
+    account; a name that names nobody is InvalidInput, as the queue's author filter says."""
+    require_moderator(viewer)
+    if not isinstance(username, str) or not username or len(username) > 150:
+        raise InvalidInput("author must be a username.", field="author")
+    user = user_named(username)
+    if user is None:
+        raise InvalidInput(f"There is no user {username!r}.", field="author")
+    docs = ModerationQueueManager().page(state=None, topic_id=None, author_id=user.pk, words=[], after=None,
+                                         limit=AUTHOR_RECENT + 1)
+    rows = [_row(d) for d in docs[:AUTHOR_RECENT]]
+    restriction = UserModeration.objects.filter(user=user).first()
+    return AuthorHistory(
+        username=user.username, joined=user.date_joined,
+        restriction=restriction.describe() if restriction else "no restriction",
+        banned=bool(restriction and restriction.ban_in_force()), premoderated=bool(restriction and restriction.premoderated),
+        recent=rows, reports=sum(r.flags for r in rows), more=len(docs) > AUTHOR_RECENT)

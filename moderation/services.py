@@ -38,7 +38,7 @@ Design (docs/moderation.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from bson import ObjectId
@@ -536,15 +536,56 @@ def _check_action(action, ids, name: str) -> list:
     return list(dict.fromkeys(ids))
 
 
-def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> int:
+@dataclass(frozen=True)
+class Acted:
+    """What one action did: how many comments (or authors) changed, and the actions that would put
+    back what it changed (`undo`: [{"action", "entries"}] for queue entries, [{"user_action",
+    "usernames"}] for authors), which the queue's workspace offers as its undo."""
+
+    changed: int
+    undo: list = field(default_factory=list)
+
+
+# The action that puts a comment back, by the status it had before (the audit log's `before`).
+_BACK_TO = {VISIBLE: "restore", AUTHOR_ONLY: "hide", REMOVED: "remove", REJECTED: "reject", PENDING: "restore"}
+
+
+def _inverse(action: str, before: dict) -> str | None:
+    """The action that undoes `action` on an entry that was `before`; None when nothing can
+    (closed reports are not reopened)."""
+    if action in ("pin", "unpin"):
+        return "unpin" if action == "pin" else "pin"
+    if action == "clear_flags":
+        return None
+    status = before.get("status")
+    if before.get("comment") is None:  # a held submission
+        if action == "approve":
+            return "remove"  # it is published now: taken down again, its entry under Removed
+        return "restore" if status == PENDING else "reject"
+    if action == "approve" and status not in (AUTHOR_ONLY, REMOVED):
+        return None  # approving a visible comment only closed its reports
+    return _BACK_TO.get(status)
+
+
+def _apply(entries: list[tuple[object, dict]], action: str, moderator) -> Acted:
     """Run one action over (topic, entry) pairs; the author actions ban each distinct author once."""
     if action in AUTHOR_ACTIONS:
         authors = dict.fromkeys(entry["author_name"] for _, entry in entries if entry.get("author_name"))
         if action == "premoderate_author":
-            return sum(1 for name in authors if _premoderate(username=name, premoderated=True, moderator=moderator)[1])
-        return sum(1 for name in authors
-                   if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author").changed)
-    return sum(1 for topic, entry in entries if _act(topic, entry, action, moderator))
+            done = [name for name in authors if _premoderate(username=name, premoderated=True, moderator=moderator)[1]]
+            return Acted(len(done), [{"user_action": "unpremoderate", "usernames": done}] if done else [])
+        done = [name for name in authors
+                if _ban(username=name, moderator=moderator, shadow=action == "shadow_ban_author").changed]
+        return Acted(len(done), [{"user_action": "unban", "usernames": done}] if done else [])
+    undo: dict[str, list[str]] = {}
+    changed = 0
+    for topic, entry in entries:
+        if _act(topic, entry, action, moderator):
+            changed += 1
+            inverse = _inverse(action, entry)
+            if inverse is not None:
+                undo.setdefault(inverse, []).append(str(entry["_id"]))
+    return Acted(changed, [{"action": a, "entries": ids} for a, ids in undo.items()])
 
 
 def comment_moderate(*, topic, comment_ids, action, moderator) -> int:
@@ -553,11 +594,17 @@ def comment_moderate(*, topic, comment_ids, action, moderator) -> int:
     put on pre-moderation)."""
     require_moderator(moderator)
     ids = _check_action(action, comment_ids, "comment_ids")
-    return _apply([(topic, _resolve(topic, cid)) for cid in ids], action, moderator)
+    return _apply([(topic, _resolve(topic, cid)) for cid in ids], action, moderator).changed
 
 
 def queue_moderate(*, entry_ids, action, moderator) -> int:
     """Apply one action to queue entries of any topics (the site-wide queue's bulk actions)."""
+    return queue_act(entry_ids=entry_ids, action=action, moderator=moderator).changed
+
+
+def queue_act(*, entry_ids, action, moderator) -> Acted:
+    """queue_moderate, with what would undo it (the workspace's undo sends those actions back
+    through this same pipeline, or through users_undo for authors)."""
     require_moderator(moderator)
     ids = _check_action(action, entry_ids, "entries")
     oids = []
@@ -569,6 +616,24 @@ def queue_moderate(*, entry_ids, action, moderator) -> int:
     entries = ModerationQueueManager().get_many(oids)
     topics = topics_in_bulk(ids=[e["topic"] for e in entries])
     return _apply([(topics[e["topic"]], e) for e in entries if e["topic"] in topics], action, moderator)
+
+
+USER_UNDO_ACTIONS = ("unban", "unpremoderate")
+
+
+def users_undo(*, usernames, user_action, moderator) -> int:
+    """Lift the bans or pre-moderation an author action put on these users (the workspace's undo
+    of "Ban the author"); each through the users' own services, logged as they log."""
+    require_moderator(moderator)
+    if user_action not in USER_UNDO_ACTIONS:
+        raise InvalidInput(f"user_action must be one of {', '.join(USER_UNDO_ACTIONS)}.", field="user_action")
+    if not isinstance(usernames, list | tuple) or not usernames or len(usernames) > MAX_BULK or \
+            not all(isinstance(n, str) for n in usernames):
+        raise InvalidInput(f"usernames must be a list of 1 to {MAX_BULK} strings.", field="usernames")
+    names = list(dict.fromkeys(usernames))
+    if user_action == "unban":
+        return sum(1 for name in names if ban_delete(username=name, moderator=moderator))
+    return sum(1 for name in names if _premoderate(username=name, premoderated=False, moderator=moderator)[1])
 
 
 def entry_text_sync(*, topic_id: int, comment_id: str) -> bool:

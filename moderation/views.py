@@ -12,6 +12,11 @@
   for a held submission) or `{detail, code}` with the refusal's status instead;
 - /moderation/                 editors: the site-wide queue (tabs, filters, word search,
   bulk actions), in the admin's look and linked from the admin index;
+- POST /moderation/act/        editors: the queue workspace's one action (JSON): `action` and
+  `entries` (or, to undo an author action, `user_action` and `usernames`); answers
+  `{changed, detail, undo, counts}`, where `undo` lists the actions that put back what changed;
+- /moderation/author/?username=  editors: the workspace's author drawer (an HTML fragment);
+- /moderation/counts/          editors: the tabs' counts (JSON), which the workspace polls;
 - /moderation/log/             editors: the audit log;
 - /moderation/users/           editors: bans, shadow bans and pre-moderated users.
 
@@ -202,6 +207,57 @@ def queue(request):
         "actions": ACTION_CHOICES, "paged": bool(params.get("cursor")),
     }
     return TemplateResponse(request, "moderation/queue.html", context)
+
+
+def _json_moderators_only(view):
+    """The workspace's JSON endpoints: a refusal is the API's error shape, never a redirect."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return JsonResponse({"detail": "Sign in first.", "code": "not_authenticated"}, status=401)
+        if not can_moderate(request.user):
+            return JsonResponse({"detail": "Editors only.", "code": "forbidden"}, status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@require_POST
+@_json_moderators_only
+def queue_act(request):
+    """One action of the workspace (a key press) on the entries it names, through the one pipeline."""
+    try:
+        if "user_action" in request.POST:
+            done = services.users_undo(usernames=request.POST.getlist("usernames"),
+                                       user_action=request.POST.get("user_action"), moderator=request.user)
+            detail, undo = f"Undone: {done} user{'s' if done != 1 else ''}.", []
+        else:
+            form = QueueActionForm(request.POST)
+            if not form.is_valid():
+                raise InvalidInput(" ".join(e for errors in form.errors.values() for e in errors), field="entries")
+            acted = services.queue_act(entry_ids=form.cleaned_data["entries"], action=form.cleaned_data["action"],
+                                       moderator=request.user)
+            done, undo = acted.changed, acted.undo
+            detail = changed_message(form.cleaned_data["action"], done) if done else "Nothing to change: it already was so."
+    except ServiceError as exc:
+        return JsonResponse({"detail": exc.message, "code": exc.code}, status=exc.status_code)
+    return JsonResponse({"changed": done, "detail": detail, "undo": undo,
+                         "counts": selectors.queue_counts(viewer=request.user)})
+
+
+@_json_moderators_only
+def queue_counts(request):
+    return JsonResponse({"counts": selectors.queue_counts(viewer=request.user)})
+
+
+@moderators_only
+def author_panel(request):
+    try:
+        history = selectors.author_history(viewer=request.user, username=request.GET.get("username"))
+    except InvalidInput as exc:
+        return TemplateResponse(request, "moderation/_author.html", {"error": exc.message}, status=400)
+    return TemplateResponse(request, "moderation/_author.html", {"history": history})
 
 
 @moderators_only

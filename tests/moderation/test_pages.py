@@ -176,7 +176,7 @@ def test_queue_page_for_editors_with_bulk_action(client, topic, alice, editor):
     assert "/login" in client.get("/moderation/")["Location"]
     client.force_login(editor)
     page = client.get("/moderation/?state=pending").content.decode()
-    assert "queued &lt;b&gt;text&lt;/b&gt;" in page and "Pending (1)" in page
+    assert "queued &lt;b&gt;text&lt;/b&gt;" in page and 'Pending (<span data-count="pending">1</span>)' in page
     entry = ModerationQueueManager().collection.find_one({})
     response = client.post("/moderation/?state=pending", {"action": "approve", "entries": [str(entry["_id"])]}, follow=True)
     assert "Approve: 1 comment." in response.content.decode()
