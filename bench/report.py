@@ -253,17 +253,18 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     add("## What a round trip is\n")
     add("A round trip is one command sent to MongoDB and its reply; documents read are the documents in the "
         "replies; kB read is their BSON size.\n")
-    add("- **Real server** (`MONGODB_URI` set): a pymongo `CommandListener`, registered before the client exists, "
-        "counts every command on the bench database, `getMore` and `killCursors` included, and the documents in "
-        "each reply's batch.")
-    add("- **Embedded engine** (docstore): the bench wraps the engine's collection and cursor methods during the run "
-        "and counts what "
-        "pymongo would send: a cursor costs one `find`/`aggregate` for its first batch (101 documents, or its "
-        "`batch_size`, or its limit) and one `getMore` per further batch (up to 16 MiB); `find_one`, "
-        "`find_one_and_*`, `count_documents`, single writes and `update_many`/`delete_many` cost one; "
-        "`insert_many` one per 100,000 documents or 48 MB; `bulk_write` one per run of same-kind operations "
-        "(ordered) or per kind (unordered). Calls the engine makes internally are not counted.")
-    add("- Production code carries no hook: the counting lives in `bench/counting.py` and is installed only by the "
+    add("- One pymongo `CommandListener` (`bench/counting.py`) counts every command started on the bench "
+        "database, `getMore` and `killCursors` included, and the documents in each reply's batch, on a client "
+        "made for the run with `event_listeners` (`core.mongo.monitored`). A real server (`MONGODB_URI` set) "
+        "publishes these events through pymongo; the embedded engine publishes the same events itself "
+        "(docstore/surface/events.py): the command a driver sends and the reply a server gives, a cursor's first "
+        "batch of 101 documents (or its `batch_size`, or its limit) and a `getMore` per further batch (up to "
+        "16 MiB), `insert_many` split at 100,000 documents or 48 MB, `bulk_write` one command per run of one kind "
+        "(ordered) or per kind (unordered). What the engine does inside one operation is not a command.")
+    add("- Keys and documents examined: each read command and the query part of each write is explained "
+        "(`executionStats`) by the engine that runs it, as the command was sent, before it runs; the explains "
+        "are neither counted nor timed.")
+    add("- Production code carries no hook and the bench patches nothing: the listener is installed only by the "
         "bench.\n")
 
     # --- comments.page --------------------------------------------------------------------

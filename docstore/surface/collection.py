@@ -1193,25 +1193,28 @@ class Cursor:
         return self._batch_size or 101
 
     def _fill(self, n: int) -> None:
-        """The next batch: `n` documents, and while command events are published at most 16 MiB
-        (a server's batch; the document that would overflow it is held for the next one)."""
+        """The next batch: `n` documents. While command events are published, at most 16 MiB (a
+        server's batch; the document that would overflow it is held for the next one), and the
+        document after a full batch is read ahead and held, so that a reply closes a cursor whose
+        results end with its batch (a server leaves such a cursor open and answers one more getMore
+        with an empty batch)."""
         got = total = 0
-        sized = bool(self.collection.database.client.command_listeners)
+        published = bool(self.collection.database.client.command_listeners)
         held, self._held = self._held, None
         stream = itertools.chain((held,), self._stream) if held is not None else self._stream
         for doc in stream:
             if doc is not held:
                 doc = dict(doc) if type(doc) is Projected else self.collection._out(S.project(doc, self._projection))
-            if sized:
+            if published:
                 size = events.bson_size(doc)
-                if got and total + size > events.MAX_BATCH_BYTES:
+                if got and (got >= n or total + size > events.MAX_BATCH_BYTES):
                     self._held = doc
                     self._served += got
                     return
                 total += size
             self._results.append(doc)
             got += 1
-            if got >= n:
+            if got >= n and not published:
                 self._served += got
                 return
         self._served += got
