@@ -222,24 +222,25 @@ class Database:
         from docstore.plan import planner as P
         from docstore.surface.collection import _sort_list, explain_document
 
-        if "find" in body:
+        name = next(iter(body), "")  # the command is its first field, as a server reads it
+        if name == "find":
             coll = self[body["find"]]
             sort = _sort_list(body.get("sort"))
             q = Query(body.get("filter") or {}, sort, int(body.get("skip") or 0), abs(int(body.get("limit") or 0)),
                       P.projection_needs(body.get("projection"), sort), body.get("hint"))
-        elif "aggregate" in body:
+        elif name == "aggregate":
             coll = self[body["aggregate"]]
             head = P.pipeline_head(list(body.get("pipeline") or []))
             q = Query(head.filter, head.sort, head.skip, head.limit, head.needs, distinct=head.distinct)
-        elif "count" in body:
+        elif name == "count":
             coll = self[body["count"]]
             q = Query(body.get("query") or {}, None, int(body.get("skip") or 0), int(body.get("limit") or 0),
                       frozenset(), count_only=True)
-        elif "distinct" in body:
+        elif name == "distinct":
             coll = self[body["distinct"]]
             q = Query(body.get("query") or {}, None, 0, 0, frozenset({body["key"]}))
-        elif "update" in body or "delete" in body or "findAndModify" in body or "findandmodify" in body:
-            kind = next(k for k in ("update", "delete", "findAndModify", "findandmodify") if k in body)
+        elif name in ("update", "delete", "findAndModify", "findandmodify"):
+            kind = name
             coll = self[body[kind]]
             if kind == "update":
                 u = body["updates"][0]

@@ -63,6 +63,9 @@ def test_internal_calls_are_not_counted_twice(counted):
         assert db.items.count_documents({"x": 1}) == 2
     assert m.round_trips == 3
     assert m.commands == {"findAndModify": 1, "update": 1, "aggregate": 1}
+    # each explained as sent (a findAndModify carries an `update` field: it is still a findAndModify)
+    assert [(p["command"], p["plan"]) for p in m.plans] == [("findAndModify", "LIMIT(COLLSCAN)"),
+                                                             ("update", "LIMIT(COLLSCAN)"), ("aggregate", "COLLSCAN")]
 
 
 def test_bulk_writes_count_runs_of_one_kind(counted):
