@@ -850,22 +850,7 @@ def _put_section(path: str, start: str, end: str, body: str) -> None:
 
 def put_load_section(path: str, load: dict) -> None:
     """Write the load section into the report at `path`: between its markers, else before the closing note."""
-    section = f"{LOAD_START}\n{load_section(load)}\n{LOAD_END}"
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = ""
-    if LOAD_START in text and LOAD_END in text:
-        head, rest = text.split(LOAD_START, 1)
-        text = head + section + rest.split(LOAD_END, 1)[1]
-    elif "## Closing note" in text:
-        head, rest = text.split("## Closing note", 1)
-        text = head + section + "\n\n## Closing note" + rest
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
-    with open(path, "w") as fh:
-        fh.write(text)
+    _put_section(path, LOAD_START, LOAD_END, load_section(load))
 
 
 # --- moving a discussion between strategies (bench/migrate.py) -----------------------------
@@ -907,16 +892,4 @@ def migrate_section(data: dict) -> str:
 
 def put_migrate_section(path: str, data: dict) -> None:
     """Write the migration section into the report at `path`: between its markers, else before the closing note."""
-    section = f"{MIGRATE_START}\n{migrate_section(data)}\n{MIGRATE_END}"
-    with open(path) as fh:
-        text = fh.read()
-    if MIGRATE_START in text and MIGRATE_END in text:
-        head, rest = text.split(MIGRATE_START, 1)
-        text = head + section + rest.split(MIGRATE_END, 1)[1]
-    elif "## Closing note" in text:
-        head, rest = text.split("## Closing note", 1)
-        text = head + section + "\n\n## Closing note" + rest
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(path, "w") as fh:
-        fh.write(text)
+    _put_section(path, MIGRATE_START, MIGRATE_END, migrate_section(data))
