@@ -83,8 +83,9 @@ faults: install-dev
 
 ## make bench: full-size benchmark; rewrites docs/benchmarks.md and its plots in docs/bench/
 # The report quotes docs/bench/before-issue7.json (the managers before the storage rework, measured in quick mode) as "before".
-# The bench runs with its own throw-away databases; SECRET_KEY only has to exist.
-BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0 PYTHONUNBUFFERED=1
+# The bench runs with its own throw-away databases; SECRET_KEY only has to exist. Its settings are
+# cms_site/bench_settings.py: the site's, plus the harness's app, which the site does not install.
+BENCH_ENV = SECRET_KEY=$${SECRET_KEY:-bench-only-insecure-key} DEBUG=0 PYTHONUNBUFFERED=1 DJANGO_SETTINGS_MODULE=cms_site.bench_settings
 bench: $(VENV)/.installed-bench
 	$(BENCH_ENV) $(PY) manage.py bench --json docs/bench/benchmarks.json --plots docs/bench --docs docs/benchmarks.md \
 		--baseline docs/bench/before-issue7.json

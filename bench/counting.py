@@ -1,51 +1,30 @@
-"""Counting MongoDB round trips and documents returned, on both engines.
+"""Counting MongoDB round trips, documents returned and server work, from command events.
 
-What a case costs is measured here, outside the product: production code carries
-no benchmark hooks.
+What a case costs is measured here, outside the product: production code carries no benchmark
+hooks, and nothing here patches the engine. Both engines publish pymongo's command events (a
+server through pymongo's command monitoring, the embedded engine through the same
+`event_listeners`, docstore/surface/events.py), and one `CommandListener` counts them:
 
-- Real server (MONGODB_URI set): a pymongo `CommandListener` registered globally
-  with `pymongo.monitoring.register()` before the client is created (the client is
-  created lazily by `core.mongo.get_db()`). Every command started against the
-  bench database is one round trip, `getMore` and `killCursors` included; documents
-  are those in the replies (`cursor.firstBatch`/`nextBatch`, a `findAndModify`
-  value, one for a `count`/`distinct` reply).
-- Embedded engine (no URI): the public methods of its Collection and cursors are
-  wrapped while a run is active. A call is counted once at the outermost level
-  (the engine's methods may call each other: those are not round trips). Each
-  wrapper counts what pymongo would send to a server for that call:
-  * `find`/`aggregate` cursors: one round trip for the first batch (101 documents,
-    or `batch_size`, or the limit if smaller, at most 16 MiB of BSON), then one
-    `getMore` each time the client needs a document beyond the batch it holds
-    (later batches: `batch_size`, else up to 16 MiB);
-  * `find_one`, `find_one_and_*`, `count_documents`, `estimated_document_count`,
-    `distinct`, single-document writes, `update_many`, `delete_many`: one;
-  * `insert_many`: one per batch of 100,000 documents or 48 MB of BSON
-    (pymongo's `maxWriteBatchSize` and message size);
-  * `bulk_write`: one per run of same-kind operations (insert / update+replace /
-    delete) when ordered, one per kind when unordered, split at 100,000 ops.
-  Documents read are the documents the client receives, bytes read their BSON size.
+- every command started on the bench database is one round trip (`getMore` and `killCursors`
+  included); the documents read are those in the replies (`cursor.firstBatch`/`nextBatch`, a
+  `findAndModify` value, one for a `count`/`distinct` reply), kB read their BSON size; the time
+  waited for replies is the events' durations;
+- server work (keys and documents examined, in-memory sorts): each read command and the query
+  part of each write is re-run under `explain` with verbosity `executionStats` when it starts
+  (before a write applies), on the same engine, and the reports are summed
+  (`summarize_server_explain`); the explains themselves are neither counted nor timed. A
+  batched update or delete is explained statement by statement (a server explains one statement
+  at a time); past `EXPLAIN_STATEMENTS` statements the rest are extrapolated from those explained
+  and the row says so (`explain_sampled`). A find is explained as sent, to its limit: what a
+  server's explain reports for it.
 
-The two models agree on every operation the managers use; the docs say so in
-docs/benchmarks.md ("What a round trip is").
-
-Server work (keys and documents examined, in-memory sorts) is counted per command too:
-- Real server: each read command and the query part of each write is re-run under
-  `explain` with verbosity `executionStats` when it starts (before a write applies), on
-  the same client, and the reports are summed (`summarize_server_explain`);
-  the explains themselves are neither counted nor timed. A batched update or delete is
-  explained statement by statement (the server explains one statement at a time); past
-  `EXPLAIN_STATEMENTS` statements the rest are extrapolated from those explained and the
-  row says so (`explain_sampled`).
-- Embedded engine: each command is explained by the engine itself, as on a server
-  (`explain("executionStats")`, counted by its executor), before a write applies; a
-  cursor's work is read batch by batch (`execution_stats()`: its executor stops at each
-  batch as a server's plan does). The explains are neither counted nor timed.
-Each command's modelled or reported plan is kept (`Measurement.plans`) for the query-shape test.
+The listener goes on a client made for the run (`core.mongo.monitored`: pymongo takes
+`event_listeners` only when a client is created), so a run needs no fresh process.
+Each command's plan is kept (`Measurement.plans`) for the query-shape tests.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import Counter
@@ -53,11 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bson
+from pymongo import monitoring
 
-FIRST_BATCH = 101
-MAX_BATCH_BYTES = 16 * 1024 * 1024
-MAX_WRITE_BATCH = 100_000
-MAX_MESSAGE_BYTES = 48_000_000
 EXPLAIN_STATEMENTS = 50  # statements of one batched write explained on a server; the rest extrapolated
 
 
@@ -168,9 +144,10 @@ class OpCounter:
     def __init__(self):
         self.tally = Tally()
         self._lock = threading.Lock()
-        self.engine = None  # "embedded" or "server" once installed
+        self.engine = None  # "embedded" or "server" while counting
         self.enabled = True  # off while a case loads its data (`paused()`)
         self.explain = True  # count keys/documents examined (the engine's or the server's explain)
+        self.listener = None  # the CommandCounter while counting
 
     def record(self, explains, sampled: bool = False) -> None:
         """Add explained commands (`Explain`) to the tally."""
@@ -245,27 +222,31 @@ class OpCounter:
             m.commands = dict(self.tally.commands - before_cmds)
 
 
-# --- real server: command monitoring ------------------------------------------------
+# --- the listener -------------------------------------------------------------------------
 
 
-class _Listener:
-    """A pymongo CommandListener counting commands on one database."""
+class CommandCounter(monitoring.CommandListener):
+    """A pymongo CommandListener counting the commands on one database (`database`, retargeted by
+    the runner for each case group) into an OpCounter."""
 
-    def __init__(self, counter: OpCounter, database: str):
+    def __init__(self, counter: OpCounter, database: str | None):
         self.counter = counter
         self.database = database
 
+    def _ours(self, event) -> bool:
+        return event.database_name == self.database and not getattr(_local, "explaining", False)
+
     def started(self, event):
-        if event.database_name != self.database or getattr(_local, "explaining", False):
+        if not self._ours(event):
             return
         self.counter.add(event.command_name)
         if self.counter.enabled and self.counter.explain and event.command_name in EXPLAINABLE:
             with self.counter.overhead():
-                explains, sampled = explain_on_server(event.database_name, event.command_name, event.command)
+                explains, sampled = explain_command_on(event.database_name, event.command_name, event.command)
             self.counter.record(explains, sampled)
 
     def succeeded(self, event):
-        if event.database_name != self.database or getattr(_local, "explaining", False):
+        if not self._ours(event):
             return
         if self.counter.enabled:
             self.counter.tally.engine_ms += event.duration_micros / 1000.0
@@ -284,14 +265,16 @@ class _Listener:
             self.counter.add_docs(docs, size)
 
     def failed(self, event):
-        pass
+        if self._ours(event) and self.counter.enabled:
+            self.counter.tally.engine_ms += event.duration_micros / 1000.0
 
 
-_server_listener: _Listener | None = None
+_local = threading.local()
 
 EXPLAINABLE = ("find", "aggregate", "count", "distinct", "update", "delete", "findAndModify", "findandmodify")
 _NOT_EXPLAINED = {"lsid", "txnNumber", "autocommit", "startTransaction", "writeConcern", "readConcern", "cursor",
-                  "ordered", "bypassDocumentValidation", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors"}
+                  "ordered", "bypassDocumentValidation", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors",
+                  "batchSize", "singleBatch"}
 
 
 def explain_command(command_name: str, command: dict) -> list[dict]:
@@ -305,22 +288,27 @@ def explain_command(command_name: str, command: dict) -> list[dict]:
     return [body]
 
 
-def explain_on_server(database: str, command_name: str, command: dict):
-    """([Explain], sampled) for one command, from the server's own explain."""
+def explain_command_on(database: str, command_name: str, command: dict):
+    """([Explain], sampled) for one command, from the engine's own explain (a server's or the embedded
+    engine's), with the winning plan as one line."""
     from core.mongo import get_client
 
     bodies = explain_command(command_name, command)
     sampled = len(bodies) > EXPLAIN_STATEMENTS
     total = Explain(command=command_name, collection=str(command.get(command_name, "")))
+    labels = []
     _local.explaining = True
     try:
         db = get_client()[database]
         for body in bodies[:EXPLAIN_STATEMENTS]:
-            e = summarize_server_explain(db.command({"explain": body, "verbosity": "executionStats"}))
+            output = db.command({"explain": body, "verbosity": "executionStats"})
+            e = summarize_server_explain(output)
             total.keys_examined += e.keys_examined
             total.docs_examined += e.docs_examined
             total.in_memory_sort = total.in_memory_sort or e.in_memory_sort
             total.sorted_docs += e.sorted_docs
+            total.returned += e.returned
+            labels.append(plan_label((output.get("queryPlanner") or {}).get("winningPlan")))
     finally:
         _local.explaining = False
     if sampled:
@@ -328,226 +316,11 @@ def explain_on_server(database: str, command_name: str, command: dict):
         total.keys_examined = round(total.keys_examined * scale)
         total.docs_examined = round(total.docs_examined * scale)
         total.sorted_docs = round(total.sorted_docs * scale)
-    total.plan = "server explain" + (f" ({EXPLAIN_STATEMENTS} of {len(bodies)} statements)" if sampled else "")
+    total.plan = "; ".join(label for label in labels if label) or "server explain"
+    if sampled:
+        total.plan += f" ({EXPLAIN_STATEMENTS} of {len(bodies)} statements)"
+    total.covered = "PROJECTION_COVERED" in total.plan or "COUNT_SCAN" in total.plan
     return [total], sampled
-
-
-def install_server_counting(counter: OpCounter, database: str):
-    """Register the listener (once per process: pymongo cannot unregister); retarget it."""
-    global _server_listener
-    from pymongo import monitoring
-
-    if _server_listener is None:
-        _server_listener = _Listener(counter, database)
-
-        class Listener(monitoring.CommandListener):
-            def started(self, event):
-                _server_listener.started(event)
-
-            def succeeded(self, event):
-                _server_listener.succeeded(event)
-
-            def failed(self, event):
-                _server_listener.failed(event)
-
-        monitoring.register(Listener())
-    else:
-        _server_listener.counter = counter
-        _server_listener.database = database
-    counter.engine = "server"
-
-    def uninstall():
-        _server_listener.database = None
-
-    return uninstall
-
-
-# --- the embedded engine: wrappers ---------------------------------------------------
-
-_local = threading.local()
-
-
-def _bson_size(doc) -> int:
-    try:
-        return len(bson.encode(doc))
-    except Exception:  # pragma: no cover - a document BSON refuses
-        return 0
-
-
-class _CursorState:
-    __slots__ = ("cap", "later_cap", "started", "in_batch", "bytes", "command", "explain", "served", "plan")
-
-    def __init__(self, command: str, batch_size: int | None):
-        self.command = command
-        self.cap = batch_size or FIRST_BATCH  # the batch the client holds now
-        self.later_cap = batch_size or math.inf  # getMore batches
-        self.started = False
-        self.in_batch = 0
-        self.bytes = 0
-        self.explain = None
-        self.served = (0, 0)  # (keys, documents) the engine's cursor had examined when last counted
-        self.plan = None
-
-
-def install_embedded_counting(counter: OpCounter):
-    """Wrap the embedded engine's Collection and cursors; returns a function that restores them.
-
-    The classes come from the engine `core.mongo.get_db()` hands out (only the
-    connection module knows which engine that is), not from importing it here.
-    """
-    from core.mongo import get_db
-
-    probe = get_db()["bench_counting_probe"]  # never written: no collection is created
-    Collection, Cursor, CommandCursor = type(probe), type(probe.find()), type(probe.aggregate([]))
-    saved = []
-    if not _explains(probe):
-        raise RuntimeError("the embedded engine does not explain its commands")
-
-    def patch(cls, name, make):
-        original = cls.__dict__[name]
-        saved.append((cls, name, original))
-        setattr(cls, name, make(original))
-
-    def outer(count, method=None):
-        """Count a call only at the outermost level; count(self, result, args, kwargs).
-
-        With `method`, the call's commands are explained by the engine first
-        (before a write changes the data), and a write marks the collection changed."""
-
-        def make(original):
-            def wrapper(self, *args, **kwargs):
-                if getattr(_local, "depth", 0) or not counter.enabled:
-                    return original(self, *args, **kwargs)
-                if method and counter.explain:
-                    with counter.overhead():
-                        explains = engine_explain_call(self, method, args, kwargs)
-                    counter.record(explains)
-                _local.depth = 1
-                start = time.perf_counter()
-                try:
-                    result = original(self, *args, **kwargs)
-                except Exception:
-                    count(self, None, args, kwargs, failed=True)
-                    raise
-                finally:
-                    _local.depth = 0
-                    counter.tally.engine_ms += (time.perf_counter() - start) * 1000.0
-                count(self, result, args, kwargs, failed=False)
-                return result
-
-            return wrapper
-
-        return make
-
-    def simple(command, docs_of=None, sized=False):
-        def count(self, result, args, kwargs, failed):
-            docs = 0 if (failed or docs_of is None) else docs_of(result)
-            size = _bson_size(result) if (sized and docs and isinstance(result, dict)) else 0
-            counter.add(command, 1, docs, size)
-
-        return count
-
-    def count_find(self, cursor, args, kwargs, failed):
-        if failed:
-            counter.add("find")
-            return
-        cursor._bench = _CursorState("find", kwargs.get("batch_size") or None)
-
-    def count_aggregate(self, cursor, args, kwargs, failed):
-        if failed:
-            counter.add("aggregate")
-            return
-        cursor._bench = _CursorState("aggregate", kwargs.get("batchSize") or kwargs.get("batch_size") or None)
-
-    def count_insert_many(self, result, args, kwargs, failed):
-        documents = args[0] if args else kwargs.get("documents", [])
-        counter.add("insert", _write_batches([_bson_size(d) for d in documents]))
-
-    def count_bulk(self, result, args, kwargs, failed):
-        requests = list(args[0] if args else kwargs.get("requests", []))
-        ordered = kwargs.get("ordered", args[1] if len(args) > 1 else True)
-        for command, n in _bulk_runs(requests, ordered):
-            counter.add(command, n)
-
-    def next_counted(original):
-        def __next__(self):
-            state = getattr(self, "_bench", None)
-            if state is None or not counter.enabled:
-                return original(self)
-            live = state.command == "find" and counter.explain
-            if not state.started:
-                state.started = True
-                counter.add(state.command)
-            start = time.perf_counter()
-            try:
-                doc = original(self)  # StopIteration propagates: the batch in hand was the last
-            finally:
-                counter.tally.engine_ms += (time.perf_counter() - start) * 1000.0
-                if live:
-                    _cursor_work(counter, state, self)
-            size = _bson_size(doc)
-            if state.in_batch >= state.cap or (state.in_batch and state.bytes + size > MAX_BATCH_BYTES):
-                counter.add("getMore")
-                state.in_batch, state.bytes, state.cap = 0, 0, state.later_cap
-            state.in_batch += 1
-            state.bytes += size
-            counter.add_docs(1, size)
-            return doc
-
-        return __next__
-
-    def batch_size_recorded(original):
-        def batch_size(self, count):
-            state = getattr(self, "_bench", None)
-            if state is not None and count and not state.started:
-                state.cap = state.later_cap = count
-            return original(self, count)
-
-        return batch_size
-
-    def one_doc(result):
-        return 1 if result is not None else 0
-
-    patch(Collection, "find", outer(count_find))  # explained when the cursor is first iterated (the command is sent)
-    patch(Collection, "aggregate", outer(count_aggregate, "aggregate"))
-    patch(Collection, "find_one", outer(simple("find", one_doc, sized=True), "find_one"))
-    for name in ("find_one_and_update", "find_one_and_replace", "find_one_and_delete"):
-        patch(Collection, name, outer(simple("findAndModify", one_doc, sized=True), name))
-    patch(Collection, "count_documents", outer(simple("aggregate", lambda n: 1 if n else 0), "count_documents"))
-    patch(Collection, "estimated_document_count", outer(simple("count", lambda n: 1)))
-    patch(Collection, "distinct", outer(simple("distinct", lambda v: 1), "distinct"))
-    patch(Collection, "insert_one", outer(simple("insert"), "insert_one"))
-    patch(Collection, "insert_many", outer(count_insert_many, "insert_many"))
-    for name in ("update_one", "update_many", "replace_one"):
-        patch(Collection, name, outer(simple("update"), name))
-    for name in ("delete_one", "delete_many"):
-        patch(Collection, name, outer(simple("delete"), name))
-    patch(Collection, "bulk_write", outer(count_bulk, "bulk_write"))
-    patch(Collection, "create_index", outer(simple("createIndexes")))
-    patch(Collection, "create_indexes", outer(simple("createIndexes")))
-    patch(Collection, "drop", outer(simple("drop"), "drop"))
-    patch(Cursor, "__next__", next_counted)
-    patch(Cursor, "next", next_counted)
-    patch(Cursor, "batch_size", batch_size_recorded)
-    patch(CommandCursor, "__next__", next_counted)
-    patch(CommandCursor, "next", next_counted)
-    patch(CommandCursor, "batch_size", batch_size_recorded)
-    counter.engine = "embedded"
-
-    def uninstall():
-        for cls, name, original in reversed(saved):
-            setattr(cls, name, original)
-
-    return uninstall
-
-
-def _explains(probe) -> bool:
-    """Does the engine explain its own commands (a cursor's `explain()` with executionStats)?"""
-    try:
-        out = probe.find({}).limit(1).explain()
-    except (AttributeError, NotImplementedError):
-        return False
-    return isinstance(out, dict) and "executionStats" in out
 
 
 def plan_label(stage) -> str:
@@ -563,137 +336,25 @@ def plan_label(stage) -> str:
     return f"{name}(" + ", ".join(plan_label(c) for c in children) + ")"
 
 
-def _engine_explain(collection, command: str, output: dict):
-    e = summarize_server_explain(output)
-    e.plan = plan_label((output.get("queryPlanner") or {}).get("winningPlan"))
-    e.command, e.collection = command, collection.name
-    e.covered = "PROJECTION_COVERED" in e.plan or "COUNT_SCAN" in e.plan
-    return e
-
-
-def explain_bodies(name: str, method: str, args: tuple, kwargs: dict) -> list[tuple[str, dict]]:
-    """[(command, explain body)] for the commands a Collection method call sends (reads and
-    the query part of writes), as a server receives them."""
-    def arg(position, key, default=None):
-        return kwargs[key] if key in kwargs else (args[position] if len(args) > position else default)
-
-    if method == "find_one":
-        filter_ = arg(0, "filter") or {}
-        if not isinstance(filter_, dict):
-            filter_ = {"_id": filter_}
-        return [("find", {"find": name, "filter": filter_, "sort": kwargs.get("sort"), "skip": kwargs.get("skip", 0),
-                          "limit": 1, "projection": arg(1, "projection")})]
-    if method == "aggregate":
-        return [("aggregate", {"aggregate": name, "pipeline": list(arg(0, "pipeline") or [])})]
-    if method == "count_documents":
-        return [("aggregate", {"count": name, "query": arg(0, "filter") or {}, "skip": kwargs.get("skip", 0),
-                               "limit": kwargs.get("limit", 0)})]
-    if method == "distinct":
-        return [("distinct", {"distinct": name, "key": arg(0, "key"), "query": arg(1, "filter") or {}})]
-    if method in ("update_one", "update_many", "replace_one"):
-        return [("update", {"update": name, "updates": [{"q": arg(0, "filter") or {}, "multi": method == "update_many",
-                                                         "hint": kwargs.get("hint")}]})]
-    if method in ("delete_one", "delete_many"):
-        return [("delete", {"delete": name, "deletes": [{"q": arg(0, "filter") or {},
-                                                         "limit": 1 if method == "delete_one" else 0}]})]
-    if method.startswith("find_one_and_"):
-        return [("findAndModify", {"findAndModify": name, "query": arg(0, "filter") or {}, "sort": kwargs.get("sort")})]
-    if method == "bulk_write":
-        out = []
-        for request in arg(0, "requests") or []:
-            kind = type(request).__name__
-            if kind == "InsertOne":
-                continue
-            filter_ = getattr(request, "_filter", None) or {}
-            if kind.startswith("Delete"):
-                out.append(("delete", {"delete": name, "deletes": [{"q": filter_, "limit": 0 if kind.endswith("Many")
-                                                                    else 1}]}))
-            else:
-                out.append(("update", {"update": name, "updates": [{"q": filter_, "multi": kind.endswith("Many")}]}))
-        return out
-    return []
-
-
-def engine_explain_call(collection, method: str, args: tuple, kwargs: dict) -> list:
-    """The engine's own explain of every command a Collection method call sends."""
-    out = []
-    for command, body in explain_bodies(collection.name, method, args, kwargs):
-        body = {k: v for k, v in body.items() if v is not None}
-        output = collection.database.command({"explain": body, "verbosity": "executionStats"})
-        out.append(_engine_explain(collection, command, output))
-    return out
-
-
-def _cursor_work(counter: OpCounter, state: _CursorState, cursor) -> None:
-    """What the engine's cursor has examined so far (`execution_stats()`: its executor stops at
-    each batch, as a server's plan does until a getMore), added to the tally as it grows."""
-    stats = cursor.execution_stats()
-    keys, docs = stats["totalKeysExamined"], stats["totalDocsExamined"]
-    before = state.served
-    state.served = (keys, docs)
-    if state.plan is None:
-        label = plan_label(stats.get("winningPlan"))
-        e = Explain(keys_examined=keys, docs_examined=docs, in_memory_sort=bool(stats.get("sorted")) or
-                    label.startswith("SORT(") or "(SORT(" in label, sorted_docs=stats.get("sorted", 0),
-                    returned=stats["nReturned"], plan=label, covered="PROJECTION_COVERED" in label,
-                    command="find", collection=cursor.collection.name)
-        counter.record([e])
-        state.plan = counter.tally.plans[-1] if counter.enabled else None
-        return
-    if not counter.enabled or (keys, docs) == before:
-        return
-    with counter._lock:
-        counter.tally.keys_examined += keys - before[0]
-        counter.tally.docs_examined += docs - before[1]
-    state.plan["keys_examined"] += keys - before[0]
-    state.plan["docs_examined"] += docs - before[1]
-
-
-def _write_batches(sizes: list[int]) -> int:
-    """How many insert commands pymongo sends for documents of these BSON sizes."""
-    batches, count, total = 0, 0, 0
-    for size in sizes:
-        if count == 0:
-            batches += 1
-        elif count >= MAX_WRITE_BATCH or total + size > MAX_MESSAGE_BYTES:
-            batches += 1
-            count, total = 0, 0
-        count += 1
-        total += size
-    return batches
-
-
-_KINDS = {
-    "InsertOne": "insert",
-    "UpdateOne": "update",
-    "UpdateMany": "update",
-    "ReplaceOne": "update",
-    "DeleteOne": "delete",
-    "DeleteMany": "delete",
-}
-
-
-def _bulk_runs(requests, ordered: bool) -> list[tuple[str, int]]:
-    """[(command, round trips)] pymongo sends for a bulk_write of these requests."""
-    kinds = [_KINDS.get(type(r).__name__, "update") for r in requests]
-    runs: list[list] = []  # [kind, n ops]
-    if ordered:
-        for kind in kinds:
-            if runs and runs[-1][0] == kind:
-                runs[-1][1] += 1
-            else:
-                runs.append([kind, 1])
-    else:
-        by_kind = Counter(kinds)
-        runs = [[kind, n] for kind, n in by_kind.items()]
-    return [(kind, math.ceil(n / MAX_WRITE_BATCH)) for kind, n in runs]
+def _bson_size(doc) -> int:
+    try:
+        return len(bson.encode(doc))
+    except Exception:  # pragma: no cover - a document BSON refuses
+        return 0
 
 
 @contextmanager
-def counting(counter: OpCounter, *, server: bool, database: str):
-    """Install the right instrumentation for the engine for the duration of a run."""
-    uninstall = install_server_counting(counter, database) if server else install_embedded_counting(counter)
-    try:
-        yield counter
-    finally:
-        uninstall()
+def counting(counter: OpCounter, *, database: str):
+    """Count the commands on `database` (a listener on a client made for the block) for its duration."""
+    from django.conf import settings
+
+    from core.mongo import monitored
+
+    listener = CommandCounter(counter, database)
+    counter.listener = listener
+    counter.engine = "server" if settings.MONGODB_URI else "embedded"
+    with monitored([listener]):
+        try:
+            yield counter
+        finally:
+            listener.database = None

@@ -36,3 +36,18 @@ def topic(*, author, storage: str, order: str | None = None, title: str | None =
 
     return topic_create(author=author, title=title or f"Bench {storage} {order or ''}", comment_storage=storage,
                         comment_order=order)
+
+
+def authors_with_followers(counts: list[int], prefix: str, first_id: int) -> list:
+    """New users, the i-th followed by `counts[i]` synthetic follower ids numbered from `first_id` on,
+    written by the follow lists' own bulk path (FollowListManager.replace: a head and `tbc`
+    continuation documents, what appends leave)."""
+    from social.managers import FOLLOWERS, FollowListManager
+
+    people = users(len(counts), prefix)
+    lists, next_id = {}, first_id
+    for person, n in zip(people, counts, strict=True):
+        lists[person.pk] = list(range(next_id, next_id + n))
+        next_id += n
+    FollowListManager().replace(kind=FOLLOWERS, lists=lists)
+    return people

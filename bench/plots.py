@@ -36,6 +36,21 @@ def _series(rows, case, key_fn, x="depth"):
     return {k: sorted(v, key=lambda r: r[x]) for k, v in sorted(series.items())}
 
 
+def _per_page(plt, directory, name: str, title: str, series: dict, style_of) -> str:
+    """Round trips (left) and the median ms (right) against the page number, a line per series."""
+    fig, left, right = _two_panels(plt, title)
+    for key, rs in series.items():
+        style = style_of(key)
+        left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
+        right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
+    _axes(left, "page number", "MongoDB round trips per page", log_x=True, zero=True)
+    _axes(right, "page number", "ms per page (median)", log_x=True)
+    left.legend(fontsize=8)
+    path = _save(fig, directory, name)
+    plt.close(fig)
+    return path
+
+
 def _two_panels(plt, title):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     fig.suptitle(title)
@@ -59,17 +74,11 @@ def draw(result: dict, directory: str) -> dict[str, str]:
     comments = _series([r for r in rows if not r.get("sweep")], "comments.page",
                        lambda r: (r["strategy"], r.get("order", "") + (" by cursor" if r.get("nav") == "cursor" else "")))
     if comments:
-        fig, left, right = _two_panels(plt, f"comments.page: one page of {rows_size(comments)} comments ({engine})")
-        for (strategy, order), rs in comments.items():
-            style = dict(color=COLORS.get(strategy), marker=MARKERS.get(order.split()[0] if order else "", "o"),
-                         linestyle="-" if order == "chronological" else "--", label=f"{strategy} {order}")
-            left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
-            right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
-        _axes(left, "page number", "MongoDB round trips per page", log_x=True, zero=True)
-        _axes(right, "page number", "ms per page (median)", log_x=True)
-        left.legend(fontsize=8)
-        out["comments_depth"] = _save(fig, directory, "comments_depth.png")
-        plt.close(fig)
+        out["comments_depth"] = _per_page(
+            plt, directory, "comments_depth.png", f"comments.page: one page of {rows_size(comments)} comments ({engine})",
+            comments, lambda key: dict(color=COLORS.get(key[0]), marker=MARKERS.get(key[1].split()[0] if key[1] else "",
+                                                                                   "o"),
+                                       linestyle="-" if key[1] == "chronological" else "--", label=f"{key[0]} {key[1]}"))
 
     sized = [r for r in rows if r["case"] == "comments.page" and r.get("order") == r.get("topic_order")
              and r["depth"] in (1, r.get("num_pages")) and r.get("nav") != "cursor"]
@@ -113,16 +122,9 @@ def draw(result: dict, directory: str) -> dict[str, str]:
 
     followers = _series(rows, "followers.page", lambda r: r["strategy"])
     if followers:
-        fig, left, right = _two_panels(plt, f"followers.page: a user with {rows_size(followers)} followers ({engine})")
-        for strategy, rs in followers.items():
-            style = dict(color=COLORS.get(strategy), marker="o", label=strategy)
-            left.plot([r["depth"] for r in rs], [r["round_trips"] for r in rs], **style)
-            right.plot([r["depth"] for r in rs], [r["ms"] for r in rs], **style)
-        _axes(left, "page number", "MongoDB round trips per page", log_x=True, zero=True)
-        _axes(right, "page number", "ms per page (median)", log_x=True)
-        left.legend(fontsize=8)
-        out["followers_depth"] = _save(fig, directory, "followers_depth.png")
-        plt.close(fig)
+        out["followers_depth"] = _per_page(
+            plt, directory, "followers_depth.png", f"followers.page: a user with {rows_size(followers)} followers "
+            f"({engine})", followers, lambda strategy: dict(color=COLORS.get(strategy), marker="o", label=strategy))
 
     fanout = _series(rows, "feed.post", lambda r: r["strategy"], x="size")
     if fanout:

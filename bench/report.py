@@ -253,17 +253,18 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     add("## What a round trip is\n")
     add("A round trip is one command sent to MongoDB and its reply; documents read are the documents in the "
         "replies; kB read is their BSON size.\n")
-    add("- **Real server** (`MONGODB_URI` set): a pymongo `CommandListener`, registered before the client exists, "
-        "counts every command on the bench database, `getMore` and `killCursors` included, and the documents in "
-        "each reply's batch.")
-    add("- **Embedded engine** (docstore): the bench wraps the engine's collection and cursor methods during the run "
-        "and counts what "
-        "pymongo would send: a cursor costs one `find`/`aggregate` for its first batch (101 documents, or its "
-        "`batch_size`, or its limit) and one `getMore` per further batch (up to 16 MiB); `find_one`, "
-        "`find_one_and_*`, `count_documents`, single writes and `update_many`/`delete_many` cost one; "
-        "`insert_many` one per 100,000 documents or 48 MB; `bulk_write` one per run of same-kind operations "
-        "(ordered) or per kind (unordered). Calls the engine makes internally are not counted.")
-    add("- Production code carries no hook: the counting lives in `bench/counting.py` and is installed only by the "
+    add("- One pymongo `CommandListener` (`bench/counting.py`) counts every command started on the bench "
+        "database, `getMore` and `killCursors` included, and the documents in each reply's batch, on a client "
+        "made for the run with `event_listeners` (`core.mongo.monitored`). A real server (`MONGODB_URI` set) "
+        "publishes these events through pymongo; the embedded engine publishes the same events itself "
+        "(docstore/surface/events.py): the command a driver sends and the reply a server gives, a cursor's first "
+        "batch of 101 documents (or its `batch_size`, or its limit) and a `getMore` per further batch (up to "
+        "16 MiB), `insert_many` split at 100,000 documents or 48 MB, `bulk_write` one command per run of one kind "
+        "(ordered) or per kind (unordered). What the engine does inside one operation is not a command.")
+    add("- Keys and documents examined: each read command and the query part of each write is explained "
+        "(`executionStats`) by the engine that runs it, as the command was sent, before it runs; the explains "
+        "are neither counted nor timed.")
+    add("- Production code carries no hook and the bench patches nothing: the listener is installed only by the "
         "bench.\n")
 
     # --- comments.page --------------------------------------------------------------------
@@ -849,22 +850,7 @@ def _put_section(path: str, start: str, end: str, body: str) -> None:
 
 def put_load_section(path: str, load: dict) -> None:
     """Write the load section into the report at `path`: between its markers, else before the closing note."""
-    section = f"{LOAD_START}\n{load_section(load)}\n{LOAD_END}"
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = ""
-    if LOAD_START in text and LOAD_END in text:
-        head, rest = text.split(LOAD_START, 1)
-        text = head + section + rest.split(LOAD_END, 1)[1]
-    elif "## Closing note" in text:
-        head, rest = text.split("## Closing note", 1)
-        text = head + section + "\n\n## Closing note" + rest
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
-    with open(path, "w") as fh:
-        fh.write(text)
+    _put_section(path, LOAD_START, LOAD_END, load_section(load))
 
 
 # --- moving a discussion between strategies (bench/migrate.py) -----------------------------
@@ -906,16 +892,4 @@ def migrate_section(data: dict) -> str:
 
 def put_migrate_section(path: str, data: dict) -> None:
     """Write the migration section into the report at `path`: between its markers, else before the closing note."""
-    section = f"{MIGRATE_START}\n{migrate_section(data)}\n{MIGRATE_END}"
-    with open(path) as fh:
-        text = fh.read()
-    if MIGRATE_START in text and MIGRATE_END in text:
-        head, rest = text.split(MIGRATE_START, 1)
-        text = head + section + rest.split(MIGRATE_END, 1)[1]
-    elif "## Closing note" in text:
-        head, rest = text.split("## Closing note", 1)
-        text = head + section + "\n\n## Closing note" + rest
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    with open(path, "w") as fh:
-        fh.write(text)
+    _put_section(path, MIGRATE_START, MIGRATE_END, migrate_section(data))

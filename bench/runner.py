@@ -137,10 +137,8 @@ class Bench:
         name = f"{self._db_prefix}_{self._db_serial}"
         self._dbs.append(name)
         with override_settings(MONGODB_DB=name):
-            if self.counter.engine == "server":
-                from bench.counting import install_server_counting
-
-                install_server_counting(self.counter, name)
+            if self.counter.listener is not None:
+                self.counter.listener.database = name  # count the commands on this group's database
             try:
                 yield name
             finally:
@@ -266,18 +264,10 @@ def run(*, mode: str = "quick", sizes: Sizes | None = None, json_path: str | Non
             "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     log(f"bench: {mode} mode on {info['machine']['engine']}, {info['machine']['cpus']} CPUs")
     passwords = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # bench users only; nothing here is a credential
-    server = bool(settings.MONGODB_URI)
-    if server:
-        from core import mongo
-
-        if mongo.has_client(settings.MONGODB_URI):
-            bench.note("the MongoDB client was created before the bench registered its command listener, so this "
-                       "process cannot count round trips: run `.venv/bin/python manage.py bench` in a fresh process")
-    # The counting goes in first: on a server its listener must be registered before any client exists.
     # Pages are rendered without `collectstatic` having run: plain static storage (with DEBUG off the
     # project's manifest storage would refuse every static URL); static URLs are not what is measured.
     storages = {**settings.STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
-    with counting(counter, server=server, database=f"{bench._db_prefix}_0"), \
+    with counting(counter, database=f"{bench._db_prefix}_0"), \
             override_settings(PASSWORD_HASHERS=passwords, STORAGES=storages), \
             (django_test_database() if own_database else nullcontext()):
         for group, module in (("comments", comment_cases), ("social", social_cases), ("feeds", feed_cases),

@@ -77,7 +77,6 @@ INSTALLED_APPS = [
     "background",
     "notifications",
     "moderation",
-    "bench",  # the benchmark harness: `manage.py bench` (docs/benchmarks.md); no models, no URLs
     "integrity",  # `manage.py integrity`: the cross-app check of derived views; no models, no URLs
     "demo",  # `manage.py load_demo` and `rundemo`: the demo content; no models, no URLs
 ]

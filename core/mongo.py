@@ -13,6 +13,7 @@ is kept per URI (clients are thread-safe connection pools).
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 from django.conf import settings
 from pymongo import MongoClient, ReadPreference, WriteConcern
@@ -62,14 +63,36 @@ def server_options(uri: str) -> dict:
     }.items() if k.lower() not in uri.lower()}
 
 
-def _new_server_client(uri: str) -> MongoClient:
-    return MongoClient(uri, tz_aware=True, **server_options(uri))
+def _new_server_client(uri: str, event_listeners=None) -> MongoClient:
+    return MongoClient(uri, tz_aware=True, event_listeners=event_listeners, **server_options(uri))
 
 
-def has_client(uri: str) -> bool:
-    """True once a client of `uri` was created in this process (a command listener registered
-    after that does not see its commands)."""
-    return uri in _clients
+@contextmanager
+def monitored(event_listeners):
+    """Inside the block, `get_client()` and `get_db()` answer through a new client of the same server
+    or embedded store carrying these pymongo command listeners (pymongo takes `event_listeners` only
+    when a client is created); afterwards the client in use before is back, and the new one closed.
+    For measurement: the benchmark and the cost tests count commands with it."""
+    uri = settings.MONGODB_URI
+    with _lock:
+        before = _clients.get(uri)
+    if uri:
+        client = _new_server_client(uri, event_listeners)
+    elif before is not None:  # the same files, read and written beside the client already open
+        client = _new_embedded_client(event_listeners, path=str(before.path), default_db=before.default_db)
+    else:
+        client = _new_embedded_client(event_listeners)
+    with _lock:
+        _clients[uri] = client
+    try:
+        yield client
+    finally:
+        if before is not None:
+            with _lock:
+                _clients[uri] = before
+            client.close()
+        # else the block's client was the first one made: it stays the client in use (an embedded
+        # store in a temporary directory lives as long as its client)
 
 
 def close_client(uri: str) -> None:
@@ -113,7 +136,7 @@ def drop_db(name: str) -> None:
 # --- the embedded engine -------------------------------------------------------
 
 
-def _new_embedded_client():
+def _new_embedded_client(event_listeners=None, *, path: str | None = None, default_db: str | None = None):
     import docstore
 
     def shard_keys():
@@ -121,9 +144,11 @@ def _new_embedded_client():
 
         return declared_shard_keys()
 
-    client = docstore.Client(settings.MONGODB_EMBEDDED_PATH or None, default_db=settings.MONGODB_DB, tz_aware=True,
-                             shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
-    if settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
+    client = docstore.Client(path or settings.MONGODB_EMBEDDED_PATH or None,
+                             default_db=settings.MONGODB_DB if default_db is None else default_db, tz_aware=True,
+                             shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS,
+                             event_listeners=event_listeners)
+    if path is None and settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
         import_snapshot(client, settings.MONGODB_SNAPSHOT, settings.MONGODB_DB)
     return client
 

@@ -112,7 +112,6 @@ def _post_against_followers(bench) -> None:
     from bench.cases.feeds import SYNTHETIC_BASE, follower_counts
     from bench.deferred import measure_write, split
     from comments.services import comment_create
-    from social.managers import FOLLOWERS, FollowListManager
     from topics.services import topic_create
 
     counts = follower_counts(bench.sizes.feed_followers)
@@ -120,12 +119,7 @@ def _post_against_followers(bench) -> None:
         editor = people.editor()
         topic = topic_create(author=editor, title="Posting against followers", comment_storage="document",
                              comment_order=CHRONOLOGICAL)
-        authors = people.users(len(counts), "poster")
-        lists, next_id = {}, SYNTHETIC_BASE + 10_000_000
-        for author, n in zip(authors, counts, strict=True):
-            lists[author.pk] = list(range(next_id, next_id + n))
-            next_id += n
-        FollowListManager().replace(kind=FOLLOWERS, lists=lists)
+        authors = people.authors_with_followers(counts, "poster", SYNTHETIC_BASE + 10_000_000)
         bench.create_indexes()
     for author, n in zip(authors, counts, strict=True):
         m, request, deferred, _, varies = measure_write(

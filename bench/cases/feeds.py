@@ -56,7 +56,6 @@ def _activity(author, n: int):
 
 
 def _post(bench, strategy: str) -> None:
-    from social.managers import FOLLOWERS, FollowListManager
     from social.services import activity_record
 
     sizes = bench.sizes
@@ -71,13 +70,7 @@ def _post(bench, strategy: str) -> None:
                    f"(not {', '.join(f'{n:,}' for n in skipped)}): its per-follower upserts are scans in mongomock, "
                    f"so the fan-out is quadratic there; set MONGODB_URI to measure every size")
     with bench.counter.paused():
-        authors = people.users(len(counts), f"author{strategy}")
-        lists = {}
-        next_id = SYNTHETIC_BASE
-        for author, n in zip(authors, counts, strict=True):
-            lists[author.pk] = list(range(next_id, next_id + n))
-            next_id += n
-        FollowListManager().replace(kind=FOLLOWERS, lists=lists)
+        authors = people.authors_with_followers(counts, f"author{strategy}", SYNTHETIC_BASE)
         bench.create_indexes()
     for author, n in zip(authors, counts, strict=True):
         serial = iter(range(10**6))

@@ -80,13 +80,20 @@ def validate_update(update, array_filters=None) -> None:
             raise OperationFailure(msg, 72, {"ok": 0.0, "errmsg": msg, "code": 72, "codeName": "InvalidOptions"})
         ST.check_update_pipeline(update)
         return
+    check_update_document(update, array_filters)
+    U.check(update, array_filters)
+
+
+def check_update_document(update, array_filters=None) -> None:
+    """pymongo's own checks of an update document, made before it sends anything."""
+    if isinstance(update, list):
+        return
     if not isinstance(update, dict) or not update:
         raise ValueError("update cannot be empty")
     if not all(str(k).startswith("$") for k in update):
         raise ValueError("update only works with $ operators")
     if array_filters is not None and not isinstance(array_filters, list):
         raise TypeError("array_filters must be a list")
-    U.check(update, array_filters)
 
 
 def validate_replacement(replacement) -> None:

@@ -18,7 +18,8 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 from docstore.query import validation as VAL
 from docstore.query.cluster import ClusterRules
 from docstore.storage.store import Store
-from docstore.surface.collection import Collection
+from docstore.surface import events
+from docstore.surface.collection import Collection, CommandCursor
 
 
 class Database:
@@ -88,7 +89,8 @@ class Database:
             self._ttl_due = time.monotonic() + self.client.ttl_interval
         self._ttl_local.running = True
         try:
-            self.expire()
+            with events.quiet():  # the server's TTL monitor: no command a driver sees
+                self.expire()
         finally:
             self._ttl_local.running = False
 
@@ -101,7 +103,7 @@ class Database:
         "Views"). Options the engine does not implement are refused (code 238 NotImplemented), options
         the server does not know too (40415, as its command parser does), never stored and ignored."""
         options = _create_options(kwargs)
-        with self._store.transaction(True) as conn:
+        with events.command(self, {"create": name, **kwargs}), self._store.transaction(True) as conn:
             if self._store.collection(name) is not None:
                 raise OperationFailure(f"Collection {self.name}.{name} already exists", 48,
                                        {"code": 48, "codeName": "NamespaceExists"})
@@ -114,11 +116,16 @@ class Database:
         (`$currentOp`, `$listLocalSessions`, `$listSessions`, `$changeStream`, ...) are refused with
         code 238 NotImplemented (the engine has no sessions or operations to list); any other first
         stage needs a collection (code 73 InvalidNamespace, as from a server)."""
+        pipeline = list(pipeline)
+        batch_size = kwargs.get("batchSize") or 0
+        body = {"aggregate": 1, "pipeline": pipeline, "cursor": {"batchSize": batch_size} if batch_size else {}}
+        with events.command(self, body) as call:
+            return self._aggregate(pipeline)._published(call, self, f"{self.name}.$cmd.aggregate", batch_size)
+
+    def _aggregate(self, pipeline):
         from docstore.query import merge as M
         from docstore.query import semantics as S
-        from docstore.surface.collection import CommandCursor
 
-        pipeline = list(pipeline)
         if not pipeline or not all(isinstance(stage, dict) and len(stage) == 1 for stage in pipeline):
             raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323,
                                    {"code": 40323})
@@ -143,29 +150,39 @@ class Database:
         raise OperationFailure(msg, 73, {"ok": 0.0, "errmsg": msg, "code": 73, "codeName": "InvalidNamespace"})
 
     def list_collection_names(self, session=None, filter=None, **_kwargs):
-        with self._store.transaction(False):
-            names = self._store.names()
-        if filter and "name" in filter:
-            wanted = filter["name"]
-            names = [n for n in names if n == wanted] if isinstance(wanted, str) else names
+        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "nameOnly": True, "cursor": {}}
+        with events.command(self, body) as call:
+            with self._store.transaction(False):
+                names = self._store.names()
+            if filter and "name" in filter:
+                wanted = filter["name"]
+                names = [n for n in names if n == wanted] if isinstance(wanted, str) else names
+            call.reply = events.cursor_reply(f"{self.name}.$cmd.listCollections", [{"name": n} for n in names], 0, True)
         return names
 
     def list_collections(self, session=None, filter=None, **_kwargs):
         out = []
-        with self._store.transaction(False):
+        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "cursor": {}}
+        with events.command(self, body) as call, self._store.transaction(False):
             for n in self.list_collection_names(filter=filter):
                 info = self._store.collection(n)
                 options = dict(info.options) if info is not None else {}
                 out.append({"name": n, "type": "view" if "viewOn" in options else "collection", "options": options})
-        return iter(out)
+            return CommandCursor(out)._published(call, self, f"{self.name}.$cmd.listCollections")
 
     def drop_collection(self, name_or_collection, session=None, **_kwargs):
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
-        with self._store.transaction(True) as conn:
+        with events.command(self, {"drop": name}), self._store.transaction(True) as conn:
             self._store.drop_collection(conn, name)
         return {"ok": 1.0}
 
     def command(self, command, value=1, **kwargs):
+        body = {command: value, **kwargs} if isinstance(command, str) else dict(command)
+        with events.command(self, body) as call:
+            call.reply = self._command(command, value, **kwargs)
+            return call.reply
+
+    def _command(self, command, value=1, **kwargs):
         name = command if isinstance(command, str) else next(iter(command))
         if name in ("ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo"):
             return {"ok": 1.0, "isWritablePrimary": True, "version": "7.0.0-docstore", "maxBsonObjectSize": 16777216}
@@ -205,24 +222,25 @@ class Database:
         from docstore.plan import planner as P
         from docstore.surface.collection import _sort_list, explain_document
 
-        if "find" in body:
+        name = next(iter(body), "")  # the command is its first field, as a server reads it
+        if name == "find":
             coll = self[body["find"]]
             sort = _sort_list(body.get("sort"))
             q = Query(body.get("filter") or {}, sort, int(body.get("skip") or 0), abs(int(body.get("limit") or 0)),
                       P.projection_needs(body.get("projection"), sort), body.get("hint"))
-        elif "aggregate" in body:
+        elif name == "aggregate":
             coll = self[body["aggregate"]]
             head = P.pipeline_head(list(body.get("pipeline") or []))
             q = Query(head.filter, head.sort, head.skip, head.limit, head.needs, distinct=head.distinct)
-        elif "count" in body:
+        elif name == "count":
             coll = self[body["count"]]
             q = Query(body.get("query") or {}, None, int(body.get("skip") or 0), int(body.get("limit") or 0),
                       frozenset(), count_only=True)
-        elif "distinct" in body:
+        elif name == "distinct":
             coll = self[body["distinct"]]
             q = Query(body.get("query") or {}, None, 0, 0, frozenset({body["key"]}))
-        elif "update" in body or "delete" in body or "findAndModify" in body or "findandmodify" in body:
-            kind = next(k for k in ("update", "delete", "findAndModify", "findandmodify") if k in body)
+        elif name in ("update", "delete", "findAndModify", "findandmodify"):
+            kind = name
             coll = self[body[kind]]
             if kind == "update":
                 u = body["updates"][0]
@@ -284,9 +302,11 @@ class AdminDatabase:
 
     def command(self, command, *args, **kwargs):
         name = command if isinstance(command, str) else next(iter(command))
-        if name in ("ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo"):
-            return {"ok": 1.0, "isWritablePrimary": True, "version": "7.0.0-docstore", "msg": "docstore"}
-        raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
+        with events.command(self, {name: 1} if isinstance(command, str) else dict(command)) as call:
+            if name in ("ping", "hello", "isMaster", "ismaster", "buildInfo", "buildinfo"):
+                call.reply = {"ok": 1.0, "isWritablePrimary": True, "version": "7.0.0-docstore", "msg": "docstore"}
+                return call.reply
+            raise OperationFailure(f"no such command: '{name}'", 59, {"code": 59, "codeName": "CommandNotFound"})
 
 
 class _Session:
@@ -306,7 +326,10 @@ class Client:
     temporary directory holds the files and is removed at exit."""
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
-                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0):
+                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0, event_listeners=None):
+        # pymongo's command monitoring (docstore/surface/events.py): the given listeners and those
+        # registered globally before this client was made.
+        self.command_listeners = events.command_listeners(event_listeners)
         self.tz_aware = tz_aware
         self.ttl_interval = float(ttl_interval)  # seconds between TTL passes (Database.expire)
         self.synchronous = synchronous
@@ -349,6 +372,12 @@ class Client:
         return self[name or self.default_db]
 
     def list_database_names(self, session=None):
+        with events.command(self.admin, {"listDatabases": 1, "nameOnly": True}) as call:
+            names = self._database_names()
+            call.reply = {"databases": [{"name": n} for n in names], "ok": 1.0}
+        return names
+
+    def _database_names(self):
         names = set(self._databases)
         stem, suffix = self.path.stem, self.path.suffix
         if self.path.exists() and self.default_db:
@@ -359,6 +388,10 @@ class Client:
 
     def drop_database(self, name_or_database, session=None):
         name = name_or_database.name if isinstance(name_or_database, Database) else name_or_database
+        with events.command(self.admin, {"dropDatabase": 1}, db_name=name):
+            self._drop_database(name)
+
+    def _drop_database(self, name):
         with self._lock:
             db = self._databases.pop(name, None)
         path = db.path if db is not None else self._file(name)

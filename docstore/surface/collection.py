@@ -7,11 +7,12 @@ codes and messages.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Mapping
 
 import bson
-from bson import ObjectId
+from bson import Int64, ObjectId
 from pymongo import ReturnDocument
 from pymongo.errors import (
     BulkWriteError,
@@ -34,6 +35,7 @@ from docstore.query import variables as V
 from docstore.storage import keys as K
 from docstore.storage.cut import plan as cut_plan
 from docstore.storage.store import IndexInfo, add_generation, lacks_generation, new_generation
+from docstore.surface import events
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -272,9 +274,12 @@ class Collection:
         for key in kwargs:
             if key not in ("no_cursor_timeout", "max_time_ms", "allow_disk_use", "comment", "collation", "let"):
                 raise TypeError(f"find() got an unexpected keyword argument {key!r}")
+        sent = {"let": kwargs.get("let"), "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("max_time_ms"),
+                "allowDiskUse": kwargs.get("allow_disk_use"), "filter": filter}
         if filter is not None and isinstance(filter, Mapping):
             filter = V.in_filter(filter, V.bind(kwargs.get("let")))
         cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        cursor._sent = events.compact(sent)  # what the find command carries besides the cursor's own options
         return cursor.collation(kwargs["collation"]) if kwargs.get("collation") is not None else cursor
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -309,10 +314,25 @@ class Collection:
     def count_documents(self, filter, session=None, skip=0, limit=0, hint=None, collation=None, **kwargs):
         if not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict")
-        return len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
-                                    collation=C.parse(collation))))
+        # pymongo sends countDocuments as this aggregation (the CRUD specification's "Count API").
+        pipeline = [{"$match": filter}] + ([{"$skip": skip}] if skip else []) + ([{"$limit": limit}] if limit else [])
+        body = events.compact({"aggregate": self.name, "pipeline": pipeline + [{"$group": {"_id": 1, "n": {"$sum": 1}}}],
+                               "cursor": {}, "collation": collation, "hint": hint, "comment": kwargs.get("comment"),
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+        with events.command(self.database, body) as call:
+            n = len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
+                                     collation=C.parse(collation))))
+            call.reply = events.cursor_reply(self.full_name, [{"_id": 1, "n": n}] if n else [], 0, True)
+        return n
 
     def estimated_document_count(self, **kwargs):
+        body = events.compact({"count": self.name, "comment": kwargs.get("comment"),
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+        with events.command(self.database, body) as call:
+            call.reply = {"n": self._estimated_count(), "ok": 1.0}
+            return call.reply["n"]
+
+    def _estimated_count(self):
         with self._store.transaction(False) as conn:
             view = self._view()
             info = self._info()
@@ -323,6 +343,14 @@ class Collection:
         return self.count_documents({})  # server: the count command on a view runs its pipeline
 
     def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
+        body = events.compact({"distinct": self.name, "key": key, "query": filter or {}, "collation": collation,
+                               "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+        with events.command(self.database, body) as call:
+            call.reply = {"values": self._distinct(key, filter, collation), "ok": 1.0}
+            return call.reply["values"]
+
+    def _distinct(self, key, filter, collation):
         collation = C.parse(collation)
         docs = self._read(Query(filter or {}, None, 0, 0, frozenset({key}), collation=collation))
         seen, out = set(), []
@@ -343,6 +371,19 @@ class Collection:
 
     def aggregate(self, pipeline, session=None, collation=None, let=None, **kwargs):
         pipeline = list(pipeline)
+        batch_size = kwargs.get("batchSize") or kwargs.get("batch_size") or 0
+        body = events.compact({"aggregate": self.name, "pipeline": pipeline,
+                               "cursor": {"batchSize": batch_size} if batch_size else {}, "collation": collation,
+                               "let": let, "hint": kwargs.get("hint"), "comment": kwargs.get("comment"),
+                               "allowDiskUse": kwargs.get("allowDiskUse", kwargs.get("allow_disk_use")),
+                               "maxTimeMS": kwargs.get("maxTimeMS", kwargs.get("max_time_ms")),
+                               "bypassDocumentValidation": kwargs.get("bypass_document_validation",
+                                                                      kwargs.get("bypassDocumentValidation"))})
+        with events.command(self.database, body) as call:
+            return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
+                                                                        kwargs.get("comment"))
+
+    def _aggregate(self, pipeline, collation, let):
         for stage in pipeline:
             if not isinstance(stage, Mapping) or len(stage) != 1:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
@@ -452,31 +493,57 @@ class Collection:
         _check_id(document.get("_id"))
         return S.naive(dict(document))
 
-    def insert_one(self, document, bypass_document_validation=False, session=None, **kwargs):
-        self.database._expire_if_due()
-        doc = self._prepare_insert(document)
-        self._encode(doc)
-        with self._store.transaction(True) as conn:
-            self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None, **kwargs):
+        if isinstance(document, Mapping) and "_id" not in document:
+            document["_id"] = ObjectId()  # pymongo adds the _id before sending
+        body = events.compact({"insert": self.name, "ordered": True, "documents": [document],
+                               "bypassDocumentValidation": bypass_document_validation, "comment": comment})
+        with events.command(self.database, body) as call:
+            self.database._expire_if_due()
+            doc = self._prepare_insert(document)
+            self._encode(doc)
+            with self._store.transaction(True) as conn:
+                self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
+            call.reply = {"n": 1, "ok": 1.0}
         return InsertOneResult(document["_id"], True)
 
-    def insert_many(self, documents, ordered=True, bypass_document_validation=False, session=None, **kwargs):
+    def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None,
+                    **kwargs):
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
         self.database._expire_if_due()
         ids, errors = [], []
-        for n, document in enumerate(documents):
-            doc = self._prepare_insert(document)
-            try:
-                with self._store.transaction(True) as conn:
-                    self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
-                ids.append(document["_id"])
-            except DocumentTooLarge as exc:
-                errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
-            except (DuplicateKeyError, WriteError) as exc:
-                errors.append({"index": n, "code": exc.code, "errmsg": str(exc), "op": document,
-                               **({k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue")})})
+        batches = [(0, len(documents))]
+        if events.enabled(self.database.client):  # the insert commands pymongo splits these into
+            for document in documents:
+                if isinstance(document, Mapping) and "_id" not in document:
+                    document["_id"] = ObjectId()
+            batches = events.insert_batches(documents)
+        extra = events.compact({"bypassDocumentValidation": bypass_document_validation, "comment": comment})
+        for start, end in batches:
+            body = {"insert": self.name, "ordered": ordered, "documents": documents[start:end], **extra}
+            with events.command(self.database, body) as call:
+                inserted, failed = len(ids), len(errors)
+                for n in range(start, end):
+                    document = documents[n]
+                    doc = self._prepare_insert(document)
+                    try:
+                        with self._store.transaction(True) as conn:
+                            self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
+                        ids.append(document["_id"])
+                    except DocumentTooLarge as exc:
+                        errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
+                    except (DuplicateKeyError, WriteError) as exc:
+                        errors.append({"index": n, "code": exc.code, "errmsg": str(exc), "op": document,
+                                       **({k: v for k, v in (exc.details or {}).items()
+                                           if k in ("keyPattern", "keyValue")})})
+                    if errors and ordered:
+                        break
+                call.reply = {"n": len(ids) - inserted, "ok": 1.0}
+                if len(errors) > failed:  # a server numbers a command's write errors from its first statement
+                    call.reply["writeErrors"] = [{**{k: v for k, v in e.items() if k != "op"}, "index": e["index"] - start}
+                                                 for e in errors[failed:]]
             if errors and ordered:
                 break
         if errors:
@@ -568,24 +635,54 @@ class Collection:
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
 
-    def update_one(self, filter, update, upsert=False, bypass_document_validation=False, collation=None,
+    def _update_command(self, statement: dict, let, bypass, comment) -> dict:
+        """The `update` command pymongo sends for one statement."""
+        return events.compact({"update": self.name, "ordered": True, "updates": [events.compact(statement)], "let": let,
+                               "bypassDocumentValidation": bypass, "comment": comment})
+
+    @staticmethod
+    def _update_reply(raw: dict) -> dict:
+        reply = {"n": raw["n"], "nModified": raw["nModified"], "ok": 1.0}
+        if raw.get("upserted") is not None:
+            reply["upserted"] = [{"index": 0, "_id": raw["upserted"]}]
+        return reply
+
+    def update_one(self, filter, update, upsert=False, bypass_document_validation=None, collation=None,
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
-        _no_update_sort(sort)
-        raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
-                                 collation=collation, let=let, bypass=bypass_document_validation)
+        S.check_update_document(update, array_filters)
+        body = self._update_command({"q": filter, "u": update, "multi": False, "upsert": upsert, "collation": collation,
+                                     "arrayFilters": array_filters, "hint": hint, "sort": sort}, let,
+                                    bypass_document_validation, comment)
+        with events.command(self.database, body) as call:
+            _no_update_sort(sort)
+            raw, _, _ = self._update(filter, update, upsert=upsert, array_filters=array_filters, hint=hint,
+                                     collation=collation, let=let, bypass=bypass_document_validation)
+            call.reply = self._update_reply(raw)
         return UpdateResult(raw, True)
 
-    def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=False,
+    def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=None,
                     collation=None, hint=None, session=None, let=None, comment=None):
-        raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters, hint=hint,
-                                 collation=collation, let=let, bypass=bypass_document_validation)
+        S.check_update_document(update, array_filters)
+        body = self._update_command({"q": filter, "u": update, "multi": True, "upsert": upsert, "collation": collation,
+                                     "arrayFilters": array_filters, "hint": hint}, let, bypass_document_validation,
+                                    comment)
+        with events.command(self.database, body) as call:
+            raw, _, _ = self._update(filter, update, upsert=upsert, multi=True, array_filters=array_filters,
+                                     hint=hint, collation=collation, let=let, bypass=bypass_document_validation)
+            call.reply = self._update_reply(raw)
         return UpdateResult(raw, True)
 
-    def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=False, collation=None,
+    def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=None, collation=None,
                     hint=None, session=None, let=None, sort=None, comment=None):
-        _no_update_sort(sort)
-        raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, collation=collation,
-                                 let=let, bypass=bypass_document_validation)
+        S.validate_replacement(replacement)
+        body = self._update_command({"q": filter, "u": replacement, "multi": False, "upsert": upsert,
+                                     "collation": collation, "hint": hint, "sort": sort}, let,
+                                    bypass_document_validation, comment)
+        with events.command(self.database, body) as call:
+            _no_update_sort(sort)
+            raw, _, _ = self._update(filter, replacement, upsert=upsert, replace=True, hint=hint, collation=collation,
+                                     let=let, bypass=bypass_document_validation)
+            call.reply = self._update_reply(raw)
         return UpdateResult(raw, True)
 
     def _delete(self, filter, *, multi, sort=None, hint=None, command="delete", collation=None, let=None):
@@ -607,36 +704,82 @@ class Collection:
                 conn.execute(f"DELETE FROM {info.table} WHERE rid=?", (rid,))
         return docs
 
+    def _delete_command(self, filter, limit: int, collation, hint, let, comment) -> dict:
+        """The `delete` command pymongo sends for one statement."""
+        return events.compact({"delete": self.name, "ordered": True, "deletes": [events.compact(
+            {"q": filter, "limit": limit, "collation": collation, "hint": hint})], "let": let, "comment": comment})
+
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        docs = self._delete(filter, multi=False, hint=hint, collation=collation, let=let)
+        with events.command(self.database, self._delete_command(filter, 1, collation, hint, let, comment)) as call:
+            docs = self._delete(filter, multi=False, hint=hint, collation=collation, let=let)
+            call.reply = {"n": len(docs), "ok": 1.0}
         return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
     def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
-        docs = self._delete(filter, multi=True, hint=hint, collation=collation, let=let)
+        with events.command(self.database, self._delete_command(filter, 0, collation, hint, let, comment)) as call:
+            docs = self._delete(filter, multi=True, hint=hint, collation=collation, let=let)
+            call.reply = {"n": len(docs), "ok": 1.0}
         return DeleteResult({"n": len(docs), "ok": 1.0}, True)
+
+    def _find_and_modify(self, filter, projection, sort, hint, collation, let, **fields) -> dict:
+        """The `findAndModify` command pymongo sends."""
+        sort = _sort_list(sort)
+        return events.compact({"findAndModify": self.name, "query": filter, "sort": dict(sort) if sort else None,
+                               "fields": S.normalize_projection(projection), "hint": hint, "collation": collation,
+                               "let": let, **fields})
+
+    @staticmethod
+    def _find_and_modify_reply(raw: dict | None, value) -> dict:
+        last = {"n": raw["n"], "updatedExisting": raw["updatedExisting"]} if raw else {"n": int(value is not None)}
+        if raw and raw.get("upserted") is not None:
+            last["upserted"] = raw["upserted"]
+        return {"lastErrorObject": last, "value": value, "ok": 1.0}
 
     def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
                             let=None, **kwargs):
-        docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
-                            collation=collation, let=let)
-        return self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
+        body = self._find_and_modify(filter, projection, sort, hint, collation, let, remove=True,
+                                     comment=kwargs.get("comment"))
+        with events.command(self.database, body) as call:
+            docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
+                                collation=collation, let=let)
+            value = self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
+            call.reply = self._find_and_modify_reply(None, value)
+        return value
 
     def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
                              **kwargs):
-        raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
-                                            hint=hint, command="findAndModify", collation=collation, let=let,
-                                            bypass=bool(kwargs.get("bypass_document_validation")))
-        return self._returned(befores, afters, projection, return_document)
+        S.validate_replacement(replacement)
+        body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=replacement,
+                                     new=return_document == ReturnDocument.AFTER, upsert=upsert,
+                                     bypassDocumentValidation=kwargs.get("bypass_document_validation"),
+                                     comment=kwargs.get("comment"))
+        with events.command(self.database, body) as call:
+            raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True,
+                                                sort=_sort_list(sort), hint=hint, command="findAndModify",
+                                                collation=collation, let=let,
+                                                bypass=bool(kwargs.get("bypass_document_validation")))
+            value = self._returned(befores, afters, projection, return_document)
+            call.reply = self._find_and_modify_reply(raw, value)
+        return value
 
     def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
                             collation=None, let=None, **kwargs):
-        raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
-                                            array_filters=array_filters, hint=hint, command="findAndModify",
-                                            collation=collation, let=let,
-                                            bypass=bool(kwargs.get("bypass_document_validation")))
-        return self._returned(befores, afters, projection, return_document)
+        S.check_update_document(update, array_filters)
+        body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=update,
+                                     new=return_document == ReturnDocument.AFTER, upsert=upsert,
+                                     arrayFilters=array_filters,
+                                     bypassDocumentValidation=kwargs.get("bypass_document_validation"),
+                                     comment=kwargs.get("comment"))
+        with events.command(self.database, body) as call:
+            raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
+                                                array_filters=array_filters, hint=hint, command="findAndModify",
+                                                collation=collation, let=let,
+                                                bypass=bool(kwargs.get("bypass_document_validation")))
+            value = self._returned(befores, afters, projection, return_document)
+            call.reply = self._find_and_modify_reply(raw, value)
+        return value
 
     def _returned(self, befores, afters, projection, return_document):
         docs = afters if return_document == ReturnDocument.AFTER else befores
@@ -645,51 +788,75 @@ class Collection:
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
         return self._out(S.project(docs[0], S.normalize_projection(projection)))
 
-    def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, **kwargs):
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, **kwargs):
         requests = list(requests)
         if not requests:
             raise InvalidOperation("No operations to execute")
         result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
                   "nModified": 0, "nRemoved": 0, "upserted": []}
         let = kwargs.get("let")
-        for request in requests:
-            if type(request).__name__ in ("UpdateOne", "ReplaceOne"):
-                _no_update_sort(getattr(request, "_sort", None))  # the whole command is refused, as by a server
-        for n, request in enumerate(requests):
+        for request in requests:  # pymongo's checks of each request, before it sends anything
             kind = type(request).__name__
-            try:
-                if kind == "InsertOne":
-                    self.insert_one(request._doc, bypass_document_validation=bypass_document_validation)
-                    result["nInserted"] += 1
-                elif kind in ("UpdateOne", "UpdateMany", "ReplaceOne"):
-                    raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
-                                             multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
-                                             array_filters=getattr(request, "_array_filters", None),
-                                             hint=request._hint, collation=request._collation, let=let,
-                                             bypass=bypass_document_validation)
-                    if raw["upserted"] is not None:
-                        result["nUpserted"] += 1
-                        result["upserted"].append({"index": n, "_id": raw["upserted"]})
-                    else:
-                        result["nMatched"] += raw["n"]
-                        result["nModified"] += raw["nModified"]
-                elif kind in ("DeleteOne", "DeleteMany"):
-                    result["nRemoved"] += len(self._delete(request._filter, multi=kind == "DeleteMany",
-                                                           hint=request._hint, collation=request._collation, let=let))
-                else:
-                    raise TypeError(f"{request!r} is not a valid request")
-            except DocumentTooLarge as exc:
-                result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc),
-                                              "op": request})
-            except OperationFailure as exc:  # WriteError, DuplicateKeyError: as a server reports each
-                extra = {k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue", "errInfo")}
-                result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), **extra,
-                                              "op": request})
+            if kind in ("UpdateOne", "UpdateMany"):
+                S.check_update_document(request._doc, getattr(request, "_array_filters", None))
+            elif kind == "ReplaceOne":
+                S.validate_replacement(request._doc)
+            elif kind == "InsertOne" and isinstance(request._doc, Mapping) and "_id" not in request._doc:
+                request._doc["_id"] = ObjectId()  # pymongo adds the _id before sending
+        extra = events.compact({"let": let, "bypassDocumentValidation": bypass_document_validation,
+                                "comment": kwargs.get("comment")})
+        # pymongo's commands: an ordered bulk runs in order, a run of one kind per command; an unordered
+        # one sends its inserts, then its updates, then its deletes.
+        for command, indexes in events.bulk_runs(requests, ordered):
+            statements = [events.statement(requests[n])[1] for n in indexes] if events.enabled(self.database.client) \
+                else []
+            body = {command: self.name, "ordered": ordered,
+                    {"insert": "documents", "update": "updates", "delete": "deletes"}[command]: statements, **extra}
+            with events.command(self.database, body) as call:
+                for n in indexes:
+                    if type(requests[n]).__name__ in ("UpdateOne", "ReplaceOne"):
+                        _no_update_sort(getattr(requests[n], "_sort", None))  # the whole command is refused
+                before = dict(result, writeErrors=len(result["writeErrors"]), upserted=len(result["upserted"]))
+                for n in indexes:
+                    self._bulk_one(requests[n], n, result, let, bypass_document_validation)
+                    if result["writeErrors"] and ordered:
+                        break
+                call.reply = _bulk_reply(result, before)
             if result["writeErrors"] and ordered:
                 break
         if result["writeErrors"]:
+            result["writeErrors"].sort(key=lambda error: error["index"])  # pymongo: in the order of the requests
             raise BulkWriteError(result)
         return BulkWriteResult(result, True)
+
+    def _bulk_one(self, request, n: int, result: dict, let, bypass: bool) -> None:
+        """One request of a bulk write, its outcome added to `result`."""
+        kind = type(request).__name__
+        try:
+            if kind == "InsertOne":
+                self.insert_one(request._doc, bypass_document_validation=bypass)
+                result["nInserted"] += 1
+            elif kind in ("UpdateOne", "UpdateMany", "ReplaceOne"):
+                raw, _, _ = self._update(request._filter, request._doc, upsert=bool(request._upsert),
+                                         multi=kind == "UpdateMany", replace=kind == "ReplaceOne",
+                                         array_filters=getattr(request, "_array_filters", None),
+                                         hint=request._hint, collation=request._collation, let=let, bypass=bypass)
+                if raw["upserted"] is not None:
+                    result["nUpserted"] += 1
+                    result["upserted"].append({"index": n, "_id": raw["upserted"]})
+                else:
+                    result["nMatched"] += raw["n"]
+                    result["nModified"] += raw["nModified"]
+            elif kind in ("DeleteOne", "DeleteMany"):
+                result["nRemoved"] += len(self._delete(request._filter, multi=kind == "DeleteMany",
+                                                       hint=request._hint, collation=request._collation, let=let))
+            else:
+                raise TypeError(f"{request!r} is not a valid request")
+        except DocumentTooLarge as exc:
+            result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": request})
+        except OperationFailure as exc:  # WriteError, DuplicateKeyError: as a server reports each
+            extra = {k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue", "errInfo")}
+            result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), **extra, "op": request})
 
     # --- indexes -----------------------------------------------------------------------------------
 
@@ -700,11 +867,16 @@ class Collection:
 
     def create_indexes(self, indexes, session=None, **kwargs):
         names = []
-        with self._store.transaction(True) as conn:
+        indexes = list(indexes)
+        specs = [dict(model.document) for model in indexes]
+        with events.command(self.database, {"createIndexes": self.name, "indexes": specs}) as call, \
+                self._store.transaction(True) as conn:
+            created = self._info() is None
             info = self._declare(conn)
             before = info.as_bson()
-            for model in indexes:
-                spec = dict(model.document)
+            count = len(info.indexes) + 1
+            for spec in specs:
+                spec = dict(spec)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
                 if C.parse(spec.get("collation")) is not None:
                     # Index keys are binary: a collated index (its order, a case-insensitive unique
@@ -713,6 +885,8 @@ class Collection:
                 names.append(self._create_index(conn, info, spec))
             if info.as_bson() != before:
                 self._store.save_info(conn, info)
+            call.reply = {"numIndexesBefore": count, "numIndexesAfter": len(info.indexes) + 1,
+                          "createdCollectionAutomatically": created, "ok": 1.0}
         return names
 
     def _create_index(self, conn, info, spec):
@@ -767,7 +941,9 @@ class Collection:
         return name
 
     def drop_index(self, index_or_name, session=None, **kwargs):
-        with self._store.transaction(True) as conn:
+        index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
+        with events.command(self.database, {"dropIndexes": self.name, "index": index}), \
+                self._store.transaction(True) as conn:
             info = self._store.mutable(self.name)
             name = index_or_name
             if not isinstance(name, str):
@@ -784,7 +960,8 @@ class Collection:
             self._store.save_info(conn, info)
 
     def drop_indexes(self, session=None, **kwargs):
-        with self._store.transaction(True) as conn:
+        with events.command(self.database, {"dropIndexes": self.name, "index": "*"}), \
+                self._store.transaction(True) as conn:
             info = self._store.mutable(self.name)
             if info is None:
                 return
@@ -795,13 +972,15 @@ class Collection:
             self._store.save_info(conn, info)
 
     def list_indexes(self, session=None, **kwargs):
-        with self._store.transaction(False):
-            info = self._info()
-            if info is None:
-                return CommandCursor([])
-            out = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]
-            out += [dict(i.spec) for i in info.indexes.values()]
-        return CommandCursor(out)
+        with events.command(self.database, {"listIndexes": self.name, "cursor": {}}) as call:
+            with self._store.transaction(False):
+                info = self._info()
+                if info is None:  # a server: NamespaceNotFound, which pymongo answers with an empty cursor
+                    out = []
+                else:
+                    out = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}]
+                    out += [dict(i.spec) for i in info.indexes.values()]
+            return CommandCursor(out)._published(call, self.database, self.full_name)
 
     def index_information(self, session=None, **kwargs):
         out = {}
@@ -818,7 +997,8 @@ class Collection:
         self.database.drop_collection(self.name)
 
     def rename(self, new_name, session=None, dropTarget=False, **kwargs):
-        with self._store.transaction(True) as conn:
+        body = {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}", "dropTarget": dropTarget}
+        with events.command(self.database, body, db_name="admin"), self._store.transaction(True) as conn:
             if self._info() is None:
                 raise OperationFailure("source namespace does not exist", 26, {"code": 26})
             if self._store.collection(new_name) is not None:
@@ -830,6 +1010,20 @@ class Collection:
 
     def watch(self, *args, **kwargs):
         raise NotImplementedError("change streams need a replica set; the embedded engine has none")
+
+
+def _bulk_reply(result: dict, before: dict) -> dict:
+    """The server's reply to one command of a bulk write: what changed in `result` since `before`."""
+    n = sum(result[k] - before[k] for k in ("nInserted", "nUpserted", "nMatched", "nRemoved"))
+    reply = {"n": n, "ok": 1.0}
+    if result["nModified"] != before["nModified"] or result["nMatched"] != before["nMatched"]:
+        reply["nModified"] = result["nModified"] - before["nModified"]
+    if len(result["upserted"]) > before["upserted"]:
+        reply["upserted"] = result["upserted"][before["upserted"]:]
+    if len(result["writeErrors"]) > before["writeErrors"]:
+        reply["writeErrors"] = [{k: v for k, v in e.items() if k != "op"}
+                                for e in result["writeErrors"][before["writeErrors"]:]]
+    return reply
 
 
 def _has_path(doc, path) -> bool:
@@ -858,11 +1052,16 @@ class Cursor:
         self._batch_size = batch_size
         self._hint = hint
         self._collation = None
+        self._collation_spec = None
         self._results = None
         self._stream = None
         self._executor = None
         self._conn = None
         self._position = 0
+        self._held = None  # a document read past a full batch: the first of the next one
+        self._served = 0  # documents handed to the client so far
+        self._cursor_id = 0  # while command events are published: the id a server gives an open cursor
+        self._operation_id = None
 
     def _check(self):
         if self._results is not None:
@@ -907,6 +1106,7 @@ class Cursor:
     def collation(self, collation):
         self._check()
         self._collation = C.parse(collation)
+        self._collation_spec = collation
         return self
 
     def allow_disk_use(self, _allow):
@@ -923,28 +1123,65 @@ class Cursor:
                      self._hint, aware=self.collection.database.client.tz_aware and not S.compares(self._projection),
                      cut=self._projection if cut_plan(self._projection) is not None else None, collation=self._collation)
 
+    def _find_command(self) -> dict:
+        """The `find` command pymongo sends for this cursor (pymongo.message._gen_find_command)."""
+        sent = getattr(self, "_sent", {})
+        cmd = {"find": self.collection.name, "filter": sent.get("filter", self._filter)}
+        if self._sort:
+            cmd["sort"] = dict(self._sort)
+        if self._projection:
+            cmd["projection"] = self._projection
+        if self._skip:
+            cmd["skip"] = self._skip
+        if self._limit:
+            cmd["limit"] = abs(self._limit)
+            if self._limit < 0:
+                cmd["singleBatch"] = True
+        if self._batch_size:
+            cmd["batchSize"] = self._batch_size + 1 if self._limit == self._batch_size else self._batch_size
+        if self._hint:
+            cmd["hint"] = self._hint if isinstance(self._hint, str) else dict(_sort_list(self._hint))
+        if self._collation_spec:
+            cmd["collation"] = self._collation_spec
+        cmd.update((k, v) for k, v in sent.items() if k != "filter")
+        return cmd
+
+    def _exhausted(self) -> bool:
+        """Would a server have closed this cursor (cursor id 0) after the batches sent so far?"""
+        return self._stream is None or self._limit < 0 or (0 < self._limit <= self._served)
+
+    def _start(self) -> None:
+        store = self.collection._store
+        self._conn, catalog = store.open_read()
+        info = catalog.get(self.collection.name)
+        if info is not None and "viewOn" in info.options:
+            store.close_read(self._conn)
+            self._conn = None
+            docs = self.collection._through_view(self.collection._view(), self._query())
+            self._results = [S.project(d, self._projection) for d in docs]
+            self._served = len(self._results)
+            return
+        try:
+            self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
+            self._executor.start()
+        except BaseException:
+            store.close_read(self._conn)
+            self._conn = None
+            raise
+        self._stream = self._executor.results()
+        self._results = []
+        self._fill(self._batch_wanted_first())
+
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
-            store = self.collection._store
-            self._conn, catalog = store.open_read()
-            info = catalog.get(self.collection.name)
-            if info is not None and "viewOn" in info.options:
-                store.close_read(self._conn)
-                self._conn = None
-                docs = self.collection._through_view(self.collection._view(), self._query())
-                self._results = [S.project(d, self._projection) for d in docs]
-                return self._results
-            try:
-                self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
-                self._executor.start()
-            except BaseException:
-                store.close_read(self._conn)
-                self._conn = None
-                raise
-            self._stream = self._executor.results()
-            self._results = []
-            self._fill(self._batch_wanted_first())
+            database = self.collection.database
+            with events.command(database, self._find_command()) as call:
+                self._start()
+                if call.published:  # the first batch, and the id of a cursor a server keeps open
+                    self._cursor_id = 0 if self._exhausted() else events.cursor_id()
+                    self._operation_id = call.operation_id
+                    call.reply = events.cursor_reply(self.collection.full_name, self._results, self._cursor_id, True)
         while need > len(self._results) and self._stream is not None:
             if self._position:
                 # What the client has read is not kept: a server's cursor holds only the batch in
@@ -952,20 +1189,50 @@ class Cursor:
                 del self._results[:self._position]
                 need -= self._position
                 self._position = 0
-            self._fill(self._batch_size or (1 << 62))
+            if not self._cursor_id:
+                self._fill(self._batch_size or (1 << 62))
+                continue
+            body = events.compact({"getMore": Int64(self._cursor_id), "collection": self.collection.name,
+                                   "batchSize": self._batch_size or None,
+                                   "comment": getattr(self, "_sent", {}).get("comment")})
+            with events.command(self.collection.database, body, operation_id=self._operation_id) as call:
+                before = len(self._results)
+                self._fill(self._batch_size or (1 << 62))
+                if self._exhausted():
+                    self._cursor_id = 0
+                call.reply = events.cursor_reply(self.collection.full_name, self._results[before:], self._cursor_id,
+                                                 False)
         return self._results
 
     def _batch_wanted_first(self) -> int:
         return self._batch_size or 101
 
     def _fill(self, n: int) -> None:
-        got = 0
-        for doc in self._stream:
-            self._results.append(dict(doc) if type(doc) is Projected else
-                                 self.collection._out(S.project(doc, self._projection)))
+        """The next batch: `n` documents. While command events are published, at most 16 MiB (a
+        server's batch; the document that would overflow it is held for the next one), and the
+        document after a full batch is read ahead and held, so that a reply closes a cursor whose
+        results end with its batch (a server leaves such a cursor open and answers one more getMore
+        with an empty batch)."""
+        got = total = 0
+        published = bool(self.collection.database.client.command_listeners)
+        held, self._held = self._held, None
+        stream = itertools.chain((held,), self._stream) if held is not None else self._stream
+        for doc in stream:
+            if doc is not held:
+                doc = dict(doc) if type(doc) is Projected else self.collection._out(S.project(doc, self._projection))
+            if published:
+                size = events.bson_size(doc)
+                if got and (got >= n or total + size > events.MAX_BATCH_BYTES):
+                    self._held = doc
+                    self._served += got
+                    return
+                total += size
+            self._results.append(doc)
             got += 1
-            if got >= n:
+            if got >= n and not published:
+                self._served += got
                 return
+        self._served += got
         self._finish()
 
     def _finish(self) -> None:
@@ -1024,6 +1291,8 @@ class Cursor:
         clone = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
                        self._batch_size, self._hint)
         clone._collation = self._collation
+        clone._collation_spec = self._collation_spec
+        clone._sent = getattr(self, "_sent", {})
         return clone
 
     def rewind(self):
@@ -1031,9 +1300,14 @@ class Cursor:
         self._results = None
         self._executor = None
         self._position = 0
+        self._held = None
+        self._served = self._cursor_id = 0
         return self
 
     def close(self):
+        if self._cursor_id:  # pymongo kills a cursor the server still holds
+            cursor_id, self._cursor_id = self._cursor_id, 0
+            _kill_cursor(self.collection.database, self.collection.name, cursor_id, self._operation_id)
         self._finish()
         self._results = self._results if self._results is not None else []
         self._position = len(self._results)
@@ -1062,6 +1336,34 @@ class CommandCursor:
     def __init__(self, docs):
         self._docs = list(docs)
         self._position = 0
+        self._batch_end = len(self._docs)
+        self._events = None  # (database, namespace, cursor id, getMore batch size, operation id) while published
+        self._comment = None
+
+    def _published(self, call, database, ns: str, batch_size: int = 0, comment=None):
+        """Answer the command that made this cursor (`call`) with its first batch; the client's later
+        reads are getMore commands, batch by batch, as against a server."""
+        if not call.published:
+            return self
+        self._batch_end = events.batch_end(self._docs, 0, batch_size or events.FIRST_BATCH)
+        cursor_id = events.cursor_id() if self._batch_end < len(self._docs) else 0
+        call.reply = events.cursor_reply(ns, self._docs[:self._batch_end], cursor_id, True)
+        if cursor_id:
+            self._events = (database, ns, cursor_id, batch_size, call.operation_id)
+            self._comment = comment  # pymongo sends the aggregate's comment with each getMore
+        return self
+
+    def _get_more(self) -> None:
+        database, ns, cursor_id, batch_size, operation_id = self._events
+        body = events.compact({"getMore": Int64(cursor_id), "collection": ns.split(".", 1)[1],
+                               "batchSize": batch_size or None, "comment": self._comment})
+        with events.command(database, body, operation_id=operation_id) as call:
+            self._batch_end = events.batch_end(self._docs, self._position, batch_size or (1 << 62))
+            last = self._batch_end >= len(self._docs)
+            call.reply = events.cursor_reply(ns, self._docs[self._position:self._batch_end], 0 if last else cursor_id,
+                                             False)
+        if last:
+            self._events = None
 
     def __iter__(self):
         return self
@@ -1069,13 +1371,17 @@ class CommandCursor:
     def __next__(self):
         if self._position >= len(self._docs):
             raise StopIteration
+        if self._events is not None and self._position >= self._batch_end:
+            self._get_more()
         doc = self._docs[self._position]
         self._position += 1
         return doc
 
     next = __next__
 
-    def batch_size(self, _n):
+    def batch_size(self, n):
+        if self._events is not None:  # pymongo: the size of the later batches
+            self._events = (*self._events[:3], n, self._events[4])
         return self
 
     def to_list(self, length=None):
@@ -1083,6 +1389,10 @@ class CommandCursor:
         return out if length is None else out[:length]
 
     def close(self):
+        if self._events is not None:  # pymongo kills a cursor the server still holds
+            database, ns, cursor_id, _, operation_id = self._events
+            self._events = None
+            _kill_cursor(database, ns.split(".", 1)[1], cursor_id, operation_id)
         self._position = len(self._docs)
 
     @property
@@ -1094,6 +1404,14 @@ class CommandCursor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _kill_cursor(database, collection: str, cursor_id: int, operation_id) -> None:
+    """The `killCursors` command pymongo sends when a cursor the server still holds is closed."""
+    with events.command(database, {"killCursors": collection, "cursors": [Int64(cursor_id)]},
+                        operation_id=operation_id) as call:
+        call.reply = {"cursorsKilled": [Int64(cursor_id)], "cursorsNotFound": [], "cursorsAlive": [],
+                      "cursorsUnknown": [], "ok": 1.0}
 
 
 def _with_sorted(stage: dict, held: int) -> dict:

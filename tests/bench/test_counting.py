@@ -1,22 +1,27 @@
-"""The round-trip model of bench/counting.py: what pymongo would send, counted on the embedded engine."""
+"""Round trips, documents and server work counted from command events (bench/counting.py).
+
+The bench's listener hears the commands the engine publishes (docstore/surface/events.py), as it
+hears a server's through pymongo: these tests drive the engine through `get_db()` inside a
+counting block, as the bench's cases do."""
 
 from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
-from pymongo import DeleteOne, InsertOne, UpdateOne
+from pymongo import InsertOne, UpdateOne
 
-from bench.counting import OpCounter, _bulk_runs, _Listener, _write_batches, counting
+from bench.counting import CommandCounter, OpCounter, counting
+from core.mongo import get_client, get_db
 
-pytestmark = pytest.mark.skipif(bool(settings.MONGODB_URI), reason="the wrappers are for the embedded engine")
+pytestmark = pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine")
 
 
 @pytest.fixture
 def counted(mongo_db):
     counter = OpCounter()
     mongo_db.items.insert_many([{"i": i} for i in range(250)])
-    with counting(counter, server=False, database=mongo_db.name):
-        yield counter, mongo_db
+    with counting(counter, database=mongo_db.name):
+        yield counter, get_db()
 
 
 def test_a_limited_find_is_one_round_trip(counted):
@@ -36,7 +41,10 @@ def test_a_long_cursor_pays_get_mores(counted):
     assert m.commands == {"find": 1, "getMore": 1}
     with counter.measure() as m:
         assert len(list(db.items.find({}).batch_size(50))) == 250
-    assert m.round_trips == 5
+    assert m.commands == {"find": 1, "getMore": 4}  # the last batch of 50 closes the cursor: no empty getMore
+    with counter.measure() as m:
+        assert len(list(db.items.find({}).batch_size(60))) == 250
+    assert m.commands == {"find": 1, "getMore": 4}
 
 
 def test_an_empty_result_still_costs_its_round_trip(counted):
@@ -55,6 +63,9 @@ def test_internal_calls_are_not_counted_twice(counted):
         assert db.items.count_documents({"x": 1}) == 2
     assert m.round_trips == 3
     assert m.commands == {"findAndModify": 1, "update": 1, "aggregate": 1}
+    # each explained as sent (a findAndModify carries an `update` field: it is still a findAndModify)
+    assert [(p["command"], p["plan"]) for p in m.plans] == [("findAndModify", "LIMIT(COLLSCAN)"),
+                                                             ("update", "LIMIT(COLLSCAN)"), ("aggregate", "COLLSCAN")]
 
 
 def test_bulk_writes_count_runs_of_one_kind(counted):
@@ -78,26 +89,29 @@ def test_paused_counts_nothing(counted):
     assert (m.round_trips, m.docs_read) == (0, 0)
 
 
-def test_counting_is_removed_after_the_run(mongo_db):
+def test_other_databases_are_not_counted(counted):
+    counter, db = counted
+    with counter.measure() as m:
+        get_client()["bench_elsewhere"].items.find_one({})
+    assert m.round_trips == 0
+
+
+def test_counting_ends_with_its_block(mongo_db):
     counter = OpCounter()
-    with counting(counter, server=False, database=mongo_db.name):
-        mongo_db.items.insert_one({"a": 1})
-    mongo_db.items.find_one({})
+    before = get_client()
+    with counting(counter, database=mongo_db.name):
+        assert get_client() is not before  # a client carrying the listener
+        get_db().items.insert_one({"a": 1})
+    assert get_client() is before
+    get_db().items.find_one({})
     assert counter.tally.round_trips == 1
+    assert get_db().items.find_one({"a": 1}) is not None  # the same store, read and written by both
 
 
-def test_write_batches_and_bulk_runs():
-    assert _write_batches([10] * 100_000) == 1
-    assert _write_batches([10] * 100_001) == 2
-    assert _write_batches([30_000_000, 30_000_000]) == 2
-    assert _bulk_runs([InsertOne({}), DeleteOne({}), InsertOne({})], True) == [("insert", 1), ("delete", 1), ("insert", 1)]
-    assert sorted(_bulk_runs([InsertOne({}), DeleteOne({}), InsertOne({})], False)) == [("delete", 1), ("insert", 1)]
-
-
-def test_the_server_listener_counts_commands_and_reply_documents():
+def test_the_listener_counts_commands_and_reply_documents():
     counter = OpCounter()
     counter.explain = False  # these events carry no command to explain (tested below)
-    listener = _Listener(counter, "benchdb")
+    listener = CommandCounter(counter, "benchdb")
 
     def event(name, db="benchdb", reply=None):
         return SimpleNamespace(command_name=name, database_name=db, reply=reply, duration_micros=1500)
@@ -113,16 +127,14 @@ def test_the_server_listener_counts_commands_and_reply_documents():
     assert dict(counter.tally.commands) == {"find": 1, "getMore": 1, "findAndModify": 1}
 
 
-def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
-    """With MONGODB_URI the figures come from the server's explain: stubbed here, one statement at a time."""
+def test_the_listener_explains_each_command_before_it_runs(monkeypatch):
+    """The figures come from the engine's explain (a server's too): stubbed here, one statement at a time."""
     sent = []
 
     class StubDb:
         def command(self, body):
             sent.append(body)
             return {"executionStats": {"totalKeysExamined": 3, "totalDocsExamined": 2}}
-
-    from core.mongo import get_client
 
     class StubClient:
         drop_database = get_client().drop_database  # the test database fixture still cleans up
@@ -132,7 +144,7 @@ def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
 
     monkeypatch.setattr("core.mongo.get_client", StubClient)
     counter = OpCounter()
-    listener = _Listener(counter, "benchdb")
+    listener = CommandCounter(counter, "benchdb")
     update = {"update": "items", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}},
                                              {"q": {"_id": 2}, "u": {"$inc": {"n": 1}}}],
               "ordered": False, "lsid": {"id": 1}, "$db": "benchdb"}
@@ -144,15 +156,15 @@ def test_the_server_listener_explains_each_command_before_it_runs(monkeypatch):
     assert (m.keys_examined, m.docs_examined, m.round_trips) == (6, 4, 2)
 
 
-def test_server_work_is_counted_for_blocking_sorts_and_limited_batches(counted):
-    """A sort no index gives reads everything before the first batch; a streamed scan only what its batches hold."""
+def test_server_work_is_counted_for_blocking_sorts_and_limited_finds(counted):
+    """A sort no index gives reads everything before the first batch; an indexed order only to its limit."""
     counter, db = counted  # `items` has no declared index: only `_id`
     with counter.measure() as m:
         assert len(list(db.items.find({"i": {"$gte": 0}}).sort("i", 1).limit(5))) == 5
     assert (m.keys_examined, m.docs_examined, m.in_memory_sort, m.sorted_docs) == (0, 250, True, 250)
-    with counter.measure() as m:  # _id order from the _id index: the first batch of 10 examines 10 keys
-        cursor = db.items.find({}).sort("_id", 1).batch_size(10)
-        assert len([next(cursor) for _ in range(10)]) == 10
+    assert [p["plan"] for p in m.plans] == ["SORT(COLLSCAN)"]
+    with counter.measure() as m:  # _id order from the _id index: a limit of 10 examines 10 keys
+        assert len(list(db.items.find({}).sort("_id", 1).limit(10))) == 10
     assert (m.keys_examined, m.docs_examined, m.in_memory_sort) == (10, 10, False)
 
 

@@ -73,7 +73,7 @@ def test_the_table_sets_html_and_api_side_by_side_and_the_summary_gives_ranges()
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(bool(settings.MONGODB_URI), reason="command monitoring must start before the client")
+@pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine")
 def test_a_tiny_peer_run_measures_every_order_html_and_api(tmp_path):
     from comments.managers import manager_for
     from comments.selectors import NEWEST

@@ -13,7 +13,7 @@ from tests.query_shape.test_hot_paths import PAGE, SIZES, SLACK, assert_floor, c
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine"),
 ]
 
 VIEWS = [("pending", {}), ("all", {}), ("pending", {"topic": "mine"}), ("all", {"author": "writer"}),

@@ -15,7 +15,7 @@ from tests.query_shape.test_hot_paths import PAGE, SIZES, assert_floor, counter,
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine"),
 ]
 
 

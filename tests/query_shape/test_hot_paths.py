@@ -2,10 +2,10 @@
 
 The hot paths (comment pages, posts and likes; followers pages, follows and unfollows;
 feed reads and posts) are driven through their services and selectors, as the views and
-the API call them. Every command they send is captured by the bench's counting wrapper
-(`bench/counting.py`, which wraps the embedded engine's classes) and explained by the
-engine itself (`explain("executionStats")` counted by its executor, and a cursor's work
-batch by batch). A test fails on
+the API call them. Every command they send is heard by the bench's command listener
+(`bench/counting.py`: the engine's command events) and explained by the engine itself
+(`explain("executionStats")` counted by its executor, as a server explains the command
+it received). A test fails on
 
 - a collection scan;
 - an in-memory sort of more than a page;
@@ -21,12 +21,12 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from bench.counting import OpCounter, install_embedded_counting
+from bench.counting import OpCounter, counting
 from core.paging import PageRequest
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine"),
 ]
 
 PAGE = 5
@@ -45,9 +45,8 @@ def small_documents(settings):
 @pytest.fixture
 def counter(mongo_db):
     counter = OpCounter()
-    uninstall = install_embedded_counting(counter)
-    yield counter
-    uninstall()
+    with counting(counter, database=mongo_db.name):
+        yield counter
 
 
 def measure(counter, fn):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from bench.counting import OpCounter, install_embedded_counting
+from bench.counting import OpCounter, counting
 from search import selectors
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers"),
+    pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine"),
 ]
 
 PAGE = 5
@@ -23,9 +23,8 @@ SLACK = 2
 @pytest.fixture
 def counter(mongo_db):
     counter = OpCounter()
-    uninstall = install_embedded_counting(counter)
-    yield counter
-    uninstall()
+    with counting(counter, database=mongo_db.name):
+        yield counter
 
 
 def _fill(make_topic, make_user, size):

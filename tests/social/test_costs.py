@@ -18,13 +18,13 @@ from social.managers import FOLLOWERS, FollowListManager
 from social.managers.edges import now_ms
 
 pytestmark = [pytest.mark.django_db,
-              pytest.mark.skipif(bool(settings.MONGODB_URI), reason="counts with the embedded engine's wrappers")]
+              pytest.mark.skipif(bool(settings.MONGODB_URI), reason="figures of the embedded engine")]
 
 
 @pytest.fixture
 def counter(mongo_db):
     c = OpCounter()
-    with counting(c, server=False, database=mongo_db.name):
+    with counting(c, database=mongo_db.name):
         yield c
 
 
