@@ -121,8 +121,12 @@ def _new_embedded_client():
 
         return declared_shard_keys()
 
+    def shard_model():
+        return settings.MONGODB_EMBEDDED_SHARD_MODEL
+
     client = docstore.Client(settings.MONGODB_EMBEDDED_PATH or None, default_db=settings.MONGODB_DB, tz_aware=True,
-                             shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
+                             shard_keys=shard_keys, shard_model=shard_model,
+                             synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS)
     if settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
         import_snapshot(client, settings.MONGODB_SNAPSHOT, settings.MONGODB_DB)
     return client
