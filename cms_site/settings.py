@@ -250,6 +250,10 @@ MONGODB_EMBEDDED_PATH = os.environ.get("MONGODB_EMBEDDED_PATH", str(BASE_DIR / "
 # SQLite's synchronous mode: NORMAL keeps every acknowledged write across a crash of the
 # process (kill -9, OOM); FULL also across power loss, with an fsync per write.
 MONGODB_EMBEDDED_SYNCHRONOUS = os.environ.get("MONGODB_EMBEDDED_SYNCHRONOUS", "NORMAL")
+# Plan queries on collections with a declared shard key as one shard of a cluster plans them
+# (docstore/query/cluster.py: a SHARDING_FILTER that needs the shard-key fields, skip applied
+# after the merge), so explain shows what a page costs on a cluster. Read at each query.
+MONGODB_EMBEDDED_SHARD_MODEL = env_bool("MONGODB_EMBEDDED_SHARD_MODEL", False)
 # The previous embedded engine's snapshot: imported once at start if present (then kept
 # as <file>.imported), so a demo site keeps its data; empty: never import.
 MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))

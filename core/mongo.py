@@ -144,10 +144,13 @@ def _new_embedded_client(event_listeners=None, *, path: str | None = None, defau
 
         return declared_shard_keys()
 
+    def shard_model():
+        return settings.MONGODB_EMBEDDED_SHARD_MODEL
+
     client = docstore.Client(path or settings.MONGODB_EMBEDDED_PATH or None,
                              default_db=settings.MONGODB_DB if default_db is None else default_db, tz_aware=True,
-                             shard_keys=shard_keys, synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS,
-                             event_listeners=event_listeners)
+                             shard_keys=shard_keys, shard_model=shard_model,
+                             synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS, event_listeners=event_listeners)
     if path is None and settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
         import_snapshot(client, settings.MONGODB_SNAPSHOT, settings.MONGODB_DB)
     return client

@@ -115,9 +115,13 @@ class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
         return {
             cls.collection_name: [
                 IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
-                # `seq` after the key: a walk of the anchors' snapshot (anchors.py) is a covered read.
-                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING)],
-                           name="discussion_full_slug"),
+                # `seq` after the key: a walk of the anchors' snapshot (anchors.py) is a covered read;
+                # `_id` last completes the shard key, so on a cluster too (a shard's SHARDING_FILTER
+                # reads every shard-key field from the keys or fetches each document: MongoDB manual,
+                # "Covered Queries", restrictions on sharded collections) the walks, the counts of a
+                # position and the skip of a threaded page read keys only.
+                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING),
+                            ("_id", ASCENDING)], name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
                 # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
                 # after it lets a busy discussion's chunk split (one shard-key value per discussion

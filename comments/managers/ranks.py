@@ -117,11 +117,17 @@ class HotRanks:
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
         # A strategy that pages threaded order through its ranks (embedded) also pages the posting
         # order of its nested discussions there.
-        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING)], name="discussion_sort_key"),
+        # `_id` after the order's fields completes the shard key: a shard's SHARDING_FILTER reads every
+        # shard-key field from the index keys or fetches each document (MongoDB manual, "Covered
+        # Queries", restrictions on sharded collections), so with it a hot window, a threaded walk of
+        # the anchors and a position's count stay key-only reads on a cluster too.
+        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING), ("_id", ASCENDING)],
+                               name="discussion_sort_key"),
                     IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
                     ] if THREADED in getattr(cls, "orders", ()) else []
         return {cls.ranks_name: [
-            IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
+            IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING), ("_id", DESCENDING)],
+                       name="discussion_hot"),
             *threaded,
             # The shard key's index: a hashed discussion spreads topics over the shards, `_id` after
             # it lets a busy discussion's chunk split (MongoDB docs, "Shard Key Cardinality").

@@ -1,6 +1,16 @@
 """The executor: runs the plan the planner picks, walking only the index ranges of its bounds,
 and counts what it examines (`totalKeysExamined`: index entries read; `totalDocsExamined`:
-documents read) for `explain("executionStats")`."""
+documents read) for `explain("executionStats")`.
+
+With a `shard_key` (the shard model, docstore.query.cluster) it runs a query as one shard of a
+cluster runs it: a SHARDING_FILTER stage over every plan, which reads the shard-key fields
+from the index keys when the index holds every one of them (an ascending field gives a hashed
+key field its value to hash; a hashed index field gives only a hash, enough for a hashed key
+field) and from the document otherwise, so such a plan fetches every key it passes on, is
+not covered and counts without COUNT_SCAN (MongoDB manual, "Covered Queries", restrictions on
+sharded collections; the server's jstests/sharding/covered_shard_key_indexes.js); and the
+query's `skip` is applied after the merge, as mongos does: the shard is sent `skip + limit` as
+its limit and no skip (a query over several shards; docstore.query.cluster)."""
 
 from __future__ import annotations
 
@@ -10,7 +20,7 @@ import itertools
 import sqlite3
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import bson
 from bson.codec_options import CodecOptions
@@ -183,7 +193,12 @@ def query_shape(value):
 
 class Executor:
     def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True,
-                 kept: KeptDocuments | None = None):
+                 kept: KeptDocuments | None = None, shard_key: dict | None = None):
+        self.shard_key = dict(shard_key) if shard_key else None
+        self.merge_skip = 0  # what mongos skips of the merged results (the shard model)
+        if self.shard_key and query.skip:
+            self.merge_skip = query.skip
+            query = replace(query, skip=0, limit=query.skip + query.limit if query.limit else 0)
         self.conn, self.coll, self.q = conn, coll, query
         self.kept = kept  # the store's large documents read in place, by stored version (raw reads)
         self.use_plan_cache = use_plan_cache
@@ -336,6 +351,22 @@ class Executor:
         if first:  # the range held at most `offset` keys: count them
             stats.keys += self.conn.execute(f"SELECT count(*) FROM ({sql} LIMIT ?)", [*params, offset]).fetchone()[0]
 
+    # --- the shard model ---------------------------------------------------------------------------------
+
+    def filters_on_keys(self, index) -> bool:
+        """Can a shard's SHARDING_FILTER read every shard-key field from this index's keys (no fetch)?
+        A ranged key field needs its value (an ascending or descending index field); a hashed one its
+        value or its hash."""
+        directions = dict(index.keys)
+        for f, kind in self.shard_key.items():
+            if f not in directions or (directions[f] == "hashed" and kind != "hashed"):
+                return False
+        return True
+
+    @staticmethod
+    def sharding_filter(stage: dict) -> dict:
+        return {"stage": "SHARDING_FILTER", "inputStage": stage}
+
     # --- plans ---------------------------------------------------------------------------------------
 
     def indexes(self) -> list:
@@ -401,8 +432,10 @@ class Executor:
         exploded = bool(sort) and ordered and product > 1 and not P.gives_order(index.keys, sort, preds, explode=False)
         direction = P.scan_direction(index.keys, sort, preds) if sort and ordered else 1
         needs = q.needs
+        # The shard model: a SHARDING_FILTER on the keys, or on each fetched document.
+        shard = None if not self.shard_key else "keys" if self.filters_on_keys(index) else "documents"
         covered = exact and not q.write and needs is not None and needs <= indexed and not (needs & multikey) and \
-            not (sort and not ordered and not {f for f, _ in sort} <= indexed)
+            not (sort and not ordered and not {f for f, _ in sort} <= indexed) and shard != "documents"
         groups = self._range_queries(index, per_field, direction, split_points=exploded)
         checks = self._checks
         bounds = {f: [_show_interval(iv) for iv in intervals] for f, (intervals, _) in zip(index.fields, per_field,
@@ -447,11 +480,16 @@ class Executor:
         plan.gen = self._pipeline(stream(), plan, exact=exact, covered=covered, ordered=ordered, sort=sort,
                                   skip=0 if offset else skip, limit=limit, as_doc=as_doc, dedupe=bool(multikey),
                                   filter_=filter_)
+        if counting and shard:  # server: a COUNT_SCAN cannot feed a SHARDING_FILTER; the keys are counted
+            plan.stage = {"stage": "COUNT", "inputStage": self.sharding_filter(scan_stage)}
+            return plan
         if counting:  # server: a count answered by the index bounds alone is a COUNT_SCAN
             plan.stage = {"stage": "COUNT", "inputStage": {**scan_stage, "stage": "COUNT_SCAN"}}
             return plan
         plan.stage = self._wrap(scan_stage, exact=exact, covered=covered, ordered=ordered, sort=sort, skip=skip,
-                                limit=limit, exploded=exploded, groups=len(groups) if exploded else 0)
+                                limit=limit, exploded=exploded, groups=len(groups) if exploded else 0, shard=shard)
+        if q.count_only and shard:
+            plan.stage = {"stage": "COUNT", "inputStage": plan.stage}
         return plan
 
     def _pipeline(self, rows, plan: Plan, *, exact, covered, ordered, sort, skip, limit, as_doc, dedupe, filter_=None):
@@ -509,15 +547,19 @@ class Executor:
                 yield doc
 
     @staticmethod
-    def _wrap(stage, *, exact, covered, ordered, sort, skip, limit, exploded=False, groups=0):
+    def _wrap(stage, *, exact, covered, ordered, sort, skip, limit, exploded=False, groups=0, shard=None):
         if exploded:
             stage = {"stage": "SORT_MERGE", "sortPattern": dict(sort), "inputStages": [stage] * groups}
+        if shard == "keys":  # the filter reads the shard key from the index keys, below any fetch
+            stage = Executor.sharding_filter(stage)
         if covered:
             stage = {"stage": "PROJECTION_COVERED", "inputStage": stage}
         else:
             if exact and ordered and skip:
                 stage = {"stage": "SKIP", "skipAmount": skip, "inputStage": stage}
             stage = {"stage": "FETCH", "inputStage": stage}
+            if shard == "documents":  # the filter reads the shard key from each fetched document
+                stage = Executor.sharding_filter(stage)
         if not ordered:
             stage = {"stage": "SORT", "sortPattern": dict(sort), "memLimit": 104857600, "type": "simple",
                      "inputStage": stage}
@@ -575,7 +617,8 @@ class Executor:
                     yield doc
 
         plan.gen = pipeline()
-        plan.stage = self._wrap_collscan(stage, sort, q.skip, q.limit)
+        plan.stage = self._wrap_collscan(self.sharding_filter(stage) if self.shard_key else stage, sort, q.skip,
+                                         q.limit)
         return plan
 
     def _matches(self, doc) -> bool:
@@ -611,7 +654,8 @@ class Executor:
         if q.sort and q.sort[0][1] < 0:
             encoded = encoded[::-1]
         single = len(encoded) == 1 and not rest
-        covered = not rest and not q.write and q.needs is not None and q.needs <= {"_id"}
+        covered = not rest and not q.write and q.needs is not None and q.needs <= {"_id"} and \
+            (not self.shard_key or self.filters_on_keys(ID_INDEX))
         stage = {"stage": "IDHACK"} if single else {
             "stage": "IXSCAN", "keyPattern": {"_id": 1}, "indexName": "_id_", "isMultiKey": False, "isUnique": True,
             "direction": "forward", "indexBounds": {"_id": [f"[{v!r}, {v!r}]" for v in values]}}
@@ -629,10 +673,14 @@ class Executor:
                                   skip=q.skip, limit=q.limit, as_doc=lambda row: bson.decode(row[-1], CODEC),
                                   dedupe=False)
         if not single:
+            shard = None if not self.shard_key else "keys" if self.filters_on_keys(ID_INDEX) else "documents"
             plan.stage = self._wrap(stage, exact=not rest, covered=covered, ordered=True, sort=q.sort, skip=q.skip,
-                                    limit=q.limit)
-        elif covered:
-            plan.stage = {"stage": "PROJECTION_COVERED", "inputStage": stage}
+                                    limit=q.limit, shard=shard)
+        else:
+            if self.shard_key:  # server: the IDHACK plan of a shard ends in a SHARDING_FILTER
+                plan.stage = self.sharding_filter(stage)
+            if covered:
+                plan.stage = {"stage": "PROJECTION_COVERED", "inputStage": plan.stage}
         return plan
 
     def or_plan(self, preds, ors) -> Plan | None:
@@ -715,6 +763,8 @@ class Executor:
 
         plan.gen = pipeline()
         plan.stage = {"stage": "FETCH", "inputStage": stage}
+        if self.shard_key:
+            plan.stage = self.sharding_filter(plan.stage)
         if q.sort and not ordered:
             plan.stage = {"stage": "SORT", "sortPattern": dict(q.sort), "inputStage": plan.stage}
         if q.limit:
@@ -733,6 +783,8 @@ class Executor:
         for index in self.indexes():
             if group not in index.fields or index.multikey or not self._usable(index, preds):
                 continue
+            if self.shard_key and not self.filters_on_keys(index):
+                continue  # the shard model: a DISTINCT_SCAN filters on its keys or is not used
             position = index.fields.index(group)
             per_field = P.field_intervals(index.fields, preds)
             if not all(len(iv) == 1 and iv[0].point for iv, _ in per_field[:position]):
@@ -811,13 +863,22 @@ class Executor:
 
         plan.gen = self._pipeline(rows(), plan, exact=True, covered=covered, ordered=True, sort=sort, skip=0, limit=0,
                                   as_doc=as_doc, dedupe=False)
-        plan.stage = {"stage": "PROJECTION_COVERED" if covered else "FETCH", "inputStage": stage}
+        plan.stage = {"stage": "PROJECTION_COVERED" if covered else "FETCH",
+                      "inputStage": self.sharding_filter(stage) if self.shard_key else stage}
         return plan
 
     # --- choosing -------------------------------------------------------------------------------------
 
     def plan(self) -> tuple[Plan, list[Plan]]:
-        """The winning plan (already started) and the rejected ones."""
+        """The winning plan (already started) and the rejected ones; in the shard model with a
+        skip, under the mongos stages that merge the shard's results and skip."""
+        winner, rejected = self._plan()
+        if self.merge_skip:
+            winner.stage = {"stage": "SKIP", "skipAmount": self.merge_skip,
+                            "inputStage": {"stage": "SHARD_MERGE", "inputStage": winner.stage}}
+        return winner, rejected
+
+    def _plan(self) -> tuple[Plan, list[Plan]]:
         q = self.q
         if self.coll is None or not self.coll.materialized:
             plan = Plan("EOF", {"stage": "EOF"})
@@ -871,7 +932,8 @@ class Executor:
         except TypeError:  # a value whose type cannot be ordered or hashed: no caching
             return None
         return (coll.name, coll.tid, tuple((i.name, i.table, i.multikey) for i in coll.indexes.values()), shape,
-                tuple(tuple(s) for s in (q.sort or ())), q.needs, q.count_only, q.write, bool(q.skip), bool(q.limit))
+                tuple(tuple(s) for s in (q.sort or ())), q.needs, q.count_only, q.write, bool(q.skip), bool(q.limit),
+                tuple((self.shard_key or {}).items()))
 
     def _runs_within(self, plan: Plan, budget: int) -> bool:
         """Work the cached plan until it produced its first batch or ended: False if that took
@@ -923,6 +985,9 @@ class Executor:
         return self.winner
 
     def results(self):
+        yield from itertools.islice(self._shard_results(), self.merge_skip, None)
+
+    def _shard_results(self):
         plan = self.winner
         while plan.buffer:
             yield plan.buffer.pop(0)
@@ -951,7 +1016,7 @@ class Executor:
             for cursor in self._open:
                 cursor.close()
             self._open.clear()
-        return out, plan, rejected
+        return out[self.merge_skip:], plan, rejected
 
 
 def _nothing(_row) -> dict:

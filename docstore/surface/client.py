@@ -253,7 +253,8 @@ class Database:
         else:
             raise OperationFailure("explain of this command is not supported by the embedded engine", 2, {"code": 2})
         with self._store.transaction(False) as conn:
-            _, plan, rejected = Executor(conn, coll._info(), q, use_plan_cache=False).run()
+            _, plan, rejected = Executor(conn, coll._info(), q, use_plan_cache=False,
+                                         shard_key=coll._filtering_key()).run()
         return explain_document(coll, q, plan, rejected)
 
 
@@ -326,7 +327,8 @@ class Client:
     temporary directory holds the files and is removed at exit."""
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
-                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0, event_listeners=None):
+                 shard_keys=None, shard_model=False, synchronous: str = "NORMAL", ttl_interval: float = 60.0,
+                 event_listeners=None):
         # pymongo's command monitoring (docstore/surface/events.py): the given listeners and those
         # registered globally before this client was made.
         self.command_listeners = events.command_listeners(event_listeners)
@@ -334,7 +336,9 @@ class Client:
         self.ttl_interval = float(ttl_interval)  # seconds between TTL passes (Database.expire)
         self.synchronous = synchronous
         self.default_db = default_db
-        self.cluster = ClusterRules(shard_keys)
+        # shard_model: plan as one shard of a cluster plans (docstore.query.cluster); True, or a function
+        # read at each query
+        self.cluster = ClusterRules(shard_keys, shard_model)
         if path:
             self.path = Path(path)
             self.path.parent.mkdir(parents=True, exist_ok=True)

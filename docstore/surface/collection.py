@@ -290,7 +290,11 @@ class Collection:
         return None
 
     def _query(self, conn, q: Query):
-        return Executor(conn, self._info(), q, kept=self._store.kept).run()
+        return Executor(conn, self._info(), q, kept=self._store.kept, shard_key=self._filtering_key()).run()
+
+    def _filtering_key(self) -> dict | None:
+        """The shard key this collection's queries are filtered by (the shard model), else None."""
+        return self.database.client.cluster.filtering_key(self.name)
 
     def _read(self, q: Query) -> list:
         """The documents a query answers, in one read transaction; on a view, through its pipeline."""
@@ -580,6 +584,7 @@ class Collection:
                     for old in docs:
                         new = self._replacement(old, update) if replace else S.apply_update(
                             old, S.naive(filter), update, was_insert=False, stored=True, array_filters=array_filters)
+                        rules.check_shard_key_change(self, filter, old, new, multi=multi, command=command)
                         n += 1
                         befores.append(old)
                         afters.append(new)
@@ -1162,7 +1167,8 @@ class Cursor:
             self._served = len(self._results)
             return
         try:
-            self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
+            self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept,
+                                      shard_key=self.collection._filtering_key())
             self._executor.start()
         except BaseException:
             store.close_read(self._conn)
@@ -1328,7 +1334,8 @@ class Cursor:
     def explain(self, verbosity=None):
         """The whole query run to its end, as a server's explain runs it."""
         with self.collection._store.transaction(False) as conn:
-            _, plan, rejected = Executor(conn, self.collection._info(), self._query(), use_plan_cache=False).run()
+            _, plan, rejected = Executor(conn, self.collection._info(), self._query(), use_plan_cache=False,
+                                         shard_key=self.collection._filtering_key()).run()
         return explain_document(self.collection, self._query(), plan, rejected)
 
 

@@ -69,8 +69,9 @@ def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     info = mongo_db.comments.index_information()
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
     assert keys["discussion_seq"] == ((("discussion_id", 1), ("seq", 1)), False)
-    # `seq` after the threaded key: the anchors' walk (comments/managers/anchors.py) reads keys only.
-    assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1), ("seq", 1)), False)
+    # `seq` after the threaded key: the anchors' walk (comments/managers/anchors.py) reads keys only;
+    # `_id` completes the shard key, for a shard's filter to read it from the keys too.
+    assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1), ("seq", 1), ("_id", 1)), False)
     assert keys["discussion_hot"] == ((("discussion_id", 1), ("hot", -1), ("seq", -1)), False)
     assert keys["discussion_hashed_id"] == ((("discussion_id", "hashed"), ("_id", 1)), False)
     # No unused index (slug had no reader; cid is in _id).

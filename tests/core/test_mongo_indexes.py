@@ -146,3 +146,23 @@ def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones
     pruned = ensure_indexes(mongo_db, prune=True)
     assert len(_actions(pruned, "dropped")) == 3
     assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}
+
+
+def test_indexes_given_the_shard_key_are_rebuilt_on_a_site_that_has_them_without_it(mongo_db):
+    """The threaded and hot indexes of comments and ranks end with `_id` (with `discussion_id` first,
+    the whole shard key, for a shard's filter to read from the keys): a store made before has them
+    under the same names without it, and `mongo_indexes` rebuilds them."""
+    older = {("comments", "discussion_full_slug"): [("discussion_id", 1), ("full_slug", 1), ("seq", 1)],
+             ("comment_discussion_ranks", "discussion_sort_key"): [("discussion_id", 1), ("sort_key", 1)],
+             ("comment_discussion_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)],
+             ("comment_bucket_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)]}
+    for (collection, name), keys in older.items():
+        mongo_db[collection].drop_index(name)
+        mongo_db[collection].create_index(keys, name=name)
+    out = StringIO()
+    call_command("mongo_indexes", stdout=out)
+    for collection, name in older:
+        assert f"rebuilt    {collection}.{name}" in out.getvalue()
+        key = list(_indexes(mongo_db[collection])[name]["key"])
+        assert key[0] == "discussion_id" and key[-1] == "_id", (collection, name, key)
+    assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}

@@ -93,6 +93,25 @@ def assert_floor(figures: dict, *, what: str, keys_per_source: bool = False) -> 
             f"a page of {PAGE}: {table}\n" + "\n".join(m.plans and [str(p) for p in m.plans]))
 
 
+def fetched_by_key_reads(m, *, what: str, read) -> list[str]:
+    """The reads `read(plan)` picks (the count of a position) fetch no document: their index holds
+    what they count and, on a shard, every shard-key field for its SHARDING_FILTER."""
+    return [f"{what}: {p['command']} on {p['collection']} fetched {p['docs_examined']} documents ({p['plan']})"
+            for p in m.plans if read(p) and p["docs_examined"]]
+
+
+def fetched_only_on_a_shard(counter, settings, fn, *, what: str, read) -> list[str]:
+    """A read repeated on one node and on a shard (the shard model): the reads `read(plan)` picks
+    fetch no more documents on the shard, so their index holds every shard-key field."""
+    docs = {}
+    for model in (False, True):
+        settings.MONGODB_EMBEDDED_SHARD_MODEL = model
+        m, _ = measure(counter, fn)
+        docs[model] = [(p["collection"], p["docs_examined"], p["plan"]) for p in m.plans if read(p)]
+    return [] if [d for _, d, _ in docs[True]] == [d for _, d, _ in docs[False]] else [
+        f"{what}: on one node {docs[False]}, on a shard {docs[True]}"]
+
+
 def assert_constant(figures: dict, *, what: str) -> None:
     """A write: the same work at both sizes, and no scan or big sort."""
     problems = [problem for size, m in figures.items() for problem in shape_problems(m, what=f"{what} at {size}")]
@@ -176,7 +195,7 @@ def test_pinned_comments_and_parents_statuses_do_not_grow_with_size(counter, mak
 @pytest.mark.parametrize("storage,order", [("document", "threaded"), ("document", "hot"), ("embedded", "threaded"),
                                            ("embedded", "hot"), ("bucketed", "hot")])
 def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_depth(counter, make_topic, make_user,
-                                                                                       storage, order):
+                                                                                       settings, storage, order):
     """Page 1 by number, and the last page by keyset cursor (the previous page's `next`), at two sizes.
     (Hot order has no page numbers; a threaded page NUMBER starts from the discussion's anchors,
     below: docs/comments.md.)
@@ -206,6 +225,11 @@ def test_threaded_and_hot_pages_examine_a_page_at_any_size_and_by_cursor_at_any_
         assert len(page.items) == size - (last - 1) * PAGE
         figures[(size, last)] = m
     assert_floor(figures, what=f"comments.page {storage} {order}")
+    # The rank window (embedded, bucketed) reads its index's keys on a shard as on one node.
+    fetched = fetched_only_on_a_shard(counter, settings, lambda t=topic: comment_page(
+        topic=t, order=order, request=PageRequest(page=1, page_size=PAGE)), what=f"{storage} {order} page 1",
+        read=lambda p: p["collection"].endswith("_ranks"))
+    assert not fetched, "\n".join(fetched)
 
 
 @pytest.mark.parametrize("storage,topic_order", [("document", "threaded"), ("embedded", "threaded"),
@@ -241,6 +265,9 @@ def test_threaded_page_numbers_and_permalinks_start_from_anchors(counter, make_t
         assert where == sorted(c.sort_key for c in posted).index(posted[-3].sort_key)
         figures[(size, "position")] = m
     problems = [p for (size, depth), m in figures.items() for p in shape_problems(m, what=f"{size} {depth}")]
+    # A position counts the keys from its anchor: a count of keys only, on a shard too.
+    problems += [p for (size, depth), m in figures.items() for p in fetched_by_key_reads(
+        m, what=f"{size} {depth}", read=lambda p: p["plan"].startswith("COUNT"))]
     assert not problems, "\n".join(problems)
     table = {k: (m.keys_examined, m.docs_examined) for k, m in figures.items()}
     for m in figures.values():
