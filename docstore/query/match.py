@@ -39,26 +39,23 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from bson import ObjectId
 from bson.binary import Binary
-from bson.code import Code
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 from bson.max_key import MaxKey
 from bson.min_key import MinKey
 from bson.regex import Regex
-from bson.timestamp import Timestamp
 from pymongo.errors import OperationFailure
 
-from docstore.storage import keys as K
+from docstore.query.expressions import compile_expression, truthy
+from docstore.query.types import NUMBER_TYPES, TYPE_ALIASES, TYPE_NUMBERS, bson_type, compare, equal, family
+from docstore.storage.raw import MISSING as _MISSING
 
-__all__ = ["filter_applies", "check", "prepare", "bad_value", "equal", "compare", "bson_type"]
+__all__ = ["filter_applies", "check", "prepare", "bad_value"]
 
 BAD_VALUE = 2
 INDEX_NOT_FOUND = 27
-INVALID_PIPELINE_OPERATOR = 168
 
-_MISSING = object()
 _NULL_TYPES = ("null", 10)
 _COMPARISONS = {"$eq": lambda c: c == 0, "$ne": lambda c: c != 0, "$gt": lambda c: c > 0, "$gte": lambda c: c >= 0,
                 "$lt": lambda c: c < 0, "$lte": lambda c: c <= 0}
@@ -70,91 +67,6 @@ def _failure(message: str, code: int, name: str) -> OperationFailure:
 
 def bad_value(message: str) -> OperationFailure:
     return _failure(message, BAD_VALUE, "BadValue")
-
-
-# --- BSON types and order --------------------------------------------------------------------------
-
-# The manual's "$type" table: alias -> number.
-TYPE_ALIASES = {"double": 1, "string": 2, "object": 3, "array": 4, "binData": 5, "undefined": 6, "objectId": 7,
-                "bool": 8, "date": 9, "null": 10, "regex": 11, "dbPointer": 12, "javascript": 13, "symbol": 14,
-                "javascriptWithScope": 15, "int": 16, "timestamp": 17, "long": 18, "decimal": 19, "minKey": -1,
-                "maxKey": 127}
-_TYPE_NUMBERS = set(TYPE_ALIASES.values())
-_NUMBER_TYPES = (1, 16, 18, 19)
-
-
-def bson_type(value) -> int | None:
-    """The BSON type number of a value as pymongo encodes it (None for a missing value)."""
-    if value is _MISSING:
-        return None
-    if value is None:
-        return 10
-    if isinstance(value, bool):
-        return 8
-    if isinstance(value, Int64):
-        return 18
-    if isinstance(value, int):
-        return 16 if -2**31 <= value < 2**31 else 18
-    if isinstance(value, float):
-        return 1
-    if isinstance(value, str):
-        return 2
-    if isinstance(value, Mapping):
-        return 3
-    if isinstance(value, list | tuple):
-        return 4
-    if isinstance(value, ObjectId):
-        return 7
-    if isinstance(value, Decimal128):
-        return 19
-    if isinstance(value, bytes | Binary) or type(value).__name__ == "UUID":
-        return 5
-    if hasattr(value, "utcoffset") and hasattr(value, "hour"):
-        return 9
-    if isinstance(value, Regex | re.Pattern):
-        return 11
-    if isinstance(value, Code):
-        return 15 if value.scope is not None else 13
-    if isinstance(value, Timestamp):
-        return 17
-    if isinstance(value, MinKey):
-        return -1
-    if isinstance(value, MaxKey):
-        return 127
-    return None
-
-
-def _key(value) -> bytes:
-    return b"\x00" if value is _MISSING else K.encode(value)
-
-
-_PLAIN = (str, ObjectId)
-
-
-def equal(a, b) -> bool:
-    """BSON equality: numbers by value across their types, everything else by type and value."""
-    ta, tb = type(a), type(b)
-    if ta is tb and ta in _PLAIN:
-        return a == b
-    if a is None or b is None:
-        return a is b
-    try:
-        return K.encode(a) == K.encode(b)
-    except TypeError:  # a type the key encoding does not order (Code, DBRef): equal as pymongo compares them
-        return ta is tb and a == b
-
-
-def compare(a, b) -> int:
-    """-1, 0 or 1: `a` against `b` in BSON's comparison order."""
-    ka, kb = _key(a), _key(b)
-    return (ka > kb) - (ka < kb)
-
-
-def _family(value) -> int:
-    try:
-        return K.type_byte(value)
-    except TypeError:
-        return -1
 
 
 # --- paths -------------------------------------------------------------------------------------------
@@ -263,7 +175,9 @@ def _eq_one(value, operand) -> bool:
         return any(isinstance(v, re.Pattern | Regex) and equal(v, operand) for v in _expanded(value))
     if value is _MISSING:
         return False
-    return any(equal(v, operand) for v in _expanded(value))
+    if type(value) is not list:
+        return equal(value, operand)
+    return equal(value, operand) or any(equal(v, operand) for v in value)
 
 
 def _in_one(value, operands) -> bool:
@@ -277,16 +191,21 @@ def _in_one(value, operands) -> bool:
     return False
 
 
+_REALS = (int, float)
+
+
 def _order_one(value, op: str, operand) -> bool:
     test = _COMPARISONS[op]
+    if type(value) in _REALS and type(operand) in _REALS and value == value and operand == operand:
+        return test((value > operand) - (value < operand))  # two numbers (not NaN): compared as they are
     if operand is None:
         return op in ("$gte", "$lte") and _eq_one(value, None)
     if value is _MISSING:
         return False
     if isinstance(operand, MinKey | MaxKey):
         return any(test(compare(v, operand)) for v in _expanded(value))
-    family = _family(operand)
-    return any(_family(v) == family and test(compare(v, operand)) for v in _expanded(value))
+    wanted = family(operand)
+    return any(family(v) == wanted and test(compare(v, operand)) for v in _expanded(value))
 
 
 def _type_one(value, types) -> bool:
@@ -295,7 +214,7 @@ def _type_one(value, types) -> bool:
     for v in _expanded(value):
         t = bson_type(v)
         for wanted in types:
-            if wanted == t or (wanted == "number" and t in _NUMBER_TYPES):
+            if wanted == t or (wanted == "number" and t in NUMBER_TYPES):
                 return True
     return False
 
@@ -315,7 +234,7 @@ def _types(operand) -> list:
                 raise bad_value(f"Unknown type name alias: {t}")
         elif isinstance(t, int | float | Int64 | Decimal128) and not isinstance(t, bool):
             number = float(t.to_decimal()) if isinstance(t, Decimal128) else float(t)
-            if not number.is_integer() or int(number) not in _TYPE_NUMBERS:
+            if not number.is_integer() or int(number) not in TYPE_NUMBERS:
                 raise bad_value(f"Invalid numerical type code: {t}")
             out.append(int(number))
         else:
@@ -628,7 +547,10 @@ def check(spec) -> None:
 
 def _top_level(key: str, cond) -> None:
     """The other top-level operators: `$expr` and `$comment` pass; the rest are refused."""
-    if key in ("$expr", "$comment"):
+    if key == "$expr":
+        compile_expression(cond)  # its operators checked (docstore.query.expressions)
+        return
+    if key == "$comment":
         return
     if key == "$where":
         raise bad_value("no globalScriptEngine in $where parsing")
@@ -672,8 +594,8 @@ def filter_applies(spec, doc) -> bool:
             elif key == "$nor":
                 if any(filter_applies(c, doc) for c in _clauses(key, cond)):
                     return False
-            elif key == "$expr":
-                if not _truthy(_value(cond, doc)):
+            elif key == "$expr":  # an aggregation expression (docstore.query.expressions)
+                if not truthy(compile_expression(cond)(doc, {})):
                     return False
             elif key != "$comment":
                 _top_level(key, cond)
@@ -689,73 +611,6 @@ def filter_applies(spec, doc) -> bool:
         elif not any(_eq_one(v, cond) for v in values):
             return False
     return True
-
-
-# --- $expr ---------------------------------------------------------------------------------------------
-
-
-def _path(doc, path: str):
-    value = doc
-    for part in path.split("."):
-        if isinstance(value, list):
-            return [v for v in (_path(e, part) for e in value if isinstance(e, Mapping)) if v is not _MISSING]
-        if not isinstance(value, Mapping) or part not in value:
-            return _MISSING
-        value = value[part]
-    return value
-
-
-def _truthy(value) -> bool:
-    if value is _MISSING or value is None or value is False:
-        return False
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value != 0
-    return True
-
-
-def _unsupported(op) -> OperationFailure:
-    return _failure(f"Unrecognized expression '{op}' (the embedded engine does not evaluate it in $expr)",
-                    INVALID_PIPELINE_OPERATOR, "InvalidPipelineOperator")
-
-
-def _value(expr, doc):
-    if isinstance(expr, str):
-        if expr in ("$$ROOT", "$$CURRENT"):
-            return doc
-        if expr.startswith("$$"):
-            raise _failure(f"Use of undefined variable: {expr[2:]}", 17276, "Location17276")
-        return _path(doc, expr[1:]) if expr.startswith("$") else expr
-    if isinstance(expr, list):
-        return [None if v is _MISSING else v for v in (_value(v, doc) for v in expr)]
-    if not isinstance(expr, Mapping):
-        return expr
-    if len(expr) != 1 or not str(next(iter(expr))).startswith("$"):
-        if any(str(k).startswith("$") for k in expr):
-            raise _failure("an expression specification must contain exactly one field, the name of the "
-                           "expression", 15983, "Location15983")
-        return {k: v for k, v in ((k, _value(v, doc)) for k, v in expr.items()) if v is not _MISSING}
-    (op, args), = expr.items()
-    if op == "$literal":
-        return args
-    if op in _COMPARISONS or op == "$cmp":
-        if not isinstance(args, list) or len(args) != 2:
-            raise _failure(f"Expression {op} takes exactly 2 arguments.", 16020, "Location16020")
-        order = compare(*(_value(arg, doc) for arg in args))
-        return order if op == "$cmp" else _COMPARISONS[op](order)
-    if op in ("$and", "$or"):
-        values = [_truthy(_value(arg, doc)) for arg in (args if isinstance(args, list) else [args])]
-        return all(values) if op == "$and" else any(values)
-    if op == "$not":
-        arg = args[0] if isinstance(args, list) and len(args) == 1 else args
-        return not _truthy(_value(arg, doc))
-    if op == "$in":
-        if not isinstance(args, list) or len(args) != 2:
-            raise _failure("Expression $in takes exactly 2 arguments.", 16020, "Location16020")
-        needle, haystack = _value(args[0], doc), _value(args[1], doc)
-        if not isinstance(haystack, list):
-            raise _failure("$in requires an array as a second argument", 40081, "Location40081")
-        return any(equal(needle, v) for v in haystack)
-    raise _unsupported(op)
 
 
 # --- prepare -------------------------------------------------------------------------------------------

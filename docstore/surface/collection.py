@@ -332,6 +332,7 @@ class Collection:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         pipeline = V.in_pipeline(pipeline, V.bind(let))
         pipeline, merge_spec = M.split(pipeline)
+        S.check_pipeline(pipeline, self.database)
         if merge_spec is not None:  # the stages before it, then their results written (docstore.query.merge)
             M.run(self.database, merge_spec, list(self.aggregate(pipeline, collation=collation)))
             return CommandCursor([])
@@ -603,7 +604,7 @@ class Collection:
                             let=None, **kwargs):
         docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
                             collation=collation, let=let)
-        return self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
+        return self._out(S.project(docs[0], S.normalize_projection(projection), filter)) if docs else None
 
     def find_one_and_replace(self, filter, replacement, projection=None, sort=None, upsert=False,
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
@@ -611,7 +612,7 @@ class Collection:
         raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True, sort=_sort_list(sort),
                                             hint=hint, command="findAndModify", collation=collation, let=let,
                                             bypass=bool(kwargs.get("bypass_document_validation")))
-        return self._returned(befores, afters, projection, return_document)
+        return self._returned(befores, afters, projection, return_document, filter)
 
     def find_one_and_update(self, filter, update, projection=None, sort=None, upsert=False,
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
@@ -620,14 +621,14 @@ class Collection:
                                             array_filters=array_filters, hint=hint, command="findAndModify",
                                             collation=collation, let=let,
                                             bypass=bool(kwargs.get("bypass_document_validation")))
-        return self._returned(befores, afters, projection, return_document)
+        return self._returned(befores, afters, projection, return_document, filter)
 
-    def _returned(self, befores, afters, projection, return_document):
+    def _returned(self, befores, afters, projection, return_document, filter):
         docs = afters if return_document == ReturnDocument.AFTER else befores
         if not docs or docs[0] is None:
             return None
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
-        return self._out(S.project(docs[0], S.normalize_projection(projection)))
+        return self._out(S.project(docs[0], S.normalize_projection(projection), filter))
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=False, session=None, **kwargs):
         requests = list(requests)
@@ -910,6 +911,7 @@ class Cursor:
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
+            S.check_projection(self._projection, self._filter)
             store = self.collection._store
             self._conn, catalog = store.open_read()
             info = catalog.get(self.collection.name)
@@ -917,7 +919,7 @@ class Cursor:
                 store.close_read(self._conn)
                 self._conn = None
                 docs = self.collection._through_view(self.collection._view(), self._query())
-                self._results = [S.project(d, self._projection) for d in docs]
+                self._results = [S.project(d, self._projection, self._filter) for d in docs]
                 return self._results
             try:
                 self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
@@ -946,7 +948,7 @@ class Cursor:
         got = 0
         for doc in self._stream:
             self._results.append(dict(doc) if type(doc) is Projected else
-                                 self.collection._out(S.project(doc, self._projection)))
+                                 self.collection._out(S.project(doc, self._projection, self._filter)))
             got += 1
             if got >= n:
                 return
