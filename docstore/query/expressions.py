@@ -6,7 +6,8 @@ of documents is the array of their `b`s, nested arrays kept), `$$ROOT`/`$$CURREN
 and the variables `$let`, `$filter`, `$map` and `let` bind; literals and `$literal`; documents
 of expressions. Operators: comparison (`$eq $ne $gt $gte $lt $lte $cmp`, BSON order, a missing
 value below null), boolean (`$and $or $not`), conditional (`$cond $ifNull $switch`), arithmetic
-(`$add $subtract $multiply $divide $mod $abs`), array (`$size $arrayElemAt $first $last $filter
+(`$add $subtract $multiply $divide $mod $abs`, and `$min $max $sum $avg` of operands or of
+one array), array (`$size $arrayElemAt $first $last $filter
 $map $in $indexOfArray $concatArrays $slice $isArray $reverseArray`), string (`$concat $toLower
 $toUpper $strLenCP`), `$type`, `$mergeObjects`. Missing operands are null where the manual says
 so. Another operator is refused as a server refuses an unknown one: code 168
@@ -421,6 +422,40 @@ def _merge_objects(*documents):
     return out
 
 
+def _operands_or_array(values: tuple) -> list:
+    """`$min`/`$max`/`$sum`/`$avg` in an expression: one array operand stands for its elements
+    (manual: "With a single expression as its operand, if the expression resolves to an array")."""
+    if len(values) == 1 and isinstance(values[0], _ARRAYS):
+        return list(values[0])
+    return list(values)
+
+
+def _extreme(sign: int):
+    def pick(*values):
+        best = MISSING
+        for v in _operands_or_array(values):
+            if v is None or v is MISSING:
+                continue  # null and missing values are ignored
+            if best is MISSING or compare(v, best) * sign > 0:
+                best = v
+        return None if best is MISSING else best
+    return pick
+
+
+def _numbers(values: tuple) -> list:
+    return [v for v in _operands_or_array(values)
+            if isinstance(v, int | float | Decimal128) and not isinstance(v, bool)]  # others are ignored
+
+
+def _sum(*values):
+    return sum((v.to_decimal() if isinstance(v, Decimal128) else v) for v in _numbers(values))
+
+
+def _avg(*values):
+    numbers = _numbers(values)
+    return _sum(*numbers) / len(numbers) if numbers else None
+
+
 _COMPARE = {"$ne": lambda c: c != 0, "$gt": lambda c: c > 0, "$gte": lambda c: c >= 0, "$lt": lambda c: c < 0,
             "$lte": lambda c: c <= 0, "$cmp": lambda c: c}
 
@@ -439,6 +474,7 @@ _EVALUATED = {
     "$strLenCP": (lambda v: len(_string_of(v, "$strLenCP")), (1, 1)),
     "$type": (_type_name, (1, 1)), "$mergeObjects": (_merge_objects, None),
     "$not": (lambda v: not truthy(v), (1, 1)),
+    "$min": (_extreme(-1), None), "$max": (_extreme(1), None), "$sum": (_sum, None), "$avg": (_avg, None),
 }
 
 

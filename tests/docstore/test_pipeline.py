@@ -64,6 +64,12 @@ def test_expressions_in_stages(coll):
     assert rows == [{"_id": 4, "v": 4, "w": "none", "n": 1, "d": {"x": 8}, "kind": "small", "label": "vx"},
                     {"_id": 5, "v": 5, "w": 5, "n": 2, "d": {"x": 10}, "kind": "big", "label": "vx"}]
     assert [d["_id"] for d in coll.find({"$expr": {"$gt": [{"$add": ["$v", "$g"]}, 5]}})] == [5, 6]
+    # $min/$max/$sum/$avg as expressions: of their operands, or of one array's elements
+    assert list(coll.aggregate([{"$group": {"_id": None, "capped": {"$sum": {"$min": ["$v", 3]}}}}])) == [
+        {"_id": None, "capped": 0 + 1 + 2 + 3 + 3 + 3 + 3}]
+    assert list(coll.aggregate([{"$match": {"_id": 5}}, {"$project": {
+        "_id": 0, "hi": {"$max": [[1, 9], "$v"]}, "n": {"$sum": [1, "$v", "x"]}, "m": {"$avg": "$tags"}}}])) == [
+        {"hi": [1, 9], "n": 6, "m": None}]
 
 
 @pytest.mark.parametrize("pipeline, code", [
