@@ -1,39 +1,36 @@
 """What a document operation means: matching, update operators, projections, pipelines.
 
-The server's documented semantics: update operators and upsert seeds are the engine's own
-(docstore.query.update), and so are `$replaceWith`/`$setField` (docstore.query.stages); matching
-(docstore.query.match), projections and the other aggregation stages still go through mongomock's
-implementations (`filter_applies`, its projection helpers, `process_pipeline`), applied to
-one document at a time by the engine. mongomock keeps dates naive in UTC; the engine
-hands it documents decoded that way and returns aware dates to clients that asked for
-them. Where mongomock differs from the server, the server's rule is enforced here:
+The server's documented semantics, the engine's own: matching (docstore.query.match), update
+operators and upsert seeds (docstore.query.update), projections (docstore.query.projection),
+aggregation stages (docstore.query.pipeline) and expressions (docstore.query.expressions),
+`$setField` and its kin (docstore.query.stages). The engine holds dates naive
+in UTC at millisecond precision (`naive`) and returns aware dates to clients that asked for
+them (`aware`).
 
 - Document size: BSON documents are at most 16 MiB (16,777,216 bytes). An insert of a
   larger document is refused (`DocumentTooLarge`, as the driver does before sending;
   inside `insert_many` the write error has code 10334 BSONObjectTooLarge); an update whose
   result would be larger fails with code 17419 and changes nothing.
-- `$slice`-only projections (with or without `_id: 0`) return EVERY field of the
-  document, the array sliced; `$slice` is not an inclusion.
-- Update operators are the engine's own (docstore.query.update, with the server's error codes),
-  and so are upsert seeds; update pipelines keep `_id` when a stage replaces the root.
+- Update pipelines keep `_id` when a stage replaces the root.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as _dt
-import threading
+import time
 
 import bson
-import mongomock
 from bson.codec_options import CodecOptions
-from mongomock import helpers as _helpers
+from bson.timestamp import Timestamp
 from pymongo.errors import OperationFailure, WriteError
 
+from docstore.query import projection as PR
 from docstore.query import stages as ST
 from docstore.query import update as U
 from docstore.query.match import filter_applies  # noqa: F401  (re-exported: the matcher)
-from docstore.storage.cut import slice_bounds
+from docstore.query.pipeline import compile_pipeline, run
+from docstore.storage.raw import RawDocument
 
 _CODEC = CodecOptions(tz_aware=False)  # the engine's documents: naive UTC (executor.CODEC)
 
@@ -41,21 +38,22 @@ MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 BSON_OBJECT_TOO_LARGE = 10334
 UPDATE_RESULT_TOO_LARGE = 17419
 
-_local = threading.local()
-
-
-def _scratch():
-    """A private mongomock collection whose methods apply projections to one document given
-    to them; it never stores anything."""
-    scratch = getattr(_local, "scratch", None)
-    if scratch is None:
-        scratch = _local.scratch = mongomock.MongoClient().db.scratch
-    return scratch
-
-
 def naive(value):
-    """Filters and documents as mongomock compares them: dates naive UTC, millisecond precision."""
-    return _helpers.patch_datetime_awareness_in_document(value)
+    """Filters and documents as the engine holds them (BSON dates: UTC, millisecond precision):
+    an aware datetime becomes naive UTC, microseconds are cut to milliseconds; an empty timestamp
+    (0, 0) is the current one, as a server fills it on write ("Timestamps" in the manual)."""
+    if isinstance(value, dict):
+        return {k: naive(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [naive(v) for v in value]
+    if isinstance(value, _dt.datetime):
+        ms = value.microsecond // 1000 * 1000
+        if value.tzinfo is not None:
+            return (value - value.utcoffset()).replace(tzinfo=None, microsecond=ms)
+        return value.replace(microsecond=ms)
+    if isinstance(value, Timestamp) and not value.time and not value.inc:
+        return Timestamp(int(time.time()), 1)
+    return value
 
 
 def aware(value):
@@ -132,13 +130,6 @@ def upsert_seed(spec: dict, update) -> dict:
 # --- projections --------------------------------------------------------------------------------
 
 
-def _slice_only(fields) -> bool:
-    if not isinstance(fields, dict) or not fields:
-        return False
-    others = {k: v for k, v in fields.items() if k != "_id"}
-    return bool(others) and all(isinstance(v, dict) and set(v) == {"$slice"} for v in others.values())
-
-
 def normalize_projection(projection):
     if projection is None:
         return None
@@ -147,21 +138,6 @@ def normalize_projection(projection):
     if not isinstance(projection, dict):
         raise TypeError("projection must be an instance of dict, list, tuple or None")
     return projection
-
-
-def _slice(operators: dict, doc: dict) -> None:
-    """Top-level `$slice` projections applied to `doc` in place, by the server's bounds (a negative
-    skip past the start starts at the first element: docstore.storage.cut); a spec the server refuses is
-    refused as mongomock refuses it."""
-    for name, op in operators.items():
-        value = doc.get(name)
-        if not isinstance(value, list):
-            continue  # the server sends a field that is not an array as it is
-        bounds = slice_bounds(op["$slice"], len(value))
-        if bounds is None:
-            _scratch()._apply_projection_operators({name: op}, doc, doc)
-            continue
-        doc[name] = value[bounds[0]:bounds[1]]
 
 
 def compares(projection) -> bool:
@@ -185,40 +161,20 @@ def _has_date(value) -> bool:
     return False
 
 
-def project(doc: dict, projection) -> dict:
-    """`doc` projected; a document decoded for the reader (executor.Aware) keeps that mark
-    through the projections below that hand on its values."""
+def check_projection(projection, query=None) -> None:
+    """The projection parsed once, as a server does before it reads a document (its errors even
+    when nothing matches)."""
+    if projection:
+        PR.parse(projection, naive(query))
+
+
+def project(doc: dict, projection, query=None) -> dict:
+    """`doc` projected (docstore.query.projection); `query`: the operation's filter, for a
+    positional `field.$`. A document decoded for the reader (executor.Aware) keeps that mark."""
     if not projection:
         return doc
-    scratch = _scratch()
-    fields = dict(projection)
-    if _slice_only(fields):
-        operators = {k: v for k, v in fields.items() if k != "_id"}
-        # Every caller hands over a document of its own (decoded for this read, or copied): a shallow
-        # copy is enough, as $slice replaces the arrays it cuts (a deep copy of an 8 MB discussion
-        # document cost more than decoding it).
-        copied = type(doc)(doc)
-        _slice(operators, copied)
-        if fields.get("_id", 1) in (0, False):
-            copied.pop("_id", None)
-        return copied
-    included = [k for k, v in fields.items() if k != "_id"]
-    sliced = {k: v for k, v in fields.items() if isinstance(v, dict) and set(v) == {"$slice"}}
-    matched = {k: v for k, v in fields.items() if isinstance(v, dict) and set(v) == {"$elemMatch"}}
-    if included and all("." not in k and not k.startswith("$") and (k in sliced or k in matched or
-                                                                    (v in (1, True) and type(v) in (int, bool)))
-                        for k, v in fields.items() if k != "_id") and fields.get("_id", 1) in (0, 1, False, True):
-        # Top-level fields included (server: `_id` too unless excluded), in the document's order, and
-        # arrays among them cut by `$slice` or to their first element matching `$elemMatch` (an
-        # inclusion projection: what it cuts is included); the document is the caller's own (see
-        # above), so its values are handed on, not copied.
-        keep = set(included) | ({"_id"} if fields.get("_id", 1) not in (0, False) else set())
-        copied = type(doc)((k, v) for k, v in doc.items() if k in keep)
-        _slice(sliced, copied)
-        if matched:
-            scratch._apply_projection_operators(matched, doc, copied)
-        return copied
-    return scratch._copy_only_fields(doc, fields, dict)
+    query = naive(query) if query else query
+    return PR.apply(doc, PR.parse(projection, query), query)
 
 
 # --- pipelines ----------------------------------------------------------------------------------
@@ -238,35 +194,19 @@ def leading_project(pipeline: list[dict]):
         return None
 
 
-def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list[dict]:
-    """The stages after what the executor answered: leading `$project` stages the engine evaluates
-    itself (docstore.query.expressions) when it can, the rest through mongomock's implementation.
-    `first`: the first stage as `leading_project` compiled it. `docs` may hold documents read
-    in place (docstore.storage.raw.RawDocument): a stage the engine cannot finish on one decodes them
-    all and goes on as with any other."""
-    from docstore.query.expressions import Unsupported, compile_project
-    from docstore.storage.raw import RawDocument
+def check_pipeline(pipeline: list[dict], database) -> None:
+    """Every stage of an aggregation checked once, as a server parses the pipeline before it reads
+    a document (docstore.query.pipeline): a malformed stage fails even when nothing reaches it."""
+    compile_pipeline(pipeline, database)
 
-    while pipeline and set(pipeline[0]) == {"$project"}:
-        try:
-            project = first or compile_project(pipeline[0]["$project"])
-            first = None
-            docs = [project(doc) for doc in docs]
-        except Unsupported:
-            break
+
+def run_pipeline(docs: list, database, pipeline: list[dict], first=None) -> list[dict]:
+    """The stages after what the executor answered (docstore.query.pipeline). `first`: the first
+    stage as `leading_project` compiled it. `docs` may hold documents read in place
+    (docstore.storage.raw.RawDocument): the leading `$project` reads them; the other stages get
+    them decoded."""
+    if first is not None:
+        docs = [first(doc) for doc in docs]
         pipeline = pipeline[1:]
     docs = [doc.decode() if type(doc) is RawDocument else doc for doc in docs]
-    if not pipeline:
-        return docs
-    from mongomock import aggregate
-
-    pipeline = [ST.normalize(stage) for stage in pipeline]
-    if not ST.has_field_ops(pipeline):
-        return aggregate.process_pipeline(docs, database, pipeline, None)
-    for stage in pipeline:  # $setField and its kin: evaluated per document (docstore.query.stages)
-        if ST.has_field_ops(stage):
-            docs = [list(aggregate.process_pipeline([d], database, [ST.for_document(stage, d)], None))[0]
-                    for d in docs]
-        else:
-            docs = list(aggregate.process_pipeline(docs, database, [stage], None))
-    return docs
+    return run(docs, database, pipeline) if pipeline else docs

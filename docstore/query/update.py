@@ -274,14 +274,22 @@ def _element_matches(element, rest: str, cond) -> bool:
     return filter_applies({rest: cond}, element) if isinstance(element, Mapping | list) else False
 
 
-def _positional_index(array: list, query, prefix: str, path: str) -> int:
-    """The position `$` stands for: the first element matching the query's conditions on the array."""
+def matched_position(array: list, query, prefix: str) -> int | None:
+    """The element of the array at `prefix` the query matched (what positional `$` stands for, in an
+    update and in a projection): the first one satisfying the query's conditions on the array."""
     conditions = _conditions(query, prefix)
     if conditions:
         for n, element in enumerate(array):
             if all(_element_matches(element, rest, cond) for rest, cond in conditions):
                 return n
-    raise error("The positional operator did not find the match needed from the query.", BAD_VALUE)
+    return None
+
+
+def _positional_index(array: list, query, prefix: str, path: str) -> int:
+    position = matched_position(array, query, prefix)
+    if position is None:
+        raise error("The positional operator did not find the match needed from the query.", BAD_VALUE)
+    return position
 
 
 def _element_in_filter(element, name: str, spec) -> bool:

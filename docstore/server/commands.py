@@ -594,7 +594,7 @@ class Engine:
                                                 let=kwargs.get("let"),
                                                 bypass=bool(kwargs.get("bypass_document_validation")))
         value = coll._returned(befores, afters, projection,
-                               ReturnDocument.AFTER if body.get("new") else ReturnDocument.BEFORE)
+                               ReturnDocument.AFTER if body.get("new") else ReturnDocument.BEFORE, query)
         last = {"n": 1 if (raw.get("n") or raw.get("upserted") is not None) else 0,
                 "updatedExisting": raw.get("upserted") is None and bool(raw.get("n"))}
         if raw.get("upserted") is not None:

@@ -9,8 +9,8 @@ in one move) and returns a smaller BSON document holding what the projection kee
 
 - `{a: 1, b: 1}` (inclusion of top-level fields): `_id` unless excluded, and those fields,
   in the document's order;
-- `{a: {$slice: ...}}` alone keeps every field, with the array cut; beside inclusions it is
-  one of them (an inclusion projection: the server's rule since 4.4);
+- `{a: {$slice: ...}}` alone (or beside `_id: 0`) keeps every field, with the array cut; beside
+  inclusions (an explicit `_id: 1` is one) it is one of them (an inclusion projection: the server's rule since 4.4);
 - `$slice: n` (the first n, or the last -n) and `$slice: [skip, limit]` (skip from the end
   when negative, limit positive) on an array, as the server cuts it; a `$slice` on a field
   that is not an array sends the field as it is (the server's behaviour).
@@ -107,7 +107,9 @@ def plan(projection) -> tuple[bool, frozenset, dict] | None:
             included.add(key)
         else:
             return None
-    keep_all = not included
+    # An explicit `_id: 1` is an inclusion like any other (the server's projection parser): beside
+    # `$slice` alone it keeps only `_id` and the sliced fields.
+    keep_all = not included and not ("_id" in projection and id_value)
     if keep_all and not slices:
         return None  # `{_id: 0}` or `{_id: 1}` alone: the projection path handles the few forms
     kept = frozenset(included | set(slices) | ({"_id"} if id_value else set()))

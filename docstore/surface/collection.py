@@ -393,6 +393,7 @@ class Collection:
                 raise OperationFailure("A pipeline stage specification object must contain exactly one field.", 40323)
         pipeline = V.in_pipeline(pipeline, V.bind(let))
         pipeline, merge_spec = M.split(pipeline)
+        S.check_pipeline(pipeline, self.database)
         if merge_spec is not None:  # the stages before it, then their results written (docstore.query.merge)
             M.run(self.database, merge_spec, list(self.aggregate(pipeline, collation=collation)))
             return CommandCursor([])
@@ -747,7 +748,7 @@ class Collection:
         with events.command(self.database, body) as call:
             docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
                                 collation=collation, let=let)
-            value = self._out(S.project(docs[0], S.normalize_projection(projection))) if docs else None
+            value = self._out(S.project(docs[0], S.normalize_projection(projection), filter)) if docs else None
             call.reply = self._find_and_modify_reply(None, value)
         return value
 
@@ -764,7 +765,7 @@ class Collection:
                                                 sort=_sort_list(sort), hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
                                                 bypass=bool(kwargs.get("bypass_document_validation")))
-            value = self._returned(befores, afters, projection, return_document)
+            value = self._returned(befores, afters, projection, return_document, filter)
             call.reply = self._find_and_modify_reply(raw, value)
         return value
 
@@ -782,16 +783,16 @@ class Collection:
                                                 array_filters=array_filters, hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
                                                 bypass=bool(kwargs.get("bypass_document_validation")))
-            value = self._returned(befores, afters, projection, return_document)
+            value = self._returned(befores, afters, projection, return_document, filter)
             call.reply = self._find_and_modify_reply(raw, value)
         return value
 
-    def _returned(self, befores, afters, projection, return_document):
+    def _returned(self, befores, afters, projection, return_document, filter):
         docs = afters if return_document == ReturnDocument.AFTER else befores
         if not docs or docs[0] is None:
             return None
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
-        return self._out(S.project(docs[0], S.normalize_projection(projection)))
+        return self._out(S.project(docs[0], S.normalize_projection(projection), filter))
 
     def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, **kwargs):
         requests = list(requests)
@@ -1163,7 +1164,7 @@ class Cursor:
             store.close_read(self._conn)
             self._conn = None
             docs = self.collection._through_view(self.collection._view(), self._query())
-            self._results = [S.project(d, self._projection) for d in docs]
+            self._results = [S.project(d, self._projection, self._filter) for d in docs]
             self._served = len(self._results)
             return
         try:
@@ -1181,6 +1182,7 @@ class Cursor:
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on."""
         if self._results is None:
+            S.check_projection(self._projection, self._filter)
             database = self.collection.database
             with events.command(database, self._find_command()) as call:
                 self._start()
@@ -1225,7 +1227,8 @@ class Cursor:
         stream = itertools.chain((held,), self._stream) if held is not None else self._stream
         for doc in stream:
             if doc is not held:
-                doc = dict(doc) if type(doc) is Projected else self.collection._out(S.project(doc, self._projection))
+                doc = dict(doc) if type(doc) is Projected else \
+                    self.collection._out(S.project(doc, self._projection, self._filter))
             if published:
                 size = events.bson_size(doc)
                 if got and (got >= n or total + size > events.MAX_BATCH_BYTES):

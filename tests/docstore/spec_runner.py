@@ -778,7 +778,7 @@ def report(path: Path) -> str:
         "Out of scope (skipped, with the reason per file below): tests for other server versions or",
         "topologies (`runOnRequirements`), sessions and transactions, fail points, tests that only",
         "assert command events, unacknowledged writes (`w: 0`), the removed `count`, Atlas Search",
-        f"indexes. {control_name}, from which the engine still borrows semantics, runs the same",
+        f"indexes. {control_name}, a Python imitation of MongoDB (the engine no longer borrows from it), runs the same",
         "in-scope tests as a control.",
         "",
         "| | tests |",
