@@ -438,14 +438,14 @@ def test_following_order_pages_examine_about_a_page_at_any_depth_and_size(counte
         followed_count = len(range(0, size, 4))
         begins = followed_count // PAGE  # the page (0-based) where the rest begins
         for depth in sorted({0, begins, len(cursors) - 1}):
-            m, page = measure(counter, lambda c=cursors[depth]: comment_page(
-                topic=topic, order="following", request=PageRequest(page_size=PAGE), viewer=reader, cursor=c))
+            m, page = measure(counter, lambda c=cursors[depth], t=topic, r=reader: comment_page(
+                topic=t, order="following", request=PageRequest(page_size=PAGE), viewer=r, cursor=c))
             assert page.items and page.count == size
             figures[(size, depth + 1)] = m
     problems = [p for (size, depth), m in figures.items() for p in shape_problems(m, what=f"following {size} {depth}")]
     assert not problems, "\n".join(problems)
     table = {k: (m.keys_examined, m.docs_examined) for k, m in figures.items()}
-    for (size, depth), m in figures.items():
+    for m in figures.values():
         # The rest's range skips the followed comments among its keys: one in four here.
         skipped = -(-(PAGE + 1) // 3)
         assert m.keys_examined <= 2 * (PAGE + 1) + 2 + skipped + SLACK, (topic_order, table)
