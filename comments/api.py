@@ -66,7 +66,7 @@ class CommentListApi(APIView):
         numbered = page_payload(page, CommentSerializer(page.items, many=True).data)
         return paginator.get_paginated_response(
             numbered.pop("results"), next_cursor=page.extra.get("next"), previous_cursor=page.extra.get("previous"),
-            **numbered, pinned=CommentSerializer(page.extra["pinned"], many=True).data)
+            **numbered, pinned=CommentSerializer(page.extra["pinned"], many=True).data if page.extra["pinned"] else [])
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],
