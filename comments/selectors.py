@@ -78,7 +78,7 @@ FOLLOWING_BY_CURSOR = ("The order of people you follow is read by cursor: follow
                        "are offered in the other orders).")
 PINNED_SHOWN = 10  # pinned comments shown above the first page (the most liked first; the rest stay in place)
 ORDER_LABELS = {CHRONOLOGICAL: "Oldest first", NEWEST: "Newest first", THREADED: "Threaded", HOT: "Hot",
-                FOLLOWING: "People you follow"}
+                FOLLOWING: "Following"}
 
 
 @dataclass(frozen=True)

@@ -105,11 +105,11 @@ def test_the_topic_page_offers_the_order_and_names_the_followed_participants_to_
     assert "order=following" not in anonymous and "you follow" not in anonymous
     client.force_login(p["reader"])
     html = client.get(f"/t/{topic.slug}/").content.decode()
-    assert '<a href="?order=following">People you follow</a>' in html
+    assert '<a href="?order=following">Following</a>' in html
     assert "7 people you follow commented:" in html and "and 2 more" in html
     assert [n for n in re.findall(r'<a href="/u/(f\d)/">', html)] == ["f6", "f5", "f4", "f3", "f2"]
     page = client.get(f"/t/{topic.slug}/?order=following&page_size=3").content.decode()
-    assert '<span class="active" aria-current="true">People you follow</span>' in page
+    assert '<span class="active" aria-current="true">Following</span>' in page
     assert page.index("by f6") < page.index("by f5") < page.index("by f4")
     assert "plain one" not in page
     nxt = re.search(r'rel="next" href="\?([^"]+)"', page).group(1).replace("&amp;", "&")
