@@ -122,12 +122,22 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "cms_site.wsgi.application"
 
+# Persistent connections (Django's CONN_MAX_AGE): each worker thread keeps its connection for
+# that many seconds instead of opening one per request; CONN_HEALTH_CHECKS makes Django check a
+# kept connection before the request that reuses it and reconnect if it went away (a database
+# restart). SQLite: WAL journal (readers do not block the writer nor it them, the mode a
+# multi-threaded server wants; https://www.sqlite.org/wal.html), set by Django's `init_command`
+# on each new connection, and a busy timeout instead of an immediate "database is locked".
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 600),
+        conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        init_command="PRAGMA journal_mode=WAL;", timeout=20)
 
 # Django's user with its name's keys (unique ignoring case and width), on the same auth_user table.
 AUTH_USER_MODEL = "accounts.User"

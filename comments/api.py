@@ -58,7 +58,7 @@ class CommentListApi(APIView):
         responses={200: OpenApiResponse(response=COMMENT_PAGE, description="One page of comments."), 400: ERROR, 404: ERROR},
     )
     def get(self, request, slug):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         paginator = KeysetPagination(request, bidirectional=True)
         page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
                                       request=parse_page_request(request.query_params), viewer=request.user,
@@ -66,7 +66,7 @@ class CommentListApi(APIView):
         numbered = page_payload(page, CommentSerializer(page.items, many=True).data)
         return paginator.get_paginated_response(
             numbered.pop("results"), next_cursor=page.extra.get("next"), previous_cursor=page.extra.get("previous"),
-            **numbered, pinned=CommentSerializer(page.extra["pinned"], many=True).data)
+            **numbered, pinned=CommentSerializer(page.extra["pinned"], many=True).data if page.extra["pinned"] else [])
 
     @extend_schema(
         operation_id="topic_comments_create", parameters=[SLUG], request=CommentCreateSerializer, tags=["comments"],
@@ -76,7 +76,7 @@ class CommentListApi(APIView):
                    400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR},
     )
     def post(self, request, slug):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         data = CommentCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         comment = services.comment_create(topic=topic, author=request.user, text=data.validated_data["text"],
@@ -93,7 +93,7 @@ class CommentDetailApi(APIView):
     @extend_schema(operation_id="topic_comments_retrieve", parameters=[SLUG, COMMENT_ID], tags=["comments"],
                    responses={200: CommentPermalinkSerializer, 404: ERROR})
     def get(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         comment = selectors.comment_get(topic=topic, comment_id=comment_id, viewer=request.user)
         number = selectors.comment_page_of(topic=topic, comment=comment, page_size=DEFAULT_PAGE_SIZE)
         return Response({**CommentSerializer(comment).data, "page": number, "order": topic.comment_order})
@@ -105,7 +105,7 @@ class CommentDetailApi(APIView):
                     "The replaced text is kept as a revision.",
     )
     def patch(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         data = CommentEditSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         comment = services.comment_edit(topic=topic, comment_id=comment_id, text=data.validated_data["text"],
@@ -119,7 +119,7 @@ class CommentDetailApi(APIView):
                     "text and html \"\"), its replies stay, its revisions are removed.",
     )
     def delete(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         services.comment_delete(topic=topic, comment_id=comment_id, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -130,7 +130,7 @@ class CommentRevisionsApi(APIView):
     @extend_schema(operation_id="topic_comments_revisions", parameters=[SLUG, COMMENT_ID], tags=["comments"],
                    responses={200: CommentRevisionListSerializer, 401: ERROR, 403: ERROR, 404: ERROR, 410: ERROR})
     def get(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         revisions = selectors.comment_revisions(topic=topic, comment_id=comment_id, user=request.user)
         return Response({"count": len(revisions), "results": CommentRevisionSerializer(revisions, many=True).data})
 
@@ -141,7 +141,7 @@ class CommentThreadApi(APIView):
     @extend_schema(operation_id="topic_comments_thread", parameters=[SLUG, COMMENT_ID], tags=["comments"],
                    responses={200: CommentThreadSerializer, 404: ERROR})
     def get(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         thread = selectors.comment_thread(topic=topic, comment_id=comment_id, viewer=request.user)
         return Response({"count": len(thread), "results": CommentSerializer(thread, many=True).data})
 
@@ -154,13 +154,13 @@ class CommentLikeApi(APIView):
     @extend_schema(operation_id="topic_comments_like", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
                    responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
     def post(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         comment = services.comment_like(topic=topic, comment_id=comment_id, user=request.user)
         return Response(CommentSerializer(selectors.mask(comment, request.user)).data)
 
     @extend_schema(operation_id="topic_comments_unlike", parameters=[SLUG, COMMENT_ID], request=None, tags=["comments"],
                    responses={200: CommentSerializer, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR})
     def delete(self, request, slug, comment_id):
-        topic = topic_get(slug=slug, viewer=request.user)
+        topic = topic_get(slug=slug, viewer=request.user, with_tags=False)
         comment = services.comment_unlike(topic=topic, comment_id=comment_id, user=request.user)
         return Response(CommentSerializer(selectors.mask(comment, request.user)).data)

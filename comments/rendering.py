@@ -8,7 +8,19 @@ about a millisecond a comment (some 60 variable lookups, filters and `{% url %}`
 the key of those inputs costs microseconds. So `article()` keeps the rendered HTML of
 anonymous views in a bounded, per-process LRU keyed by every input the template reads:
 a like, an edit, a moderation, a rename or the passing of a minute changes the key, so a
-page never shows a stale comment and nothing needs invalidating. Signed-in viewers, and
+page never shows a stale comment and nothing needs invalidating.
+
+The key is cheap (no hash of the text, no formatting of a time): a comment's text changes only
+with its version, which the key holds: `edited` (every edit, by its author or an editor, sets
+it: comments.services.comment_edit) and `status` (a deletion empties the text); text and html
+are otherwise written once, at posting (html stored then, or rendered from the same text when
+read). The relative time `naturaltime` shows is keyed by the age's step instead of the string:
+naturaltime (django.contrib.humanize) says "N seconds ago" under a minute, "N minutes ago" under
+an hour, "N hours ago" under a day, and beyond that `timesince`'s two largest calendar units
+counted from the posted moment: days and hours under a week (they change at whole hours after
+it), weeks, months or years with the next unit beyond (whole days); so the seconds, minutes,
+hours or days elapsed (with the day's date: calendar months turn at midnight too) name its
+text. A time in the future (a skewed clock) keys by the string itself. Signed-in viewers, and
 a request carrying messages (a note beside one comment), are rendered as before. Settings
 are not in the key: they are fixed for a process's life (the tests empty it between tests).
 
@@ -18,10 +30,11 @@ comments of every kind both ways and requires the same HTML.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
+from datetime import UTC
 
+from django.contrib.humanize.templatetags import humanize
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
@@ -65,19 +78,40 @@ def _key(context, comment) -> tuple | None:
     if user is None or getattr(user, "is_authenticated", True) or context.get("messages") or context.get("muted"):
         return None
     author = comment.author
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (comment.html or "", "\0", comment.text or ""):
-        digest.update(part.encode("utf-8", "surrogatepass"))
+    now = context.render_context.dicts[0].get(_NOW)
+    if now is None:  # once per page render, from the clock naturaltime reads
+        now = context.render_context.dicts[0][_NOW] = humanize.datetime.now(UTC)
     return (
         context["topic"].slug, context.get("depth"), bool(context.get("indent")), bool(context.get("highlight")),
         comment.id, comment.status, comment.pinned, comment.parent, comment.reply_to, comment.parent_status,
         (author.id, author.name, author.guest) if author is not None else None,
         comment.posted, comment.edited, comment.likes, tuple(comment.latest_likers[-5:]),
-        bool(getattr(comment, "continue_thread", False)), digest.digest(),
-        naturaltime(comment.posted), naturaltime(comment.edited) if comment.edited else None,
+        bool(getattr(comment, "continue_thread", False)),
+        _age_step(comment.posted, now), _age_step(comment.edited, now) if comment.edited else None,
         timezone.get_current_timezone_name(), translation.get_language(),
         get_script_prefix(),
     )
+
+
+_NOW = f"{__name__}.now"
+_STEPS = ((60, 1, "s"), (3600, 60, "m"), (7 * 86400, 3600, "h"))
+
+
+def _age_step(moment, now) -> tuple:
+    """What `naturaltime(moment)` shows, as a key: the whole seconds, minutes, hours or days
+    elapsed, whichever is the smallest unit it shows at that age (the module's docstring)."""
+    if timezone.is_naive(moment):  # naturaltime reads it against the local clock: keyed by its text
+        return ("naive", naturaltime(moment))
+    elapsed = (now - moment).total_seconds()
+    if elapsed < 0:
+        return ("future", naturaltime(moment))
+    for bound, unit, name in _STEPS:
+        if elapsed < bound:
+            return (name, int(elapsed // unit))
+    # timesince counts calendar units from the posted second (it drops the fraction), and a month
+    # of a posted day the current month lacks (the 31st) turns at midnight: the date is in the key.
+    return ("d", int((now - moment.replace(microsecond=0)).total_seconds() // 86400),
+            now.astimezone(moment.tzinfo).date())
 
 
 def forget() -> None:

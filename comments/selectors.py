@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.usernames import users_by_names
@@ -41,11 +42,14 @@ from comments.managers.base import (
     FORGOTTEN,
     FORWARD,
     HOT,
+    MAX_CURSOR_LENGTH,
     REMOVED,
+    SORT_KEY,
     THREADED,
     VISIBLE,
     Comment,
     CommentManager,
+    comment_key,
     encode_cursor,
     hot_cursor_at,
     hot_score,
@@ -56,6 +60,9 @@ from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
 from core import paging
+from core.cursors import bad_cursor, whole
+from core.cursors import decode_cursor as decode_cursor_fields
+from core.cursors import encode_cursor as encode_cursor_fields
 from core.errors import Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
@@ -63,8 +70,15 @@ from core.permissions import can_moderate
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
+# The reader's followed people first (their visible comments, newest first), then the rest in the
+# topic's order: where the strategy indexes authors (comments/managers/following.py).
+FOLLOWING = "following"
+FOLLOWED_SHOWN = 5  # names "N people you follow commented" lists (the newest participants first)
+FOLLOWING_BY_CURSOR = ("The order of people you follow is read by cursor: follow a page's next link (page numbers "
+                       "are offered in the other orders).")
 PINNED_SHOWN = 10  # pinned comments shown above the first page (the most liked first; the rest stay in place)
-ORDER_LABELS = {CHRONOLOGICAL: "Oldest first", NEWEST: "Newest first", THREADED: "Threaded", HOT: "Hot"}
+ORDER_LABELS = {CHRONOLOGICAL: "Oldest first", NEWEST: "Newest first", THREADED: "Threaded", HOT: "Hot",
+                FOLLOWING: "Following"}
 
 
 @dataclass(frozen=True)
@@ -79,16 +93,18 @@ class _Window(PageRequest):
 
 
 def comment_orders(*, topic) -> tuple[str, ...]:
-    """The orders this topic's storage can page in (newest first in every strategy)."""
-    orders = tuple(comment_manager(topic).orders)
-    return orders[:1] + (NEWEST,) + orders[1:]
+    """The orders this topic's storage can page in (newest first in every strategy; the reader's
+    followed people first where the strategy indexes authors)."""
+    manager = comment_manager(topic)
+    orders = tuple(manager.orders)
+    return orders[:1] + (NEWEST,) + orders[1:] + ((FOLLOWING,) if manager.supports_following else ())
 
 
 def _order(topic, order) -> str:
     if order in (None, ""):
         return topic.comment_order
     supported = comment_orders(topic=topic)
-    if not isinstance(order, str) or order not in (CHRONOLOGICAL, NEWEST, THREADED, HOT):
+    if not isinstance(order, str) or order not in (CHRONOLOGICAL, NEWEST, THREADED, HOT, FOLLOWING):
         raise InvalidInput(f"order must be one of {', '.join(supported)}.", field="order")
     if order not in supported:
         listed = ", ".join(supported[:-1]) + f" and {supported[-1]}" if len(supported) > 1 else supported[0]
@@ -167,7 +183,11 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidInput("cursor is not valid.", field="cursor")
-    if order == NEWEST:
+    if order == FOLLOWING and not getattr(viewer, "is_authenticated", False):
+        order = topic.comment_order  # nobody followed: the topic's own order (its cursors too)
+    if order == FOLLOWING:
+        page = _following_page(topic, request, cursor=cursor or None, viewer=viewer)
+    elif order == NEWEST:
         page = _newest_page(topic, request, cursor=cursor or None)
     else:
         page = comment_manager(topic).page(
@@ -193,6 +213,96 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
         )
     page.extra = {**page.extra, "order": order, "liked": liked, "pinned": pinned, "stored_count": page.count}
     return _with_own_shadow_held(topic, order, page, viewer) if own_held else page
+
+
+def _following_cursor(part: int, key) -> str:
+    return encode_cursor_fields({"o": "f", "p": part, "k": key})
+
+
+def _following_position(cursor: str | None, base: str) -> tuple[int, object]:
+    """(part, key) of a following-order cursor: part 1 with the seq of the last followed
+    comment shown (None: from the newest), or part 2 with the last key shown in the topic's
+    order `base` (None: from its first). Anything else is InvalidInput."""
+    data = decode_cursor_fields(cursor, max_length=MAX_CURSOR_LENGTH)
+    if data is None:
+        return 1, None
+    if set(data) != {"o", "p", "k"} or data["p"] not in (1, 2) or type(data["p"]) is not int:
+        raise bad_cursor()
+    if data["o"] != "f":
+        raise InvalidInput("cursor belongs to another order.", field="cursor")
+    key = data["k"]
+    if key is None:
+        return data["p"], None
+    if data["p"] == 1 or base == CHRONOLOGICAL:
+        return data["p"], whole(key, maximum=2**62)
+    if not isinstance(key, str) or not SORT_KEY.fullmatch(key):
+        raise bad_cursor()
+    return 2, key
+
+
+def _following_page(topic, request: PageRequest, *, cursor: str | None, viewer) -> Page[Comment]:
+    """The reader's followed people first, then the rest (comments/managers/following.py): the
+    participants among the followed (one DISTINCT_SCAN), the followed part's page (one merge of
+    their index ranges), and when it ends on this page the start of the rest (one range of the
+    topic order's index), plus the counter. Page 1, then forward cursors (`extra["next"]`);
+    `extra["followed"]`: {participant id: seq of their newest visible comment}."""
+    if not cursor and request.page != 1:
+        raise InvalidInput(FOLLOWING_BY_CURSOR, field="page")
+    manager, base, size = comment_manager(topic), topic.comment_order, request.page_size
+    part, key = _following_position(cursor, base)
+    followed = viewers.followed_ids(viewer)
+    newest = manager.participants(discussion_id=topic.discussion_id, author_ids=followed) if followed else {}
+    authors = sorted(newest)
+    first: list[Comment] = []
+    if part == 1 and authors:
+        first = manager.authored_page(discussion_id=topic.discussion_id, author_ids=authors, before=key,
+                                      limit=size + 1)
+    if len(first) > size:
+        items, following = first[:size], _following_cursor(1, first[size - 1].seq)
+    else:
+        room = size - len(first)
+        rest = manager.others_page(discussion_id=topic.discussion_id, order=base, author_ids=authors,
+                                   after=key if part == 2 else None, limit=room + 1)
+        items = first + rest[:room]
+        following = None
+        if len(rest) > room:
+            following = _following_cursor(2, comment_key(rest[room - 1], base) if room else None)
+    count = manager.count(discussion_id=topic.discussion_id)
+    part_one = {c.id for c in first[:size]}
+    # The rest begins on this page: it shows some of it, or it is the last page, or its cursor
+    # names the rest's very first comment.
+    rest_begins = (part == 1 and (len(items) > len(part_one) or following is None)) or (part == 2 and key is None)
+    return Page(items=items, count=count, page=1, page_size=size,
+                extra={"next": following, "previous": None, "moderated": True, "pinned_count": 0,
+                       "followed": newest, "following_part": part_one, "rest_begins": rest_begins})
+
+
+@dataclass(frozen=True)
+class FollowedCommenters:
+    """"N people you follow commented": `count` participants, `people` the newest few (users)."""
+
+    count: int
+    people: list
+
+    @property
+    def more(self) -> int:
+        return self.count - len(self.people)
+
+
+def followed_commenters(*, topic, viewer, participants: dict[int, int] | None = None) -> FollowedCommenters | None:
+    """Who of the people `viewer` follows has a visible comment in the topic (hidden, removed,
+    deleted and held comments never count: the participants are read on `status: visible`), the
+    FOLLOWED_SHOWN newest first with their names (one SQL query); None for an anonymous viewer or
+    where the strategy does not index authors. `participants`: a following page's, read already."""
+    if not getattr(viewer, "is_authenticated", False) or not comment_manager(topic).supports_following:
+        return None
+    if participants is None:
+        followed = viewers.followed_ids(viewer)
+        participants = comment_manager(topic).participants(discussion_id=topic.discussion_id,
+                                                           author_ids=followed) if followed else {}
+    shown = sorted(participants, key=lambda a: participants[a], reverse=True)[:FOLLOWED_SHOWN]
+    users = get_user_model().objects.in_bulk(shown) if shown else {}
+    return FollowedCommenters(count=len(participants), people=[users[a] for a in shown if a in users])
 
 
 def _held_key(order: str):
@@ -221,6 +331,11 @@ def _with_own_shadow_held(topic, order: str, page: Page[Comment], viewer) -> Pag
     Bounded: at most moderation's SHADOW_INLINE newest per author and topic; in threaded
     order, a reply held before holds kept its sort key is left out."""
     held = viewers.own_shadow_held(topic=topic, viewer=viewer)
+    if order == FOLLOWING:
+        # One's own comments are never in the followed part: they are shown once, with the page
+        # where the rest begins, among its comments in the topic's order (a following page's
+        # cursor names no posting time to place them further by).
+        return _with_own_held_following(topic, page, held)
     if order == THREADED:
         held = [c for c in held if c.sort_key]  # held before their sort key was kept: not placed in threads
     if not held:
@@ -250,6 +365,26 @@ def _with_own_shadow_held(topic, order: str, page: Page[Comment], viewer) -> Pag
     # takes those after it), so the pages offered are the ones that exist.
     page.paged_count = page.count
     page.count += len(held)
+    return page
+
+
+def _with_own_held_following(topic, page: Page[Comment], held: list[Comment]) -> Page[Comment]:
+    if topic.comment_order == THREADED:
+        held = [c for c in held if c.sort_key]
+    if not held or not page.extra.get("rest_begins"):
+        if held:
+            page.paged_count, page.count = page.count, page.count + len(held)
+        return page
+    key = _held_key(topic.comment_order)
+    part_one = page.extra.get("following_part", set())
+    first = [c for c in page.items if c.id in part_one]
+    rest = [c for c in page.items if c.id not in part_one]
+    placed = sorted(((sum(1 for c in rest if key(c) <= key(h)), h) for h in held), key=lambda p: (p[0], key(p[1])),
+                    reverse=True)
+    for at, comment in placed:  # stored comments keep their order; each held one after those before it
+        rest.insert(at, comment)
+    page.items = first + rest
+    page.paged_count, page.count = page.count, page.count + len(held)
     return page
 
 
@@ -387,6 +522,8 @@ def comment_page_of(*, topic, comment: Comment, order=None, page_size: int = DEF
     """The number of the page (of `page_size`, in `order`) that holds `comment`; not in hot
     order, which has no page numbers (InvalidInput): `comment_place` links into every order."""
     order = _order(topic, order)
+    if order == FOLLOWING:  # the reader's own comment, or a link: its place in the topic's order
+        order = topic.comment_order
     if order == HOT:
         raise InvalidInput(HOT_BY_CURSOR, field="order")
     manager = comment_manager(topic)
@@ -410,6 +547,8 @@ def comment_place(*, topic, comment: Comment, order=None, page_size: int = DEFAU
     or in hot order, which has no page numbers, {"order", "cursor"}: the page starting at the
     comment (its key as the comment carries it: it must carry its number, as a post's result does)."""
     order = _order(topic, order)
+    if order == FOLLOWING:  # one's own comment is never in the followed part: its place in the topic's order
+        order = topic.comment_order
     if order == HOT:
         return {"order": order, "cursor": hot_cursor_at(comment)}
     return {"page": comment_page_of(topic=topic, comment=comment, order=order, page_size=page_size), "order": order}

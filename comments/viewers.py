@@ -67,3 +67,23 @@ def own_shadow_held(*, topic, viewer) -> list:
     for lister in list(_shadow_listers.values()):
         found.extend(lister(topic=topic, viewer=viewer))
     return found
+
+
+FollowedIds = Callable[[object], list[int]]
+_followed: dict[str, FollowedIds] = {}
+
+
+def register_followed_ids(name: str, provider: FollowedIds) -> None:
+    """`provider(user) -> [user id]`: whom `user` follows (the order "people you follow first"
+    and "N people you follow commented"). Idempotent by name."""
+    _followed[name] = provider
+
+
+def followed_ids(user) -> list[int]:
+    """Whom the viewer follows ([] for anonymous viewers, or with no provider)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return []
+    found: dict[int, None] = {}
+    for provider in list(_followed.values()):
+        found.update(dict.fromkeys(provider(user)))
+    return list(found)

@@ -140,7 +140,9 @@ def topic_comments(request, topic):
         # A cursor past every comment (the comments around it moved, or a link into hot order
         # started at the first comment and its Previous named nothing): that order's first page.
         return redirect(_page_url(topic, page=1, order=order))
-    orders = [(o, selectors.ORDER_LABELS.get(o, o)) for o in selectors.comment_orders(topic=topic)]
+    signed_in = request.user.is_authenticated
+    orders = [(o, selectors.ORDER_LABELS.get(o, o)) for o in selectors.comment_orders(topic=topic)
+              if o != selectors.FOLLOWING or signed_in]  # nobody to follow first for an anonymous reader
     query = urlencode({"order": order}) + "&"
     if req.page_size != DEFAULT_PAGE_SIZE:
         query += urlencode({"page_size": req.page_size}) + "&"
@@ -161,7 +163,11 @@ def topic_comments(request, topic):
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps,
         # but not in hot order, whose keys move with every like (page 1, then cursors).
         cursor_links=order not in ("chronological", selectors.NEWEST), via_cursor=bool(request.GET.get("cursor")),
-        cursor_only=order == selectors.HOT,
+        cursor_only=order in (selectors.HOT, selectors.FOLLOWING),
+        # "N people you follow commented" (signed-in readers; read once with a following page)
+        followed=selectors.followed_commenters(topic=topic, viewer=request.user,
+                                               participants=page.extra.get("followed")),
+        following_part=page.extra.get("following_part", ()),
         poll_seconds=settings.COMMENTS_POLL_SECONDS))
 
 

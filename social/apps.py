@@ -12,6 +12,7 @@ class SocialConfig(AppConfig):
         from topics.signals import topic_published
 
         viewers.register_muted_ids("social.mutes", lambda user: selectors.muted_ids(user=user))
+        viewers.register_followed_ids("social.following", lambda user: selectors.following_ids(user=user))
 
         from accounts.parts import register_account_part
         from social import services

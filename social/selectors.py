@@ -175,6 +175,13 @@ def _feed_page(*, user, cursor: str | None = None, limit: int = FEED_DEFAULT_SIZ
                        hidden=lambda: MuteManager().muted_by(muter=user.pk))
 
 
+def following_ids(*, user) -> list[int]:
+    """Whom `user` follows (empty for anonymous visitors): the list documents, 1-2 queries."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return []
+    return FollowListManager().all_ids(owner=user.pk, kind=FOLLOWING)
+
+
 def muted_ids(*, user) -> set[int]:
     """Whom `user` mutes (empty for anonymous visitors). One query."""
     if user is None or not getattr(user, "is_authenticated", False):

@@ -168,7 +168,7 @@ class Comment:
 
 FORWARD, BACKWARD = "n", "p"  # the page after the cursor's key, or the page before it
 _ORDER_CODES = {CHRONOLOGICAL: "c", THREADED: "t", HOT: "h"}
-_SORT_KEY = re.compile(r"[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}")  # fullmatch
+SORT_KEY = re.compile(r"[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}")  # fullmatch
 MAX_CURSOR_LENGTH = 3000
 _MAX_INT = 2**62
 
@@ -228,7 +228,7 @@ def decode_cursor(cursor, order: str) -> Position | None:
     if order == CHRONOLOGICAL:
         key = _whole(key)
     elif order == THREADED:
-        if not isinstance(key, str) or not _SORT_KEY.fullmatch(key):
+        if not isinstance(key, str) or not SORT_KEY.fullmatch(key):
             raise cursors.bad_cursor()
     else:
         if not isinstance(key, list) or len(key) != 2:
@@ -280,6 +280,9 @@ class CommentManager(MongoManager, abc.ABC):
     # The length of the random ids it draws (comments.ids): the document strategy's unique index
     # retries a collision, so 8 characters do; the array strategies cannot index one, so 12.
     id_length: ClassVar[int] = 12
+    # Whether it offers the reader's "people you follow first" order (following.py: an index of
+    # each comment's author; the array strategies hold comments inside documents and have none).
+    supports_following: ClassVar[bool] = False
 
     @abc.abstractmethod
     def post(self, *, discussion_id: int, author: Author, text: str, parent: Comment | None = None,

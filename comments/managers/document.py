@@ -81,6 +81,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.following import FOLLOWING_INDEX, FollowedFirst
 from comments.managers.moving import DocumentMoving
 from core.paging import Page, PageRequest
 
@@ -96,7 +97,7 @@ _REVERSED = {order: [(f, -d) for f, d in sort] for order, sort in _SORTS.items()
 __all__ = ["HOT_PINNED", "DocumentCommentManager", "hot_score"]
 
 
-class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
+class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, CommentManager):
     id_length = 8  # comments.ids.new_comment_id's default, which its posts draw
     storage = "document"
     orders = (CHRONOLOGICAL, THREADED, HOT)
@@ -123,6 +124,7 @@ class DocumentCommentManager(DocumentMoving, ThreadAnchors, CommentManager):
                 IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING),
                             ("_id", ASCENDING)], name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
+                FOLLOWING_INDEX,  # "people you follow first" (following.py)
                 # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
                 # after it lets a busy discussion's chunk split (one shard-key value per discussion
                 # would be a jumbo chunk the balancer cannot move).

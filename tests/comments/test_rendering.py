@@ -56,6 +56,9 @@ def test_an_anonymous_comment_from_the_lru_is_the_comment_rendered(topic, commen
                                                                     path):
     # One instant for the whole example: "30 seconds ago" read a second later is another text
     # (and another key), which would compare two clocks, not the LRU with the template.
+    # Each example is another comment: a stored comment's text changes only with its version
+    # (`edited`, `status`), which the key holds, while examples reuse ids and versions.
+    rendering.forget()
     with mock.patch.object(humanize, "datetime", _Frozen):
         expected = _render(DIRECT, topic, comment, depth=depth, indent=indent, highlight=highlight, continued=continued)
         # Rendered, then from the LRU, on pages with other addresses: the same HTML.
@@ -75,11 +78,13 @@ class _Frozen(datetime):
 
 
 def test_a_change_to_any_input_is_a_new_key(topic):
+    """Every input but the text itself: a text changes only with an edit (`edited`) or a deletion
+    (`status`), so the key holds those and does not hash the text."""
     rendering.forget()
     base = Comment(id="abc1", discussion_id=1, parent="p1", path="p1/abc1", depth=1, sort_key="k",
                    author=Author(id=1, name="alice"), text="t", html="<p>t</p>", posted=NOW - timedelta(hours=2))
     changed = [replace(base, likes=1), replace(base, latest_likers=["bob"]), replace(base, status=REMOVED),
-               replace(base, html="<p>u</p>"), replace(base, edited=NOW), replace(base, pinned=True),
+               replace(base, html="<p>u</p>", edited=NOW), replace(base, pinned=True),
                replace(base, author=Author(id=1, name="alicia")), replace(base, reply_to="bob"),
                replace(base, parent_status=DELETED), replace(base, posted=NOW - timedelta(days=3))]
     first = _render(CACHED, topic, base)
@@ -155,3 +160,41 @@ def test_the_edited_time_is_relative_and_the_lru_follows_it_as_it_passes(topic):
             assert _render(CACHED, topic, comment) == direct
             shown.append(direct)
     assert 'title="' in shown[0] and ">now</time>" in shown[0] and ">2\xa0minutes ago</time>" in shown[1]
+
+
+def test_a_cached_anonymous_page_formats_no_time_and_hashes_no_text_per_comment(client, topic, alice):
+    """The key of a kept comment costs no `naturaltime` and no hash of its text: the age's step
+    names the relative time, the version names the text (comments/rendering.py)."""
+    for i in range(5):
+        services.comment_create(topic=topic, author=alice, text=f"words {i}")
+    url = f"/t/{topic.slug}/"
+    client.get(url)
+    calls = []
+    real = rendering.naturaltime
+
+    def counted(value):
+        calls.append(value)
+        return real(value)
+
+    with mock.patch.object(rendering, "naturaltime", counted), mock.patch("hashlib.blake2b") as blake2b:
+        html = client.get(url).content.decode()
+    assert "words 4" in html
+    assert calls == [] and not blake2b.called
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(posted=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)),
+       ages=st.lists(st.floats(0, 4e8), min_size=2, max_size=2))
+def test_the_age_step_names_the_relative_time(posted, ages):
+    """Two clocks at the same step of a time's age show the same `naturaltime` text (away from the
+    exact second a day turns, where the key and the text are read a moment apart anyway)."""
+    texts, steps = [], []
+    for age in ages:
+        now = posted + timedelta(seconds=age)
+        if age > 86400 and (now - posted.replace(microsecond=0)).total_seconds() % 86400 < 1:
+            return
+        with mock.patch.object(_Frozen, "instant", now), mock.patch.object(humanize, "datetime", _Frozen):
+            texts.append(humanize.naturaltime(posted))
+        steps.append(rendering._age_step(posted, now))
+    if steps[0] == steps[1]:
+        assert texts[0] == texts[1], (steps, texts)
