@@ -308,6 +308,12 @@ class CommentManager(MongoManager, abc.ABC):
         stored first if the interruption came before its storage, under the number it took
         (`store=False`: only listed): the roll-forward of `manage.py integrity --repair`. Idempotent."""
 
+    def pending_adopt(self, *, discussion_id: int) -> int:
+        """Upgrade step: move pending marks stored where an older version kept them to where
+        this one looks (embedded: from inside the discussion document to marker documents).
+        Returns how many moved; idempotent. Strategies that never moved theirs have nothing to do."""
+        return 0
+
     @abc.abstractmethod
     def discussions_unfinished(self, *, limit: int) -> list[int]:
         """Up to `limit` ids of discussions holding a post still pending (whatever its age): where

@@ -9,6 +9,14 @@ Collection `comment_discussions`, one document per discussion:
 plus the discussion hints (base.py) `pinned` (here exact: changed in the same update as
 the comment) and `moderated`.
 
+Collection `comment_discussion_pending`, one small marker per post whose consequences
+(`comment_posted`) are not all enqueued yet: `{_id: "<discussion>:<comment>", discussion_id,
+cid, at}`. It is written before the push and deleted by `post_done`, so a post rewrites the
+discussion document once (the push; the document is decoded and encoded whole, so that is
+the cost that grows with the discussion). A marker naming no stored comment past its grace is
+a post never acknowledged: the finisher drops it. Marks an older version kept inside the
+document (`pending.<id>`) are moved here by `pending_adopt`.
+
 The layout is chosen by `threaded` at the first post and kept: later calls that pass
 the other `threaded` value still work (they find the stored layout and follow it).
 Each element carries the fields of `Comment` (comments/managers/fields.py) with a
@@ -75,7 +83,8 @@ from collections.abc import Sequence
 
 import bson
 from django.conf import settings
-from pymongo import IndexModel, ReturnDocument
+from django.utils import timezone
+from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from comments.ids import new_comment_id
@@ -246,11 +255,15 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     collection_name = "comment_discussions"
     ranks_name = "comment_discussion_ranks"
     anchors_name = "comment_discussion_anchors"
+    pending_name = "comment_discussion_pending"  # one small marker per post whose consequences are not all sent
     _keyed, _key_field = ranks_name, "sort_key"  # its threaded anchors walk its ranks (anchored.py)
 
     @classmethod
     def indexes(cls):
         return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
+                cls.pending_name: [IndexModel([("discussion_id", ASCENDING), ("at", ASCENDING)], name="discussion_at"),
+                                   IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)],
+                                              name="discussion_hashed_id")],  # the shard key's index
                 **cls.rank_indexes(), **cls.anchor_indexes()}
 
     @classmethod
@@ -258,7 +271,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
         # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
         return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1},
-                **cls.anchor_shard_keys()}
+                cls.pending_name: {"discussion_id": "hashed", "_id": 1}, **cls.anchor_shard_keys()}
 
     # --- writes ------------------------------------------------------------------
 
@@ -271,20 +284,81 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         known = parent.locator if parent is not None and isinstance(parent.locator, str) else None
         if known is not None and comment.parent is not None:
             known = ".".join(known.split(".")[:2 * comment.depth])
-        return self._push(comment, threaded, pending=True, parent_path=known)
+        # The pending marker first, in its own small document, then the push: a kill between the
+        # two leaves a marker naming no comment (a post never acknowledged, which the finisher
+        # drops), a kill after the push a marker and its comment (the finisher sends what follows
+        # it). The discussion document is rewritten once per post: by the push alone.
+        try:
+            self.pending.insert_one(self._marker(comment))
+        except DuplicateKeyError:
+            pass  # an earlier attempt under this id (an approval tried again) left its marker: it stands
+        try:
+            return self._push(comment, threaded, parent_path=known)
+        except (DiscussionFull, LookupError):  # nothing was stored: no post to finish
+            self.post_done(discussion_id=discussion_id, comment_id=comment.id, threaded=threaded)
+            raise
+
+    @classmethod
+    def _marker(cls, comment: Comment) -> dict:
+        return cls._marker_of(comment.discussion_id, comment.id, comment.posted)
+
+    @classmethod
+    def _marker_of(cls, discussion_id: int, comment_id: str, at) -> dict:
+        """`{_id, discussion_id, cid, at}`: the post of `comment_id`, at its posting time, is pending."""
+        return {"_id": cls.rank_id(discussion_id, comment_id), "discussion_id": discussion_id, "cid": comment_id,
+                "at": at}
+
+    @property
+    def pending(self):
+        return self.db[self.pending_name]
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
-        self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
+        self.pending.delete_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id})
 
     def discussions_unfinished(self, *, limit):
-        # `pending` left `{}` by its last `$unset` is nothing pending.
-        return [d["_id"] for d in self.collection.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
+        docs = self.pending.aggregate([{"$group": {"_id": "$discussion_id"}}, {"$limit": int(limit)}])
+        return [d["_id"] for d in docs]
+
+    def pending_adopt(self, *, discussion_id):
+        """Move the pending marks a site stored before markers had their own documents
+        (`pending.<id>` inside the discussion document) to marker documents: an upsert each
+        (`$setOnInsert`: a marker there already stays), then one `$unset` of exactly the ids
+        read (a mark added meanwhile by an older process stays for the next pass). Returns how
+        many were moved; idempotent."""
+        doc = self.collection.find_one({"_id": discussion_id, "pending": {"$exists": True}}, {"pending": 1})
+        ids = list((doc or {}).get("pending") or {})
+        if doc is not None and not ids:
+            self.collection.update_one({"_id": discussion_id, "pending": {}}, {"$unset": {"pending": ""}})
+        if not ids:
+            return 0
+        at = {c.id: c.posted for c in (self.get(discussion_id=discussion_id, comment_id=cid) for cid in ids)
+              if c is not None}
+        for cid in ids:  # a mark naming no stored comment: its post was never acknowledged, dated now
+            marker = self._marker_of(discussion_id, cid, at.get(cid) or timezone.now())
+            try:
+                self.pending.update_one({"_id": marker["_id"], "discussion_id": discussion_id},
+                                        {"$setOnInsert": {k: v for k, v in marker.items() if k != "_id"}}, upsert=True)
+            except DuplicateKeyError:
+                # Two upserts matching nothing can both insert; the server retries only an upsert
+                # whose filter is exactly the unique index's fields, and this one also names the
+                # shard key (MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate
+                # Values"): the other's marker is there, which is all this wanted.
+                pass
+        self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{cid}": "" for cid in ids}})
+        return len(ids)
 
     def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
-        doc = self.collection.find_one({"_id": discussion_id}, {"pending": 1})
-        found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
-                 for cid in ((doc or {}).get("pending") or {}))
-        unfinished = [c for c in found if c is not None and c.posted < before]
+        if store:
+            self.pending_adopt(discussion_id=discussion_id)
+        markers = list(self.pending.find({"discussion_id": discussion_id, "at": {"$lt": before}}, {"cid": 1}))
+        legacy = [] if store else list((self.collection.find_one({"_id": discussion_id}, {"pending": 1}) or {})
+                                        .get("pending") or {})
+        found = {cid: self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
+                 for cid in dict.fromkeys([m["cid"] for m in markers] + legacy)}
+        unfinished = [c for c in found.values() if c is not None and c.posted < before]
+        if store:  # a marker past its grace naming no comment: its push never happened (nor its 201)
+            for cid in (cid for cid, c in found.items() if c is None):
+                self.post_done(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
         # The rank a kill after the comment left unwritten (ranks.py). `get()` found a comment
         # with a rank through it, numbered; one without, in the document, unnumbered. A flat
         # element's number is its array position. A nested one's number is the count its push
@@ -304,17 +378,13 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def append(self, comment, *, threaded=False):
         return self._push(comment, threaded)
 
-    def _push(self, comment: Comment, threaded: bool, *, pending: bool = False, parent_path: str | None = None
-              ) -> Comment:
+    def _push(self, comment: Comment, threaded: bool, *, parent_path: str | None = None) -> Comment:
         """Push `comment` into its discussion (creating it at the first comment); the `moderated`
-        hint is set in the same update when the comment is not visible, and for a post
-        (`pending`) `pending.<id>` (unset by `post_done` once its consequences were sent).
+        hint is set in the same update when the comment is not visible.
         `parent_path`: the explicit path of a nested reply's parent, if the caller knows it (the
         push checks the parent's id there, and finds the path itself when it does not match)."""
         discussion_id = comment.discussion_id
-        marks = {**({"moderated": True} if comment.status != VISIBLE else {}),
-                 **({f"pending.{comment.id}": True} if pending else {})}
-        hint = {"$set": marks} if marks else {}
+        hint = {"$set": {"moderated": True}} if comment.status != VISIBLE else {}
         layout = NESTED if threaded else FLAT
         loaded = None  # (layout, the parent's path): where a nested reply goes
         if parent_path is not None and layout == NESTED and comment.parent is not None:
@@ -538,6 +608,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def drop_discussion(self, *, discussion_id):
         self._forget_anchors(discussion_id)
         self.collection.delete_one({"_id": discussion_id})
+        self.pending.delete_many({"discussion_id": discussion_id})  # as its in-document marks went with it
         self.ranks_dropped(discussion_id)
         self._forget_anchors(discussion_id)  # and any a refresh built meanwhile from the ranks going
 
