@@ -80,6 +80,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.layout import bucket_of
 from comments.managers.moving import BucketedMoving
 from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
@@ -89,11 +90,6 @@ def new_head(size: int | None = None) -> dict:
     """The fields a discussion document is created with: its bucket size, and `ranked` (its
     comments have their ranks from the start, comments/managers/ranks.py)."""
     return {"size": size or max(1, settings.COMMENTS_BUCKET_SIZE), "ranked": True}
-
-
-def bucket_of(seq: int, size: int) -> int:
-    """The bucket (from 1) holding comment number `seq` (from 1)."""
-    return (seq - 1) // size + 1
 
 
 class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):

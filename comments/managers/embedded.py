@@ -117,28 +117,12 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.layout import ARRAY, FLAT, HARD_MAX_BYTES, NESTED, charge, element_paths, iter_elements, liker_charge
 from comments.managers.moving import EmbeddedMoving
 from comments.managers.ranks import RANKS_VERSION, HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
-FLAT = "flat"
-NESTED = "nested"
-_ARRAY = {FLAT: "comments", NESTED: "replies"}
 _POST_ATTEMPTS = 6
-MAX_BSON_SIZE = 16 * 1024 * 1024
-HARD_MAX_BYTES = MAX_BSON_SIZE - 16 * 1024  # what comments and likers may take; the rest is the fixed fields
-_ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
-_STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
-
-
-def charge(element: dict) -> int:
-    """Bytes a new element may take in its discussion document (see the module docstring)."""
-    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
-
-
-def liker_charge(username: str) -> int:
-    """Bytes one more name in a `latest_likers` array takes: type, key "NN", NUL, length, text, NUL."""
-    return 1 + 2 + 1 + 4 + len(username.encode()) + 1
 
 
 def check_settings(app_configs=None, **kwargs):
@@ -150,33 +134,6 @@ def check_settings(app_configs=None, **kwargs):
                       f"document must stay under MongoDB's 16 MiB, so it may be at most {HARD_MAX_BYTES}.",
                       id="comments.E001")]
     return []
-
-
-def iter_elements(doc: dict):
-    """Every stored comment element of a discussion document, depth-first for the nested layout."""
-    if doc.get("layout") == NESTED:
-        stack = list(reversed(doc.get("replies", [])))
-        while stack:
-            element = stack.pop()
-            yield element
-            stack.extend(reversed(element.get("replies", [])))
-    else:
-        yield from doc.get("comments", [])
-
-
-def element_paths(doc: dict) -> dict[str, str]:
-    """{comment id: explicit dotted path of its element}, e.g. "replies.0.replies.3" or "comments.7"."""
-    if doc.get("layout") != NESTED:
-        return {element["id"]: f"comments.{i}" for i, element in enumerate(doc.get("comments", []))}
-    paths: dict[str, str] = {}
-    stack = [("replies", doc.get("replies", []))]
-    while stack:
-        prefix, elements = stack.pop()
-        for i, element in enumerate(elements):
-            path = f"{prefix}.{i}"
-            paths[element["id"]] = path
-            stack.append((f"{path}.replies", element.get("replies", [])))
-    return paths
 
 
 def skeleton_projection(depth: int) -> dict:
@@ -407,7 +364,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
                 target = f"{parent_path}.replies"
                 at_parent = {f"{parent_path}.id": comment.parent}  # the path names the parent still
             else:
-                target, at_parent = _ARRAY[layout], {}
+                target, at_parent = ARRAY[layout], {}
             size = charge(element)
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             stored = self.collection.find_one_and_update(
@@ -423,7 +380,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             if meta is None:
                 try:  # the first comment: create the discussion, then push again
                     self.collection.insert_one({"_id": discussion_id, "layout": layout, "count": 0, "bytes": 0,
-                                                "ranked": RANKS_VERSION, _ARRAY[layout]: []})
+                                                "ranked": RANKS_VERSION, ARRAY[layout]: []})
                 except DuplicateKeyError:
                     pass  # another writer created it first
             elif meta["layout"] != layout:
@@ -544,7 +501,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
                 roots.append(element)
         kept = comments[:stored]
         self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
-                                    "ranked": RANKS_VERSION, **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
+                                    "ranked": RANKS_VERSION, **pinned_hint(kept), **moderated_hint(kept), ARRAY[layout]: roots})
         for seq, comment in enumerate(kept, start=1):  # posting order: a flat element's position + 1
             comment.seq = seq
         self.rank_stored_many(kept)

@@ -2,8 +2,8 @@
 
 The protocol (comments/migration.py) copies a discussion from a SOURCE strategy to a
 TARGET strategy while the source keeps serving; these are its storage primitives, one
-mixin per strategy, mixed into that strategy's manager (they use its collections and
-private layout helpers, and nothing else does):
+mixin per strategy, mixed into that strategy's manager (they use its collections, and the
+layouts of layout.py, which every strategy shares):
 
 - `export_comments(discussion_id, after_seq, limit)`: the next comments in `seq` order
   (each with its `seq`), read from the primary;
@@ -36,6 +36,7 @@ from pymongo.errors import BulkWriteError
 
 from comments.managers.base import VISIBLE, Comment, DiscussionFull
 from comments.managers.fields import from_element, to_element
+from comments.managers.layout import FLAT, HARD_MAX_BYTES, NESTED, bucket_of, charge, iter_elements
 
 
 def _head(doc: dict | None, count_field: str) -> dict:
@@ -118,8 +119,6 @@ class BucketedMoving:
 
     def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False,
                         fresh: bool = False) -> int:
-        from comments.managers.bucketed import bucket_of
-
         if not comments:
             return 0
         meta = self.discussions.find_one({"_id": discussion_id}, {"size": 1})
@@ -172,8 +171,6 @@ class EmbeddedMoving:
 
     def _positioned(self, doc: dict | None) -> list[dict]:
         """The stored elements (without nested `replies`), each with its `seq` (kept, or its chronological position)."""
-        from comments.managers.embedded import NESTED, iter_elements
-
         if not doc:
             return []
         elements = [{k: v for k, v in e.items() if k != "replies"} for e in iter_elements(doc)]
@@ -198,8 +195,6 @@ class EmbeddedMoving:
         return _head(self.collection.find_one({"_id": discussion_id}, {"count": 1, "pinned": 1, "moderated": 1}), "count")
 
     def _build(self, discussion_id: int, elements: list[dict], threaded: bool, *, keep_seq: bool, hints: dict) -> None:
-        from comments.managers.embedded import FLAT, HARD_MAX_BYTES, NESTED, charge
-
         layout = NESTED if threaded else FLAT
         total = 0
         roots: list[dict] = []

@@ -4,7 +4,8 @@ import bson
 import pytest
 
 from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author, DiscussionFull
-from comments.managers.embedded import EmbeddedCommentManager, charge, element_paths
+from comments.managers.embedded import EmbeddedCommentManager
+from comments.managers.layout import charge, element_paths
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 
@@ -159,7 +160,7 @@ def test_unknown_parent_is_refused(mongo_db):
 def test_the_size_bound_counts_array_keys_and_likers(mongo_db):
     # `bytes` once summed standalone element sizes (no array keys) and ignored likers,
     # so a discussion the guard called full could pass 16 MiB on a like (code 17419).
-    from comments.managers.embedded import HARD_MAX_BYTES
+    from comments.managers.layout import HARD_MAX_BYTES
 
     manager = EmbeddedCommentManager(db=mongo_db)
     d = new_discussion_id()
@@ -188,7 +189,8 @@ def test_a_like_at_the_hard_bound_is_counted_without_listing_the_name(mongo_db, 
 
 
 def test_the_settings_check_refuses_a_bound_above_16_mib(settings):
-    from comments.managers.embedded import HARD_MAX_BYTES, check_settings
+    from comments.managers.embedded import check_settings
+    from comments.managers.layout import HARD_MAX_BYTES
 
     assert check_settings() == []
     settings.COMMENTS_EMBEDDED_MAX_BYTES = 16 * 1024 * 1024
