@@ -49,7 +49,7 @@ import re
 
 from django.conf import settings
 from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
 from comments.managers.base import (
@@ -159,19 +159,45 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
                "comments.id": {"$ne": comment.id}}
         push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}}
-        try:
-            self.buckets.update_one(key, push, upsert=True)
-        except DuplicateKeyError:
-            # Two posts opened this bucket at once and the other inserted it first, or the bucket
-            # holds this comment already (a finished post's roll-forward). The server retries an
-            # upsert's duplicate key itself only when the filter is equalities on every field of a
-            # unique index and nothing else (MongoDB docs, "Upsert with Duplicate Values"); this
-            # one also names discussion_id, bucket and the element, so we repeat it as a plain
-            # update: the bucket exists now, and one that holds the comment matches nothing.
-            self.buckets.update_one(key, push)
+        # Two posts may open this bucket at once, or the bucket may hold this comment already (a
+        # finished post's roll-forward): the filter's `$ne` makes a repeat match nothing.
+        self._upsert_bucket(key, push)
         comment.locator = bucket
         self.rank_stored(comment)  # after the comment: a rank never names a missing comment
         return comment
+
+    def _upsert_bucket(self, key: dict, update: dict) -> bool:
+        """`update` on the bucket `key` names, inserting the bucket if there is none; True when it
+        matched a bucket or inserted one. When two writers open one bucket at once, both upserts
+        can match nothing and both insert: the second fails with a duplicate `_id`. The server
+        retries that itself only when the filter is equalities on every field of a unique index
+        and nothing else (MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate
+        Values"); a bucket's filter also names discussion_id and bucket (the shard key) and often
+        a condition on its elements, so the update is repeated here as a plain one: the bucket
+        exists now, and one that fails the element condition matches nothing."""
+        try:
+            result = self.buckets.update_one(key, update, upsert=True)
+        except DuplicateKeyError:
+            return self.buckets.update_one(key, update).matched_count > 0
+        return result.matched_count > 0 or result.upserted_id is not None
+
+    def _upsert_buckets(self, writes: list[tuple[dict, dict]]) -> None:
+        """`_upsert_bucket` of each (key, update), in order, in as few bulk writes as the races
+        allow: an ordered bulk write stops at its first error, so a duplicate `_id` (another writer
+        opened that bucket first) is repeated as a plain update and the writes after it are sent again."""
+        start = 0
+        while start < len(writes):
+            try:
+                self.buckets.bulk_write([UpdateOne(key, update, upsert=True) for key, update in writes[start:]],
+                                        ordered=True)
+                return
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors") or []
+                if exc.details.get("writeConcernErrors") or len(errors) != 1 or errors[0].get("code") != 11000:
+                    raise
+                failed = start + int(errors[0]["index"])
+                self.buckets.update_one(*writes[failed])
+                start = failed + 1
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
@@ -201,10 +227,9 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
                                         upsert=True)
         comment.seq, size = self.next_seq(discussion_id, [comment.id])
         bucket = bucket_of(comment.seq, size)
-        self.buckets.update_one(
+        self._upsert_bucket(
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
             {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}},
-            upsert=True,
         )
         comment.locator = bucket
         self.rank_stored(comment)
@@ -225,10 +250,10 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             comment.locator = bucket_of(comment.seq, size)
             buckets.setdefault(comment.locator, []).append(self._element(comment))
         # One push per bucket, in bucket order: each bucket holds exactly its numbers (see post()).
-        self.buckets.bulk_write([UpdateOne(
+        self._upsert_buckets([(
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
             {"$inc": {"count": len(elements)}, "$push": {"comments": {"$each": elements, "$sort": {"seq": 1}}}},
-            upsert=True) for bucket, elements in buckets.items()], ordered=True)
+        ) for bucket, elements in buckets.items()])
         self.rank_stored_many(comments)
         return len(comments)
 
@@ -371,9 +396,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
                "comments.seq": {"$ne": tombstone.seq}}
         push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(tombstone)], "$sort": {"seq": 1}}}}
-        try:
-            self.buckets.update_one(key, push, upsert=True)
-        except DuplicateKeyError:  # the bucket exists and holds the number
+        if not self._upsert_bucket(key, push):  # the bucket holds the number
             return False
         self.rank_stored(tombstone)  # after the comment, as a post's (ranks.py)
         return True
