@@ -260,15 +260,14 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
     return comment, moved.manager
 
 
-_OUTGROWN_EVERY = 100  # past the threshold, the move is asked for again every this many comments (an idempotent task)
-
-
 def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
-    """An embedded discussion that reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments is moved to
-    document or bucketed storage (the one that keeps its order) before it reaches its size bound
-    (a task, through `discussion_outgrown`)."""
+    """An embedded discussion that holds COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments or more is
+    moved to document or bucketed storage (the one that keeps its order): every post into it asks
+    (a task, through `discussion_outgrown`; the move is idempotent and its lease lets one run), so
+    a discussion already past the threshold (one that grew under a higher setting) moves at its
+    next post, not when its count next reaches some multiple."""
     at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
-    if storage == EMBEDDED and at and comment.seq >= at and (comment.seq - at) % _OUTGROWN_EVERY == 0:
+    if storage == EMBEDDED and at and comment.seq >= at:
         signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
 
 
