@@ -265,6 +265,10 @@ def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progres
                 _done_step(report, step, "switched")
             state = migrations.get(discussion_id)
         if state["state"] == SWITCHED:
+            # The target's order index (ranks.py), written from what it stores now: its pages read the
+            # stored comments until then, and a reader's request never writes ranks (idempotent: a
+            # move resumed here writes what is missing).
+            target.ranks_upgrade(discussion_id=discussion_id)
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # readers that resolved the source finish
             while source.drop_some(discussion_id=discussion_id, limit=batch):  # bounded deletes
                 pass

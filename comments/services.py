@@ -522,6 +522,7 @@ class Backfill:
     raced: int = 0  # edited while being backfilled (the edit stored its own html)
     pinned: int = 0  # pinned comments counted into the discussions' hints
     adopted: int = 0  # pending posts whose mark moved to where this version looks (`pending_adopt`)
+    ranked: int = 0  # discussions whose order index (ranks) was written whole (`ranks_upgrade`)
 
 
 def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
@@ -530,13 +531,15 @@ def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
     it, one query for the `@names` of a page), and recount the discussion hints (`pinned`,
     `moderated`, docs/comments.md) of discussions stored before them, and move pending post
     marks an older version kept inside an embedded discussion document to their own documents
-    (`pending_adopt`: the periodic finisher finds them there). Chronological pages of
+    (`pending_adopt`: the periodic finisher finds them there), and write the order index (ranks)
+    of array-strategy discussions stored before it (`ranks_upgrade`: pages never write it). Chronological pages of
     REPAIR_PAGE; one guarded update per comment without html (an edit in between wins: counted
     in `raced`), one update of the hints per topic. Idempotent: run it again at any time."""
     report = Backfill()
     for topic in topics:
         manager, threaded = comment_manager(topic), is_threaded(topic)
         report.adopted += manager.pending_adopt(discussion_id=topic.discussion_id)
+        report.ranked += manager.ranks_upgrade(discussion_id=topic.discussion_id)
         checked = rendered = pinned = 0
         moderated = False
         number = 1

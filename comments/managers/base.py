@@ -500,6 +500,12 @@ class CommentManager(MongoManager, abc.ABC):
     def ranks_repair(self, *, discussion_id: int) -> None:
         """Write every rank the discussion lacks, as its comments now are (idempotent)."""
 
+    def ranks_upgrade(self, *, discussion_id: int) -> bool:
+        """The upgrade step of a discussion whose ranks are not complete (stored before them, or
+        moved in): write them all, as `ranks_repair` does. Run by the end of a move,
+        `comments_backfill` and `integrity --repair`, never by a page read. True when it had to."""
+        return False
+
     def anchors_behind(self, *, discussion_id: int) -> int:
         """How many comments the discussion's threaded anchors (anchors.py) have not taken in,
         when that is more than posting keeps them behind (a refresh lost with its task, anchors

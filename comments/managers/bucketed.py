@@ -61,9 +61,12 @@ from comments.managers.base import (
     VISIBLE,
     Comment,
     CommentManager,
+    comment_key,
     decode_cursor,
     keyset_page,
     pinned_order,
+    rank,
+    window,
 )
 from comments.managers.fields import (
     NUMBERED_KEPT,
@@ -427,7 +430,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1, "pinned": 1,
                                                                            "moderated": 1, "ranked": 1}, session=session)
         if hints is not None and meta is not None and not meta.get("ranked"):
-            hints["unranked"] = True  # stored before ranks existed: a hot read writes them first
+            hints["unranked"] = True  # stored before ranks existed: a hot read orders the buckets itself
         if hints is not None:
             hints.update(pinned_count=max(0, int((meta or {}).get("pinned", 0))),
                          moderated=bool((meta or {}).get("moderated")))
@@ -464,7 +467,18 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         hints: dict = {}
         total, size = self._meta(discussion_id, session=session, hints=hints)
         if hints.pop("unranked", False):
-            self._rank_backfill(discussion_id)
+            # Stored before ranks, or moved in before the move ranked it: every bucket read and
+            # ordered here, as before ranks. The ranks are written by the upgrade step
+            # (`ranks_repair`: `integrity --repair`, `comments_backfill`, the end of a move),
+            # never by a reader's request.
+            elements = [e for doc in self.read_db[self.buckets_name].find({"discussion_id": discussion_id},
+                                                                          {"_id": 0, "comments": 1}, session=session)
+                        for e in doc.get("comments", [])]
+            ordered = sorted((from_element(e, discussion_id) for e in elements),
+                             key=lambda c: rank(HOT, comment_key(c, HOT)))
+            page = window(ordered, order=HOT, request=request, position=position, count=total)
+            page.extra.update(hints)
+            return page
         ranks, more_before, more_after = self.rank_window(discussion_id, request, position, session)
         found: dict[int, Comment] = {}
         if ranks:

@@ -69,7 +69,9 @@ Invariants:
   discussion document that sends the head and only the page's elements (a flat element by
   its position `seq - 1`, a nested one by its path of ids), checking each element's id
   against its rank. The discussion document's `ranked` says which version of ranks is
-  complete (ranks.RANKS_VERSION); a read of an older one writes what its ranks lack first.
+  complete (ranks.RANKS_VERSION); a page of an older one is read from the document itself
+  (ordered here, as before ranks), and its ranks are written by the upgrade step
+  (`ranks_repair`: `integrity --repair`, `comments_backfill`, the end of a move), never by a read.
 - `get()` goes the same way: the comment's rank by `_id`, then one aggregation sending its
   element and, in a nested discussion, its position at each level (`$indexOfArray`), which
   give its explicit path for a write; with no rank, the document itself.
@@ -100,9 +102,11 @@ from comments.managers.base import (
     Comment,
     CommentManager,
     DiscussionFull,
+    comment_key,
     decode_cursor,
     keyset_page,
     pinned_order,
+    rank,
     window,
 )
 from comments.managers.fields import (
@@ -694,22 +698,18 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         """A chronological page of a nested discussion through the posting-order rank index
         (`discussion_seq`): the ranks numbered skip + 1 .. skip + size (a range of page_size keys
         at any depth), then one aggregation sending the head and the page's elements. None when
-        the discussion turns out flat (its `$slice` is the cheaper read)."""
-        for _ in range(2):
-            ranks = self.rank_numbered(discussion_id, skip + 1, skip + max(size, 0)) if size > 0 else []
-            head, items = self._elements(discussion_id, ranks)
-            if head is None:
-                return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False,
-                                   more_after=False)
-            if head.get("layout") != NESTED:
-                return None
-            if int(head.get("ranked") or 0) >= RANKS_VERSION:
-                break
-            self._rank_backfill(discussion_id)
+        the discussion turns out flat (its `$slice` is the cheaper read) or is not ranked yet (the
+        document is read whole, ordered here: a read never writes ranks)."""
+        ranks = self.rank_numbered(discussion_id, skip + 1, skip + max(size, 0)) if size > 0 else []
+        head, items = self._elements(discussion_id, ranks)
+        if head is None:
+            return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False, more_after=False)
+        if head.get("layout") != NESTED or int(head.get("ranked") or 0) < RANKS_VERSION:
+            return None  # the document's own `$slice` (flat), or the document read whole (not ranked yet)
         numbered = []
-        for rank, comment in zip(ranks, items, strict=True):
+        for found, comment in zip(ranks, items, strict=True):
             if comment is not None:
-                comment.seq = int(rank["seq"])
+                comment.seq = int(found["seq"])
                 numbered.append(comment)
         return self._hinted(keyset_page(numbered, order=CHRONOLOGICAL, count=head["count"], request=request,
                                         more_before=skip > 0, more_after=skip + max(size, 0) < head["count"],
@@ -720,22 +720,31 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def _ranked_page(self, discussion_id: int, order: str, request: PageRequest, position) -> Page[Comment]:
         """About page_size keys of the rank index of `order`, then one aggregation that sends the
         head (total, hints) and only the page's elements: two round trips, and the discussion
-        document is not decoded whole. A head whose ranks are older than RANKS_VERSION has them
-        written first (`_rank_backfill`), and the page is read again."""
+        document is not decoded whole. A head whose ranks are older than RANKS_VERSION is read
+        from the document instead (`_unranked_page`): a read never writes ranks."""
         start, skip = None, request.skip
         if order == THREADED and position is None:  # a page number: from the last anchor before it (anchored.py)
             start, skip = self.anchored_start(discussion_id, None, skip)  # numbers never go down here
-        for _ in range(2):
-            ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
-                                                              start=start, skip=skip)
-            head, items = self._elements(discussion_id, ranks)
-            if head is None:
-                return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
-            if int(head.get("ranked") or 0) >= RANKS_VERSION:
-                break
-            self._rank_backfill(discussion_id)
+        ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
+                                                          start=start, skip=skip)
+        head, items = self._elements(discussion_id, ranks)
+        if head is None:
+            return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+        if int(head.get("ranked") or 0) < RANKS_VERSION:
+            return self._unranked_page(discussion_id, order, request, position)
         return self._hinted(ranked_page(ranks, items, count=head["count"], request=request, more_before=more_before,
                                         more_after=more_after, order=order), head)
+
+    def _unranked_page(self, discussion_id: int, order: str, request: PageRequest, position) -> Page[Comment]:
+        """A page of a discussion whose ranks are not complete (stored before them, or moved in
+        before the move ranked it): the document read whole and ordered here, as every page was
+        before ranks. Its ranks are written by the upgrade step (`ranks_repair`: `integrity
+        --repair`, `comments_backfill`, the end of a move), never by a reader's request."""
+        doc = self._load(discussion_id)
+        if doc is None:
+            return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+        ordered = sorted(self._comments(doc, CHRONOLOGICAL, discussion_id), key=lambda c: rank(order, comment_key(c, order)))
+        return self._hinted(window(ordered, order=order, request=request, position=position, count=doc["count"]), doc)
 
     def _elements(self, discussion_id: int, ranks: list[dict]) -> tuple[dict | None, list[Comment | None]]:
         """(the head, the comments named by `ranks` in their order, None where one is missing), in

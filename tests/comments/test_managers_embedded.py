@@ -124,9 +124,10 @@ def test_a_flat_chronological_page_is_one_round_trip_carrying_only_its_slice(mon
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-def test_ranks_an_older_version_wrote_are_completed_at_the_first_threaded_read(mongo_db, threaded):
+def test_ranks_an_older_version_wrote_are_read_around_then_completed_by_the_upgrade_step(mongo_db, threaded):
     """Ranks written before they carried `sort_key` (a head whose `ranked` is true, not
-    RANKS_VERSION): the first threaded page writes what they lack, keeps their scores, then pages."""
+    RANKS_VERSION): threaded pages are read from the document meanwhile and write nothing; the
+    upgrade step (`ranks_upgrade`) writes what they lack and keeps their scores."""
     from comments.managers.ranks import RANKS_VERSION
 
     manager = EmbeddedCommentManager(db=mongo_db)
@@ -139,9 +140,17 @@ def test_ranks_an_older_version_wrote_are_completed_at_the_first_threaded_read(m
     ranks.update_many({"discussion_id": d}, {"$unset": {"sort_key": ""}})
     ranks.delete_one({"_id": manager.rank_id(d, posted[5].id)})  # and one never written
     manager.collection.update_one({"_id": d}, {"$set": {"ranked": True}})
-    pages = [manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=n, page_size=3)) for n in (1, 2, 3)]
-    assert [c.id for p in pages for c in p.items] == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
+    def threaded_pages():
+        pages = [manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=n, page_size=3))
+                 for n in (1, 2, 3)]
+        return [c.id for p in pages for c in p.items]
+
+    assert threaded_pages() == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
+    assert manager.collection.find_one({"_id": d})["ranked"] is True  # the reads wrote nothing
+    assert manager.ranks_upgrade(discussion_id=d) is True
+    assert manager.ranks_upgrade(discussion_id=d) is False  # once
     assert manager.collection.find_one({"_id": d})["ranked"] == RANKS_VERSION
+    assert threaded_pages() == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
     assert ranks.count_documents({"discussion_id": d, "sort_key": {"$exists": True}}) == len(posted)
     hot = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=1)).items
     assert [c.id for c in hot] == [posted[3].id]  # its like kept
@@ -364,10 +373,11 @@ def test_finishing_a_pending_post_that_has_its_rank_changes_no_number(mongo_db, 
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-def test_a_renumbering_killed_part_way_is_done_again_by_the_next_read(mongo_db, threaded, monkeypatch):
+def test_a_renumbering_killed_part_way_is_done_again_by_the_upgrade_step(mongo_db, threaded, monkeypatch):
     """`ranks_repair` numbers a ranked discussion's ranks anew in several writes; killed after the
-    first of them, the discussion is marked unranked, so its next page writes them all again and
-    its numbers are 1..N once more, and no anchors stand for the half-written ones."""
+    first of them, the discussion is marked unranked, so its pages read the document meanwhile
+    (every comment there), the upgrade step writes them all again and its numbers are 1..N once
+    more, and no anchors stand for the half-written ones."""
     from comments.managers.ranks import HotRanks
 
     manager = EmbeddedCommentManager(db=mongo_db)
@@ -387,5 +397,7 @@ def test_a_renumbering_killed_part_way_is_done_again_by_the_next_read(mongo_db, 
     assert manager.anchors_refresh(discussion_id=d) is False  # nothing built on half-written ranks
     page = manager.page(discussion_id=d, order=THREADED, request=PageRequest(page_size=10), threaded=threaded)
     assert sorted(c.id for c in page.items) == sorted(c.id for c in posted)
+    assert not manager._ranks_complete(d)  # a read writes no rank
+    assert manager.ranks_upgrade(discussion_id=d) is True
     assert manager._ranks_complete(d)
     assert sorted(r["seq"] for r in mongo_db[manager.ranks_name].find({"discussion_id": d})) == list(range(1, 7))
