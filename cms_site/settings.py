@@ -264,7 +264,7 @@ COMMENTS_POLL_SECONDS = env_int("COMMENTS_POLL_SECONDS", 30)  # a topic page ask
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.
 COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)
-# Moving discussions between storage strategies (comments/migration.py, docs/mongodb.md "Moving a discussion").
+# Moving discussions between storage strategies (comments/moves.py, docs/mongodb.md "Moving a discussion").
 # An embedded discussion that reaches this many comments is moved to bucketed storage by a task (0: never);
 # below the ~15,000 comments of 8 MiB, so it moves before posts could answer "discussion full".
 # An embedded post rewrites the whole discussion document: past about 500 comments it costs more

@@ -67,7 +67,7 @@ from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
-from comments.migration import EMBEDDED, finish, wait_for_move, writing
+from comments.moves import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import markdown_to_text, render_markdown
@@ -226,9 +226,9 @@ def comment_store_held(*, topic, author, text: str, parent: str | None, comment_
 
 def _post(topic, w, author, text: str, parent_comment: Comment | None,
           comment_id: str | None = None) -> tuple[Comment, CommentManager]:
-    """Store the comment where the discussion lives now (comments.migration routes it). An embedded
+    """Store the comment where the discussion lives now (comments.moves routes it). An embedded
     discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to a strategy
-    that keeps its order (comments.migration.outgrown_target) and the comment is stored there once
+    that keeps its order (comments.moves.outgrown_target) and the comment is stored there once
     it has moved (a 503 with Retry-After, nothing stored, only when the move outlasts
     COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
     Returns the comment and the manager that stored it."""
@@ -801,7 +801,7 @@ def _topics_by_discussion(discussion_ids) -> dict:
 def _erase(topic, storage: str, manager: CommentManager, comment: Comment, *, status: str, user) -> bool:
     """One comment of a deleted account: text, html and revisions gone, `status` DELETED (a
     tombstone) or REMOVED (the moderators' placeholder); the status index first, as
-    comment_delete does. Copies left in a strategy the topic no longer uses (a migration) are
+    comment_delete does. Copies left in a strategy the topic no longer uses (a move) are
     erased too, without signals (nothing reads them). Idempotent."""
     if comment.status == status and not comment.text and not comment.html:
         return False

@@ -1,6 +1,6 @@
 """Moving a discussion between storage strategies: what each strategy reads out and takes in.
 
-The protocol (comments/migration.py) copies a discussion from a SOURCE strategy to a
+The protocol (comments/moves.py) copies a discussion from a SOURCE strategy to a
 TARGET strategy while the source keeps serving; these are its storage primitives, one
 mixin per strategy, mixed into that strategy's manager (they use its collections, and the
 layouts of layout.py, which every strategy shares):
@@ -14,7 +14,7 @@ layouts of layout.py, which every strategy shares):
   comment id, each at its `seq`: idempotent (storing a comment again replaces it, never
   doubles it), so a copy interrupted anywhere is simply run again. `fresh` (the batch copy)
   may keep a copy already stored instead of replacing it: what changed since that copy is in
-  the change log, replayed with `fresh=False`. Only the migration writes a target
+  the change log, replayed with `fresh=False`. Only the move writes a target
   before the switch, so a target's read-modify-write of a bucket or of the embedded
   document is not racing anybody;
 - `import_head(discussion_id, count, pinned, moderated)`: the counter and hints, once the
@@ -165,7 +165,7 @@ class BucketedMoving:
 
 class EmbeddedMoving:
     """One discussion document: rebuilt whole at each import (at most the size bound, and only the
-    migration writes it before the switch). While it is built, elements carry their `seq`, so a
+    move writes it before the switch). While it is built, elements carry their `seq`, so a
     comment replayed later lands in its place; `import_head` drops them (a post()-built document
     has none: positions are the numbers)."""
 
