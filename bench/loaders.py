@@ -71,8 +71,8 @@ def load_document(manager, comments: list[Comment], *, threaded: bool) -> int:
 
 def embedded_capacity(comments: list[Comment], *, threaded: bool) -> int:
     """How many of `comments` one embedded discussion holds under COMMENTS_EMBEDDED_MAX_BYTES (its post() guard)."""
-    from comments.managers.embedded import charge
     from comments.managers.fields import to_element
+    from comments.managers.layout import charge
 
     used = 0
     for n, comment in enumerate(comments):

@@ -1,4 +1,4 @@
-"""Moving a large discussion between storage strategies while people post (comments/migration.py).
+"""Moving a large discussion between storage strategies while people post (comments/moves.py).
 
     .venv/bin/python bench/migrate.py                         # 100,000 comments document -> bucketed, and back
     .venv/bin/python bench/migrate.py 20000 document:embedded # other sizes and moves (SOURCE:TARGET ...)
@@ -9,7 +9,7 @@ Each move runs in a fresh SQLite file and, with MONGODB_URI unset, a fresh embed
 it set, against that server). A discussion of SIZE comments is bulk-loaded in the source's
 layout (bench/loaders.py); then one poster thread posts through the services (a topic read
 from the database for each post, as a request does; receivers' tasks run eagerly) for a few
-seconds without a migration (the baseline), and again while `comment_storage_migrate` moves the
+seconds without a migration (the baseline), and again while `comment_storage_move` moves the
 discussion in the main thread. Printed (one JSON line per move) and written: the migration's
 wall time, comments copied and replayed, the posts made during it and their latency p50/p99/max,
 the baseline's, and the posts refused (503 while sealed; none expected). Afterwards the target
@@ -66,7 +66,7 @@ class Poster:
     def run(self) -> None:
         from django.db import close_old_connections
 
-        from comments.migration import DiscussionMoving
+        from comments.moves import DiscussionMoving
         from comments.services import comment_create
         from topics.models import Topic
 
@@ -110,7 +110,7 @@ def run_move(size: int, source: str, target: str) -> dict:
     from bench import people
     from bench.loaders import COMMENT_LOADERS, ID_LENGTH, discussion
     from comments.managers import manager_for
-    from comments.migration import comment_storage_migrate
+    from comments.moves import comment_storage_move
     from core.managers import ensure_indexes
     from core.mongo import get_db
     from topics.models import Topic
@@ -132,7 +132,7 @@ def run_move(size: int, source: str, target: str) -> dict:
     with Poster(topic.pk, writers[1]) as during:
         time.sleep(0.5)
         began = time.perf_counter()
-        report = comment_storage_migrate(topic=Topic.objects.get(pk=topic.pk), to=target)
+        report = comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target)
         seconds = time.perf_counter() - began
         time.sleep(0.5)
 

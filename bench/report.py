@@ -869,8 +869,8 @@ def migrate_section(data: dict) -> str:
     first = rows[0] if rows else {}
     return "\n".join([
         "## Moving a discussion between strategies while people post\n",
-        f"`.venv/bin/python bench/migrate.py` ({data['started']}; bench/migrate.py): `comment_storage_migrate` "
-        "(`.venv/bin/python manage.py comments_migrate SLUG --to bucketed`, comments/migration.py) moves a "
+        f"`.venv/bin/python bench/migrate.py` ({data['started']}; bench/migrate.py): `comment_storage_move` "
+        "(`.venv/bin/python manage.py comments_migrate SLUG --to bucketed`, comments/moves.py) moves a "
         "bulk-loaded chronological discussion in the "
         "main thread while one poster thread posts through the services (a topic read per post, as a request does; "
         f"receivers' tasks eager), on the {first.get('engine', 'embedded')} engine, a fresh store per move, batches of "

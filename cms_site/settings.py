@@ -277,10 +277,13 @@ COMMENTS_POLL_SECONDS = env_int("COMMENTS_POLL_SECONDS", 30)  # a topic page ask
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.
 COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)
-# Moving discussions between storage strategies (comments/migration.py, docs/mongodb.md "Moving a discussion").
+# Moving discussions between storage strategies (comments/moves.py, docs/mongodb.md "Moving a discussion").
 # An embedded discussion that reaches this many comments is moved to bucketed storage by a task (0: never);
 # below the ~15,000 comments of 8 MiB, so it moves before posts could answer "discussion full".
-COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = env_int("COMMENTS_EMBEDDED_AUTO_MIGRATE_AT", 10_000)
+# An embedded post rewrites the whole discussion document: past about 500 comments it costs more
+# than 1.5x a document-strategy post into a discussion of the same size (bench/post_cost.py,
+# docs/configuration.md), so the discussion moves then.
+COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = env_int("COMMENTS_EMBEDDED_AUTO_MIGRATE_AT", 500)
 COMMENTS_MIGRATE_BATCH = 1000  # comments a migration copies per batch
 COMMENTS_MIGRATE_GRACE_SECONDS = 2.0  # longer than one write takes: writers that routed before a step finish
 COMMENTS_MIGRATE_WAIT_SECONDS = 10.0  # a writer waits this long for a sealed discussion to switch, then 503

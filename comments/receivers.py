@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from comments import tasks
-from comments.migration import outgrown_target
+from comments.moves import outgrown_target
 
 
 def on_discussion_outgrown(sender, topic, **kwargs):
     """An embedded discussion grew past COMMENTS_EMBEDDED_AUTO_MIGRATE_AT: move it to a strategy
     that keeps its order (`outgrown_target`: document when threaded, bucketed when chronological)."""
-    tasks.comments_migrate.delay(topic.pk, outgrown_target(topic))
+    tasks.comments_move.delay(topic.pk, outgrown_target(topic))
 
 
 def on_discussion_anchors_due(sender, topic, **kwargs):

@@ -67,7 +67,7 @@ from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
-from comments.migration import EMBEDDED, finish, wait_for_move, writing
+from comments.moves import EMBEDDED, finish, wait_for_move, writing
 from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import markdown_to_text, render_markdown
@@ -226,9 +226,9 @@ def comment_store_held(*, topic, author, text: str, parent: str | None, comment_
 
 def _post(topic, w, author, text: str, parent_comment: Comment | None,
           comment_id: str | None = None) -> tuple[Comment, CommentManager]:
-    """Store the comment where the discussion lives now (comments.migration routes it). An embedded
+    """Store the comment where the discussion lives now (comments.moves routes it). An embedded
     discussion at its size bound, with COMMENTS_EMBEDDED_AUTO_MIGRATE_AT set, is moved to a strategy
-    that keeps its order (comments.migration.outgrown_target) and the comment is stored there once
+    that keeps its order (comments.moves.outgrown_target) and the comment is stored there once
     it has moved (a 503 with Retry-After, nothing stored, only when the move outlasts
     COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
     Returns the comment and the manager that stored it."""
@@ -260,15 +260,14 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
     return comment, moved.manager
 
 
-_OUTGROWN_EVERY = 100  # past the threshold, the move is asked for again every this many comments (an idempotent task)
-
-
 def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
-    """An embedded discussion that reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments is moved to
-    document or bucketed storage (the one that keeps its order) before it reaches its size bound
-    (a task, through `discussion_outgrown`)."""
+    """An embedded discussion that holds COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments or more is
+    moved to document or bucketed storage (the one that keeps its order): every post into it asks
+    (a task, through `discussion_outgrown`; the move is idempotent and its lease lets one run), so
+    a discussion already past the threshold (one that grew under a higher setting) moves at its
+    next post, not when its count next reaches some multiple."""
     at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
-    if storage == EMBEDDED and at and comment.seq >= at and (comment.seq - at) % _OUTGROWN_EVERY == 0:
+    if storage == EMBEDDED and at and comment.seq >= at:
         signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
 
 
@@ -522,18 +521,25 @@ class Backfill:
     rendered: int = 0  # comments stored before Markdown whose html was stored now
     raced: int = 0  # edited while being backfilled (the edit stored its own html)
     pinned: int = 0  # pinned comments counted into the discussions' hints
+    adopted: int = 0  # pending posts whose mark moved to where this version looks (`pending_adopt`)
+    ranked: int = 0  # discussions whose order index (ranks) was written whole (`ranks_upgrade`)
 
 
 def comment_backfill(*, topics, progress=lambda message: None) -> Backfill:
     """Bring stored comments up to date with the current layout, per topic through its storage
     manager: store the html of comments stored before Markdown (rendered as a post would render
     it, one query for the `@names` of a page), and recount the discussion hints (`pinned`,
-    `moderated`, docs/comments.md) of discussions stored before them. Chronological pages of
+    `moderated`, docs/comments.md) of discussions stored before them, and move pending post
+    marks an older version kept inside an embedded discussion document to their own documents
+    (`pending_adopt`: the periodic finisher finds them there), and write the order index (ranks)
+    of array-strategy discussions stored before it (`ranks_upgrade`: pages never write it). Chronological pages of
     REPAIR_PAGE; one guarded update per comment without html (an edit in between wins: counted
     in `raced`), one update of the hints per topic. Idempotent: run it again at any time."""
     report = Backfill()
     for topic in topics:
         manager, threaded = comment_manager(topic), is_threaded(topic)
+        report.adopted += manager.pending_adopt(discussion_id=topic.discussion_id)
+        report.ranked += manager.ranks_upgrade(discussion_id=topic.discussion_id)
         checked = rendered = pinned = 0
         moderated = False
         number = 1
@@ -795,7 +801,7 @@ def _topics_by_discussion(discussion_ids) -> dict:
 def _erase(topic, storage: str, manager: CommentManager, comment: Comment, *, status: str, user) -> bool:
     """One comment of a deleted account: text, html and revisions gone, `status` DELETED (a
     tombstone) or REMOVED (the moderators' placeholder); the status index first, as
-    comment_delete does. Copies left in a strategy the topic no longer uses (a migration) are
+    comment_delete does. Copies left in a strategy the topic no longer uses (a move) are
     erased too, without signals (nothing reads them). Idempotent."""
     if comment.status == status and not comment.text and not comment.html:
         return False

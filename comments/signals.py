@@ -42,7 +42,7 @@ comments_imported = Signal()
 # discussion_outgrown(sender=Comment, topic=Topic)
 #     An embedded discussion reached COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments, or its size bound:
 #     the comments app's own receiver enqueues its move to a strategy that keeps its order: document
-#     storage when threaded, bucketed when chronological (comments.migration.outgrown_target).
+#     storage when threaded, bucketed when chronological (comments.moves.outgrown_target).
 discussion_outgrown = Signal()
 
 # discussion_anchors_due(sender=Comment, topic=Topic)

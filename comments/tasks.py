@@ -5,21 +5,23 @@ from celery import shared_task
 from background.tasks import DeliveryTask
 
 
+# Registered under the name it had before the move protocol stopped sharing the word "migration"
+# with Django's schema migrations: a task queued by the previous version is still run.
 @shared_task(base=DeliveryTask, name="comments.migrate")
-def comments_migrate(topic_id: int, to: str) -> bool:
-    """Move a topic's discussion to `to` (comments.migration, the same service as `manage.py
-    comments_migrate`): resumes a stopped move; False when another process is moving it or it
+def comments_move(topic_id: int, to: str) -> bool:
+    """Move a topic's discussion to `to` (comments.moves, the same service as `manage.py
+    comments_move`): resumes a stopped move; False when another process is moving it or it
     cannot move (it stays where it is)."""
     from django.apps import apps
 
-    from comments.migration import comment_storage_migrate
+    from comments.moves import comment_storage_move
     from core.errors import Conflict
 
     topic = apps.get_model("topics", "Topic").objects.filter(pk=int(topic_id)).first()
     if topic is None:
         return False
     try:
-        comment_storage_migrate(topic=topic, to=str(to))
+        comment_storage_move(topic=topic, to=str(to))
     except Conflict:
         return False
     return True

@@ -136,13 +136,25 @@ def drop_db(name: str) -> None:
 # --- the embedded engine -------------------------------------------------------
 
 
+# Where the embedded engine learns the declared shard keys (its cluster rules): a callable the
+# managers' registry installs (`core.apps.CoreConfig.ready()` passes `core.managers.declared_shard_keys`),
+# so this module, which the registry imports, imports nothing of it back (dependency inversion).
+_shard_key_source = None
+
+
+def set_shard_key_source(source) -> None:
+    """Install the callable returning {collection: shard key} of every declared manager."""
+    global _shard_key_source
+    _shard_key_source = source
+
+
+def shard_keys() -> dict:
+    """The declared shard keys ({} before a source is installed: no cluster rules to enforce yet)."""
+    return _shard_key_source() if _shard_key_source is not None else {}
+
+
 def _new_embedded_client(event_listeners=None, *, path: str | None = None, default_db: str | None = None):
     import docstore
-
-    def shard_keys():
-        from core.managers import declared_shard_keys
-
-        return declared_shard_keys()
 
     def shard_model():
         return settings.MONGODB_EMBEDDED_SHARD_MODEL
@@ -267,12 +279,6 @@ def target_database(target: str, name: str) -> Database:
         path = target[len(DOCSTORE_SCHEME):]
         if not path:
             raise ValueError("docstore: needs a file, e.g. docstore:backup/cms.sqlite3")
-
-        def shard_keys():
-            from core.managers import declared_shard_keys
-
-            return declared_shard_keys()
-
         key = f"{target}#{name}"
         with _lock:
             client = _clients.get(key)

@@ -28,6 +28,6 @@ STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.s
 # tests/moderation/test_spam.py turns it on.
 SPAM_DUPLICATE_WINDOW = 0
 # The automatic move of a full embedded discussion is off (tests check the 409 of a full one);
-# tests/comments/test_migration.py turns it on. Short grace: writers in tests take milliseconds.
+# tests/comments/test_moves.py turns it on. Short grace: writers in tests take milliseconds.
 COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 0
 COMMENTS_MIGRATE_GRACE_SECONDS = 1.0

@@ -5,7 +5,7 @@
 tests/contract.
 """
 
-from comments.managers import credits, imports, likes, migrations, revisions, statuses  # noqa: F401  their indexes
+from comments.managers import credits, imports, likes, move_state, revisions, statuses  # noqa: F401  their indexes
 from comments.managers.base import CommentManager
 from comments.managers.bucketed import BucketedCommentManager
 from comments.managers.document import DocumentCommentManager

@@ -311,6 +311,12 @@ class CommentManager(MongoManager, abc.ABC):
         stored first if the interruption came before its storage, under the number it took
         (`store=False`: only listed): the roll-forward of `manage.py integrity --repair`. Idempotent."""
 
+    def pending_adopt(self, *, discussion_id: int) -> int:
+        """Upgrade step: move pending marks stored where an older version kept them to where
+        this one looks (embedded: from inside the discussion document to marker documents).
+        Returns how many moved; idempotent. Strategies that never moved theirs have nothing to do."""
+        return 0
+
     @abc.abstractmethod
     def discussions_unfinished(self, *, limit: int) -> list[int]:
         """Up to `limit` ids of discussions holding a post still pending (whatever its age): where
@@ -496,6 +502,12 @@ class CommentManager(MongoManager, abc.ABC):
 
     def ranks_repair(self, *, discussion_id: int) -> None:
         """Write every rank the discussion lacks, as its comments now are (idempotent)."""
+
+    def ranks_upgrade(self, *, discussion_id: int) -> bool:
+        """The upgrade step of a discussion whose ranks are not complete (stored before them, or
+        moved in): write them all, as `ranks_repair` does. Run by the end of a move,
+        `comments_backfill` and `integrity --repair`, never by a page read. True when it had to."""
+        return False
 
     def anchors_behind(self, *, discussion_id: int) -> int:
         """How many comments the discussion's threaded anchors (anchors.py) have not taken in,

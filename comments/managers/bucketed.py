@@ -49,7 +49,7 @@ import re
 
 from django.conf import settings
 from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.ids import new_comment_id
 from comments.managers.base import (
@@ -61,9 +61,12 @@ from comments.managers.base import (
     VISIBLE,
     Comment,
     CommentManager,
+    comment_key,
     decode_cursor,
     keyset_page,
     pinned_order,
+    rank,
+    window,
 )
 from comments.managers.fields import (
     NUMBERED_KEPT,
@@ -80,6 +83,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.layout import bucket_of
 from comments.managers.moving import BucketedMoving
 from comments.managers.ranks import HotRanks, ranked_page
 from core.paging import Page, PageRequest
@@ -89,11 +93,6 @@ def new_head(size: int | None = None) -> dict:
     """The fields a discussion document is created with: its bucket size, and `ranked` (its
     comments have their ranks from the start, comments/managers/ranks.py)."""
     return {"size": size or max(1, settings.COMMENTS_BUCKET_SIZE), "ranked": True}
-
-
-def bucket_of(seq: int, size: int) -> int:
-    """The bucket (from 1) holding comment number `seq` (from 1)."""
-    return (seq - 1) // size + 1
 
 
 class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
@@ -163,19 +162,45 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
                "comments.id": {"$ne": comment.id}}
         push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}}
-        try:
-            self.buckets.update_one(key, push, upsert=True)
-        except DuplicateKeyError:
-            # Two posts opened this bucket at once and the other inserted it first, or the bucket
-            # holds this comment already (a finished post's roll-forward). The server retries an
-            # upsert's duplicate key itself only when the filter is equalities on every field of a
-            # unique index and nothing else (MongoDB docs, "Upsert with Duplicate Values"); this
-            # one also names discussion_id, bucket and the element, so we repeat it as a plain
-            # update: the bucket exists now, and one that holds the comment matches nothing.
-            self.buckets.update_one(key, push)
+        # Two posts may open this bucket at once, or the bucket may hold this comment already (a
+        # finished post's roll-forward): the filter's `$ne` makes a repeat match nothing.
+        self._upsert_bucket(key, push)
         comment.locator = bucket
         self.rank_stored(comment)  # after the comment: a rank never names a missing comment
         return comment
+
+    def _upsert_bucket(self, key: dict, update: dict) -> bool:
+        """`update` on the bucket `key` names, inserting the bucket if there is none; True when it
+        matched a bucket or inserted one. When two writers open one bucket at once, both upserts
+        can match nothing and both insert: the second fails with a duplicate `_id`. The server
+        retries that itself only when the filter is equalities on every field of a unique index
+        and nothing else (MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate
+        Values"); a bucket's filter also names discussion_id and bucket (the shard key) and often
+        a condition on its elements, so the update is repeated here as a plain one: the bucket
+        exists now, and one that fails the element condition matches nothing."""
+        try:
+            result = self.buckets.update_one(key, update, upsert=True)
+        except DuplicateKeyError:
+            return self.buckets.update_one(key, update).matched_count > 0
+        return result.matched_count > 0 or result.upserted_id is not None
+
+    def _upsert_buckets(self, writes: list[tuple[dict, dict]]) -> None:
+        """`_upsert_bucket` of each (key, update), in order, in as few bulk writes as the races
+        allow: an ordered bulk write stops at its first error, so a duplicate `_id` (another writer
+        opened that bucket first) is repeated as a plain update and the writes after it are sent again."""
+        start = 0
+        while start < len(writes):
+            try:
+                self.buckets.bulk_write([UpdateOne(key, update, upsert=True) for key, update in writes[start:]],
+                                        ordered=True)
+                return
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors") or []
+                if exc.details.get("writeConcernErrors") or len(errors) != 1 or errors[0].get("code") != 11000:
+                    raise
+                failed = start + int(errors[0]["index"])
+                self.buckets.update_one(*writes[failed])
+                start = failed + 1
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
@@ -205,10 +230,9 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
                                         upsert=True)
         comment.seq, size = self.next_seq(discussion_id, [comment.id])
         bucket = bucket_of(comment.seq, size)
-        self.buckets.update_one(
+        self._upsert_bucket(
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
             {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(comment)], "$sort": {"seq": 1}}}},
-            upsert=True,
         )
         comment.locator = bucket
         self.rank_stored(comment)
@@ -229,10 +253,10 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             comment.locator = bucket_of(comment.seq, size)
             buckets.setdefault(comment.locator, []).append(self._element(comment))
         # One push per bucket, in bucket order: each bucket holds exactly its numbers (see post()).
-        self.buckets.bulk_write([UpdateOne(
+        self._upsert_buckets([(
             {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket},
             {"$inc": {"count": len(elements)}, "$push": {"comments": {"$each": elements, "$sort": {"seq": 1}}}},
-            upsert=True) for bucket, elements in buckets.items()], ordered=True)
+        ) for bucket, elements in buckets.items()])
         self.rank_stored_many(comments)
         return len(comments)
 
@@ -375,9 +399,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         key = {"_id": self.bucket_id(discussion_id, bucket), "discussion_id": discussion_id, "bucket": bucket,
                "comments.seq": {"$ne": tombstone.seq}}
         push = {"$inc": {"count": 1}, "$push": {"comments": {"$each": [self._element(tombstone)], "$sort": {"seq": 1}}}}
-        try:
-            self.buckets.update_one(key, push, upsert=True)
-        except DuplicateKeyError:  # the bucket exists and holds the number
+        if not self._upsert_bucket(key, push):  # the bucket holds the number
             return False
         self.rank_stored(tombstone)  # after the comment, as a post's (ranks.py)
         return True
@@ -408,7 +430,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         meta = db[self.discussions_name].find_one({"_id": discussion_id}, {"count": 1, "size": 1, "pinned": 1,
                                                                            "moderated": 1, "ranked": 1}, session=session)
         if hints is not None and meta is not None and not meta.get("ranked"):
-            hints["unranked"] = True  # stored before ranks existed: a hot read writes them first
+            hints["unranked"] = True  # stored before ranks existed: a hot read orders the buckets itself
         if hints is not None:
             hints.update(pinned_count=max(0, int((meta or {}).get("pinned", 0))),
                          moderated=bool((meta or {}).get("moderated")))
@@ -445,7 +467,18 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         hints: dict = {}
         total, size = self._meta(discussion_id, session=session, hints=hints)
         if hints.pop("unranked", False):
-            self._rank_backfill(discussion_id)
+            # Stored before ranks, or moved in before the move ranked it: every bucket read and
+            # ordered here, as before ranks. The ranks are written by the upgrade step
+            # (`ranks_repair`: `integrity --repair`, `comments_backfill`, the end of a move),
+            # never by a reader's request.
+            elements = [e for doc in self.read_db[self.buckets_name].find({"discussion_id": discussion_id},
+                                                                          {"_id": 0, "comments": 1}, session=session)
+                        for e in doc.get("comments", [])]
+            ordered = sorted((from_element(e, discussion_id) for e in elements),
+                             key=lambda c: rank(HOT, comment_key(c, HOT)))
+            page = window(ordered, order=HOT, request=request, position=position, count=total)
+            page.extra.update(hints)
+            return page
         ranks, more_before, more_after = self.rank_window(discussion_id, request, position, session)
         found: dict[int, Comment] = {}
         if ranks:

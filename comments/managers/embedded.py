@@ -9,6 +9,14 @@ Collection `comment_discussions`, one document per discussion:
 plus the discussion hints (base.py) `pinned` (here exact: changed in the same update as
 the comment) and `moderated`.
 
+Collection `comment_discussion_pending`, one small marker per post whose consequences
+(`comment_posted`) are not all enqueued yet: `{_id: "<discussion>:<comment>", discussion_id,
+cid, at}`. It is written before the push and deleted by `post_done`, so a post rewrites the
+discussion document once (the push; the document is decoded and encoded whole, so that is
+the cost that grows with the discussion). A marker naming no stored comment past its grace is
+a post never acknowledged: the finisher drops it. Marks an older version kept inside the
+document (`pending.<id>`) are moved here by `pending_adopt`.
+
 The layout is chosen by `threaded` at the first post and kept: later calls that pass
 the other `threaded` value still work (they find the stored layout and follow it).
 Each element carries the fields of `Comment` (comments/managers/fields.py) with a
@@ -61,7 +69,9 @@ Invariants:
   discussion document that sends the head and only the page's elements (a flat element by
   its position `seq - 1`, a nested one by its path of ids), checking each element's id
   against its rank. The discussion document's `ranked` says which version of ranks is
-  complete (ranks.RANKS_VERSION); a read of an older one writes what its ranks lack first.
+  complete (ranks.RANKS_VERSION); a page of an older one is read from the document itself
+  (ordered here, as before ranks), and its ranks are written by the upgrade step
+  (`ranks_repair`: `integrity --repair`, `comments_backfill`, the end of a move), never by a read.
 - `get()` goes the same way: the comment's rank by `_id`, then one aggregation sending its
   element and, in a nested discussion, its position at each level (`$indexOfArray`), which
   give its explicit path for a write; with no rank, the document itself.
@@ -75,7 +85,8 @@ from collections.abc import Sequence
 
 import bson
 from django.conf import settings
-from pymongo import IndexModel, ReturnDocument
+from django.utils import timezone
+from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from comments.ids import new_comment_id
@@ -91,9 +102,11 @@ from comments.managers.base import (
     Comment,
     CommentManager,
     DiscussionFull,
+    comment_key,
     decode_cursor,
     keyset_page,
     pinned_order,
+    rank,
     window,
 )
 from comments.managers.fields import (
@@ -108,28 +121,12 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.layout import ARRAY, FLAT, HARD_MAX_BYTES, NESTED, charge, element_paths, iter_elements, liker_charge
 from comments.managers.moving import EmbeddedMoving
 from comments.managers.ranks import RANKS_VERSION, HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
-FLAT = "flat"
-NESTED = "nested"
-_ARRAY = {FLAT: "comments", NESTED: "replies"}
 _POST_ATTEMPTS = 6
-MAX_BSON_SIZE = 16 * 1024 * 1024
-HARD_MAX_BYTES = MAX_BSON_SIZE - 16 * 1024  # what comments and likers may take; the rest is the fixed fields
-_ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
-_STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
-
-
-def charge(element: dict) -> int:
-    """Bytes a new element may take in its discussion document (see the module docstring)."""
-    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
-
-
-def liker_charge(username: str) -> int:
-    """Bytes one more name in a `latest_likers` array takes: type, key "NN", NUL, length, text, NUL."""
-    return 1 + 2 + 1 + 4 + len(username.encode()) + 1
 
 
 def check_settings(app_configs=None, **kwargs):
@@ -141,33 +138,6 @@ def check_settings(app_configs=None, **kwargs):
                       f"document must stay under MongoDB's 16 MiB, so it may be at most {HARD_MAX_BYTES}.",
                       id="comments.E001")]
     return []
-
-
-def iter_elements(doc: dict):
-    """Every stored comment element of a discussion document, depth-first for the nested layout."""
-    if doc.get("layout") == NESTED:
-        stack = list(reversed(doc.get("replies", [])))
-        while stack:
-            element = stack.pop()
-            yield element
-            stack.extend(reversed(element.get("replies", [])))
-    else:
-        yield from doc.get("comments", [])
-
-
-def element_paths(doc: dict) -> dict[str, str]:
-    """{comment id: explicit dotted path of its element}, e.g. "replies.0.replies.3" or "comments.7"."""
-    if doc.get("layout") != NESTED:
-        return {element["id"]: f"comments.{i}" for i, element in enumerate(doc.get("comments", []))}
-    paths: dict[str, str] = {}
-    stack = [("replies", doc.get("replies", []))]
-    while stack:
-        prefix, elements = stack.pop()
-        for i, element in enumerate(elements):
-            path = f"{prefix}.{i}"
-            paths[element["id"]] = path
-            stack.append((f"{path}.replies", element.get("replies", [])))
-    return paths
 
 
 def skeleton_projection(depth: int) -> dict:
@@ -246,11 +216,15 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     collection_name = "comment_discussions"
     ranks_name = "comment_discussion_ranks"
     anchors_name = "comment_discussion_anchors"
+    pending_name = "comment_discussion_pending"  # one small marker per post whose consequences are not all sent
     _keyed, _key_field = ranks_name, "sort_key"  # its threaded anchors walk its ranks (anchored.py)
 
     @classmethod
     def indexes(cls):
         return {cls.collection_name: [IndexModel([("_id", "hashed")], name="id_hashed")],  # the shard key's index
+                cls.pending_name: [IndexModel([("discussion_id", ASCENDING), ("at", ASCENDING)], name="discussion_at"),
+                                   IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)],
+                                              name="discussion_hashed_id")],  # the shard key's index
                 **cls.rank_indexes(), **cls.anchor_indexes()}
 
     @classmethod
@@ -258,7 +232,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
         # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
         return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1},
-                **cls.anchor_shard_keys()}
+                cls.pending_name: {"discussion_id": "hashed", "_id": 1}, **cls.anchor_shard_keys()}
 
     # --- writes ------------------------------------------------------------------
 
@@ -271,20 +245,81 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         known = parent.locator if parent is not None and isinstance(parent.locator, str) else None
         if known is not None and comment.parent is not None:
             known = ".".join(known.split(".")[:2 * comment.depth])
-        return self._push(comment, threaded, pending=True, parent_path=known)
+        # The pending marker first, in its own small document, then the push: a kill between the
+        # two leaves a marker naming no comment (a post never acknowledged, which the finisher
+        # drops), a kill after the push a marker and its comment (the finisher sends what follows
+        # it). The discussion document is rewritten once per post: by the push alone.
+        try:
+            self.pending.insert_one(self._marker(comment))
+        except DuplicateKeyError:
+            pass  # an earlier attempt under this id (an approval tried again) left its marker: it stands
+        try:
+            return self._push(comment, threaded, parent_path=known)
+        except (DiscussionFull, LookupError):  # nothing was stored: no post to finish
+            self.post_done(discussion_id=discussion_id, comment_id=comment.id, threaded=threaded)
+            raise
+
+    @classmethod
+    def _marker(cls, comment: Comment) -> dict:
+        return cls._marker_of(comment.discussion_id, comment.id, comment.posted)
+
+    @classmethod
+    def _marker_of(cls, discussion_id: int, comment_id: str, at) -> dict:
+        """`{_id, discussion_id, cid, at}`: the post of `comment_id`, at its posting time, is pending."""
+        return {"_id": cls.rank_id(discussion_id, comment_id), "discussion_id": discussion_id, "cid": comment_id,
+                "at": at}
+
+    @property
+    def pending(self):
+        return self.db[self.pending_name]
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
-        self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
+        self.pending.delete_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id})
 
     def discussions_unfinished(self, *, limit):
-        # `pending` left `{}` by its last `$unset` is nothing pending.
-        return [d["_id"] for d in self.collection.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
+        docs = self.pending.aggregate([{"$group": {"_id": "$discussion_id"}}, {"$limit": int(limit)}])
+        return [d["_id"] for d in docs]
+
+    def pending_adopt(self, *, discussion_id):
+        """Move the pending marks a site stored before markers had their own documents
+        (`pending.<id>` inside the discussion document) to marker documents: an upsert each
+        (`$setOnInsert`: a marker there already stays), then one `$unset` of exactly the ids
+        read (a mark added meanwhile by an older process stays for the next pass). Returns how
+        many were moved; idempotent."""
+        doc = self.collection.find_one({"_id": discussion_id, "pending": {"$exists": True}}, {"pending": 1})
+        ids = list((doc or {}).get("pending") or {})
+        if doc is not None and not ids:
+            self.collection.update_one({"_id": discussion_id, "pending": {}}, {"$unset": {"pending": ""}})
+        if not ids:
+            return 0
+        at = {c.id: c.posted for c in (self.get(discussion_id=discussion_id, comment_id=cid) for cid in ids)
+              if c is not None}
+        for cid in ids:  # a mark naming no stored comment: its post was never acknowledged, dated now
+            marker = self._marker_of(discussion_id, cid, at.get(cid) or timezone.now())
+            try:
+                self.pending.update_one({"_id": marker["_id"], "discussion_id": discussion_id},
+                                        {"$setOnInsert": {k: v for k, v in marker.items() if k != "_id"}}, upsert=True)
+            except DuplicateKeyError:
+                # Two upserts matching nothing can both insert; the server retries only an upsert
+                # whose filter is exactly the unique index's fields, and this one also names the
+                # shard key (MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate
+                # Values"): the other's marker is there, which is all this wanted.
+                pass
+        self.collection.update_one({"_id": discussion_id}, {"$unset": {f"pending.{cid}": "" for cid in ids}})
+        return len(ids)
 
     def posts_unfinished(self, *, discussion_id, before, threaded=False, store=True):
-        doc = self.collection.find_one({"_id": discussion_id}, {"pending": 1})
-        found = (self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
-                 for cid in ((doc or {}).get("pending") or {}))
-        unfinished = [c for c in found if c is not None and c.posted < before]
+        if store:
+            self.pending_adopt(discussion_id=discussion_id)
+        markers = list(self.pending.find({"discussion_id": discussion_id, "at": {"$lt": before}}, {"cid": 1}))
+        legacy = [] if store else list((self.collection.find_one({"_id": discussion_id}, {"pending": 1}) or {})
+                                        .get("pending") or {})
+        found = {cid: self.get(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
+                 for cid in dict.fromkeys([m["cid"] for m in markers] + legacy)}
+        unfinished = [c for c in found.values() if c is not None and c.posted < before]
+        if store:  # a marker past its grace naming no comment: its push never happened (nor its 201)
+            for cid in (cid for cid, c in found.items() if c is None):
+                self.post_done(discussion_id=discussion_id, comment_id=cid, threaded=threaded)
         # The rank a kill after the comment left unwritten (ranks.py). `get()` found a comment
         # with a rank through it, numbered; one without, in the document, unnumbered. A flat
         # element's number is its array position. A nested one's number is the count its push
@@ -304,17 +339,13 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def append(self, comment, *, threaded=False):
         return self._push(comment, threaded)
 
-    def _push(self, comment: Comment, threaded: bool, *, pending: bool = False, parent_path: str | None = None
-              ) -> Comment:
+    def _push(self, comment: Comment, threaded: bool, *, parent_path: str | None = None) -> Comment:
         """Push `comment` into its discussion (creating it at the first comment); the `moderated`
-        hint is set in the same update when the comment is not visible, and for a post
-        (`pending`) `pending.<id>` (unset by `post_done` once its consequences were sent).
+        hint is set in the same update when the comment is not visible.
         `parent_path`: the explicit path of a nested reply's parent, if the caller knows it (the
         push checks the parent's id there, and finds the path itself when it does not match)."""
         discussion_id = comment.discussion_id
-        marks = {**({"moderated": True} if comment.status != VISIBLE else {}),
-                 **({f"pending.{comment.id}": True} if pending else {})}
-        hint = {"$set": marks} if marks else {}
+        hint = {"$set": {"moderated": True}} if comment.status != VISIBLE else {}
         layout = NESTED if threaded else FLAT
         loaded = None  # (layout, the parent's path): where a nested reply goes
         if parent_path is not None and layout == NESTED and comment.parent is not None:
@@ -337,7 +368,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
                 target = f"{parent_path}.replies"
                 at_parent = {f"{parent_path}.id": comment.parent}  # the path names the parent still
             else:
-                target, at_parent = _ARRAY[layout], {}
+                target, at_parent = ARRAY[layout], {}
             size = charge(element)
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             stored = self.collection.find_one_and_update(
@@ -353,7 +384,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             if meta is None:
                 try:  # the first comment: create the discussion, then push again
                     self.collection.insert_one({"_id": discussion_id, "layout": layout, "count": 0, "bytes": 0,
-                                                "ranked": RANKS_VERSION, _ARRAY[layout]: []})
+                                                "ranked": RANKS_VERSION, ARRAY[layout]: []})
                 except DuplicateKeyError:
                     pass  # another writer created it first
             elif meta["layout"] != layout:
@@ -474,7 +505,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
                 roots.append(element)
         kept = comments[:stored]
         self.collection.insert_one({"_id": comments[0].discussion_id, "layout": layout, "count": stored, "bytes": total,
-                                    "ranked": RANKS_VERSION, **pinned_hint(kept), **moderated_hint(kept), _ARRAY[layout]: roots})
+                                    "ranked": RANKS_VERSION, **pinned_hint(kept), **moderated_hint(kept), ARRAY[layout]: roots})
         for seq, comment in enumerate(kept, start=1):  # posting order: a flat element's position + 1
             comment.seq = seq
         self.rank_stored_many(kept)
@@ -538,6 +569,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def drop_discussion(self, *, discussion_id):
         self._forget_anchors(discussion_id)
         self.collection.delete_one({"_id": discussion_id})
+        self.pending.delete_many({"discussion_id": discussion_id})  # as its in-document marks went with it
         self.ranks_dropped(discussion_id)
         self._forget_anchors(discussion_id)  # and any a refresh built meanwhile from the ranks going
 
@@ -666,22 +698,18 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         """A chronological page of a nested discussion through the posting-order rank index
         (`discussion_seq`): the ranks numbered skip + 1 .. skip + size (a range of page_size keys
         at any depth), then one aggregation sending the head and the page's elements. None when
-        the discussion turns out flat (its `$slice` is the cheaper read)."""
-        for _ in range(2):
-            ranks = self.rank_numbered(discussion_id, skip + 1, skip + max(size, 0)) if size > 0 else []
-            head, items = self._elements(discussion_id, ranks)
-            if head is None:
-                return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False,
-                                   more_after=False)
-            if head.get("layout") != NESTED:
-                return None
-            if int(head.get("ranked") or 0) >= RANKS_VERSION:
-                break
-            self._rank_backfill(discussion_id)
+        the discussion turns out flat (its `$slice` is the cheaper read) or is not ranked yet (the
+        document is read whole, ordered here: a read never writes ranks)."""
+        ranks = self.rank_numbered(discussion_id, skip + 1, skip + max(size, 0)) if size > 0 else []
+        head, items = self._elements(discussion_id, ranks)
+        if head is None:
+            return keyset_page([], order=CHRONOLOGICAL, count=0, request=request, more_before=False, more_after=False)
+        if head.get("layout") != NESTED or int(head.get("ranked") or 0) < RANKS_VERSION:
+            return None  # the document's own `$slice` (flat), or the document read whole (not ranked yet)
         numbered = []
-        for rank, comment in zip(ranks, items, strict=True):
+        for found, comment in zip(ranks, items, strict=True):
             if comment is not None:
-                comment.seq = int(rank["seq"])
+                comment.seq = int(found["seq"])
                 numbered.append(comment)
         return self._hinted(keyset_page(numbered, order=CHRONOLOGICAL, count=head["count"], request=request,
                                         more_before=skip > 0, more_after=skip + max(size, 0) < head["count"],
@@ -692,22 +720,31 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def _ranked_page(self, discussion_id: int, order: str, request: PageRequest, position) -> Page[Comment]:
         """About page_size keys of the rank index of `order`, then one aggregation that sends the
         head (total, hints) and only the page's elements: two round trips, and the discussion
-        document is not decoded whole. A head whose ranks are older than RANKS_VERSION has them
-        written first (`_rank_backfill`), and the page is read again."""
+        document is not decoded whole. A head whose ranks are older than RANKS_VERSION is read
+        from the document instead (`_unranked_page`): a read never writes ranks."""
         start, skip = None, request.skip
         if order == THREADED and position is None:  # a page number: from the last anchor before it (anchored.py)
             start, skip = self.anchored_start(discussion_id, None, skip)  # numbers never go down here
-        for _ in range(2):
-            ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
-                                                              start=start, skip=skip)
-            head, items = self._elements(discussion_id, ranks)
-            if head is None:
-                return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
-            if int(head.get("ranked") or 0) >= RANKS_VERSION:
-                break
-            self._rank_backfill(discussion_id)
+        ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
+                                                          start=start, skip=skip)
+        head, items = self._elements(discussion_id, ranks)
+        if head is None:
+            return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+        if int(head.get("ranked") or 0) < RANKS_VERSION:
+            return self._unranked_page(discussion_id, order, request, position)
         return self._hinted(ranked_page(ranks, items, count=head["count"], request=request, more_before=more_before,
                                         more_after=more_after, order=order), head)
+
+    def _unranked_page(self, discussion_id: int, order: str, request: PageRequest, position) -> Page[Comment]:
+        """A page of a discussion whose ranks are not complete (stored before them, or moved in
+        before the move ranked it): the document read whole and ordered here, as every page was
+        before ranks. Its ranks are written by the upgrade step (`ranks_repair`: `integrity
+        --repair`, `comments_backfill`, the end of a move), never by a reader's request."""
+        doc = self._load(discussion_id)
+        if doc is None:
+            return keyset_page([], order=order, count=0, request=request, more_before=False, more_after=False)
+        ordered = sorted(self._comments(doc, CHRONOLOGICAL, discussion_id), key=lambda c: rank(order, comment_key(c, order)))
+        return self._hinted(window(ordered, order=order, request=request, position=position, count=doc["count"]), doc)
 
     def _elements(self, discussion_id: int, ranks: list[dict]) -> tuple[dict | None, list[Comment | None]]:
         """(the head, the comments named by `ranks` in their order, None where one is missing), in

@@ -1,9 +1,9 @@
 """Moving a discussion between storage strategies: what each strategy reads out and takes in.
 
-The protocol (comments/migration.py) copies a discussion from a SOURCE strategy to a
+The protocol (comments/moves.py) copies a discussion from a SOURCE strategy to a
 TARGET strategy while the source keeps serving; these are its storage primitives, one
-mixin per strategy, mixed into that strategy's manager (they use its collections and
-private layout helpers, and nothing else does):
+mixin per strategy, mixed into that strategy's manager (they use its collections, and the
+layouts of layout.py, which every strategy shares):
 
 - `export_comments(discussion_id, after_seq, limit)`: the next comments in `seq` order
   (each with its `seq`), read from the primary;
@@ -14,7 +14,7 @@ private layout helpers, and nothing else does):
   comment id, each at its `seq`: idempotent (storing a comment again replaces it, never
   doubles it), so a copy interrupted anywhere is simply run again. `fresh` (the batch copy)
   may keep a copy already stored instead of replacing it: what changed since that copy is in
-  the change log, replayed with `fresh=False`. Only the migration writes a target
+  the change log, replayed with `fresh=False`. Only the move writes a target
   before the switch, so a target's read-modify-write of a bucket or of the embedded
   document is not racing anybody;
 - `import_head(discussion_id, count, pinned, moderated)`: the counter and hints, once the
@@ -36,6 +36,7 @@ from pymongo.errors import BulkWriteError
 
 from comments.managers.base import VISIBLE, Comment, DiscussionFull
 from comments.managers.fields import from_element, to_element
+from comments.managers.layout import FLAT, HARD_MAX_BYTES, NESTED, bucket_of, charge, iter_elements
 
 
 def _head(doc: dict | None, count_field: str) -> dict:
@@ -118,8 +119,6 @@ class BucketedMoving:
 
     def import_comments(self, *, discussion_id: int, comments: list[Comment], threaded: bool = False,
                         fresh: bool = False) -> int:
-        from comments.managers.bucketed import bucket_of
-
         if not comments:
             return 0
         meta = self.discussions.find_one({"_id": discussion_id}, {"size": 1})
@@ -166,14 +165,12 @@ class BucketedMoving:
 
 class EmbeddedMoving:
     """One discussion document: rebuilt whole at each import (at most the size bound, and only the
-    migration writes it before the switch). While it is built, elements carry their `seq`, so a
+    move writes it before the switch). While it is built, elements carry their `seq`, so a
     comment replayed later lands in its place; `import_head` drops them (a post()-built document
     has none: positions are the numbers)."""
 
     def _positioned(self, doc: dict | None) -> list[dict]:
         """The stored elements (without nested `replies`), each with its `seq` (kept, or its chronological position)."""
-        from comments.managers.embedded import NESTED, iter_elements
-
         if not doc:
             return []
         elements = [{k: v for k, v in e.items() if k != "replies"} for e in iter_elements(doc)]
@@ -198,8 +195,6 @@ class EmbeddedMoving:
         return _head(self.collection.find_one({"_id": discussion_id}, {"count": 1, "pinned": 1, "moderated": 1}), "count")
 
     def _build(self, discussion_id: int, elements: list[dict], threaded: bool, *, keep_seq: bool, hints: dict) -> None:
-        from comments.managers.embedded import FLAT, HARD_MAX_BYTES, NESTED, charge
-
         layout = NESTED if threaded else FLAT
         total = 0
         roots: list[dict] = []

@@ -46,10 +46,12 @@ Writes, and why they stay right under concurrency:
   read between an element's update and its rank's never skips or repeats a comment.
 - Discussions stored before ranks existed, and discussions a move between strategies wrote
   (comments/managers/moving.py writes comments and head without ranks; the target was
-  emptied with `drop_discussion()`, ranks included), carry no `ranked` flag in their head: the first
-  hot read of one writes its ranks from the stored comments (`$setOnInsert`: a rank
-  written meanwhile by a post or a like is kept), then sets the flag. New discussions get
-  the flag when their head is created.
+  emptied with `drop_discussion()`, ranks included), carry no `ranked` flag in their head: their
+  pages are read from the stored comments, ordered in the application, until the upgrade
+  step writes their ranks from the stored comments (`ranks_repair`: the end of a move,
+  `integrity --repair`, `comments_backfill`; `$setOnInsert`: a rank written meanwhile by a
+  post or a like is kept), then sets the flag. A page read never writes ranks. New
+  discussions get the flag when their head is created.
 - Sharding: `{discussion_id: "hashed", _id: 1}`, as the document strategy's comments: one
   rank per comment, so a busy discussion's chunk can split on `_id`; uniqueness of
   (discussion, comment) is carried by `_id`. Every single-rank write names `_id` and
@@ -208,10 +210,21 @@ class HotRanks:
 
     def ranks_missing(self, *, discussion_id: int, stored: int) -> int:
         # A head that does not say its ranks are complete (stored before ranks, or written by a
-        # move between strategies) is ranked by the first read that needs them: nothing is lost.
-        if not self._ranks_complete(discussion_id):
-            return 0
-        return max(0, int(stored) - self.ranks.count_documents({"discussion_id": discussion_id}))
+        # move that stopped before ranking it) is read from its stored comments until the upgrade
+        # step ranks it (`ranks_repair`, run by `integrity --repair` and `comments_backfill`):
+        # reported as missing at least one rank, so the repair runs.
+        missing = max(0, int(stored) - self.ranks.count_documents({"discussion_id": discussion_id}))
+        if stored and not self._ranks_complete(discussion_id):
+            return max(missing, 1)
+        return missing
+
+    def ranks_upgrade(self, *, discussion_id: int) -> bool:
+        """The upgrade step of a discussion whose head does not say its ranks are complete: write
+        them all (`ranks_repair`). True when it had to; idempotent."""
+        if self._ranks_complete(discussion_id):
+            return False
+        self.ranks_repair(discussion_id=discussion_id)
+        return True
 
     def ranks_repair(self, *, discussion_id: int) -> None:
         self._rank_backfill(discussion_id)  # the strategy's: every stored comment, then its `ranked`

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 # The comment search index and the moderation queue's entry (its text, its deletion) are queued
 # tasks (search/receivers.py, moderation/receivers.py), not counted here. An edit
 # also records the new text in the status index (1: feed and profile excerpts show the current text).
-# Every write first reads the discussion's migration document (1: comments/migration.py routes it).
+# Every write first reads the discussion's move document (1: comments/moves.py routes it).
 EDIT_TRIPS = {"document": 5, "embedded": 6, "bucketed": 5}
 # A deletion also sets the discussion's `moderated` hint: in the same update in an embedded
 # discussion, one more update of the counter document in the other two.

@@ -31,7 +31,7 @@ def test_the_topic_page_offers_hot_order_and_lists_by_likes(client, topic, alice
 def test_hot_order_is_right_after_a_discussion_moves_between_strategies(make_topic, make_user, source, order, target):
     """A move writes the target's comments and head without ranks: the first hot read ranks the
     moved discussion (comments/managers/ranks.py), and likes after the move keep it right."""
-    from comments.migration import comment_storage_migrate
+    from comments.moves import comment_storage_move
     from topics.models import Topic
 
     topic = make_topic(source, order)
@@ -41,7 +41,7 @@ def test_hot_order_is_right_after_a_discussion_moves_between_strategies(make_top
     for fan in fans:
         services.comment_like(topic=topic, comment_id=posted[2].id, user=fan)
     services.comment_like(topic=topic, comment_id=posted[4].id, user=fans[0])
-    comment_storage_migrate(topic=topic, to=target, batch=4)
+    comment_storage_move(topic=topic, to=target, batch=4)
     topic = Topic.objects.get(pk=topic.pk)
     assert topic.comment_storage == target
     services.comment_like(topic=topic, comment_id=posted[0].id, user=fans[1])

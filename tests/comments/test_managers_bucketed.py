@@ -4,7 +4,8 @@ import pytest
 from django.conf import settings as django_settings
 
 from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author
-from comments.managers.bucketed import BucketedCommentManager, bucket_of
+from comments.managers.bucketed import BucketedCommentManager
+from comments.managers.layout import bucket_of
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 

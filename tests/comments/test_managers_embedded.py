@@ -4,7 +4,8 @@ import bson
 import pytest
 
 from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author, DiscussionFull
-from comments.managers.embedded import EmbeddedCommentManager, charge, element_paths
+from comments.managers.embedded import EmbeddedCommentManager
+from comments.managers.layout import charge, element_paths
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
 
@@ -123,9 +124,10 @@ def test_a_flat_chronological_page_is_one_round_trip_carrying_only_its_slice(mon
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-def test_ranks_an_older_version_wrote_are_completed_at_the_first_threaded_read(mongo_db, threaded):
+def test_ranks_an_older_version_wrote_are_read_around_then_completed_by_the_upgrade_step(mongo_db, threaded):
     """Ranks written before they carried `sort_key` (a head whose `ranked` is true, not
-    RANKS_VERSION): the first threaded page writes what they lack, keeps their scores, then pages."""
+    RANKS_VERSION): threaded pages are read from the document meanwhile and write nothing; the
+    upgrade step (`ranks_upgrade`) writes what they lack and keeps their scores."""
     from comments.managers.ranks import RANKS_VERSION
 
     manager = EmbeddedCommentManager(db=mongo_db)
@@ -138,9 +140,17 @@ def test_ranks_an_older_version_wrote_are_completed_at_the_first_threaded_read(m
     ranks.update_many({"discussion_id": d}, {"$unset": {"sort_key": ""}})
     ranks.delete_one({"_id": manager.rank_id(d, posted[5].id)})  # and one never written
     manager.collection.update_one({"_id": d}, {"$set": {"ranked": True}})
-    pages = [manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=n, page_size=3)) for n in (1, 2, 3)]
-    assert [c.id for p in pages for c in p.items] == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
+    def threaded_pages():
+        pages = [manager.page(discussion_id=d, order=THREADED, request=PageRequest(page=n, page_size=3))
+                 for n in (1, 2, 3)]
+        return [c.id for p in pages for c in p.items]
+
+    assert threaded_pages() == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
+    assert manager.collection.find_one({"_id": d})["ranked"] is True  # the reads wrote nothing
+    assert manager.ranks_upgrade(discussion_id=d) is True
+    assert manager.ranks_upgrade(discussion_id=d) is False  # once
     assert manager.collection.find_one({"_id": d})["ranked"] == RANKS_VERSION
+    assert threaded_pages() == [c.id for c in sorted(posted, key=lambda c: c.sort_key)]
     assert ranks.count_documents({"discussion_id": d, "sort_key": {"$exists": True}}) == len(posted)
     hot = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=1)).items
     assert [c.id for c in hot] == [posted[3].id]  # its like kept
@@ -159,7 +169,7 @@ def test_unknown_parent_is_refused(mongo_db):
 def test_the_size_bound_counts_array_keys_and_likers(mongo_db):
     # `bytes` once summed standalone element sizes (no array keys) and ignored likers,
     # so a discussion the guard called full could pass 16 MiB on a like (code 17419).
-    from comments.managers.embedded import HARD_MAX_BYTES
+    from comments.managers.layout import HARD_MAX_BYTES
 
     manager = EmbeddedCommentManager(db=mongo_db)
     d = new_discussion_id()
@@ -188,7 +198,8 @@ def test_a_like_at_the_hard_bound_is_counted_without_listing_the_name(mongo_db, 
 
 
 def test_the_settings_check_refuses_a_bound_above_16_mib(settings):
-    from comments.managers.embedded import HARD_MAX_BYTES, check_settings
+    from comments.managers.embedded import check_settings
+    from comments.managers.layout import HARD_MAX_BYTES
 
     assert check_settings() == []
     settings.COMMENTS_EMBEDDED_MAX_BYTES = 16 * 1024 * 1024
@@ -362,10 +373,11 @@ def test_finishing_a_pending_post_that_has_its_rank_changes_no_number(mongo_db, 
 
 
 @pytest.mark.parametrize("threaded", [False, True])
-def test_a_renumbering_killed_part_way_is_done_again_by_the_next_read(mongo_db, threaded, monkeypatch):
+def test_a_renumbering_killed_part_way_is_done_again_by_the_upgrade_step(mongo_db, threaded, monkeypatch):
     """`ranks_repair` numbers a ranked discussion's ranks anew in several writes; killed after the
-    first of them, the discussion is marked unranked, so its next page writes them all again and
-    its numbers are 1..N once more, and no anchors stand for the half-written ones."""
+    first of them, the discussion is marked unranked, so its pages read the document meanwhile
+    (every comment there), the upgrade step writes them all again and its numbers are 1..N once
+    more, and no anchors stand for the half-written ones."""
     from comments.managers.ranks import HotRanks
 
     manager = EmbeddedCommentManager(db=mongo_db)
@@ -385,5 +397,7 @@ def test_a_renumbering_killed_part_way_is_done_again_by_the_next_read(mongo_db, 
     assert manager.anchors_refresh(discussion_id=d) is False  # nothing built on half-written ranks
     page = manager.page(discussion_id=d, order=THREADED, request=PageRequest(page_size=10), threaded=threaded)
     assert sorted(c.id for c in page.items) == sorted(c.id for c in posted)
+    assert not manager._ranks_complete(d)  # a read writes no rank
+    assert manager.ranks_upgrade(discussion_id=d) is True
     assert manager._ranks_complete(d)
     assert sorted(r["seq"] for r in mongo_db[manager.ranks_name].find({"discussion_id": d})) == list(range(1, 7))

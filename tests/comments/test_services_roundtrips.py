@@ -127,7 +127,7 @@ def test_writes_cost_a_fixed_number_of_round_trips(counter, topic, make_user, qu
         fan = make_user()
     assert costs[1] == costs[40], costs
     # The array strategies also move the liked comment's hot rank (comments/managers/ranks.py): one more write;
-    # every write first reads the discussion's migration document (comments/migration.py): one more read;
+    # every write first reads the discussion's move document (comments/moves.py): one more read;
     # a like settles its edge once comment_liked was sent: one more write.
     assert max(costs[40]) <= (8 if topic.comment_storage == "document" else 9), costs
 

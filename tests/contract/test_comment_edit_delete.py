@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED, DiscussionFull
-from comments.managers.embedded import NESTED
+from comments.managers.layout import NESTED
 from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 from tests.contract.test_comment_managers import needs_threaded, post_tree
@@ -103,8 +103,8 @@ def test_delete_leaves_a_tombstone_and_keeps_replies_counts_and_positions(counti
 
 def _element_bytes(doc):
     """What the embedded strategy charges for every stored element (replies as []): its BSON size,
-    its array key and room for its status (comments.managers.embedded.charge)."""
-    from comments.managers.embedded import charge, iter_elements
+    its array key and room for its status (comments.managers.layout.charge)."""
+    from comments.managers.layout import charge, iter_elements
     return sum(charge({**e, "replies": []} if doc["layout"] == NESTED else e) for e in iter_elements(doc))
 
 

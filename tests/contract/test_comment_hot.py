@@ -183,21 +183,27 @@ def test_concurrent_likes_and_pins_leave_hot_order_right(storage, mongo_db):
 
 
 @pytest.mark.parametrize("storage", ["embedded", "bucketed"])
-def test_a_discussion_stored_before_ranks_is_ranked_at_its_first_hot_read(storage, mongo_db):
+def test_a_discussion_stored_before_ranks_pages_without_them_until_the_upgrade_step_ranks_it(storage, mongo_db):
     manager = manager_for(storage, db=mongo_db)
     d = new_discussion_id()
     posted = [manager.post(discussion_id=d, author=BOB, text=f"c{i}") for i in range(5)]
     manager.add_like(discussion_id=d, comment_id=posted[2].id, username="x")
     # As a store written before ranks existed leaves it: no rank documents, no `ranked` flag.
-    mongo_db[manager.ranks_name].delete_many({"discussion_id": d})
+    ranks = mongo_db[manager.ranks_name]
+    ranks.delete_many({"discussion_id": d})
     head = manager.collection if storage == "embedded" else manager.discussions
     head.update_one({"_id": d}, {"$unset": {"ranked": ""}})
     page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=10))
     assert [c.id for c in page.items] == [posted[2].id] + [c.id for c in reversed(posted) if c is not posted[2]]
-    assert head.find_one({"_id": d})["ranked"]  # embedded: its RANKS_VERSION (ranks.py)
+    assert "ranked" not in head.find_one({"_id": d}) and ranks.count_documents({"discussion_id": d}) == 0  # a read writes none
     manager.add_like(discussion_id=d, comment_id=posted[4].id, username="x")
     manager.add_like(discussion_id=d, comment_id=posted[4].id, username="y")
     assert manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=1)).items[0].id == posted[4].id
+    assert manager.ranks_upgrade(discussion_id=d) is True  # the upgrade step (comments_backfill, integrity --repair)
+    assert head.find_one({"_id": d})["ranked"]  # embedded: its RANKS_VERSION (ranks.py)
+    assert ranks.count_documents({"discussion_id": d}) == len(posted)
+    assert [c.id for c in manager.page(discussion_id=d, order=HOT, request=PageRequest(page_size=2)).items] == \
+        [posted[4].id, posted[2].id]
 
 
 @pytest.mark.parametrize("storage", sorted(STRATEGIES))

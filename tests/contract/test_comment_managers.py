@@ -430,4 +430,7 @@ def test_single_comment_operations_cost_the_same_few_round_trips_at_any_size(cou
     small, large = costs(12), costs(240)
     assert small == large
     # The array strategies move a comment's hot rank after the comment (a post, a like, a pin): one more.
-    assert max(large.values()) <= (2 if manager.storage == "document" else 3), large
+    # An embedded post also writes its pending marker, a small document of its own, before the push
+    # (the discussion document is rewritten once, by the push): one more for a post or a reply.
+    marker = {"post": 1, "reply": 1} if manager.storage == "embedded" else {}
+    assert max(v - marker.get(k, 0) for k, v in large.items()) <= (2 if manager.storage == "document" else 3), large

@@ -210,3 +210,102 @@ def test_selectors_never_import_services(path):
     found = [module + (f" ({', '.join(names)})" if names else "") for module, names in imports(path)
              if module.split(".")[-1] == "services" or "services" in names]
     assert found == [], f"{path.relative_to(ROOT)} imports " + "; ".join(found)
+
+
+# --- modules of one app ---------------------------------------------------------------------
+# An import cycle between two modules of one app is a circle too, even when a function-level
+# import keeps Python from tripping over it at load time: each module needs the other to be
+# understood, and the shared piece belongs in a module both import (one home per thing). A
+# package's own `__init__` is reached only when it is named (`from pkg import name` of a name
+# that is not a submodule): importing `pkg.mod` runs `pkg/__init__.py` first in Python, but that
+# is how packages work, not an edge of the code's own design.
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_edges(paths: list[Path], sources: dict[Path, str] | None = None) -> dict[str, set[str]]:
+    """module -> the modules of the same set it imports (at the top or in a function): `import a.b`
+    is `a.b`; `from a import b` is `a.b` when that is a module of the set, else `a`."""
+    sources = sources or {}
+    names = {module_name(p): p for p in paths}
+    edges: dict[str, set[str]] = {m: set() for m in names}
+    for name, path in names.items():
+        tree = ast.parse(sources[path] if path in sources else path.read_text(encoding="utf-8"))
+        for module, node in _import_nodes(path, tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in names else module
+                           for alias in node.names]
+            edges[name] |= {t for t in targets if t in names and t != name}
+    return edges
+
+
+def tangles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative):
+    each is a set of modules every one of which imports, directly or not, every other. Listing
+    every simple cycle instead grows exponentially with an app's modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_the_check_finds_a_cycle_between_modules_hidden_in_a_function():
+    app = ROOT / "example"  # never written: the sources are given
+    sources = {
+        app / "__init__.py": "",
+        app / "layout.py": "import bson\n",
+        app / "one.py": "from example.layout import charge\nfrom example.two import Two\n",
+        app / "two.py": "from example import layout\n\ndef f():\n    from example.one import One\n",
+        app / "three.py": "from example import one, two\n",
+    }
+    edges = module_edges(list(sources), sources)
+    assert edges["example.two"] == {"example.layout", "example.one"}
+    assert tangles(edges) == [["example.one", "example.two"]]
+    assert tangles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert tangles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_modules_of_one_app_import_each_other_without_cycles(app):
+    found = tangles(module_edges(list(modules(app))))
+    assert found == [], f"modules of {app} importing each other in a circle: " + "; ".join(
+        ", ".join(c) for c in found)

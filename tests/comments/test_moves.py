@@ -1,7 +1,7 @@
-"""Moving a discussion between storage strategies while people write (comments/migration.py).
+"""Moving a discussion between storage strategies while people write (comments/moves.py).
 
 Several writer threads post, reply, like, unlike, edit and delete through the services while
-`comment_storage_migrate` runs, and reader threads page the discussion (by page number and by
+`comment_storage_move` runs, and reader threads page the discussion (by page number and by
 cursor, through the topic page's selector) all along: every page answers, with no id twice on
 a page and a count that never goes down; afterwards nothing is lost, doubled or reordered, ids and
 numbers are the ones the writers were given, counts equal the lists, likes equal the like
@@ -26,8 +26,8 @@ from comments import selectors, services, signals
 from comments.managers import manager_for
 from comments.managers.base import CHRONOLOGICAL, DELETED, THREADED
 from comments.managers.likes import CommentLikeManager
-from comments.managers.migrations import DONE, CommentMigrationManager
-from comments.migration import DiscussionMoving, comment_storage_migrate
+from comments.managers.move_state import DONE, CommentMoveManager
+from comments.moves import DiscussionMoving, comment_storage_move
 from core.paging import PageRequest
 from topics.models import Topic
 
@@ -209,7 +209,7 @@ class Readers:
                     break
                 self.pages += 1
                 self.storages.add(topic.comment_storage)
-                state = CommentMigrationManager().get(topic.discussion_id)
+                state = CommentMoveManager().get(topic.discussion_id)
                 self.states.add(state["state"] if state else "none")
                 ids = [c.id for c in page.items]
                 if len(ids) != len(set(ids)):
@@ -264,7 +264,7 @@ def assert_converged(topic, target: str, before: dict[str, int], writers: Writer
                      ignore: tuple[str, ...] = (), switched_at: int = 0) -> None:
     topic.refresh_from_db()
     assert topic.comment_storage == target
-    state = CommentMigrationManager().get(topic.discussion_id)
+    state = CommentMoveManager().get(topic.discussion_id)
     assert state["state"] == DONE
     comments = everything(topic)
     ids = [c.id for c in comments]
@@ -322,7 +322,7 @@ def test_a_migration_under_concurrent_writers_loses_doubles_and_reorders_nothing
     with Readers(topic) as readers, Writers(topic, users, replies=order == "threaded") as writers:
         writers.wait_ops(20)
         readers.wait_pages(5)
-        report = comment_storage_migrate(topic=topic, to=target, batch=7)
+        report = comment_storage_move(topic=topic, to=target, batch=7)
         writers.wait_ops(20)
         readers.wait_pages(5)
     assert not writers.errors, writers.errors
@@ -363,9 +363,9 @@ def test_a_migration_stopped_after_any_step_converges_when_run_again(make_topic,
             raise Stop(name)
 
     with pytest.raises(Stop):
-        comment_storage_migrate(topic=topic, to=target, batch=10, step=step)
+        comment_storage_move(topic=topic, to=target, batch=10, step=step)
     topic = Topic.objects.get(pk=topic.pk)
-    state = CommentMigrationManager().get(topic.discussion_id)
+    state = CommentMoveManager().get(topic.discussion_id)
     # Whatever stopped, readers find every comment where the topic row says they are.
     assert [c.id for c in everything(topic)] == list(before)
     if state["state"] == "copying":  # writers go on while it is stopped
@@ -376,16 +376,16 @@ def test_a_migration_stopped_after_any_step_converges_when_run_again(make_topic,
         with pytest.raises(DiscussionMoving) as refused:
             services.comment_create(topic=topic, author=users[0], text="while sealed")
         assert refused.value.status_code == 503 and refused.value.retry_after
-    report = comment_storage_migrate(topic=Topic.objects.get(pk=topic.pk), to=target, batch=10)
+    report = comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target, batch=10)
     assert report.resumed_from in ("copying", "sealed", "switched", "done")
     assert_converged(topic, target, before)
     # and runs again harmlessly
-    comment_storage_migrate(topic=Topic.objects.get(pk=topic.pk), to=target)
+    comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target)
     assert_converged(topic, target, before)
 
 
 def test_abort_leaves_the_source_serving(make_topic, make_user):
-    from comments.migration import migration_abort
+    from comments.moves import move_abort
 
     users = [make_user() for _ in range(2)]
     topic = make_topic("document", "chronological")
@@ -396,11 +396,11 @@ def test_abort_leaves_the_source_serving(make_topic, make_user):
             raise Stop(name)
 
     with pytest.raises(Stop):
-        comment_storage_migrate(topic=topic, to="bucketed", batch=5, step=step)
-    assert migration_abort(topic=Topic.objects.get(pk=topic.pk))
+        comment_storage_move(topic=topic, to="bucketed", batch=5, step=step)
+    assert move_abort(topic=Topic.objects.get(pk=topic.pk))
     topic = Topic.objects.get(pk=topic.pk)
     assert topic.comment_storage == "document"
-    assert CommentMigrationManager().get(topic.discussion_id) is None
+    assert CommentMoveManager().get(topic.discussion_id) is None
     assert not manager_for("bucketed").count(discussion_id=topic.discussion_id)
     comment = services.comment_create(topic=topic, author=users[0], text="after the abort")
     assert [c.id for c in everything(topic)] == [*before, comment.id]
@@ -412,10 +412,10 @@ def test_an_embedded_discussion_too_big_to_embed_stays_where_it_is(make_topic, m
     before = seed(topic, users, n=30)
     settings.COMMENTS_EMBEDDED_MAX_BYTES = 3000
     with pytest.raises(services.Conflict):
-        comment_storage_migrate(topic=topic, to="embedded", batch=10)
+        comment_storage_move(topic=topic, to="embedded", batch=10)
     topic = Topic.objects.get(pk=topic.pk)
     assert topic.comment_storage == "document"
-    assert CommentMigrationManager().get(topic.discussion_id) is None
+    assert CommentMoveManager().get(topic.discussion_id) is None
     assert [c.id for c in everything(topic)] == list(before)
 
 
@@ -475,13 +475,13 @@ def test_the_command_moves_resumes_and_reports(make_topic, make_user):
     topic = make_topic("bucketed", "chronological")
     before = seed(topic, users, n=15)
     out = StringIO()
-    call_command("comments_migrate", topic.slug, "--to", "document", "--batch", "4", stdout=out)
+    call_command("comments_move", topic.slug, "--to", "document", "--batch", "4", stdout=out)
     assert "copied up to #4 of 15" in out.getvalue() and "bucketed -> document: 15 copied" in out.getvalue()
     assert_converged(topic, "document", before)
     out = StringIO()
-    call_command("comments_migrate", topic.slug, "--status", stdout=out)
+    call_command("comments_migrate", topic.slug, "--status", stdout=out)  # the former name, an alias
     assert "bucketed -> document: done" in out.getvalue()
     with pytest.raises(CommandError):
-        call_command("comments_migrate", topic.slug, "--to", "nowhere")
+        call_command("comments_move", topic.slug, "--to", "nowhere")
     with pytest.raises(CommandError):
         call_command("comments_migrate", "no-such-topic", "--to", "document")

@@ -1,21 +1,25 @@
-"""The state of a discussion moving between storage strategies, and its change log (comments/migration.py).
+"""The state of a discussion moving between storage strategies, and its change log (comments/moves.py).
 
 Collections:
 - `comment_migrations`, one document per discussion that has moved or is moving:
   `{_id: discussion_id, source, target, state, copied, inflight, owner, lease_until, started, ...}`.
   `state` is "copying" (the source serves; writers register in `inflight` while they
-  write and log what they changed), "sealed" (writers wait; the migration replays the
+  write and log what they changed), "sealed" (writers wait; the move replays the
   last changes), "switched" (the topic names the target; the source is being dropped)
   or "done" (kept: a writer holding a topic read before the switch is sent to the target).
   `copied` is the last `seq` copied (the copy resumes after it); `owner`/`lease_until`
-  keep two migrations of one discussion from running at once.
-- `comment_migration_changes`, one document per changed comment while a migration copies:
+  keep two moves of one discussion from running at once.
+- `comment_migration_changes`, one document per changed comment while a move copies:
   `{_id: "<discussion_id>:<comment id>", discussion_id, cid, v}`; `v` counts the changes, so
   a replay deletes the entry only if nothing changed it again meanwhile (`v` unchanged).
 
-Every state change is one conditional update of the migration document (its filter names the
+The collections keep the names they were stored under before the move protocol stopped
+sharing the word "migration" with Django's schema migrations: a move under way across that
+upgrade resumes from its stored state.
+
+Every state change is one conditional update of the move document (its filter names the
 state it leaves), the only atomicity the protocol needs: no multi-document transaction.
-Sharding: migrations on `{_id: "hashed"}`; changes on `{discussion_id: "hashed", _id: 1}` (one
+Sharding: the moves on `{_id: "hashed"}`; changes on `{discussion_id: "hashed", _id: 1}` (one
 document per changed comment, so a busy discussion's chunk can split on `_id`). Every targeted
 write names the full key (a change: `_id` and `discussion_id`).
 """
@@ -36,7 +40,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class CommentMigrationManager(MongoManager):
+class CommentMoveManager(MongoManager):
     collection_name = "comment_migrations"
     changes_name = "comment_migration_changes"
 
@@ -59,15 +63,15 @@ class CommentMigrationManager(MongoManager):
     def shard_keys(cls):
         return {cls.collection_name: {"_id": "hashed"}, cls.changes_name: {"discussion_id": "hashed", "_id": 1}}
 
-    # --- the migration document -------------------------------------------------------
+    # --- the move document -------------------------------------------------------
 
     def get(self, discussion_id: int) -> dict | None:
-        """From the primary: a writer must see the state the migration last set."""
+        """From the primary: a writer must see the state the move last set."""
         return self.collection.find_one({"_id": discussion_id})
 
     def start(self, *, discussion_id: int, source: str, target: str) -> dict:
-        """Open a migration (replacing a finished one); returns the migration document as it stands
-        (another, unfinished migration's when there is one: the caller compares)."""
+        """Open a move (replacing a finished one); returns the move document as it stands
+        (another, unfinished move's when there is one: the caller compares)."""
         doc = {"_id": discussion_id, "source": source, "target": target, "state": COPYING, "copied": 0, "inflight": 0,
                "owner": None, "lease_until": None, "started": _now()}
         try:
@@ -80,7 +84,7 @@ class CommentMigrationManager(MongoManager):
         return replaced or self.get(discussion_id)
 
     def lease(self, *, discussion_id: int, owner: str, seconds: float) -> bool:
-        """Take (or extend) the right to run this migration; False while another owner's lease runs."""
+        """Take (or extend) the right to run this move; False while another owner's lease runs."""
         now = _now()
         result = self.collection.update_one(
             {"_id": discussion_id, "$or": [{"owner": owner}, {"owner": None}, {"lease_until": {"$lt": now}}]},
@@ -99,7 +103,7 @@ class CommentMigrationManager(MongoManager):
         self.collection.update_one({"_id": discussion_id, "state": COPYING}, {"$max": {"copied": int(seq)}})
 
     def forget(self, *, discussion_id: int) -> None:
-        """Drop the migration and its change log (an aborted migration)."""
+        """Drop the move and its change log (an aborted move)."""
         self.changes.delete_many({"discussion_id": discussion_id})
         self.collection.delete_one({"_id": discussion_id})
 
@@ -107,7 +111,7 @@ class CommentMigrationManager(MongoManager):
 
     def register(self, *, discussion_id: int, source: str) -> bool:
         """A writer about to write to `source` while it copies: counted in `inflight` (the seal waits
-        for it). False when the migration is no longer copying from `source`."""
+        for it). False when the move is no longer copying from `source`."""
         result = self.collection.update_one({"_id": discussion_id, "state": COPYING, "source": source},
                                             {"$inc": {"inflight": 1}})
         return result.matched_count > 0

@@ -1,5 +1,5 @@
 """Moving a discussion to another storage strategy while people keep posting, reading, liking,
-editing and deleting (`manage.py comments_migrate`, and the automatic move of a growing
+editing and deleting (`manage.py comments_move`, and the automatic move of a growing
 embedded discussion).
 
 The case study names moving between its layouts as the expensive part: embedding makes
@@ -14,9 +14,9 @@ from those steps, and each step leaves something that serves if the process stop
    comment write in comments.services) reads this document first: while it copies, the
    writer registers (`inflight` + 1, conditional on "copying"), writes to the SOURCE, logs the
    changed comment's id in the change log (an upsert keyed by the id) and unregisters.
-   A writer that read no migration document before the insert finishes its write within
+   A writer that read no move document before the insert finishes its write within
    COMMENTS_MIGRATE_GRACE_SECONDS, so the copy starts that long after (the one timing
-   assumption; it bounds a single write, not the migration).
+   assumption; it bounds a single write, not the move).
    Stops here: the source serves; a re-run continues.
 2. COPY in batches of `seq` order (`export_comments` / `import_comments`, keyed by comment id
    and placed by `seq`, so a batch stored twice is stored once); `copied` (the last `seq`) is
@@ -35,7 +35,7 @@ from those steps, and each step leaves something that serves if the process stop
    target also makes the topic chronological (its only order). Then "sealed" -> "switched".
    Readers read the source until this update and the target after it; ids, `seq`, positions
    and permalinks are the same in both. Writers holding a topic read before the switch wait
-   for "switched" (writers never read the row: one read of the migration document decides).
+   for "switched" (writers never read the row: one read of the move document decides).
    Stops between the two: those writers wait (503 after the wait) until a re-run, which sees
    the row switched and goes on.
 6. CLEANUP: after COMMENTS_MIGRATE_GRACE_SECONDS (readers that resolved the topic before the
@@ -43,9 +43,9 @@ from those steps, and each step leaves something that serves if the process stop
    "switched" -> "done". The document stays: a writer holding a topic read before the switch
    is sent to the target. Stops here: the topic serves from the target; a re-run finishes.
 
-Only one process runs a discussion's migration at a time (a lease on the migration document).
+Only one process runs a discussion's move at a time (a lease on the move document).
 An embedded target that would pass its size bound stops the copy (DiscussionFull): the
-migration is dropped and the source keeps serving.
+move is dropped and the source keeps serving.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from django.conf import settings
 
 from comments.managers import STRATEGIES, manager_for
 from comments.managers.base import CommentManager, DiscussionFull
-from comments.managers.migrations import COPYING, DONE, SEALED, SWITCHED, CommentMigrationManager
+from comments.managers.move_state import COPYING, DONE, SEALED, SWITCHED, CommentMoveManager
 from core.errors import Conflict, InvalidInput, ServiceError
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 BUCKETED = "bucketed"
 DOCUMENT = "document"
 EMBEDDED = "embedded"
-_POLL = 0.02  # seconds between two looks at a migration's state
+_POLL = 0.02  # seconds between two looks at a move's state
 _REPLAY_ROUNDS = 20  # replays before the seal; the seal's replay then runs until the log is empty
 _LEASE_SECONDS = 120.0
 
@@ -115,24 +115,24 @@ class Writing:
     changed: list[str] = field(default_factory=list)
 
     def touch(self, comment_id: str) -> None:
-        """Record that this write changed `comment_id` (logged for the migration if one copies)."""
+        """Record that this write changed `comment_id` (logged for the move if one copies)."""
         self.changed.append(comment_id)
 
 
 def route(topic) -> Writing:
     """The strategy a write to `topic`'s discussion goes to now (see the module docstring, step 1).
     Waits while the discussion is sealed; DiscussionMoving when that lasts past the wait."""
-    migrations = CommentMigrationManager()
+    moves = CommentMoveManager()
     storage = topic.comment_storage
     discussion_id = topic.discussion_id
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
     while True:
-        state = migrations.get(discussion_id)
+        state = moves.get(discussion_id)
         if state is None or storage != state["source"]:  # no move, or a topic read after the switch
             return Writing(manager=manager_for(storage), storage=storage, discussion_id=discussion_id)
         if state["state"] in (SWITCHED, DONE):  # a topic read before the switch still names the source
             return Writing(manager=manager_for(state["target"]), storage=state["target"], discussion_id=discussion_id)
-        if state["state"] == COPYING and migrations.register(discussion_id=discussion_id, source=storage):
+        if state["state"] == COPYING and moves.register(discussion_id=discussion_id, source=storage):
             return Writing(manager=manager_for(storage), storage=storage, discussion_id=discussion_id, registered=True)
         if time.monotonic() > deadline:
             raise DiscussionMoving("This discussion is moving to another storage: try again in a moment.")
@@ -143,19 +143,19 @@ def finish(writing: Writing) -> None:
     """After the write (succeeded or not): log what it changed, then unregister."""
     if not writing.registered:
         return
-    migrations = CommentMigrationManager()
+    moves = CommentMoveManager()
     try:
         for comment_id in dict.fromkeys(writing.changed):
-            migrations.note(discussion_id=writing.discussion_id, comment_id=comment_id)
+            moves.note(discussion_id=writing.discussion_id, comment_id=comment_id)
     finally:
-        migrations.unregister(discussion_id=writing.discussion_id)
+        moves.unregister(discussion_id=writing.discussion_id)
         writing.registered = False
 
 
 @contextmanager
 def writing(topic):
     """`with writing(topic) as w:` write through `w.manager`, call `w.touch(comment_id)` for each
-    comment changed; the change is logged for a running migration when the block ends."""
+    comment changed; the change is logged for a running move when the block ends."""
     w = route(topic)
     try:
         yield w
@@ -167,10 +167,10 @@ def wait_for_move(topic, *, away_from: str) -> Writing | None:
     """A post that found `away_from` full while it moves: wait (up to COMMENTS_MIGRATE_WAIT_SECONDS)
     until the discussion is switched and return where to write (the caller `finish()`es it); None
     when it is not moving away from `away_from`; DiscussionMoving (503, nothing stored) after the wait."""
-    migrations = CommentMigrationManager()
+    moves = CommentMoveManager()
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
     while True:
-        state = migrations.get(topic.discussion_id)
+        state = moves.get(topic.discussion_id)
         if state is None or state["source"] != away_from:
             return None
         if state["state"] in (SWITCHED, DONE):
@@ -180,17 +180,17 @@ def wait_for_move(topic, *, away_from: str) -> Writing | None:
         time.sleep(_POLL)
 
 
-# --- the migration -------------------------------------------------------------------------
+# --- the move -------------------------------------------------------------------------
 
 
 @dataclass
-class MigrationReport:
+class MoveReport:
     topic: str
     source: str
     target: str
     copied: int = 0  # comments copied in batches
     replayed: int = 0  # comments replayed from the change log
-    resumed_from: str = ""  # the state a re-run found ("" for a new migration)
+    resumed_from: str = ""  # the state a re-run found ("" for a new move)
     switched_at: int = 0  # the source's counter at the switch: later comments were posted to the target
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)
@@ -201,35 +201,35 @@ def _check_target(topic, target: str) -> None:
         raise InvalidInput(f"--to must be one of {', '.join(sorted(STRATEGIES))}.", field="to")
 
 
-def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progress=lambda message: None,
-                            step=lambda name: None) -> MigrationReport:
+def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=lambda message: None,
+                            step=lambda name: None) -> MoveReport:
     """Move `topic`'s discussion to the `to` strategy (the module docstring's protocol). Idempotent:
     a re-run resumes from the state the last run left; a finished one does nothing. `step(name)` is
     called after each step ("started", "batch", "replayed", "sealed", "caught-up", "switched",
-    "done"): a test makes it raise to stop the migration there."""
+    "done"): a test makes it raise to stop the move there."""
     _check_target(topic, to)
     started = time.monotonic()
     batch = max(1, int(batch or settings.COMMENTS_MIGRATE_BATCH))
-    migrations = CommentMigrationManager()
+    moves = CommentMoveManager()
     discussion_id = topic.discussion_id
     storage = _stored_storage(topic)
-    state = migrations.get(discussion_id)
+    state = moves.get(discussion_id)
     if state is not None and state["state"] != DONE and state["target"] != to:
         raise Conflict(f"{topic.slug}: a move to {state['target']} is under way; run it again with --to "
                        f"{state['target']}, or abort it.")
     if state is None or state["state"] == DONE:
         if storage == to:
-            report = MigrationReport(topic=topic.slug, source=storage, target=to, resumed_from=DONE)
+            report = MoveReport(topic=topic.slug, source=storage, target=to, resumed_from=DONE)
             progress(f"{topic.slug}: already {to}")
             return report
-        state = migrations.start(discussion_id=discussion_id, source=storage, target=to)
-        report = MigrationReport(topic=topic.slug, source=storage, target=to)
+        state = moves.start(discussion_id=discussion_id, source=storage, target=to)
+        report = MoveReport(topic=topic.slug, source=storage, target=to)
         fresh = True
     else:
-        report = MigrationReport(topic=topic.slug, source=state["source"], target=to, resumed_from=state["state"])
+        report = MoveReport(topic=topic.slug, source=state["source"], target=to, resumed_from=state["state"])
         fresh = False
     owner = uuid.uuid4().hex
-    if not migrations.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS):
+    if not moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS):
         raise Conflict(f"{topic.slug}: another process is moving this discussion.")
     source, target = manager_for(report.source), manager_for(to)
     threaded = topic.comment_order == "threaded"
@@ -238,22 +238,22 @@ def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progres
             target.drop_discussion(discussion_id=discussion_id)  # whatever an earlier move left there
             _done_step(report, step, "started")
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # writers that routed before the start finish
-        state = migrations.get(discussion_id)
+        state = moves.get(discussion_id)
         if state["state"] == COPYING:
-            _copy(report, source, target, migrations, state, batch, threaded, progress, step, owner)
+            _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
             for _ in range(_REPLAY_ROUNDS):
-                if _replay(report, source, target, migrations, discussion_id, batch, threaded, once=True) < batch:
+                if _replay(report, source, target, moves, discussion_id, batch, threaded, once=True) < batch:
                     break
             _done_step(report, step, "replayed")
-            migrations.advance(discussion_id=discussion_id, state=COPYING, to=SEALED)
+            moves.advance(discussion_id=discussion_id, state=COPYING, to=SEALED)
             _done_step(report, step, "sealed")
-            state = migrations.get(discussion_id)
+            state = moves.get(discussion_id)
         if state["state"] == SEALED:
             if _stored_storage(topic) != report.source:  # stopped after the switch, before its state update
-                migrations.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
+                moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
             else:
-                _drain(migrations, discussion_id, progress)
-                _replay(report, source, target, migrations, discussion_id, batch, threaded, once=False)
+                _drain(moves, discussion_id, progress)
+                _replay(report, source, target, moves, discussion_id, batch, threaded, once=False)
                 if report.source == EMBEDDED:
                     _renumber(report, source, target, discussion_id, threaded)
                 head = source.export_head(discussion_id=discussion_id)
@@ -261,23 +261,27 @@ def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progres
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
                 _done_step(report, step, "caught-up")
                 _switch(topic, report.source, to)
-                migrations.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
+                moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
                 _done_step(report, step, "switched")
-            state = migrations.get(discussion_id)
+            state = moves.get(discussion_id)
         if state["state"] == SWITCHED:
+            # The target's order index (ranks.py), written from what it stores now: its pages read the
+            # stored comments until then, and a reader's request never writes ranks (idempotent: a
+            # move resumed here writes what is missing).
+            target.ranks_upgrade(discussion_id=discussion_id)
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # readers that resolved the source finish
             while source.drop_some(discussion_id=discussion_id, limit=batch):  # bounded deletes
                 pass
             source.drop_discussion(discussion_id=discussion_id)
-            migrations.drop_changes(discussion_id=discussion_id)
-            migrations.advance(discussion_id=discussion_id, state=SWITCHED, to=DONE)
+            moves.drop_changes(discussion_id=discussion_id)
+            moves.advance(discussion_id=discussion_id, state=SWITCHED, to=DONE)
             _done_step(report, step, "done")
     except DiscussionFull as exc:
         # The target cannot hold it (an embedded bound): give up, the source keeps serving.
-        migration_abort(topic=topic)
+        move_abort(topic=topic)
         raise Conflict(f"{topic.slug}: {exc}; the discussion stays {report.source}.") from None
     finally:
-        migrations.release(discussion_id=discussion_id, owner=owner)
+        moves.release(discussion_id=discussion_id, owner=owner)
     topic.comment_storage = to
     if to == BUCKETED:
         topic.comment_order = "chronological"
@@ -287,12 +291,12 @@ def comment_storage_migrate(*, topic, to: str, batch: int | None = None, progres
     return report
 
 
-def _done_step(report: MigrationReport, step, name: str) -> None:
+def _done_step(report: MoveReport, step, name: str) -> None:
     report.steps.append(name)
     step(name)
 
 
-def _copy(report, source, target, migrations, state, batch, threaded, progress, step, owner) -> None:
+def _copy(report, source, target, moves, state, batch, threaded, progress, step, owner) -> None:
     discussion_id = state["_id"]
     after = int(state.get("copied", 0))
     total = source.export_head(discussion_id=discussion_id)["count"]
@@ -302,23 +306,23 @@ def _copy(report, source, target, migrations, state, batch, threaded, progress, 
             return
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded, fresh=True)
         after = comments[-1].seq
-        migrations.copied(discussion_id=discussion_id, seq=after)
-        migrations.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS)
+        moves.copied(discussion_id=discussion_id, seq=after)
+        moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS)
         report.copied += len(comments)
         progress(f"{report.topic}: copied up to #{after} of {total}")
         _done_step(report, step, "batch")
 
 
-def _replay(report, source, target, migrations, discussion_id, batch, threaded, *, once: bool) -> int:
+def _replay(report, source, target, moves, discussion_id, batch, threaded, *, once: bool) -> int:
     """Store the logged comments' current state in the target; returns how many were replayed."""
     replayed = 0
     while True:
-        changes = migrations.pending(discussion_id=discussion_id, limit=batch)
+        changes = moves.pending(discussion_id=discussion_id, limit=batch)
         if not changes:
             return replayed
         comments = source.export_by_ids(discussion_id=discussion_id, ids=[cid for cid, _ in changes], threaded=threaded)
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded)
-        migrations.replayed(discussion_id=discussion_id, changes=changes)
+        moves.replayed(discussion_id=discussion_id, changes=changes)
         replayed += len(changes)
         report.replayed += len(changes)
         if once:
@@ -339,17 +343,17 @@ def _renumber(report, source, target, discussion_id: int, threaded: bool) -> Non
     report.replayed += len(moved)
 
 
-def _drain(migrations, discussion_id: int, progress) -> None:
+def _drain(moves, discussion_id: int, progress) -> None:
     """Wait until no writer registered before the seal is still writing (a writer that died
     registered is given up after COMMENTS_MIGRATE_WAIT_SECONDS: a dead process writes nothing)."""
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
     while time.monotonic() < deadline:
-        state = migrations.get(discussion_id)
+        state = moves.get(discussion_id)
         if int(state.get("inflight", 0)) <= 0:
             return
         time.sleep(_POLL)
     log.warning("discussion %s: %s writers still registered after the wait; going on", discussion_id,
-                migrations.get(discussion_id).get("inflight"))
+                moves.get(discussion_id).get("inflight"))
     progress(f"discussion {discussion_id}: writers registered but silent for "
              f"{settings.COMMENTS_MIGRATE_WAIT_SECONDS} s: taken as stopped")
 
@@ -361,21 +365,21 @@ def _switch(topic, source: str, target: str) -> None:
         changes["comment_order"] = "chronological"  # bucketed keeps posting order only (topics.models)
     updated = _topics().filter(pk=topic.pk, comment_storage=source).update(**changes)
     if not updated and _stored_storage(topic) != target:
-        raise Conflict(f"{topic.slug}: its storage changed under the migration.")
+        raise Conflict(f"{topic.slug}: its storage changed under the move.")
 
 
-def migration_abort(*, topic) -> bool:
-    """Give up a migration that has not switched: the target's copy and the log are dropped, the
+def move_abort(*, topic) -> bool:
+    """Give up a move that has not switched: the target's copy and the log are dropped, the
     source (which served all along) keeps serving. False when there is nothing to abort."""
-    migrations = CommentMigrationManager()
-    state = migrations.get(topic.discussion_id)
+    moves = CommentMoveManager()
+    state = moves.get(topic.discussion_id)
     if state is None or state["state"] not in (COPYING, SEALED) or _stored_storage(topic) != state["source"]:
         return False
     manager_for(state["target"]).drop_discussion(discussion_id=topic.discussion_id)
-    migrations.forget(discussion_id=topic.discussion_id)
+    moves.forget(discussion_id=topic.discussion_id)
     return True
 
 
-def migration_state(*, topic) -> dict | None:
-    """The discussion's migration document (None when it never moved)."""
-    return CommentMigrationManager().get(topic.discussion_id)
+def move_status(*, topic) -> dict | None:
+    """The discussion's move document (None when it never moved)."""
+    return CommentMoveManager().get(topic.discussion_id)

@@ -1,0 +1,65 @@
+"""The storage layouts the comment managers share, in one module each of them imports (the
+strategies, and moving.py, which reads one strategy's layout out and writes another's): nothing
+here imports a manager, so no manager module imports another.
+
+- The embedded strategy's discussion document (embedded.py): its two layouts, `flat` (one
+  `comments` array, chronological topics) and `nested` (`replies` under `replies`, threaded
+  ones); the walk over its elements and their explicit paths; what a comment is charged
+  against the document's size bound (MongoDB's 16 MiB BSON document limit).
+- The bucketed strategy's buckets (bucketed.py): which bucket holds a comment number.
+"""
+
+from __future__ import annotations
+
+import bson
+
+FLAT = "flat"
+NESTED = "nested"
+ARRAY = {FLAT: "comments", NESTED: "replies"}  # the array of top-level comments in each layout
+MAX_BSON_SIZE = 16 * 1024 * 1024
+HARD_MAX_BYTES = MAX_BSON_SIZE - 16 * 1024  # what comments and likers may take; the rest is the fixed fields
+_ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
+_STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
+
+
+def charge(element: dict) -> int:
+    """Bytes a new element may take in its discussion document: its BSON size, its array key (the
+    index is not known when pushing, so 7 digits) and room for its status to grow (embedded.py)."""
+    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
+
+
+def liker_charge(username: str) -> int:
+    """Bytes one more name in a `latest_likers` array takes: type, key "NN", NUL, length, text, NUL."""
+    return 1 + 2 + 1 + 4 + len(username.encode()) + 1
+
+
+def iter_elements(doc: dict):
+    """Every stored comment element of a discussion document, depth-first for the nested layout."""
+    if doc.get("layout") == NESTED:
+        stack = list(reversed(doc.get("replies", [])))
+        while stack:
+            element = stack.pop()
+            yield element
+            stack.extend(reversed(element.get("replies", [])))
+    else:
+        yield from doc.get("comments", [])
+
+
+def element_paths(doc: dict) -> dict[str, str]:
+    """{comment id: explicit dotted path of its element}, e.g. "replies.0.replies.3" or "comments.7"."""
+    if doc.get("layout") != NESTED:
+        return {element["id"]: f"comments.{i}" for i, element in enumerate(doc.get("comments", []))}
+    paths: dict[str, str] = {}
+    stack = [("replies", doc.get("replies", []))]
+    while stack:
+        prefix, elements = stack.pop()
+        for i, element in enumerate(elements):
+            path = f"{prefix}.{i}"
+            paths[element["id"]] = path
+            stack.append((f"{path}.replies", element.get("replies", [])))
+    return paths
+
+
+def bucket_of(seq: int, size: int) -> int:
+    """The bucket (from 1) holding comment number `seq` (from 1)."""
+    return (seq - 1) // size + 1
