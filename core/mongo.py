@@ -64,7 +64,7 @@ def server_options(uri: str) -> dict:
 
 
 def _new_server_client(uri: str, event_listeners=None) -> MongoClient:
-    return MongoClient(uri, tz_aware=True, event_listeners=event_listeners, **server_options(uri))
+    return MongoClient(uri, tz_aware=True, event_listeners=list(event_listeners or ()), **server_options(uri))
 
 
 @contextmanager
