@@ -49,6 +49,7 @@ from core.clients import Client, current_client
 from core.errors import InvalidInput
 from core.markdown import render_markdown
 from core.permissions import can_moderate
+from core.sharedcache import cache_or
 from core.text import comparable
 
 logger = logging.getLogger(__name__)
@@ -162,7 +163,8 @@ def _fingerprint_key(sub: Submission) -> str:
 
 
 def check_duplicate(sub: Submission) -> Finding | None:
-    if settings.SPAM_DUPLICATE_WINDOW > 0 and cache.get(_fingerprint_key(sub)):
+    # Fails open without the cache (core.sharedcache): the other checks and moderation still run.
+    if settings.SPAM_DUPLICATE_WINDOW > 0 and cache_or(None, cache.get, _fingerprint_key(sub), what="spam duplicates"):
         minutes = max(1, settings.SPAM_DUPLICATE_WINDOW // 60)
         return Finding(REJECT, "duplicate", f"the same text was posted by you in the last {minutes} minutes")
     return None
@@ -171,7 +173,7 @@ def check_duplicate(sub: Submission) -> Finding | None:
 def remember(sub: Submission) -> None:
     """Record the text's fingerprint (after it was stored or held), for `check_duplicate`."""
     if settings.SPAM_DUPLICATE_WINDOW > 0:
-        cache.set(_fingerprint_key(sub), 1, settings.SPAM_DUPLICATE_WINDOW)
+        cache_or(None, cache.set, _fingerprint_key(sub), 1, settings.SPAM_DUPLICATE_WINDOW, what="spam duplicates")
 
 
 def akismet_url() -> str:

@@ -46,6 +46,7 @@ from django.utils import timezone
 
 from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
+from core.sharedcache import cache_or
 from core.writers import require_writer
 from social import signals
 from social.feeds import STRATEGIES as FEED_STRATEGIES
@@ -372,7 +373,10 @@ def presence_touch(*, user_id: int) -> bool:
     A user back after FEED_ACTIVE_DAYS gets their feed rebuilt in the background.
     True when a write happened."""
     today = day_start(timezone.now())
-    if not cache.add(f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400):
+    # Without the cache (core.sharedcache) the day is not remembered: the write below (an idempotent
+    # `$set` of the day) happens once per request instead of once per day.
+    if not cache_or(True, cache.add, f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400,
+                    what="presence"):
         return False
     before = PresenceManager().touch(user_id=user_id, day=today)
     if before is not None and before.replace(tzinfo=before.tzinfo or UTC) < _active_cutoff():
