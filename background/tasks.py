@@ -15,10 +15,13 @@ from celery import Task
 from django.conf import settings
 from kombu.exceptions import OperationalError
 from pymongo.errors import PyMongoError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
-# kombu's OperationalError: the broker refused a task this one enqueues (Redis down).
-TRANSIENT = (PyMongoError, ConnectionError, TimeoutError, OperationalError)
+# kombu's OperationalError: the broker refused a task this one enqueues (Redis down); redis-py's
+# ConnectionError and TimeoutError: the same outage as the broker connection (or the cache) raises it.
+TRANSIENT = (PyMongoError, ConnectionError, TimeoutError, OperationalError, RedisConnectionError, RedisTimeoutError)
 
 
 class DeliveryTask(Task):

@@ -330,6 +330,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # broker refused their tasks, the process died): send what follows them again past their grace.
 # Both idempotent; without beat, run `manage.py topics_publish_due` and `manage.py
 # comments_posts_finish` from cron instead.
+# Without a broker (eager tasks) the web process runs this schedule itself, in one thread per
+# process (background/scheduler.py, started by cms_site/wsgi.py); BACKGROUND_SCHEDULER=0 turns it off.
+BACKGROUND_SCHEDULER = os.environ.get("BACKGROUND_SCHEDULER", "1") != "0"
 CELERY_BEAT_SCHEDULE = {
     "topics-publish-due": {"task": "topics.publish_due", "schedule": 60.0},
     "comments-posts-finish": {"task": "comments.posts_finish", "schedule": 60.0},

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -818,9 +818,10 @@ def credit_window_start(now: datetime | None = None) -> datetime:
 
 
 def credit_expected_user_flows(*, comments, since: datetime) -> dict:
-    """{(user id, period, ts): (posts, replies)} that posting `comments` recorded (comments.services:
-    a comment +1 post, a reply +1 reply, in its day and its month), for periods from `since` on.
-    Guests and deleted accounts earn nothing."""
+    """{(user id, period, ts): (posts, replies, newest posted)} that posting `comments` recorded
+    (comments.services: a comment +1 post, a reply +1 reply, in its day and its month), for periods
+    from `since` on, with the date of the newest comment counted (a post younger than the grace
+    period may not have recorded its credit yet). Guests and deleted accounts earn nothing."""
     counts: dict = {}
     for c in comments:
         author = c.author.id if c.author is not None else None
@@ -829,9 +830,21 @@ def credit_expected_user_flows(*, comments, since: datetime) -> dict:
         kind = 0 if c.parent is None else 1
         for period, ts in ((DAY, day_start(c.posted)), (MONTH, month_start(c.posted))):
             if ts >= since:
-                posts, replies = counts.get((author, period, ts), (0, 0))
-                counts[(author, period, ts)] = (posts + (kind == 0), replies + (kind == 1))
+                posts, replies, last = counts.get((author, period, ts), (0, 0, c.posted))
+                counts[(author, period, ts)] = (posts + (kind == 0), replies + (kind == 1), max(last, c.posted))
     return counts
+
+
+def credit_comment_flow_expected(*, discussion_id: int, comment_id: str, author: int, period: str, ts: datetime
+                                 ) -> tuple[int, list[int], datetime | None]:
+    """What one comment's like flow of (`period`, `ts`) should hold, read from its like edges now:
+    (likes, latest likers, the newest first like counted or None). Each user's first like of the
+    comment counts once, in its day and its month; the author's own likes count nothing."""
+    edges = sorted(((first, user) for _, user, first in CommentLikeManager().first_likes(
+        discussion_id=discussion_id, comment_id=comment_id) if first is not None and user != author))
+    start = day_start if period == DAY else month_start
+    counted = [(first, user) for first, user in edges if start(first) == ts]
+    return len(counted), [user for _, user in counted], (counted[-1][0] if counted else None)
 
 
 def credit_comment_flows_drift(*, topic, since: datetime, batch: int = 500) -> list[tuple]:
@@ -880,8 +893,9 @@ def credit_comment_flows_drift(*, topic, since: datetime, batch: int = 500) -> l
     return rows
 
 
-def credit_user_flows_drift(*, since: datetime):
-    """(user id, period, ts, stored (posts, replies) or None, expected (posts, replies)) of each user
-    flow from `since` on that differs from the expected flows a check built (`services.
-    credit_expected_add` over every topic's comments): a merge of two sorted cursors."""
-    return CreditFlowManager().user_flows_off(since=since)
+def credit_user_flows_drift(*, since: datetime, grace: float = 0):
+    """A `comments.managers.credits.FlowOff` for each user flow from `since` on that differs from
+    the expected flows a check built (`services.credit_expected_start`, then `credit_expected_add`
+    over every topic's comments): a merge of two sorted cursors. A flow counting a comment
+    younger than `grace` seconds is `in_flight`."""
+    return CreditFlowManager().user_flows_off(since=since, fresh_after=timezone.now() - timedelta(seconds=grace))

@@ -62,13 +62,21 @@ from comments.managers.base import (
     CommentManager,
     DiscussionFull,
 )
-from comments.managers.credits import CreditFlowManager
+from comments.managers.credits import MONTH, CreditFlowManager
 from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
 from comments.moves import EMBEDDED, finish, wait_for_move, writing
-from comments.selectors import can_see, comment_manager, comment_render_many, existing_usernames, is_threaded, needs_html
+from comments.selectors import (
+    can_see,
+    comment_manager,
+    comment_render_many,
+    credit_comment_flow_expected,
+    existing_usernames,
+    is_threaded,
+    needs_html,
+)
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
@@ -469,7 +477,8 @@ class LikeRepair:
 REPAIR_PAGE = 100
 
 
-def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool = True) -> LikeRepair:
+def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool = True,
+                         grace: float | None = None) -> LikeRepair:
     """Recompute every comment's `likes` and `latest_likers` from the like edges, the source of
     truth (the edge and the counter are two writes; a crash between them, or a like
     and an unlike racing, leave the counter off). Per topic, through its storage manager: the
@@ -478,9 +487,16 @@ def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool 
     latest likers are the newest LATEST_LIKERS active likers by the time of their like, oldest
     first, as the likes left them. An update whose comment was liked or unliked since it was
     read changes nothing and is counted in `raced`: run the repair again. `repair=False` only
-    counts the comments that differ (`drifted`; `manage.py integrity` without --repair)."""
+    counts the comments that differ (`drifted`; `manage.py integrity` without --repair).
+
+    The value written is never computed from a read older than the guard: a comment found off
+    has its edges read again AFTER the comment (the guard), and one whose edges changed within
+    `grace` seconds (GAP_GRACE_SECONDS by default) is left (counted in `raced`): a like or unlike
+    between its edge and its counter step would otherwise be counted twice, or set back."""
     report = LikeRepair()
     users = get_user_model().objects
+    likes_manager = CommentLikeManager()
+    settled_before = timezone.now() - timedelta(seconds=GAP_GRACE_SECONDS if grace is None else grace)
     for topic in topics:
         manager, threaded = comment_manager(topic), is_threaded(topic)
         edges = CommentLikeManager().active_likes(discussion_id=topic.discussion_id)
@@ -498,6 +514,18 @@ def comment_likes_repair(*, topics, progress=lambda message: None, repair: bool 
                     continue
                 report.drifted += 1
                 if not repair:
+                    continue
+                now_edges, newest = likes_manager.comment_likes(discussion_id=topic.discussion_id, comment_id=comment.id)
+                if newest is not None and newest >= settled_before:
+                    report.raced += 1  # a like or unlike in flight: left for the next run
+                    continue
+                fresh = {u for u, _ in now_edges} - set(names)
+                if fresh:
+                    names.update(users.filter(pk__in=fresh).values_list("pk", "username"))
+                likes = sorted(now_edges, key=lambda edge: (edge[1] is not None, edge[1] or 0, edge[0]))
+                latest = [names[u] for u, _ in likes if u in names][-LATEST_LIKERS:]
+                if comment.likes == len(likes) and list(comment.latest_likers) == latest:
+                    repaired += 1  # it matches its edges as they are now
                     continue
                 if manager.set_likes(discussion_id=topic.discussion_id, comment=comment, likes=len(likes),
                                      latest_likers=latest, threaded=threaded):
@@ -917,8 +945,14 @@ def comment_counter_repair(*, topic, check: SeqCheck, grace: float = GAP_GRACE_S
             fixed += manager.set_count(discussion_id=topic.discussion_id, before=check.counter, count=check.stored)
         return fixed
     tail = range(check.max_seq + 1, min(check.counter, check.max_seq + GAPS_KEPT) + 1)
+    # A number a post still holds (pending: numbered, its comment maybe not stored yet) is no gap,
+    # however old the comments around it: its writer stores it, or `comment_posts_finish` does once
+    # it is older than the grace. Read now, after the pass that found the gaps: a number no longer
+    # pending had its comment stored before its pending record was cleared.
+    held = {c.seq for c in manager.posts_unfinished(discussion_id=topic.discussion_id, before=now + timedelta(days=1),
+                                                    threaded=is_threaded(topic), store=False) if c.seq}
     for seq, posted, after in [*check.gaps, *[(s, check.last_posted, check.last_posted) for s in tail]]:
-        if grace > 0 and (after is None or (now - after).total_seconds() < grace):
+        if seq in held or (grace > 0 and (after is None or (now - after).total_seconds() < grace)):
             continue
         fixed += manager.fill_gap(discussion_id=topic.discussion_id, seq=seq, posted=posted or after or now)
     if check.counter < check.max_seq:
@@ -927,24 +961,74 @@ def comment_counter_repair(*, topic, check: SeqCheck, grace: float = GAP_GRACE_S
 
 
 
-def credit_flows_repair(*, user_flows=(), comment_flows=()) -> int:
-    """Set the credit flows the check found off (`CreditFlowManager.user_flows_off`'s rows and
-    `selectors.credit_comment_flows_drift`'s) to what the comments and like edges say, each
-    guarded by what was read: a flow that moved meanwhile is left (run the check again).
-    Returns how many were set."""
-    flows, done = CreditFlowManager(), 0
-    for user_id, period, ts, before, counts in user_flows:
-        done += flows.set_user_flow(user_id=user_id, period=period, ts=ts, before=before, counts=counts)
-    for author, discussion_id, cid, period, ts, before, likes, likers in comment_flows:
-        done += flows.set_comment_flow(author_id=author, discussion_id=discussion_id, comment_id=cid, period=period,
-                                       ts=ts, before=before, likes=likes, likers=likers)
+@dataclass
+class CreditRepair:
+    """What `credit_flows_repair` did: flows `set`, and those it left, `skipped` (changed meanwhile:
+    a write between the check's reads and the repair) or `in_flight` (counting a post or like
+    younger than the grace period, whose credit may not be recorded yet); run the check again."""
+
+    set: int = 0
+    skipped: int = 0
+    in_flight: int = 0
+
+
+CREDIT_REPAIR_TRIES = 3  # a comment flow whose guard failed is read again and retried this many times
+
+
+def credit_flows_repair(*, user_flows=(), comment_flows=(), grace: float = GAP_GRACE_SECONDS) -> CreditRepair:
+    """Set the credit flows the check found off to what the comments and like edges say, never from
+    a read older than the flow's own value (the guard):
+
+    - a user flow (`selectors.credit_user_flows_drift`'s `FlowOff`s) is set only when it still
+      holds what was read BEFORE the comments were (`before`, `credit_expected_start`) and is
+      guarded by it: a post that recorded its credit since is a write the repair did not see;
+    - a comment flow (`selectors.credit_comment_flows_drift`'s rows) is read, then its like
+      edges, then written guarded by the value read first, up to CREDIT_REPAIR_TRIES times;
+    - either is left when a comment or like it counts is younger than `grace` seconds (its
+      writer may be between the comment and its credit)."""
+    flows, done = CreditFlowManager(), CreditRepair()
+    for row in user_flows:
+        if row.in_flight:
+            done.in_flight += 1
+        elif row.now != row.before:
+            done.skipped += 1
+        elif flows.set_user_flow(user_id=row.user_id, period=row.period, ts=row.ts, before=row.before,
+                                 counts=row.counts):
+            done.set += 1
+        else:
+            done.skipped += 1
+    fresh_after = timezone.now() - timedelta(seconds=grace)
+    for author, discussion_id, cid, period, ts, _, _, _ in comment_flows:
+        for _ in range(CREDIT_REPAIR_TRIES):
+            key = dict(discussion_id=discussion_id, comment_id=cid, period=period, ts=ts)
+            before = flows.comment_flow_likes(author_id=author, **key)
+            likes, likers, newest = credit_comment_flow_expected(author=author, **key)
+            if newest is not None and newest >= fresh_after:
+                done.in_flight += 1
+                break
+            if before == likes or (before is None and not likes):
+                done.set += 1  # it holds what the edges say now
+                break
+            if flows.set_comment_flow(author_id=author, before=before, likes=likes,
+                                      likers=likers if period == MONTH else None, **key):
+                done.set += 1
+                break
+        else:
+            done.skipped += 1
     return done
 
 
-
 def credit_expected_reset() -> None:
-    """Start (or end) a check of the user credit flows: the expected flows are built from empty."""
+    """End a check of the user credit flows: its scratch collection goes."""
     CreditFlowManager().scratch_reset()
+
+
+def credit_expected_start(*, since) -> None:
+    """Start a check of the user credit flows: the expected flows are built from empty, beside the
+    flows as they are now, read before any comment (the guards of their repair)."""
+    flows = CreditFlowManager()
+    flows.scratch_reset()
+    flows.scratch_snapshot(since=since)
 
 
 def credit_expected_add(*, comments, since) -> None:

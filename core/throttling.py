@@ -39,6 +39,12 @@ was typed (passwords excepted), ready to send again.
 - A sign-up (`register`) counts only when it made an account: one the form or the API
   refused (a taken name, a short password, a bad field) takes its increments back when it
   answers (`COUNTED_WHEN_DONE`), so a visitor's typos do not lock their address out.
+- When the cache cannot be reached (Redis gone: `core.sharedcache`), a request still gets an
+  answer, never a 500: the scopes that guard passwords and mailboxes (`FAIL_CLOSED`: `login`,
+  `email`, `register`) fail closed, 503 `{detail, code: "rate_limits_unavailable"}` with
+  `Retry-After` (a page: the 503 page), so an outage never opens unlimited password guessing
+  or mail to an address; every other write fails open (counted nowhere, logged), since the
+  spam checks, bans and moderation still hold it (docs/deploy.md, "When Redis goes away").
 - Editors (staff) are not limited except when logging in. `RATE_LIMITS=off` turns every
   limit off (bulk imports, load tests, the benchmark; the test suite, except the tests
   of this module).
@@ -59,6 +65,8 @@ from django.shortcuts import render
 from rest_framework.throttling import BaseThrottle
 
 from core.clients import client_ip
+from core.errors import ServiceError
+from core.sharedcache import CacheUnavailable, cache_or
 
 _RATE = re.compile(r"(\d+)/(\d*)(s|sec|m|min|h|hour|d|day)")
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
@@ -166,13 +174,35 @@ def _count(key: str, timeout: int) -> int:
         return cache.incr(key)
 
 
+FAIL_CLOSED = frozenset({"login", "email", "register"})  # refused (503) while the cache is unreachable
+UNAVAILABLE_RETRY_AFTER = 30  # seconds a refusal for want of the cache asks the client to wait
+
+
+class RateLimitsUnavailable(ServiceError):
+    """A `FAIL_CLOSED` scope's request while the rate-limit counters cannot be reached."""
+
+    status_code = 503
+    code = "rate_limits_unavailable"
+    retry_after = UNAVAILABLE_RETRY_AFTER
+
+
 def rate_limit_hit(scope: str, *, user_id=None, ip: str | None = None, account: str | None = None,
                    address: str | None = None, now: float | None = None,
                    counted_into: list | None = None) -> float | None:
     """Count one request of `scope`; None when allowed (the counters it added to are appended to
-    `counted_into`, for `take_back`), else the seconds to wait (nothing counted)."""
+    `counted_into`, for `take_back`), else the seconds to wait (nothing counted). With the cache
+    unreachable: None (fail open), or `RateLimitsUnavailable` for a `FAIL_CLOSED` scope."""
     if not enabled():
         return None
+    try:
+        return cache_or(CacheUnavailable if scope in FAIL_CLOSED else None, _hit, scope, user_id=user_id, ip=ip,
+                        account=account, address=address, now=now, counted_into=counted_into,
+                        what=f"rate limits of {scope}")
+    except CacheUnavailable:
+        raise RateLimitsUnavailable("This cannot be done right now: please try again in a minute.") from None
+
+
+def _hit(scope: str, *, user_id, ip, account, address, now, counted_into) -> float | None:
     now = time.time() if now is None else now
     counted, wait = [], 0.0
     for key, rate in _keys(scope, user_id=user_id, ip=ip, account=account, address=address):
@@ -192,7 +222,7 @@ def take_back(counted: list[str]) -> None:
     """Undo one request's increments (a request refused by a limit, or a sign-up not done)."""
     for window_key in counted:
         try:
-            cache.decr(window_key)
+            cache_or(None, cache.decr, window_key, what="rate limit take-back")
         except ValueError:  # the window expired meanwhile: nothing left to take back
             pass
 
@@ -304,5 +334,10 @@ class RateLimitMiddleware:
             return None
         if exempt(request, scope):
             return None
-        wait = rate_limit_hit(scope, **_request_who(request, scope), counted_into=_held(request, scope))
+        try:
+            wait = rate_limit_hit(scope, **_request_who(request, scope), counted_into=_held(request, scope))
+        except RateLimitsUnavailable as exc:
+            response = render(request, "503.html", {"reason": exc.message}, status=503)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
         return None if wait is None else throttled_page(request, wait)

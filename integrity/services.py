@@ -5,6 +5,11 @@ Public API (stable: the fault-injection suite calls it): `integrity(topics=, use
 batch=, say=, moderation=, grace=)` and `integrity_all(repair=)` return an `IntegrityReport`
 (`checked`, `drifted`, `repaired` per check name of CHECKS, `differences`, `remaining`).
 
+Safe while people write: no repair writes a value computed from a read older than the value it
+replaces (a guarded write on what was read before the source was, or an idempotent step
+re-checked against its source), and what a writer may still be finishing (younger than
+`grace`) is left and counted, for the next run.
+
 Per topic, in its storage strategy (one chronological page of `batch` comments in memory at
 a time, `comments.selectors.comment_stored_pages`):
 - `posts`: posts interrupted after their comment was numbered (still pending, older than
@@ -29,7 +34,7 @@ a time, `comments.selectors.comment_stored_pages`):
   `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`).
 Per user, in batches of `batch` primary keys (a Django iterator), or the users named:
 - `follow lists`: followers/following ids and counts equal the follow edges
-  (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_rebuild`);
+  (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_repair`);
 - `feeds`: the pushed feed holds what delivery leaves (`social.selectors.feed_drift`; repair:
   `social.services.feed_repair`);
 - `notification groups`: a group's count equals its events
@@ -68,6 +73,7 @@ from comments.selectors import (
 from comments.services import (
     GAP_GRACE_SECONDS,
     GAPS_KEPT,
+    CreditRepair,
     SeqCheck,
     comment_anchors_refresh,
     comment_counter_repair,
@@ -77,6 +83,7 @@ from comments.services import (
     comment_ranks_repair,
     credit_expected_add,
     credit_expected_reset,
+    credit_expected_start,
     credit_flows_repair,
 )
 from moderation.services import moderation_drift, moderation_repair
@@ -90,7 +97,7 @@ from search.services import (
     comment_search_strays,
 )
 from social.selectors import feed_drift, follow_lists_drift
-from social.services import feed_repair, follow_lists_rebuild, follows_finish_due
+from social.services import feed_repair, follow_lists_repair, follows_finish_due
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
 FEEDS, GROUPS, CREDITS, POSTS, RANKS = "feeds", "notification groups", "credits", "posts", "ranks"
@@ -209,7 +216,7 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
             if strays:
                 comment_search_prune(topic=topic, comment_ids=strays)
             report.repaired[SEARCH] += search_drift
-    likes = comment_likes_repair(topics=[topic], repair=repair)
+    likes = comment_likes_repair(topics=[topic], repair=repair, grace=grace)
     if likes.drifted:
         report.drifted[LIKES] += likes.drifted
         notes.append(f"likes: {likes.drifted} comment(s) differ from their like edges"
@@ -222,13 +229,16 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
             notes.append("like credits " + ", ".join(f"{cid} {period} {ts:%Y-%m-%d}: {before} for {likes} like(s)"
                                                       for _, _, cid, period, ts, before, likes, _ in flows[:5]))
             if repair:
-                report.repaired[CREDITS] += credit_flows_repair(comment_flows=flows)
+                done = credit_flows_repair(comment_flows=flows, grace=grace)
+                report.repaired[CREDITS] += done.set
+                notes.append(_credit_note(done))
     report.checked["topics"] += 1
     report.checked["comments"] += seq.stored
     say(f"topic {topic.slug}: {seq.stored} comment(s); " + ("; ".join(notes) if notes else "ok"))
 
 
-def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, say) -> None:
+def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, say,
+                grace: float = GAP_GRACE_SECONDS) -> None:
     """The derived views of a batch of users: follow lists, pushed feeds, notification groups,
     unread counters."""
     notes = []
@@ -236,9 +246,9 @@ def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, s
     if follows:
         report.drifted[FOLLOWS] += len(follows)
         notes.append(f"follow lists of user(s) {', '.join(map(str, follows[:10]))} differ from the edges")
-        if repair:
-            follow_lists_rebuild(user_ids=follows)
-            report.repaired[FOLLOWS] += len(follows)
+        if repair:  # member by member, each step re-checked against its edge: safe while people follow
+            follow_lists_repair(user_ids=follows, grace=grace)
+            report.repaired[FOLLOWS] += len(follows) - len(follow_lists_drift(user_ids=follows))
     feeds = feed_drift(user_ids=user_ids)
     if feeds:
         report.drifted[FEEDS] += len(feeds)
@@ -259,7 +269,7 @@ def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, s
         report.drifted[UNREAD] += len(unread)
         notes.append("unread counters " + ", ".join(f"user {u}: {s} for {n} unread" for u, (s, n) in list(unread.items())[:10]))
         if repair:
-            report.repaired[UNREAD] += unread_counters_recount(user_ids=list(unread))
+            report.repaired[UNREAD] += unread_counters_recount(user_ids=list(unread), grace=grace)
     report.checked["users"] += len(user_ids)
     say(f"users {user_ids[0]}..{user_ids[-1]}: {len(user_ids)} user(s); " + ("; ".join(notes) if notes else "ok"))
 
@@ -282,8 +292,8 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
         topics = Topic.objects.order_by("pk").iterator(chunk_size=batch)
     since = credit_window_start() if credits else None
     user_flows = bool(credits and site)
-    if user_flows:
-        credit_expected_reset()
+    if user_flows:  # the flows as they are, read before any comment: the guards of their repair
+        credit_expected_start(since=since)
     try:
         for topic in topics:
             check_topic(topic, repair=repair, batch=batch, report=report, say=say, grace=grace, credits_since=since,
@@ -299,12 +309,12 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
         for user_id in user_ids:
             ids.append(int(user_id))
             if len(ids) >= batch:
-                check_users(ids, repair=repair, report=report, say=say)
+                check_users(ids, repair=repair, report=report, say=say, grace=grace)
                 ids = []
         if ids:
-            check_users(ids, repair=repair, report=report, say=say)
+            check_users(ids, repair=repair, report=report, say=say, grace=grace)
         if user_flows:
-            check_user_credits(since=since, repair=repair, batch=batch, report=report, say=say)
+            check_user_credits(since=since, repair=repair, batch=batch, report=report, say=say, grace=grace)
     finally:
         if user_flows:
             credit_expected_reset()
@@ -313,24 +323,42 @@ def integrity(*, topics=None, users=True, repair: bool = False, batch: int = 500
     return report
 
 
-def check_user_credits(*, since, repair: bool, batch: int, report: IntegrityReport, say) -> None:
+def _credit_note(done) -> str:
+    return (f"{done.set} set" + (f", {done.skipped} changed meanwhile" if done.skipped else "")
+            + (f", {done.in_flight} counting a post or like in flight" if done.in_flight else "")
+            + (" (left: run again)" if done.skipped or done.in_flight else ""))
+
+
+def check_user_credits(*, since, repair: bool, batch: int, report: IntegrityReport, say,
+                       grace: float = GAP_GRACE_SECONDS) -> None:
     """The user credit flows (posts and replies per day and month) against what every topic's
-    comments add up to: one merge of two sorted cursors, repaired `batch` rows at a time."""
-    off, shown, chunk = 0, [], []
-    for row in credit_user_flows_drift(since=since):
+    comments add up to: one merge of two sorted cursors, repaired `batch` rows at a time, each
+    guarded by the flow as read before the comments (`comments.services.credit_flows_repair`)."""
+    off, shown, chunk, repaired = 0, [], [], None
+
+    def repair_chunk(rows):
+        done = credit_flows_repair(user_flows=rows, grace=grace)
+        report.repaired[CREDITS] += done.set
+        for name in ("set", "skipped", "in_flight"):
+            setattr(repaired, name, getattr(repaired, name) + getattr(done, name))
+
+    if repair:
+        repaired = CreditRepair()
+    for row in credit_user_flows_drift(since=since, grace=grace):
         off += 1
         if len(shown) < 5:
-            user_id, period, ts, before, counts = row
-            shown.append(f"user {user_id} {period} {ts:%Y-%m-%d}: {before or (0, 0)} for {counts} (posts, replies)")
+            shown.append(f"user {row.user_id} {row.period} {row.ts:%Y-%m-%d}: {row.now or (0, 0)} for {row.counts} "
+                         "(posts, replies)")
         if repair:
             chunk.append(row)
             if len(chunk) >= batch:
-                report.repaired[CREDITS] += credit_flows_repair(user_flows=chunk)
+                repair_chunk(chunk)
                 chunk = []
     if repair and chunk:
-        report.repaired[CREDITS] += credit_flows_repair(user_flows=chunk)
+        repair_chunk(chunk)
     report.drifted[CREDITS] += off
     say("user credit flows: " + ("; ".join(shown) + (f" and {off - len(shown)} more" if off > len(shown) else "")
+                                 + (f"; {_credit_note(repaired)}" if repaired else "")
                                  if off else "ok"))
 
 

@@ -26,6 +26,6 @@ class ModerationConfig(AppConfig):
         register_submission_gate("moderation.spam", spam.SpamGate())
         register_submission_gate("moderation.premoderation", services.PreModerationGate())
         comment_edited.connect(receivers.on_comment_edited, dispatch_uid="moderation.edited")
-        comment_posted.connect(spam.on_comment_posted, dispatch_uid="moderation.spam_fingerprint")
-        comment_edited.connect(spam.on_comment_edited, dispatch_uid="moderation.spam_fingerprint_edit")
+        comment_posted.connect(receivers.on_comment_posted_fingerprint, dispatch_uid="moderation.spam_fingerprint")
+        comment_edited.connect(receivers.on_comment_edited_fingerprint, dispatch_uid="moderation.spam_fingerprint_edit")
         comment_status_changed.connect(receivers.on_comment_status_changed, dispatch_uid="moderation.status_changed")

@@ -45,11 +45,15 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.cache import cache
 
+from comments.managers.base import DELETED
+from comments.selectors import comment_stored
 from core.clients import Client, current_client
 from core.errors import InvalidInput
 from core.markdown import render_markdown
 from core.permissions import can_moderate
+from core.sharedcache import cache_or
 from core.text import comparable
+from topics.models import Topic
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +166,8 @@ def _fingerprint_key(sub: Submission) -> str:
 
 
 def check_duplicate(sub: Submission) -> Finding | None:
-    if settings.SPAM_DUPLICATE_WINDOW > 0 and cache.get(_fingerprint_key(sub)):
+    # Fails open without the cache (core.sharedcache): the other checks and moderation still run.
+    if settings.SPAM_DUPLICATE_WINDOW > 0 and cache_or(None, cache.get, _fingerprint_key(sub), what="spam duplicates"):
         minutes = max(1, settings.SPAM_DUPLICATE_WINDOW // 60)
         return Finding(REJECT, "duplicate", f"the same text was posted by you in the last {minutes} minutes")
     return None
@@ -171,7 +176,7 @@ def check_duplicate(sub: Submission) -> Finding | None:
 def remember(sub: Submission) -> None:
     """Record the text's fingerprint (after it was stored or held), for `check_duplicate`."""
     if settings.SPAM_DUPLICATE_WINDOW > 0:
-        cache.set(_fingerprint_key(sub), 1, settings.SPAM_DUPLICATE_WINDOW)
+        cache_or(None, cache.set, _fingerprint_key(sub), 1, settings.SPAM_DUPLICATE_WINDOW, what="spam duplicates")
 
 
 def akismet_url() -> str:
@@ -234,7 +239,8 @@ def submission_of(*, topic, author, text: str) -> Submission:
 class SpamGate:
     """Registered with comments.services (moderation.apps): REJECT raises `SpamRejected` (400,
     nothing stored), HOLD sends the comment to the Pending queue with the reasons, ACCEPT
-    lets it through (its fingerprint is recorded when it is stored: `on_comment_posted`)."""
+    lets it through (its fingerprint is recorded once it is stored: `fingerprint_remember`, the
+    task moderation.receivers enqueues on `comment_posted`)."""
 
     def hold(self, *, topic, author, text, parent):
         if can_moderate(author):  # editors skip the checks
@@ -265,12 +271,15 @@ class SpamGate:
             raise SpamRejected(f"This looks like spam ({verdict.reason}).", field="text")  # the page: "Not saved:"
 
 
-def on_comment_posted(sender, topic, comment, author, **kwargs):
-    """Remember a stored comment's text for the duplicate check."""
-    remember(submission_of(topic=topic, author=author, text=comment.text))
-
-
-def on_comment_edited(sender, topic, comment, user, **kwargs):
-    """Remember an edited comment's new text too (the author's; an editor's edit is not theirs)."""
-    if comment.author is not None and comment.author.id == user.pk:
-        remember(submission_of(topic=topic, author=user, text=comment.text))
+def fingerprint_remember(*, topic_id: int, comment_id: str, author_id: int) -> bool:
+    """The `moderation.spam_fingerprint` task (enqueued by moderation.receivers when a comment is
+    posted, or edited by its author): remember the text the comment holds now, as its author's,
+    for the duplicate check. Idempotent (the same key set again, its window restarted). False
+    when the topic or the comment is gone, deleted, or not `author_id`'s."""
+    topic = Topic.objects.filter(pk=int(topic_id)).first()
+    comment = comment_stored(topic=topic, comment_id=str(comment_id)) if topic is not None else None
+    if comment is None or comment.status == DELETED or comment.author is None or comment.author.id != int(author_id):
+        return False
+    remember(Submission(author_id=int(author_id), author_name=comment.author.name, text=comment.text,
+                        topic_url=settings.SITE_URL.rstrip("/") + topic.get_absolute_url(), client=None))
+    return True

@@ -211,7 +211,7 @@ def follow_names(*, user) -> dict[str, list[str]]:
 def follow_lists_drift(*, user_ids: list[int]) -> list[int]:
     """Those of `user_ids` whose followers or following list (its ids, as a multiset, or the
     head's count) differs from the follow edges, the source of truth (the check of `manage.py
-    integrity`; the repair is `services.follow_lists_rebuild`). Two edge queries for the batch,
+    integrity`; the repair is `services.follow_lists_repair`). Two edge queries for the batch,
     then 1-2 reads per list and one for the counts."""
     owners = [int(u) for u in user_ids]
     if not owners:

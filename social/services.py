@@ -6,7 +6,7 @@ inserts the edge and appends to the lists), then the followee's followers list a
 follower's following list. If a list append fails, the edge and any list entry
 already written are removed before the error propagates, so a retry starts clean; if
 the process dies in between, the edge exists without its list entries (the lists
-under-count by one) until `follow_lists_rebuild` is run for that user. Unfollow removes
+under-count by one) until `follow_lists_repair` is run for that user. Unfollow removes
 the edge, then both end with `_settle`: the lists are set to what the edge is (appended
 if it exists, removed if not) and the edge is read again until it did not change meanwhile,
 so whichever of racing follows and unfollows writes last leaves lists equal to the edge; an
@@ -46,6 +46,7 @@ from django.utils import timezone
 
 from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
+from core.sharedcache import cache_or
 from core.writers import require_writer
 from social import signals
 from social.feeds import STRATEGIES as FEED_STRATEGIES
@@ -219,6 +220,52 @@ def follow_lists_rebuild(*, user_ids: Iterable[int], chunk: int = 500) -> None:
         lists.replace(kind=FOLLOWING, lists=edges.following_of(owners))
 
 
+def follow_lists_repair(*, user_ids: Iterable[int], grace: float = 0) -> int:
+    """Bring the followers and following lists of `user_ids` in step with the follow edges while
+    people follow and unfollow (the repair of `manage.py integrity --repair`; `follow_lists_rebuild`
+    replaces whole lists and is for owners nobody follows meanwhile). Member by member, through
+    the lists' own idempotent steps (an append lists a member once, a remove takes it out of every
+    document), each checked against its edge again afterwards, so a follow or unfollow that raced
+    in is left as its edge says (the re-check pattern `follow_delete` uses). A head count off its
+    ids is set guarded by the count read before them, unless an edge of the list is younger than
+    `grace` seconds (its follow may be between its member and its count). Returns the lists that
+    match their edges afterwards."""
+    from collections import Counter
+
+    edges, lists = FollowEdgeManager(), FollowListManager()
+    settled_before = timezone.now() - timedelta(seconds=grace)
+    matched = 0
+    for owner in sorted({int(u) for u in user_ids}):
+        for kind in (FOLLOWERS, FOLLOWING):
+            def pair(member, owner=owner, kind=kind):
+                return dict(follower=member, followee=owner) if kind == FOLLOWERS else dict(follower=owner, followee=member)
+
+            before = lists.head_count(owner=owner, kind=kind)
+            truth = set((edges.followers_of if kind == FOLLOWERS else edges.following_of)([owner])[owner])
+            listed = Counter(i for chunk in lists.iter_id_chunks(owner=owner, kind=kind) for i in chunk)
+            changed = False
+            for member in sorted(truth - set(listed)):
+                lists.append(owner=owner, kind=kind, member=member)
+                if not edges.exists(**pair(member)):  # unfollowed meanwhile
+                    lists.remove(owner=owner, kind=kind, member=member)
+                changed = True
+            for member in sorted(m for m, n in listed.items() if n > 1 or m not in truth):
+                lists.remove(owner=owner, kind=kind, member=member)
+                if edges.exists(**pair(member)):  # followed (again) meanwhile, or listed twice
+                    lists.append(owner=owner, kind=kind, member=member)
+                changed = True
+            if changed:
+                before = lists.head_count(owner=owner, kind=kind)
+            ids = [i for chunk in lists.iter_id_chunks(owner=owner, kind=kind) for i in chunk]
+            newest = edges.newest_since(owner=owner, kind=kind)
+            if before is not None and before != len(ids) and (newest is None or newest < settled_before):
+                lists.set_count(owner=owner, kind=kind, before=before, count=len(ids))
+                before = lists.head_count(owner=owner, kind=kind)
+            matched += (before or 0) == len(ids) and sorted(ids) == sorted(
+                (edges.followers_of if kind == FOLLOWERS else edges.following_of)([owner])[owner])
+    return matched
+
+
 # --- activities -------------------------------------------------------------------
 
 
@@ -326,7 +373,10 @@ def presence_touch(*, user_id: int) -> bool:
     A user back after FEED_ACTIVE_DAYS gets their feed rebuilt in the background.
     True when a write happened."""
     today = day_start(timezone.now())
-    if not cache.add(f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400):
+    # Without the cache (core.sharedcache) the day is not remembered: the write below (an idempotent
+    # `$set` of the day) happens once per request instead of once per day.
+    if not cache_or(True, cache.add, f"social.seen:{int(user_id)}:{today.date().isoformat()}", 1, timeout=86_400,
+                    what="presence"):
         return False
     before = PresenceManager().touch(user_id=user_id, day=today)
     if before is not None and before.replace(tzinfo=before.tzinfo or UTC) < _active_cutoff():

@@ -16,6 +16,8 @@ MONGODB_SNAPSHOT = ""
 # no fsync (a test database does not outlive the run).
 MONGODB_EMBEDDED_PATH = ""
 MONGODB_EMBEDDED_SYNCHRONOUS = "OFF"
+# No scheduler thread in the suite (tests/background/test_scheduler.py starts its own).
+BACKGROUND_SCHEDULER = False
 # Rate limits are off for the suite; tests/core/test_throttling.py turns them on.
 RATE_LIMITS_ENABLED = False
 

@@ -61,6 +61,23 @@ class UserFlow:
 
 
 @dataclass(frozen=True)
+class FlowOff:
+    """A user flow that differs from what the comments say (`user_flows_off`)."""
+
+    user_id: int
+    period: str
+    ts: datetime
+    before: tuple[int, int] | None  # (posts, replies) as read before the comments (None: absent)
+    counts: tuple[int, int]  # what the comments say
+    now: tuple[int, int] | None  # as read after them
+    in_flight: bool  # a comment it counts is younger than the grace period
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
 class LikeTotals:
     likes: int  # likes received this month, over all comments
     capped: int  # the same, each comment counted at most `per_comment_cap`
@@ -137,41 +154,72 @@ class CreditFlowManager(MongoManager):
     def scratch_reset(self) -> None:
         self.db[self.scratch_name].drop()
 
-    def scratch_add(self, counts: dict[tuple[int, str, datetime], tuple[int, int]]) -> None:
-        """Add (posts, replies) per (user, period, ts) to the expected flows: one bulk write."""
+    def scratch_snapshot(self, *, since: datetime, batch: int = 1000) -> None:
+        """Keep the user flows from `since` on as they are now (`seen`), before the comments are
+        read: a repair is then guarded by a value read before its source, so a post that lands
+        between the two reads makes the guard fail instead of being set back."""
+        ops = []
+        for doc in self.db[self.user_flows].find({"ts": {"$gte": since}}, {"_id": 0, "user_id": 1, "period": 1,
+                                                                             "ts": 1, "posts": 1, "replies": 1}):
+            u, p, ts = int(doc["user_id"]), doc["period"], doc["ts"]
+            ops.append(UpdateOne({"_id": self._scratch_id(u, p, ts)}, {"$set": {
+                "user_id": u, "period": p, "ts": ts,
+                "seen": [int(doc.get("posts") or 0), int(doc.get("replies") or 0)]}}, upsert=True))
+            if len(ops) >= batch:
+                self.db[self.scratch_name].bulk_write(ops, ordered=False)
+                ops = []
+        if ops:
+            self.db[self.scratch_name].bulk_write(ops, ordered=False)
+
+    def scratch_add(self, counts: dict[tuple[int, str, datetime], tuple[int, int, datetime]]) -> None:
+        """Add (posts, replies) per (user, period, ts) to the expected flows, with the newest
+        comment's date among them (`last`): one bulk write."""
         if counts:
             self.db[self.scratch_name].bulk_write([UpdateOne(
                 {"_id": self._scratch_id(u, p, ts)},
-                {"$inc": {"posts": n[0], "replies": n[1]}, "$setOnInsert": {"user_id": u, "period": p, "ts": ts}},
+                {"$inc": {"posts": n[0], "replies": n[1]}, "$max": {"last": n[2]},
+                 "$setOnInsert": {"user_id": u, "period": p, "ts": ts}},
                 upsert=True) for (u, p, ts), n in counts.items()], ordered=False)
 
-    def user_flows_off(self, *, since: datetime):
-        """(user_id, period, ts, stored (posts, replies) or None, expected (posts, replies)) of each
-        flow from `since` on whose counts differ from the expected ones (`scratch_add`): two
-        cursors in (user_id, period, ts) order merged, one document of each in memory."""
+    def user_flows_off(self, *, since: datetime, fresh_after: datetime):
+        """A `FlowOff` for each user flow from `since` on whose counts differ from the expected ones
+        (`scratch_add`): two cursors in (user_id, period, ts) order merged, one document of each
+        in memory. Its `before` is the flow as `scratch_snapshot` saw it (the repair's guard), `now`
+        as it is; `in_flight` when a comment it counts is newer than `fresh_after` (its post may
+        not have recorded its credit yet)."""
         expected = self.db[self.scratch_name].find({"ts": {"$gte": since}}).sort("_id", 1)
         stored = self.db[self.user_flows].find({"ts": {"$gte": since}}, {"_id": 0, "user_id": 1, "period": 1, "ts": 1,
                                                                           "posts": 1, "replies": 1}).sort(
             [("user_id", 1), ("period", 1), ("ts", 1)])
 
+        def counts(doc):
+            return int(doc.get("posts") or 0), int(doc.get("replies") or 0)
+
         def keyed(cursor):
             for doc in cursor:
-                yield (int(doc["user_id"]), doc["period"], doc["ts"]), (int(doc.get("posts", 0)), int(doc.get("replies", 0)))
+                yield (int(doc["user_id"]), doc["period"], doc["ts"]), doc
+
+        def off(key, want, now):
+            seen, last = want.get("seen") if want else None, (want or {}).get("last")
+            before = tuple(seen) if seen is not None else None
+            fresh = last is not None and _aware(last) >= fresh_after
+            return FlowOff(*key, before=before, counts=counts(want or {}), now=counts(now) if now else None,
+                           in_flight=fresh)
 
         a, b = keyed(expected), keyed(stored)
         x, y = next(a, None), next(b, None)
         while x is not None or y is not None:
             if y is None or (x is not None and x[0] < y[0]):
-                if x[1] != (0, 0):
-                    yield (*x[0], None, x[1])
+                if counts(x[1]) != (0, 0):
+                    yield off(x[0], x[1], None)
                 x = next(a, None)
             elif x is None or y[0] < x[0]:
-                if y[1] != (0, 0):
-                    yield (*y[0], y[1], (0, 0))
+                if counts(y[1]) != (0, 0):
+                    yield off(y[0], None, y[1])
                 y = next(b, None)
             else:
-                if x[1] != y[1]:
-                    yield (*x[0], y[1], x[1])
+                if counts(x[1]) != counts(y[1]):
+                    yield off(x[0], x[1], y[1])
                 x, y = next(a, None), next(b, None)
 
     def set_user_flow(self, *, user_id: int, period: str, ts: datetime, before: tuple[int, int] | None,
@@ -180,6 +228,8 @@ class CreditFlowManager(MongoManager):
         between wins (run the check again). A flow expected empty is deleted."""
         key = {"user_id": int(user_id), "period": period, "ts": ts}
         if before is None:
+            if counts == (0, 0):
+                return False
             try:
                 self.db[self.user_flows].insert_one({**key, "posts": counts[0], "replies": counts[1]})
             except DuplicateKeyError:
@@ -191,6 +241,14 @@ class CreditFlowManager(MongoManager):
             return self.db[self.user_flows].delete_one(guard).deleted_count > 0
         return self.db[self.user_flows].update_one(guard, {"$set": {"posts": counts[0], "replies": counts[1]}}
                                                    ).modified_count > 0
+
+    def comment_flow_likes(self, *, author_id: int, discussion_id: int, comment_id: str, period: str,
+                           ts: datetime) -> int | None:
+        """One comment flow's like count now (None: absent): the guard of its repair."""
+        doc = self.db[self.comment_flows].find_one(
+            {"user_id": int(author_id), "period": period, "ts": ts, "discussion_id": int(discussion_id),
+             "comment_id": str(comment_id)}, {"_id": 0, "likes": 1})
+        return None if doc is None else int(doc.get("likes") or 0)
 
     def comment_flows_of(self, *, discussion_id: int, authors: list[int], comment_ids: list[str], since: datetime
                          ) -> dict[tuple[int, str, str, datetime], int]:

@@ -24,6 +24,7 @@ unique index, which a collection sharded on `{discussion_id: "hashed"}` could no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from pymongo import IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
@@ -108,8 +109,11 @@ class CommentLikeManager(MongoManager):
 
     def unlike(self, *, discussion_id: int, comment_id: str, user_id: int) -> LikeChange:
         """Switch an active edge off; no-op when there is none."""
+        # `unliked` dates the switch as `liked` does the like: a repair leaves a comment whose edges
+        # changed within the grace period (its counter step may not have run yet).
         result = self.collection.update_one(
-            {**self._key(discussion_id, comment_id, user_id), "active": True}, {"$set": {"active": False}}
+            {**self._key(discussion_id, comment_id, user_id), "active": True},
+            {"$set": {"active": False, "unliked": datetime.now(UTC)}}
         )
         return LikeChange(changed=result.modified_count == 1)
 
@@ -136,11 +140,29 @@ class CommentLikeManager(MongoManager):
             out.setdefault(doc["comment_id"], []).append((doc["user_id"], doc.get("liked")))
         return out
 
-    def first_likes(self, *, discussion_id: int):
-        """(comment id, user id, first liked) of every edge of a discussion, switched off ones too
-        (a like earns its credit once, when first given), in comment order: one cursor on the `_id`
-        index's range of the discussion ("<discussion_id>:" up to ":" + 1), naming the shard key."""
-        low, high = f"{int(discussion_id)}:", f"{int(discussion_id)};"
+    def comment_likes(self, *, discussion_id: int, comment_id: str) -> tuple[list[tuple[int, object]], object]:
+        """([(user_id, liked)] of the comment's active edges, the newest `liked` or `unliked` of any
+        of its edges or None): one cursor on the `_id` index's range of the comment, from the
+        primary (the repair of one comment's counter reads it after the comment)."""
+        low = f"{int(discussion_id)}:{comment_id}:"
+        active, newest = [], None
+        for doc in self.collection.find({"_id": {"$gte": low, "$lt": low[:-1] + ";"}, "discussion_id": int(discussion_id)},
+                                        {"user_id": 1, "liked": 1, "unliked": 1, "active": 1, "_id": 0}):
+            if doc.get("active"):
+                active.append((doc["user_id"], doc.get("liked")))
+            for at in (doc.get("liked"), doc.get("unliked")):
+                if at is not None:
+                    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+                    newest = at if newest is None or at > newest else newest
+        return active, newest
+
+    def first_likes(self, *, discussion_id: int, comment_id: str | None = None):
+        """(comment id, user id, first liked) of every edge of a discussion (or of one comment of
+        it), switched off ones too (a like earns its credit once, when first given), in comment
+        order: one cursor on the `_id` index's range of the discussion ("<discussion_id>:" up to
+        ":" + 1; of a comment, "<discussion_id>:<comment_id>:" up to ";"), naming the shard key."""
+        low = f"{int(discussion_id)}:" + (f"{comment_id}:" if comment_id is not None else "")
+        high = low[:-1] + ";"
         cursor = self.collection.find({"_id": {"$gte": low, "$lt": high}, "discussion_id": int(discussion_id)},
                                       {"_id": 1, "comment_id": 1, "user_id": 1, "first_liked": 1}).sort("_id", 1)
         for doc in cursor:

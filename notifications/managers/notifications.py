@@ -22,7 +22,7 @@ counter never depends on a count over the collection. A page: `{r, hidden: false
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pymongo import DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
@@ -118,7 +118,7 @@ class NotificationManager(MongoManager):
         return self.collection.count_documents({"r": recipient, "hidden": False, "read": False,
                                                 "actor_ids": {"$not": {"$elemMatch": {"$nin": list(actor_ids)}}}})
 
-    def recount_unread(self, *, recipient: int) -> int:
+    def recount_unread(self, *, recipient: int, settled_before: datetime | None = None) -> int | None:
         """Set the recipient's unread counter to the number of unread, shown groups (the repair
         of a counter step that was lost; a replayed delivery calls it). Returns the count:
         one count over the index (r, hidden, updated, _id), as many keys as shown groups.
@@ -126,12 +126,21 @@ class NotificationManager(MongoManager):
         A guarded write (optimistic concurrency): the counter is read before the count and set
         only if it still holds what was read, so an `$inc` of an event landing between the count
         and the write is not overwritten; the count is taken again instead (a few attempts, then
-        it is left to the next recount: `manage.py integrity` reports it)."""
+        it is left to the next recount: `manage.py integrity` reports it).
+
+        With `settled_before` (the repair of `manage.py integrity --repair`), a recipient with a
+        group changed at or after it (`updated` by an event, `changed` by a read or a hide) is left
+        (None): the writer that changed it may not have stepped the counter yet, and a count
+        that saw its group set before that step would be one off once it does."""
         counters = self.db[self.counters_name]
         unread = 0
         for _ in range(_RECOUNT_ATTEMPTS):
             before = counters.find_one({"_id": recipient}, {"unread": 1})
             unread = self.collection.count_documents({"r": recipient, "hidden": False, "read": False})
+            if settled_before is not None and self.collection.count_documents(
+                    {"r": recipient, "$or": [{"updated": {"$gte": settled_before}},
+                                             {"changed": {"$gte": settled_before}}]}, limit=1):
+                return None
             guard = {"_id": recipient, "unread": before["unread"] if before and "unread" in before else {"$exists": False}}
             try:
                 if counters.update_one(guard, {"$set": {"unread": unread}}, upsert=before is None).matched_count \
@@ -222,7 +231,8 @@ class NotificationManager(MongoManager):
         query: dict = {"r": recipient, "read": False}
         if ids is not None:
             query["_id"] = {"$in": ids}
-        changed = self.collection.update_many({**query, "hidden": False}, {"$set": {"read": True}}).modified_count
+        changed = self.collection.update_many({**query, "hidden": False},
+                                              {"$set": {"read": True, "changed": datetime.now(UTC)}}).modified_count
         self.collection.update_many(query, {"$set": {"read": True}})  # hidden ones too, uncounted
         if changed:
             self._inc(recipient, -changed)
@@ -263,7 +273,8 @@ class NotificationManager(MongoManager):
         docs = list(self.collection.find({"subject": subject, "hidden": not hidden}, {"r": 1, "read": 1}))
         if not docs:
             return 0
-        self.collection.update_many({"_id": {"$in": [d["_id"] for d in docs]}}, {"$set": {"hidden": hidden}})
+        self.collection.update_many({"_id": {"$in": [d["_id"] for d in docs]}},
+                                    {"$set": {"hidden": hidden, "changed": datetime.now(UTC)}})
         deltas: dict[int, int] = {}
         for d in docs:
             if not d.get("read"):

@@ -146,6 +146,14 @@ class FollowEdgeManager(MongoManager):
         for edge in cursor.sort([("since", ASCENDING), ("_id", ASCENDING)]):
             yield edge["followee"], edge.get("since")
 
+    def newest_since(self, *, owner: int, kind: str):
+        """The `since` of the newest edge of `owner`'s followers (`kind` "followers") or following
+        list, or None: one key of the (followee|follower, since, _id) index, from the primary."""
+        side = "followee" if kind == "followers" else "follower"
+        docs = list(self.collection.find({side: int(owner)}, {"since": 1, "_id": 0}).sort(
+            [("since", -1), ("_id", -1)]).limit(1))
+        return docs[0].get("since") if docs else None
+
     def followers_of(self, owners: list[int]) -> dict[int, list[int]]:
         """{followee: [follower ids, oldest edge first]} for each owner, in one query."""
         result: dict[int, list[int]] = {owner: [] for owner in owners}

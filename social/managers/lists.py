@@ -212,6 +212,17 @@ class FollowListManager(MongoManager):
             written += len(docs)
         return written
 
+    def head_count(self, *, owner: int, kind: str) -> int | None:
+        """The head's `count` from the primary (None: no list): the guard of `set_count`."""
+        head = self.collection.find_one({"_id": self.head_id(owner, kind), "owner": owner}, {"count": 1})
+        return None if head is None else int(head.get("count", 0))
+
+    def set_count(self, *, owner: int, kind: str, before: int, count: int) -> bool:
+        """Set the head's `count`, guarded by the count read (`head_count`): a member listed or
+        taken out in between wins. True when it was set."""
+        return self.collection.update_one({"_id": self.head_id(owner, kind), "owner": owner, "count": int(before)},
+                                          {"$set": {"count": int(count)}}).modified_count > 0
+
     # --- reads ----------------------------------------------------------------
 
     def sizes(self, *, owner: int) -> dict[str, int]:

@@ -66,3 +66,25 @@ def test_a_non_transient_error_is_not_retried(settings, make_user):
         services.activity_topic_published(topic=FakeTopic(author))
     assert post.call_count == 1
     assert FailedTask.objects.get().error == "ValueError: bug"
+
+
+def test_redis_gone_from_the_broker_connection_is_retried_like_a_refusing_broker(settings, make_user):
+    """redis-py's ConnectionError (the broker connection, or the cache, when Redis is gone) is a
+    transient failure as kombu's OperationalError is: retried, not recorded after one attempt."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    settings.FEED_STRATEGY = "write"
+    author, fan = make_user("author"), make_user("fan")
+    services.follow_create(follower=fan, followee=author)
+    real_post, calls = FanoutOnWriteFeed.post, []
+
+    def gone_once(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RedisConnectionError("Error 111 connecting to redis:6379. Connection refused.")
+        return real_post(self, *args, **kwargs)
+
+    with mock.patch.object(FanoutOnWriteFeed, "post", autospec=True, side_effect=gone_once):
+        services.activity_topic_published(topic=FakeTopic(author))
+    assert len(calls) == 2 and not FailedTask.objects.exists()
+    assert len(selectors.feed_page(user=fan).items) == 1

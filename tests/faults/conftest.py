@@ -73,6 +73,24 @@ def mail_server(monkeypatch):
     return server
 
 
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its counts to the controller (`make test` runs with -n)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fault_stats"] = {k: (dict(v) if isinstance(v, Counter) else v) for k, v in STATS.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller adds up what each worker counted, for the summary below."""
+    stats = getattr(node, "workeroutput", {}).get("fault_stats")
+    if not stats:
+        return
+    STATS["cases"] += stats["cases"]
+    for key in ("faults", "invariants", "repaired", "known"):
+        STATS[key].update(stats[key])
+
+
 def pytest_terminal_summary(terminalreporter):
     if not STATS["cases"]:
         return

@@ -13,6 +13,14 @@ operation reaches the engine:
 - `kill`: `ProcessKilled`, a `BaseException` no `except Exception` catches, standing for
   kill -9 between two steps: the work stops half-done, nothing after it runs.
 
+The other dependencies fail the same way, one kind of step fault each (`Dependencies`, below):
+the broker refusing (`broker`: kombu's OperationalError from apply_async), the mail server
+refusing, dropping the connection or timing out (`mail-refused`, `mail-dropped`,
+`mail-timeout`: from the e-mail backend), and Redis gone (`redis`: redis-py's ConnectionError
+from the cache backend and from the broker connection alike, as both live on Redis). Each
+counts its dependency's calls while the write and its tasks run and fails from the k-th on,
+until it is back.
+
 Background work goes through `TaskQueue`, standing for the broker: `delay()` and
 `apply_async()` put the task in the queue instead of running it inline (or, from the k-th task
 sent on, raise kombu's OperationalError: the broker refusing), and `drain()` runs
@@ -25,6 +33,7 @@ operations, numbered 1..N across both.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pymongo.errors import AutoReconnect
@@ -226,9 +235,11 @@ class TaskQueue:
     sent: int = 0  # tasks sent since refuse_from()
     refuse_at: int | None = None
     refused: int = 0
+    error: Callable[[], BaseException] | None = None  # what a refused send raises (kombu's OperationalError)
+    before_send: Callable[[], None] | None = None  # called before each send (Redis counts broker calls too)
 
-    def refuse_from(self, k: int | None) -> None:
-        self.sent, self.refuse_at, self.refused = 0, k, 0
+    def refuse_from(self, k: int | None, error: Callable[[], BaseException] | None = None) -> None:
+        self.sent, self.refuse_at, self.refused, self.error = 0, k, 0, error
 
     def broker_back(self) -> None:
         self.refuse_at = None
@@ -240,9 +251,13 @@ class TaskQueue:
         queue = self
 
         def apply_async(task, args=None, kwargs=None, **options):
+            if queue.before_send is not None:
+                queue.before_send()
             queue.sent += 1
             if queue.refuse_at is not None and queue.sent >= queue.refuse_at:
                 queue.refused += 1
+                if queue.error is not None:
+                    raise queue.error()
                 raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
             queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {})))
 
@@ -306,3 +321,101 @@ class MailServer:
             return real(backend, messages)
 
         monkeypatch.setattr(EmailBackend, "send_messages", send_messages)
+
+
+# --- Redis --------------------------------------------------------------------------------
+
+CACHE_OPERATIONS = ("add", "get", "set", "incr", "decr", "delete", "get_many", "set_many", "touch", "has_key")
+
+
+def redis_refused() -> BaseException:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    return RedisConnectionError("Error 111 connecting to redis:6379. Connection refused.")
+
+
+@dataclass
+class RedisServer:
+    """Redis behind the cache backend (CACHE_URL) and the broker: `refuse_from(k)` makes the k-th
+    call from then on (a cache operation or a task sent) and every later one raise redis-py's
+    ConnectionError, as Django's Redis cache and the broker connection do when the server is
+    gone, until `back()`."""
+
+    queue: TaskQueue
+    calls: int = 0
+    refuse_at: int | None = None
+    refused: int = 0
+
+    def refuse_from(self, k: int | None) -> None:
+        self.calls, self.refuse_at, self.refused = 0, k, 0
+
+    def back(self) -> None:
+        self.refuse_at = None
+
+    def _call(self) -> None:
+        self.calls += 1
+        if self.refuse_at is not None and self.calls >= self.refuse_at:
+            self.refused += 1
+            raise redis_refused()
+
+    def install(self, monkeypatch) -> None:
+        from django.core.cache import caches
+
+        backend, server = caches["default"], self
+
+        def guarded(real):
+            def call(*args, **kwargs):
+                server._call()
+                return real(*args, **kwargs)
+            return call
+
+        for name in CACHE_OPERATIONS:
+            monkeypatch.setattr(backend, name, guarded(getattr(backend, name)))
+        self.queue.before_send = self._call
+
+
+# --- every dependency as one kind of step fault ------------------------------------------
+
+
+def _mail_error(kind: str) -> BaseException:
+    import smtplib
+
+    return {"mail-refused": lambda: ConnectionRefusedError(111, "Connection refused"),
+            "mail-dropped": lambda: smtplib.SMTPServerDisconnected("Connection unexpectedly closed"),
+            "mail-timeout": lambda: TimeoutError("timed out")}[kind]()
+
+
+DEPENDENCY_KINDS = ("broker", "mail-refused", "mail-dropped", "mail-timeout", "redis")
+
+
+@dataclass
+class Dependencies:
+    """The broker, the mail server and Redis, failed as one kind of step fault each: `arm(kind, k)`
+    fails that dependency from its k-th call (None: counts only), `calls` is how many calls it
+    saw, `refused` how many it refused, `back()` ends the outage."""
+
+    queue: TaskQueue
+    mail: MailServer
+    redis: RedisServer
+    kind: str | None = None
+
+    def arm(self, kind: str, k: int | None) -> None:
+        if kind not in DEPENDENCY_KINDS:
+            raise ValueError(kind)
+        self.kind, mail = kind, kind.startswith("mail")
+        self.queue.refuse_from(k if kind == "broker" else None)
+        self.redis.refuse_from(k if kind == "redis" else None)
+        self.mail.refuse_from(k if mail else None, _mail_error(kind) if mail else None)
+
+    @property
+    def calls(self) -> int:
+        return {"broker": self.queue.sent, "redis": self.redis.calls}.get(self.kind, self.mail.sent)
+
+    @property
+    def refused(self) -> int:
+        return {"broker": self.queue.refused, "redis": self.redis.refused}.get(self.kind, self.mail.refused)
+
+    def back(self) -> None:
+        self.queue.broker_back()
+        self.redis.back()
+        self.mail.back()

@@ -11,6 +11,12 @@ tests/faults/world.py pass (counts, dense `seq`, search, likes, follow lists, no
 events once and unread counters, activities once in each feed), and the write did what it
 was for (the scenario's `expect`).
 
+The dependencies fail the same way, one more kind of step fault each (`broker`, `mail-refused`,
+`mail-dropped`, `mail-timeout`, `redis`: the k-th call the write and its tasks make to the broker,
+the mail server or Redis, and every later one until it is back), for every scenario, with the
+same recovery and checks, and every e-mail owed has gone out exactly once. The session ends
+with the count of faults injected per kind and of invariant checks passed (tests/faults/conftest.py).
+
 KNOWN lists the cases that still fail (scenario, storage, fault kind, k; the operation failed
 in the comment) with the reason: they are expected to fail (xfail), and a case that passes, or
 whose k-th operation is no longer the one named, fails the test (strict).
@@ -19,7 +25,6 @@ whose k-th operation is no longer the one named, fails the test (strict).
 from __future__ import annotations
 
 import os
-import smtplib
 from collections import Counter
 
 import pytest
@@ -27,7 +32,15 @@ import pytest
 from core.errors import ServiceError
 from integrity.services import SITE_CHECKS, TOPIC_CHECKS, USER_CHECKS, integrity_all
 from tests.faults import conftest
-from tests.faults.harness import KINDS, InjectedError, ProcessKilled, replay_failures
+from tests.faults.harness import (
+    DEPENDENCY_KINDS,
+    KINDS,
+    Dependencies,
+    InjectedError,
+    ProcessKilled,
+    RedisServer,
+    replay_failures,
+)
 from tests.faults.scenarios import SCENARIOS
 from tests.faults.world import Checked, check_invariants
 
@@ -148,34 +161,67 @@ def _check_after_recovery(world, scenario, case_id: str, what: str, fired, task_
     assert not failures, f"{what} ({fired}):\n" + "\n".join(failures)
 
 
-# The broker refuses (Celery's apply_async raises kombu's OperationalError, Redis being down) from
-# the k-th task the write and its tasks send, until it is back: the write answers as without the
-# fault, then the worker runs what was queued, failed deliveries are replayed, the periodic
-# finishers run (`comments.posts_finish`, `topics.publish_due`) and, where the design says so,
-# `manage.py integrity --repair`; then every invariant holds.
-# Tasks each write and its tasks send, at most, in any strategy (the guard below fails when one sends more).
-BROKER_TASKS = {"post": 4, "reply": 5, "edit": 2, "delete": 3, "like": 1, "flag_hides": 2, "remove": 2, "hide": 2,
-                "restore": 2, "approve_hidden": 2, "approve_held": 5, "follow": 3, "mute": 1, "publish": 2}
-BROKER_CASES = [pytest.param(s, storage, k, id=f"{s.name}-{storage}-broker-{k}")
-                for s in SCENARIOS for storage in _storages(s) for k in range(1, BROKER_TASKS.get(s.name, 0) + 1)]
+# Every dependency fails as one more kind of step fault (tests/faults/harness.py, `Dependencies`):
+# the broker refuses (Celery's apply_async raises kombu's OperationalError), the mail server
+# refuses, drops the connection or times out (from the e-mail backend), or Redis is gone (redis-py's
+# ConnectionError from the cache backend and from the broker connection), from the k-th call the
+# write and its tasks make to it, until it is back. The write answers as without the fault (or the
+# user retries a 500), the worker runs what was queued while the dependency was still down, then,
+# once it is back: the queue, failed deliveries replayed (twice: a replay sends nothing twice), the
+# periodic finishers (`comments.posts_finish`, `topics.publish_due`) and, where the design says
+# so, `manage.py integrity --repair`. Then every invariant holds and every e-mail owed (each
+# notification e-mail counted within the digest threshold) has gone out exactly once.
+# Calls each write and its tasks make, at most, in any strategy (the guards below fail when one makes more):
+# (With the duplicate check on, a post, a reply, an edit and an approval enqueue its fingerprint too.)
+BROKER_TASKS = {"post": 5, "reply": 6, "edit": 3, "delete": 3, "like": 1, "flag_hides": 2, "remove": 2, "hide": 2,
+                "restore": 2, "approve_hidden": 2, "approve_held": 6, "follow": 3, "mute": 1, "publish": 2}
+MAIL_SENDS = {"reply": 1, "approve_held": 1}
+# Redis: the tasks sent (the broker) and the cache operations (the spam checks' duplicate fingerprints).
+REDIS_CALLS = {name: n + (2 if name in ("post", "reply", "edit", "premoderated_post") else 0)
+               for name, n in {**{s.name: 0 for s in SCENARIOS}, **BROKER_TASKS}.items()}
+REDIS_CALLS["approve_held"] += 1  # the approval remembers the approved text's fingerprint
 
 
-@pytest.mark.parametrize("scenario,storage", GUARDS)
-def test_broker_bound_covers_every_task(templates, scenario, storage, task_queue):
-    """BROKER_TASKS holds at least the tasks the write and its tasks send (else raise it)."""
+def _calls(kind: str, scenario) -> int:
+    table = BROKER_TASKS if kind == "broker" else REDIS_CALLS if kind == "redis" else MAIL_SENDS
+    return table.get(scenario.name, 0)
+
+
+DEPENDENCY_CASES = [pytest.param(s, storage, kind, k, id=f"{s.name}-{storage}-{kind}-{k}")
+                    for s in SCENARIOS for storage in _storages(s) for kind in DEPENDENCY_KINDS
+                    for k in range(1, _calls(kind, s) + 1)]
+DEPENDENCY_GUARDS = [pytest.param(s, storage, kind, id=f"{s.name}-{storage}-{kind}")
+                     for s in SCENARIOS for storage in _storages(s) for kind in ("broker", "mail-refused", "redis")]
+
+
+@pytest.fixture
+def dependencies(settings, task_queue, mail_server, monkeypatch):
+    """The broker, the mail server and Redis of tests/faults/harness.py; the spam checks remember
+    fingerprints in the cache (as in production), so Redis is asked during a post."""
+    settings.SPAM_DUPLICATE_WINDOW = 3600
+    redis = RedisServer(queue=task_queue)
+    redis.install(monkeypatch)
+    return Dependencies(queue=task_queue, mail=mail_server, redis=redis)
+
+
+@pytest.mark.parametrize("scenario,storage,kind", DEPENDENCY_GUARDS)
+def test_dependency_bound_covers_every_call(templates, scenario, storage, kind, dependencies, task_queue):
+    """BROKER_TASKS, MAIL_SENDS and REDIS_CALLS hold at least the calls the write and its tasks make."""
     world = templates.world(storage)
     if scenario.prepare:
         scenario.prepare(world)
         task_queue.drain()
-    task_queue.refuse_from(None)
+    dependencies.arm(kind, None)
     scenario.request(world)
     task_queue.drain()
-    assert task_queue.sent <= BROKER_TASKS.get(scenario.name, 0), \
-        f"{scenario.name}/{storage} sends {task_queue.sent} tasks"
+    assert dependencies.calls <= _calls(kind, scenario), \
+        f"{scenario.name}/{storage} makes {dependencies.calls} {kind} call(s), bound {_calls(kind, scenario)}"
 
 
-@pytest.mark.parametrize("scenario,storage,k", BROKER_CASES)
-def test_broker_refuses_from_every_task(templates, scenario, storage, k, task_queue):
+@pytest.mark.parametrize("scenario,storage,kind,k", DEPENDENCY_CASES)
+def test_dependency_fails_from_every_step(templates, scenario, storage, kind, k, dependencies, task_queue):
+    from django.core import mail
+
     from comments.services import comment_likes_finish_due, comment_posts_finish_due
     from topics.services import topic_publish_due
 
@@ -183,21 +229,23 @@ def test_broker_refuses_from_every_task(templates, scenario, storage, k, task_qu
     if scenario.prepare:
         scenario.prepare(world)
         task_queue.drain()
-    task_queue.refuse_from(k)
+    mail.outbox.clear()
+    before = _counted_keys()
+    dependencies.arm(kind, k)
     failures = []
     try:
         scenario.request(world)
     except ServiceError:
         pass  # an answer the write gives without the fault too (a 4xx)
-    except Exception as exc:  # a 500: the write must not depend on the broker
+    except Exception as exc:  # a 500: the write must not depend on the broker, the mail server or Redis
         failures.append(f"the write failed: {type(exc).__name__}: {exc}")
-    task_queue.drain()  # the worker, while the broker still refuses what its tasks send
-    refused = task_queue.refused
-    task_queue.broker_back()
+    task_queue.drain()  # the worker, while the dependency is still down
+    refused = dependencies.refused
+    dependencies.back()
     if not refused:
-        pytest.skip(f"{scenario.name} sends fewer than {k} tasks")
+        pytest.skip(f"{scenario.name} makes fewer than {k} {kind} call(s) in {storage}")
     conftest.STATS["cases"] += 1
-    conftest.STATS["faults"]["broker"] += 1
+    conftest.STATS["faults"][kind] += 1
     if failures:
         try:
             scenario.request(world)  # the user's retry
@@ -206,25 +254,17 @@ def test_broker_refuses_from_every_task(templates, scenario, storage, k, task_qu
     task_queue.drain()
     replay_failures()
     task_queue.drain()
+    replay_failures()  # replayed already: sends nothing twice
     comment_posts_finish_due(older_than=0)
     comment_likes_finish_due(older_than=0)
     topic_publish_due()
     task_queue.drain()
-    _check_after_recovery(world, scenario, f"{scenario.name}-{storage}-broker-{k}",
-                          f"broker refusing from task {k}", f"{refused} task(s) refused", task_queue, failures)
-
-
-# The mail server refuses (a refused connection, a dropped one, a time-out) from the k-th message
-# the write's tasks send, until it is back: the write and its tasks go on, failed e-mail tasks
-# are replayed, and every e-mail owed (each notification e-mail counted within the digest
-# threshold) has gone out exactly once.
-MAIL_SENDS = {"reply": 1, "approve_held": 1}
-MAIL_ERRORS = {"refused": lambda: ConnectionRefusedError(111, "Connection refused"),
-               "dropped": lambda: smtplib.SMTPServerDisconnected("Connection unexpectedly closed"),
-               "timeout": lambda: TimeoutError("timed out")}
-MAIL_CASES = [pytest.param(s, storage, k, error, id=f"{s.name}-{storage}-mail-{error}-{k}")
-              for s in SCENARIOS for storage in _storages(s) for k in range(1, MAIL_SENDS.get(s.name, 0) + 1)
-              for error in MAIL_ERRORS]
+    checked = Checked()
+    _emails_once(failures, checked, before)
+    conftest.STATS["invariants"].update(checked.counts)
+    case_id = f"{scenario.name}-{storage}-{kind}-{k}"
+    _check_after_recovery(world, scenario, case_id, f"{kind} failing from call {k}", f"{refused} call(s) refused",
+                          task_queue, failures)
 
 
 def _counted_keys() -> set[str]:
@@ -247,52 +287,3 @@ def _emails_once(failures: list[str], checked: Checked, before: set[str]) -> Non
         for place, key in enumerate(doc.get("counted") or [], start=1 + doc.get("sent", 0) - len(doc.get("counted") or [])):
             if place <= settings.NOTIFICATIONS_DIGEST_AFTER and key not in before:
                 checked.check("e-mail owed sent", keys[key] == 1, f"e-mail {key} sent {keys[key]} times", failures)
-
-
-@pytest.mark.parametrize("scenario,storage", GUARDS)
-def test_mail_bound_covers_every_message(templates, scenario, storage, task_queue, mail_server):
-    """MAIL_SENDS holds at least the messages the write's tasks send (else raise it)."""
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
-    mail_server.refuse_from(None)
-    scenario.request(world)
-    task_queue.drain()
-    assert mail_server.sent <= MAIL_SENDS.get(scenario.name, 0), f"{scenario.name}/{storage} sends {mail_server.sent}"
-
-
-@pytest.mark.parametrize("scenario,storage,k,error", MAIL_CASES)
-def test_mail_server_refuses_from_every_message(templates, scenario, storage, k, error, task_queue, mail_server):
-    from django.core import mail
-
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
-    mail.outbox.clear()
-    before = _counted_keys()
-    mail_server.refuse_from(k, MAIL_ERRORS[error]())
-    failures = []
-    try:
-        scenario.request(world)
-    except ServiceError:
-        pass
-    except Exception as exc:  # a 500: the write must not depend on the mail server
-        failures.append(f"the write failed: {type(exc).__name__}: {exc}")
-    task_queue.drain()
-    refused = mail_server.refused
-    mail_server.back()
-    if not refused:
-        pytest.skip(f"{scenario.name} sends fewer than {k} messages in {storage}")
-    conftest.STATS["cases"] += 1
-    conftest.STATS["faults"]["mail"] += 1
-    task_queue.drain()
-    replay_failures()
-    task_queue.drain()
-    replay_failures()  # replayed already: sends nothing twice
-    checked = Checked()
-    _emails_once(failures, checked, before)
-    conftest.STATS["invariants"].update(checked.counts)
-    _check_after_recovery(world, scenario, f"{scenario.name}-{storage}-mail-{error}-{k}",
-                          f"mail server {error} from message {k}", f"{refused} message(s) refused", task_queue, failures)

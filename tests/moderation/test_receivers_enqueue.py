@@ -57,3 +57,29 @@ def test_a_deletion_by_an_editor_whose_audit_write_fails_once_is_logged_once(mon
     assert entry["status"] == "deleted"
     logged = [d for d in ModerationLogManager().collection.find({"comment": comment.id, "action": "delete"})]
     assert len(logged) == 1, logged
+
+
+def test_a_posts_duplicate_fingerprint_is_written_by_its_task_not_in_the_request(settings, monkeypatch, api_client,
+                                                                                   topic, alice):
+    """The spam checks' fingerprint of a stored comment is a task keyed by the comment
+    (`moderation.spam_fingerprint`): the request's receivers only enqueue it; once it ran, the
+    same text again is a duplicate; delivered twice, it changes nothing."""
+    from celery.app.task import Task
+
+    from moderation.tasks import spam_fingerprint
+
+    settings.SPAM_DUPLICATE_WINDOW = 3600
+    queued = []
+    monkeypatch.setattr(Task, "apply_async", lambda task, args=None, kwargs=None, **options: queued.append(
+        (task.name, tuple(args or ()))))  # a broker: the request's tasks wait in the queue
+    api_client.force_authenticate(alice)
+    text = "a long enough text to be compared across every discussion of the site"
+    first = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert first.status_code == 201
+    fingerprints = [args for name, args in queued if name == "moderation.spam_fingerprint"]
+    assert fingerprints == [(topic.pk, first.json()["id"], alice.pk)]
+    monkeypatch.undo()
+    for _ in range(2):  # delivered twice: idempotent
+        assert spam_fingerprint.apply(args=fingerprints[0]).get() is True
+    again = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert again.status_code == 400 and again.json()["code"] == "spam"

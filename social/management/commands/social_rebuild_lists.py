@@ -1,10 +1,11 @@
-"""Rebuild users' followers/following lists from the follow edges (repair after a crash
-between an edge write and its list writes; see social/services.py)."""
+"""Bring users' followers/following lists in step with the follow edges (repair after a crash
+between an edge write and its list writes; safe while people follow: see
+social/services.py, `follow_lists_repair`)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from social.services import follow_lists_rebuild
+from social.services import follow_lists_repair
 
 
 class Command(BaseCommand):
@@ -19,5 +20,5 @@ class Command(BaseCommand):
         missing = sorted(set(names) - set(users))
         if missing:
             raise CommandError(f"No such user: {', '.join(missing)}")
-        follow_lists_rebuild(user_ids=users.values())
+        follow_lists_repair(user_ids=users.values())
         self.stdout.write(self.style.SUCCESS(f"Rebuilt the lists of {len(users)} user(s)."))

@@ -1,0 +1,129 @@
+"""The periodic tasks without a broker: a scheduler thread in the web process.
+
+Production runs Celery beat, which sends `CELERY_BEAT_SCHEDULE`'s tasks (scheduled topics
+announced, posts, likes and follows left pending finished past their grace) to the workers.
+With no broker (`make run`, `make serve` without CELERY_BROKER_URL) tasks run eagerly in the
+process that sends them, and nothing would send these: a scheduled topic would never reach its
+author's followers' feeds and a post left pending (a request stopped between its comment and its
+consequences, a task that failed) would wait for an operator. So the WSGI module
+(cms_site/wsgi.py, imported by runserver and by each gunicorn worker) calls `start()`, which
+runs the same schedule here, by the smallest means that does it:
+
+- one daemon thread per process, started once (a lock, and the pid: a forked child starts its
+  own), only when tasks run eagerly and `BACKGROUND_SCHEDULER` is on (the default; the test
+  suite turns it off);
+- each task of the schedule every `schedule` seconds, run as a worker would (`Task.apply`: its
+  retries and failure record included), one after the other; an exception is logged, never
+  stops the thread; the thread's database connections are closed after each round;
+- `stop()` (registered with atexit) ends it between two rounds and waits for the one in progress.
+
+Several processes (gunicorn's workers) each run the schedule: the tasks are idempotent (a post
+is finished once, keyed by the comment), so a second run finds nothing to do.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Runs `run(name)` for each (name, seconds) of `schedule`, each every `seconds`."""
+
+    def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None):
+        self.schedule, self.run, self.after_round = dict(schedule), run, after_round
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and self._pid == os.getpid()
+
+    def start(self) -> bool:
+        """Start the thread unless it runs in this process already; True when it started."""
+        with self._lock:
+            if self.running or not self.schedule:
+                return False
+            self._stop.clear()
+            self._pid = os.getpid()
+            self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
+            self._thread.start()
+            return True
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """End the thread between two rounds (the round in progress finishes first)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _loop(self) -> None:
+        due = {name: time.monotonic() + float(seconds) for name, seconds in self.schedule.items()}
+        while not self._stop.wait(max(0.0, min(due.values()) - time.monotonic())):
+            now = time.monotonic()
+            for name in sorted(due, key=due.get):
+                if due[name] > now or self._stop.is_set():
+                    continue
+                try:
+                    self.run(name)
+                except Exception:
+                    log.exception("periodic task %s failed", name)
+                due[name] = now + float(self.schedule[name])
+            try:
+                self.after_round()
+            except Exception:
+                log.exception("closing the scheduler's connections failed")
+
+
+_scheduler: Scheduler | None = None
+_guard = threading.Lock()
+
+
+def _apply(name: str) -> object:
+    from celery import current_app
+
+    if name not in current_app.tasks:  # the apps' tasks modules are imported when a worker starts: here, once
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name].apply()
+
+
+def _close_connections() -> None:
+    from django.db import connections
+
+    connections.close_all()
+
+
+def start() -> Scheduler | None:
+    """Start the process's scheduler when there is no broker (eager tasks) and
+    `BACKGROUND_SCHEDULER` is on; returns it (None: not wanted here). Idempotent."""
+    global _scheduler
+    from django.conf import settings
+
+    if not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False) or not getattr(settings, "BACKGROUND_SCHEDULER", True):
+        return None
+    schedule = {entry["task"]: float(entry["schedule"]) for entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).values()}
+    with _guard:
+        if _scheduler is None:
+            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections)
+            atexit.register(_scheduler.stop)
+        if _scheduler.start():
+            log.info("background scheduler started: %s", ", ".join(f"{n} every {s:g} s" for n, s in schedule.items()))
+    return _scheduler
+
+
+def stop() -> None:
+    """Stop the process's scheduler, if any (atexit does it at the end of the process)."""
+    global _scheduler
+    with _guard:
+        scheduler, _scheduler = _scheduler, None
+    if scheduler is not None:
+        scheduler.stop()
+        atexit.unregister(scheduler.stop)
