@@ -12,12 +12,13 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key, posted}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key?}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
 first, as the document strategy's), `path` its ids from the root (where a nested embedded
 element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
-id), `posted` its posting time. A strategy that pages threaded order here (embedded: one
+id), kept only by a strategy that pages threaded order over its ranks (ranks written before
+also carry `posted`, which nothing reads). A strategy that pages threaded order here (embedded: one
 discussion document, which an index cannot order by comment) also declares
 `(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
 document strategy's `full_slug` index gives; and `(discussion_id, seq)` for the posting
@@ -84,7 +85,7 @@ _SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)],
           # posting order of a nested embedded discussion: the comments' numbers
           CHRONOLOGICAL: ([("seq", ASCENDING)], None)}
 # What a discussion's head `ranked` says of its rank documents: 1 (stored as true) they carry
-# hot, seq and path; 2 they also carry sort_key (threaded order) and posted. Below
+# hot, seq and path; 2 they also carry sort_key where the strategy pages threaded order. Below
 # this, the first read that needs them writes what is missing (`ranks_backfilled`).
 RANKS_VERSION = 2
 
@@ -137,8 +138,13 @@ class HotRanks:
         return f"{int(discussion_id)}:{comment_id}"
 
     def _rank_doc(self, comment: Comment) -> dict:
-        return {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-                "seq": comment.seq, "path": comment.path, "sort_key": comment.sort_key, "posted": comment.posted}
+        # The threaded key only where threaded order is paged over the ranks (no reader of a
+        # bucketed rank looks at it: an index entry's worth of bytes a comment saved).
+        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
+               "seq": comment.seq, "path": comment.path}
+        if THREADED in getattr(self, "orders", ()):
+            doc["sort_key"] = comment.sort_key
+        return doc
 
     # --- writes ------------------------------------------------------------------
 
@@ -191,10 +197,10 @@ class HotRanks:
         and takes the discussion's `seq`, `path` and `sort_key` (a move between strategies
         rebuilds the discussion and may number it anew). The caller then sets the head's
         `ranked` to RANKS_VERSION."""
-        placed = ("seq", "path", "sort_key", "posted")
         upserts = []
         for c in comments:
             doc = self._rank_doc(c)
+            placed = [k for k in ("seq", "path", "sort_key") if k in doc]
             upserts.append(UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
                                      {"$setOnInsert": {k: v for k, v in doc.items() if k not in placed},
                                       "$set": {k: doc[k] for k in placed}}, upsert=True))
