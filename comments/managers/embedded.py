@@ -109,7 +109,7 @@ from comments.managers.fields import (
     to_element,
 )
 from comments.managers.moving import EmbeddedMoving
-from comments.managers.ranks import RANKS_VERSION, HotRanks, ranked_page
+from comments.managers.ranks import RANKS_VERSION, HotRanks, rank_path, ranked_page
 from core.paging import Page, PageRequest
 
 FLAT = "flat"
@@ -122,9 +122,14 @@ _ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
 _STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
 
 
+# An element is stored without `latest_likers` until its first like (fields.to_element): the
+# field and its empty array, which that like's `$push` creates, are charged with the element.
+_LIKERS_ROOM = len(bson.encode({"latest_likers": []})) - len(bson.encode({}))
+
+
 def charge(element: dict) -> int:
     """Bytes a new element may take in its discussion document (see the module docstring)."""
-    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
+    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM + (0 if "latest_likers" in element else _LIKERS_ROOM)
 
 
 def liker_charge(username: str) -> int:
@@ -485,7 +490,9 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         """Set `changes` (field -> value) on one comment whose stored fields equal `match`,
         moving `bytes` by the size difference; DiscussionFull if growing passes the bound.
         `document` (field -> value) is set on the discussion document in the same update."""
-        old = {key: getattr(comment, key) for key in changes}
+        # Sized as stored (fields.to_element: html true for a plain paragraph, a field at its
+        # default absent), so `bytes` moves by what the document does.
+        old = {key: value for key, value in to_element(comment).items() if key in changes}
         growth = len(bson.encode(changes)) - len(bson.encode(old))
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
@@ -871,10 +878,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         nested one down its path of ids, with its position at each level), so the discussion
         document is not decoded whole. None when there is no rank, or it names no such element."""
         rank = self.ranks.find_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
-                                   {"path": 1, "seq": 1})
-        if rank is None or not isinstance(rank.get("path"), str) or type(rank.get("seq")) is not int or rank["seq"] < 1:
+                                   {"path": 1, "sort_key": 1, "seq": 1})
+        path = rank_path(rank) if rank is not None else None
+        if not isinstance(path, str) or type(rank.get("seq")) is not int or rank["seq"] < 1:
             return None
-        ids = rank["path"].split("/")
+        ids = path.split("/")
         fields = {"_id": 0, "layout": 1, **_nested_positions(ids),
                   "flat": {"$arrayElemAt": ["$comments", rank["seq"] - 1]}}
         if element:

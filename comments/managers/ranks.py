@@ -12,13 +12,14 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key?}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path | sort_key}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
 first, as the document strategy's), `path` its ids from the root (where a nested embedded
 element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
-id), kept only by a strategy that pages threaded order over its ranks (ranks written before
-also carry `posted`, which nothing reads). A strategy that pages threaded order here (embedded: one
+id), kept only by a strategy that pages threaded order over its ranks, whose path is then read
+from it (`rank_path`: each level ends with the comment's id); ranks written before also carry
+`path` and `posted`, which nothing reads then. A strategy that pages threaded order here (embedded: one
 discussion document, which an index cannot order by comment) also declares
 `(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
 document strategy's `full_slug` index gives; and `(discussion_id, seq)` for the posting
@@ -139,11 +140,12 @@ class HotRanks:
 
     def _rank_doc(self, comment: Comment) -> dict:
         # The threaded key only where threaded order is paged over the ranks (no reader of a
-        # bucketed rank looks at it: an index entry's worth of bytes a comment saved).
-        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-               "seq": comment.seq, "path": comment.path}
+        # bucketed rank looks at it), and then no path: the path is in the key (`rank_path`).
+        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes))}
         if THREADED in getattr(self, "orders", ()):
-            doc["sort_key"] = comment.sort_key
+            doc.update(seq=comment.seq, sort_key=comment.sort_key)
+        else:
+            doc.update(seq=comment.seq, path=comment.path)
         return doc
 
     # --- writes ------------------------------------------------------------------
@@ -228,7 +230,7 @@ class HotRanks:
         ranks = self.read_db[self.ranks_name]
         size = request.page_size
         query: dict = {"discussion_id": discussion_id}
-        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1} if paths else {}),
+        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1, "sort_key": 1} if paths else {}),
                   **({"sort_key": 1} if order == THREADED else {})}
         ahead, reversed_ = _SORTS[order]
         limit = self.max_time_ms
@@ -237,6 +239,8 @@ class HotRanks:
                 query["sort_key"] = {"$gte": start}
             docs = list(ranks.find(query, fields, session=session).sort(ahead)
                         .skip(request.skip if skip is None else skip).limit(size + 1).max_time_ms(limit))
+            if paths:
+                _with_paths(docs)
             return docs[:size], request.skip > 0, len(docs) > size
         forward = position.direction != BACKWARD
         query.update(_bounds(order, position.key, forward))
@@ -244,6 +248,8 @@ class HotRanks:
                     .limit(size + 1).max_time_ms(limit))
         more = len(docs) > size
         docs = docs[:size]
+        if paths:
+            _with_paths(docs)
         if not forward:
             docs.reverse()
             return docs, more, True
@@ -262,9 +268,23 @@ class HotRanks:
         `(discussion_id, seq)`, whatever lo is. A number whose rank is not written yet (a post
         between its element and its rank) is not there: the page shows one comment fewer."""
         db = self.db if primary else self.read_db
-        return list(db[self.ranks_name].find({"discussion_id": discussion_id, "seq": {"$gte": int(lo), "$lte": int(hi)}},
-                                             {"_id": 0, "seq": 1, "path": 1})
-                    .sort(_SORTS[CHRONOLOGICAL][0]).max_time_ms(self.max_time_ms))
+        return _with_paths(list(db[self.ranks_name].find(
+            {"discussion_id": discussion_id, "seq": {"$gte": int(lo), "$lte": int(hi)}},
+            {"_id": 0, "seq": 1, "path": 1, "sort_key": 1}).sort(_SORTS[CHRONOLOGICAL][0]).max_time_ms(self.max_time_ms)))
+
+
+def rank_path(doc: dict) -> str | None:
+    """A rank's path of comment ids: read from its threaded key where it has one (every level is
+    "<17-digit stamp>:<id>", fields.place; ids and stamps hold no ':'), else its `path`."""
+    if isinstance(doc.get("sort_key"), str):
+        return "/".join(level.split(":", 1)[-1] for level in doc["sort_key"].split("/"))
+    return doc.get("path")
+
+
+def _with_paths(docs: list[dict]) -> list[dict]:
+    for doc in docs:
+        doc["path"] = rank_path(doc)
+    return docs
 
 
 def rank_key(doc: dict, order: str = HOT):

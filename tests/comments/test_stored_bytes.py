@@ -76,3 +76,18 @@ def test_bucketed_ranks_carry_no_threaded_key(make_topic, make_user, api_client)
     assert api_client.get(url(topic) + "?order=hot").status_code == 200
     ranks = list(get_db()["comment_bucket_ranks"].find())
     assert len(ranks) == 1 and {"hot", "seq", "path"} <= set(ranks[0]) and not {"sort_key", "posted"} & set(ranks[0])
+
+
+def test_embedded_ranks_carry_their_path_in_their_threaded_key(make_topic, make_user, api_client):
+    topic = make_topic("embedded", "threaded")
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root["id"]}, format="json").json()
+    ranks = {r["_id"].split(":")[1]: r for r in get_db()["comment_discussion_ranks"].find()}
+    assert set(ranks) == {root["id"], reply["id"]} and not any("path" in r for r in ranks.values())
+    assert ranks[reply["id"]]["sort_key"].startswith(ranks[root["id"]]["sort_key"] + "/")
+    for order in ("threaded", "hot", "chronological"):
+        page = api_client.get(url(topic) + f"?order={order}").json()["results"]
+        assert sorted(c["text"] for c in page) == ["reply", "root"], order
+    assert api_client.get(url(topic, reply["id"])).json()["text"] == "reply"
+    assert [c["text"] for c in api_client.get(url(topic, root["id"], "thread")).json()["results"]] == ["root", "reply"]
