@@ -15,7 +15,7 @@ and Isso only:
 
 bench/load.py then serves it as Isso's documentation does (`gunicorn --preload isso.run` with
 ISSO_SETTINGS) with the same gunicorn workers and threads as the other sides, and drives
-`GET /?uri=...&limit=20` (the thread's first 20 top-level comments with their replies, what its
+`GET /?uri=...&limit=20&nested_limit=5` (the thread's first 20 top-level comments with 5 replies each, what its
 embed loads first) and `POST /new?uri=...` (a new comment, anonymous: Isso has no accounts).
 """
 

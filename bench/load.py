@@ -299,7 +299,9 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
                            "name": "", "email": "", "followup": False, "reply_to": 0, "comment": "__TEXT__"})
     ours_body = json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")
     ours_headers = {"Content-Type": "application/json", "Authorization": f"Token {ours['token']}"}
-    isso_page = f"/?uri={isso['uri']}&limit=20" if isso else None
+    # What Isso's embed loads first: the top-level comments (`limit`) with their first 5 replies
+    # each (`nested_limit`, its client's `max-comments-nested` default).
+    isso_page = f"/?uri={isso['uri']}&limit=20&nested_limit=5" if isso else None
     rows = [
         {"name": "topic page 1", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/", "isso": None},
         {"name": f"deep page ({deep})", "ours": f"/t/{ours['slug']}/?page={deep}",

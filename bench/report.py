@@ -766,8 +766,9 @@ def load_section(load: dict) -> str:
         "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
         "new text each request, and runs last, one row per strategy into its own discussion. The peers have one "
         f"storage each: they post once (row {peers_post or '–'}) and every strategy's row is set beside that run."
-        + (" Isso's row is its `GET /?uri=...&limit=20` (the thread's first 20 top-level comments and their replies, "
-           "what its embed loads first) beside our comments API page 1." if isso_ran else "") + "\n",
+        + (" Isso's row is its `GET /?uri=...&limit=20&nested_limit=5` (the thread's first 20 top-level comments "
+           "with 5 replies each, what its embed loads first) beside our comments API page 1." if isso_ran else "")
+        + "\n",
         _table(headers, lines),
         "",
         "Ready to serve after start (gunicorn start to the first 200 of a page): "

@@ -74,7 +74,7 @@ def test_the_load_run_posts_into_every_strategy_and_beside_isso():
     assert posts[0]["isso"][0] == "/new?uri=/load-run/" and json.loads(posts[0]["isso"][2].replace("%s", "x")) == {"text": "x"}
     assert all(e["xtd"] is None and e["isso"] is None for e in posts[1:])
     by = {e["name"]: e for e in rows}
-    assert by["comments API page 1"]["isso"] == "/?uri=/load-run/&limit=20" and by["topic page 1"]["isso"] is None
+    assert by["comments API page 1"]["isso"] == "/?uri=/load-run/&limit=20&nested_limit=5" and by["topic page 1"]["isso"] is None
 
 
 LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,
