@@ -22,6 +22,13 @@ $(VENV)/.installed-bench: requirements.txt requirements-bench.txt $(VENV)/.insta
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	touch $@
 
+# Isso, the load run's second peer, in a virtualenv of its own (bench/isso_peer.py). When it does not
+# install, the run goes on without it and says so in its section of docs/benchmarks.md.
+ISSO_VENV ?= .venv-isso
+$(ISSO_VENV)/.installed: bench/isso-requirements.txt
+	@{ $(PYTHON) -m venv $(ISSO_VENV) && $(ISSO_VENV)/bin/python -m pip install --quiet -r bench/isso-requirements.txt \
+		&& touch $@; } || { rm -rf $(ISSO_VENV); echo "make bench-load: Isso did not install (above): the run goes on without it"; }
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
@@ -103,10 +110,11 @@ bench-quick: $(VENV)/.installed-bench
 	mkdir -p bench-out
 	$(BENCH_ENV) $(PY) manage.py bench --quick --json bench-out/quick.json --plots bench-out
 
-## make bench-load: this site as `make serve` runs it and django-comments-xtd under gunicorn, the same
-## 10,000-comment thread, each endpoint driven by wrk (Debian's package `wrk`) for 20 s: req/s, p50, p99 into
-## docs/bench/load.json and the "Load run" section of docs/benchmarks.md (about 5 minutes; stops by itself)
-bench-load: $(VENV)/.installed-bench
+## make bench-load: this site as `make serve` runs it, django-comments-xtd and Isso under gunicorn, the same
+## 10,000-comment thread (ours in each strategy), each endpoint driven by wrk (Debian's package `wrk`) for 20 s:
+## req/s, p50, p99 and bytes per comment into docs/bench/load.json and the "Load run" section of
+## docs/benchmarks.md (about 7 minutes; stops by itself)
+bench-load: $(VENV)/.installed-bench $(ISSO_VENV)/.installed
 	@command -v wrk >/dev/null || { echo "make bench-load needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_load --json docs/bench/load.json --docs docs/benchmarks.md
 
@@ -136,4 +144,4 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) db.sqlite3 var staticfiles .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ISSO_VENV) db.sqlite3 var staticfiles .pytest_cache .hypothesis

@@ -125,29 +125,40 @@ def run_wrk(url: str, *, duration: int, connections: int, threads: int, script: 
 # --- the seeds (each in a process of its own settings) --------------------------------------
 
 
+STRATEGIES = ("document", "bucketed", "embedded")  # the order their POST rows run in
+
+
 def seed_ours(size: int) -> dict:
-    """In the site's process: a threaded discussion of `size` comments, a poster with a token."""
+    """In the site's process: a discussion of `size` comments in each strategy (threaded where the
+    strategy offers it), a poster with a token. The pages are read from the document strategy's."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
     from bench import loaders, people
     from comments.managers import manager_for
-    from comments.managers.base import THREADED
+    from comments.managers.base import CHRONOLOGICAL, THREADED
     from comments.services import comment_anchors_refresh
     from core.managers import ensure_indexes
 
     User = get_user_model()
     editor = people.editor()
     authors = people.authors(people.users(50, "loadwriter"))
-    topic = people.topic(author=editor, storage="document", order=THREADED, title=f"Load run discussion {size}")
-    comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
-                                  id_length=loaders.ID_LENGTH["document"])
-    loaders.load_document(manager_for("document"), comments, threaded=True)
+    topics = {}
+    for storage in STRATEGIES:
+        manager = manager_for(storage)
+        order = THREADED if THREADED in manager.orders else CHRONOLOGICAL
+        topic = people.topic(author=editor, storage=storage, order=order, title=f"Load run discussion {storage} {size}")
+        comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
+                                      id_length=loaders.ID_LENGTH[storage])
+        loaders.COMMENT_LOADERS[storage](manager, comments, threaded=order == THREADED)
+        topics[storage] = topic
     ensure_indexes()
-    comment_anchors_refresh(topic=topic)  # as posting would have left them: threaded page numbers from anchors
+    for topic in topics.values():
+        comment_anchors_refresh(topic=topic)  # as posting would have left them: threaded page numbers from anchors
     poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
     token, _ = Token.objects.get_or_create(user=poster)
-    return {"slug": topic.slug, "token": token.key, "pages": -(-size // 20), "followers_of": "celebrity"}
+    return {"slug": topics["document"].slug, "topics": {s: t.slug for s, t in topics.items()}, "token": token.key,
+            "pages": -(-size // 20), "followers_of": "celebrity"}
 
 
 def seed_xtd(size: int) -> dict:
@@ -189,13 +200,14 @@ def _status(url: str) -> int:
 class Server:
     """A gunicorn process on a free loopback port, its log in the run's directory."""
 
-    def __init__(self, name: str, app: str, env: dict, workdir: Path):
-        self.name, self.port = name, _free_port()
+    def __init__(self, name: str, app: str, env: dict, workdir: Path, *, gunicorn: str | None = None,
+                 port: int | None = None, extra: tuple[str, ...] = ()):
+        self.name, self.port = name, port or _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(workdir / f"{name}.log", "w+")  # noqa: SIM115 - closed in stop()
-        gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+        gunicorn = gunicorn or str(Path(sys.executable).with_name("gunicorn"))
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *gunicorn_args()],
+        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *gunicorn_args(), *extra],
                                      cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.ready_seconds: float | None = None
 
@@ -272,8 +284,12 @@ def seed(kind: str, size: int, env: dict, timeout: int = 3600) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def endpoints(ours: dict, xtd: dict) -> list[dict]:
-    """What wrk drives: (name, our request, xtd's request or None)."""
+def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
+    """What wrk drives: {name, ours, xtd, isso} (a side's request, or None where it has no counterpart).
+    A GET is a path; a POST (`post`) is (path, headers, body with one `%s`: the text). One POST row
+    per strategy of ours, each into its own discussion of `size` comments; the peers, which have
+    one storage each, post in the first of them (`peers_post`), and the report sets every
+    strategy's row beside that run."""
     import base64
 
     deep = max(1, (ours["pages"] + 1) // 2)
@@ -281,21 +297,51 @@ def endpoints(ours: dict, xtd: dict) -> list[dict]:
     xtd_body = json.dumps({"content_type": "flatpages.flatpage", "object_pk": str(xtd["pk"]),
                            "timestamp": xtd["timestamp"], "security_hash": xtd["security_hash"], "honeypot": "",
                            "name": "", "email": "", "followup": False, "reply_to": 0, "comment": "__TEXT__"})
-    ours_body = json.dumps({"text": "__TEXT__"})
-    return [
-        {"name": "topic page 1", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/"},
+    ours_body = json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")
+    ours_headers = {"Content-Type": "application/json", "Authorization": f"Token {ours['token']}"}
+    # What Isso's embed loads first: the top-level comments (`limit`) with their first 5 replies
+    # each (`nested_limit`, its client's `max-comments-nested` default).
+    isso_page = f"/?uri={isso['uri']}&limit=20&nested_limit=5" if isso else None
+    rows = [
+        {"name": "topic page 1", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/", "isso": None},
         {"name": f"deep page ({deep})", "ours": f"/t/{ours['slug']}/?page={deep}",
-         "xtd": f"/article/{xtd['pk']}/?page={deep}"},
+         "xtd": f"/article/{xtd['pk']}/?page={deep}", "isso": None},
         {"name": "comments API page 1", "ours": f"/api/topics/{ours['slug']}/comments/",
-         "xtd": f"/xtd-api/flatpages-flatpage/{xtd['pk']}/"},
-        {"name": "followers page", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None},
-        {"name": "posting a comment", "post": True,
-         "ours": (f"/api/topics/{ours['slug']}/comments/",
-                  {"Content-Type": "application/json", "Authorization": f"Token {ours['token']}"},
-                  ours_body.replace("__TEXT__", "%s")),
-         "xtd": ("/xtd-api/comment/", {"Content-Type": "application/json", "Authorization": f"Basic {basic}"},
-                 xtd_body.replace("__TEXT__", "%s"))},
+         "xtd": f"/xtd-api/flatpages-flatpage/{xtd['pk']}/", "isso": isso_page},
+        {"name": "followers page", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None, "isso": None},
     ]
+    topics = ours.get("topics") or {"document": ours["slug"]}
+    for n, (storage, slug) in enumerate(topics.items()):
+        rows.append({"name": f"POST {storage}", "post": True, "strategy": storage,
+                     "ours": (f"/api/topics/{slug}/comments/", ours_headers, ours_body),
+                     "xtd": ("/xtd-api/comment/", {"Content-Type": "application/json", "Authorization": f"Basic {basic}"},
+                             xtd_body.replace("__TEXT__", "%s")) if n == 0 else None,
+                     "isso": (f"/new?uri={isso['uri']}", {"Content-Type": "application/json"},
+                              json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")) if isso and n == 0 else None})
+    return rows
+
+
+def isso_python() -> str | None:
+    """Isso's virtualenv's Python (BENCH_ISSO_PYTHON, else `.venv-isso`, which `make bench-load` makes), or None."""
+    path = os.environ.get("BENCH_ISSO_PYTHON") or str(ROOT / ".venv-isso" / "bin" / "python")
+    return path if os.access(path, os.X_OK) else None
+
+
+def seed_isso(python: str, size: int, workdir: Path, port: int) -> dict:
+    done = subprocess.run([python, str(ROOT / "bench" / "isso_peer.py"), "seed", str(workdir), "--size", str(size),
+                           "--port", str(port)], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"seeding Isso failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def footprint(kind: str, size: int, env: dict) -> dict:
+    """bench/footprint.py in a side's own process: bytes per comment of one discussion of `size`."""
+    done = subprocess.run([sys.executable, "-m", "bench.footprint", kind, "--size", str(size)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"footprint {kind} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
@@ -305,19 +351,35 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
     db_name = f"benchload_{uuid.uuid4().hex[:8]}"
-    ours_env = site_env(workdir, db_name)
+    # Every post of the embedded row lands in its discussion of `size` comments: the automatic move
+    # to another strategy (at COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments) is off for the run.
+    ours_env = {**site_env(workdir, db_name), "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}
     xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers: list[Server] = []
+    notes: list[str] = []
     try:
         log(f"bench-load: `make serve` set-up in {workdir}")
         set_up_site(ours_env)
         t0 = time.perf_counter()
         ours = seed("seed-ours", size, ours_env)
-        log(f"bench-load: ours: {size:,} comments loaded in {time.perf_counter() - t0:.1f} s (topic {ours['slug']})")
+        log(f"bench-load: ours: {size:,} comments loaded in each of {', '.join(ours['topics'])} in "
+            f"{time.perf_counter() - t0:.1f} s (topics {', '.join(ours['topics'].values())})")
         t0 = time.perf_counter()
         xtd = seed("seed-xtd", size, xtd_env)
         log(f"bench-load: xtd: {size:,} comments written in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
+        isso, isso_port, python = None, _free_port(), isso_python()
+        if python is None:
+            notes.append("Isso is not installed here (`make bench-load` makes `.venv-isso` from "
+                         "bench/isso-requirements.txt; BENCH_ISSO_PYTHON names another): its columns are empty")
+        else:
+            t0 = time.perf_counter()
+            isso = seed_isso(python, size, workdir, isso_port)
+            log(f"bench-load: Isso: {size:,} comments written in {time.perf_counter() - t0:.1f} s")
+        log("bench-load: bytes per comment (bench/footprint.py)")
+        storage = {"ours": footprint("ours", size, ours_env),
+                   "xtd": footprint("xtd", size, {**xtd_env, "BENCH_XTD_DB": str(workdir / "xtd-bytes.sqlite3")}),
+                   **({"isso": isso["bytes"]} if isso else {})}
         # One after the other, so that each start-up time is its own.
         ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
         servers.append(ours_server)
@@ -325,12 +387,20 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         xtd_server = Server("xtd", "django.core.wsgi:get_wsgi_application()", xtd_env, workdir)
         servers.append(xtd_server)
         xtd_server.wait(f"/article/{xtd['pk']}/")
-        log(f"bench-load: ours ready in {ours_server.ready_seconds} s, xtd in {xtd_server.ready_seconds} s")
+        sides = {"ours": ours_server, "xtd": xtd_server}
+        if isso:
+            # As Isso's documentation serves it: gunicorn --preload isso.run, ISSO_SETTINGS naming the configuration.
+            isso_server = Server("isso", "isso.run", {**os.environ, "ISSO_SETTINGS": isso["config"]}, workdir,
+                                 gunicorn=str(Path(python).with_name("gunicorn")), port=isso_port, extra=("--preload",))
+            servers.append(isso_server)
+            isso_server.wait(f"/?uri={isso['uri']}&limit=20")
+            sides["isso"] = isso_server
+        log("bench-load: ready in " + ", ".join(f"{k} {v.ready_seconds} s" for k, v in sides.items()))
         rows = []
         load_before = _loadavg()
-        for endpoint in endpoints(ours, xtd):
-            for side, server in (("ours", ours_server), ("xtd", xtd_server)):
-                target = endpoint[side]
+        for endpoint in endpoints(ours, xtd, isso):
+            for side, server in sides.items():
+                target = endpoint.get(side)
                 if target is None:
                     continue
                 if endpoint.get("post"):
@@ -342,19 +412,23 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                     stats = run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
                                     workdir=workdir)
                 row = {"endpoint": endpoint["name"], "side": side, "path": path.split("?")[0] if endpoint.get("post")
-                       else path, "method": "POST" if endpoint.get("post") else "GET", **stats}
+                       else path, "method": "POST" if endpoint.get("post") else "GET",
+                       **({"strategy": endpoint["strategy"]} if side == "ours" and endpoint.get("strategy") else {}),
+                       **stats}
                 rows.append(row)
                 log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}")
-        rss = {"ours": ours_server.rss_mb(), "xtd": xtd_server.rss_mb()}
+        rss = {side: server.rss_mb() for side, server in sides.items()}
         result = {
             "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
                      "connections": connections, "threads": threads, "gunicorn": " ".join(gunicorn_args()),
                      "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "embedded (docstore, SQLite)",
-                     "cpus": os.cpu_count(), "wrk": _wrk_version(),
-                     "ready_seconds": {"ours": ours_server.ready_seconds, "xtd": xtd_server.ready_seconds},
+                     "cpus": os.cpu_count(), "wrk": _wrk_version(), "strategies": list(ours["topics"]),
+                     "isso": _isso_version(python) if isso else None, "notes": notes,
+                     "ready_seconds": {side: server.ready_seconds for side, server in sides.items()},
                      "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
             "rows": rows,
+            "storage": storage,
         }
     finally:
         for server in servers:
@@ -373,6 +447,12 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         put_load_section(docs_path, result)
         log(f"bench-load: wrote the load section of {docs_path}")
     return result
+
+
+def _isso_version(python: str) -> str:
+    done = subprocess.run([python, "-c", "from importlib.metadata import version; print(version('isso'))"],
+                          capture_output=True, text=True)
+    return f"Isso {done.stdout.strip()}" if done.returncode == 0 else "Isso"
 
 
 def _loadavg() -> float | None:

@@ -720,38 +720,99 @@ def _x(ours, xtd) -> str:
 
 
 def load_section(load: dict) -> str:
-    """The "Load run" section: req/s, p50 and p99 per endpoint for both sides, and ours over xtd's."""
+    """The "Load run" section: req/s, p50 and p99 per endpoint for each side (ours, xtd, Isso when
+    it ran), ours over each peer's; each strategy's POST row beside the peers' one POST run; and
+    bytes per comment (bench/footprint.py) per strategy beside the peers'."""
     info, rows = load["info"], load["rows"]
     by = {(r["endpoint"], r["side"]): r for r in rows}
     endpoints = list(dict.fromkeys(r["endpoint"] for r in rows))
+    peers_post = next((name for name in endpoints if name.startswith("POST") and
+                       any((name, side) in by for side in ("xtd", "isso"))), None)
+    isso_ran = any(r["side"] == "isso" for r in rows)
     lines = []
     for name in endpoints:
-        ours, xtd = by.get((name, "ours"), {}), by.get((name, "xtd"), {})
-        lines.append([name, ours.get("rps", "–"), xtd.get("rps", "–"), _x(ours.get("rps"), xtd.get("rps")),
-                      ours.get("p50_ms", "–"), xtd.get("p50_ms", "–"), ours.get("p99_ms", "–"), xtd.get("p99_ms", "–"),
-                      f"{ours.get('non_2xx', 0) + ours.get('socket_errors', 0)} / "
-                      f"{xtd.get('non_2xx', 0) + xtd.get('socket_errors', 0)}" if xtd else
-                      f"{ours.get('non_2xx', 0) + ours.get('socket_errors', 0)} / –"])
+        ours = by.get((name, "ours"), {})
+        posting = name.startswith("POST") and peers_post is not None
+        xtd = by.get((name, "xtd")) or (by.get((peers_post, "xtd"), {}) if posting else {})
+        isso = by.get((name, "isso")) or (by.get((peers_post, "isso"), {}) if posting else {})
+        line = [name, ours.get("rps", "–"), xtd.get("rps", "–"), _x(ours.get("rps"), xtd.get("rps"))]
+        if isso_ran:
+            line += [isso.get("rps", "–"), _x(ours.get("rps"), isso.get("rps"))]
+        line += [ours.get("p50_ms", "–"), xtd.get("p50_ms", "–"), *([isso.get("p50_ms", "–")] if isso_ran else []),
+                 ours.get("p99_ms", "–"), xtd.get("p99_ms", "–"), *([isso.get("p99_ms", "–")] if isso_ran else []),
+                 " / ".join(f"{r.get('non_2xx', 0) + r.get('socket_errors', 0)}" if r else "–"
+                            for r in (ours, xtd, *([isso] if isso_ran else [])))]
+        lines.append(line)
     ready, rss = info.get("ready_seconds", {}), info.get("rss_mb_after", {})
+    strategies = info.get("strategies") or ["document"]
+    peers = "xtd" + (f" and {info.get('isso') or 'Isso'}" if isso_ran else "")
+    headers = ["endpoint", "ours req/s", "xtd req/s", "ours / xtd req/s"]
+    if isso_ran:
+        headers += ["Isso req/s", "ours / Isso req/s"]
+    headers += ["ours p50 ms", "xtd p50 ms", *(["Isso p50 ms"] if isso_ran else []), "ours p99 ms", "xtd p99 ms",
+                *(["Isso p99 ms"] if isso_ran else []),
+                "errors (non-2xx + socket), ours / xtd" + (" / Isso" if isso_ran else "")]
     text = [
-        "## Load run: this site and django-comments-xtd under wrk\n",
-        f"`make bench-load` ({info['started']}, {info['seconds']:,} s; bench/load.py): both sides started as `make serve` "
+        "## Load run: this site, django-comments-xtd" + (" and Isso" if isso_ran else "") + " under wrk\n",
+        f"`make bench-load` ({info['started']}, {info['seconds']:,} s; bench/load.py): every side started as `make serve` "
         f"starts a site, gunicorn `{info['gunicorn']}` on loopback, DEBUG off; ours on {info['engine']} with the demo "
-        f"content plus a {info['size']:,}-comment threaded discussion (document strategy), xtd on SQLite with the same "
-        f"thread. {info['wrk']}: {info['connections']} connections, {info['threads']} threads, {info['duration']} s per "
-        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits and "
-        "the duplicate-text check off; posting is authenticated (our API with a token, xtd's API with HTTP Basic), a new "
-        "text each request, and runs last.\n",
-        _table(["endpoint", "ours req/s", "xtd req/s", "ours / xtd req/s", "ours p50 ms", "xtd p50 ms", "ours p99 ms",
-                "xtd p99 ms", "errors (non-2xx + socket), ours / xtd"], lines),
+        f"content plus a {info['size']:,}-comment threaded discussion in each strategy ({', '.join(strategies)}; "
+        "bucketed keeps posting order only; the pages are the document strategy's), xtd on SQLite with the same thread"
+        + (f", {info.get('isso') or 'Isso'} (its own virtualenv, `gunicorn --preload isso.run`) on SQLite with the same "
+           "thread, nested one level as Isso nests" if isso_ran else "")
+        + f". {info['wrk']}: {info['connections']} connections, {info['threads']} threads, {info['duration']} s per "
+        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits, "
+        "the duplicate-text check and the automatic move of a large embedded discussion off "
+        "(COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post of the embedded row lands in its 10,000-comment document); "
+        "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
+        "new text each request, and runs last, one row per strategy into its own discussion. The peers have one "
+        f"storage each: they post once (row {peers_post or '–'}) and every strategy's row is set beside that run."
+        + (" Isso's row is its `GET /?uri=...&limit=20&nested_limit=5` (the thread's first 20 top-level comments "
+           "with 5 replies each, what its embed loads first) beside our comments API page 1." if isso_ran else "")
+        + "\n",
+        _table(headers, lines),
         "",
-        f"Ready to serve after start (gunicorn start to the first 200 of the topic page): ours {ready.get('ours', '–')} s, "
-        f"xtd {ready.get('xtd', '–')} s. Memory of all workers after the run (RSS): ours {rss.get('ours', '–')} MB, "
-        f"xtd {rss.get('xtd', '–')} MB. The followers page has no xtd counterpart."
+        "Ready to serve after start (gunicorn start to the first 200 of a page): "
+        + ", ".join(f"{side} {value} s" for side, value in ready.items())
+        + ". Memory of all workers after the run (RSS): " + ", ".join(f"{side} {value} MB" for side, value in rss.items())
+        + ". The followers page and the HTML pages have no Isso counterpart, the followers page none in xtd."
         + (f" The machine's 1-minute load average (other work on the same CPUs) was {info['loadavg']['before']} "
            f"before the wrk runs and {info['loadavg']['after']} after them." if info.get("loadavg") else ""),
     ]
+    text += [f"\nNote: {note}." for note in info.get("notes") or []]
+    if load.get("storage"):
+        text.append(storage_section(load["storage"], info["size"], peers))
     return "\n".join(text)
+
+
+def storage_section(storage: dict, size: int, peers: str) -> str:
+    """Bytes per comment of one discussion of `size` comments: each strategy's documents and indexes
+    beside each peer's table and indexes, and where the bytes go (bench/footprint.py)."""
+    xtd, isso = storage.get("xtd"), storage.get("isso")
+    rows = []
+    for name, r in storage["ours"].items():
+        rows.append([name, f"{r['per_comment']:,}", f"{r['documents_bytes'] / size:,.0f}", f"{r['index_bytes'] / size:,.0f}",
+                     _x(r["per_comment"], xtd["per_comment"]) if xtd else "–",
+                     *([_x(r["per_comment"], isso["per_comment"])] if isso else [])])
+    for name, r in (("django-comments-xtd", xtd), ("Isso", isso)):
+        if r:
+            rows.append([name, f"{r['per_comment']:,}", f"{r['documents_bytes'] / size:,.0f}",
+                         f"{r['index_bytes'] / size:,.0f}", "", *([""] if isso else [])])
+    where = []
+    for name, r in storage["ours"].items():
+        parts = sorted((p for p in r["parts"] if p["collection"] != "(engine)" and p["bytes"] > 8192),
+                       key=lambda p: -p["bytes"])
+        where.append(f"{name}: " + ", ".join(f"{p['collection']} {p['part']} {p['bytes'] / size:,.0f}" for p in parts))
+    return "\n".join([
+        f"\n### Bytes per comment, beside {peers}\n",
+        f"One threaded discussion of {size:,} comments (the load run's) in a store of its own per strategy "
+        "(bulk-loaded, every declared index built, the anchors written, as posting leaves them), and the same thread "
+        "in each peer's SQLite file: whole pages of each table and index (SQLite's dbstat; on a MongoDB server "
+        "collStats' `size` and `indexSizes`) over the number of comments. bench/footprint.py.\n",
+        _table(["storage", "bytes per comment", "documents", "indexes", "× xtd", *(["× Isso"] if isso else [])], rows),
+        "",
+        "Where our bytes go (bytes per comment, parts above 8 kB): " + "; ".join(where) + ".",
+    ])
 
 
 SCALE_START = "<!-- make bench-scale writes this section (docs/bench/scale.json) -->"

@@ -6,8 +6,10 @@ Collections:
   ("<discussion_id>:<cid>"), `discussion_id`, `cid` (the comment id), `seq` (its
   dense number in the discussion), `slug` (path of cids), `full_slug` (the sort key),
   `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
-  `likes`, `latest_likers`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc: HOT_PINNED when pinned plus the
-  like count, so `hot` descending lists pinned comments first, then the most liked).
+  `likes`, `latest_likers`, `html`, `edited`, `reply_to`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
+  HOT_PINNED when pinned plus the like count, so `hot` descending lists pinned comments first, then
+  the most liked). As every strategy stores a comment (fields.to_element): `html: true` when the
+  html is the text as one paragraph, and `edited`, `latest_likers`, `reply_to` left out at their default.
 - `comment_document_discussions`: `{_id: discussion_id, seq, numbered, pending?, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence
   number; `pinned` and `moderated` are the discussion hints (base.py), read with it.

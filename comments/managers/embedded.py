@@ -123,7 +123,7 @@ from comments.managers.fields import (
 )
 from comments.managers.layout import ARRAY, FLAT, HARD_MAX_BYTES, NESTED, charge, element_paths, iter_elements, liker_charge
 from comments.managers.moving import EmbeddedMoving
-from comments.managers.ranks import RANKS_VERSION, HotRanks, ranked_page
+from comments.managers.ranks import RANKS_VERSION, HotRanks, rank_path, ranked_page
 from core.paging import Page, PageRequest
 
 _POST_ATTEMPTS = 6
@@ -516,7 +516,9 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         """Set `changes` (field -> value) on one comment whose stored fields equal `match`,
         moving `bytes` by the size difference; DiscussionFull if growing passes the bound.
         `document` (field -> value) is set on the discussion document in the same update."""
-        old = {key: getattr(comment, key) for key in changes}
+        # Sized as stored (fields.to_element: html true for a plain paragraph, a field at its
+        # default absent), so `bytes` moves by what the document does.
+        old = {key: value for key, value in to_element(comment).items() if key in changes}
         growth = len(bson.encode(changes)) - len(bson.encode(old))
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
@@ -908,10 +910,11 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         nested one down its path of ids, with its position at each level), so the discussion
         document is not decoded whole. None when there is no rank, or it names no such element."""
         rank = self.ranks.find_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
-                                   {"path": 1, "seq": 1})
-        if rank is None or not isinstance(rank.get("path"), str) or type(rank.get("seq")) is not int or rank["seq"] < 1:
+                                   {"path": 1, "sort_key": 1, "seq": 1})
+        path = rank_path(rank) if rank is not None else None
+        if not isinstance(path, str) or type(rank.get("seq")) is not int or rank["seq"] < 1:
             return None
-        ids = rank["path"].split("/")
+        ids = path.split("/")
         fields = {"_id": 0, "layout": 1, **_nested_positions(ids),
                   "flat": {"$arrayElemAt": ["$comments", rank["seq"] - 1]}}
         if element:

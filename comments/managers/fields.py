@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from html import escape
 
 from django.conf import settings
 
@@ -93,9 +94,38 @@ def renamed(comment: Comment, comment_id: str) -> Comment:
     return replace(comment, id=comment_id, path=path, sort_key=sort_key)
 
 
+# A comment's html that is its text as one paragraph (most comments: no Markdown in them) is
+# stored as `html: true`, not a second copy of the text; `stored_html` and `read_html` are the
+# two directions, used by every write of html (to_element, text_fields) and every read
+# (from_element). An empty or absent html stays what it was: a tombstone's "", or a comment
+# stored before Markdown (rendered when read until `comments_backfill` stores it).
+PLAIN_HTML = True
+
+
+def plain_html(text: str) -> str:
+    """The html of a text without Markdown: core.markdown renders it as one paragraph, escaped."""
+    return f"<p>{escape(text, quote=False)}</p>"
+
+
+def stored_html(text: str, html: str):
+    """What a comment's `html` field holds: PLAIN_HTML when the html is `plain_html(text)`, else the html."""
+    return PLAIN_HTML if html and html == plain_html(text) else html
+
+
+def read_html(text: str, stored) -> str:
+    return plain_html(text) if stored is PLAIN_HTML else (stored or "")
+
+
+# Fields at their default value are left out of a stored comment (a field no query looks for at
+# that value: `edited` null, no `latest_likers`, `reply_to` null on a top-level comment): `$push`
+# and `$set` create them, `$pullAll` on a missing field does nothing, and `from_element` reads
+# the default. `status`, `pinned` and `likes` stay: queries and guards match on their values.
+_LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": []}
+
+
 def to_element(comment: Comment) -> dict:
     """A comment as an element of an embedded or bucketed `comments`/`replies` array."""
-    return {
+    element = {
         "id": comment.id,
         "parent": comment.parent,
         "path": comment.path,
@@ -108,10 +138,14 @@ def to_element(comment: Comment) -> dict:
         "pinned": comment.pinned,
         "likes": comment.likes,
         "latest_likers": list(comment.latest_likers),
-        "html": comment.html,
+        "html": stored_html(comment.text, comment.html),
         "edited": comment.edited,
         "reply_to": comment.reply_to,
     }
+    for name, default in _LEFT_OUT_AT_DEFAULT.items():
+        if element[name] == default:
+            del element[name]
+    return element
 
 
 def from_element(element: dict, discussion_id: int) -> Comment:
@@ -129,7 +163,7 @@ def from_element(element: dict, discussion_id: int) -> Comment:
         pinned=bool(element.get("pinned", False)),
         likes=int(element.get("likes", 0)),
         latest_likers=list(element.get("latest_likers", [])),
-        html=element.get("html", ""),
+        html=read_html(element["text"], element.get("html")),
         edited=element.get("edited"),
         seq=int(element.get("seq", 0)),
         reply_to=element.get("reply_to"),
@@ -154,7 +188,7 @@ def forget_changes(elements_with_paths, *, author_id: int, name: str, forgotten:
 
 def text_fields(prefix: str, *, text: str, html: str, edited: datetime | None) -> dict:
     """The `$set` of an edit (or, with text and html "", of a deletion) at `prefix`."""
-    return {f"{prefix}text": text, f"{prefix}html": html, f"{prefix}edited": edited}
+    return {f"{prefix}text": text, f"{prefix}html": stored_html(text, html), f"{prefix}edited": edited}
 
 
 def like_update(prefix: str, *, username: str, delta: int, extra_inc: dict | None = None) -> dict:

@@ -22,10 +22,16 @@ _ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
 _STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
 
 
+# An element is stored without `latest_likers` until its first like (fields.to_element): the
+# field and its empty array, which that like's `$push` creates, are charged with the element.
+_LIKERS_ROOM = len(bson.encode({"latest_likers": []})) - len(bson.encode({}))
+
+
 def charge(element: dict) -> int:
     """Bytes a new element may take in its discussion document: its BSON size, its array key (the
-    index is not known when pushing, so 7 digits) and room for its status to grow (embedded.py)."""
-    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
+    index is not known when pushing, so 7 digits), room for its status to grow (embedded.py) and
+    for the `latest_likers` array its first like adds."""
+    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM + (0 if "latest_likers" in element else _LIKERS_ROOM)
 
 
 def liker_charge(username: str) -> int:

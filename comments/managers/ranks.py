@@ -12,12 +12,14 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path, sort_key, posted}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path | sort_key}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
 first, as the document strategy's), `path` its ids from the root (where a nested embedded
 element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
-id), `posted` its posting time. A strategy that pages threaded order here (embedded: one
+id), kept only by a strategy that pages threaded order over its ranks, whose path is then read
+from it (`rank_path`: each level ends with the comment's id); ranks written before also carry
+`path` and `posted`, which nothing reads then. A strategy that pages threaded order here (embedded: one
 discussion document, which an index cannot order by comment) also declares
 `(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
 document strategy's `full_slug` index gives; and `(discussion_id, seq)` for the posting
@@ -86,7 +88,7 @@ _SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)],
           # posting order of a nested embedded discussion: the comments' numbers
           CHRONOLOGICAL: ([("seq", ASCENDING)], None)}
 # What a discussion's head `ranked` says of its rank documents: 1 (stored as true) they carry
-# hot, seq and path; 2 they also carry sort_key (threaded order) and posted. Below
+# hot, seq and path; 2 they also carry sort_key where the strategy pages threaded order. Below
 # this, the first read that needs them writes what is missing (`ranks_backfilled`).
 RANKS_VERSION = 2
 
@@ -145,8 +147,14 @@ class HotRanks:
         return f"{int(discussion_id)}:{comment_id}"
 
     def _rank_doc(self, comment: Comment) -> dict:
-        return {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
-                "seq": comment.seq, "path": comment.path, "sort_key": comment.sort_key, "posted": comment.posted}
+        # The threaded key only where threaded order is paged over the ranks (no reader of a
+        # bucketed rank looks at it), and then no path: the path is in the key (`rank_path`).
+        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes))}
+        if THREADED in getattr(self, "orders", ()):
+            doc.update(seq=comment.seq, sort_key=comment.sort_key)
+        else:
+            doc.update(seq=comment.seq, path=comment.path)
+        return doc
 
     # --- writes ------------------------------------------------------------------
 
@@ -199,10 +207,10 @@ class HotRanks:
         and takes the discussion's `seq`, `path` and `sort_key` (a move between strategies
         rebuilds the discussion and may number it anew). The caller then sets the head's
         `ranked` to RANKS_VERSION."""
-        placed = ("seq", "path", "sort_key", "posted")
         upserts = []
         for c in comments:
             doc = self._rank_doc(c)
+            placed = [k for k in ("seq", "path", "sort_key") if k in doc]
             upserts.append(UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
                                      {"$setOnInsert": {k: v for k, v in doc.items() if k not in placed},
                                       "$set": {k: doc[k] for k in placed}}, upsert=True))
@@ -241,7 +249,7 @@ class HotRanks:
         ranks = self.read_db[self.ranks_name]
         size = request.page_size
         query: dict = {"discussion_id": discussion_id}
-        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1} if paths else {}),
+        fields = {"_id": 0, "hot": 1, "seq": 1, **({"path": 1, "sort_key": 1} if paths else {}),
                   **({"sort_key": 1} if order == THREADED else {})}
         ahead, reversed_ = _SORTS[order]
         limit = self.max_time_ms
@@ -250,6 +258,8 @@ class HotRanks:
                 query["sort_key"] = {"$gte": start}
             docs = list(ranks.find(query, fields, session=session).sort(ahead)
                         .skip(request.skip if skip is None else skip).limit(size + 1).max_time_ms(limit))
+            if paths:
+                _with_paths(docs)
             return docs[:size], request.skip > 0, len(docs) > size
         forward = position.direction != BACKWARD
         query.update(_bounds(order, position.key, forward))
@@ -257,6 +267,8 @@ class HotRanks:
                     .limit(size + 1).max_time_ms(limit))
         more = len(docs) > size
         docs = docs[:size]
+        if paths:
+            _with_paths(docs)
         if not forward:
             docs.reverse()
             return docs, more, True
@@ -275,9 +287,23 @@ class HotRanks:
         `(discussion_id, seq)`, whatever lo is. A number whose rank is not written yet (a post
         between its element and its rank) is not there: the page shows one comment fewer."""
         db = self.db if primary else self.read_db
-        return list(db[self.ranks_name].find({"discussion_id": discussion_id, "seq": {"$gte": int(lo), "$lte": int(hi)}},
-                                             {"_id": 0, "seq": 1, "path": 1})
-                    .sort(_SORTS[CHRONOLOGICAL][0]).max_time_ms(self.max_time_ms))
+        return _with_paths(list(db[self.ranks_name].find(
+            {"discussion_id": discussion_id, "seq": {"$gte": int(lo), "$lte": int(hi)}},
+            {"_id": 0, "seq": 1, "path": 1, "sort_key": 1}).sort(_SORTS[CHRONOLOGICAL][0]).max_time_ms(self.max_time_ms)))
+
+
+def rank_path(doc: dict) -> str | None:
+    """A rank's path of comment ids: read from its threaded key where it has one (every level is
+    "<17-digit stamp>:<id>", fields.place; ids and stamps hold no ':'), else its `path`."""
+    if isinstance(doc.get("sort_key"), str):
+        return "/".join(level.split(":", 1)[-1] for level in doc["sort_key"].split("/"))
+    return doc.get("path")
+
+
+def _with_paths(docs: list[dict]) -> list[dict]:
+    for doc in docs:
+        doc["path"] = rank_path(doc)
+    return docs
 
 
 def rank_key(doc: dict, order: str = HOT):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import bson
 from bson.codec_options import CodecOptions
+from bson.int64 import Int64
 
 from docstore.plan import planner as P
 from docstore.query.match import prepare
@@ -466,12 +467,11 @@ class Executor:
             return self._rows(groups[0] if groups else [], stats, checks)
 
         def as_doc(row):
-            values = bson.decode(row[-1], CODEC) if row[-1] else {}
             if index is ID_INDEX:
-                return dict(values)
+                return {"_id": id_value(row)}
             doc: dict = {}
-            for n, f in enumerate(index.fields):
-                _set_path(doc, f, values.get(str(n)))
+            for f, value in zip(index.fields, entry_values(row, len(index.fields)), strict=True):
+                _set_path(doc, f, value)
             return doc
 
         counting = q.count_only and covered and not exploded
@@ -670,7 +670,7 @@ class Executor:
                     yield row
 
         plan.gen = self._pipeline(rows(), plan, exact=not rest, covered=covered, ordered=True, sort=q.sort,
-                                  skip=q.skip, limit=q.limit, as_doc=lambda row: bson.decode(row[-1], CODEC),
+                                  skip=q.skip, limit=q.limit, as_doc=lambda row: {"_id": id_value(row)},
                                   dedupe=False)
         if not single:
             shard = None if not self.shard_key else "keys" if self.filters_on_keys(ID_INDEX) else "documents"
@@ -855,10 +855,9 @@ class Executor:
                     yield row
 
         def as_doc(row):
-            values = bson.decode(row[-1], CODEC) if row[-1] else {}
             doc: dict = {}
-            for n, f in enumerate(index.fields):
-                _set_path(doc, f, values.get(str(n)))
+            for f, value in zip(index.fields, entry_values(row, len(index.fields)), strict=True):
+                _set_path(doc, f, value)
             return doc
 
         plan.gen = self._pipeline(rows(), plan, exact=True, covered=covered, ordered=True, sort=sort, skip=0, limit=0,
@@ -1039,6 +1038,13 @@ def _invert(b: bytes) -> bytes:
     return bytes(255 - x for x in b)
 
 
+def index_order(index: IndexInfo, entry: tuple, rid: int) -> tuple:
+    """The place of an index entry (k0..kn, v) of row `rid` in the index's table: each key as
+    declared, ascending or (inverted: no encoding is a prefix of another) descending, then rid."""
+    return (*(key if direction == 1 else _invert(key) for key, (_, direction) in zip(entry, index.keys, strict=False)),
+            rid)
+
+
 def _show_interval(iv: P.Interval) -> str:
     def show(b):
         if b == K.MIN_BOUND:
@@ -1079,5 +1085,62 @@ def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
     for combo in itertools.product(*per_field):
         keys = tuple(k for k, _ in combo)
         values = bson.encode({str(n): ([] if v is K.UNDEFINED else v) for n, (_, v) in enumerate(combo)})
-        out.add((*keys, values))
+        out.add((*keys, stored_values(keys, values)))
     return out, multikey
+
+
+def stored_values(keys: tuple, values: bytes) -> bytes:
+    """What an index entry keeps of its values beside its keys. Nothing (b"") when the keys decode
+    to exactly the values a reader gets from the BSON `values` (same types: 3.0 is not 3, nor `[]`
+    undefined); one byte per key when they differ only in that some are 64-bit integers (the
+    BSON type 0x12 there, 0 elsewhere: `hot` is an Int64 whose key is the number's); else the
+    BSON. A covered read decodes the keys of an entry that keeps no BSON (`entry_values`)."""
+    try:
+        decoded = [K.decode(k) for k in keys]
+    except K.NotDecodable:
+        return values
+    held = list(bson.decode(values, CODEC).values())
+    if len(held) != len(decoded):
+        return values
+    types = bytearray()
+    for mine, theirs in zip(decoded, held, strict=True):
+        if type(mine) is type(theirs) and mine == theirs:
+            types.append(0)
+        elif type(theirs) is Int64 and type(mine) is int and mine == theirs:
+            types.append(_INT64)
+        else:
+            return values
+    return bytes(types) if any(types) else b""
+
+
+_INT64 = 0x12  # BSON's type byte of a 64-bit integer
+
+
+def stored_id(id_key: bytes, doc_id) -> bytes:
+    """A documents row's `idv` (`{_id}` as BSON), or b"" when its encoded `id` decodes to exactly that
+    `_id` (`stored_values`)."""
+    return b"" if stored_values((id_key,), bson.encode({"0": doc_id})) == b"" else bson.encode({"_id": doc_id})
+
+
+def id_value(row) -> object:
+    """The `_id` of a documents row (id, rid, idv): from `idv` when it keeps it, else decoded from `id`."""
+    if row[-1]:
+        return bson.decode(row[-1], CODEC)["_id"]
+    return K.decode(row[0])
+
+
+def entry_values(row, width: int) -> list:
+    """The values of an index row (k0..kn, rid, v): from `v` when it keeps them, else decoded from
+    the keys (`stored_values`); None where a key cannot be decoded."""
+    kept = row[-1]
+    if kept and len(kept) != width:  # BSON (never as short as one byte a key)
+        held = bson.decode(kept, CODEC)
+        return [held.get(str(n)) for n in range(width)]
+    out = []
+    for n, key in enumerate(row[:width]):
+        try:
+            value = K.decode(key)
+        except K.NotDecodable:
+            value = None
+        out.append(Int64(value) if kept and kept[n] == _INT64 else value)
+    return out

@@ -195,6 +195,75 @@ def encode(value) -> bytes:
     return head + _string(pattern.encode()) + _string(flags.encode())
 
 
+# --- back from a key to its value ---------------------------------------------------------------
+
+
+class NotDecodable(ValueError):
+    """A key whose value `decode` does not rebuild (objects, arrays and the rarer types): its
+    values are kept beside it as BSON."""
+
+
+def _unstring(key: bytes, at: int) -> tuple[bytes, int]:
+    out = bytearray()
+    while True:
+        end = key.index(b"\x00", at)
+        out += key[at:end]
+        if key[end + 1] == 0x00:
+            return bytes(out), end + 2
+        out.append(0)  # an escaped 0x00 (0x00 0xFF)
+        at = end + 2
+
+
+def _unmagnitude(data: bytes):
+    """The inverse of `_magnitude`: an int when the value is whole, else a float."""
+    exponent = struct.unpack(">H", data[:2])[0] - 0x8000
+    chunks = data[2:]
+    if chunks == b"\x00":
+        numerator, width = 1, 0
+    else:
+        numerator, width = 1, 0
+        for byte in chunks:
+            numerator = (numerator << 7) | (byte >> 1)
+            width += 7
+    scale = exponent - width
+    if scale >= 0:
+        return numerator << scale
+    if numerator % (1 << -scale) == 0:
+        return numerator >> -scale
+    return math.ldexp(numerator, scale)
+
+
+def decode(key: bytes):
+    """The value `encode` made `key` from, for null, numbers (an int when whole: the key of 3.0 is
+    the key of 3), strings, ObjectIds, booleans and dates (naive UTC, milliseconds, as BSON keeps
+    them); NotDecodable for the other types."""
+    t = key[0]
+    if t == T_NULL and len(key) == 1:
+        return None
+    if t == T_STRING:
+        data, end = _unstring(key, 1)
+        if end != len(key):
+            raise NotDecodable(key)
+        return data.decode("utf-8", "surrogatepass")
+    if t == T_NUMBER:
+        kind = key[1]
+        if kind == _ZERO:
+            return 0
+        if kind == _POS:
+            return _unmagnitude(key[2:])
+        if kind == _NEG:
+            return -_unmagnitude(bytes(255 - b for b in key[2:]))
+        raise NotDecodable(key)
+    if t == T_OID and len(key) == 13:
+        return ObjectId(key[1:])
+    if t == T_BOOL and len(key) == 2:
+        return key[1] == 1
+    if t == T_DATE and len(key) == 9:
+        ms = struct.unpack(">Q", key[1:])[0] - (1 << 63)
+        return _EPOCH.replace(tzinfo=None) + _dt.timedelta(milliseconds=ms)
+    raise NotDecodable(key)
+
+
 # --- values reached by a path -------------------------------------------------------------------
 
 
@@ -255,4 +324,4 @@ class _Directed:
         return self.key == other.key
 
 
-__all__ = ["encode", "type_byte", "low", "high", "values_at", "sort_key", "document_sort_key", "Int64"]
+__all__ = ["encode", "decode", "NotDecodable", "type_byte", "low", "high", "values_at", "sort_key", "document_sort_key", "Int64"]

@@ -14,13 +14,18 @@
 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
-the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON; gen: a random number written
+the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON, or empty when `id` decodes to
+exactly that `_id` (docstore.storage.keys.decode); gen: a random number written
 with every insert and update of the row, which names the stored version for
 docstore.storage.raw.KeptDocuments, NULL in rows written before the column existed and cleared by a
 trigger when a write changes `doc` and not `gen`; doc: the document as BSON);
-per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: the key's values as
-BSON), a WITHOUT ROWID table whose primary key is the index order (each field ASC or
-DESC as declared; SQLite compares BLOBs bytewise, so the order is BSON's).
+per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: empty when the keys
+decode to exactly the values a covered read returns, one type byte a key when only the
+64-bit integers' type must come back, else the values as BSON: docstore.exec.executor
+`stored_values`; rows of files written before keep their BSON and read as they did), a
+WITHOUT ROWID table whose primary key is the index order (each field ASC or DESC as
+declared; SQLite compares BLOBs bytewise, so the order is BSON's). An index built over
+existing documents is filled in its own order, which keeps its pages full.
 """
 
 from __future__ import annotations

@@ -24,7 +24,18 @@ from pymongo.errors import (
 )
 from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 
-from docstore.exec.executor import ID_INDEX, Aware, Executor, Projected, Query, decode, index_entries
+from docstore.exec.executor import (
+    ID_INDEX,
+    Aware,
+    Executor,
+    Projected,
+    Query,
+    decode,
+    entry_values,
+    index_entries,
+    index_order,
+    stored_id,
+)
 from docstore.plan import planner as P
 from docstore.query import collation as C
 from docstore.query import merge as M
@@ -461,9 +472,8 @@ class Collection:
                 except Exception as exc:  # sqlite3.IntegrityError
                     if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
                         raise
-                    values = bson.decode(entry[-1])
                     raise _dup_key_error(self.database.name, self.name, index.name, index.fields,
-                                         [values[str(n)] for n in range(len(index.fields))]) from None
+                                         entry_values(entry, len(index.fields))) from None
         if changed_multikey:
             self._store.save_info(conn, info)
 
@@ -483,7 +493,7 @@ class Collection:
         id_key = K.encode(stored["_id"])
         try:
             cur = _versioned(conn, info.table, f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                             (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
+                             (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
         except Exception as exc:
             if "UNIQUE" not in str(exc):
                 raise
@@ -928,21 +938,25 @@ class Collection:
         if index.plannable and info.materialized:
             index.table = self._store.create_index_table(conn, index)
             cols = [f"k{n}" for n in range(len(index.keys))]
+            built = []
             for rid, blob in conn.execute(f"SELECT rid, doc FROM {info.table}").fetchall():
                 doc = decode(blob)
                 entries, multikey = self._entries(index, doc)
                 index.multikey = index.multikey or multikey
-                for entry in entries:
-                    try:
-                        conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
-                                     f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
-                    except Exception as exc:
-                        if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
-                            raise
-                        values = bson.decode(entry[-1])
-                        err = _dup_key_error(self.database.name, self.name, name, index.fields,
-                                             [values[str(n)] for n in range(len(index.fields))])
-                        raise OperationFailure(str(err), 11000, err.details) from None
+                built += [(entry, rid) for entry in entries]
+            # In the index's own order: a B-tree filled from one end keeps its pages full, where
+            # entries in the documents' order (a descending `seq`, a random slug) split them half empty.
+            built.sort(key=lambda item: index_order(index, item[0], item[1]))
+            for entry, rid in built:
+                try:
+                    conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
+                                 f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
+                except Exception as exc:
+                    if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                        raise
+                    err = _dup_key_error(self.database.name, self.name, name, index.fields,
+                                         entry_values(entry, len(index.fields)))
+                    raise OperationFailure(str(err), 11000, err.details) from None
         info.indexes[name] = index
         return name
 

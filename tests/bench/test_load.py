@@ -54,10 +54,27 @@ def test_endpoints_pair_our_pages_with_xtds():
     assert by["deep page (250)"]["ours"] == "/t/load-run/?page=250" and by["deep page (250)"]["xtd"] == "/article/7/?page=250"
     assert by["comments API page 1"]["xtd"] == "/xtd-api/flatpages-flatpage/7/"
     assert by["followers page"]["xtd"] is None
-    path, headers, body = by["posting a comment"]["xtd"]
+    path, headers, body = by["POST document"]["xtd"]
     assert path == "/xtd-api/comment/" and headers["Authorization"].startswith("Basic ")
     assert json.loads(body.replace("%s", "x"))["security_hash"] == "h"
-    assert by["posting a comment"]["ours"][1]["Authorization"] == "Token tok"
+    assert by["POST document"]["ours"][1]["Authorization"] == "Token tok"
+
+
+def test_the_load_run_posts_into_every_strategy_and_beside_isso():
+    ours = {"slug": "load-doc", "pages": 500, "token": "tok", "followers_of": "celebrity",
+            "topics": {"document": "load-doc", "bucketed": "load-buck", "embedded": "load-emb"}}
+    xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
+    isso = {"uri": "/load-run/"}
+    rows = endpoints(ours, xtd, isso)
+    posts = [e for e in rows if e.get("post")]
+    assert [e["name"] for e in posts] == ["POST document", "POST bucketed", "POST embedded"]
+    assert [e["ours"][0] for e in posts] == ["/api/topics/load-doc/comments/", "/api/topics/load-buck/comments/",
+                                             "/api/topics/load-emb/comments/"]
+    # The peers have one storage each: they post once, in the first row.
+    assert posts[0]["isso"][0] == "/new?uri=/load-run/" and json.loads(posts[0]["isso"][2].replace("%s", "x")) == {"text": "x"}
+    assert all(e["xtd"] is None and e["isso"] is None for e in posts[1:])
+    by = {e["name"]: e for e in rows}
+    assert by["comments API page 1"]["isso"] == "/?uri=/load-run/&limit=20&nested_limit=5" and by["topic page 1"]["isso"] is None
 
 
 LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,
@@ -81,6 +98,37 @@ def test_the_load_section_gives_both_sides_and_the_ratio():
     assert "load average" not in text  # not recorded by this run
     busy = load_section({**LOAD, "info": {**LOAD["info"], "loadavg": {"before": 3.5, "after": 4.25}}})
     assert "load average (other work on the same CPUs) was 3.5 before the wrk runs and 4.25 after them" in busy
+
+
+def _post(endpoint, side, rps):
+    return {"endpoint": endpoint, "side": side, "rps": rps, "p50_ms": 100.0, "p99_ms": 300.0, "non_2xx": 0,
+            "socket_errors": 0}
+
+
+def _bytes(per_comment, documents, indexes):
+    return {"per_comment": per_comment, "documents_bytes": documents, "index_bytes": indexes, "parts": [
+        {"collection": "comments", "part": "documents", "bytes": documents},
+        {"collection": "comments", "part": "discussion_seq", "bytes": indexes}]}
+
+
+def test_the_load_section_sets_each_strategys_post_beside_the_peers_and_gives_bytes_per_comment():
+    load = {**LOAD, "info": {**LOAD["info"], "strategies": ["document", "bucketed", "embedded"], "isso": "Isso 0.14.0"},
+            "rows": [*LOAD["rows"], _post("POST document", "ours", 60.0), _post("POST document", "xtd", 30.0),
+                     _post("POST document", "isso", 120.0), _post("POST bucketed", "ours", 45.0),
+                     _post("POST embedded", "ours", 6.0)],
+            "storage": {"ours": {"document": _bytes(650.0, 4_500_000, 2_000_000),
+                                 "bucketed": _bytes(700.0, 5_000_000, 2_000_000),
+                                 "embedded": _bytes(1_000.0, 8_000_000, 2_000_000)},
+                        "xtd": _bytes(336.3, 2_236_416, 1_126_400), "isso": _bytes(457.1, 4_571_136, 0)}}
+    text = load_section(load)
+    assert "| POST document | 60.0 | 30.0 | 2.0× | 120.0 | 0.5× |" in text
+    assert "| POST bucketed | 45.0 | 30.0 | 1.5× | 120.0 | 0.38× |" in text
+    assert "| POST embedded | 6.00 | 30.0 | 0.2× | 120.0 | 0.05× |" in text
+    assert "| topic page 1 | 10.0 | 40.0 | 0.25× | – | – |" in text
+    assert "| document | 650.0 | 450 | 200 | 1.93× | 1.42× |" in text
+    assert "| embedded | 1,000.0 | 800 | 200 | 2.97× | 2.19× |" in text
+    assert "| django-comments-xtd | 336.3 | 224 | 113 |" in text and "| Isso | 457.1 | 457 | 0 |" in text
+    assert "beside xtd and Isso 0.14.0" in text
 
 
 def test_the_load_section_is_replaced_in_place_or_put_before_the_closing_note(tmp_path):

@@ -137,7 +137,8 @@ def test_ranks_an_older_version_wrote_are_read_around_then_completed_by_the_upgr
                                     parent=root if n % 2 else None) for n in range(6)]
     manager.add_like(discussion_id=d, comment_id=posted[3].id, username="x")
     ranks = mongo_db[manager.ranks_name]
-    ranks.update_many({"discussion_id": d}, {"$unset": {"sort_key": ""}})
+    for c in posted:  # as an older version wrote them: the path of ids, no threaded key
+        ranks.update_one({"_id": manager.rank_id(d, c.id)}, {"$set": {"path": c.path}, "$unset": {"sort_key": ""}})
     ranks.delete_one({"_id": manager.rank_id(d, posted[5].id)})  # and one never written
     manager.collection.update_one({"_id": d}, {"$set": {"ranked": True}})
     def threaded_pages():

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # Never the project's: the virtualenv, the collected static files (Django's and DRF's assets),
 # and the vendored third-party files (tests/browser/vendor/).
-SKIP = {".venv", "venv", "node_modules", ".git", "staticfiles", "vendor"}
+SKIP = {".venv", ".venv-isso", "venv", "node_modules", ".git", "staticfiles", "vendor"}  # .venv-isso: make bench-load's peer
 PY_SKIP = SKIP | {"static", "docs"}
 
 # An issue/audit/finding word followed by a number (plural, "items", "#" and a hyphen allowed),

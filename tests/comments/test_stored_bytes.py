@@ -1,0 +1,93 @@
+"""What a stored comment keeps, in every strategy: no second copy of its text and no field at its
+default. A comment without Markdown has the html of its text as one paragraph, stored as
+`html: true` (the pages and the API still print `<p>...</p>`); a comment with Markdown keeps its
+rendered html; `edited`, `latest_likers` and a top-level comment's `reply_to` are left out until
+they hold something. Bucketed ranks carry no threaded key (nothing pages them in threaded order)."""
+
+import pytest
+
+from core.mongo import get_db
+
+pytestmark = pytest.mark.django_db
+
+LAYOUTS = [("document", "threaded"), ("bucketed", "chronological"), ("embedded", "threaded"),
+           ("embedded", "chronological")]
+
+
+def url(topic, *parts):
+    return "/".join([f"/api/topics/{topic.slug}/comments", *parts]) + "/"
+
+
+def raw_comment(text: str) -> dict:
+    """The stored document or array element holding `text`, as the database has it."""
+    def walk(value):
+        if isinstance(value, dict):
+            if value.get("text") == text:
+                yield value
+            for item in value.values():
+                yield from walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item)
+
+    db = get_db()
+    found = [hit for name in db.list_collection_names() for doc in db[name].find() for hit in walk(doc)]
+    found = [hit for hit in found if "status" in hit]  # the comment itself, not a pending copy or a search entry
+    assert found, text
+    return found[0]
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_a_comment_keeps_no_copy_of_its_text_and_no_default(storage, order, make_topic, make_user, api_client):
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    plain = "A plain comment & nothing < more"
+    first = api_client.post(url(topic), {"text": plain}, format="json")
+    assert first.status_code == 201, first.content
+    marked = api_client.post(url(topic), {"text": "with *emphasis*", "parent": first.json()["id"]}, format="json")
+    assert marked.status_code == 201, marked.content
+
+    stored = raw_comment(plain)
+    assert stored["html"] is True
+    assert not {"edited", "latest_likers", "reply_to"} & set(stored)
+    assert raw_comment("with *emphasis*")["html"] == "<p>with <em>emphasis</em></p>"
+
+    page = {c["text"]: c for c in api_client.get(url(topic)).json()["results"]}
+    assert page[plain]["html"] == "<p>A plain comment &amp; nothing &lt; more</p>"
+    assert page["with *emphasis*"]["html"] == "<p>with <em>emphasis</em></p>"
+    assert page[plain]["edited"] is None
+    html_page = api_client.get(f"/t/{topic.slug}/").content.decode()
+    assert "A plain comment &amp; nothing &lt; more" in html_page
+
+    edited = api_client.patch(url(topic, first.json()["id"]), {"text": "Still plain"}, format="json")
+    assert edited.status_code == 200 and edited.json()["html"] == "<p>Still plain</p>"
+    again = raw_comment("Still plain")
+    assert again["html"] is True and again["edited"] is not None
+    api_client.force_authenticate(make_user("bo"))
+    liked = api_client.post(url(topic, first.json()["id"], "like"), format="json")
+    assert liked.status_code in (200, 201), liked.content
+    assert raw_comment("Still plain")["latest_likers"] == ["bo"]
+
+
+def test_bucketed_ranks_carry_no_threaded_key(make_topic, make_user, api_client):
+    topic = make_topic("bucketed", "chronological")
+    api_client.force_authenticate(make_user("ann"))
+    assert api_client.post(url(topic), {"text": "ranked"}, format="json").status_code == 201
+    assert api_client.get(url(topic) + "?order=hot").status_code == 200
+    ranks = list(get_db()["comment_bucket_ranks"].find())
+    assert len(ranks) == 1 and {"hot", "seq", "path"} <= set(ranks[0]) and not {"sort_key", "posted"} & set(ranks[0])
+
+
+def test_embedded_ranks_carry_their_path_in_their_threaded_key(make_topic, make_user, api_client):
+    topic = make_topic("embedded", "threaded")
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root["id"]}, format="json").json()
+    ranks = {r["_id"].split(":")[1]: r for r in get_db()["comment_discussion_ranks"].find()}
+    assert set(ranks) == {root["id"], reply["id"]} and not any("path" in r for r in ranks.values())
+    assert ranks[reply["id"]]["sort_key"].startswith(ranks[root["id"]]["sort_key"] + "/")
+    for order in ("threaded", "hot", "chronological"):
+        page = api_client.get(url(topic) + f"?order={order}").json()["results"]
+        assert sorted(c["text"] for c in page) == ["reply", "root"], order
+    assert api_client.get(url(topic, reply["id"])).json()["text"] == "reply"
+    assert [c["text"] for c in api_client.get(url(topic, root["id"], "thread")).json()["results"]] == ["root", "reply"]
