@@ -70,7 +70,7 @@ from core.permissions import can_moderate
 
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
-# The reader's followed people first (their visible comments, newest first), then the rest in the
+# The reader's followed people first (their visible comments), then the rest, each part in the
 # topic's order: where the strategy indexes authors (comments/managers/following.py).
 FOLLOWING = "following"
 FOLLOWED_SHOWN = 5  # names "N people you follow commented" lists (the newest participants first)
@@ -220,9 +220,9 @@ def _following_cursor(part: int, key) -> str:
 
 
 def _following_position(cursor: str | None, base: str) -> tuple[int, object]:
-    """(part, key) of a following-order cursor: part 1 with the seq of the last followed
-    comment shown (None: from the newest), or part 2 with the last key shown in the topic's
-    order `base` (None: from its first). Anything else is InvalidInput."""
+    """(part, key) of a following-order cursor: the part (1: the followed people's, 2: the
+    rest) and the last key shown in the topic's order `base` (None: from the part's first).
+    Anything else is InvalidInput."""
     data = decode_cursor_fields(cursor, max_length=MAX_CURSOR_LENGTH)
     if data is None:
         return 1, None
@@ -233,17 +233,17 @@ def _following_position(cursor: str | None, base: str) -> tuple[int, object]:
     key = data["k"]
     if key is None:
         return data["p"], None
-    if data["p"] == 1 or base == CHRONOLOGICAL:
+    if base == CHRONOLOGICAL:
         return data["p"], whole(key, maximum=2**62)
     if not isinstance(key, str) or not SORT_KEY.fullmatch(key):
         raise bad_cursor()
-    return 2, key
+    return data["p"], key
 
 
 def _following_page(topic, request: PageRequest, *, cursor: str | None, viewer) -> Page[Comment]:
     """The reader's followed people first, then the rest (comments/managers/following.py): the
-    participants among the followed (one DISTINCT_SCAN), the followed part's page (one merge of
-    their index ranges), and when it ends on this page the start of the rest (one range of the
+    participants among the followed (one DISTINCT_SCAN), the followed part's page in the topic's
+    order (one merge of their index ranges), and when it ends on this page the start of the rest (one range of the
     topic order's index), plus the counter. Page 1, then forward cursors (`extra["next"]`);
     `extra["followed"]`: {participant id: seq of their newest visible comment}."""
     if not cursor and request.page != 1:
@@ -255,10 +255,10 @@ def _following_page(topic, request: PageRequest, *, cursor: str | None, viewer) 
     authors = sorted(newest)
     first: list[Comment] = []
     if part == 1 and authors:
-        first = manager.authored_page(discussion_id=topic.discussion_id, author_ids=authors, before=key,
+        first = manager.authored_page(discussion_id=topic.discussion_id, author_ids=authors, order=base, after=key,
                                       limit=size + 1)
     if len(first) > size:
-        items, following = first[:size], _following_cursor(1, first[size - 1].seq)
+        items, following = first[:size], _following_cursor(1, comment_key(first[size - 1], base))
     else:
         room = size - len(first)
         rest = manager.others_page(discussion_id=topic.discussion_id, order=base, author_ids=authors,

@@ -9,8 +9,11 @@ Decisions (README "Errors"):
   character, rather than silently stripped, so the writer knows why the text changed;
 - what is invisible is decided by Unicode's own character properties (the `regex`
   library's tables), not by a list kept here: Default_Ignorable_Code_Point (variation
-  selectors, the combining grapheme joiner, joiners, Hangul fillers, tags...),
-  White_Space, the format controls (General_Category Cf), and the two characters Unicode
+  selectors, the combining grapheme joiner, joiners, Hangul fillers, tags..., and the
+  unassigned code points the property reserves, U+2065, U+FFF0-U+FFF8, U+E0000-U+E0FFF:
+  the Unicode Standard asks that a default-ignorable code point an implementation does not
+  know be rendered invisible, so one assigned later never shows as a box), White_Space,
+  the format controls (General_Category Cf), and the two characters Unicode
   classes as symbols though they are drawn as empty space (the braille blank U+2800 and
   the musical null notehead U+1D159: Unicode has no property for "renders blank").
   A combining mark is visible only on a visible base;

@@ -83,7 +83,7 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
-from comments.managers.following import FOLLOWING_INDEX, FollowedFirst
+from comments.managers.following import FOLLOWING_INDEX, FOLLOWING_THREADED_INDEX, FollowedFirst
 from comments.managers.moving import DocumentMoving
 from core.paging import Page, PageRequest
 
@@ -126,7 +126,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
                 IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING),
                             ("_id", ASCENDING)], name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
-                FOLLOWING_INDEX,  # "people you follow first" (following.py)
+                FOLLOWING_INDEX, FOLLOWING_THREADED_INDEX,  # "people you follow first" (following.py)
                 # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
                 # after it lets a busy discussion's chunk split (one shard-key value per discussion
                 # would be a jumbo chunk the balancer cannot move).

@@ -1,5 +1,5 @@
-"""`?order=following`: the comments of the people the reader follows first (newest first), then
-the rest in the topic's own order, by keyset cursor; and "N people you follow commented"."""
+"""`?order=following`: the comments of the people the reader follows first, then the rest, each
+part in the topic's own order, by keyset cursor; and "N people you follow commented"."""
 
 import re
 from urllib.parse import parse_qs
@@ -42,9 +42,10 @@ def people(make_user):
     return {name: make_user(name) for name in ("reader", "bob", "carol", "dave", "erin")}
 
 
-@pytest.mark.parametrize("order", ["chronological", "threaded"])
-def test_the_api_lists_the_followed_peoples_comments_first_newest_first_then_the_rest(api_client, make_topic, people,
-                                                                                        order):
+@pytest.mark.parametrize(("order", "followed_first"), [("chronological", ["b1", "c1", "b2"]),
+                                                       ("threaded", ["b2", "b1", "c1"])])
+def test_the_api_lists_the_followed_peoples_comments_first_then_the_rest_each_in_the_topics_order(
+        api_client, make_topic, people, order, followed_first):
     topic = make_topic("document", order)
     p = people
     follow_create(follower=p["reader"], followee=p["bob"])
@@ -53,9 +54,9 @@ def test_the_api_lists_the_followed_peoples_comments_first_newest_first_then_the
                    (p["dave"], "d2", None), (p["bob"], "b2", 0), (p["erin"], "e2", None)])
     api_client.force_authenticate(p["reader"])
     texts, pages = _api_pages(api_client, topic, page_size=2)
-    # Followed first, newest first; then the rest in the topic's order (threaded: d1, then b1's
-    # reply e1 in b1's place, d2, e2; b1, b2 and c1 came first).
-    assert texts == ["b2", "c1", "b1", "d1", "e1", "d2", "e2"]
+    # Followed first in the topic's order (threaded: b2 answers d1, the first thread); then the
+    # rest in the topic's order (threaded: d1, then b1's reply e1 in b1's place, d2, e2).
+    assert texts == followed_first + ["d1", "e1", "d2", "e2"]
     assert pages == 4
     # A page number past 1 has no meaning in an order read by cursor; a malformed cursor is refused.
     response = api_client.get(f"/api/topics/{topic.slug}/comments/?order=following&page=2")
@@ -110,12 +111,12 @@ def test_the_topic_page_offers_the_order_and_names_the_followed_participants_to_
     assert [n for n in re.findall(r'<a href="/u/(f\d)/">', html)] == ["f6", "f5", "f4", "f3", "f2"]
     page = client.get(f"/t/{topic.slug}/?order=following&page_size=3").content.decode()
     assert '<span class="active" aria-current="true">Following</span>' in page
-    assert page.index("by f6") < page.index("by f5") < page.index("by f4")
+    assert page.index("by f0") < page.index("by f1") < page.index("by f2")
     assert "plain one" not in page
     nxt = re.search(r'rel="next" href="\?([^"]+)"', page).group(1).replace("&amp;", "&")
     cursor = parse_qs(nxt)["cursor"][0]
     later = client.get(f"/t/{topic.slug}/?order=following&page_size=3&cursor={cursor}").content.decode()
-    assert "by f3" in later and "by f6" not in later
+    assert "by f3" in later and "by f0" not in later
     # Past the followed part: the rest, in the topic's order, and every comment once.
     seen = []
     url = f"/t/{topic.slug}/?order=following&page_size=3"
@@ -124,7 +125,7 @@ def test_the_topic_page_offers_the_order_and_names_the_followed_participants_to_
         seen += re.findall(r"<p>(by f\d|plain one)</p>", body)
         found = re.search(r'rel="next" href="\?([^"]+)"', body)
         url = f"/t/{topic.slug}/?{found.group(1).replace('&amp;', '&')}" if found else None
-    assert seen == [f"by f{i}" for i in range(6, -1, -1)] + ["plain one"]
+    assert seen == [f"by f{i}" for i in range(7)] + ["plain one"]
 
 
 ACTIONS = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["visible", "visible", "removed", "author_only"]),
@@ -151,11 +152,13 @@ def test_every_comment_comes_once_in_the_following_order_across_pages(api_client
         for comment, _, status in posted:
             if status != "visible":
                 services.comment_status_store(topic=topic, comment_id=comment.id, status=status)
-        first = [c for c, who, status in reversed(posted) if who in follows and status == "visible"]
         stored = [c for c, _, _ in posted]
         if order == "threaded":
             stored.sort(key=lambda c: c.sort_key)
         status_of = {c.id: s for c, _, s in posted}
+        by = {c.id: who for c, who, _ in posted}
+        # The followed people's visible comments first, in the topic's order.
+        first = [c for c in stored if by[c.id] in follows and status_of[c.id] == "visible"]
         # A removed comment every reply below which is removed too is left out (docs/api.md).
         lone = {c.id for c in stored if status_of[c.id] == "removed" and all(
             status_of[d.id] == "removed" for d in stored if d.path.startswith(c.path + "/"))}
