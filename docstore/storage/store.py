@@ -11,6 +11,15 @@
   process.
 - The catalog (collections, their indexes and whether an index is multikey) lives in
   the file; a process re-reads it when its version number changed.
+- The file's schema has a version (SQLite's `PRAGMA user_version`, SCHEMA_VERSION): a file an
+  older version of the engine left is upgraded once, when it is opened, in one write
+  transaction; no statement afterwards retries for an older layout. A documents table an older
+  process makes after that (an upgrade's old worker still running) is seen when the catalog is
+  re-read (its version changed) and gets its `gen` from the next write to it.
+- SQLite's errors are told apart by their result codes (`sqlite3.Error.sqlite_errorcode`,
+  SQLite's "Result and Error Codes"), never by their message text: a unique constraint is
+  SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; a lock not granted within `busy_timeout`
+  (SQLITE_BUSY) is the server's LockTimeout (code 24).
 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
@@ -35,6 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bson
+from pymongo.errors import OperationFailure
 
 from docstore.storage.raw import KeptDocuments
 
@@ -45,6 +55,32 @@ CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
 CREATE TABLE IF NOT EXISTS _docstore_catalog (name TEXT PRIMARY KEY, tid TEXT NOT NULL, info BLOB NOT NULL);
 INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 """
+# The file's layout, in `PRAGMA user_version` (0 in a file made before it was kept there):
+# 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger.
+SCHEMA_VERSION = 2
+
+# The documents tables that have `gen` (one query over the schema, when the catalog is read).
+_VERSIONED_TABLES = ("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c "
+                     "WHERE m.type = 'table' AND m.name GLOB 'd*' AND c.name = 'gen'")
+
+
+def is_duplicate(exc: BaseException) -> bool:
+    """A UNIQUE or PRIMARY KEY constraint refused a row (SQLite's extended result codes)."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_CONSTRAINT_UNIQUE,
+                                                      sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """A lock not granted within busy_timeout: SQLITE_BUSY or SQLITE_LOCKED, any extended code
+    (the primary code is the low 8 bits)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def lock_timeout(exc: sqlite3.Error, waited_ms: int) -> OperationFailure:
+    """SQLITE_BUSY as a server says it: code 24 LockTimeout (a lock not acquired in time)."""
+    msg = f"Unable to acquire a lock on the embedded store within {waited_ms} ms ({exc.sqlite_errorname})"
+    return OperationFailure(msg, 24, {"ok": 0.0, "errmsg": msg, "code": 24, "codeName": "LockTimeout"})
 
 
 @dataclass
@@ -86,6 +122,9 @@ class CollectionInfo:
     # Tables are created with the first document: a collection that only has indexes declared
     # (the test suite declares every index in every test database) costs one catalog row.
     materialized: bool = False
+    # Whether the documents table has `gen` (read from the file's schema with the catalog, not
+    # stored in it): False only for a table an older process made; its first write adds it.
+    versioned: bool = True
 
     @property
     def table(self) -> str:
@@ -150,30 +189,28 @@ class Store:
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
         with self._lock:
             conn = self._connect()
-            conn.executescript(SCHEMA)
-            self._add_generations(conn)
+            self._upgrade(conn)
 
-    @staticmethod
-    def _add_generations(conn: sqlite3.Connection) -> None:
-        """The `gen` column and its guard in the documents tables of a file made before they
-        existed. SQLite's ADD COLUMN changes only the schema (nothing is rewritten: start-up stays
-        an open): the old rows read NULL, never kept, until their next write gives them one."""
-        def missing():
-            tables = [_load_info(name, tid, blob).table
-                      for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
-                      if bson.decode(blob).get("materialized")]
-            guarded = {row[0] for row in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type='trigger'")}
-            return [(t, "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}) for t in tables
-                    if t not in guarded]
-
-        if not missing():
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """The file's schema brought to SCHEMA_VERSION, once: a file at the current version costs
+        one read of its header. Under the write lock, so two processes opening an old file at
+        once upgrade it once (the second finds it done)."""
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
-        conn.execute("BEGIN IMMEDIATE")  # another process may be adding them too: look again under the lock
         try:
-            for table, lacks_gen in missing():
-                if lacks_gen:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
-                conn.execute(_guard(table))
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
+            raise
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < 1:
+                for statement in SCHEMA.strip().split(";\n"):
+                    conn.execute(statement)
+            if version < 2:
+                _add_generations(conn)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -220,7 +257,7 @@ class Store:
         if conn.in_transaction:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
         local = self._local
         try:
             local.catalog, local.version = self._snapshot_catalog(conn)
@@ -234,12 +271,22 @@ class Store:
                         self._catalog, self._catalog_version = local.catalog, version
             else:
                 conn.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
             raise
         finally:
             local.catalog = None
+
+    def _begin(self, conn: sqlite3.Connection, statement: str) -> None:
+        try:
+            conn.execute(statement)
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
+            raise
 
     # --- catalog ---------------------------------------------------------------------------------
 
@@ -250,8 +297,10 @@ class Store:
             if version == self._catalog_version:
                 return self._catalog, version
         catalog = {}
+        versioned = {row[0] for row in conn.execute(_VERSIONED_TABLES)}
         for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog"):
-            catalog[name] = _load_info(name, tid, blob)
+            info = catalog[name] = _load_info(name, tid, blob)
+            info.versioned = not info.materialized or info.table in versioned
         with self._lock:
             if version > self._catalog_version:
                 self._catalog, self._catalog_version = catalog, version
@@ -281,7 +330,8 @@ class Store:
         if info is not None and name not in self._local.cloned:
             info = catalog[name] = CollectionInfo(
                 info.name, info.tid, {n: IndexInfo(i.name, i.keys, dict(i.spec), i.table, i.multikey)
-                                      for n, i in info.indexes.items()}, dict(info.options), info.materialized)
+                                      for n, i in info.indexes.items()}, dict(info.options), info.materialized,
+                info.versioned)
             self._local.cloned.add(name)
         return info
 
@@ -318,6 +368,19 @@ class Store:
                 index.table = self.create_index_table(conn, index)
         info.materialized = True
         self.save_info(conn, info)
+
+    def versioned(self, conn, info: CollectionInfo) -> CollectionInfo:
+        """The collection's entry, its documents table given `gen` and its guard first when an
+        older process made it without them (inside the running write transaction; the catalog's
+        version moves, so every process reads the table's schema again)."""
+        if info.versioned:
+            return info
+        info = self.mutable(info.name)
+        if not info.versioned:
+            _add_generation(conn, info.table)
+            info.versioned = True
+            self._bump(conn)
+        return info
 
     def save_info(self, conn, info: CollectionInfo) -> None:
         conn.execute("UPDATE _docstore_catalog SET info=? WHERE name=?", (info.as_bson(), info.name))
@@ -411,14 +474,18 @@ class Store:
         self._local = threading.local()
 
 
-def lacks_generation(exc: sqlite3.OperationalError) -> bool:
-    """Whether `exc` is a statement naming `gen` on a table made without it (see `add_generation`)."""
-    return "no such column: gen" in str(exc) or "has no column named gen" in str(exc)
+def _add_generations(conn: sqlite3.Connection) -> None:
+    """Schema version 2: the `gen` column and its guard in every documents table of a file made
+    before they existed. SQLite's ADD COLUMN changes only the schema (nothing is rewritten: the
+    upgrade stays an open): the old rows read NULL, never kept, until their next write gives them one."""
+    for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog").fetchall():
+        info = _load_info(name, tid, blob)
+        if info.materialized:
+            _add_generation(conn, info.table)
 
 
-def add_generation(conn: sqlite3.Connection, table: str) -> None:
-    """`gen` and its guard on a documents table made without them (by a process of an older
-    version, after this file was opened), inside the running write transaction."""
+def _add_generation(conn: sqlite3.Connection, table: str) -> None:
+    """`gen` and its guard on one documents table made without them, inside a write transaction."""
     if "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
         conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
     conn.execute(_guard(table))

@@ -26,7 +26,7 @@ class Database:
         self.client = client
         self.name = name
         self.path = path
-        self._store = Store(path, synchronous=client.synchronous)
+        self._store = Store(path, synchronous=client.synchronous, busy_timeout_ms=client.busy_timeout_ms)
         # TTL indexes: MongoDB's TTL monitor deletes expired documents in a background pass every
         # 60 seconds (ttlMonitorSleepSecs); here a write starts the pass when one is due, the first
         # one interval after the database is opened. Between passes a write costs one clock read.
@@ -306,8 +306,12 @@ class Client:
     temporary directory holds the files and is removed at exit."""
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
-                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0):
+                 shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0,
+                 busy_timeout_ms: int = 30000):
         self.tz_aware = tz_aware
+        # How long a write waits for another process's write lock before it fails with LockTimeout
+        # (code 24); SQLite's busy_timeout.
+        self.busy_timeout_ms = int(busy_timeout_ms)
         self.ttl_interval = float(ttl_interval)  # seconds between TTL passes (Database.expire)
         self.synchronous = synchronous
         self.default_db = default_db

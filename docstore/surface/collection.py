@@ -33,7 +33,7 @@ from docstore.query import validation as VAL
 from docstore.query import variables as V
 from docstore.storage import keys as K
 from docstore.storage.cut import plan as cut_plan
-from docstore.storage.store import IndexInfo, add_generation, lacks_generation, new_generation
+from docstore.storage.store import IndexInfo, is_duplicate, new_generation
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
@@ -57,19 +57,6 @@ def _sort_list(sort, direction=None):
             raise ValueError(f"bad sort direction {d!r}")
         out.append((f, int(d)))
     return out or None
-
-
-def _versioned(conn, table: str, sql: str, params: tuple):
-    """A write that sets `gen` (docstore.storage.store), on a table an older version of this engine
-    made without it after this process opened the file: the column is added, then the write
-    runs again, in the same transaction."""
-    try:
-        return conn.execute(sql, params)
-    except sqlite3.OperationalError as exc:
-        if not lacks_generation(exc):
-            raise
-        add_generation(conn, table)
-        return conn.execute(sql, params)
 
 
 def _dup_key_error(db, coll, index_name, keys, values) -> DuplicateKeyError:
@@ -396,8 +383,8 @@ class Collection:
                 try:
                     conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
                                  f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
-                except Exception as exc:  # sqlite3.IntegrityError
-                    if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                except sqlite3.IntegrityError as exc:
+                    if not is_duplicate(exc):
                         raise
                     values = bson.decode(entry[-1])
                     raise _dup_key_error(self.database.name, self.name, index.name, index.fields,
@@ -419,11 +406,12 @@ class Collection:
         data = self._encode(doc)
         stored = decode(data)
         id_key = K.encode(stored["_id"])
+        info = self._store.versioned(conn, info)
         try:
-            cur = _versioned(conn, info.table, f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                             (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
-        except Exception as exc:
-            if "UNIQUE" not in str(exc):
+            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
+                               (id_key, bson.encode({"_id": doc["_id"]}), data, new_generation()))
+        except sqlite3.IntegrityError as exc:
+            if not is_duplicate(exc):
                 raise
             raise _dup_key_error(self.database.name, self.name, "_id_", ["_id"], [doc["_id"]]) from None
         self._write_entries(conn, info, cur.lastrowid, None, stored)
@@ -548,7 +536,8 @@ class Collection:
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
-        _versioned(conn, info.table, f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        info = self._store.versioned(conn, info)
+        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
 
@@ -740,8 +729,8 @@ class Collection:
                     try:
                         conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
                                      f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
-                    except Exception as exc:
-                        if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                    except sqlite3.IntegrityError as exc:
+                        if not is_duplicate(exc):
                             raise
                         values = bson.decode(entry[-1])
                         err = _dup_key_error(self.database.name, self.name, name, index.fields,

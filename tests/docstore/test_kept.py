@@ -103,12 +103,15 @@ def _tables(path) -> dict[str, str]:
         "SELECT name, tid, info FROM _docstore_catalog") if bson.decode(info).get("materialized")}
 
 
-def _as_before_generations(path, tables) -> None:
-    """The file as a version of the engine from before `gen` left it: no column, no trigger."""
+def _as_before_generations(path, tables, *, whole_file: bool = False) -> None:
+    """The tables as a version of the engine from before `gen` made them: no column, no trigger;
+    `whole_file`: the file as that version left it, also without a schema version (it kept none)."""
     conn = sqlite3.connect(path)
     for table in tables:
         conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
         conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
+    if whole_file:
+        conn.execute("PRAGMA user_version=0")
     conn.commit()
     conn.close()
 
@@ -119,7 +122,7 @@ def test_a_store_made_before_generations_is_opened_without_a_rewrite_and_kept_af
     db.small.insert_one({"_id": 1, "x": 1})
     tables = _tables(path)
     db.client.close()
-    _as_before_generations(path, tables.values())
+    _as_before_generations(path, tables.values(), whole_file=True)
 
     db = open_db(path)
     conn = sqlite3.connect(path)

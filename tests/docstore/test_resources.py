@@ -1,0 +1,80 @@
+"""docstore: the engine's bounded resources and its storage's errors (docs/mongodb.md, "Limits and
+resources"): the file's schema upgraded once on open, SQLite's errors told apart by their codes."""
+
+import sqlite3
+
+import bson
+import pytest
+from pymongo.errors import DuplicateKeyError, OperationFailure
+
+import docstore
+from docstore.storage.store import SCHEMA_VERSION
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "store.sqlite3")
+
+
+def open_db(path, **options):
+    return docstore.Client(path, default_db="site", **options)["site"]
+
+
+def _documents_tables(path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [f"d{tid}" for _, tid, info in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
+                if bson.decode(info).get("materialized")]
+    finally:
+        conn.close()
+
+
+def _columns(path, table) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    finally:
+        conn.close()
+
+
+def test_an_old_file_is_upgraded_once_when_opened(path):
+    db = open_db(path)
+    db.a.insert_one({"_id": 1})
+    db.b.insert_one({"_id": 1})
+    db.client.close()
+    tables = _documents_tables(path)
+    conn = sqlite3.connect(path)
+    for table in tables:  # as the engine's version before `gen` left the file
+        conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
+    conn.execute("PRAGMA user_version=0")
+    conn.commit()
+    conn.close()
+
+    db = open_db(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert all("gen" in _columns(path, t) for t in tables)  # every table at once, not at its first write
+    assert db.a.find_one({"_id": 1}) == {"_id": 1}
+
+
+def test_a_write_lock_not_granted_in_time_is_the_servers_lock_timeout(path):
+    holder, waiter = open_db(path), open_db(path, busy_timeout_ms=50)
+    holder.c.insert_one({"_id": 1})
+    with holder._store.transaction(True):  # another process's write in progress
+        with pytest.raises(OperationFailure) as raised:
+            waiter.c.insert_one({"_id": 2})
+    assert raised.value.code == 24 and raised.value.details["codeName"] == "LockTimeout"
+    waiter.c.insert_one({"_id": 2})  # the lock released: the write goes through
+    assert waiter.c.count_documents({}) == 2
+
+
+def test_a_duplicate_in_a_unique_index_or_the_id_is_e11000(path):
+    db = open_db(path)
+    db.c.create_index("x", unique=True)
+    db.c.insert_one({"_id": 1, "x": "foo"})
+    with pytest.raises(DuplicateKeyError) as by_id:
+        db.c.insert_one({"_id": 1, "x": "bar"})
+    with pytest.raises(DuplicateKeyError) as by_x:
+        db.c.insert_one({"_id": 2, "x": "foo"})
+    assert by_id.value.details["keyPattern"] == {"_id": 1} and by_x.value.details["keyPattern"] == {"x": 1}
