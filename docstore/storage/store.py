@@ -36,10 +36,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 import secrets
 import sqlite3
 import threading
+import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -49,6 +52,12 @@ from pymongo.errors import OperationFailure
 from docstore.storage.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
+
+# Cursors (MongoDB's server parameters of the same meaning): a cursor idle this long is closed
+# (cursorTimeoutMillis, 10 minutes), looked for every REAP_EVERY seconds
+# (clientCursorMonitorFrequencySecs).
+CURSOR_TIMEOUT_MS = 10 * 60 * 1000
+REAP_EVERY = 4.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
@@ -174,22 +183,29 @@ _kept: bool | None = None
 class Store:
     """One database's file."""
 
-    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30000):
+    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30000,
+                 cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic):
         keep_freed_memory()
         self.path = path
         self.synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
+        self.cursor_timeout_ms = cursor_timeout_ms  # None: cursors never time out
+        self.clock = clock  # seconds, for the cursors' idle time (a test's clock moves by hand)
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._idle: list[sqlite3.Connection] = []  # cursor connections (open_read)
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._all: set[sqlite3.Connection] = set()  # every open connection of this process
+        self._idle: list[sqlite3.Connection] = []  # connections given back, for the next cursor or thread
+        self._leases: dict[int, ReadLease] = {}  # cursors' connections, by cursor id
+        self._lease_ids = itertools.count(1)
+        self._next_sweep = 0.0
+        self._reaper: threading.Thread | None = None
+        self._stop = threading.Event()
         self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
         self.closed = False
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
-        with self._lock:
-            conn = self._connect()
-            self._upgrade(conn)
+        self._upgrade(self.conn())
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """The file's schema brought to SCHEMA_VERSION, once: a file at the current version costs
@@ -225,10 +241,41 @@ class Store:
             raise RuntimeError(f"the embedded store {self.path} cannot use WAL mode ({mode})")
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         self._tune(conn)
-        self._local.conn = conn
-        self._local.pid = os.getpid()
-        self._all.append(conn)
+        with self._lock:
+            self._all.add(conn)
         return conn
+
+    def _forked(self) -> None:
+        """In a child process (a fork after the store was used), the parent's connections are left
+        alone, never used nor closed here (SQLite's "How To Corrupt An SQLite Database File": a
+        connection must not be carried across fork()). Called under `_lock`."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._all, self._idle, self._leases, self._reaper = set(), [], {}, None
+            self._stop = threading.Event()
+
+    def _checkout(self) -> sqlite3.Connection:
+        """A connection: one given back, else a new one."""
+        with self._lock:
+            if self.closed:
+                raise RuntimeError("the embedded store was dropped or closed")
+            self._forked()
+            if self._idle:
+                return self._idle.pop()
+        return self._connect()
+
+    def _checkin(self, conn: sqlite3.Connection) -> None:
+        """A connection given back (out of any transaction): kept for the next user, up to IDLE_KEPT."""
+        with self._lock:
+            if conn not in self._all:  # the store was closed, or this is a child process
+                return
+            if conn.in_transaction:  # pragma: no cover - a transaction always ends before its thread
+                conn.execute("ROLLBACK")
+            if not self.closed and len(self._idle) < IDLE_KEPT:
+                self._idle.append(conn)
+                return
+            self._all.discard(conn)
+        conn.close()
 
     @staticmethod
     def _tune(conn: sqlite3.Connection) -> None:
@@ -239,13 +286,16 @@ class Store:
         conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
 
     def conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None or self._local.pid != os.getpid():
-            if self.closed:
-                raise RuntimeError("the embedded store was dropped or closed")
-            with self._lock:
-                conn = self._connect()
-        return conn
+        """The thread's own connection. When the thread ends, `threading.local` drops its holder
+        and the connection goes back to the store (weakref.finalize), so a server that starts a
+        thread per request does not leave one connection behind per request."""
+        holder = getattr(self._local, "holder", None)
+        if holder is None or holder.pid != os.getpid():
+            holder = _Holder(self._checkout(), os.getpid())
+            done = weakref.finalize(holder, _thread_ended, weakref.ref(self), holder.conn, holder.pid)
+            done.atexit = False
+            self._local.holder = holder
+        return holder.conn
 
     @contextmanager
     def transaction(self, write: bool):
@@ -257,6 +307,8 @@ class Store:
         if conn.in_transaction:
             yield conn
             return
+        if self._leases and self.clock() >= self._next_sweep:
+            self.sweep()
         self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
         local = self._local
         try:
@@ -423,30 +475,62 @@ class Store:
 
     # --- cursors ----------------------------------------------------------------------------------
 
-    def open_read(self):
+    def open_read(self, *, timed: bool = True) -> ReadLease:
         """A connection of its own in a read transaction, for a cursor that outlives one batch
         (its snapshot stays while the client reads; the thread's own connection stays free for
-        writes). Give it back with `close_read`."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            if self.closed:
-                raise RuntimeError("the embedded store was dropped or closed")
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=self.busy_timeout_ms / 1000)
-            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-            self._tune(conn)
-            with self._lock:
-                self._all.append(conn)
-        conn.execute("BEGIN")
+        writes). Give it back with `close_read`; use it for each batch inside `using`. `timed`:
+        closed after `cursor_timeout_ms` idle, as a server closes an idle cursor (False: a
+        cursor opened with noCursorTimeout)."""
+        if self._leases and self.clock() >= self._next_sweep:
+            self.sweep()
+        conn = self._checkout()
         try:
+            self._begin(conn, "BEGIN")
             catalog, _ = self._snapshot_catalog(conn)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._checkin(conn)
             raise
-        return conn, catalog
+        lease = ReadLease(next(self._lease_ids), conn, catalog, self.clock(),
+                          timed and self.cursor_timeout_ms is not None)
+        with self._lock:
+            self._leases[lease.id] = lease
+            if lease.timed and (self._reaper is None or not self._reaper.is_alive()):
+                self._reaper = threading.Thread(target=_reap, args=(weakref.ref(self), self._stop), daemon=True,
+                                                name=f"docstore cursor monitor {os.path.basename(self.path)}")
+                self._reaper.start()
+        return lease
 
-    def close_read(self, conn) -> None:
+    @contextmanager
+    def using(self, lease: ReadLease):
+        """One batch of a cursor (a getMore): True while its lease is open, False once it was closed
+        for being idle past the timeout (here or by `sweep`). The lease is busy meanwhile (the
+        monitor leaves it alone) and counts as used when the batch ends."""
+        with lease.lock:
+            if lease.conn is not None and self._expired(lease, self.clock()):
+                lease.reaped = True
+                self._release(lease)
+            yield not lease.reaped
+            lease.used = self.clock()
+
+    def close_read(self, lease: ReadLease) -> None:
+        with lease.lock:
+            if lease.conn is not None:
+                self._release(lease)
+
+    def _expired(self, lease: ReadLease, now: float) -> bool:
+        return lease.timed and (now - lease.used) * 1000 > self.cursor_timeout_ms
+
+    def _release(self, lease: ReadLease) -> None:
+        """The lease's statements closed, its read transaction ended (the WAL snapshot it held is
+        released) and its connection given back. Under `lease.lock`."""
+        conn, lease.conn = lease.conn, None
+        closers, lease.closers = lease.closers, []
+        with self._lock:
+            self._leases.pop(lease.id, None)
+        for close in closers:
+            close()
         if self.closed:
             return
         try:
@@ -454,15 +538,35 @@ class Store:
                 conn.execute("COMMIT")
         except sqlite3.Error:  # pragma: no cover - the store was dropped under the cursor
             return
+        self._checkin(conn)
+
+    def sweep(self) -> int:
+        """Close every timed cursor idle past the timeout (a server's cursor monitor pass); a
+        cursor reading a batch right now is left for the next pass. Returns how many were closed."""
+        now = self.clock()
         with self._lock:
-            if len(self._idle) < 8:
-                self._idle.append(conn)
-                return
-            self._all.remove(conn)
-        conn.close()
+            leases = list(self._leases.values())
+            self._next_sweep = now + REAP_EVERY
+        closed = 0
+        for lease in leases:
+            if not self._expired(lease, now) or not lease.lock.acquire(blocking=False):
+                continue
+            try:
+                if lease.conn is not None and self._expired(lease, now):
+                    lease.reaped = True
+                    self._release(lease)
+                    closed += 1
+            finally:
+                lease.lock.release()
+        return closed
+
+    @property
+    def open_cursors(self) -> int:
+        return len(self._leases)
 
     def close(self) -> None:
         self.closed = True
+        self._stop.set()
         with self._lock:
             for conn in self._all:
                 try:
@@ -471,7 +575,53 @@ class Store:
                     pass
             self._all.clear()
             self._idle.clear()
+            self._leases.clear()
         self._local = threading.local()
+
+
+IDLE_KEPT = 8  # connections given back and kept open for the next cursor or thread
+
+
+class ReadLease:
+    """A cursor's connection in its read transaction (Store.open_read): its id (the cursor id a
+    server would give), the catalog of its snapshot, when a batch last ended (`used`, on the
+    store's clock), whether it times out, and what to close with it (the cursor's statements)."""
+
+    def __init__(self, id: int, conn: sqlite3.Connection, catalog: dict, used: float, timed: bool):
+        self.id, self.conn, self.catalog, self.used, self.timed = id, conn, catalog, used, timed
+        self.lock = threading.RLock()
+        self.reaped = False
+        self.closers: list = []
+
+
+class _Holder:
+    """A thread's connection, in the store's `threading.local`."""
+
+    __slots__ = ("conn", "pid", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection, pid: int):
+        self.conn, self.pid = conn, pid
+
+
+def _thread_ended(store_ref, conn: sqlite3.Connection, pid: int) -> None:
+    store = store_ref()
+    if store is not None and pid == os.getpid():
+        store._checkin(conn)
+
+
+def _reap(store_ref, stop: threading.Event) -> None:
+    """The cursor monitor of one store: a pass every REAP_EVERY seconds while it has cursors open
+    (no strong reference to the store between passes: a store nobody holds is collected)."""
+    while not stop.wait(REAP_EVERY):
+        store = store_ref()
+        if store is None or store.closed:
+            return
+        store.sweep()
+        with store._lock:
+            if not store._leases:
+                store._reaper = None
+                return
+        del store
 
 
 def _add_generations(conn: sqlite3.Connection) -> None:

@@ -17,7 +17,7 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
 from docstore.query import validation as VAL
 from docstore.query.cluster import ClusterRules
-from docstore.storage.store import Store
+from docstore.storage.store import CURSOR_TIMEOUT_MS, Store
 from docstore.surface.collection import Collection
 
 
@@ -26,7 +26,8 @@ class Database:
         self.client = client
         self.name = name
         self.path = path
-        self._store = Store(path, synchronous=client.synchronous, busy_timeout_ms=client.busy_timeout_ms)
+        self._store = Store(path, synchronous=client.synchronous, busy_timeout_ms=client.busy_timeout_ms,
+                            cursor_timeout_ms=client.cursor_timeout_ms, clock=client.clock)
         # TTL indexes: MongoDB's TTL monitor deletes expired documents in a background pass every
         # 60 seconds (ttlMonitorSleepSecs); here a write starts the pass when one is due, the first
         # one interval after the database is opened. Between passes a write costs one clock read.
@@ -307,8 +308,14 @@ class Client:
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
                  shard_keys=None, synchronous: str = "NORMAL", ttl_interval: float = 60.0,
-                 busy_timeout_ms: int = 30000):
+                 busy_timeout_ms: int = 30000, cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS,
+                 clock=time.monotonic):
         self.tz_aware = tz_aware
+        # A cursor idle this long between batches is closed, its connection and snapshot released,
+        # and its next batch is CursorNotFound (a server's cursorTimeoutMillis, 10 minutes; None:
+        # never); `clock` (seconds) measures the idle time (a test passes one it moves by hand).
+        self.cursor_timeout_ms = cursor_timeout_ms
+        self.clock = clock
         # How long a write waits for another process's write lock before it fails with LockTimeout
         # (code 24); SQLite's busy_timeout.
         self.busy_timeout_ms = int(busy_timeout_ms)

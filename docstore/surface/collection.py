@@ -15,6 +15,7 @@ from bson import ObjectId
 from pymongo import ReturnDocument
 from pymongo.errors import (
     BulkWriteError,
+    CursorNotFound,
     DocumentTooLarge,
     DuplicateKeyError,
     InvalidOperation,
@@ -245,7 +246,8 @@ class Collection:
                 raise TypeError(f"find() got an unexpected keyword argument {key!r}")
         if filter is not None and isinstance(filter, Mapping):
             filter = V.in_filter(filter, V.bind(kwargs.get("let")))
-        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint,
+                        no_cursor_timeout=bool(kwargs.get("no_cursor_timeout")))
         return cursor.collation(kwargs["collation"]) if kwargs.get("collation") is not None else cursor
 
     def find_one(self, filter=None, *args, **kwargs):
@@ -818,7 +820,8 @@ def _has_path(doc, path) -> bool:
 
 
 class Cursor:
-    def __init__(self, collection, filter, projection, skip, limit, sort, batch_size, hint):
+    def __init__(self, collection, filter, projection, skip, limit, sort, batch_size, hint, *,
+                 no_cursor_timeout=False):
         if filter is not None and not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict, bson.son.SON, or any other type that inherits from "
                             "collections.Mapping")
@@ -834,7 +837,8 @@ class Cursor:
         self._results = None
         self._stream = None
         self._executor = None
-        self._conn = None
+        self._lease = None  # the storage connection and snapshot of an open cursor (Store.open_read)
+        self._no_cursor_timeout = no_cursor_timeout
         self._position = 0
 
     def _check(self):
@@ -897,27 +901,32 @@ class Cursor:
                      cut=self._projection if cut_plan(self._projection) is not None else None, collation=self._collation)
 
     def _execute(self, need: int):
-        """Results up to position `need` (exclusive), fetching batches as the client reads on."""
+        """Results up to position `need` (exclusive), fetching batches as the client reads on.
+
+        Between batches the cursor holds a connection in a read transaction (its snapshot); a
+        cursor idle past the store's cursor timeout loses it, as a server closes an idle cursor
+        (cursorTimeoutMillis), and its next batch is CursorNotFound (code 43)."""
         if self._results is None:
             store = self.collection._store
-            self._conn, catalog = store.open_read()
-            info = catalog.get(self.collection.name)
+            lease = store.open_read(timed=not self._no_cursor_timeout)
+            info = lease.catalog.get(self.collection.name)
             if info is not None and "viewOn" in info.options:
-                store.close_read(self._conn)
-                self._conn = None
+                store.close_read(lease)
                 docs = self.collection._through_view(self.collection._view(), self._query())
                 self._results = [S.project(d, self._projection) for d in docs]
                 return self._results
             try:
-                self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept)
+                self._executor = Executor(lease.conn, info, self._query(), kept=store.kept)
                 self._executor.start()
             except BaseException:
-                store.close_read(self._conn)
-                self._conn = None
+                store.close_read(lease)
                 raise
             self._stream = self._executor.results()
+            lease.closers = [self._stream.close, self._executor.close]
+            self._lease = lease
             self._results = []
-            self._fill(self._batch_wanted_first())
+            with store.using(lease):
+                self._fill(self._batch_wanted_first())
         while need > len(self._results) and self._stream is not None:
             if self._position:
                 # What the client has read is not kept: a server's cursor holds only the batch in
@@ -925,8 +934,18 @@ class Cursor:
                 del self._results[:self._position]
                 need -= self._position
                 self._position = 0
-            self._fill(self._batch_size or (1 << 62))
+            with self.collection._store.using(self._lease) as alive:
+                if not alive:
+                    self._not_found()
+                self._fill(self._batch_size or (1 << 62))
         return self._results
+
+    def _not_found(self):
+        """The getMore of a cursor the store closed: a server's answer (the cursor is then dead)."""
+        cursor_id = self._lease.id
+        self._stream, self._lease, self._results, self._position = None, None, [], 0
+        msg = f"cursor id {cursor_id} not found"
+        raise CursorNotFound(msg, 43, {"ok": 0.0, "errmsg": msg, "code": 43, "codeName": "CursorNotFound"})
 
     def _batch_wanted_first(self) -> int:
         return self._batch_size or 101
@@ -942,12 +961,10 @@ class Cursor:
         self._finish()
 
     def _finish(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
-            self._executor.close()
-            self.collection._store.close_read(self._conn)
-            self._conn = None
+        self._stream = None
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            self.collection._store.close_read(lease)  # closes the statements (lease.closers)
 
     def __del__(self):
         try:
@@ -995,7 +1012,7 @@ class Cursor:
 
     def clone(self):
         clone = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
-                       self._batch_size, self._hint)
+                       self._batch_size, self._hint, no_cursor_timeout=self._no_cursor_timeout)
         clone._collation = self._collation
         return clone
 

@@ -5,7 +5,7 @@ import sqlite3
 
 import bson
 import pytest
-from pymongo.errors import DuplicateKeyError, OperationFailure
+from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure
 
 import docstore
 from docstore.storage.store import SCHEMA_VERSION
@@ -78,3 +78,60 @@ def test_a_duplicate_in_a_unique_index_or_the_id_is_e11000(path):
     with pytest.raises(DuplicateKeyError) as by_x:
         db.c.insert_one({"_id": 2, "x": "foo"})
     assert by_id.value.details["keyPattern"] == {"_id": 1} and by_x.value.details["keyPattern"] == {"x": 1}
+
+
+class Clock:
+    """A clock the test moves by hand (seconds)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_cursor_idle_past_its_timeout_is_closed_and_its_next_batch_is_cursor_not_found(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    cursor = db.c.find({}, batch_size=3).sort("_id", 1)
+    assert [next(cursor) for _ in range(3)] == [{"_id": 0}, {"_id": 1}, {"_id": 2}]
+    assert db._store.open_cursors == 1
+    clock.now += 59
+    assert next(cursor) == {"_id": 3}  # idle less than the timeout: it goes on
+    assert [next(cursor) for _ in range(2)] == [{"_id": 4}, {"_id": 5}]  # the rest of the batch in hand
+    clock.now += 61
+    with pytest.raises(CursorNotFound) as lost:
+        next(cursor)
+    assert lost.value.code == 43 and lost.value.details["codeName"] == "CursorNotFound"
+    assert db._store.open_cursors == 0
+    assert list(cursor) == []  # a dead cursor
+
+
+def test_an_abandoned_cursor_gives_back_its_connection_and_snapshot(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    abandoned = db.c.find({}, batch_size=2)
+    next(abandoned)
+    db.c.insert_one({"_id": 10})
+    clock.now += 61
+    assert db.c.count_documents({}) == 11  # the next operation runs a monitor pass
+    assert db._store.open_cursors == 0
+    # the snapshot it held is gone: a checkpoint reaches the end of the WAL
+    conn = sqlite3.connect(path)
+    busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    assert busy == 0 and log == done == 0
+    with pytest.raises(CursorNotFound):
+        list(abandoned)
+
+
+def test_a_cursor_without_a_timeout_is_kept(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    kept = db.c.find({}, batch_size=2, no_cursor_timeout=True).sort("_id", 1)
+    next(kept)
+    clock.now += 3600
+    db.c.count_documents({})
+    assert [d["_id"] for d in kept] == list(range(1, 10))
