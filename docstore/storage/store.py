@@ -47,7 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bson
-from pymongo.errors import OperationFailure
+from pymongo.errors import OperationFailure, WaitQueueTimeoutError
 
 from docstore.storage.raw import KeptDocuments
 
@@ -58,6 +58,11 @@ MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it tak
 # (clientCursorMonitorFrequencySecs).
 CURSOR_TIMEOUT_MS = 10 * 60 * 1000
 REAP_EVERY = 4.0
+# Connections per process and database (threads' and cursors' together), and how long one more
+# waits for a connection to come back before it fails as pymongo's pool does (maxPoolSize and
+# waitQueueTimeoutMS; each connection may hold up to 32 MB of page cache).
+MAX_CONNECTIONS = 32
+WAIT_QUEUE_TIMEOUT_MS = 10_000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
@@ -184,7 +189,8 @@ class Store:
     """One database's file."""
 
     def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30000,
-                 cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic):
+                 cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic,
+                 max_connections: int = MAX_CONNECTIONS, wait_queue_timeout_ms: float = WAIT_QUEUE_TIMEOUT_MS):
         keep_freed_memory()
         self.path = path
         self.synchronous = synchronous
@@ -192,8 +198,14 @@ class Store:
         self.cursor_timeout_ms = cursor_timeout_ms  # None: cursors never time out
         self.clock = clock  # seconds, for the cursors' idle time (a test's clock moves by hand)
         self._local = threading.local()
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.max_connections = max_connections
+        self.wait_queue_timeout_ms = wait_queue_timeout_ms
         self._lock = threading.Lock()
+        self._given_back = threading.Condition(self._lock)
         self._pid = os.getpid()
+        self._opening = 0  # connections being opened (counted against max_connections)
         self._all: set[sqlite3.Connection] = set()  # every open connection of this process
         self._idle: list[sqlite3.Connection] = []  # connections given back, for the next cursor or thread
         self._leases: dict[int, ReadLease] = {}  # cursors' connections, by cursor id
@@ -233,15 +245,23 @@ class Store:
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=self.busy_timeout_ms / 1000)
-        conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode.lower() != "wal":  # pragma: no cover - a file system without shared memory
-            raise RuntimeError(f"the embedded store {self.path} cannot use WAL mode ({mode})")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        self._tune(conn)
+        """A new connection; its place was reserved in `_opening` by `_checkout`."""
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                   timeout=self.busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":  # pragma: no cover - a file system without shared memory
+                raise RuntimeError(f"the embedded store {self.path} cannot use WAL mode ({mode})")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._tune(conn)
+        except BaseException:
+            with self._lock:
+                self._opening -= 1
+                self._given_back.notify()
+            raise
         with self._lock:
+            self._opening -= 1
             self._all.add(conn)
         return conn
 
@@ -251,17 +271,39 @@ class Store:
         connection must not be carried across fork()). Called under `_lock`."""
         if self._pid != os.getpid():
             self._pid = os.getpid()
-            self._all, self._idle, self._leases, self._reaper = set(), [], {}, None
+            self._all, self._idle, self._leases, self._reaper, self._opening = set(), [], {}, None, 0
             self._stop = threading.Event()
 
     def _checkout(self) -> sqlite3.Connection:
-        """A connection: one given back, else a new one."""
+        """A connection: one given back, else a new one while fewer than `max_connections` are
+        open; else, after a monitor pass (idle cursors give theirs back), wait for one up to
+        `wait_queue_timeout_ms`, then fail as pymongo's pool does (WaitQueueTimeoutError)."""
+        deadline = time.monotonic() + self.wait_queue_timeout_ms / 1000
+        swept = False
         with self._lock:
-            if self.closed:
-                raise RuntimeError("the embedded store was dropped or closed")
-            self._forked()
-            if self._idle:
-                return self._idle.pop()
+            while True:
+                if self.closed:
+                    raise RuntimeError("the embedded store was dropped or closed")
+                self._forked()
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._all) + self._opening < self.max_connections:
+                    self._opening += 1
+                    break
+                if not swept and self._leases:
+                    self._lock.release()
+                    try:
+                        self.sweep()
+                    finally:
+                        self._lock.acquire()
+                    swept = True
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitQueueTimeoutError(
+                        "Timed out while checking out a connection from connection pool. "
+                        f"maxPoolSize: {self.max_connections}, timeout: {self.wait_queue_timeout_ms / 1000}")
+                self._given_back.wait(left)
         return self._connect()
 
     def _checkin(self, conn: sqlite3.Connection) -> None:
@@ -271,6 +313,7 @@ class Store:
                 return
             if conn.in_transaction:  # pragma: no cover - a transaction always ends before its thread
                 conn.execute("ROLLBACK")
+            self._given_back.notify()
             if not self.closed and len(self._idle) < IDLE_KEPT:
                 self._idle.append(conn)
                 return
@@ -576,6 +619,7 @@ class Store:
             self._all.clear()
             self._idle.clear()
             self._leases.clear()
+            self._given_back.notify_all()
         self._local = threading.local()
 
 

@@ -2,10 +2,11 @@
 resources"): the file's schema upgraded once on open, SQLite's errors told apart by their codes."""
 
 import sqlite3
+import threading
 
 import bson
 import pytest
-from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure
+from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure, WaitQueueTimeoutError
 
 import docstore
 from docstore.storage.store import SCHEMA_VERSION
@@ -135,3 +136,35 @@ def test_a_cursor_without_a_timeout_is_kept(path):
     clock.now += 3600
     db.c.count_documents({})
     assert [d["_id"] for d in kept] == list(range(1, 10))
+
+
+def test_connections_are_capped_with_a_wait_then_pymongos_pool_timeout(path):
+    clock = Clock()
+    db = open_db(path, max_connections=3, wait_queue_timeout_ms=50, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])  # the thread's own connection: one of three
+    first, second = db.c.find({}, batch_size=1), db.c.find({}, batch_size=1)
+    next(first), next(second)  # each holds a connection between batches
+    with pytest.raises(WaitQueueTimeoutError, match="Timed out while checking out a connection from connection "
+                                                    "pool. maxPoolSize: 3, timeout: 0.05"):
+        next(db.c.find({}, batch_size=1))
+    first.close()
+    third = db.c.find({}, batch_size=1)
+    assert next(third) == {"_id": 0}
+    clock.now += 61  # `second` and `third` idle past their timeout: a waiting open gives them back
+    fourth, fifth = db.c.find({}, batch_size=1), db.c.find({}, batch_size=1)
+    assert next(fourth) == next(fifth) == {"_id": 0}
+    assert len(db._store._all) <= 3
+
+
+def test_threads_that_end_give_their_connections_back(path):
+    db = open_db(path, max_connections=4, wait_queue_timeout_ms=5000)
+    db.c.insert_one({"_id": 1})
+    found = []
+    for _ in range(3):  # a thread per request, as `runserver` serves
+        threads = [threading.Thread(target=lambda: found.append(db.c.find_one({"_id": 1}))) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert found == [{"_id": 1}] * 9
+    assert len(db._store._all) <= 4
