@@ -63,6 +63,16 @@ REAP_EVERY = 4.0
 # waitQueueTimeoutMS; each connection may hold up to 32 MB of page cache).
 MAX_CONNECTIONS = 32
 WAIT_QUEUE_TIMEOUT_MS = 10_000
+# The WAL (SQLite's "Write-Ahead Logging"): a commit past wal_autocheckpoint (1,000 pages) copies
+# what it can back into the file (PASSIVE), but readers that overlap without pause keep the WAL
+# from starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a
+# WAL that starts over to JOURNAL_SIZE_LIMIT, and a write that leaves the WAL above CHECKPOINT_BYTES
+# runs a TRUNCATE checkpoint (waiting at most CHECKPOINT_WAIT_MS for the readers of older
+# snapshots to finish; a long cursor may make it give up, and it is tried again when the WAL has
+# grown by another CHECKPOINT_BYTES).
+JOURNAL_SIZE_LIMIT = 64 << 20
+CHECKPOINT_BYTES = 16 << 20
+CHECKPOINT_WAIT_MS = 250
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
@@ -215,6 +225,9 @@ class Store:
         self._stop = threading.Event()
         self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
+        self._wal = path + "-wal"
+        self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
+        self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
         self._upgrade(self.conn())
@@ -327,6 +340,7 @@ class Store:
         still go through the WAL)."""
         conn.execute("PRAGMA cache_size=-32000")
         conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
 
     def conn(self) -> sqlite3.Connection:
         """The thread's own connection. When the thread ends, `threading.local` drops its holder
@@ -366,6 +380,8 @@ class Store:
                         self._catalog, self._catalog_version = local.catalog, version
             else:
                 conn.execute("COMMIT")
+            if write:
+                self._bound_wal(conn)
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -374,6 +390,23 @@ class Store:
             raise
         finally:
             local.catalog = None
+
+    def _bound_wal(self, conn: sqlite3.Connection) -> None:
+        """After a write: a TRUNCATE checkpoint when the WAL has passed `_checkpoint_at` (one stat
+        of the WAL file a write otherwise)."""
+        try:
+            size = os.stat(self._wal).st_size
+        except FileNotFoundError:
+            return
+        if size < self._checkpoint_at:
+            return
+        conn.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+        self.checkpoints += 1
+        self._checkpoint_at = CHECKPOINT_BYTES if not busy else size + CHECKPOINT_BYTES
 
     def _begin(self, conn: sqlite3.Connection, statement: str) -> None:
         try:

@@ -1,6 +1,7 @@
 """docstore: the engine's bounded resources and its storage's errors (docs/mongodb.md, "Limits and
 resources"): the file's schema upgraded once on open, SQLite's errors told apart by their codes."""
 
+import os
 import sqlite3
 import threading
 
@@ -168,3 +169,30 @@ def test_threads_that_end_give_their_connections_back(path):
             thread.join()
     assert found == [{"_id": 1}] * 9
     assert len(db._store._all) <= 4
+
+
+def test_the_wal_stays_under_its_limit_while_large_documents_are_written_and_read(path):
+    """Large writes (an 80 MB update_many, as a discussion's rewrite under load adds up to) while
+    another thread keeps reading: the -wal file stays under 64 MB after every write."""
+    db = open_db(path)
+    big = "x" * (800 << 10)
+    db.c.insert_many([{"_id": n, "text": big, "round": 0} for n in range(100)])
+    stop, reads = threading.Event(), []
+
+    def reader():
+        other = open_db(path)
+        while not stop.is_set():
+            reads.append(other.c.find_one({"_id": len(reads) % 100}, {"round": 1}))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    sizes = []
+    try:
+        for n in range(1, 3):
+            db.c.update_many({}, {"$set": {"round": n, "text": big + str(n)}})
+            sizes.append(os.path.getsize(path + "-wal"))
+    finally:
+        stop.set()
+        thread.join()
+    assert len(reads) > 0
+    assert max(sizes) < 64 << 20, sizes
