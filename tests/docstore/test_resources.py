@@ -1,9 +1,11 @@
 """docstore: the engine's bounded resources and its storage's errors (docs/mongodb.md, "Limits and
 resources"): the file's schema upgraded once on open, SQLite's errors told apart by their codes."""
 
+import gc
 import os
 import sqlite3
 import threading
+import tracemalloc
 
 import bson
 import pytest
@@ -196,3 +198,46 @@ def test_the_wal_stays_under_its_limit_while_large_documents_are_written_and_rea
         thread.join()
     assert len(reads) > 0
     assert max(sizes) < 64 << 20, sizes
+
+
+def _page(n: int) -> list:
+    """A page of an embedded discussion read in place: an element by position and one by id."""
+    return [{"$match": {"_id": "d"}},
+            {"$project": {"_id": 0, "at": {"$arrayElemAt": ["$comments", n]},
+                          "by_id": {"$filter": {"input": "$comments", "as": "c",
+                                                "cond": {"$eq": ["$$c.id", f"c{(7 * n) % 20000:05d}"]}}}}}]
+
+
+def _held_by_reads(db, pages) -> tuple[int, int]:
+    """(bytes the reads left allocated, as tracemalloc counts them; bytes the cache says it holds)."""
+    db.c.aggregate(_page(0))  # the plan cached and the code warm: not counted
+    db._store.kept.clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in pages:
+            assert len(list(db.c.aggregate(_page(n)))[0]["by_id"]) == 1
+        db._store.kept.settle()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before, db._store.kept.held
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_kept_documents_are_charged_what_they_hold(path):
+    """A 20,000-comment discussion of about 700 KB: the offsets of its elements and its index by
+    id, built by the reads, hold several times its bytes; the cache counts them."""
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "comments": [{"id": f"c{n:05d}", "t": "x"} for n in range(20000)]})
+    real, counted = _held_by_reads(db, range(0, 20000, 1999))
+    assert real > 4 * 700_000  # the offsets and the index, not only the bytes
+    assert 0.8 * real <= counted <= 1.25 * real, (real, counted)
+
+
+def test_the_kept_documents_stay_within_their_limit(path):
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "comments": [{"id": f"c{n:05d}", "t": "x"} for n in range(20000)]})
+    db._store.kept.limit = 2 << 20
+    real, counted = _held_by_reads(db, range(0, 20000, 1999))
+    assert counted <= 2 << 20 and real <= 2 << 20, (real, counted)
