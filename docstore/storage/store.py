@@ -67,12 +67,16 @@ WAIT_QUEUE_TIMEOUT_MS = 10_000
 # what it can back into the file (PASSIVE), but readers that overlap without pause keep the WAL
 # from starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a
 # WAL that starts over to JOURNAL_SIZE_LIMIT, and a write that leaves the WAL above CHECKPOINT_BYTES
-# runs a TRUNCATE checkpoint (waiting at most CHECKPOINT_WAIT_MS for the readers of older
-# snapshots to finish; a long cursor may make it give up, and it is tried again when the WAL has
-# grown by another CHECKPOINT_BYTES).
+# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots to finish (readers
+# that start meanwhile read the file, not the WAL, so the wait is the longest running reader):
+# at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown by another
+# CHECKPOINT_BYTES), and once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
+# write until it succeeds (a cursor holding a snapshot that long is the one reader it waits for;
+# the cursor timeout bounds how long it can).
 JOURNAL_SIZE_LIMIT = 64 << 20
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
+FORCED_WAIT_MS = 5000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
@@ -400,13 +404,14 @@ class Store:
             return
         if size < self._checkpoint_at:
             return
-        conn.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        forced = size >= JOURNAL_SIZE_LIMIT // 2
+        conn.execute(f"PRAGMA busy_timeout={FORCED_WAIT_MS if forced else CHECKPOINT_WAIT_MS}")
         try:
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         self.checkpoints += 1
-        self._checkpoint_at = CHECKPOINT_BYTES if not busy else size + CHECKPOINT_BYTES
+        self._checkpoint_at = CHECKPOINT_BYTES if not busy else min(size + CHECKPOINT_BYTES, JOURNAL_SIZE_LIMIT // 2)
 
     def _begin(self, conn: sqlite3.Connection, statement: str) -> None:
         try:
