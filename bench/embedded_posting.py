@@ -11,6 +11,10 @@ itself (COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0): what is measured is posting into o
 document.
 
     .venv/bin/python -m bench.embedded_posting [--size 10000] [--seconds 20] [--json FILE]
+        [--docs docs/benchmarks.md [--before FILE]]
+
+`--docs` writes the figures into their section of the page (between its markers); `--before`,
+the JSON of a run of an older commit, puts that run's figures beside them.
 """
 
 from __future__ import annotations
@@ -117,11 +121,51 @@ def run(*, size: int, seconds: int, connections: int = 8, threads: int = 2) -> d
                            "ratio": round(rss_posting / rss_reads, 2) if rss_reads else None},
                 "wal_mb": {"after_reads": round(wal_reads / 2**20, 1), "peak_posting": round(peak[0] / 2**20, 1),
                            "after_posting": round(_size(wal) / 2**20, 1)},
-                "store_mb": round(_size(store) / 2**20, 1)}
+                "store_mb": round(_size(store) / 2**20, 1), "loadavg": round(os.getloadavg()[0], 2)}
     finally:
         if server is not None:
             server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+START = "<!-- bench/embedded_posting.py writes this section -->"
+END = "<!-- end of the embedded posting section -->"
+
+
+def section(after: dict, before: dict | None = None, label: str = "before") -> str:
+    """The page's section: WAL and RSS figures of a run (and of a run of an older commit)."""
+    runs = [(label, before), ("now", after)] if before else [("now", after)]
+
+    def row(name, pick):
+        return f"| {name} | " + " | ".join(str(pick(r)) for _, r in runs) + " |"
+
+    lines = [
+        "## Posting into an embedded discussion: the WAL and the workers' memory\n",
+        f"`.venv/bin/python -m bench.embedded_posting` (bench/embedded_posting.py): a threaded embedded discussion of "
+        f"{after['stored']:,} comments (a {after['store_mb']} MB store file), gunicorn as `make serve` starts "
+        f"it (2 workers, 4 threads); wrk with {after['connections']} connections, {after['seconds']} s on each of topic "
+        f"page 1, a deep page and the comments API page 1, then {after['seconds']} s posting through the API. RSS is "
+        f"the workers' together; the WAL's peak is sampled every 0.2 s while posting. The machine's 1-minute load "
+        f"average at the end: " + ", ".join(f"{name} {r.get('loadavg', '–')}" for name, r in runs) + ".\n",
+        "| | " + " | ".join(name for name, _ in runs) + " |",
+        "|---|" + "---|" * len(runs),
+        row("WAL peak while posting, MB", lambda r: r["wal_mb"]["peak_posting"]),
+        row("WAL after posting, MB", lambda r: r["wal_mb"]["after_posting"]),
+        row("RSS after start-up, MB", lambda r: r["rss_mb"]["started"]),
+        row("RSS after the read-only endpoints, MB", lambda r: r["rss_mb"]["after_reads"]),
+        row("RSS when posting ends (posts in flight), MB", lambda r: r["rss_mb"].get("posting_ended", "–")),
+        row("RSS once the posts are served, MB", lambda r: r["rss_mb"]["after_posting"]),
+        row("RSS after posting / after the reads", lambda r: f"{r['rss_mb']['ratio']}×"),
+        row("posts answered (2xx) in the window", lambda r: r["posting"]["requests"] - r["posting"]["non_2xx"]),
+        row("read requests/s (topic page 1)", lambda r: next(iter(r["reads"].values()))["rps"]),
+    ]
+    return "\n".join(lines)
+
+
+def put_section(path: str, after: dict, before: dict | None = None, label: str = "before") -> None:
+    from bench.report import _put_section
+
+    _put_section(path, START, END, section(after, before, label))
 
 
 def main(argv=None) -> int:
@@ -130,6 +174,9 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--json")
+    parser.add_argument("--docs")
+    parser.add_argument("--before", help="the JSON of a run of an older commit, shown beside")
+    parser.add_argument("--before-label", default="before")
     args = parser.parse_args(argv)
     if args.what == "seed":
         import django
@@ -144,6 +191,9 @@ def main(argv=None) -> int:
     text = json.dumps(result, indent=1)
     if args.json:
         Path(args.json).write_text(text + "\n")
+    if args.docs:
+        before = json.loads(Path(args.before).read_text()) if args.before else None
+        put_section(args.docs, result, before, args.before_label)
     print(text)
     return 0
 

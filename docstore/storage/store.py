@@ -1,4 +1,6 @@
-"""Storage: one SQLite file per database, in WAL mode, one connection per thread.
+"""Storage: one SQLite file per database, in WAL mode, one connection per thread and one per
+open cursor, at most `max_connections` in a process (a cursor idle past its timeout gives its
+connection and snapshot back, as a server closes an idle cursor), and a bounded WAL.
 
 - One storage transaction per MongoDB operation: `BEGIN IMMEDIATE` for a write (one
   writer at a time, waiting up to `busy_timeout` for another), a deferred `BEGIN` for a
