@@ -11,7 +11,7 @@ itself (COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0): what is measured is posting into o
 document.
 
     .venv/bin/python -m bench.embedded_posting [--size 10000] [--seconds 20] [--json FILE]
-        [--docs docs/benchmarks.md [--before FILE]]
+        [--post-seconds N] [--docs docs/benchmarks.md [--before FILE]]
 
 `--docs` writes the figures into their section of the page (between its markers); `--before`,
 the JSON of a run of an older commit, puts that run's figures beside them.
@@ -71,7 +71,7 @@ def _drain(url: str, connections: int) -> None:
             answer.read()
 
 
-def run(*, size: int, seconds: int, connections: int = 8, threads: int = 2) -> dict:
+def run(*, size: int, seconds: int, post_seconds: int | None = None, connections: int = 8, threads: int = 2) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-wal-"))
     env = {**site_env(workdir, f"benchwal_{uuid.uuid4().hex[:8]}"), "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}
     wal = workdir / "embedded-mongo.sqlite3-wal"
@@ -103,7 +103,7 @@ def run(*, size: int, seconds: int, connections: int = 8, threads: int = 2) -> d
         watcher.start()
         path = f"/api/topics/{site['slug']}/comments/"
         try:
-            posting = run_wrk(server.base + path, duration=seconds, connections=connections, threads=threads,
+            posting = run_wrk(server.base + path, duration=post_seconds or seconds, connections=connections, threads=threads,
                               script=post_script(path, {"Content-Type": "application/json",
                                                         "Authorization": f"Token {site['token']}"},
                                                  json.dumps({"text": "%s"})), workdir=workdir)
@@ -114,7 +114,8 @@ def run(*, size: int, seconds: int, connections: int = 8, threads: int = 2) -> d
         _drain(server.base + f"/t/{site['slug']}/", connections)
         rss_posting = server.rss_mb()
         store = workdir / "embedded-mongo.sqlite3"
-        return {"size": size, "stored": site["stored"], "seconds": seconds, "connections": connections,
+        return {"size": size, "stored": site["stored"], "seconds": seconds, "post_seconds": post_seconds or seconds,
+                "connections": connections,
                 "reads": reads, "posting": posting,
                 "rss_mb": {"started": rss_started, "after_reads": rss_reads, "posting_ended": rss_in_flight,
                            "after_posting": rss_posting,
@@ -144,9 +145,10 @@ def section(after: dict, before: dict | None = None, label: str = "before") -> s
         f"`.venv/bin/python -m bench.embedded_posting` (bench/embedded_posting.py): a threaded embedded discussion of "
         f"{after['stored']:,} comments (a {after['store_mb']} MB store file), gunicorn as `make serve` starts "
         f"it (2 workers, 4 threads); wrk with {after['connections']} connections, {after['seconds']} s on each of topic "
-        f"page 1, a deep page and the comments API page 1, then {after['seconds']} s posting through the API. RSS is "
+        f"page 1, a deep page and the comments API page 1, then {after.get('post_seconds', after['seconds'])} s posting "
+        f"through the API (a new text each request), then the posts still in flight served. RSS is "
         f"the workers' together; the WAL's peak is sampled every 0.2 s while posting. The machine's 1-minute load "
-        f"average at the end: " + ", ".join(f"{name} {r.get('loadavg', '–')}" for name, r in runs) + ".\n",
+        f"average at the end: " + ", ".join(f"{name} {r.get('loadavg') or '–'}" for name, r in runs) + ".\n",
         "| | " + " | ".join(name for name, _ in runs) + " |",
         "|---|" + "---|" * len(runs),
         row("WAL peak while posting, MB", lambda r: r["wal_mb"]["peak_posting"]),
@@ -156,7 +158,8 @@ def section(after: dict, before: dict | None = None, label: str = "before") -> s
         row("RSS when posting ends (posts in flight), MB", lambda r: r["rss_mb"].get("posting_ended", "–")),
         row("RSS once the posts are served, MB", lambda r: r["rss_mb"]["after_posting"]),
         row("RSS after posting / after the reads", lambda r: f"{r['rss_mb']['ratio']}×"),
-        row("posts answered (2xx) in the window", lambda r: r["posting"]["requests"] - r["posting"]["non_2xx"]),
+        row(f"posts answered (2xx) in the window (then up to {after['connections']} in flight)",
+            lambda r: r["posting"]["requests"] - r["posting"]["non_2xx"]),
         row("read requests/s (topic page 1)", lambda r: next(iter(r["reads"].values()))["rps"]),
     ]
     return "\n".join(lines)
@@ -173,6 +176,7 @@ def main(argv=None) -> int:
     parser.add_argument("what", nargs="?", choices=("run", "seed"), default="run")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--post-seconds", type=int, help="how long posting runs (default: --seconds)")
     parser.add_argument("--json")
     parser.add_argument("--docs")
     parser.add_argument("--before", help="the JSON of a run of an older commit, shown beside")
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
         sys.stdout.write(json.dumps(seed(args.size)) + "\n")
         return 0
     started = time.perf_counter()
-    result = run(size=args.size, seconds=args.seconds)
+    result = run(size=args.size, seconds=args.seconds, post_seconds=args.post_seconds)
     result["run_seconds"] = round(time.perf_counter() - started, 1)
     text = json.dumps(result, indent=1)
     if args.json:
