@@ -72,9 +72,10 @@ WAIT_QUEUE_TIMEOUT_MS = 10_000
 # runs a TRUNCATE checkpoint, which waits for the readers of older snapshots to finish (readers
 # that start meanwhile read the file, not the WAL, so the wait is the longest running reader):
 # at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown by another
-# CHECKPOINT_BYTES), and once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
-# write until it succeeds (a cursor holding a snapshot that long is the one reader it waits for;
-# the cursor timeout bounds how long it can).
+# CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
+# write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
+# waiting for the write lock the checkpoint holds, wait less than their busy_timeout). A cursor
+# holding a snapshot that long is the one reader it waits for; the cursor timeout bounds how long.
 JOURNAL_SIZE_LIMIT = 64 << 20
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
@@ -406,8 +407,11 @@ class Store:
             return
         if size < self._checkpoint_at:
             return
-        forced = size >= JOURNAL_SIZE_LIMIT // 2
-        conn.execute(f"PRAGMA busy_timeout={FORCED_WAIT_MS if forced else CHECKPOINT_WAIT_MS}")
+        if size >= JOURNAL_SIZE_LIMIT * 3 // 4:
+            wait = max(FORCED_WAIT_MS, self.busy_timeout_ms // 2)
+        else:
+            wait = FORCED_WAIT_MS if size >= JOURNAL_SIZE_LIMIT // 2 else CHECKPOINT_WAIT_MS
+        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
         try:
             busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         finally:
