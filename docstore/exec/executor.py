@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 import itertools
-import sqlite3
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,7 @@ from docstore.query.semantics import filter_applies, naive
 from docstore.storage import keys as K
 from docstore.storage.cut import cut
 from docstore.storage.raw import KeptDocuments, RawDocument
-from docstore.storage.store import CollectionInfo, IndexInfo, lacks_generation
+from docstore.storage.store import CollectionInfo, IndexInfo
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 # What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
@@ -213,7 +212,9 @@ class Executor:
     def fetch(self, rid: int, stats: Stats, *, final: bool = False) -> dict | None:
         """The document `rid`; `final`: as the reader gets it, when nothing here reads it again
         (the index keys answered the whole filter, in the order asked for)."""
-        if final and self.kept is not None and (self.q.raw or self.q.cut is not None):
+        # A table an older process made without `gen` (CollectionInfo.versioned) has no stored
+        # versions to keep by: its documents are read whole until a write gives it the column.
+        if final and self.kept is not None and self.coll.versioned and (self.q.raw or self.q.cut is not None):
             return self._fetch_in_place(rid, stats)
         row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
@@ -246,14 +247,8 @@ class Executor:
         and kept; a small one, or one without a version (never kept), is read in the same query
         as its version."""
         table = self.coll.table
-        try:
-            row = self.conn.execute(f"SELECT gen, CASE WHEN gen IS NULL OR length(doc) < ? THEN doc END FROM {table} "
-                                    f"WHERE rid=?", (KeptDocuments.SMALLEST, rid)).fetchone()
-        except sqlite3.OperationalError as exc:  # a table an older version made without `gen` (storage.py)
-            if not lacks_generation(exc):
-                raise
-            self.kept = None
-            return self.fetch(rid, stats, final=True)
+        row = self.conn.execute(f"SELECT gen, CASE WHEN gen IS NULL OR length(doc) < ? THEN doc END FROM {table} "
+                                f"WHERE rid=?", (KeptDocuments.SMALLEST, rid)).fetchone()
         stats.docs += 1
         if not row:
             return None

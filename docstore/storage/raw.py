@@ -25,6 +25,7 @@ built whole, then published by one assignment, so a thread sees it complete or n
 from __future__ import annotations
 
 import struct
+import sys
 import threading
 from collections import OrderedDict
 
@@ -55,18 +56,31 @@ def _scalar(blob: bytes, kind: int, start: int, end: int, codec: CodecOptions):
 class RawDocument:
     """The BSON document at `blob[start:end]`, read a field at a time."""
 
-    __slots__ = ("blob", "start", "end", "codec", "_views")
+    __slots__ = ("blob", "start", "end", "codec", "_views", "_meter")
 
-    def __init__(self, blob: bytes, codec: CodecOptions, start: int = 0, end: int | None = None):
+    def __init__(self, blob: bytes, codec: CodecOptions, start: int = 0, end: int | None = None,
+                 meter: list | None = None):
         self.blob, self.codec, self.start = blob, codec, start
         self.end = start + _INT32.unpack_from(blob, start)[0] if end is None else end
         self._views: dict = {}  # field -> its document or array view (built once, located once)
+        # The bytes this document's views hold, shared by the views inside it (`held`): the
+        # document that owns the blob counts it; each view, offset list and index adds itself.
+        if meter is None:
+            self._meter = [sys.getsizeof(blob) + _DOCUMENT_VIEW]
+        else:
+            self._meter = meter
+            meter[0] += _DOCUMENT_VIEW
+
+    def held(self) -> int:
+        """About the bytes of memory this view and what its reads built hold (its blob, the views
+        inside it, their element offsets and indexes): what keeping it costs."""
+        return self._meter[0]
 
     def _value(self, kind: int, start: int, end: int):
         if kind == _DOCUMENT:
-            return RawDocument(self.blob, self.codec, start, end)
+            return RawDocument(self.blob, self.codec, start, end, self._meter)
         if kind == _ARRAY:
-            return RawArray(self.blob, self.codec, start, end)
+            return RawArray(self.blob, self.codec, start, end, self._meter)
         return _scalar(self.blob, kind, start, end, self.codec)
 
     def get(self, key: str, default=None):
@@ -102,10 +116,12 @@ class RawDocument:
 class RawArray:
     """The BSON array at `blob[start:end]`: its elements located on first use, each decoded when read."""
 
-    __slots__ = ("blob", "start", "end", "codec", "_located", "_views", "_where", "_values")
+    __slots__ = ("blob", "start", "end", "codec", "_located", "_views", "_where", "_values", "_meter")
 
-    def __init__(self, blob: bytes, codec: CodecOptions, start: int, end: int):
+    def __init__(self, blob: bytes, codec: CodecOptions, start: int, end: int, meter: list | None = None):
         self.blob, self.codec, self.start, self.end = blob, codec, start, end
+        self._meter = meter if meter is not None else [sys.getsizeof(blob)]
+        self._meter[0] += _ARRAY_VIEW
         self._located: list[tuple[int, int, int]] | None = None  # (type, value start, value end) of each element
         self._views: dict[int, object] = {}
         self._where: dict[str, dict[bytes, list[int]]] = {}  # field -> {string value's UTF-8: positions}
@@ -121,6 +137,7 @@ class RawArray:
                 # A document, the usual element, carries its own length (the rest: docstore.storage.cut).
                 i = value_start + length(blob, value_start)[0] if kind == _DOCUMENT else value_end(blob, value_start, kind)
                 located.append((kind, value_start, i))
+            self._meter[0] += sys.getsizeof(located) + len(located) * _LOCATED_ELEMENT
             self._located = located
         return self._located
 
@@ -141,9 +158,9 @@ class RawArray:
             return self._views[index]
         kind, start, end = located[index]
         if kind == _DOCUMENT:
-            value = self._views[index] = RawDocument(self.blob, self.codec, start, end)
+            value = self._views[index] = RawDocument(self.blob, self.codec, start, end, self._meter)
         elif kind == _ARRAY:
-            value = self._views[index] = RawArray(self.blob, self.codec, start, end)
+            value = self._views[index] = RawArray(self.blob, self.codec, start, end, self._meter)
         else:
             value = _scalar(self.blob, kind, start, end, self.codec)
         return value
@@ -190,6 +207,8 @@ class RawArray:
                         continue
                     key = value.encode("utf-8")
                 found.setdefault(key, []).append(index)
+            self._meter[0] += sys.getsizeof(found) + sum(sys.getsizeof(key) + sys.getsizeof(positions)
+                                                         + _INT * len(positions) for key, positions in found.items())
             self._where[field] = found  # published whole (module docstring)
         return [self[index] for index in found.get(wanted.encode("utf-8", "surrogatepass"), ())]
 
@@ -199,13 +218,26 @@ class RawArray:
         is itself an array (what the path gives then is not modelled)."""
         if field not in self._values:
             nested = any(kind == _ARRAY for kind, _, _ in self._elements())
-            self._values[field] = None if nested else [value for _, value in self._field_of_each(field)
-                                                       if value is not MISSING]
+            values = None if nested else [value for _, value in self._field_of_each(field) if value is not MISSING]
+            if values is not None:
+                self._meter[0] += sys.getsizeof(values) + sum(sys.getsizeof(v) for v in values)
+            self._values[field] = values
         return self._values[field]
 
     def decode(self) -> list:
         return bson.decode(_INT32.pack(4 + 1 + 2 + self.end - self.start + 1) + b"\x04v\0"
                            + self.blob[self.start:self.end] + b"\0", self.codec)["v"]
+
+
+# What the pieces of a view cost in memory (CPython's sizes, measured once): a view object with
+# its dict of inner views and its place in its parent's dict; an element's location (a tuple of
+# its type and two offsets, as ints, and its slot in the list); a position in an index list.
+_DICT_ITEM = 64
+_GC_HEADER = 16
+_DOCUMENT_VIEW = RawDocument.__basicsize__ + _GC_HEADER + sys.getsizeof({}) + _DICT_ITEM
+_ARRAY_VIEW = RawArray.__basicsize__ + _GC_HEADER + 3 * sys.getsizeof({}) + _DICT_ITEM
+_INT = 8 + sys.getsizeof(1 << 20)
+_LOCATED_ELEMENT = 8 + sys.getsizeof((0, 1 << 20, 1 << 20)) + 2 * sys.getsizeof(1 << 20)
 
 
 def materialize(value):
@@ -232,44 +264,71 @@ class KeptDocuments:
     `gen`, so what was read inside it is never matched.
 
     Only documents of at least SMALLEST bytes are kept (reading a small one costs less than
-    keeping it); each is charged twice its size (the offsets and indexes it gathers), and the
-    least recently read go first beyond `limit` bytes."""
+    keeping it). Each is charged what it really holds (`RawDocument.held`: its bytes, and the
+    views, element offsets and indexes its reads built, which grow after it is kept: a document
+    lent to a reader is charged again at the next use of the cache, `settle`); the least recently
+    read go first beyond `limit` bytes."""
 
     SMALLEST = 256 * 1024
 
     def __init__(self, limit: int = 64 * 1024 * 1024):
         self.limit = limit
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, int], tuple[int, RawDocument, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int], list] = OrderedDict()  # key -> [gen, document, charge]
+        self._lent: set[tuple[str, int]] = set()  # handed to a reader since the last `settle`
         self._bytes = 0
         self.hits = 0  # reads answered by a kept view (for tests and the curious)
+
+    @property
+    def held(self) -> int:
+        """The bytes the kept documents hold, as of the last `settle`."""
+        return self._bytes
 
     def get(self, table: str, rid: int, gen: int | None) -> RawDocument | None:
         if gen is None:
             return None
         with self._lock:
+            self._settle()
             entry = self._entries.get((table, rid))
             if entry is None or entry[0] != gen:
                 return None
             self._entries.move_to_end((table, rid))
+            self._lent.add((table, rid))
             self.hits += 1
             return entry[1]
 
     def keep(self, table: str, rid: int, gen: int | None, document: RawDocument) -> None:
-        charge = 2 * (document.end - document.start)
-        if gen is None or charge < 2 * self.SMALLEST or charge > self.limit:
+        if gen is None or document.end - document.start < self.SMALLEST or document.held() > self.limit:
             return
         with self._lock:
             old = self._entries.pop((table, rid), None)
             if old is not None:
                 self._bytes -= old[2]
-            self._entries[(table, rid)] = (gen, document, charge)
-            self._bytes += charge
-            while self._bytes > self.limit:
-                _, (_, _, freed) = self._entries.popitem(last=False)
-                self._bytes -= freed
+            self._entries[(table, rid)] = [gen, document, 0]
+            self._lent.add((table, rid))
+            self._settle()
+            self._lent.add((table, rid))  # lent to the reader that read it: what it builds is charged next time
+
+    def settle(self) -> None:
+        """Charge the documents lent since the last time what they hold now, then drop the least
+        recently read beyond the limit."""
+        with self._lock:
+            self._settle()
+
+    def _settle(self) -> None:
+        for key in self._lent:
+            entry = self._entries.get(key)
+            if entry is not None:
+                charge = entry[1].held()
+                self._bytes += charge - entry[2]
+                entry[2] = charge
+        self._lent.clear()
+        while self._bytes > self.limit and self._entries:
+            _, (_, _, freed) = self._entries.popitem(last=False)
+            self._bytes -= freed
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._lent.clear()
             self._bytes = 0

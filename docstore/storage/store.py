@@ -1,4 +1,6 @@
-"""Storage: one SQLite file per database, in WAL mode, one connection per thread.
+"""Storage: one SQLite file per database, in WAL mode, one connection per thread and one per
+open cursor, at most `max_connections` in a process (a cursor idle past its timeout gives its
+connection and snapshot back, as a server closes an idle cursor), and a bounded WAL.
 
 - One storage transaction per MongoDB operation: `BEGIN IMMEDIATE` for a write (one
   writer at a time, waiting up to `busy_timeout` for another), a deferred `BEGIN` for a
@@ -11,6 +13,15 @@
   process.
 - The catalog (collections, their indexes and whether an index is multikey) lives in
   the file; a process re-reads it when its version number changed.
+- The file's schema has a version (SQLite's `PRAGMA user_version`, SCHEMA_VERSION): a file an
+  older version of the engine left is upgraded once, when it is opened, in one write
+  transaction; no statement afterwards retries for an older layout. A documents table an older
+  process makes after that (an upgrade's old worker still running) is seen when the catalog is
+  re-read (its version changed) and gets its `gen` from the next write to it.
+- SQLite's errors are told apart by their result codes (`sqlite3.Error.sqlite_errorcode`,
+  SQLite's "Result and Error Codes"), never by their message text: a unique constraint is
+  SQLITE_CONSTRAINT_UNIQUE or _PRIMARYKEY; a lock not granted within `busy_timeout`
+  (SQLITE_BUSY) is the server's LockTimeout (code 24).
 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
@@ -32,24 +43,80 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 import secrets
 import sqlite3
 import threading
+import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import bson
+from pymongo.errors import OperationFailure, WaitQueueTimeoutError
 
 from docstore.storage.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
+
+# Cursors (MongoDB's server parameters of the same meaning): a cursor idle this long is closed
+# (cursorTimeoutMillis, 10 minutes), looked for every REAP_EVERY seconds
+# (clientCursorMonitorFrequencySecs).
+CURSOR_TIMEOUT_MS = 10 * 60 * 1000
+REAP_EVERY = 4.0
+# Connections per process and database (threads' and cursors' together), and how long one more
+# waits for a connection to come back before it fails as pymongo's pool does (maxPoolSize and
+# waitQueueTimeoutMS; each connection may hold up to 32 MB of page cache).
+MAX_CONNECTIONS = 32
+WAIT_QUEUE_TIMEOUT_MS = 10_000
+# The WAL (SQLite's "Write-Ahead Logging"): a commit past wal_autocheckpoint (1,000 pages) copies
+# what it can back into the file (PASSIVE), but readers that overlap without pause keep the WAL
+# from starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a
+# WAL that starts over to JOURNAL_SIZE_LIMIT, and a write that leaves the WAL above CHECKPOINT_BYTES
+# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots to finish (readers
+# that start meanwhile read the file, not the WAL, so the wait is the longest running reader):
+# at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown by another
+# CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
+# write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
+# waiting for the write lock the checkpoint holds, wait less than their busy_timeout). A cursor
+# holding a snapshot that long is the one reader it waits for; the cursor timeout bounds how long.
+JOURNAL_SIZE_LIMIT = 64 << 20
+CHECKPOINT_BYTES = 16 << 20
+CHECKPOINT_WAIT_MS = 250
+FORCED_WAIT_MS = 5000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS _docstore_meta (k TEXT PRIMARY KEY, v);
 CREATE TABLE IF NOT EXISTS _docstore_catalog (name TEXT PRIMARY KEY, tid TEXT NOT NULL, info BLOB NOT NULL);
 INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 """
+# The file's layout, in `PRAGMA user_version` (0 in a file made before it was kept there):
+# 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger.
+SCHEMA_VERSION = 2
+
+# The documents tables that have `gen` (one query over the schema, when the catalog is read).
+_VERSIONED_TABLES = ("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c "
+                     "WHERE m.type = 'table' AND m.name GLOB 'd*' AND c.name = 'gen'")
+
+
+def is_duplicate(exc: BaseException) -> bool:
+    """A UNIQUE or PRIMARY KEY constraint refused a row (SQLite's extended result codes)."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_CONSTRAINT_UNIQUE,
+                                                      sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """A lock not granted within busy_timeout: SQLITE_BUSY or SQLITE_LOCKED, any extended code
+    (the primary code is the low 8 bits)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def lock_timeout(exc: sqlite3.Error, waited_ms: int) -> OperationFailure:
+    """SQLITE_BUSY as a server says it: code 24 LockTimeout (a lock not acquired in time)."""
+    msg = f"Unable to acquire a lock on the embedded store within {waited_ms} ms ({exc.sqlite_errorname})"
+    return OperationFailure(msg, 24, {"ok": 0.0, "errmsg": msg, "code": 24, "codeName": "LockTimeout"})
 
 
 @dataclass
@@ -91,6 +158,9 @@ class CollectionInfo:
     # Tables are created with the first document: a collection that only has indexes declared
     # (the test suite declares every index in every test database) costs one catalog row.
     materialized: bool = False
+    # Whether the documents table has `gen` (read from the file's schema with the catalog, not
+    # stored in it): False only for a table an older process made; its first write adds it.
+    versioned: bool = True
 
     @property
     def table(self) -> str:
@@ -140,63 +210,140 @@ _kept: bool | None = None
 class Store:
     """One database's file."""
 
-    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30000):
+    def __init__(self, path: str, *, synchronous: str = "NORMAL", busy_timeout_ms: int = 30000,
+                 cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic,
+                 max_connections: int = MAX_CONNECTIONS, wait_queue_timeout_ms: float = WAIT_QUEUE_TIMEOUT_MS):
         keep_freed_memory()
         self.path = path
         self.synchronous = synchronous
         self.busy_timeout_ms = busy_timeout_ms
+        self.cursor_timeout_ms = cursor_timeout_ms  # None: cursors never time out
+        self.clock = clock  # seconds, for the cursors' idle time (a test's clock moves by hand)
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._idle: list[sqlite3.Connection] = []  # cursor connections (open_read)
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.max_connections = max_connections
+        self.wait_queue_timeout_ms = wait_queue_timeout_ms
         self._lock = threading.Lock()
+        self._given_back = threading.Condition(self._lock)
+        self._pid = os.getpid()
+        self._opening = 0  # connections being opened (counted against max_connections)
+        self._all: set[sqlite3.Connection] = set()  # every open connection of this process
+        self._idle: list[sqlite3.Connection] = []  # connections given back, for the next cursor or thread
+        self._leases: dict[int, ReadLease] = {}  # cursors' connections, by cursor id
+        self._lease_ids = itertools.count(1)
+        self._next_sweep = 0.0
+        self._reaper: threading.Thread | None = None
+        self._stop = threading.Event()
         self._catalog: dict[str, CollectionInfo] = {}  # the latest committed catalog (never changed in place)
         self._catalog_version = -1
+        self._wal = path + "-wal"
+        self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
+        self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
-        with self._lock:
-            conn = self._connect()
-            conn.executescript(SCHEMA)
-            self._add_generations(conn)
+        self._upgrade(self.conn())
 
-    @staticmethod
-    def _add_generations(conn: sqlite3.Connection) -> None:
-        """The `gen` column and its guard in the documents tables of a file made before they
-        existed. SQLite's ADD COLUMN changes only the schema (nothing is rewritten: start-up stays
-        an open): the old rows read NULL, never kept, until their next write gives them one."""
-        def missing():
-            tables = [_load_info(name, tid, blob).table
-                      for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
-                      if bson.decode(blob).get("materialized")]
-            guarded = {row[0] for row in conn.execute("SELECT tbl_name FROM sqlite_master WHERE type='trigger'")}
-            return [(t, "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}) for t in tables
-                    if t not in guarded]
-
-        if not missing():
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """The file's schema brought to SCHEMA_VERSION, once: a file at the current version costs
+        one read of its header. Under the write lock, so two processes opening an old file at
+        once upgrade it once (the second finds it done)."""
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
-        conn.execute("BEGIN IMMEDIATE")  # another process may be adding them too: look again under the lock
         try:
-            for table, lacks_gen in missing():
-                if lacks_gen:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
-                conn.execute(_guard(table))
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
+            raise
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < 1:
+                for statement in SCHEMA.strip().split(";\n"):
+                    conn.execute(statement)
+            if version < 2:
+                _add_generations(conn)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                               timeout=self.busy_timeout_ms / 1000)
-        conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode.lower() != "wal":  # pragma: no cover - a file system without shared memory
-            raise RuntimeError(f"the embedded store {self.path} cannot use WAL mode ({mode})")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        self._tune(conn)
-        self._local.conn = conn
-        self._local.pid = os.getpid()
-        self._all.append(conn)
+        """A new connection; its place was reserved in `_opening` by `_checkout`."""
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                   timeout=self.busy_timeout_ms / 1000)
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":  # pragma: no cover - a file system without shared memory
+                raise RuntimeError(f"the embedded store {self.path} cannot use WAL mode ({mode})")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self._tune(conn)
+        except BaseException:
+            with self._lock:
+                self._opening -= 1
+                self._given_back.notify()
+            raise
+        with self._lock:
+            self._opening -= 1
+            self._all.add(conn)
         return conn
+
+    def _forked(self) -> None:
+        """In a child process (a fork after the store was used), the parent's connections are left
+        alone, never used nor closed here (SQLite's "How To Corrupt An SQLite Database File": a
+        connection must not be carried across fork()). Called under `_lock`."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._all, self._idle, self._leases, self._reaper, self._opening = set(), [], {}, None, 0
+            self._stop = threading.Event()
+
+    def _checkout(self) -> sqlite3.Connection:
+        """A connection: one given back, else a new one while fewer than `max_connections` are
+        open; else, after a monitor pass (idle cursors give theirs back), wait for one up to
+        `wait_queue_timeout_ms`, then fail as pymongo's pool does (WaitQueueTimeoutError)."""
+        deadline = time.monotonic() + self.wait_queue_timeout_ms / 1000
+        swept = False
+        with self._lock:
+            while True:
+                if self.closed:
+                    raise RuntimeError("the embedded store was dropped or closed")
+                self._forked()
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._all) + self._opening < self.max_connections:
+                    self._opening += 1
+                    break
+                if not swept and self._leases:
+                    self._lock.release()
+                    try:
+                        self.sweep()
+                    finally:
+                        self._lock.acquire()
+                    swept = True
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitQueueTimeoutError(
+                        "Timed out while checking out a connection from connection pool. "
+                        f"maxPoolSize: {self.max_connections}, timeout: {self.wait_queue_timeout_ms / 1000}")
+                self._given_back.wait(left)
+        return self._connect()
+
+    def _checkin(self, conn: sqlite3.Connection) -> None:
+        """A connection given back (out of any transaction): kept for the next user, up to IDLE_KEPT."""
+        with self._lock:
+            if conn not in self._all:  # the store was closed, or this is a child process
+                return
+            if conn.in_transaction:  # pragma: no cover - a transaction always ends before its thread
+                conn.execute("ROLLBACK")
+            self._given_back.notify()
+            if not self.closed and len(self._idle) < IDLE_KEPT:
+                self._idle.append(conn)
+                return
+            self._all.discard(conn)
+        conn.close()
 
     @staticmethod
     def _tune(conn: sqlite3.Connection) -> None:
@@ -205,15 +352,19 @@ class Store:
         still go through the WAL)."""
         conn.execute("PRAGMA cache_size=-32000")
         conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
 
     def conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None or self._local.pid != os.getpid():
-            if self.closed:
-                raise RuntimeError("the embedded store was dropped or closed")
-            with self._lock:
-                conn = self._connect()
-        return conn
+        """The thread's own connection. When the thread ends, `threading.local` drops its holder
+        and the connection goes back to the store (weakref.finalize), so a server that starts a
+        thread per request does not leave one connection behind per request."""
+        holder = getattr(self._local, "holder", None)
+        if holder is None or holder.pid != os.getpid():
+            holder = _Holder(self._checkout(), os.getpid())
+            done = weakref.finalize(holder, _thread_ended, weakref.ref(self), holder.conn, holder.pid)
+            done.atexit = False
+            self._local.holder = holder
+        return holder.conn
 
     @contextmanager
     def transaction(self, write: bool):
@@ -225,7 +376,9 @@ class Store:
         if conn.in_transaction:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        if self._leases and self.clock() >= self._next_sweep:
+            self.sweep()
+        self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
         local = self._local
         try:
             local.catalog, local.version = self._snapshot_catalog(conn)
@@ -239,12 +392,45 @@ class Store:
                         self._catalog, self._catalog_version = local.catalog, version
             else:
                 conn.execute("COMMIT")
-        except BaseException:
+            if write:
+                self._bound_wal(conn)
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
             raise
         finally:
             local.catalog = None
+
+    def _bound_wal(self, conn: sqlite3.Connection) -> None:
+        """After a write: a TRUNCATE checkpoint when the WAL has passed `_checkpoint_at` (one stat
+        of the WAL file a write otherwise)."""
+        try:
+            size = os.stat(self._wal).st_size
+        except FileNotFoundError:
+            return
+        if size < self._checkpoint_at:
+            return
+        if size >= JOURNAL_SIZE_LIMIT * 3 // 4:
+            wait = max(FORCED_WAIT_MS, self.busy_timeout_ms // 2)
+        else:
+            wait = FORCED_WAIT_MS if size >= JOURNAL_SIZE_LIMIT // 2 else CHECKPOINT_WAIT_MS
+        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+        self.checkpoints += 1
+        self._checkpoint_at = CHECKPOINT_BYTES if not busy else min(size + CHECKPOINT_BYTES, JOURNAL_SIZE_LIMIT // 2)
+
+    def _begin(self, conn: sqlite3.Connection, statement: str) -> None:
+        try:
+            conn.execute(statement)
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise lock_timeout(exc, self.busy_timeout_ms) from None
+            raise
 
     # --- catalog ---------------------------------------------------------------------------------
 
@@ -255,8 +441,10 @@ class Store:
             if version == self._catalog_version:
                 return self._catalog, version
         catalog = {}
+        versioned = {row[0] for row in conn.execute(_VERSIONED_TABLES)}
         for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog"):
-            catalog[name] = _load_info(name, tid, blob)
+            info = catalog[name] = _load_info(name, tid, blob)
+            info.versioned = not info.materialized or info.table in versioned
         with self._lock:
             if version > self._catalog_version:
                 self._catalog, self._catalog_version = catalog, version
@@ -286,7 +474,8 @@ class Store:
         if info is not None and name not in self._local.cloned:
             info = catalog[name] = CollectionInfo(
                 info.name, info.tid, {n: IndexInfo(i.name, i.keys, dict(i.spec), i.table, i.multikey)
-                                      for n, i in info.indexes.items()}, dict(info.options), info.materialized)
+                                      for n, i in info.indexes.items()}, dict(info.options), info.materialized,
+                info.versioned)
             self._local.cloned.add(name)
         return info
 
@@ -323,6 +512,19 @@ class Store:
                 index.table = self.create_index_table(conn, index)
         info.materialized = True
         self.save_info(conn, info)
+
+    def versioned(self, conn, info: CollectionInfo) -> CollectionInfo:
+        """The collection's entry, its documents table given `gen` and its guard first when an
+        older process made it without them (inside the running write transaction; the catalog's
+        version moves, so every process reads the table's schema again)."""
+        if info.versioned:
+            return info
+        info = self.mutable(info.name)
+        if not info.versioned:
+            _add_generation(conn, info.table)
+            info.versioned = True
+            self._bump(conn)
+        return info
 
     def save_info(self, conn, info: CollectionInfo) -> None:
         conn.execute("UPDATE _docstore_catalog SET info=? WHERE name=?", (info.as_bson(), info.name))
@@ -365,30 +567,62 @@ class Store:
 
     # --- cursors ----------------------------------------------------------------------------------
 
-    def open_read(self):
+    def open_read(self, *, timed: bool = True) -> ReadLease:
         """A connection of its own in a read transaction, for a cursor that outlives one batch
         (its snapshot stays while the client reads; the thread's own connection stays free for
-        writes). Give it back with `close_read`."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            if self.closed:
-                raise RuntimeError("the embedded store was dropped or closed")
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=self.busy_timeout_ms / 1000)
-            conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
-            self._tune(conn)
-            with self._lock:
-                self._all.append(conn)
-        conn.execute("BEGIN")
+        writes). Give it back with `close_read`; use it for each batch inside `using`. `timed`:
+        closed after `cursor_timeout_ms` idle, as a server closes an idle cursor (False: a
+        cursor opened with noCursorTimeout)."""
+        if self._leases and self.clock() >= self._next_sweep:
+            self.sweep()
+        conn = self._checkout()
         try:
+            self._begin(conn, "BEGIN")
             catalog, _ = self._snapshot_catalog(conn)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._checkin(conn)
             raise
-        return conn, catalog
+        lease = ReadLease(next(self._lease_ids), conn, catalog, self.clock(),
+                          timed and self.cursor_timeout_ms is not None)
+        with self._lock:
+            self._leases[lease.id] = lease
+            if lease.timed and (self._reaper is None or not self._reaper.is_alive()):
+                self._reaper = threading.Thread(target=_reap, args=(weakref.ref(self), self._stop), daemon=True,
+                                                name=f"docstore cursor monitor {os.path.basename(self.path)}")
+                self._reaper.start()
+        return lease
 
-    def close_read(self, conn) -> None:
+    @contextmanager
+    def using(self, lease: ReadLease):
+        """One batch of a cursor (a getMore): True while its lease is open, False once it was closed
+        for being idle past the timeout (here or by `sweep`). The lease is busy meanwhile (the
+        monitor leaves it alone) and counts as used when the batch ends."""
+        with lease.lock:
+            if lease.conn is not None and self._expired(lease, self.clock()):
+                lease.reaped = True
+                self._release(lease)
+            yield not lease.reaped
+            lease.used = self.clock()
+
+    def close_read(self, lease: ReadLease) -> None:
+        with lease.lock:
+            if lease.conn is not None:
+                self._release(lease)
+
+    def _expired(self, lease: ReadLease, now: float) -> bool:
+        return lease.timed and (now - lease.used) * 1000 > self.cursor_timeout_ms
+
+    def _release(self, lease: ReadLease) -> None:
+        """The lease's statements closed, its read transaction ended (the WAL snapshot it held is
+        released) and its connection given back. Under `lease.lock`."""
+        conn, lease.conn = lease.conn, None
+        closers, lease.closers = lease.closers, []
+        with self._lock:
+            self._leases.pop(lease.id, None)
+        for close in closers:
+            close()
         if self.closed:
             return
         try:
@@ -396,15 +630,35 @@ class Store:
                 conn.execute("COMMIT")
         except sqlite3.Error:  # pragma: no cover - the store was dropped under the cursor
             return
+        self._checkin(conn)
+
+    def sweep(self) -> int:
+        """Close every timed cursor idle past the timeout (a server's cursor monitor pass); a
+        cursor reading a batch right now is left for the next pass. Returns how many were closed."""
+        now = self.clock()
         with self._lock:
-            if len(self._idle) < 8:
-                self._idle.append(conn)
-                return
-            self._all.remove(conn)
-        conn.close()
+            leases = list(self._leases.values())
+            self._next_sweep = now + REAP_EVERY
+        closed = 0
+        for lease in leases:
+            if not self._expired(lease, now) or not lease.lock.acquire(blocking=False):
+                continue
+            try:
+                if lease.conn is not None and self._expired(lease, now):
+                    lease.reaped = True
+                    self._release(lease)
+                    closed += 1
+            finally:
+                lease.lock.release()
+        return closed
+
+    @property
+    def open_cursors(self) -> int:
+        return len(self._leases)
 
     def close(self) -> None:
         self.closed = True
+        self._stop.set()
         with self._lock:
             for conn in self._all:
                 try:
@@ -413,17 +667,68 @@ class Store:
                     pass
             self._all.clear()
             self._idle.clear()
+            self._leases.clear()
+            self._given_back.notify_all()
         self._local = threading.local()
 
 
-def lacks_generation(exc: sqlite3.OperationalError) -> bool:
-    """Whether `exc` is a statement naming `gen` on a table made without it (see `add_generation`)."""
-    return "no such column: gen" in str(exc) or "has no column named gen" in str(exc)
+IDLE_KEPT = 8  # connections given back and kept open for the next cursor or thread
 
 
-def add_generation(conn: sqlite3.Connection, table: str) -> None:
-    """`gen` and its guard on a documents table made without them (by a process of an older
-    version, after this file was opened), inside the running write transaction."""
+class ReadLease:
+    """A cursor's connection in its read transaction (Store.open_read): its id (the cursor id a
+    server would give), the catalog of its snapshot, when a batch last ended (`used`, on the
+    store's clock), whether it times out, and what to close with it (the cursor's statements)."""
+
+    def __init__(self, id: int, conn: sqlite3.Connection, catalog: dict, used: float, timed: bool):
+        self.id, self.conn, self.catalog, self.used, self.timed = id, conn, catalog, used, timed
+        self.lock = threading.RLock()
+        self.reaped = False
+        self.closers: list = []
+
+
+class _Holder:
+    """A thread's connection, in the store's `threading.local`."""
+
+    __slots__ = ("conn", "pid", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection, pid: int):
+        self.conn, self.pid = conn, pid
+
+
+def _thread_ended(store_ref, conn: sqlite3.Connection, pid: int) -> None:
+    store = store_ref()
+    if store is not None and pid == os.getpid():
+        store._checkin(conn)
+
+
+def _reap(store_ref, stop: threading.Event) -> None:
+    """The cursor monitor of one store: a pass every REAP_EVERY seconds while it has cursors open
+    (no strong reference to the store between passes: a store nobody holds is collected)."""
+    while not stop.wait(REAP_EVERY):
+        store = store_ref()
+        if store is None or store.closed:
+            return
+        store.sweep()
+        with store._lock:
+            if not store._leases:
+                store._reaper = None
+                return
+        del store
+
+
+def _add_generations(conn: sqlite3.Connection) -> None:
+    """Schema version 2: the `gen` column and its guard in every documents table of a file made
+    before they existed. SQLite's ADD COLUMN changes only the schema (nothing is rewritten: the
+    upgrade stays an open): the old rows read NULL, never kept, until their next write gives them one."""
+    for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog").fetchall():
+        info = _load_info(name, tid, blob)
+        if info.materialized:
+            _add_generation(conn, info.table)
+
+
+def _add_generation(conn: sqlite3.Connection, table: str) -> None:
+    """`gen` and its guard on one documents table made without them, inside a write transaction."""
     if "gen" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
         conn.execute(f"ALTER TABLE {table} ADD COLUMN gen INTEGER")
     conn.execute(_guard(table))

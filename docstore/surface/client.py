@@ -17,7 +17,7 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
 from docstore.query import validation as VAL
 from docstore.query.cluster import ClusterRules
-from docstore.storage.store import Store
+from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, Store
 from docstore.surface import events
 from docstore.surface.collection import Collection, CommandCursor
 
@@ -27,7 +27,10 @@ class Database:
         self.client = client
         self.name = name
         self.path = path
-        self._store = Store(path, synchronous=client.synchronous)
+        self._store = Store(path, synchronous=client.synchronous, busy_timeout_ms=client.busy_timeout_ms,
+                            cursor_timeout_ms=client.cursor_timeout_ms, clock=client.clock,
+                            max_connections=client.max_connections,
+                            wait_queue_timeout_ms=client.wait_queue_timeout_ms)
         # TTL indexes: MongoDB's TTL monitor deletes expired documents in a background pass every
         # 60 seconds (ttlMonitorSleepSecs); here a write starts the pass when one is due, the first
         # one interval after the database is opened. Between passes a write costs one clock read.
@@ -328,11 +331,26 @@ class Client:
 
     def __init__(self, path: str | None = None, *, default_db: str = "", tz_aware: bool = True,
                  shard_keys=None, shard_model=False, synchronous: str = "NORMAL", ttl_interval: float = 60.0,
-                 event_listeners=None):
+                 event_listeners=None, busy_timeout_ms: int = 30000,
+                 cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic,
+                 max_connections: int = MAX_CONNECTIONS, wait_queue_timeout_ms: float = WAIT_QUEUE_TIMEOUT_MS):
         # pymongo's command monitoring (docstore/surface/events.py): the given listeners and those
         # registered globally before this client was made.
         self.command_listeners = events.command_listeners(event_listeners)
         self.tz_aware = tz_aware
+        # Connections per database file in this process (threads' and open cursors' together),
+        # and how long one more waits for one to come back before pymongo's WaitQueueTimeoutError
+        # (as maxPoolSize and waitQueueTimeoutMS bound a MongoClient's pool).
+        self.max_connections = int(max_connections)
+        self.wait_queue_timeout_ms = wait_queue_timeout_ms
+        # A cursor idle this long between batches is closed, its connection and snapshot released,
+        # and its next batch is CursorNotFound (a server's cursorTimeoutMillis, 10 minutes; None:
+        # never); `clock` (seconds) measures the idle time (a test passes one it moves by hand).
+        self.cursor_timeout_ms = cursor_timeout_ms
+        self.clock = clock
+        # How long a write waits for another process's write lock before it fails with LockTimeout
+        # (code 24); SQLite's busy_timeout.
+        self.busy_timeout_ms = int(busy_timeout_ms)
         self.ttl_interval = float(ttl_interval)  # seconds between TTL passes (Database.expire)
         self.synchronous = synchronous
         self.default_db = default_db

@@ -16,6 +16,7 @@ from bson import Int64, ObjectId
 from pymongo import ReturnDocument
 from pymongo.errors import (
     BulkWriteError,
+    CursorNotFound,
     DocumentTooLarge,
     DuplicateKeyError,
     InvalidOperation,
@@ -45,7 +46,7 @@ from docstore.query import validation as VAL
 from docstore.query import variables as V
 from docstore.storage import keys as K
 from docstore.storage.cut import plan as cut_plan
-from docstore.storage.store import IndexInfo, add_generation, lacks_generation, new_generation
+from docstore.storage.store import IndexInfo, is_duplicate, new_generation
 from docstore.surface import events
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
@@ -70,19 +71,6 @@ def _sort_list(sort, direction=None):
             raise ValueError(f"bad sort direction {d!r}")
         out.append((f, int(d)))
     return out or None
-
-
-def _versioned(conn, table: str, sql: str, params: tuple):
-    """A write that sets `gen` (docstore.storage.store), on a table an older version of this engine
-    made without it after this process opened the file: the column is added, then the write
-    runs again, in the same transaction."""
-    try:
-        return conn.execute(sql, params)
-    except sqlite3.OperationalError as exc:
-        if not lacks_generation(exc):
-            raise
-        add_generation(conn, table)
-        return conn.execute(sql, params)
 
 
 def _dup_key_error(db, coll, index_name, keys, values) -> DuplicateKeyError:
@@ -289,7 +277,8 @@ class Collection:
                 "allowDiskUse": kwargs.get("allow_disk_use"), "filter": filter}
         if filter is not None and isinstance(filter, Mapping):
             filter = V.in_filter(filter, V.bind(kwargs.get("let")))
-        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint)
+        cursor = Cursor(self, filter, projection, skip, limit, _sort_list(sort), batch_size, hint,
+                        no_cursor_timeout=bool(kwargs.get("no_cursor_timeout")))
         cursor._sent = events.compact(sent)  # what the find command carries besides the cursor's own options
         return cursor.collation(kwargs["collation"]) if kwargs.get("collation") is not None else cursor
 
@@ -469,8 +458,8 @@ class Collection:
                 try:
                     conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
                                  f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
-                except Exception as exc:  # sqlite3.IntegrityError
-                    if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                except sqlite3.IntegrityError as exc:
+                    if not is_duplicate(exc):
                         raise
                     raise _dup_key_error(self.database.name, self.name, index.name, index.fields,
                                          entry_values(entry, len(index.fields))) from None
@@ -491,11 +480,12 @@ class Collection:
         data = self._encode(doc)
         stored = decode(data)
         id_key = K.encode(stored["_id"])
+        info = self._store.versioned(conn, info)
         try:
-            cur = _versioned(conn, info.table, f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                             (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
-        except Exception as exc:
-            if "UNIQUE" not in str(exc):
+            cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
+                               (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
+        except sqlite3.IntegrityError as exc:
+            if not is_duplicate(exc):
                 raise
             raise _dup_key_error(self.database.name, self.name, "_id_", ["_id"], [doc["_id"]]) from None
         self._write_entries(conn, info, cur.lastrowid, None, stored)
@@ -647,7 +637,8 @@ class Collection:
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
-        _versioned(conn, info.table, f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        info = self._store.versioned(conn, info)
+        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
 
@@ -951,8 +942,8 @@ class Collection:
                 try:
                     conn.execute(f"INSERT INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
                                  f"({', '.join('?' * (len(cols) + 2))})", (*entry[:-1], rid, entry[-1]))
-                except Exception as exc:
-                    if "UNIQUE" not in str(exc) and "PRIMARY KEY" not in str(exc):
+                except sqlite3.IntegrityError as exc:
+                    if not is_duplicate(exc):
                         raise
                     err = _dup_key_error(self.database.name, self.name, name, index.fields,
                                          entry_values(entry, len(index.fields)))
@@ -1059,7 +1050,8 @@ def _has_path(doc, path) -> bool:
 
 
 class Cursor:
-    def __init__(self, collection, filter, projection, skip, limit, sort, batch_size, hint):
+    def __init__(self, collection, filter, projection, skip, limit, sort, batch_size, hint, *,
+                 no_cursor_timeout=False):
         if filter is not None and not isinstance(filter, Mapping):
             raise TypeError("filter must be an instance of dict, bson.son.SON, or any other type that inherits from "
                             "collections.Mapping")
@@ -1076,7 +1068,8 @@ class Cursor:
         self._results = None
         self._stream = None
         self._executor = None
-        self._conn = None
+        self._lease = None  # the storage connection and snapshot of an open cursor (Store.open_read)
+        self._no_cursor_timeout = no_cursor_timeout
         self._position = 0
         self._held = None  # a document read past a full batch: the first of the next one
         self._served = 0  # documents handed to the client so far
@@ -1172,29 +1165,34 @@ class Cursor:
 
     def _start(self) -> None:
         store = self.collection._store
-        self._conn, catalog = store.open_read()
-        info = catalog.get(self.collection.name)
+        lease = store.open_read(timed=not self._no_cursor_timeout)
+        info = lease.catalog.get(self.collection.name)
         if info is not None and "viewOn" in info.options:
-            store.close_read(self._conn)
-            self._conn = None
+            store.close_read(lease)
             docs = self.collection._through_view(self.collection._view(), self._query())
             self._results = [S.project(d, self._projection, self._filter) for d in docs]
             self._served = len(self._results)
             return
         try:
-            self._executor = Executor(self._conn, catalog.get(self.collection.name), self._query(), kept=store.kept,
+            self._executor = Executor(lease.conn, info, self._query(), kept=store.kept,
                                       shard_key=self.collection._filtering_key())
             self._executor.start()
         except BaseException:
-            store.close_read(self._conn)
-            self._conn = None
+            store.close_read(lease)
             raise
         self._stream = self._executor.results()
+        lease.closers = [self._stream.close, self._executor.close]
+        self._lease = lease
         self._results = []
-        self._fill(self._batch_wanted_first())
+        with store.using(lease):
+            self._fill(self._batch_wanted_first())
 
     def _execute(self, need: int):
-        """Results up to position `need` (exclusive), fetching batches as the client reads on."""
+        """Results up to position `need` (exclusive), fetching batches as the client reads on.
+
+        Between batches the cursor holds a connection in a read transaction (its snapshot); a
+        cursor idle past the store's cursor timeout loses it, as a server closes an idle cursor
+        (cursorTimeoutMillis), and its next batch is CursorNotFound (code 43)."""
         if self._results is None:
             S.check_projection(self._projection, self._filter)
             database = self.collection.database
@@ -1211,20 +1209,35 @@ class Cursor:
                 del self._results[:self._position]
                 need -= self._position
                 self._position = 0
+            store = self.collection._store
             if not self._cursor_id:
-                self._fill(self._batch_size or (1 << 62))
+                with store.using(self._lease) as alive:
+                    if not alive:
+                        self._not_found()
+                    self._fill(self._batch_size or (1 << 62))
                 continue
             body = events.compact({"getMore": Int64(self._cursor_id), "collection": self.collection.name,
                                    "batchSize": self._batch_size or None,
                                    "comment": getattr(self, "_sent", {}).get("comment")})
             with events.command(self.collection.database, body, operation_id=self._operation_id) as call:
-                before = len(self._results)
-                self._fill(self._batch_size or (1 << 62))
+                with store.using(self._lease) as alive:
+                    if not alive:
+                        self._cursor_id = 0
+                        self._not_found()
+                    before = len(self._results)
+                    self._fill(self._batch_size or (1 << 62))
                 if self._exhausted():
                     self._cursor_id = 0
                 call.reply = events.cursor_reply(self.collection.full_name, self._results[before:], self._cursor_id,
                                                  False)
         return self._results
+
+    def _not_found(self):
+        """The getMore of a cursor the store closed: a server's answer (the cursor is then dead)."""
+        cursor_id = self._lease.id
+        self._stream, self._lease, self._results, self._position = None, None, [], 0
+        msg = f"cursor id {cursor_id} not found"
+        raise CursorNotFound(msg, 43, {"ok": 0.0, "errmsg": msg, "code": 43, "codeName": "CursorNotFound"})
 
     def _batch_wanted_first(self) -> int:
         return self._batch_size or 101
@@ -1259,12 +1272,10 @@ class Cursor:
         self._finish()
 
     def _finish(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
-            self._executor.close()
-            self.collection._store.close_read(self._conn)
-            self._conn = None
+        self._stream = None
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            self.collection._store.close_read(lease)  # closes the statements (lease.closers)
 
     def __del__(self):
         try:
@@ -1312,7 +1323,7 @@ class Cursor:
 
     def clone(self):
         clone = Cursor(self.collection, self._filter, self._projection, self._skip, self._limit, self._sort,
-                       self._batch_size, self._hint)
+                       self._batch_size, self._hint, no_cursor_timeout=self._no_cursor_timeout)
         clone._collation = self._collation
         clone._collation_spec = self._collation_spec
         clone._sent = getattr(self, "_sent", {})

@@ -1,0 +1,243 @@
+"""docstore: the engine's bounded resources and its storage's errors (docs/mongodb.md, "Limits and
+resources"): the file's schema upgraded once on open, SQLite's errors told apart by their codes."""
+
+import gc
+import os
+import sqlite3
+import threading
+import tracemalloc
+
+import bson
+import pytest
+from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure, WaitQueueTimeoutError
+
+import docstore
+from docstore.storage.store import SCHEMA_VERSION
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "store.sqlite3")
+
+
+def open_db(path, **options):
+    return docstore.Client(path, default_db="site", **options)["site"]
+
+
+def _documents_tables(path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [f"d{tid}" for _, tid, info in conn.execute("SELECT name, tid, info FROM _docstore_catalog")
+                if bson.decode(info).get("materialized")]
+    finally:
+        conn.close()
+
+
+def _columns(path, table) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    finally:
+        conn.close()
+
+
+def test_an_old_file_is_upgraded_once_when_opened(path):
+    db = open_db(path)
+    db.a.insert_one({"_id": 1})
+    db.b.insert_one({"_id": 1})
+    db.client.close()
+    tables = _documents_tables(path)
+    conn = sqlite3.connect(path)
+    for table in tables:  # as the engine's version before `gen` left the file
+        conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
+    conn.execute("PRAGMA user_version=0")
+    conn.commit()
+    conn.close()
+
+    db = open_db(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert all("gen" in _columns(path, t) for t in tables)  # every table at once, not at its first write
+    assert db.a.find_one({"_id": 1}) == {"_id": 1}
+
+
+def test_a_write_lock_not_granted_in_time_is_the_servers_lock_timeout(path):
+    holder, waiter = open_db(path), open_db(path, busy_timeout_ms=50)
+    holder.c.insert_one({"_id": 1})
+    with holder._store.transaction(True):  # another process's write in progress
+        with pytest.raises(OperationFailure) as raised:
+            waiter.c.insert_one({"_id": 2})
+    assert raised.value.code == 24 and raised.value.details["codeName"] == "LockTimeout"
+    waiter.c.insert_one({"_id": 2})  # the lock released: the write goes through
+    assert waiter.c.count_documents({}) == 2
+
+
+def test_a_duplicate_in_a_unique_index_or_the_id_is_e11000(path):
+    db = open_db(path)
+    db.c.create_index("x", unique=True)
+    db.c.insert_one({"_id": 1, "x": "foo"})
+    with pytest.raises(DuplicateKeyError) as by_id:
+        db.c.insert_one({"_id": 1, "x": "bar"})
+    with pytest.raises(DuplicateKeyError) as by_x:
+        db.c.insert_one({"_id": 2, "x": "foo"})
+    assert by_id.value.details["keyPattern"] == {"_id": 1} and by_x.value.details["keyPattern"] == {"x": 1}
+
+
+class Clock:
+    """A clock the test moves by hand (seconds)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_cursor_idle_past_its_timeout_is_closed_and_its_next_batch_is_cursor_not_found(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    cursor = db.c.find({}, batch_size=3).sort("_id", 1)
+    assert [next(cursor) for _ in range(3)] == [{"_id": 0}, {"_id": 1}, {"_id": 2}]
+    assert db._store.open_cursors == 1
+    clock.now += 59
+    assert next(cursor) == {"_id": 3}  # idle less than the timeout: it goes on
+    assert [next(cursor) for _ in range(2)] == [{"_id": 4}, {"_id": 5}]  # the rest of the batch in hand
+    clock.now += 61
+    with pytest.raises(CursorNotFound) as lost:
+        next(cursor)
+    assert lost.value.code == 43 and lost.value.details["codeName"] == "CursorNotFound"
+    assert db._store.open_cursors == 0
+    assert list(cursor) == []  # a dead cursor
+
+
+def test_an_abandoned_cursor_gives_back_its_connection_and_snapshot(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    abandoned = db.c.find({}, batch_size=2)
+    next(abandoned)
+    db.c.insert_one({"_id": 10})
+    clock.now += 61
+    assert db.c.count_documents({}) == 11  # the next operation runs a monitor pass
+    assert db._store.open_cursors == 0
+    # the snapshot it held is gone: a checkpoint reaches the end of the WAL
+    conn = sqlite3.connect(path)
+    busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    assert busy == 0 and log == done == 0
+    with pytest.raises(CursorNotFound):
+        list(abandoned)
+
+
+def test_a_cursor_without_a_timeout_is_kept(path):
+    clock = Clock()
+    db = open_db(path, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])
+    kept = db.c.find({}, batch_size=2, no_cursor_timeout=True).sort("_id", 1)
+    next(kept)
+    clock.now += 3600
+    db.c.count_documents({})
+    assert [d["_id"] for d in kept] == list(range(1, 10))
+
+
+def test_connections_are_capped_with_a_wait_then_pymongos_pool_timeout(path):
+    clock = Clock()
+    db = open_db(path, max_connections=3, wait_queue_timeout_ms=50, cursor_timeout_ms=60_000, clock=clock)
+    db.c.insert_many([{"_id": n} for n in range(10)])  # the thread's own connection: one of three
+    first, second = db.c.find({}, batch_size=1), db.c.find({}, batch_size=1)
+    next(first), next(second)  # each holds a connection between batches
+    with pytest.raises(WaitQueueTimeoutError, match="Timed out while checking out a connection from connection "
+                                                    "pool. maxPoolSize: 3, timeout: 0.05"):
+        next(db.c.find({}, batch_size=1))
+    first.close()
+    third = db.c.find({}, batch_size=1)
+    assert next(third) == {"_id": 0}
+    clock.now += 61  # `second` and `third` idle past their timeout: a waiting open gives them back
+    fourth, fifth = db.c.find({}, batch_size=1), db.c.find({}, batch_size=1)
+    assert next(fourth) == next(fifth) == {"_id": 0}
+    assert len(db._store._all) <= 3
+
+
+def test_threads_that_end_give_their_connections_back(path):
+    db = open_db(path, max_connections=4, wait_queue_timeout_ms=5000)
+    db.c.insert_one({"_id": 1})
+    found = []
+    for _ in range(3):  # a thread per request, as `runserver` serves
+        threads = [threading.Thread(target=lambda: found.append(db.c.find_one({"_id": 1}))) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert found == [{"_id": 1}] * 9
+    assert len(db._store._all) <= 4
+
+
+def test_the_wal_stays_under_its_limit_while_large_documents_are_written_and_read(path):
+    """Large writes (an 80 MB update_many, as a discussion's rewrite under load adds up to) while
+    another thread keeps reading: the -wal file stays under 64 MB after every write."""
+    db = open_db(path)
+    big = "x" * (800 << 10)
+    db.c.insert_many([{"_id": n, "text": big, "round": 0} for n in range(100)])
+    stop, reads = threading.Event(), []
+
+    def reader():
+        other = open_db(path)
+        while not stop.is_set():
+            reads.append(other.c.find_one({"_id": len(reads) % 100}, {"round": 1}))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    sizes = []
+    try:
+        for n in range(1, 3):
+            db.c.update_many({}, {"$set": {"round": n, "text": big + str(n)}})
+            sizes.append(os.path.getsize(path + "-wal"))
+    finally:
+        stop.set()
+        thread.join()
+    assert len(reads) > 0
+    assert max(sizes) < 64 << 20, sizes
+
+
+def _page(n: int) -> list:
+    """A page of an embedded discussion read in place: an element by position and one by id."""
+    return [{"$match": {"_id": "d"}},
+            {"$project": {"_id": 0, "at": {"$arrayElemAt": ["$comments", n]},
+                          "by_id": {"$filter": {"input": "$comments", "as": "c",
+                                                "cond": {"$eq": ["$$c.id", f"c{(7 * n) % 20000:05d}"]}}}}}]
+
+
+def _held_by_reads(db, pages) -> tuple[int, int]:
+    """(bytes the reads left allocated, as tracemalloc counts them; bytes the cache says it holds)."""
+    db.c.aggregate(_page(0))  # the plan cached and the code warm: not counted
+    db._store.kept.clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in pages:
+            assert len(list(db.c.aggregate(_page(n)))[0]["by_id"]) == 1
+        db._store.kept.settle()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before, db._store.kept.held
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_kept_documents_are_charged_what_they_hold(path):
+    """A 20,000-comment discussion of about 700 KB: the offsets of its elements and its index by
+    id, built by the reads, hold several times its bytes; the cache counts them."""
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "comments": [{"id": f"c{n:05d}", "t": "x"} for n in range(20000)]})
+    real, counted = _held_by_reads(db, range(0, 20000, 1999))
+    assert real > 4 * 700_000  # the offsets and the index, not only the bytes
+    assert 0.8 * real <= counted <= 1.25 * real, (real, counted)
+
+
+def test_the_kept_documents_stay_within_their_limit(path):
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "comments": [{"id": f"c{n:05d}", "t": "x"} for n in range(20000)]})
+    db._store.kept.limit = 2 << 20
+    real, counted = _held_by_reads(db, range(0, 20000, 1999))
+    assert counted <= 2 << 20 and real <= 2 << 20, (real, counted)
