@@ -1,7 +1,7 @@
 """Bulk loading of large data sets in the managers' own document layouts.
 
 Posting 100,000 comments or a million follows one by one through the services takes
-far too long on the in-process engine (mongomock filters by scanning), so the cases
+far too long for a benchmark run, so the cases
 build their data here: the same documents the managers write, produced by the
 managers' own conversion functions where they expose them (`_to_document`,
 `to_element`, ...), and written with `insert_many` before the indexes exist.

@@ -149,7 +149,7 @@ def _cursor_rows(bench, *, topic, comments, storage, label, order, size, num_pag
     """Keyset navigation in a non-chronological order: the page after a page's `next` cursor, at the same
     depths as the page-number rows (rows with `nav: "cursor"`). In threaded order the cursor is the one
     the previous page hands out (its last comment's sort key, computed from the loaded comments: reading
-    that page by number on mongomock costs a scan of the discussion); in other orders it is read from
+    that page by number would measure the page before it too); in other orders it is read from
     the previous page, unmeasured."""
     from comments.managers import manager_for
     from comments.managers.base import FORWARD, encode_cursor

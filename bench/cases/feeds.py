@@ -14,11 +14,6 @@ each of whom posted `sizes.feed_activities_per_author` activities; those activit
 are delivered to the reader by the strategy's own `post()` (so the feed documents have
 the strategy's exact layout), then page 1 and a deeper page reached by following the
 cursor are measured. `size` is the number of people followed, `depth` the page.
-
-On mongomock, a strategy whose fan-out would take longer than the bench can wait
-(upserts and unique checks scan the whole collection in mongomock, which makes a big
-fan-out quadratic) is measured up to `MONGOMOCK_FANOUT_LIMIT[strategy]` followers and
-the run says so; a real server (MONGODB_URI) runs every size.
 """
 
 from __future__ import annotations
@@ -30,8 +25,6 @@ from bench.deferred import measure_write, split
 
 SYNTHETIC_BASE = 60_000_000
 STRATEGIES = ("read", "write", "bucket")
-# Largest fan-out measured on mongomock, per strategy (None: no limit).
-MONGOMOCK_FANOUT_LIMIT = {"read": None, "write": None, "bucket": None}
 
 
 def follower_counts(largest: int) -> list[int]:
@@ -60,21 +53,12 @@ def _post(bench, strategy: str) -> None:
 
     sizes = bench.sizes
     counts = follower_counts(sizes.feed_followers)
-    limit = MONGOMOCK_FANOUT_LIMIT.get(strategy) if bench.counter.engine == "mongomock" else None
-    if limit is not None and counts[-1] > limit:
-        skipped = [n for n in counts if n > limit]
-        counts = [n for n in counts if n <= limit]
-        if not counts or counts[-1] < limit:
-            counts.append(limit)
-        bench.note(f"feed.post {strategy}: on mongomock measured up to {limit:,} followers "
-                   f"(not {', '.join(f'{n:,}' for n in skipped)}): its per-follower upserts are scans in mongomock, "
-                   f"so the fan-out is quadratic there; set MONGODB_URI to measure every size")
     with bench.counter.paused():
         authors = people.authors_with_followers(counts, f"author{strategy}", SYNTHETIC_BASE)
         bench.create_indexes()
     for author, n in zip(authors, counts, strict=True):
         serial = iter(range(10**6))
-        repeats = bench.sizes.repeats if n < 5_000 else 1  # big fan-outs once: they take seconds on mongomock
+        repeats = bench.sizes.repeats if n < 5_000 else 1  # big fan-outs once: each takes seconds
         m, request, deferred, _, varies = measure_write(
             bench, lambda a=author, s=serial: activity_record(activity=_activity(a, next(s))), repeats=repeats)
         bench.row("feed.post", strategy, n, 0, m, varies=varies, followers=n, repeats=repeats, **split(request, deferred))

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--baseline", metavar="FILE",
                             help="A bench JSON to quote as 'before' beside this run's worst rows in the report.")
         parser.add_argument("--no-explain", action="store_true",
-                            help="Skip keys/documents examined (no explain on a server, no planner model on mongomock).")
+                            help="Skip keys/documents examined (no explain of each command).")
         parser.add_argument("--only", metavar="GROUPS", help="Comma-separated case groups: comments,social,feeds,search,peer.")
         parser.add_argument("--update", metavar="FILE",
                             help="A bench JSON of the same mode (e.g. docs/bench/benchmarks.json) whose rows of the "
