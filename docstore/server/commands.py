@@ -182,7 +182,7 @@ class Engine:
         lsid, txn = body.get("lsid"), body.get("txnNumber")
         if lsid is None or txn is None:
             return None
-        return bytes(lsid.get("id").bytes if hasattr(lsid.get("id"), "bytes") else repr(lsid).encode()), int(txn)
+        return _session_key(lsid), int(txn)
 
     def _check_fields(self, name: str, body: dict, allowed: set[str]) -> None:
         """A field the command does not know is refused, as a server's IDL parser refuses it."""
@@ -237,8 +237,7 @@ class Engine:
     def cmd_endSessions(self, db, body, connection_id):
         with self._lock:
             for lsid in body.get("endSessions") or []:
-                key = getattr(lsid.get("id"), "bytes", None) if isinstance(lsid, dict) else None
-                self._retried.pop(key, None)
+                self._retried.pop(_session_key(lsid), None)
         return {"ok": 1.0}
 
     def cmd_serverStatus(self, db, body, connection_id):
@@ -611,6 +610,14 @@ class _ErrorView:
 
     def __str__(self):
         return self.details.get("errmsg", "")
+
+
+def _session_key(lsid) -> bytes:
+    """A session's key in the retried-writes table: its `id` (a UUID, BSON binary subtype 4)."""
+    sid = lsid.get("id") if isinstance(lsid, dict) else None
+    if isinstance(sid, bytes):  # bson.Binary is bytes
+        return bytes(sid)
+    return repr(lsid).encode()
 
 
 def _file_size(path: str) -> int:

@@ -185,6 +185,10 @@ def test_a_retried_write_is_applied_once(served):
     assert served.engine.client.cms.once.find_one()["n"] == 1
     assert inc(8)["nModified"] == 1 and served.engine.client.cms.once.find_one()["n"] == 2
 
+    # A session the driver ends takes its remembered reply with it.
+    assert served.engine.run({"endSessions": [lsid], "$db": "admin"}, {}) == {"ok": 1.0}
+    assert served.engine._retried == {}
+
 
 def _raw(sock, op_code, payload, request_id=1):
     sock.sendall(wire.HEADER.pack(wire.HEADER.size + len(payload), request_id, 0, op_code) + payload)
