@@ -261,3 +261,59 @@ def test_listening_beyond_loopback_warns_that_there_is_no_authentication(tmp_pat
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_kill_9_of_the_server_during_16_writers_loses_no_acknowledged_write(tmp_path):
+    """The wire server answers a write after its transaction committed (WAL), so a kill -9 of the
+    server keeps every write a driver was told succeeded: 16 writer threads through pymongo,
+    the server killed mid-run, the file reopened (the same check as in process,
+    tests/docstore/test_processes.py)."""
+    from pymongo.errors import PyMongoError
+
+    import docstore
+
+    path = tmp_path / "served.sqlite3"
+    proc = subprocess.Popen([sys.executable, "-m", "docstore", "serve", str(path), "--port", "0", "--db", "site"],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    acknowledged: dict[int, int] = {}
+    stop = threading.Event()
+    try:
+        uri = proc.stdout.readline().strip()
+        client = MongoClient(uri, maxPoolSize=16, serverSelectionTimeoutMS=2000, socketTimeoutMS=5000)
+        client.site.events.create_index("w")
+
+        def writer(w):
+            n = 0
+            while not stop.is_set():
+                try:
+                    client.site.events.insert_one({"_id": f"{w}-{n}", "w": w})
+                    client.site.counts.update_one({"_id": w}, {"$set": {"n": n + 1}}, upsert=True)
+                except PyMongoError:
+                    return
+                acknowledged[w] = n
+                n += 1
+
+        threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(16)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while (len(acknowledged) < 16 or sum(acknowledged.values()) < 160) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        client.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert sorted(acknowledged) == list(range(16))
+    db = docstore.Client(str(path), default_db="site")["site"]
+    try:
+        for w, last in acknowledged.items():
+            assert db.events.find_one({"_id": f"{w}-{last}"}) is not None, (w, last)
+            assert db.counts.find_one({"_id": w})["n"] >= last + 1
+            assert db.events.count_documents({"w": w}) == db.events.count_documents({"w": w}, hint={"$natural": 1})
+    finally:
+        db.client.close()
