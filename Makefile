@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ test: install-dev
 ## MongoDB's wire protocol (`python -m docstore serve` on a free loopback port): a MONGODB_URI site's code path
 test-wire: install-dev
 	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.wire_suite
+
+## make mongosh: MongoDB's shell from the npm registry (the version tools/mongosh/package-lock.json pins) into
+## tools/mongosh/node_modules, for tests/docstore/test_mongosh.py and for operators (docs/mongodb.md); needs Node.js
+mongosh:
+	cd tools/mongosh && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
 ## make conformance: MongoDB's driver specification tests (../shared/mongodb-specs, CRUD and index
 ## management) against the embedded engine, and against mongomock as a control; rewrites docs/conformance.md

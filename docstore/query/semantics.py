@@ -38,6 +38,15 @@ MAX_BSON_SIZE = 16 * 1024 * 1024  # the server's maxBsonObjectSize
 BSON_OBJECT_TOO_LARGE = 10334
 UPDATE_RESULT_TOO_LARGE = 17419
 
+
+def errmsg(exc: BaseException) -> str:
+    """The server's `errmsg` of an error: pymongo's `str()` of an OperationFailure appends
+    ", full error: {...}" (the whole reply) to it, which no server reply carries."""
+    details = getattr(exc, "details", None)
+    if isinstance(details, dict) and isinstance(details.get("errmsg"), str):
+        return details["errmsg"]
+    return str(exc)
+
 def naive(value):
     """Filters and documents as the engine holds them (BSON dates: UTC, millisecond precision):
     an aware datetime becomes naive UTC, microseconds are cut to milliseconds; an empty timestamp

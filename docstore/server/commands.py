@@ -217,6 +217,21 @@ class Engine:
             reply["helloOk"] = True
         return reply
 
+    def hello_wait(self, body: dict) -> float | None:
+        """How long an awaitable hello waits before its reply, in seconds, or None for an ordinary
+        command. Server monitoring's streaming protocol: a hello carrying the server's current
+        `topologyVersion` and `maxAwaitTimeMS` is answered when the topology changes or that time
+        has passed; one naming another process (or an older counter) is answered at once."""
+        name = next(iter(body), "")
+        if name not in ("hello", "isMaster", "ismaster"):
+            return None
+        version, wait_ms = body.get("topologyVersion"), body.get("maxAwaitTimeMS")
+        if not isinstance(version, dict) or not isinstance(wait_ms, int) or isinstance(wait_ms, bool):
+            return None
+        if version.get("processId") != self.election_id or version.get("counter", -1) < 0:
+            return 0.0
+        return max(0, min(wait_ms, 3_600_000)) / 1000.0
+
     def cmd_hello(self, db, body, connection_id):
         return self.hello(connection_id, legacy=False)
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import select
 import socket
 import socketserver
 import threading
+import time
 
 from docstore.server import wire
 from docstore.server.commands import Engine, failure
@@ -34,12 +36,55 @@ class _Connection(socketserver.BaseRequestHandler):
             except (wire.ProtocolError, OSError) as exc:
                 log.info("connection %s closed: %s", connection_id, exc)
                 return
+            wait = self.server.engine.hello_wait(message.body)
+            if wait is not None and message.op_code == wire.OP_MSG:
+                if message.flags & wire.EXHAUST_ALLOWED:
+                    self._stream_hello(sock, message, connection_id, wait)
+                    return
+                if self._client_gone(sock, wait):
+                    return
             reply = self.server.answer(message, connection_id)
             if message.wants_reply:
                 try:
                     sock.sendall(wire.encode_reply(message, next(self.server.request_ids), reply))
                 except OSError:
                     return
+
+    def _client_gone(self, sock, seconds: float) -> bool:
+        """Waits `seconds` (an awaitable hello's maxAwaitTimeMS: the topology of a server of one member
+        never changes), returning early with True when the client closes the connection or the
+        server stops."""
+        deadline = time.monotonic() + seconds
+        while not self.server.stopping.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            readable, _, _ = select.select([sock], [], [], min(left, 0.5))
+            if readable:
+                try:
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        return True
+                except OSError:
+                    return True
+                return False  # the client sent another message: answer now
+        return True
+
+    def _stream_hello(self, sock, message, connection_id: int, wait: float) -> None:
+        """The streaming protocol of server monitoring (an awaitable hello with exhaustAllowed): after
+        each maxAwaitTimeMS a reply flagged moreToCome, each answering the previous one, until the
+        client closes the connection. A monitor so costs one reply per maxAwaitTimeMS, not a loop."""
+        response_to = message.request_id
+        while True:
+            if self._client_gone(sock, wait):
+                return
+            request_id = next(self.server.request_ids)
+            reply = self.server.answer(message, connection_id)
+            try:
+                sock.sendall(wire.encode_reply(message, request_id, reply, more_to_come=True,
+                                               response_to=response_to))
+            except OSError:
+                return
+            response_to = request_id
 
 
 class Server(socketserver.ThreadingTCPServer):

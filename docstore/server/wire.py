@@ -149,14 +149,19 @@ def _parse_query(request_id: int, payload: bytes) -> Message:
     return Message(request_id, OP_QUERY, flags, query, legacy_collection=collection)
 
 
-def encode_reply(message: Message, request_id: int, reply: dict) -> bytes:
-    """The answer to `message`: an OP_MSG for an OP_MSG, an OP_REPLY for a legacy OP_QUERY."""
+def encode_reply(message: Message, request_id: int, reply: dict, *, more_to_come: bool = False,
+                 response_to: int | None = None) -> bytes:
+    """The answer to `message`: an OP_MSG for an OP_MSG, an OP_REPLY for a legacy OP_QUERY.
+
+    `more_to_come` marks one reply of an exhaust stream (the server will send another without a
+    request); each later reply of that stream answers the previous reply (`response_to`)."""
     doc = bson.encode(reply, codec_options=CODEC)
     if message.op_code == OP_MSG:
-        payload = struct.pack("<I", 0) + b"\x00" + doc
+        payload = struct.pack("<I", MORE_TO_COME if more_to_come else 0) + b"\x00" + doc
         op = OP_MSG
     else:
         # responseFlags, cursorID (0: a command's reply is one document), startingFrom, numberReturned
         payload = struct.pack("<iqii", 0, 0, 0, 1) + doc
         op = OP_REPLY
-    return HEADER.pack(HEADER.size + len(payload), request_id, message.request_id, op) + payload
+    answers = message.request_id if response_to is None else response_to
+    return HEADER.pack(HEADER.size + len(payload), request_id, answers, op) + payload

@@ -538,9 +538,9 @@ class Collection:
                             self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
                         ids.append(document["_id"])
                     except DocumentTooLarge as exc:
-                        errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": document})
+                        errors.append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": S.errmsg(exc), "op": document})
                     except (DuplicateKeyError, WriteError) as exc:
-                        errors.append({"index": n, "code": exc.code, "errmsg": str(exc), "op": document,
+                        errors.append({"index": n, "code": exc.code, "errmsg": S.errmsg(exc), "op": document,
                                        **({k: v for k, v in (exc.details or {}).items()
                                            if k in ("keyPattern", "keyValue")})})
                     if errors and ordered:
@@ -860,10 +860,10 @@ class Collection:
             else:
                 raise TypeError(f"{request!r} is not a valid request")
         except DocumentTooLarge as exc:
-            result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": str(exc), "op": request})
+            result["writeErrors"].append({"index": n, "code": S.BSON_OBJECT_TOO_LARGE, "errmsg": S.errmsg(exc), "op": request})
         except OperationFailure as exc:  # WriteError, DuplicateKeyError: as a server reports each
             extra = {k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue", "errInfo")}
-            result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": str(exc), **extra, "op": request})
+            result["writeErrors"].append({"index": n, "code": exc.code, "errmsg": S.errmsg(exc), **extra, "op": request})
 
     # --- indexes -----------------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ from bson import Int64
 from pymongo import monitoring
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
+from docstore.query.semantics import errmsg
+
 log = logging.getLogger(__name__)
 
 # A server's batches (MongoDB manual, "Cursor Batches"): a find or aggregate answers 101 documents
@@ -155,12 +157,12 @@ def failure(exc: BaseException) -> dict:
     if isinstance(exc, OperationFailure) and not isinstance(exc, WriteError | BulkWriteError):
         details = dict(exc.details or {})
         details.setdefault("ok", 0.0)
-        details.setdefault("errmsg", str(exc))
+        details.setdefault("errmsg", errmsg(exc))
         if exc.code is not None:
             details.setdefault("code", exc.code)
         return details
     if isinstance(exc, WriteError):  # a findAndModify's duplicate key: the command itself fails
-        return {"ok": 0.0, "errmsg": str(exc), "code": exc.code, **{k: v for k, v in (exc.details or {}).items()
+        return {"ok": 0.0, "errmsg": errmsg(exc), "code": exc.code, **{k: v for k, v in (exc.details or {}).items()
                                                                     if k in ("keyPattern", "keyValue", "codeName")}}
     return {"errmsg": str(exc), "errtype": type(exc).__name__}
 
@@ -173,7 +175,7 @@ def _write_errors_reply(exc: BaseException) -> dict | None:
                 "writeErrors": [{k: v for k, v in e.items() if k != "op"} for e in d.get("writeErrors", [])],
                 "ok": 1.0}
     if isinstance(exc, WriteError):
-        error = {"index": 0, "code": exc.code, "errmsg": str(exc)}
+        error = {"index": 0, "code": exc.code, "errmsg": errmsg(exc)}
         error.update({k: v for k, v in (exc.details or {}).items() if k in ("keyPattern", "keyValue", "errInfo")})
         return {"n": 0, "writeErrors": [error], "ok": 1.0}
     return None

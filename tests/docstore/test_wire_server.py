@@ -83,6 +83,36 @@ def test_pymongo_connects_as_to_a_replica_set_primary(client, served):
     assert client.primary == tuple([served.server_address[0], served.server_address[1]])
 
 
+def test_server_monitoring_waits_on_an_awaitable_hello_instead_of_looping(served):
+    """pymongo's monitor streams awaitable hellos (topologyVersion, maxAwaitTimeMS, exhaustAllowed):
+    a server of one member, whose topology never changes, answers one per maxAwaitTimeMS, flagged
+    moreToCome. Answered at once, the monitor asks again at once: thousands of hellos a second."""
+    calls = []
+    answer = served.engine.hello
+    served.engine.hello = lambda *a, **k: calls.append(1) or answer(*a, **k)
+    c = MongoClient(served.uri, heartbeatFrequencyMS=500, serverSelectionTimeoutMS=5000)
+    try:
+        assert c.admin.command("ping")["ok"] == 1.0
+        calls.clear()
+        time.sleep(2)
+        idle = len(calls)
+        assert c.admin.command("ping")["ok"] == 1.0  # the connection pool still answers
+    finally:
+        c.close()
+        served.engine.hello = answer
+    # One streamed reply and one round-trip-time hello per 500 ms: about 8 in 2 s, never thousands.
+    assert idle <= 20, idle
+
+
+def test_an_awaitable_hello_for_another_process_is_answered_at_once(served):
+    version = {"processId": bson.ObjectId(), "counter": bson.Int64(0)}
+    assert served.engine.hello_wait({"hello": 1, "topologyVersion": version, "maxAwaitTimeMS": 10_000}) == 0.0
+    mine = {"processId": served.engine.election_id, "counter": bson.Int64(0)}
+    assert served.engine.hello_wait({"hello": 1, "topologyVersion": mine, "maxAwaitTimeMS": 10_000}) == 10.0
+    assert served.engine.hello_wait({"hello": 1}) is None
+    assert served.engine.hello_wait({"ping": 1, "topologyVersion": mine, "maxAwaitTimeMS": 5}) is None
+
+
 def test_reads_and_writes_give_what_the_in_process_client_gives(client, served):
     coll = client.cms.things
     coll.insert_many([{"_id": i, "x": i % 5, "s": f"v{i:03}"} for i in range(300)])
