@@ -12,65 +12,14 @@ repair that wrote a value computed from a read older than a writer's step (a cre
 back, a post finished while its writer was still finishing it) leaves a difference here."""
 
 import re
-import selectors
 import subprocess
 import sys
 
 import pytest
 
-from tests.integrity.test_kill9_services import ACK, ROOT, SETUP, Store
+from tests.integrity.burst import ROOT, UNTIL_TOLD, Store
 
 pytestmark = pytest.mark.restarts
-
-WRITERS = """
-import random, sys, threading, traceback
-from django.contrib.auth import get_user_model
-from comments.services import comment_create, comment_like, comment_unlike
-from social.services import follow_create, follow_delete
-from topics.models import Topic
-
-users = list(get_user_model().objects.filter(username__startswith="u"))
-topics = list(Topic.objects.all())
-lock, stop = threading.Lock(), threading.Event()
-
-def say(line):
-    with lock:
-        print(line, flush=True)
-
-def work(worker):
-    rng, n, recent = random.Random(worker), 0, []
-    try:
-        while not stop.is_set():
-            user, topic = rng.choice(users), rng.choice(topics)
-            roll = rng.random()
-            if roll < 0.5 or not recent:
-                parent = rng.choice(recent)[1] if recent and rng.random() < 0.4 else None
-                if parent is not None and parent[0] != topic.pk:
-                    parent = None
-                comment = comment_create(topic=topic, author=user, text=f"words {worker} {n}",
-                                         parent=parent[1] if parent else None)
-                recent = (recent + [(topic, (topic.pk, comment.id), comment.author.id)])[-20:]
-            elif roll < 0.8:
-                topic, (_, cid), author = rng.choice(recent)
-                liker = rng.choice([u for u in users if u.pk != author])
-                (comment_like if rng.random() < 0.7 else comment_unlike)(topic=topic, comment_id=cid, user=liker)
-            else:
-                a, b = rng.sample(users, 2)
-                (follow_create if rng.random() < 0.7 else follow_delete)(follower=a, followee=b)
-            n += 1
-            say(f"{worker} {n}")
-    except BaseException:
-        say("ERROR " + traceback.format_exc().replace("\\n", " | "))
-
-threads = [threading.Thread(target=work, args=(w,)) for w in range(16)]
-for t in threads:
-    t.start()
-sys.stdin.readline()  # the test says stop
-stop.set()
-for t in threads:
-    t.join()
-say("stopped")
-"""
 
 REPAIRS = 3  # repair runs while the writers write
 
@@ -83,46 +32,25 @@ def store(tmp_path):
 
 
 def test_repair_during_a_16_writer_burst_leaves_nothing_for_the_check(store):
-    store.manage("migrate", "--noinput")
-    store.manage("mongo_indexes")
-    assert "ready" in store.manage("shell", "-c", SETUP).stdout
-    child = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", WRITERS], cwd=ROOT, env=store.env,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    acknowledged: dict[int, int] = {}
-    selector = selectors.DefaultSelector()
-    selector.register(child.stdout, selectors.EVENT_READ)
-
-    def read_acks(until):
-        while True:
-            if not selector.select(timeout=30):
-                pytest.fail(f"the writers went quiet: {acknowledged}")
-            line = child.stdout.readline()
-            assert line, child.stderr.read()
-            assert not line.startswith("ERROR"), line
-            if line.strip() == "stopped":
-                return True
-            if ACK.fullmatch(line.strip()):
-                worker, n = map(int, line.split())
-                acknowledged[worker] = n
-                if until():
-                    return False
-
+    store.set_up()
+    writers = store.writers(UNTIL_TOLD)
+    child = writers.child
     repairs = []
     try:
-        read_acks(lambda: len(acknowledged) == 16 and sum(acknowledged.values()) >= 150)
+        writers.read(lambda: len(writers.acknowledged) == 16 and writers.total >= 150)
         for _ in range(REPAIRS):
             # The repair runs while the writers go on (their output is read meanwhile, so they never block).
             repair = subprocess.Popen([sys.executable, "manage.py", "integrity", "--repair"], cwd=ROOT,
                                       env=store.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            base = sum(acknowledged.values())
+            base = writers.total
             while repair.poll() is None:
-                read_acks(lambda base=base: sum(acknowledged.values()) >= base + 16)
-                base = sum(acknowledged.values())
+                writers.read(lambda base=base: writers.total >= base + 16)
+                base = writers.total
             repairs.append(repair.stdout.read())
-        written = sum(acknowledged.values())
+        written = writers.total
         child.stdin.write("stop\n")
         child.stdin.flush()
-        assert read_acks(lambda: False)
+        assert writers.read(lambda: False)
         assert child.wait(timeout=120) == 0, child.stderr.read()
     finally:
         if child.poll() is None:
