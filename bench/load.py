@@ -344,8 +344,53 @@ def footprint(kind: str, size: int, env: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+class StoreServer:
+    """`python -m docstore serve` on the run's store file: ours reaches the embedded engine through
+    MongoDB's wire protocol (MONGODB_URI), as a site with a server does, instead of in process."""
+
+    def __init__(self, path: Path, db_name: str, workdir: Path):
+        self.port = _free_port()
+        self.uri = f"mongodb://127.0.0.1:{self.port}/?replicaSet=docstore"
+        self.log = open(workdir / "docstore-serve.log", "w+")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "docstore", "serve", str(path), "--port", str(self.port),
+                                      "--db", db_name], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.log.seek(0)
+                    raise RuntimeError(f"docstore serve did not start:\n{self.log.read()[-3000:]}") from None
+                time.sleep(0.1)
+
+    def rss_mb(self) -> float | None:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
-        json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print) -> dict:
+        json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print,
+        via_server: bool = False) -> dict:
+    """The load run. `via_server`: ours reaches its store through `python -m docstore serve` (one more
+    process owning the file; the workers speak MongoDB's wire protocol to it) instead of opening
+    it in process; the bytes per comment are not measured again, and the report writes the
+    section that sets this run beside the in-process one (docs/bench/load.json)."""
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     started = time.perf_counter()
@@ -376,10 +421,18 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             t0 = time.perf_counter()
             isso = seed_isso(python, size, workdir, isso_port)
             log(f"bench-load: Isso: {size:,} comments written in {time.perf_counter() - t0:.1f} s")
-        log("bench-load: bytes per comment (bench/footprint.py)")
-        storage = {"ours": footprint("ours", size, ours_env),
-                   "xtd": footprint("xtd", size, {**xtd_env, "BENCH_XTD_DB": str(workdir / "xtd-bytes.sqlite3")}),
-                   **({"isso": isso["bytes"]} if isso else {})}
+        storage = {}
+        if not via_server:
+            log("bench-load: bytes per comment (bench/footprint.py)")
+            storage = {"ours": footprint("ours", size, ours_env),
+                       "xtd": footprint("xtd", size, {**xtd_env, "BENCH_XTD_DB": str(workdir / "xtd-bytes.sqlite3")}),
+                       **({"isso": isso["bytes"]} if isso else {})}
+        store_server = None
+        if via_server:
+            store_server = StoreServer(Path(ours_env["MONGODB_EMBEDDED_PATH"]), db_name, workdir)
+            servers.append(store_server)
+            ours_env = {**ours_env, "MONGODB_URI": store_server.uri}
+            log(f"bench-load: ours through `python -m docstore serve` at {store_server.uri}")
         # One after the other, so that each start-up time is its own.
         ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
         servers.append(ours_server)
@@ -419,10 +472,15 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}")
         rss = {side: server.rss_mb() for side, server in sides.items()}
+        if store_server is not None:
+            rss["docstore serve"] = store_server.rss_mb()
         result = {
             "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
                      "connections": connections, "threads": threads, "gunicorn": " ".join(gunicorn_args()),
-                     "engine": "mongodb server" if os.environ.get("MONGODB_URI") else "embedded (docstore, SQLite)",
+                     "engine": "mongodb server" if os.environ.get("MONGODB_URI") else
+                     "embedded (docstore, SQLite) through `python -m docstore serve`" if via_server else
+                     "embedded (docstore, SQLite)",
+                     "via_server": via_server,
                      "cpus": os.cpu_count(), "wrk": _wrk_version(), "strategies": list(ours["topics"]),
                      "isso": _isso_version(python) if isso else None, "notes": notes,
                      "ready_seconds": {side: server.ready_seconds for side, server in sides.items()},
@@ -442,9 +500,13 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         Path(json_path).write_text(json.dumps(result, indent=1) + "\n")
         log(f"bench-load: wrote {json_path}")
     if docs_path:
-        from bench.report import put_load_section
+        from bench.report import put_load_section, put_server_section
 
-        put_load_section(docs_path, result)
+        if via_server:
+            in_process = Path(json_path or "").with_name("load.json") if json_path else ROOT / "docs/bench/load.json"
+            put_server_section(docs_path, json.loads(in_process.read_text()), result)
+        else:
+            put_load_section(docs_path, result)
         log(f"bench-load: wrote the load section of {docs_path}")
     return result
 

@@ -914,6 +914,60 @@ def put_load_section(path: str, load: dict) -> None:
     _put_section(path, LOAD_START, LOAD_END, load_section(load))
 
 
+# --- the load run through `docstore serve` beside the one in process (bench/load.py --via-server) -----
+
+SERVER_START = "<!-- make bench-load-server writes this section (docs/bench/load-server.json) -->"
+SERVER_END = "<!-- end of the bench-load-server section -->"
+
+
+def server_section(in_process: dict, via_server: dict) -> str:
+    """Ours in process (docs/bench/load.json) beside ours through `python -m docstore serve`, per
+    endpoint: req/s, p99, and ours over xtd in each run (xtd ran in both: its rate shows how far
+    the two runs' machines differed)."""
+    def by(load):
+        return {(r["endpoint"], r["side"]): r for r in load["rows"]}
+
+    a, b = by(in_process), by(via_server)
+    names = [n for n in dict.fromkeys(r["endpoint"] for r in via_server["rows"]) if (n, "ours") in a]
+    peers_post = {}
+    for label, load in (("a", a), ("b", b)):
+        peers_post[label] = next((n for (n, side) in load if n.startswith("POST") and side == "xtd"), None)
+    lines, ratios = [], []
+    for name in names:
+        ours_a, ours_b = a[(name, "ours")], b.get((name, "ours"), {})
+        xtd_a = a.get((name, "xtd")) or (a.get((peers_post["a"], "xtd"), {}) if name.startswith("POST") else {})
+        xtd_b = b.get((name, "xtd")) or (b.get((peers_post["b"], "xtd"), {}) if name.startswith("POST") else {})
+        if isinstance(ours_b.get("rps"), int | float) and ours_a.get("rps"):
+            ratios.append(ours_b["rps"] / ours_a["rps"])
+        lines.append([name, ours_a.get("rps", "–"), ours_b.get("rps", "–"), _x(ours_b.get("rps"), ours_a.get("rps")),
+                      ours_a.get("p99_ms", "–"), ours_b.get("p99_ms", "–"),
+                      _x(ours_a.get("rps"), xtd_a.get("rps")), _x(ours_b.get("rps"), xtd_b.get("rps"))])
+    ia, ib = in_process["info"], via_server["info"]
+    rss_a, rss_b = ia.get("rss_mb_after", {}), ib.get("rss_mb_after", {})
+    spread = (f"{min(ratios):.2f}× to {max(ratios):.2f}× the in-process rate (median "
+              f"{sorted(ratios)[len(ratios) // 2]:.2f}×)") if ratios else "–"
+    return "\n".join([
+        "## In process or through `docstore serve`\n",
+        f"The same load run twice: ours opening the embedded store in each gunicorn worker (the default; "
+        f"`make bench-load`, {ia['started']}, load average {ia.get('loadavg', {}).get('before')} before), and ours "
+        f"reaching the same kind of store through `python -m docstore serve` with `MONGODB_URI` (`make bench-load-server`, "
+        f"{ib['started']}, load average {ib.get('loadavg', {}).get('before')} before), gunicorn `{ib['gunicorn']}` in "
+        "both, the server one more process on the same 2 CPUs. xtd ran in both runs: ours over xtd in each run "
+        "corrects for a machine that was busier in one of them.\n",
+        _table(["endpoint", "in process req/s", "through the server req/s", "server / in process",
+                "in process p99 ms", "through the server p99 ms", "ours / xtd, in process", "ours / xtd, server"],
+               lines),
+        "",
+        f"Through the server ours serves {spread}. Resident memory after the run: the workers "
+        f"{rss_a.get('ours', '–')} MB in process; through the server the workers {rss_b.get('ours', '–')} MB and the "
+        f"server {rss_b.get('docstore serve', '–')} MB.",
+    ])
+
+
+def put_server_section(path: str, in_process: dict, via_server: dict) -> None:
+    _put_section(path, SERVER_START, SERVER_END, server_section(in_process, via_server))
+
+
 # --- moving a discussion between strategies (bench/migrate.py) -----------------------------
 
 MIGRATE_START = "<!-- bench/migrate.py writes this section (docs/bench/migrate.json) -->"

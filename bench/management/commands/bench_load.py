@@ -14,6 +14,9 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=2, help="wrk threads.")
         parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/load.json).")
         parser.add_argument("--docs", metavar="FILE", help="Rewrite the load section of this report (docs/benchmarks.md).")
+        parser.add_argument("--via-server", action="store_true",
+                            help="Ours reaches its store through `python -m docstore serve` instead of in process; "
+                                 "--docs then writes the section setting this run beside docs/bench/load.json's.")
 
     def handle(self, *args, **options):
         from bench.load import run
@@ -24,6 +27,7 @@ class Command(BaseCommand):
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
                 threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                via_server=options["via_server"],
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
