@@ -1041,13 +1041,10 @@ def index_order(index: IndexInfo, entry: tuple, rid: int) -> tuple:
 
 
 def _show_interval(iv: P.Interval) -> str:
-    def show(b):
-        if b == K.MIN_BOUND:
-            return "MinKey"
-        if b == K.MAX_BOUND:
-            return "MaxKey"
-        return "0x" + b.hex()
-    return f"{'[' if iv.lo_in else '('}{show(iv.lo)}, {show(iv.hi)}{']' if iv.hi_in else ')'}"
+    """An interval of `indexBounds` as a server prints it: `[1, 1]`, `[-inf.0, 5)`, `("a", {})`."""
+    lo_in = iv.lo_in or K.edge_included(iv.lo)
+    hi_in = iv.hi_in or K.edge_included(iv.hi)
+    return f"{'[' if lo_in else '('}{K.describe(iv.lo)}, {K.describe(iv.hi)}{']' if hi_in else ')'}"
 
 
 def _set_path(doc: dict, path: str, value) -> None:

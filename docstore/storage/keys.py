@@ -264,6 +264,65 @@ def decode(key: bytes):
     raise NotDecodable(key)
 
 
+# How a server's explain prints the bounds of a type: `[-inf.0, 5)` for {$lt: 5}, `["", {})` for
+# {$type: "string"}: each type's lowest value, and as a type's top the lowest value of the next type.
+_TYPE_LOW = {T_MINKEY: "MinKey", T_UNDEFINED: "undefined", T_NULL: "null", T_NUMBER: "-inf.0", T_STRING: '""',
+             T_OBJECT: "{}", T_ARRAY: "[]", T_BINARY: "BinData(0, )", T_OID: "ObjectId('000000000000000000000000')",
+             T_BOOL: "false", T_DATE: "new Date(-9223372036854775808)", T_TIMESTAMP: "Timestamp(0, 0)",
+             T_REGEX: "//", T_MAXKEY: "MaxKey"}
+_TYPE_HIGH = {T_NULL: "null", T_NUMBER: "inf.0", T_STRING: "{}", T_OBJECT: "[]", T_ARRAY: "BinData(0, )",
+              T_BINARY: "ObjectId('000000000000000000000000')", T_OID: "ObjectId('ffffffffffffffffffffffff')",
+              T_BOOL: "true", T_DATE: "new Date(9223372036854775807)", T_TIMESTAMP: "Timestamp(4294967295, 4294967295)",
+              T_MAXKEY: "MaxKey"}
+
+
+def edge_included(key: bytes) -> bool:
+    """Whether a server prints a type's edge `key` (a lone type byte, never a stored key) as an
+    included bound: a type's lowest value and its highest (`inf.0`, `true`) are members of the
+    range; a top printed as the next type's lowest (`{}` above strings) is not."""
+    if len(key) != 1 or key in (MIN_BOUND, MAX_BOUND):
+        return False
+    return key[0] in _TYPE_LOW or key[0] - 1 not in (T_STRING, T_OBJECT, T_ARRAY, T_BINARY)
+
+
+def describe(key: bytes) -> str:
+    """A bound of an index scan as a server's explain prints it (`indexBounds`): `MinKey`, `1`,
+    `"abc"`, `ObjectId('...')`, `new Date(ms)`, `true`, `null`, `inf.0`; a key of a type `decode`
+    does not rebuild (objects, arrays, binary, ...) as its encoding in hex."""
+    if key == MIN_BOUND:
+        return "MinKey"
+    if key == MAX_BOUND:
+        return "MaxKey"
+    if len(key) == 1:
+        if key[0] in _TYPE_LOW:
+            return _TYPE_LOW[key[0]]
+        if key[0] - 1 in _TYPE_HIGH:
+            return _TYPE_HIGH[key[0] - 1]
+    if key[0] == T_NUMBER and len(key) == 2:
+        special = {_NAN: "nan.0", _NEG_INF: "-inf.0", _POS_INF: "inf.0"}.get(key[1])
+        if special:
+            return special
+    try:
+        value = decode(key)
+    except (NotDecodable, IndexError, ValueError, struct.error):
+        return "0x" + key.hex()
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, ObjectId):
+        return f"ObjectId('{value}')"
+    if isinstance(value, _dt.datetime):
+        return f"new Date({_date_ms(value)})"
+    return "0x" + key.hex()
+
+
 # --- values reached by a path -------------------------------------------------------------------
 
 

@@ -177,3 +177,53 @@ def test_a_query_shape_seen_before_runs_its_cached_plan_and_a_plan_doing_too_muc
         assert items.find({"a": 1, "b": 4}).explain()["queryPlanner"]["rejectedPlans"]
     finally:
         client.close()
+
+
+def _bounds(stage):
+    if stage.get("stage") == "IXSCAN":
+        return stage["indexBounds"]
+    for child in ([stage["inputStage"]] if "inputStage" in stage else stage.get("inputStages", [])):
+        found = _bounds(child)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ({"d": 2, "posted": 5}, {"d": ["[2, 2]"], "posted": ["[5, 5]"], "_id": ["[MinKey, MaxKey]"]}),
+    ({"d": 2, "posted": {"$lt": 5}}, {"d": ["[2, 2]"], "posted": ["[-inf.0, 5)"], "_id": ["[MinKey, MaxKey]"]}),
+    ({"d": {"$in": [1, 3]}, "posted": {"$gte": 2.5, "$lte": 7}},
+     {"d": ["[1, 1]", "[3, 3]"], "posted": ["[2.5, 7]"], "_id": ["[MinKey, MaxKey]"]}),
+    ({"d": 1, "posted": {"$gt": 98}}, {"d": ["[1, 1]"], "posted": ["(98, inf.0]"], "_id": ["[MinKey, MaxKey]"]}),
+])
+def test_explain_prints_index_bounds_as_a_server_does(db, query, expected):
+    """`indexBounds` in a server's explain: each field's intervals with their values, `MinKey` and
+    `MaxKey`, and a range open on one side bounded by its type's ends (`-inf.0`, `inf.0`)."""
+    plan = db.items.find(query).hint("d_posted_id").explain()["queryPlanner"]["winningPlan"]
+    assert _bounds(plan) == expected
+
+
+def test_explain_prints_strings_object_ids_and_dates_as_a_server_does():
+    import datetime
+
+    from bson import ObjectId
+
+    client = docstore.Client(default_db="bounds")
+    try:
+        items = client["bounds"].items
+        items.create_index([("s", 1)])
+        items.create_index([("o", 1)])
+        items.create_index([("when", 1)])
+        oid = ObjectId("65a000000000000000000001")
+        items.insert_one({"s": 'say "hi"', "o": oid, "when": datetime.datetime(2024, 1, 1)})
+        assert _bounds(items.find({"s": 'say "hi"'}).explain()["queryPlanner"]["winningPlan"]) == \
+            {"s": ['["say \\"hi\\"", "say \\"hi\\""]']}
+        assert _bounds(items.find({"o": oid}).explain()["queryPlanner"]["winningPlan"]) == \
+            {"o": ["[ObjectId('65a000000000000000000001'), ObjectId('65a000000000000000000001')]"]}
+        assert _bounds(items.find({"when": {"$gte": datetime.datetime(2024, 1, 1)}})
+                       .explain()["queryPlanner"]["winningPlan"]) == \
+            {"when": ["[new Date(1704067200000), new Date(9223372036854775807)]"]}
+        assert _bounds(items.find({"s": {"$gt": "a"}}).explain()["queryPlanner"]["winningPlan"]) == \
+            {"s": ['("a", {})']}
+    finally:
+        client.close()
