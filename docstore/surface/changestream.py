@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 
+import bson
 from bson import Timestamp
 from bson.codec_options import CodecOptions
 from pymongo.errors import InvalidOperation, OperationFailure
@@ -114,25 +115,27 @@ class Feed:
         """The post-batch resume token: the position after everything returned so far."""
         return CH.token(self.after, CH.INVALIDATE if self.invalidated and not self._pending else CH.EVENT)
 
-    def batch(self, size: int = 0, max_await_ms: float = 0) -> list[dict]:
+    def batch(self, size: int = 0, max_await_ms: float = 0, max_bytes: int = 0) -> list[dict]:
         """Up to `size` events (0: up to MAX_BATCH) after the position, waiting up to `max_await_ms`
-        for the first."""
+        for the first; with `max_bytes`, the batch ends after the event that reaches that many
+        bytes of BSON (a server's batch ends at 16 MiB)."""
         size = size or MAX_BATCH
         store = self.database._store
         deadline = time.monotonic() + max(0.0, max_await_ms) / 1000
         out: list[dict] = []
         while not self.closed:
             mark = store.change_mark()
-            self._read(size - len(out), out)
+            self._read(size, out, max_bytes)
             left = deadline - time.monotonic()
             if out or self.invalidated or left <= 0:
                 break
             store.wait_for_change(mark, min(POLL_S, left))
         return out
 
-    def _read(self, size: int, out: list) -> None:
+    def _read(self, size: int, out: list, max_bytes: int = 0) -> None:
         while self._pending and len(out) < size:
             out.append(self._pending.popleft())
+        used = sum(len(bson.encode(event)) for event in out) if max_bytes else 0
         if self.invalidated:
             return
         store = self.database._store
@@ -149,6 +152,10 @@ class Feed:
                     event = self._shaped(CH.event(row, self.database.name, _NAIVE))
                     if event is not None:
                         out.append(event)
+                        if max_bytes:
+                            used += len(bson.encode(event))
+                            if used >= max_bytes:
+                                return
                     if self.coll is not None and row[3] in ("drop", "rename"):
                         done = CH.invalidate(row[0], row[1], _NAIVE)
                         (out if len(out) < size else self._pending).append(S.aware(done) if codec.tz_aware else done)

@@ -454,6 +454,14 @@ class Client:
     def start_session(self, **_kwargs):
         return _Session()
 
+    def watch(self, *args, **kwargs):
+        """A change stream of every database (allChangesForCluster): each database is its own file
+        with its own change table and positions, so the engine offers streams of one database or
+        one collection; refused as `docstore serve` refuses it (238 NotImplemented)."""
+        msg = ("a change stream of the whole deployment (client.watch()) is not implemented by the embedded "
+               "engine: watch a database or a collection")
+        raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+
     def bulk_write(self, models, *args, **kwargs):
         """MongoClient.bulk_write needs MongoDB 8.0 (the bulkWrite command); against the 7.0 this engine
         reports, pymongo raises this InvalidOperation before sending anything."""

@@ -292,3 +292,32 @@ def test_resuming_from_any_token_misses_nothing_and_repeats_nothing(tmp_path_fac
     rest = drain(coll.watch(resume_after=partial.resume_token, max_await_time_ms=0))
     assert taken + rest == every[at:]
     client.close()
+
+
+def test_a_stream_of_every_database_is_refused_as_not_implemented(side):
+    client = side.db.client
+    with pytest.raises(OperationFailure) as refused:
+        client.watch()
+    assert refused.value.code == 238
+
+
+def test_over_the_wire_the_stream_is_a_server_cursor_that_close_kills(tmp_path):
+    engine = Engine(str(tmp_path / "served.sqlite3"), db="cms")
+    server = Server(engine, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    client = MongoClient(server.uri, serverSelectionTimeoutMS=5000)
+    try:
+        stream = client.cms.things.watch(max_await_time_ms=AWAIT_MS)
+        assert len(engine._cursors) == 1
+        client.cms.things.insert_one({"_id": 1})
+        assert stream.next()["documentKey"] == {"_id": 1}
+        assert stream.try_next() is None  # a getMore that waited max_await_time_ms for nothing
+        assert stream.alive and stream.resume_token is not None
+        stream.close()
+        assert engine._cursors == {}
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+        engine.client.close()
