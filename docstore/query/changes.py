@@ -7,10 +7,11 @@ in the change table (docstore.storage.changes) and what a change stream reads ba
   (dotted paths into embedded documents, `path.N` for changed or appended array elements, the
   whole array when most of it changed), `removedFields`, and `truncatedArrays`
   (`{field, newSize}` for an array that got shorter).
-- Resume tokens: `{_data: <hex>}` as a server's, upper-case hex: a version byte, the change's
-  position (`seq`, 8 bytes) and its kind (0: the change itself or a position between changes, 1:
-  the invalidate event after a drop or rename). A token names a position: a stream resumed from
-  it returns the changes after it.
+- Resume tokens: `{_data: <hex>}` as a server's, upper-case hex: a version byte, the change
+  table's id (random, made with the file: a token of another file, or of a database dropped and
+  made again, is told apart), the change's position (`seq`, 8 bytes) and its kind (0: the change
+  itself or a position between changes, 1: the invalidate event after a drop or rename). A token
+  names a position: a stream resumed from it returns the changes after it.
 - `clusterTime`: Timestamp(seconds of the write, low 32 bits of its `seq`), so it grows with the
   commit order within a second; `wallTime`: the write's wall clock time in milliseconds.
 """
@@ -36,17 +37,17 @@ def _bad_token(value) -> OperationFailure:
     return OperationFailure(msg, 260, {"ok": 0.0, "errmsg": msg, "code": 260, "codeName": "InvalidResumeToken"})
 
 
-def token(seq: int, kind: int = EVENT) -> dict:
-    return {"_data": f"{TOKEN_VERSION}{seq:016X}{kind:02X}"}
+def token(feed: int, seq: int, kind: int = EVENT) -> dict:
+    return {"_data": f"{TOKEN_VERSION}{feed:016X}{seq:016X}{kind:02X}"}
 
 
-def parse_token(value) -> tuple[int, int]:
-    """(seq, kind) of a resume token; InvalidResumeToken (260) for anything else, as from a server."""
+def parse_token(value) -> tuple[int, int, int]:
+    """(feed, seq, kind) of a resume token; InvalidResumeToken (260) for anything else, as from a server."""
     data = value.get("_data") if isinstance(value, dict) else None
-    if not isinstance(data, str) or len(data) != 20 or not data.startswith(TOKEN_VERSION):
+    if not isinstance(data, str) or len(data) != 36 or not data.startswith(TOKEN_VERSION):
         raise _bad_token(data if data is not None else value)
     try:
-        return int(data[2:18], 16), int(data[18:], 16)
+        return int(data[2:18], 16), int(data[18:34], 16), int(data[34:], 16)
     except ValueError:
         raise _bad_token(data) from None
 
@@ -118,10 +119,10 @@ def cluster_time(seq: int, at_ms: int) -> Timestamp:
     return Timestamp(at_ms // 1000, seq & 0xFFFFFFFF)
 
 
-def event(row: tuple, db: str, codec: CodecOptions) -> dict:
-    """The change event of one change-table row (seq, at, coll, op, key, doc, upd)."""
+def event(row: tuple, feed: int, db: str, codec: CodecOptions) -> dict:
+    """The change event of one change-table row (seq, at, coll, op, key, doc, upd) of change table `feed`."""
     seq, at, coll, op, key, doc, upd = row
-    out = {"_id": token(seq), "operationType": op, "clusterTime": cluster_time(seq, at),
+    out = {"_id": token(feed, seq), "operationType": op, "clusterTime": cluster_time(seq, at),
            "wallTime": _wall(at, codec)}
     if op in ("insert", "replace"):
         out["fullDocument"] = bson.decode(doc, codec)
@@ -135,8 +136,8 @@ def event(row: tuple, db: str, codec: CodecOptions) -> dict:
     return out
 
 
-def invalidate(seq: int, at_ms: int, codec: CodecOptions) -> dict:
-    return {"_id": token(seq, INVALIDATE), "operationType": "invalidate", "clusterTime": cluster_time(seq, at_ms),
+def invalidate(feed: int, seq: int, at_ms: int, codec: CodecOptions) -> dict:
+    return {"_id": token(feed, seq, INVALIDATE), "operationType": "invalidate", "clusterTime": cluster_time(seq, at_ms),
             "wallTime": _wall(at_ms, codec)}
 
 

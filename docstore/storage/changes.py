@@ -24,6 +24,7 @@ retention age, or beyond the retention bytes counted from the newest, are delete
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 
 from pymongo.errors import OperationFailure
@@ -41,7 +42,14 @@ HISTORY_LOST = 286
 
 
 def create(conn: sqlite3.Connection) -> None:
+    """The table, and the change feed's id (random: resume tokens carry it, so a token of another
+    file, or of a database dropped and made again, is not read as a position in this one)."""
     conn.execute(SCHEMA)
+    conn.execute("INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('changes_feed', ?)", (secrets.randbits(63),))
+
+
+def feed_id(conn: sqlite3.Connection) -> int:
+    return _meta(conn, "changes_feed")
 
 
 def append(conn: sqlite3.Connection, at_ms: int, coll: str, op: str, key: bytes | None,
@@ -82,12 +90,16 @@ def seq_at(conn: sqlite3.Connection, at_ms: int, inc: int) -> int:
     return row[0] - 1 if row else last_seq(conn)
 
 
-def check_resumable(conn: sqlite3.Connection, after: int) -> None:
-    """A stream may go on from `after` only while every change after it is still kept."""
+def check_resumable(conn: sqlite3.Connection, after: int, feed: int | None = None) -> None:
+    """A stream may go on from `after` only while every change after it is still kept, and (`feed`:
+    the token's change table) only in the change table it came from."""
     lost = trimmed(conn)
-    if after < lost:
-        msg = ("Resume of change stream was not possible, as the resume point may no longer be in the oplog. "
-               f"(the change feed keeps changes after #{lost}; the resume token is at #{after})")
+    other = feed is not None and feed != feed_id(conn)
+    if after < lost or other or after > last_seq(conn):
+        where = ("the resume token is from another change feed (another file, or a database dropped and made "
+                 "again)" if other else f"the change feed holds changes #{lost + 1} to #{last_seq(conn)}; the "
+                 f"resume token is at #{after}")
+        msg = f"Resume of change stream was not possible, as the resume point may no longer be in the oplog. ({where})"
         raise OperationFailure(msg, HISTORY_LOST, {"ok": 0.0, "errmsg": msg, "code": HISTORY_LOST,
                                                    "codeName": "ChangeStreamHistoryLost"})
 

@@ -93,13 +93,14 @@ class Feed:
         self.invalidated = False
         self._pending: deque = deque()
         with store.transaction(False) as conn:
+            self.feed = T.feed_id(conn)
             if "resumeAfter" in starts or "startAfter" in starts:
-                seq, kind = CH.parse_token(spec[starts[0]])
+                feed, seq, kind = CH.parse_token(spec[starts[0]])
                 if kind == CH.INVALIDATE and starts[0] == "resumeAfter":
                     raise _failure(260, "InvalidResumeToken", "Attempting to resume a change stream using "
                                    "'resumeAfter' is not allowed from an invalidate notification.")
                 self.after = seq
-                T.check_resumable(conn, self.after)
+                T.check_resumable(conn, self.after, feed)
             elif starts:
                 when = spec["startAtOperationTime"]
                 if not isinstance(when, Timestamp):
@@ -113,7 +114,7 @@ class Feed:
     @property
     def token(self) -> dict:
         """The post-batch resume token: the position after everything returned so far."""
-        return CH.token(self.after, CH.INVALIDATE if self.invalidated and not self._pending else CH.EVENT)
+        return CH.token(self.feed, self.after, CH.INVALIDATE if self.invalidated and not self._pending else CH.EVENT)
 
     def batch(self, size: int = 0, max_await_ms: float = 0, max_bytes: int = 0) -> list[dict]:
         """Up to `size` events (0: up to MAX_BATCH) after the position, waiting up to `max_await_ms`
@@ -149,7 +150,7 @@ class Feed:
                 rows = T.read(conn, self.after, size - len(out), colls)
                 for row in rows:
                     self.after = row[0]
-                    event = self._shaped(CH.event(row, self.database.name, _NAIVE))
+                    event = self._shaped(CH.event(row, self.feed, self.database.name, _NAIVE))
                     if event is not None:
                         out.append(event)
                         if max_bytes:
@@ -157,7 +158,7 @@ class Feed:
                             if used >= max_bytes:
                                 return
                     if self.coll is not None and row[3] in ("drop", "rename"):
-                        done = CH.invalidate(row[0], row[1], _NAIVE)
+                        done = CH.invalidate(self.feed, row[0], row[1], _NAIVE)
                         (out if len(out) < size else self._pending).append(S.aware(done) if codec.tz_aware else done)
                         self.invalidated = True
                         return

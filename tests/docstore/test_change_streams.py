@@ -206,6 +206,21 @@ def test_resuming_from_the_oldest_token_after_the_trim_is_history_lost(side):
     assert side.engine.trim_changes() >= 1
 
 
+def test_a_token_of_a_database_dropped_and_made_again_is_not_a_position_in_the_new_one(side):
+    db = side.db
+    stream = db.things.watch(max_await_time_ms=AWAIT_MS)
+    db.things.insert_many([{"_id": n} for n in range(3)])
+    old = drain(stream)[0]["_id"]
+    db.client.drop_database("cms")
+    db.client.cms.things.insert_many([{"_id": n} for n in range(5)])  # the new file's positions pass the old
+    with pytest.raises(OperationFailure) as lost:
+        db.client.cms.things.watch(resume_after=old)
+    assert lost.value.code == 286
+    with pytest.raises(OperationFailure) as bad:
+        db.client.cms.things.watch(resume_after={"_data": "not a token"})
+    assert bad.value.code == 260  # InvalidResumeToken
+
+
 def test_the_shard_key_is_in_the_document_key(tmp_path):
     client = docstore.Client(str(tmp_path / "sharded.sqlite3"), default_db="cms",
                              shard_keys=lambda: {"comments": {"discussion_id": 1, "slug": 1}})
