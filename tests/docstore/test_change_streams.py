@@ -221,6 +221,36 @@ def test_a_token_of_a_database_dropped_and_made_again_is_not_a_position_in_the_n
     assert bad.value.code == 260  # InvalidResumeToken
 
 
+def test_the_size_bound_keeps_the_newest_changes_that_fit(side):
+    coll = side.db.things
+    stream = coll.watch(max_await_time_ms=AWAIT_MS)
+    coll.insert_many([{"_id": n, "text": "x" * 1000} for n in range(20)])
+    changes = drain(stream)
+    side.engine.client.change_retention_bytes = 5500  # about five of these inserts
+    deleted = side.engine.trim_changes()
+    assert 14 <= deleted <= 16
+    with pytest.raises(OperationFailure) as lost:
+        coll.watch(resume_after=changes[10]["_id"])
+    assert lost.value.code == 286
+    kept = drain(coll.watch(resume_after=changes[16]["_id"], max_await_time_ms=AWAIT_MS))
+    assert [c["documentKey"]["_id"] for c in kept] == [17, 18, 19]
+    assert side.engine.trim_changes() == 0  # within the bound now: nothing more goes
+
+
+def test_find_and_modify_and_bulk_writes_have_their_events(side):
+    from pymongo import DeleteOne, InsertOne, ReplaceOne, ReturnDocument, UpdateOne
+
+    coll = side.db.things
+    stream = coll.watch(max_await_time_ms=AWAIT_MS)
+    coll.find_one_and_update({"_id": 1}, {"$set": {"a": 1}}, upsert=True, return_document=ReturnDocument.AFTER)
+    coll.find_one_and_replace({"_id": 1}, {"b": 2})
+    coll.find_one_and_delete({"_id": 1})
+    coll.bulk_write([InsertOne({"_id": 2}), UpdateOne({"_id": 2}, {"$set": {"c": 3}}),
+                     ReplaceOne({"_id": 2}, {"d": 4}), DeleteOne({"_id": 2})])
+    assert [(c["operationType"], c["documentKey"]["_id"]) for c in drain(stream)] == [
+        ("insert", 1), ("replace", 1), ("delete", 1), ("insert", 2), ("update", 2), ("replace", 2), ("delete", 2)]
+
+
 def test_the_shard_key_is_in_the_document_key(tmp_path):
     client = docstore.Client(str(tmp_path / "sharded.sqlite3"), default_db="cms",
                              shard_keys=lambda: {"comments": {"discussion_id": 1, "slug": 1}})
