@@ -366,3 +366,35 @@ def test_over_the_wire_the_stream_is_a_server_cursor_that_close_kills(tmp_path):
         server.shutdown()
         server.server_close()
         engine.client.close()
+
+
+KILLED_WRITER = """
+import sys
+import docstore
+client = docstore.Client(sys.argv[1], default_db="cms")
+n = 0
+while True:
+    client.cms.things.insert_one({"_id": n, "text": "x" * (n % 5000)})
+    if n % 3 == 0:
+        client.cms.things.update_one({"_id": n}, {"$set": {"seen": True}})
+    print(n, flush=True)
+    n += 1
+"""
+
+
+def test_a_kill_9_of_the_writer_leaves_exactly_the_committed_changes(tmp_path):
+    path = str(tmp_path / "killed.sqlite3")
+    client = docstore.Client(path, default_db="cms")
+    start = client.cms.things.watch(max_await_time_ms=0).resume_token
+    writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, path], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    acknowledged = [int(writer.stdout.readline()) for _ in range(200)]
+    writer.kill()
+    writer.wait()
+    changes = drain(client.cms.things.watch(resume_after=start, max_await_time_ms=0))
+    inserted = [c["documentKey"]["_id"] for c in changes if c["operationType"] == "insert"]
+    updated = [c["documentKey"]["_id"] for c in changes if c["operationType"] == "update"]
+    stored = client.cms.things.find({}, {"seen": 1}).sort("_id", 1).to_list()
+    assert inserted == [d["_id"] for d in stored]  # an event for each committed insert, none for another
+    assert updated == [d["_id"] for d in stored if d.get("seen")]
+    assert set(acknowledged) <= set(inserted)
+    client.close()
