@@ -220,17 +220,18 @@ def _insert_after(event: dict, after: str, key: str, value) -> dict:
 
 def spec_of(full_document=None, resume_after=None, start_at_operation_time=None, start_after=None,
             full_document_before_change=None, show_expanded_events=None) -> dict:
-    """The `$changeStream` stage pymongo builds from watch()'s arguments."""
+    """The `$changeStream` stage pymongo builds from watch()'s arguments (pymongo's ChangeStream:
+    one start option, `start_after` before `resume_after` before `start_at_operation_time`)."""
     spec = {}
     if full_document is not None:
         spec["fullDocument"] = full_document
     if full_document_before_change is not None:
         spec["fullDocumentBeforeChange"] = full_document_before_change
-    if resume_after is not None:
-        spec["resumeAfter"] = resume_after
     if start_after is not None:
         spec["startAfter"] = start_after
-    if start_at_operation_time is not None:
+    elif resume_after is not None:
+        spec["resumeAfter"] = resume_after
+    elif start_at_operation_time is not None:
         spec["startAtOperationTime"] = start_at_operation_time
     if show_expanded_events:
         spec["showExpandedEvents"] = True

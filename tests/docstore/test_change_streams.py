@@ -398,3 +398,24 @@ def test_a_kill_9_of_the_writer_leaves_exactly_the_committed_changes(tmp_path):
     assert updated == [d["_id"] for d in stored if d.get("seen")]
     assert set(acknowledged) <= set(inserted)
     client.close()
+
+
+def test_start_at_operation_time_starts_at_that_change(side):
+    coll = side.db.things
+    stream = coll.watch(max_await_time_ms=AWAIT_MS)
+    coll.insert_many([{"_id": n} for n in range(4)])
+    changes = drain(stream)
+    again = drain(coll.watch(start_at_operation_time=changes[2]["clusterTime"], max_await_time_ms=AWAIT_MS))
+    assert [c["_id"] for c in again] == [c["_id"] for c in changes[2:]]
+    # pymongo sends one start option: a token before a time
+    both = coll.watch(resume_after=changes[0]["_id"], start_at_operation_time=changes[2]["clusterTime"],
+                      max_await_time_ms=AWAIT_MS)
+    assert [c["_id"] for c in drain(both)] == [c["_id"] for c in changes[1:]]
+
+
+def test_pre_images_are_not_kept(side):
+    coll = side.db.things
+    coll.insert_one({"_id": 1})
+    when = coll.watch(full_document_before_change="whenAvailable", max_await_time_ms=AWAIT_MS)
+    coll.delete_one({"_id": 1})
+    assert drain(when)[0]["fullDocumentBeforeChange"] is None
