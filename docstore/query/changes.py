@@ -115,8 +115,8 @@ def _diff_array(before: list, value: list, path: str, updated: dict, truncated: 
         updated[f"{path}.{n}"] = value[n]
 
 
-def cluster_time(seq: int, at_ms: int) -> Timestamp:
-    return Timestamp(at_ms // 1000, seq & 0xFFFFFFFF)
+def cluster_time(seq: int, at_us: int) -> Timestamp:
+    return Timestamp(at_us // 1_000_000, seq & 0xFFFFFFFF)
 
 
 def event(row: tuple, feed: int, db: str, codec: CodecOptions) -> dict:
@@ -136,11 +136,12 @@ def event(row: tuple, feed: int, db: str, codec: CodecOptions) -> dict:
     return out
 
 
-def invalidate(feed: int, seq: int, at_ms: int, codec: CodecOptions) -> dict:
-    return {"_id": token(feed, seq, INVALIDATE), "operationType": "invalidate", "clusterTime": cluster_time(seq, at_ms),
-            "wallTime": _wall(at_ms, codec)}
+def invalidate(feed: int, seq: int, at_us: int, codec: CodecOptions) -> dict:
+    return {"_id": token(feed, seq, INVALIDATE), "operationType": "invalidate", "clusterTime": cluster_time(seq, at_us),
+            "wallTime": _wall(at_us, codec)}
 
 
-def _wall(at_ms: int, codec: CodecOptions) -> datetime.datetime:
-    moment = datetime.datetime.fromtimestamp(at_ms / 1000, datetime.UTC)
+def _wall(at_us: int, codec: CodecOptions) -> datetime.datetime:
+    """wallTime: a BSON date, milliseconds (the stored microseconds cut)."""
+    moment = datetime.datetime.fromtimestamp(at_us // 1000 / 1000, datetime.UTC)
     return moment if codec.tz_aware else moment.replace(tzinfo=None)

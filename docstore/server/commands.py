@@ -34,7 +34,7 @@ from bson import Int64, ObjectId
 from pymongo import DeleteMany, DeleteOne, IndexModel, InsertOne, ReplaceOne, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, InvalidName, InvalidOperation, OperationFailure
 
-from docstore.surface.changestream import Feed
+from docstore.surface.changestream import ClusterFeed, Feed
 from docstore.surface.client import Client
 
 VERSION = "7.0.0-docstore"
@@ -416,10 +416,13 @@ class Engine:
         in-process watch() reads): its first batch without waiting, the post-batch resume token,
         and a tailable cursor that getMore continues, waiting up to its maxTimeMS (the driver's
         max_await_time_ms) for a change, as a server's awaitData cursor does."""
-        if db == "admin" or (pipeline[0].get("$changeStream") or {}).get("allChangesForCluster"):
-            raise CommandError(238, "a change stream of the whole deployment (client.watch()) is not implemented "
-                                    "by the embedded engine: watch a database or a collection")
-        if target == 1:
+        cluster = isinstance(pipeline[0].get("$changeStream"), dict) and \
+            pipeline[0]["$changeStream"].get("allChangesForCluster")
+        if db == "admin":
+            if target != 1 or not cluster:
+                raise CommandError(73, "$changeStream may not be opened on the internal admin database")
+            feed, ns = ClusterFeed(self.client, pipeline), "admin.$cmd.aggregate"
+        elif target == 1:
             feed, ns = Feed(self.client[db], None, pipeline), f"{db}.$cmd.aggregate"
         else:
             coll = self._coll(db, body, "aggregate")
@@ -469,7 +472,7 @@ class Engine:
         if f"{db}.{body.get('collection')}" != cursor.ns and not cursor.ns.startswith(f"{db}.$cmd"):
             raise CommandError(13, f"Requested getMore on namespace '{db}.{body.get('collection')}', but cursor "
                                    f"belongs to a different namespace {cursor.ns}")
-        if isinstance(cursor.source, Feed):  # a change stream: tailable, awaitData
+        if isinstance(cursor.source, (Feed, ClusterFeed)):  # a change stream: tailable, awaitData
             feed = cursor.source
             wait = body.get("maxTimeMS")
             batch = feed.batch(_batch(body.get("batchSize"), 0), 1000 if wait is None else _int(body, "maxTimeMS", 0),

@@ -11,10 +11,11 @@ order: a reader that has read every row up to `seq` N misses nothing by reading 
 write the sqlite_sequence page with every change); `trim` always keeps the newest row, so no `seq`
 is ever given twice.
 
-A row: seq, at (wall time, ms since the epoch), coll, op ("insert", "update", "replace",
-"delete", "drop", "rename"), key (the documentKey as BSON), doc (the full document as BSON, for
-insert and replace; the target `{coll}` for rename), upd (updateDescription as BSON, for update),
-size (the row's bytes, which `trim` adds up).
+A row: seq, at (wall time, microseconds since the epoch: the changes of several databases merge
+by it), coll, op ("insert", "update", "replace", "delete", "drop", "rename"), key (the
+documentKey as BSON), doc (the full document as BSON, for insert and replace; the target `{coll}`
+for rename), upd (updateDescription as BSON, for update), size (the row's bytes, which `trim`
+adds up).
 
 Bounded, as a server's oplog is by its size and `oplogMinRetentionHours`: rows older than the
 retention age, or beyond the retention bytes counted from the newest, are deleted by `trim`
@@ -52,11 +53,11 @@ def feed_id(conn: sqlite3.Connection) -> int:
     return _meta(conn, "changes_feed")
 
 
-def append(conn: sqlite3.Connection, at_ms: int, coll: str, op: str, key: bytes | None,
+def append(conn: sqlite3.Connection, at_us: int, coll: str, op: str, key: bytes | None,
            doc: bytes | None = None, upd: bytes | None = None) -> None:
     """One change, inside the running write transaction."""
     size = 48 + len(coll) + len(key or b"") + len(doc or b"") + len(upd or b"")
-    conn.execute(_APPEND, (at_ms, coll, op, key, doc, upd, size))
+    conn.execute(_APPEND, (at_us, coll, op, key, doc, upd, size))
 
 
 def last_seq(conn: sqlite3.Connection) -> int:
@@ -81,11 +82,11 @@ def read(conn: sqlite3.Connection, after: int, limit: int, colls: tuple[str, ...
                         "ORDER BY seq LIMIT ?", (after, *colls, limit)).fetchall()
 
 
-def seq_at(conn: sqlite3.Connection, at_ms: int, inc: int) -> int:
-    """The position just before the first change at or after cluster time (at_ms seconds, inc):
-    what `startAtOperationTime` starts from."""
-    second = at_ms // 1000 * 1000
-    row = conn.execute(f"SELECT seq FROM {TABLE} WHERE at >= ? + 1000 OR (at >= ? AND (seq & 4294967295) >= ?) "
+def seq_at(conn: sqlite3.Connection, seconds: int, inc: int) -> int:
+    """The position just before the first change at or after cluster time (seconds, inc): what
+    `startAtOperationTime` starts from."""
+    second = seconds * 1_000_000
+    row = conn.execute(f"SELECT seq FROM {TABLE} WHERE at >= ? + 1000000 OR (at >= ? AND (seq & 4294967295) >= ?) "
                        "ORDER BY seq LIMIT 1", (second, second, inc)).fetchone()
     return row[0] - 1 if row else last_seq(conn)
 
@@ -114,8 +115,8 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: int) -> None:
                  (key, value))
 
 
-def trim(conn: sqlite3.Connection, before_ms: int, max_bytes: int) -> int:
-    """Delete, inside a write transaction, the changes older than `before_ms` and those beyond
+def trim(conn: sqlite3.Connection, before_us: int, max_bytes: int) -> int:
+    """Delete, inside a write transaction, the changes older than `before_us` and those beyond
     `max_bytes` counted back from the newest, but never the newest (it carries the next `seq`).
     Returns how many were deleted. The table's size is counted here, not by the writes: the
     sizes of the rows appended since the last trim are added to the count kept in
@@ -129,7 +130,7 @@ def trim(conn: sqlite3.Connection, before_ms: int, max_bytes: int) -> int:
         f"SELECT coalesce(sum(size), 0) FROM {TABLE} WHERE seq > ?", (counted,)).fetchone()[0])
     first_kept, deleted = None, 0
     for seq, at, row_size in conn.execute(f"SELECT seq, at, size FROM {TABLE} WHERE seq < ? ORDER BY seq", (newest,)):
-        if at >= before_ms and size <= max_bytes:
+        if at >= before_us and size <= max_bytes:
             first_kept = seq
             break
         size -= row_size

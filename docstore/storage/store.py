@@ -582,7 +582,7 @@ class Store:
     def record(self, conn, coll: str, op: str, key: bytes | None, doc: bytes | None = None,
                upd: bytes | None = None) -> None:
         """One change event, in the running write transaction (it commits or rolls back with it)."""
-        changes.append(conn, time.time_ns() // 1_000_000, coll, op, key, doc, upd)
+        changes.append(conn, time.time_ns() // 1000, coll, op, key, doc, upd)
         self._local.appended = True
 
     def change_mark(self) -> int:
@@ -599,7 +599,7 @@ class Store:
     def trim_changes(self, max_age_s: float, max_bytes: int) -> int:
         """Changes older than `max_age_s` or beyond `max_bytes` deleted, in one write transaction."""
         with self.transaction(True) as conn:
-            return changes.trim(conn, time.time_ns() // 1_000_000 - int(max_age_s * 1000), int(max_bytes))
+            return changes.trim(conn, time.time_ns() // 1000 - int(max_age_s * 1_000_000), int(max_bytes))
 
     # --- cursors ----------------------------------------------------------------------------------
 

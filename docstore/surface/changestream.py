@@ -47,27 +47,34 @@ def _failure(code: int, name: str, msg: str) -> OperationFailure:
     return OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": name})
 
 
+def check_pipeline(pipeline: list) -> None:
+    """A change stream's pipeline as a server parses it: `$changeStream` first, its fields known,
+    and after it only the stages the manual allows."""
+    if not pipeline or not isinstance(pipeline[0], Mapping) or next(iter(pipeline[0]), None) != "$changeStream":
+        raise _failure(40602, "Location40602", "$changeStream is only valid as the first stage in a pipeline")
+    spec = pipeline[0]["$changeStream"]
+    if not isinstance(spec, Mapping):
+        raise _failure(50808, "Location50808", "$changeStream stage expects a document as argument")
+    for key in spec:
+        if key not in _SPEC_FIELDS:
+            raise _failure(40415, "Location40415", f"BSON field '$changeStream.{key}' is an unknown field.")
+    for stage in pipeline[1:]:
+        name = next(iter(stage), "") if isinstance(stage, Mapping) and len(stage) == 1 else ""
+        if name == "$changeStream":
+            raise _failure(40602, "Location40602", "$changeStream is only valid as the first stage in a pipeline")
+        if name not in ALLOWED_STAGES:
+            raise _failure(20, "IllegalOperation", f"{name or 'stage'} is not permitted in a $changeStream pipeline")
+
+
 class Feed:
     """One change stream over a database (`coll` None) or one of its collections."""
 
     def __init__(self, database, coll: str | None, pipeline: list):
         self.database = database
         self.coll = coll
-        if not pipeline or not isinstance(pipeline[0], Mapping) or next(iter(pipeline[0]), None) != "$changeStream":
-            raise _failure(40602, "Location40602", "$changeStream is only valid as the first stage in a pipeline")
+        check_pipeline(pipeline)
         spec = pipeline[0]["$changeStream"]
-        if not isinstance(spec, Mapping):
-            raise _failure(50808, "Location50808", "$changeStream stage expects a document as argument")
-        for key in spec:
-            if key not in _SPEC_FIELDS:
-                raise _failure(40415, "Location40415", f"BSON field '$changeStream.{key}' is an unknown field.")
         stages = list(pipeline[1:])
-        for stage in stages:
-            name = next(iter(stage), "") if isinstance(stage, Mapping) and len(stage) == 1 else ""
-            if name == "$changeStream":
-                raise _failure(40602, "Location40602", "$changeStream is only valid as the first stage in a pipeline")
-            if name not in ALLOWED_STAGES:
-                raise _failure(20, "IllegalOperation", f"{name or 'stage'} is not permitted in a $changeStream pipeline")
         self.full_document = spec.get("fullDocument", "default")
         if self.full_document not in _FULL_DOCUMENT:
             raise _failure(2, "BadValue", f"Enumeration value '{self.full_document}' for field "
@@ -77,8 +84,8 @@ class Feed:
             raise _failure(2, "BadValue", f"Enumeration value '{self.before_change}' for field "
                                           "'$changeStream.fullDocumentBeforeChange' is not a valid value.")
         if spec.get("allChangesForCluster"):
-            raise _failure(238, "NotImplemented", "allChangesForCluster is not implemented by the embedded engine: "
-                                                  "watch a database or a collection")
+            raise _failure(72, "InvalidOptions", "A $changeStream with 'allChangesForCluster:true' may only be opened "
+                                                 "on the 'admin' database, and with no collection name")
         self._stages = compile_pipeline(stages, database) if stages else []
         starts = [k for k in ("resumeAfter", "startAfter", "startAtOperationTime") if spec.get(k) is not None]
         if len(starts) > 1:
@@ -92,6 +99,7 @@ class Feed:
         self.closed = False
         self.invalidated = False
         self._pending: deque = deque()
+        self.times: dict[str, int] = {}
         with store.transaction(False) as conn:
             self.feed = T.feed_id(conn)
             if "resumeAfter" in starts or "startAfter" in starts:
@@ -106,7 +114,7 @@ class Feed:
                 if not isinstance(when, Timestamp):
                     raise _failure(14, "TypeMismatch", "BSON field '$changeStream.startAtOperationTime' is the wrong "
                                                        "type, expected type 'timestamp'")
-                self.after = T.seq_at(conn, when.time * 1000, when.inc)
+                self.after = T.seq_at(conn, when.time, when.inc)
                 T.check_resumable(conn, self.after)
             else:
                 self.after = T.last_seq(conn)
@@ -122,6 +130,7 @@ class Feed:
         bytes of BSON (a server's batch ends at 16 MiB)."""
         size = size or MAX_BATCH
         store = self.database._store
+        self.times = {}  # when each event of the batch was written (its token's _data: microseconds)
         deadline = time.monotonic() + max(0.0, max_await_ms) / 1000
         out: list[dict] = []
         while not self.closed:
@@ -153,6 +162,7 @@ class Feed:
                     event = self._shaped(CH.event(row, self.feed, self.database.name, _NAIVE))
                     if event is not None:
                         out.append(event)
+                        self.times[event["_id"]["_data"]] = row[1]
                         if max_bytes:
                             used += len(bson.encode(event))
                             if used >= max_bytes:
@@ -208,6 +218,108 @@ class Feed:
         self.closed = True
 
 
+_INTERNAL_DATABASES = ("admin", "local", "config")  # a server's cluster-wide stream leaves these out
+CLUSTER_TOKEN = "83"
+
+
+class ClusterFeed:
+    """A change stream of every database of a client (`client.watch()`, allChangesForCluster): one
+    Feed a database, each its own file with its own change table. A batch holds what each has, in
+    the order of their writes' wall clock (microseconds; the same microsecond by database name); a
+    token is every database's position (`{_data: "83" + hex of BSON}`), so a stream resumed from
+    it goes on in each database from there. A database that appears later (or is absent from the
+    token) is read from its first change. `admin`, `local` and `config` are left out, as by a server.
+    Waiting, it reads every POLL_S seconds."""
+
+    def __init__(self, client, pipeline: list):
+        spec = dict(pipeline[0]["$changeStream"]) if pipeline and isinstance(pipeline[0], Mapping) and \
+            isinstance(pipeline[0].get("$changeStream"), Mapping) else None
+        if spec is None:
+            raise _failure(40602, "Location40602", "$changeStream is only valid as the first stage in a pipeline")
+        spec.pop("allChangesForCluster", None)
+        self.client = client
+        self._rest = list(pipeline[1:])
+        token = spec.pop("startAfter", None) or spec.pop("resumeAfter", None)
+        self._spec = spec
+        self._feeds: dict[str, Feed] = {}
+        self.closed = False
+        self.invalidated = False  # a cluster-wide stream is not invalidated by a drop
+        self._pending: deque = deque()
+        self._from_start = token is not None or "startAtOperationTime" in spec
+        if token is not None:
+            for name, (feed, seq) in _parse_cluster_token(token).items():
+                self._open(name, CH.token(feed, seq))
+        check_pipeline([{"$changeStream": spec}, *self._rest])
+        self._refresh()
+        self._from_start = True  # a database found from now on is read from its first change
+
+    def _open(self, name: str, resume_after: dict | None) -> None:
+        spec = dict(self._spec)
+        if resume_after is not None:
+            spec.pop("startAtOperationTime", None)
+            spec["resumeAfter"] = resume_after
+        self._feeds[name] = Feed(self.client[name], None, [{"$changeStream": spec}, *self._rest])
+
+    def _refresh(self) -> None:
+        for name in [n for n, f in self._feeds.items() if f.database._store.closed]:
+            del self._feeds[name]  # dropped (dropDatabase): its file and its changes are gone
+        for name in self.client._database_names():
+            if name in self._feeds or name in _INTERNAL_DATABASES:
+                continue
+            database = self.client[name]
+            start = None
+            if self._from_start and "startAtOperationTime" not in self._spec:
+                with database._store.transaction(False) as conn:
+                    start = CH.token(T.feed_id(conn), 0)
+            self._open(name, start)
+
+    @property
+    def token(self) -> dict:
+        return _cluster_token({name: (f.feed, f.after) for name, f in self._feeds.items()})
+
+    def batch(self, size: int = 0, max_await_ms: float = 0, max_bytes: int = 0) -> list[dict]:
+        size = size or MAX_BATCH
+        deadline = time.monotonic() + max(0.0, max_await_ms) / 1000
+        while not self.closed:
+            self._refresh()
+            positions = {name: (f.feed, f.after) for name, f in self._feeds.items()}
+            found = []
+            for name, feed in self._feeds.items():
+                events = feed.batch(size, 0, max_bytes)
+                found += [(feed.times.get(event["_id"]["_data"], 0), name, n, event) for n, event in enumerate(events)]
+            if found or time.monotonic() >= deadline:
+                break
+            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+        else:
+            return []
+        out = []
+        for _, name, _, event in sorted(found, key=lambda item: item[:3]):
+            feed_id, seq, _ = CH.parse_token(event["_id"])
+            positions[name] = (feed_id, seq)
+            event["_id"] = _cluster_token(positions)
+            out.append(event)
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _cluster_token(positions: dict) -> dict:
+    body = bson.encode({"p": [[name, bson.Int64(feed), bson.Int64(seq)] for name, (feed, seq) in sorted(positions.items())]})
+    return {"_data": CLUSTER_TOKEN + body.hex().upper()}
+
+
+def _parse_cluster_token(token) -> dict:
+    data = token.get("_data") if isinstance(token, Mapping) else None
+    try:
+        if not isinstance(data, str) or not data.startswith(CLUSTER_TOKEN):
+            raise ValueError
+        return {name: (int(feed), int(seq)) for name, feed, seq in bson.decode(bytes.fromhex(data[2:]))["p"]}
+    except (ValueError, KeyError, TypeError, bson.errors.BSONError):
+        msg = f"Bad resume token: not a token of a change stream of every database: {data!r}"
+        raise _failure(260, "InvalidResumeToken", msg) from None
+
+
 def _insert_after(event: dict, after: str, key: str, value) -> dict:
     out = {}
     for k, v in event.items():
@@ -238,8 +350,8 @@ def spec_of(full_document=None, resume_after=None, start_at_operation_time=None,
     return spec
 
 
-def watch(database, coll, pipeline, max_await_time_ms, batch_size, collation, spec) -> ChangeStream:
-    """What Collection.watch and Database.watch open: the aggregate pymongo sends
+def watch(database, coll, pipeline, max_await_time_ms, batch_size, collation, spec, *, client=None) -> ChangeStream:
+    """What Collection.watch, Database.watch and (`client`) Client.watch open: the aggregate pymongo sends
     (`[{$changeStream: spec}, *pipeline]`), its first batch, and the stream."""
     if pipeline is not None and not isinstance(pipeline, list):
         raise TypeError("pipeline must be a list")
@@ -248,7 +360,10 @@ def watch(database, coll, pipeline, max_await_time_ms, batch_size, collation, sp
                                               "engine")
     if max_await_time_ms is not None and (not isinstance(max_await_time_ms, int) or max_await_time_ms < 0):
         raise ValueError("max_await_time_ms must be a non-negative integer")
-    feed = Feed(database, coll, [{"$changeStream": spec}, *(pipeline or [])])
+    if client is not None:
+        feed = ClusterFeed(client, [{"$changeStream": {**spec, "allChangesForCluster": True}}, *(pipeline or [])])
+    else:
+        feed = Feed(database, coll, [{"$changeStream": spec}, *(pipeline or [])])
     return ChangeStream(feed, max_await_time_ms, batch_size)
 
 

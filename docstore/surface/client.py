@@ -454,13 +454,14 @@ class Client:
     def start_session(self, **_kwargs):
         return _Session()
 
-    def watch(self, *args, **kwargs):
-        """A change stream of every database (allChangesForCluster): each database is its own file
-        with its own change table and positions, so the engine offers streams of one database or
-        one collection; refused as `docstore serve` refuses it (238 NotImplemented)."""
-        msg = ("a change stream of the whole deployment (client.watch()) is not implemented by the embedded "
-               "engine: watch a database or a collection")
-        raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
+    def watch(self, pipeline=None, full_document=None, resume_after=None, max_await_time_ms=None, batch_size=None,
+              collation=None, start_at_operation_time=None, session=None, start_after=None, comment=None,
+              full_document_before_change=None, show_expanded_events=None):
+        """A change stream of every database (pymongo's MongoClient.watch, allChangesForCluster):
+        docstore.surface.changestream.ClusterFeed."""
+        return CS.watch(None, None, pipeline, max_await_time_ms, batch_size, collation,
+                        CS.spec_of(full_document, resume_after, start_at_operation_time, start_after,
+                                   full_document_before_change, show_expanded_events), client=self)
 
     def bulk_write(self, models, *args, **kwargs):
         """MongoClient.bulk_write needs MongoDB 8.0 (the bulkWrite command); against the 7.0 this engine

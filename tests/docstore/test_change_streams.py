@@ -339,11 +339,22 @@ def test_resuming_from_any_token_misses_nothing_and_repeats_nothing(tmp_path_fac
     client.close()
 
 
-def test_a_stream_of_every_database_is_refused_as_not_implemented(side):
+def test_a_stream_of_every_database_sees_each_and_resumes_in_each(side):
     client = side.db.client
-    with pytest.raises(OperationFailure) as refused:
-        client.watch()
-    assert refused.value.code == 238
+    side.db.things.insert_one({"_id": "before"})
+    stream = client.watch(max_await_time_ms=AWAIT_MS)
+    side.db.things.insert_one({"_id": 1})
+    client.other.things.insert_one({"_id": 2})  # a database made after the stream opened
+    side.db.things.insert_one({"_id": 3})
+    changes = drain(stream)
+    assert [(c["ns"]["db"], c["documentKey"]["_id"]) for c in changes] == [("cms", 1), ("other", 2), ("cms", 3)]
+    resumed = drain(client.watch(resume_after=changes[0]["_id"], max_await_time_ms=AWAIT_MS))
+    assert [c["documentKey"]["_id"] for c in resumed] == [2, 3]
+    resumed = drain(client.watch(resume_after=changes[1]["_id"], max_await_time_ms=AWAIT_MS))
+    assert [c["documentKey"]["_id"] for c in resumed] == [3]
+    with pytest.raises(OperationFailure) as bad:
+        client.watch(resume_after={"_data": "83ZZ"})
+    assert bad.value.code == 260
 
 
 def test_over_the_wire_the_stream_is_a_server_cursor_that_close_kills(tmp_path):
