@@ -150,6 +150,11 @@ class Feed:
             return
         store = self.database._store
         codec = self.database.codec_options
+        if store.closed:  # the database was dropped (dropDatabase removes its file): the stream ends
+            done = CH.invalidate(self.feed, self.after, time.time_ns() // 1000, _NAIVE)
+            out.append(S.aware(done) if codec.tz_aware else done)
+            self.invalidated = True
+            return
         colls = (self.coll,) if self.coll is not None else None
         with store.transaction(False) as conn:
             T.check_resumable(conn, self.after)

@@ -251,6 +251,16 @@ def test_find_and_modify_and_bulk_writes_have_their_events(side):
         ("insert", 1), ("replace", 1), ("delete", 1), ("insert", 2), ("update", 2), ("replace", 2), ("delete", 2)]
 
 
+def test_dropping_the_database_ends_its_streams_with_invalidate(side):
+    db = side.db
+    db.things.insert_one({"_id": 1})
+    streams = [db.watch(max_await_time_ms=AWAIT_MS), db.things.watch(max_await_time_ms=AWAIT_MS)]
+    db.client.drop_database("cms")
+    for stream in streams:
+        assert [c["operationType"] for c in drain(stream)] == ["invalidate"]
+        assert not stream.alive
+
+
 def test_the_shard_key_is_in_the_document_key(tmp_path):
     client = docstore.Client(str(tmp_path / "sharded.sqlite3"), default_db="cms",
                              shard_keys=lambda: {"comments": {"discussion_id": 1, "slug": 1}})
