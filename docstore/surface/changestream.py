@@ -168,14 +168,13 @@ class Feed:
                     if event is not None:
                         out.append(event)
                         self.times[event["_id"]["_data"]] = row[1]
-                        if max_bytes:
-                            used += len(bson.encode(event))
-                            if used >= max_bytes:
-                                return
+                        used += len(bson.encode(event)) if max_bytes else 0
                     if self.coll is not None and row[3] in ("drop", "rename"):
                         done = CH.invalidate(self.feed, row[0], row[1], _NAIVE)
                         (out if len(out) < size else self._pending).append(S.aware(done) if codec.tz_aware else done)
                         self.invalidated = True
+                        return
+                    if max_bytes and used >= max_bytes:
                         return
                 if not rows:
                     return

@@ -440,3 +440,17 @@ def test_pre_images_are_not_kept(side):
     when = coll.watch(full_document_before_change="whenAvailable", max_await_time_ms=AWAIT_MS)
     coll.delete_one({"_id": 1})
     assert drain(when)[0]["fullDocumentBeforeChange"] is None
+
+
+def test_a_batch_that_ends_at_its_byte_limit_on_a_drop_still_invalidates(tmp_path):
+    """The server's getMore ends a batch at 16 MiB (docstore serve passes that limit to the Feed);
+    here a limit of one byte ends every batch after one event."""
+    from docstore.surface.changestream import Feed
+
+    client = docstore.Client(str(tmp_path / "bytes.sqlite3"), default_db="cms")
+    feed = Feed(client.cms, "things", [{"$changeStream": {}}])
+    client.cms.things.insert_one({"_id": 1})
+    client.cms.things.drop()
+    batches = [[c["operationType"] for c in feed.batch(0, 0, max_bytes=1)] for _ in range(3)]
+    assert batches == [["insert"], ["drop", "invalidate"], []]
+    client.close()
