@@ -245,6 +245,7 @@ class Store:
         self.closed = False
         self._changed = threading.Condition()  # notified after a write that appended changes commits
         self._commits = 0
+        self._seq_seen, self._seq_read_at = 0, float("-inf")  # latest_change()'s shared reading
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
         self._upgrade(self.conn())
 
@@ -401,6 +402,7 @@ class Store:
             if local.appended:  # change streams of this process wake (docstore.storage.changes)
                 with self._changed:
                     self._commits += 1
+                    self._seq_read_at = float("-inf")  # the next latest_change() reads the file
                     self._changed.notify_all()
             if write:
                 self._bound_wal(conn)
@@ -584,6 +586,23 @@ class Store:
         """One change event, in the running write transaction (it commits or rolls back with it)."""
         changes.append(conn, time.time_ns() // 1000, coll, op, key, doc, upd)
         self._local.appended = True
+
+    def latest_change(self, max_age_s: float) -> int:
+        """The newest change's position in the file, read from it at most every `max_age_s` seconds
+        by this process (shared by all its waiting streams: a thousand idle streams cost one read
+        a period, not a thousand) and at once after a write of this process committed changes."""
+        now = time.monotonic()
+        with self._changed:
+            if now < self._seq_read_at + max_age_s:
+                return self._seq_seen
+            self._seq_read_at = now
+        with self.transaction(False) as conn:
+            seq = changes.last_seq(conn)
+        with self._changed:
+            if seq > self._seq_seen:
+                self._seq_seen = seq
+                self._changed.notify_all()
+            return self._seq_seen
 
     def change_mark(self) -> int:
         """How many write transactions with changes this process has committed (for `wait_for_change`)."""

@@ -100,6 +100,7 @@ class Feed:
         self.invalidated = False
         self._pending: deque = deque()
         self.times: dict[str, int] = {}
+        self._started = False
         with store.transaction(False) as conn:
             self.feed = T.feed_id(conn)
             if "resumeAfter" in starts or "startAfter" in starts:
@@ -135,7 +136,12 @@ class Feed:
         out: list[dict] = []
         while not self.closed:
             mark = store.change_mark()
-            self._read(size, out, max_bytes)
+            # The table is read for the first batch, then when the file has a change past the
+            # position (one shared look a POLL_S for every stream of this process), or to end a
+            # stream whose database was dropped.
+            if not self._started or self._pending or store.closed or store.latest_change(POLL_S) > self.after:
+                self._started = True
+                self._read(size, out, max_bytes)
             left = deadline - time.monotonic()
             if out or self.invalidated or left <= 0:
                 break
@@ -158,6 +164,7 @@ class Feed:
         colls = (self.coll,) if self.coll is not None else None
         with store.transaction(False) as conn:
             T.check_resumable(conn, self.after)
+            top = T.last_seq(conn)
             while len(out) < size:
                 # No more rows than the batch has room for: the position stays the last one returned
                 # (or filtered out), so the post-batch token never passes an event not yet returned.
@@ -176,7 +183,8 @@ class Feed:
                         return
                     if max_bytes and used >= max_bytes:
                         return
-                if not rows:
+                if not rows:  # nothing more in this snapshot: the changes up to `top` are other collections'
+                    self.after = max(self.after, top)
                     return
 
     def _shaped(self, event: dict) -> dict | None:

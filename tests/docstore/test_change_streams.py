@@ -454,3 +454,22 @@ def test_a_batch_that_ends_at_its_byte_limit_on_a_drop_still_invalidates(tmp_pat
     batches = [[c["operationType"] for c in feed.batch(0, 0, max_bytes=1)] for _ in range(3)]
     assert batches == [["insert"], ["drop", "invalidate"], []]
     client.close()
+
+
+def test_idle_streams_share_one_look_at_the_file(tmp_path, monkeypatch):
+    """Waiting streams of one process do not each read the change table: one shared look a poll
+    period tells them whether anything is past their position."""
+    from docstore.storage import changes as T
+
+    client = docstore.Client(str(tmp_path / "idle.sqlite3"), default_db="cms")
+    streams = [client.cms.things.watch(max_await_time_ms=0) for _ in range(20)]
+    client.cms.other.insert_one({"_id": 0})  # a change none of them wants
+    reads = []
+    original = T.read
+    monkeypatch.setattr(T, "read", lambda *args, **kwargs: reads.append(1) or original(*args, **kwargs))
+    for _ in range(3):
+        assert [stream.try_next() for stream in streams] == [None] * 20
+    assert len(reads) <= 20  # each reads past the other collection's change once, then waits
+    client.cms.things.insert_one({"_id": 1})
+    assert all(stream.try_next()["documentKey"] == {"_id": 1} for stream in streams)
+    client.close()
