@@ -264,6 +264,11 @@ MONGODB_EMBEDDED_SYNCHRONOUS = os.environ.get("MONGODB_EMBEDDED_SYNCHRONOUS", "N
 # (docstore/query/cluster.py: a SHARDING_FILTER that needs the shard-key fields, skip applied
 # after the merge), so explain shows what a page costs on a cluster. Read at each query.
 MONGODB_EMBEDDED_SHARD_MODEL = env_bool("MONGODB_EMBEDDED_SHARD_MODEL", False)
+# The change feed that watch() reads (docstore/storage/changes.py), bounded as a server's oplog:
+# changes older than this many hours, or beyond this many MiB counted from the newest, are
+# trimmed; a change stream resuming from before them fails with 286 ChangeStreamHistoryLost.
+MONGODB_EMBEDDED_CHANGE_RETENTION_HOURS = env_int("MONGODB_EMBEDDED_CHANGE_RETENTION_HOURS", 24)
+MONGODB_EMBEDDED_CHANGE_RETENTION_MB = env_int("MONGODB_EMBEDDED_CHANGE_RETENTION_MB", 256)
 # The previous embedded engine's snapshot: imported once at start if present (then kept
 # as <file>.imported), so a demo site keeps its data; empty: never import.
 MONGODB_SNAPSHOT = os.environ.get("MONGODB_SNAPSHOT", str(BASE_DIR / "var" / "embedded-mongo.bson"))

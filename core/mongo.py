@@ -162,7 +162,9 @@ def _new_embedded_client(event_listeners=None, *, path: str | None = None, defau
     client = docstore.Client(path or settings.MONGODB_EMBEDDED_PATH or None,
                              default_db=settings.MONGODB_DB if default_db is None else default_db, tz_aware=True,
                              shard_keys=shard_keys, shard_model=shard_model,
-                             synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS, event_listeners=event_listeners)
+                             synchronous=settings.MONGODB_EMBEDDED_SYNCHRONOUS, event_listeners=event_listeners,
+                             change_retention_s=settings.MONGODB_EMBEDDED_CHANGE_RETENTION_HOURS * 3600,
+                             change_retention_bytes=settings.MONGODB_EMBEDDED_CHANGE_RETENTION_MB << 20)
     if path is None and settings.MONGODB_EMBEDDED_PATH and settings.MONGODB_SNAPSHOT:
         import_snapshot(client, settings.MONGODB_SNAPSHOT, settings.MONGODB_DB)
     return client

@@ -15,6 +15,9 @@ Cursors: `find`, `aggregate`, `listCollections` and `listIndexes` answer a first
 documents by default, or `batchSize`) and, when more remain, a cursor id that `getMore` continues
 and `killCursors` closes; a cursor idle for `cursor_timeout` seconds (10 minutes, the server's
 cursorTimeoutMillis) is closed, and a later `getMore` gets CursorNotFound (43), as from a server.
+An `aggregate` whose first stage is `$changeStream` opens a change stream (the Feed the in-process
+`watch()` reads): a tailable, awaitData cursor whose `getMore` waits up to its `maxTimeMS` for a
+change and whose every batch carries `postBatchResumeToken`, so pymongo's `watch()` works unchanged.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from bson import Int64, ObjectId
 from pymongo import DeleteMany, DeleteOne, IndexModel, InsertOne, ReplaceOne, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, InvalidName, InvalidOperation, OperationFailure
 
+from docstore.surface.changestream import ClusterFeed, Feed
 from docstore.surface.client import Client
 
 VERSION = "7.0.0-docstore"
@@ -411,6 +415,8 @@ class Engine:
             return self.client[db].command({"explain": {k: v for k, v in body.items()
                                                         if k not in GENERIC and k != "explain"}})
         target = body["aggregate"]
+        if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
+            return self._change_stream(db, body, target, pipeline)
         if target == 1:
             results = self.client[db].aggregate(pipeline, **kwargs)
             ns = f"{db}.$cmd.aggregate"
@@ -419,6 +425,34 @@ class Engine:
             results = coll.aggregate(pipeline, **kwargs)
             ns = f"{db}.{coll.name}"
         return self._first_batch(ns, iter(results), body.get("cursor"), body)
+
+    def _change_stream(self, db, body, target, pipeline):
+        """An aggregate that opens a change stream (docstore.surface.changestream.Feed, the one the
+        in-process watch() reads): its first batch without waiting, the post-batch resume token,
+        and a tailable cursor that getMore continues, waiting up to its maxTimeMS (the driver's
+        max_await_time_ms) for a change, as a server's awaitData cursor does."""
+        cluster = isinstance(pipeline[0].get("$changeStream"), dict) and \
+            pipeline[0]["$changeStream"].get("allChangesForCluster")
+        if db == "admin":
+            if target != 1 or not cluster:
+                raise CommandError(73, "$changeStream may not be opened on the internal admin database")
+            feed, ns = ClusterFeed(self.client, pipeline), "admin.$cmd.aggregate"
+        elif target == 1:
+            feed, ns = Feed(self.client[db], None, pipeline), f"{db}.$cmd.aggregate"
+        else:
+            coll = self._coll(db, body, "aggregate")
+            feed, ns = Feed(self.client[db], coll.name, pipeline), f"{db}.{coll.name}"
+        cursor_opts = body.get("cursor")
+        if cursor_opts is not None and not isinstance(cursor_opts, dict):
+            raise CommandError(14, "cursor field must be missing or an object")
+        batch = feed.batch(_batch((cursor_opts or {}).get("batchSize"), FIRST_BATCH), 0, BATCH_BYTES)
+        cursor = _Cursor(ns, feed, body.get("lsid"))
+        done = feed.invalidated and not feed._pending
+        if not done:
+            with self._lock:
+                self._cursors[int(cursor.id)] = cursor
+        return {"cursor": {"firstBatch": batch, "postBatchResumeToken": feed.token,
+                           "id": Int64(0) if done else cursor.id, "ns": ns}, "ok": 1.0}
 
     def cmd_count(self, db, body, connection_id):
         self._check_fields("count", body, {"query", "limit", "skip", "hint", "collation", "fields"})
@@ -453,6 +487,18 @@ class Engine:
         if f"{db}.{body.get('collection')}" != cursor.ns and not cursor.ns.startswith(f"{db}.$cmd"):
             raise CommandError(13, f"Requested getMore on namespace '{db}.{body.get('collection')}', but cursor "
                                    f"belongs to a different namespace {cursor.ns}")
+        if isinstance(cursor.source, (Feed, ClusterFeed)):  # a change stream: tailable, awaitData
+            feed = cursor.source
+            wait = body.get("maxTimeMS")
+            batch = feed.batch(_batch(body.get("batchSize"), 0), 1000 if wait is None else _int(body, "maxTimeMS", 0),
+                               BATCH_BYTES)
+            cursor.used = time.monotonic()
+            done = feed.invalidated and not feed._pending
+            if done:
+                with self._lock:
+                    self._cursors.pop(int(cursor.id), None)
+            return {"cursor": {"nextBatch": batch, "postBatchResumeToken": feed.token,
+                               "id": Int64(0) if done else cursor.id, "ns": cursor.ns}, "ok": 1.0}
         batch, done = cursor.source.take(_batch(body.get("batchSize"), 0))
         cursor.used = time.monotonic()
         if done:
