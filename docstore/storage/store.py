@@ -82,6 +82,7 @@ WAIT_QUEUE_TIMEOUT_MS = 10_000
 # waiting for the write lock the checkpoint holds, wait less than their busy_timeout). A cursor
 # holding a snapshot that long is the one reader it waits for; the cursor timeout bounds how long.
 JOURNAL_SIZE_LIMIT = 64 << 20
+PASSIVE_BYTES = 4 << 20
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
 FORCED_WAIT_MS = 5000
@@ -239,6 +240,7 @@ class Store:
         self._catalog_version = -1
         self._wal = path + "-wal"
         self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
+        self._writing = threading.Lock()  # held by the thread of this process that writes (`transaction`)
         self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
@@ -297,6 +299,7 @@ class Store:
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._all, self._idle, self._leases, self._reaper, self._opening = set(), [], {}, None, 0
+            self._writing = threading.Lock()  # a lock a parent's thread held stays held in the child
             self._stop = threading.Event()
 
     def _checkout(self) -> sqlite3.Connection:
@@ -353,6 +356,7 @@ class Store:
         conn.execute("PRAGMA cache_size=-32000")
         conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the store checkpoints after its writes (`_bound_wal`)
 
     def conn(self) -> sqlite3.Connection:
         """The thread's own connection. When the thread ends, `threading.local` drops its holder
@@ -378,47 +382,73 @@ class Store:
             return
         if self._leases and self.clock() >= self._next_sweep:
             self.sweep()
-        self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
-        local = self._local
+        # The process's writers one at a time (SQLite has one writer anyway): the checkpoint a
+        # write runs after its commit (`_bound_wal`) goes before this process's next writer, where
+        # SQLite's busy handler (a sleep and a retry, no queue) would let the writers waiting in it
+        # take the write lock again and again before the checkpoint (SQLite's "Write-Ahead Logging",
+        # "Checkpoint Starvation").
+        if write and not self._writing.acquire(timeout=self.busy_timeout_ms / 1000):
+            raise lock_timeout(sqlite3.OperationalError("database is locked"), self.busy_timeout_ms)
         try:
-            local.catalog, local.version = self._snapshot_catalog(conn)
-            local.copied, local.cloned, local.catalog_changed = False, set(), False
-            yield conn
-            if local.catalog_changed:  # one catalog version per transaction that changed it
-                version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' RETURNING v").fetchone()[0]
-                conn.execute("COMMIT")
-                with self._lock:
-                    if version > self._catalog_version:
-                        self._catalog, self._catalog_version = local.catalog, version
-            else:
-                conn.execute("COMMIT")
-            if write:
-                self._bound_wal(conn)
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
-                raise lock_timeout(exc, self.busy_timeout_ms) from None
-            raise
+            self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
+            local = self._local
+            try:
+                local.catalog, local.version = self._snapshot_catalog(conn)
+                local.copied, local.cloned, local.catalog_changed = False, set(), False
+                yield conn
+                if local.catalog_changed:  # one catalog version per transaction that changed it
+                    version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' "
+                                           "RETURNING v").fetchone()[0]
+                    conn.execute("COMMIT")
+                    with self._lock:
+                        if version > self._catalog_version:
+                            self._catalog, self._catalog_version = local.catalog, version
+                else:
+                    conn.execute("COMMIT")
+                if write:
+                    self._bound_wal(conn)
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                    raise lock_timeout(exc, self.busy_timeout_ms) from None
+                raise
+            finally:
+                local.catalog = None
         finally:
-            local.catalog = None
+            if write:
+                self._writing.release()
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
-        """After a write: a TRUNCATE checkpoint when the WAL has passed `_checkpoint_at` (one stat
-        of the WAL file a write otherwise)."""
+        """After a write, under the process's writer lock (one stat of the WAL file when it is
+        small): a PASSIVE checkpoint once the WAL holds PASSIVE_BYTES (what SQLite's automatic
+        checkpoint did; turned off in `_tune`, as it ran in whichever thread committed and made a
+        concurrent checkpoint fail at once), a TRUNCATE checkpoint once it has passed
+        `_checkpoint_at`. Another process's checkpoint holding the checkpoint lock is waited for,
+        up to the wait (SQLite's "sqlite3_wal_checkpoint_v2": SQLITE_BUSY at once then, the busy
+        handler not called)."""
         try:
             size = os.stat(self._wal).st_size
         except FileNotFoundError:
             return
+        if size < min(PASSIVE_BYTES, self._checkpoint_at):
+            return
         if size < self._checkpoint_at:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             return
         if size >= JOURNAL_SIZE_LIMIT * 3 // 4:
             wait = max(FORCED_WAIT_MS, self.busy_timeout_ms // 2)
         else:
             wait = FORCED_WAIT_MS if size >= JOURNAL_SIZE_LIMIT // 2 else CHECKPOINT_WAIT_MS
-        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
+        deadline = time.monotonic() + wait / 1000
         try:
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            while True:
+                left = max(1, int((deadline - time.monotonic()) * 1000))
+                conn.execute(f"PRAGMA busy_timeout={left}")
+                busy, log, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if not busy or log != -1 or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.005)  # log -1: another process checkpoints
         finally:
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         self.checkpoints += 1

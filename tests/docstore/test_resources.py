@@ -241,3 +241,57 @@ def test_the_kept_documents_stay_within_their_limit(path):
     db._store.kept.limit = 2 << 20
     real, counted = _held_by_reads(db, range(0, 20000, 1999))
     assert counted <= 2 << 20 and real <= 2 << 20, (real, counted)
+
+
+def test_the_wal_stays_under_its_limit_while_writers_push_into_one_large_document_that_readers_read(path,
+                                                                                                     monkeypatch):
+    """Posting into a large embedded discussion as `make serve` runs it, in small: writers in four
+    threads each rewrite one 1 MB document (a `$push`) while readers in four threads keep reading
+    it whole; with the WAL limited to 6 MB, the -wal file never passes it (sampled after every write
+    and by a watcher), though the writes add up to about 13 times the limit."""
+    from docstore.storage import store as storage
+
+    monkeypatch.setattr(storage, "JOURNAL_SIZE_LIMIT", 6 << 20)
+    monkeypatch.setattr(storage, "CHECKPOINT_BYTES", 2 << 20)
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "count": 0, "comments": [{"id": f"c{n}", "text": "y" * 200} for n in range(4000)]})
+    stop, sizes, reads, errors = threading.Event(), [], [0], []
+
+    def wal():
+        try:
+            return os.path.getsize(path + "-wal")
+        except FileNotFoundError:
+            return 0
+
+    def writer(n):
+        try:
+            for i in range(20):
+                db.c.update_one({"_id": "d"}, {"$push": {"comments": {"id": f"w{n}-{i}", "text": "z" * 200}},
+                                               "$inc": {"count": 1}})
+                sizes.append(wal())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def reader():
+        while not stop.is_set():
+            assert db.c.find_one({"_id": "d"})["count"] >= 0
+            reads[0] += 1
+
+    def watcher():
+        while not stop.is_set():
+            sizes.append(wal())
+            stop.wait(0.005)
+
+    readers = [threading.Thread(target=reader) for _ in range(4)] + [threading.Thread(target=watcher)]
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert not errors, errors
+    assert db.c.find_one({"_id": "d"}, {"count": 1})["count"] == 80
+    assert reads[0] > 0
+    assert max(sizes) < 6 << 20, (max(sizes), sorted(sizes)[-10:])
