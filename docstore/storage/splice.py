@@ -33,66 +33,83 @@ def element(name: str, encoded: bytes) -> bytes:
     return bytes((kind,)) + name.encode() + b"\0" + encoded[value_at:-1]
 
 
-def _framed(body: bytes) -> bytes:
-    return _INT32.pack(len(body) + 5) + body + b"\0"
-
-
-def _appended(blob: bytes, start: int, kind: int, path: tuple[str, ...], items: list[bytes]) -> bytes | None:
-    """The value at `blob[start:]` (a document or an array, of type `kind`) with `items` (each an
-    element's type byte and value bytes) appended to the array at `path` below it."""
-    if not path:
-        if kind != _ARRAY:
+def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tuple[list[int], int, int] | None:
+    """Where an append to the array at `path` below the value at `blob[start:]` (a document or an
+    array, of type `kind`) goes: (the offsets of the length prefixes of the documents and arrays
+    that hold it, the array's own last; its closing NUL's offset; its element count), or None when
+    the path does not lead to an array through existing documents and arrays."""
+    prefixes = [start]
+    for name in path:
+        if kind not in (_DOCUMENT, _ARRAY):
             return None
-        end = start + _INT32.unpack_from(blob, start)[0]
-        count = sum(1 for _ in elements(blob, start))
-        added = b"".join(item[:1] + str(count + n).encode() + b"\0" + item[1:] for n, item in enumerate(items))
-        return _framed(blob[start + 4:end - 1] + added)
-    if kind not in (_DOCUMENT, _ARRAY):
+        wanted = name.encode()
+        if kind == _ARRAY and not (wanted.isdigit() and (wanted == b"0" or not wanted.startswith(b"0"))):
+            return None  # a field of each element, not an index: the general path says what it means
+        for child_kind, child_name, _, value_start, _ in elements(blob, start):
+            if child_name == wanted:
+                kind, start = child_kind, value_start
+                break
+        else:
+            return None
+        prefixes.append(start)
+    if kind != _ARRAY:
         return None
-    name = path[0].encode()
-    if kind == _ARRAY and not (name.isdigit() and (name == b"0" or not name.startswith(b"0"))):
-        return None  # a field of each element, not an index: the general path says what it means
-    end = start + _INT32.unpack_from(blob, start)[0]
-    for child_kind, child_name, _, value_start, child_end in elements(blob, start):
-        if child_name == name:
-            value = _appended(blob, value_start, child_kind, path[1:], items)
-            if value is None:
-                return None
-            return _framed(blob[start + 4:value_start] + value + blob[child_end:end - 1])
-    return None
+    return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, sum(1 for _ in elements(blob, start))
 
 
-def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]]) -> bytes | None:
+def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]]) -> bytearray | None:
     """The document `blob` with its top-level `fields` replaced (an element from `element`; None:
     removed; a name the document lacks: added at its end, as a server adds a new field) and each
     array at a path of `appends` (its first name a top-level field not in `fields`) grown by its
-    items (an element's type byte and value bytes each). None when an append's path does not lead
-    to an array."""
-    parts, seen = [], set()
+    items (an element's type byte and value bytes each), written once into one new buffer (the
+    document's length prefixes, and those of the documents and arrays around each append, grown by
+    what was added inside them). None when an append's path does not lead to an array."""
+    edits: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of the old document, in order
+    grown: dict[int, int] = {0: 0}  # length prefix offset -> bytes added inside it
+    seen = set()
     for kind, name_bytes, start, value_start, end in elements(blob):
         name = name_bytes.decode()
         if name in fields:
             seen.add(name)
-            if fields[name] is not None:
-                parts.append(fields[name])
+            new = fields[name] or b""
+            edits.append((start, end, new))
+            grown[0] += len(new) - (end - start)
             continue
-        below = [(path[1:], items) for path, items in appends.items() if path[0] == name]
-        if not below:
-            parts.append(blob[start:end])
-            continue
-        value = None  # the field's new value, from the stored bytes at the first append
-        for path, items in below:
-            value = _appended(blob, value_start, kind, path, items) if value is None else _appended(value, 0, kind, path,
-                                                                                                     items)
-            if value is None:
+        for path, items in appends.items():
+            if path[0] != name:
+                continue
+            found = _array_end(blob, value_start, kind, path[1:])
+            if found is None:
                 return None
-        parts.append(blob[start:value_start])
-        parts.append(value)
-        seen.update(path[0] for path in appends if path[0] == name)
+            prefixes, at, count = found
+            added = b"".join(item[:1] + str(count + n).encode() + b"\0" + item[1:] for n, item in enumerate(items))
+            edits.append((at, at, added))
+            for prefix in [0, *prefixes]:
+                grown[prefix] = grown.get(prefix, 0) + len(added)
+            seen.add(name)
     if any(path[0] not in seen for path in appends):
         return None  # the array's field is missing: the general path creates it
-    parts.extend(fields[name] for name in fields if name not in seen and fields[name] is not None)
-    return _framed(b"".join(parts))
+    tail = b"".join(fields[name] for name in fields if name not in seen and fields[name] is not None)
+    if tail:
+        edits.append((len(blob) - 1, len(blob) - 1, tail))
+        grown[0] += len(tail)
+    edits.sort(key=lambda edit: edit[0])
+    out = bytearray(len(blob) + grown[0])
+    source = memoryview(blob)
+    at = done = 0
+    shift = []  # (the end of each edit in the old document, what the edits up to it added)
+    for start, end, new in edits:
+        out[at:at + start - done] = source[done:start]
+        at += start - done
+        out[at:at + len(new)] = new
+        at += len(new)
+        shift.append((end, at - end))
+        done = end
+    out[at:] = source[done:]
+    for prefix, added in grown.items():  # each prefix lies before every edit inside its value
+        offset = prefix + next((delta for end, delta in reversed(shift) if end <= prefix), 0)
+        _INT32.pack_into(out, offset, _INT32.unpack_from(blob, prefix)[0] + added)
+    return out
 
 
 def item(encoded: bytes) -> bytes:

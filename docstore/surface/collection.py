@@ -856,7 +856,8 @@ class Collection:
         docs = afters if return_document == ReturnDocument.AFTER else befores
         if not docs or docs[0] is None:
             return None
-        if type(docs[0]) is bytes:  # the stored bytes (`_update_in_place`): only what the projection sends is decoded
+        if isinstance(docs[0], bytes | bytearray):
+            # The stored bytes (`_update_in_place`): only what the projection sends is decoded.
             projection = S.normalize_projection(projection)
             sent = cut(docs[0], projection) if cut_plan(projection) is not None else None
             if sent is not None:
