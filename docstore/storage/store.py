@@ -70,17 +70,19 @@ REAP_EVERY = 4.0
 # waitQueueTimeoutMS; each connection may hold up to 32 MB of page cache).
 MAX_CONNECTIONS = 32
 WAIT_QUEUE_TIMEOUT_MS = 10_000
-# The WAL (SQLite's "Write-Ahead Logging"): a commit past wal_autocheckpoint (1,000 pages) copies
-# what it can back into the file (PASSIVE), but readers that overlap without pause keep the WAL
-# from starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a
-# WAL that starts over to JOURNAL_SIZE_LIMIT, and a write that leaves the WAL above CHECKPOINT_BYTES
-# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots to finish (readers
-# that start meanwhile read the file, not the WAL, so the wait is the longest running reader):
-# at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown by another
-# CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
-# write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
+# The WAL (SQLite's "Write-Ahead Logging"): readers that overlap without pause keep the WAL from
+# starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a WAL
+# that starts over to JOURNAL_SIZE_LIMIT; SQLite's automatic checkpoint is off and a write that
+# leaves the WAL above PASSIVE_BYTES copies what it can back into the file (PASSIVE); above
+# CHECKPOINT_BYTES it runs a TRUNCATE checkpoint, which waits for the readers of older snapshots
+# to finish (readers that start meanwhile read the file, not the WAL, so the wait is the longest
+# running reader): at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown
+# by another CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at
+# every write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
 # waiting for the write lock the checkpoint holds, wait less than their busy_timeout). A cursor
 # holding a snapshot that long is the one reader it waits for; the cursor timeout bounds how long.
+# The process's writers take the store's writer lock in turn, so the checkpoint runs before the
+# next of them (Store.transaction).
 JOURNAL_SIZE_LIMIT = 64 << 20
 PASSIVE_BYTES = 4 << 20
 CHECKPOINT_BYTES = 16 << 20
@@ -189,17 +191,25 @@ def _load_info(name: str, tid: str, blob: bytes) -> CollectionInfo:
 # a read, ten times the read itself (mallopt(3), M_MMAP_THRESHOLD and M_TRIM_THRESHOLD). The
 # engine's process keeps up to this much freed memory for the next large read instead.
 KEEP_FREED_BYTES = 32 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# Each malloc arena keeps its own freed memory, and glibc makes up to 8 arenas a core as threads
+# contend (mallopt(3), M_ARENA_MAX): a worker's four request threads would each keep up to
+# KEEP_FREED_BYTES. The engine's process uses at most MALLOC_ARENAS (the threads hold the GIL
+# while they allocate Python objects, so more arenas buy little), unless MALLOC_ARENA_MAX set it.
+MALLOC_ARENAS = 2
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 
 
 def keep_freed_memory() -> bool:
-    """Raise glibc's thresholds to KEEP_FREED_BYTES (once per process); False where the C library is not glibc."""
+    """Raise glibc's thresholds to KEEP_FREED_BYTES and cap its arenas at MALLOC_ARENAS (once per
+    process); False where the C library is not glibc."""
     global _kept
     if _kept is None:
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             _kept = bool(libc.mallopt(_M_MMAP_THRESHOLD, KEEP_FREED_BYTES)
                          and libc.mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
+            if "MALLOC_ARENA_MAX" not in os.environ:
+                libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
         except (OSError, AttributeError):
             _kept = False
     return _kept

@@ -295,3 +295,51 @@ def test_the_wal_stays_under_its_limit_while_writers_push_into_one_large_documen
     assert db.c.find_one({"_id": "d"}, {"count": 1})["count"] == 80
     assert reads[0] > 0
     assert max(sizes) < 6 << 20, (max(sizes), sorted(sizes)[-10:])
+
+
+_ARENAS = """
+import ctypes, ctypes.util, sys, tempfile, threading
+if sys.argv[1] == "engine":
+    from docstore.storage.store import keep_freed_memory
+    keep_freed_memory()
+held, barrier = [], threading.Barrier(8)
+
+def allocate():
+    held.append(bytes(300_000))  # past pymalloc: glibc's malloc, in the thread's arena
+    barrier.wait()  # every thread alive at once: each new one gets an arena of its own up to the cap
+
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.fopen.restype = ctypes.c_void_p
+path = tempfile.mktemp()
+out = ctypes.c_void_p(libc.fopen(path.encode(), b"w"))
+libc.malloc_info(0, out)
+libc.fclose(out)
+print(open(path).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(not docstore.storage.store.keep_freed_memory(), reason="glibc's malloc only")
+def test_the_engines_process_keeps_at_most_two_malloc_arenas(tmp_path):
+    """Eight threads allocating at once make eight glibc arenas (each keeping its own freed memory)
+    in a plain process, and at most MALLOC_ARENAS in one that opened the engine (malloc_info(3)
+    lists them)."""
+    import subprocess
+    import sys
+
+    from docstore.storage.store import MALLOC_ARENAS
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    env["PYTHONPATH"] = os.getcwd()
+
+    def arenas(kind):
+        done = subprocess.run([sys.executable, "-c", _ARENAS, kind], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    assert arenas("plain") > MALLOC_ARENAS
+    assert arenas("engine") <= MALLOC_ARENAS
