@@ -72,9 +72,9 @@ MAX_CONNECTIONS = 32
 WAIT_QUEUE_TIMEOUT_MS = 10_000
 # The WAL (SQLite's "Write-Ahead Logging"): readers that overlap without pause keep the WAL from
 # starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a WAL
-# that starts over to JOURNAL_SIZE_LIMIT; SQLite's automatic checkpoint is off and a write that
-# leaves the WAL above PASSIVE_BYTES copies what it can back into the file (PASSIVE); above
-# CHECKPOINT_BYTES it runs a TRUNCATE checkpoint, which waits for the readers of older snapshots
+# that starts over to JOURNAL_SIZE_LIMIT; a commit past wal_autocheckpoint (1,000 pages) copies
+# what it can back into the file (PASSIVE); a write that leaves the WAL above CHECKPOINT_BYTES
+# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots
 # to finish (readers that start meanwhile read the file, not the WAL, so the wait is the longest
 # running reader): at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown
 # by another CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at
@@ -84,7 +84,6 @@ WAIT_QUEUE_TIMEOUT_MS = 10_000
 # The process's writers take the store's writer lock in turn, so the checkpoint runs before the
 # next of them (Store.transaction).
 JOURNAL_SIZE_LIMIT = 64 << 20
-PASSIVE_BYTES = 4 << 20
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
 FORCED_WAIT_MS = 5000
@@ -366,7 +365,6 @@ class Store:
         conn.execute("PRAGMA cache_size=-32000")
         conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
-        conn.execute("PRAGMA wal_autocheckpoint=0")  # the store checkpoints after its writes (`_bound_wal`)
 
     def conn(self) -> sqlite3.Connection:
         """The thread's own connection. When the thread ends, `threading.local` drops its holder
@@ -430,21 +428,17 @@ class Store:
                 self._writing.release()
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
-        """After a write, under the process's writer lock (one stat of the WAL file when it is
-        small): a PASSIVE checkpoint once the WAL holds PASSIVE_BYTES (what SQLite's automatic
-        checkpoint did; turned off in `_tune`, as it ran in whichever thread committed and made a
-        concurrent checkpoint fail at once), a TRUNCATE checkpoint once it has passed
-        `_checkpoint_at`. Another process's checkpoint holding the checkpoint lock is waited for,
-        up to the wait (SQLite's "sqlite3_wal_checkpoint_v2": SQLITE_BUSY at once then, the busy
-        handler not called)."""
+        """After a write, under the process's writer lock (one stat of the WAL file a write
+        otherwise): a TRUNCATE checkpoint once the WAL has passed `_checkpoint_at`. SQLite's
+        automatic checkpoint (PASSIVE, past 1,000 frames) ran in the commit before it, in this
+        thread, so it does not hold the checkpoint lock against it; another process's checkpoint
+        holding that lock is waited for, up to the wait (SQLite's "sqlite3_wal_checkpoint_v2":
+        SQLITE_BUSY at once then, the busy handler not called)."""
         try:
             size = os.stat(self._wal).st_size
         except FileNotFoundError:
             return
-        if size < min(PASSIVE_BYTES, self._checkpoint_at):
-            return
         if size < self._checkpoint_at:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             return
         if size >= JOURNAL_SIZE_LIMIT * 3 // 4:
             wait = max(FORCED_WAIT_MS, self.busy_timeout_ms // 2)
