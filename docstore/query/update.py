@@ -666,3 +666,44 @@ def seed(query) -> dict:
         if ok:
             target[parts[-1]] = value
     return doc
+
+
+# Operators `in_place` lets through on top-level fields: each reads and writes only the field it names.
+_FIELD_OPERATORS = frozenset({"$set", "$inc", "$unset", "$min", "$max", "$mul", "$currentDate", "$setOnInsert"})
+
+
+def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset] | None:
+    """An update (already `check`ed) split for writing into the stored bytes (docstore.storage.splice):
+    (the values each `$push` appends, by its path's names; the other operators, on top-level
+    fields only; the top-level fields those change), or None for an update that needs the whole
+    document: a pipeline, `$push` with `$slice`/`$sort`/`$position`, a positional or array-filter
+    path, a dotted path outside `$push`, any other operator, or one `$push` path under another."""
+    if not isinstance(update, Mapping) or not update:
+        return None
+    appends: dict[tuple[str, ...], list] = {}
+    others: dict = {}
+    fields: set[str] = set()
+    for operator, spec in update.items():
+        if operator == "$push":
+            for path, value in spec.items():
+                parts = tuple(path.split("."))
+                if any(part.startswith("$") for part in parts):
+                    return None
+                if isinstance(value, Mapping) and "$each" in value:
+                    if set(value) != {"$each"}:
+                        return None
+                    values = list(value["$each"])
+                else:
+                    values = [value]
+                appends[parts] = values
+        elif operator in _FIELD_OPERATORS:
+            if any("." in path or path.startswith("$") or path == "_id" for path in spec):
+                return None
+            others[operator] = spec
+            fields.update(spec)
+        else:
+            return None
+    pushed = {parts[0] for parts in appends}
+    if pushed & fields or len(pushed) != len(appends):
+        return None  # one top-level field named twice: the general path says what that means
+    return appends, others, frozenset(fields)

@@ -71,17 +71,19 @@ REAP_EVERY = 4.0
 # waitQueueTimeoutMS; each connection may hold up to 32 MB of page cache).
 MAX_CONNECTIONS = 32
 WAIT_QUEUE_TIMEOUT_MS = 10_000
-# The WAL (SQLite's "Write-Ahead Logging"): a commit past wal_autocheckpoint (1,000 pages) copies
-# what it can back into the file (PASSIVE), but readers that overlap without pause keep the WAL
-# from starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a
-# WAL that starts over to JOURNAL_SIZE_LIMIT, and a write that leaves the WAL above CHECKPOINT_BYTES
-# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots to finish (readers
-# that start meanwhile read the file, not the WAL, so the wait is the longest running reader):
-# at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown by another
-# CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at every
-# write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
+# The WAL (SQLite's "Write-Ahead Logging"): readers that overlap without pause keep the WAL from
+# starting over, and a WAL file keeps its largest size. So: `journal_size_limit` truncates a WAL
+# that starts over to JOURNAL_SIZE_LIMIT; a commit past wal_autocheckpoint (1,000 pages) copies
+# what it can back into the file (PASSIVE); a write that leaves the WAL above CHECKPOINT_BYTES
+# runs a TRUNCATE checkpoint, which waits for the readers of older snapshots
+# to finish (readers that start meanwhile read the file, not the WAL, so the wait is the longest
+# running reader): at most CHECKPOINT_WAIT_MS (given up, it is tried again when the WAL has grown
+# by another CHECKPOINT_BYTES); once the WAL has passed half the limit, at most FORCED_WAIT_MS at
+# every write until it succeeds, and past three quarters, half of busy_timeout (the other writers,
 # waiting for the write lock the checkpoint holds, wait less than their busy_timeout). A cursor
 # holding a snapshot that long is the one reader it waits for; the cursor timeout bounds how long.
+# The process's writers take the store's writer lock in turn, so the checkpoint runs before the
+# next of them (Store.transaction).
 JOURNAL_SIZE_LIMIT = 64 << 20
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
@@ -190,17 +192,25 @@ def _load_info(name: str, tid: str, blob: bytes) -> CollectionInfo:
 # a read, ten times the read itself (mallopt(3), M_MMAP_THRESHOLD and M_TRIM_THRESHOLD). The
 # engine's process keeps up to this much freed memory for the next large read instead.
 KEEP_FREED_BYTES = 32 << 20
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# Each malloc arena keeps its own freed memory, and glibc makes up to 8 arenas a core as threads
+# contend (mallopt(3), M_ARENA_MAX): a worker's four request threads would each keep up to
+# KEEP_FREED_BYTES. The engine's process uses at most MALLOC_ARENAS (the threads hold the GIL
+# while they allocate Python objects, so more arenas buy little), unless MALLOC_ARENA_MAX set it.
+MALLOC_ARENAS = 2
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 
 
 def keep_freed_memory() -> bool:
-    """Raise glibc's thresholds to KEEP_FREED_BYTES (once per process); False where the C library is not glibc."""
+    """Raise glibc's thresholds to KEEP_FREED_BYTES and cap its arenas at MALLOC_ARENAS (once per
+    process); False where the C library is not glibc."""
     global _kept
     if _kept is None:
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             _kept = bool(libc.mallopt(_M_MMAP_THRESHOLD, KEEP_FREED_BYTES)
                          and libc.mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
+            if "MALLOC_ARENA_MAX" not in os.environ:
+                libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
         except (OSError, AttributeError):
             _kept = False
     return _kept
@@ -241,6 +251,7 @@ class Store:
         self._catalog_version = -1
         self._wal = path + "-wal"
         self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
+        self._writing = threading.Lock()  # held by the thread of this process that writes (`transaction`)
         self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
         self._changed = threading.Condition()  # notified after a write that appended changes commits
@@ -304,6 +315,7 @@ class Store:
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._all, self._idle, self._leases, self._reaper, self._opening = set(), [], {}, None, 0
+            self._writing = threading.Lock()  # a lock a parent's thread held stays held in the child
             self._stop = threading.Event()
 
     def _checkout(self) -> sqlite3.Connection:
@@ -385,39 +397,55 @@ class Store:
             return
         if self._leases and self.clock() >= self._next_sweep:
             self.sweep()
-        self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
-        local = self._local
+        # The process's writers one at a time (SQLite has one writer anyway): the checkpoint a
+        # write runs after its commit (`_bound_wal`) goes before this process's next writer, where
+        # SQLite's busy handler (a sleep and a retry, no queue) would let the writers waiting in it
+        # take the write lock again and again before the checkpoint (SQLite's "Write-Ahead Logging",
+        # "Checkpoint Starvation").
+        if write and not self._writing.acquire(timeout=self.busy_timeout_ms / 1000):
+            raise lock_timeout(sqlite3.OperationalError("database is locked"), self.busy_timeout_ms)
         try:
-            local.catalog, local.version = self._snapshot_catalog(conn)
-            local.copied, local.cloned, local.catalog_changed, local.appended = False, set(), False, False
-            yield conn
-            if local.catalog_changed:  # one catalog version per transaction that changed it
-                version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' RETURNING v").fetchone()[0]
-                conn.execute("COMMIT")
-                with self._lock:
-                    if version > self._catalog_version:
-                        self._catalog, self._catalog_version = local.catalog, version
-            else:
-                conn.execute("COMMIT")
-            if local.appended:  # change streams of this process wake (docstore.storage.changes)
-                with self._changed:
-                    self._commits += 1
-                    self._seq_read_at = float("-inf")  # the next latest_change() reads the file
-                    self._changed.notify_all()
-            if write:
-                self._bound_wal(conn)
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
-                raise lock_timeout(exc, self.busy_timeout_ms) from None
-            raise
+            self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
+            local = self._local
+            try:
+                local.catalog, local.version = self._snapshot_catalog(conn)
+                local.copied, local.cloned, local.catalog_changed, local.appended = False, set(), False, False
+                yield conn
+                if local.catalog_changed:  # one catalog version per transaction that changed it
+                    version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' "
+                                           "RETURNING v").fetchone()[0]
+                    conn.execute("COMMIT")
+                    with self._lock:
+                        if version > self._catalog_version:
+                            self._catalog, self._catalog_version = local.catalog, version
+                else:
+                    conn.execute("COMMIT")
+                if local.appended:  # change streams of this process wake (docstore.storage.changes)
+                    with self._changed:
+                        self._commits += 1
+                        self._seq_read_at = float("-inf")  # the next latest_change() reads the file
+                        self._changed.notify_all()
+                if write:
+                    self._bound_wal(conn)
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                    raise lock_timeout(exc, self.busy_timeout_ms) from None
+                raise
+            finally:
+                local.catalog = None
         finally:
-            local.catalog = None
+            if write:
+                self._writing.release()
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
-        """After a write: a TRUNCATE checkpoint when the WAL has passed `_checkpoint_at` (one stat
-        of the WAL file a write otherwise)."""
+        """After a write, under the process's writer lock (one stat of the WAL file a write
+        otherwise): a TRUNCATE checkpoint once the WAL has passed `_checkpoint_at`. SQLite's
+        automatic checkpoint (PASSIVE, past 1,000 frames) ran in the commit before it, in this
+        thread, so it does not hold the checkpoint lock against it; another process's checkpoint
+        holding that lock is waited for, up to the wait (SQLite's "sqlite3_wal_checkpoint_v2":
+        SQLITE_BUSY at once then, the busy handler not called)."""
         try:
             size = os.stat(self._wal).st_size
         except FileNotFoundError:
@@ -428,9 +456,15 @@ class Store:
             wait = max(FORCED_WAIT_MS, self.busy_timeout_ms // 2)
         else:
             wait = FORCED_WAIT_MS if size >= JOURNAL_SIZE_LIMIT // 2 else CHECKPOINT_WAIT_MS
-        conn.execute(f"PRAGMA busy_timeout={int(wait)}")
+        deadline = time.monotonic() + wait / 1000
         try:
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            while True:
+                left = max(1, int((deadline - time.monotonic()) * 1000))
+                conn.execute(f"PRAGMA busy_timeout={left}")
+                busy, log, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if not busy or log != -1 or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.005)  # log -1: another process checkpoints
         finally:
             conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         self.checkpoints += 1

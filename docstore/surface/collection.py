@@ -45,7 +45,10 @@ from docstore.query import semantics as S
 from docstore.query import update as U
 from docstore.query import validation as VAL
 from docstore.query import variables as V
+from docstore.query.match import prepare
 from docstore.storage import keys as K
+from docstore.storage import splice as SP
+from docstore.storage.cut import cut
 from docstore.storage.cut import plan as cut_plan
 from docstore.storage.store import IndexInfo, is_duplicate, new_generation
 from docstore.surface import changestream as CS
@@ -54,6 +57,9 @@ from docstore.surface import events
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
 # the interleaving of two racing upserts (tests/docstore/test_cluster_rules.py).
 upsert_race_hook = None
+# The smallest stored document an update is written into in place (`_update_in_place`): below it,
+# decoding and encoding the whole document costs less than cutting its fields first.
+IN_PLACE_SMALLEST = 64 * 1024
 
 
 def _sort_list(sort, direction=None):
@@ -580,10 +586,14 @@ class Collection:
             S.validate_update(update, array_filters)
         rules = self.database.client.cluster
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
+        in_place = not (replace or multi or sort or hint or array_filters or collation is not None)
         while True:
             with self._store.transaction(True) as conn:
                 self._writable()
                 info = self._info()
+                done = self._update_in_place(conn, info, filter, update) if in_place else None
+                if done is not None:
+                    return done
                 docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
                                                      collation=collation))
                 if docs or not upsert:
@@ -613,6 +623,60 @@ class Collection:
                     continue  # server: retried as an update, which now finds the document that won
                 raise
             return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
+
+    def _update_in_place(self, conn, info, filter, update):
+        """One update of one large document by `_id`, written into its stored bytes
+        (docstore.storage.splice): the filter is matched on the top-level fields it names, cut from
+        the bytes (a filter reads only the fields it names); the operators other than `$push` are
+        applied to the fields they name (each reads and writes only its own field); each `$push`
+        appends its encoded values to the array. The reply's documents are the stored bytes before
+        and after (`_returned` decodes what its projection sends). None, nothing done, when the
+        update needs the whole document (docstore.query.update.in_place), the document is small, a
+        validator or an index reads a changed field, a shard-key field changes, or the document
+        does not match; the caller then applies the update the general way."""
+        if info is None or not info.materialized or info.options.get("validator"):
+            return None
+        split = U.in_place(S.naive(update))
+        doc_id = filter.get("_id")
+        if split is None or type(doc_id) not in (int, str, ObjectId) or \
+                any(not isinstance(k, str) or k.startswith("$") for k in filter):
+            return None
+        appends, others, fields = split
+        touched = fields | {path[0] for path in appends}
+        if any(index.table and {f.split(".")[0] for f in index.fields} & touched for index in info.indexes.values()):
+            return None
+        key = self.database.client.cluster.key(self.name)
+        if key and {f.split(".")[0] for f in key} & touched:
+            return None
+        row = conn.execute(f"SELECT rid, doc FROM {info.table} WHERE id=?", (K.encode(doc_id),)).fetchone()
+        if row is None or len(row[1]) < IN_PLACE_SMALLEST:
+            return None
+        rid, blob = row
+        named = cut(blob, {name: 1 for name in {k.split(".")[0] for k in filter} | fields})
+        if named is None:
+            return None  # the filter names a large field: matched on the whole document
+        before = decode(named)
+        if not S.filter_applies(prepare(S.naive(filter)), before):
+            return None
+        try:
+            after = S.apply_update(before, S.naive(filter), others, was_insert=False) if others else before
+        except WriteError:
+            return None  # which of the update's errors a server reports first: the general path says
+        changes = {name: SP.element(name, bson.encode({name: after[name]})) for name in after if name in fields}
+        changes.update({name: None for name in fields if name in before and name not in after})
+        items = {path: [SP.item(bson.encode({"v": value})) for value in values]
+                 for path, values in S.naive(appends).items()}
+        modified = bool(items) or after != before or list(after) != list(before)
+        data = SP.splice(blob, changes, items) if modified else blob
+        if data is None:
+            return None  # an append's path leads to no array: the general path says what happens
+        if modified:
+            if len(data) > S.MAX_BSON_SIZE:
+                raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
+                                 S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
+            info = self._store.versioned(conn, info)
+            conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        return {"n": 1, "nModified": int(modified), "upserted": None, "updatedExisting": True, "ok": 1.0}, [blob], [data]
 
     def _replacement(self, old, replacement):
         new = S.naive(dict(replacement))
@@ -805,6 +869,13 @@ class Collection:
         docs = afters if return_document == ReturnDocument.AFTER else befores
         if not docs or docs[0] is None:
             return None
+        if isinstance(docs[0], bytes | bytearray):
+            # The stored bytes (`_update_in_place`): only what the projection sends is decoded.
+            projection = S.normalize_projection(projection)
+            sent = cut(docs[0], projection) if cut_plan(projection) is not None else None
+            if sent is not None:
+                return self._out(decode(sent))
+            docs = [decode(docs[0])]
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
         return self._out(S.project(docs[0], S.normalize_projection(projection), filter))
 

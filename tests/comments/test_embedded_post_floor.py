@@ -154,3 +154,65 @@ def test_an_older_versions_mark_is_moved_by_the_backfill_and_finished_by_the_per
     assert comments_posts_finish.apply().get() == 1
     assert comments_posts_finish.apply().get() == 0
     assert _notified(api_client, alice) == 1
+
+
+class DocumentCosts:
+    """What one request costs the engine in whole copies of one large document: BSON decodes and
+    encodes of at least half its stored size (bson.decode / bson.encode, which every decode and
+    encode of the engine goes through), and the writes of its row (a temporary trigger on the
+    thread's connection: the Django test client serves the request in this thread)."""
+
+    def __init__(self, monkeypatch, collection, discussion_id):
+        import bson
+
+        from docstore.storage import keys
+
+        store = collection._store
+        table = store.collection(collection.name).table
+        self._conn = conn = store.conn()
+        size = conn.execute(f"SELECT length(doc) FROM {table} WHERE id=?", (keys.encode(discussion_id),)).fetchone()[0]
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS document_writes (rid INTEGER)")
+        conn.execute("DELETE FROM temp.document_writes")
+        conn.execute(f"CREATE TEMP TRIGGER IF NOT EXISTS count_document_writes AFTER UPDATE OF doc ON main.{table} "
+                     f"BEGIN INSERT INTO document_writes VALUES (NEW.rid); END")
+        self.decodes = self.encodes = 0
+        real_decode, real_encode = bson.decode, bson.encode
+
+        def decode(data, *args, **kwargs):
+            self.decodes += len(data) >= size // 2
+            return real_decode(data, *args, **kwargs)
+
+        def encode(document, *args, **kwargs):
+            data = real_encode(document, *args, **kwargs)
+            self.encodes += len(data) >= size // 2
+            return data
+
+        monkeypatch.setattr(bson, "decode", decode)
+        monkeypatch.setattr(bson, "encode", encode)
+
+    @property
+    def writes(self) -> int:
+        return self._conn.execute("SELECT count(*) FROM temp.document_writes").fetchone()[0]
+
+
+@pytest.mark.parametrize("order", ["chronological", "threaded"])
+def test_a_post_into_a_large_embedded_discussion_writes_it_once_and_never_decodes_it(mongo_db, monkeypatch, api_client,
+                                                                                     make_topic, make_user, order):
+    """The push is written into the stored bytes (docstore.storage.splice): the document is
+    rewritten once, and neither decoded nor encoded whole, by the API's post."""
+    from bench import loaders, people
+    from comments.managers import manager_for
+
+    topic, bob = make_topic("embedded", order), make_user("bob")
+    comments = loaders.discussion(discussion_id=topic.discussion_id, size=300,
+                                  authors=people.authors(people.users(3, "floor")),
+                                  id_length=loaders.ID_LENGTH["embedded"])
+    loaders.load_embedded(manager_for("embedded"), comments, threaded=order == "threaded")
+    costs = DocumentCosts(monkeypatch, mongo_db[EmbeddedCommentManager.collection_name], topic.discussion_id)
+    api_client.force_authenticate(bob)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "one more"}, format="json")
+    assert answer.status_code == 201, answer.content
+    assert (costs.writes, costs.decodes, costs.encodes) == (1, 0, 0), (costs.writes, costs.decodes, costs.encodes)
+    stored = manager_for("embedded").get(discussion_id=topic.discussion_id, comment_id=answer.json()["id"],
+                                         threaded=order == "threaded")
+    assert (stored.text, stored.seq) == ("one more", 301)

@@ -241,3 +241,105 @@ def test_the_kept_documents_stay_within_their_limit(path):
     db._store.kept.limit = 2 << 20
     real, counted = _held_by_reads(db, range(0, 20000, 1999))
     assert counted <= 2 << 20 and real <= 2 << 20, (real, counted)
+
+
+def test_the_wal_stays_under_its_limit_while_writers_push_into_one_large_document_that_readers_read(path,
+                                                                                                     monkeypatch):
+    """Posting into a large embedded discussion as `make serve` runs it, in small: writers in four
+    threads each rewrite one 1 MB document (a `$push`) while readers in four threads keep reading
+    it whole; with the WAL limited to 6 MB, the -wal file never passes it (sampled after every write
+    and by a watcher), though the writes add up to about 13 times the limit."""
+    from docstore.storage import store as storage
+
+    monkeypatch.setattr(storage, "JOURNAL_SIZE_LIMIT", 6 << 20)
+    monkeypatch.setattr(storage, "CHECKPOINT_BYTES", 2 << 20)
+    db = open_db(path)
+    db.c.insert_one({"_id": "d", "count": 0, "comments": [{"id": f"c{n}", "text": "y" * 200} for n in range(4000)]})
+    stop, sizes, reads, errors = threading.Event(), [], [0], []
+
+    def wal():
+        try:
+            return os.path.getsize(path + "-wal")
+        except FileNotFoundError:
+            return 0
+
+    def writer(n):
+        try:
+            for i in range(20):
+                db.c.update_one({"_id": "d"}, {"$push": {"comments": {"id": f"w{n}-{i}", "text": "z" * 200}},
+                                               "$inc": {"count": 1}})
+                sizes.append(wal())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def reader():
+        while not stop.is_set():
+            assert db.c.find_one({"_id": "d"})["count"] >= 0
+            reads[0] += 1
+
+    def watcher():
+        while not stop.is_set():
+            sizes.append(wal())
+            stop.wait(0.005)
+
+    readers = [threading.Thread(target=reader) for _ in range(4)] + [threading.Thread(target=watcher)]
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert not errors, errors
+    assert db.c.find_one({"_id": "d"}, {"count": 1})["count"] == 80
+    assert reads[0] > 0
+    assert max(sizes) < 6 << 20, (max(sizes), sorted(sizes)[-10:])
+
+
+_ARENAS = """
+import ctypes, ctypes.util, sys, tempfile, threading
+if sys.argv[1] == "engine":
+    from docstore.storage.store import keep_freed_memory
+    keep_freed_memory()
+held, barrier = [], threading.Barrier(8)
+
+def allocate():
+    held.append(bytes(300_000))  # past pymalloc: glibc's malloc, in the thread's arena
+    barrier.wait()  # every thread alive at once: each new one gets an arena of its own up to the cap
+
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.fopen.restype = ctypes.c_void_p
+path = tempfile.mktemp()
+out = ctypes.c_void_p(libc.fopen(path.encode(), b"w"))
+libc.malloc_info(0, out)
+libc.fclose(out)
+print(open(path).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(not docstore.storage.store.keep_freed_memory(), reason="glibc's malloc only")
+def test_the_engines_process_keeps_at_most_two_malloc_arenas(tmp_path):
+    """Eight threads allocating at once make eight glibc arenas (each keeping its own freed memory)
+    in a plain process, and at most MALLOC_ARENAS in one that opened the engine (malloc_info(3)
+    lists them)."""
+    import subprocess
+    import sys
+
+    from docstore.storage.store import MALLOC_ARENAS
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    env["PYTHONPATH"] = os.getcwd()
+
+    def arenas(kind):
+        done = subprocess.run([sys.executable, "-c", _ARENAS, kind], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    assert arenas("plain") > MALLOC_ARENAS
+    assert arenas("engine") <= MALLOC_ARENAS

@@ -1,0 +1,109 @@
+"""An update written into the stored bytes (docstore.storage.splice, Collection._update_in_place)
+leaves the document, the reply and the error a server gives exactly as applying it to the decoded
+document does (the general path, the reference): the same collection is updated both ways, one
+with the in-place path off, and the stored bytes compared."""
+
+import datetime as dt
+
+import bson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pymongo import ReturnDocument
+from pymongo.errors import PyMongoError
+
+import docstore
+from docstore.surface import collection as surface
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1), st.integers(2**31 - 3, 2**31 + 3),
+                    st.floats(allow_nan=False), st.text(max_size=4),
+                    st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(2100, 1, 1)))
+values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                        st.dictionaries(st.sampled_from("xyz"), inner, max_size=2)),
+                      max_leaves=6)
+replies = st.recursive(st.just([]), lambda inner: st.lists(st.builds(lambda r: {"id": "c", "replies": r}, inner),
+                                                            max_size=3), max_leaves=6)
+documents = st.builds(lambda fields, tree: {"_id": 7, **fields, **({"replies": tree} if tree is not None else {})},
+                      st.dictionaries(st.sampled_from(["count", "bytes", "layout", "flag"]), scalars, max_size=4),
+                      st.one_of(st.none(), replies, scalars))
+push_paths = st.sampled_from(["replies", "replies.0.replies", "replies.1.replies.0.replies", "replies.x", "count",
+                              "missing", "replies.01.replies"])
+fields = st.sampled_from(["count", "bytes", "flag", "new", "other"])
+updates = st.builds(
+    lambda push, each, inc, set_, unset, minimum: {
+        k: v for k, v in {
+            "$push": {push[0]: {"$each": push[1]} if each else push[1][0]} if push else None,
+            "$inc": {inc[0]: inc[1]} if inc else None, "$set": {set_[0]: set_[1]} if set_ else None,
+            "$unset": {unset: ""} if unset else None, "$min": {minimum[0]: minimum[1]} if minimum else None,
+        }.items() if v},
+    st.one_of(st.none(), st.tuples(push_paths, st.lists(values, min_size=1, max_size=2))), st.booleans(),
+    st.one_of(st.none(), st.tuples(fields, st.one_of(st.integers(-3, 2**31), st.floats(-2, 2, allow_nan=False)))),
+    st.one_of(st.none(), st.tuples(fields, values)), st.one_of(st.none(), fields),
+    st.one_of(st.none(), st.tuples(fields, scalars)),
+).filter(bool)
+filters = st.one_of(st.just({"_id": 7}), st.just({"_id": 7, "layout": {"$exists": False}}),
+                    st.just({"_id": 7, "count": {"$lte": 10}}), st.just({"_id": 8}),
+                    st.just({"_id": 7, "replies.0.id": "c"}))
+
+
+def _outcome(collection, call, *args, **kwargs):
+    try:
+        result = call(*args, **kwargs)
+    except PyMongoError as exc:
+        result = ("error", type(exc).__name__, getattr(exc, "code", None))
+    else:
+        result = getattr(result, "raw_result", result)
+    stored = collection.find_one({"_id": 7})
+    return result, bson.encode(stored) if stored is not None else None
+
+
+@pytest.fixture
+def pair(tmp_path):
+    client = docstore.Client(str(tmp_path / "inplace.sqlite3"), default_db="inplace")
+    yield client.get_database()["general"], client.get_database()["in_place"]
+    client.close()
+
+
+def _both(monkeypatch, pair, doc, method, *args, **kwargs):
+    general, in_place = pair
+    outcomes = []
+    for collection, smallest in ((general, 1 << 40), (in_place, 0)):
+        collection.delete_many({})
+        collection.insert_one(dict(doc))
+        monkeypatch.setattr(surface, "IN_PLACE_SMALLEST", smallest)
+        outcomes.append(_outcome(collection, getattr(collection, method), *args, **kwargs))
+    return outcomes
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=documents, filter=filters, update=updates, method=st.sampled_from(["update_one", "after", "before"]),
+       projection=st.sampled_from([None, {"count": 1}, {"replies": 0}]))
+def test_an_update_in_place_does_what_the_general_path_does(monkeypatch, pair, doc, filter, update, method,
+                                                            projection):
+    if method == "update_one":
+        general, in_place = _both(monkeypatch, pair, doc, "update_one", filter, update)
+    else:
+        returned = ReturnDocument.AFTER if method == "after" else ReturnDocument.BEFORE
+        general, in_place = _both(monkeypatch, pair, doc, "find_one_and_update", filter, update,
+                                  projection=projection, return_document=returned)
+    assert in_place == general
+
+
+def test_a_push_into_a_large_document_is_spliced_without_applying_the_update(monkeypatch, pair):
+    """The in-place path is the one taken (the general one is not run) for the post's shape."""
+    from docstore.query import semantics
+
+    general, in_place = pair
+    doc = {"_id": 7, "layout": "flat", "count": 2, "bytes": 10, "comments": [{"id": "a"}, {"id": "b"}]}
+    in_place.insert_one(doc)
+    monkeypatch.setattr(surface, "IN_PLACE_SMALLEST", 0)
+    calls = []
+    real = semantics.apply_update
+    monkeypatch.setattr(semantics, "apply_update", lambda doc, *a, **k: calls.append(sorted(doc)) or real(doc, *a, **k))
+    stored = in_place.find_one_and_update({"_id": 7, "layout": "flat", "bytes": {"$lte": 100}},
+                                          {"$push": {"comments": {"id": "c"}}, "$inc": {"count": 1, "bytes": 5}},
+                                          projection={"count": 1}, return_document=ReturnDocument.AFTER)
+    assert stored == {"_id": 7, "count": 3}
+    assert calls == [["_id", "bytes", "count", "layout"]]  # only the small fields the filter and $inc name
+    assert in_place.find_one({"_id": 7}) == {**doc, "count": 3, "bytes": 15,
+                                             "comments": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}
