@@ -57,13 +57,16 @@ def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tup
     return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, sum(1 for _ in elements(blob, start))
 
 
-def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]]) -> bytearray | None:
+def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]],
+           counts: dict[tuple[str, ...], int] | None = None) -> bytearray | None:
     """The document `blob` with its top-level `fields` replaced (an element from `element`; None:
     removed; a name the document lacks: added at its end, as a server adds a new field) and each
     array at a path of `appends` (its first name a top-level field not in `fields`) grown by its
     items (an element's type byte and value bytes each), written once into one new buffer (the
     document's length prefixes, and those of the documents and arrays around each append, grown by
-    what was added inside them). None when an append's path does not lead to an array."""
+    what was added inside them). None when an append's path does not lead to an array. `counts`,
+    when given, receives each appended array's element count before the append (the index of its
+    first new element, which a change event names)."""
     edits: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of the old document, in order
     grown: dict[int, int] = {0: 0}  # length prefix offset -> bytes added inside it
     seen = set()
@@ -82,6 +85,8 @@ def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str
             if found is None:
                 return None
             prefixes, at, count = found
+            if counts is not None:
+                counts[path] = count
             added = b"".join(item[:1] + str(count + n).encode() + b"\0" + item[1:] for n, item in enumerate(items))
             edits.append((at, at, added))
             for prefix in [0, *prefixes]:

@@ -652,7 +652,8 @@ class Collection:
         if row is None or len(row[1]) < IN_PLACE_SMALLEST:
             return None
         rid, blob = row
-        named = cut(blob, {name: 1 for name in {k.split(".")[0] for k in filter} | fields})
+        named = cut(blob, {name: 1 for name in {k.split(".")[0] for k in filter} | fields |
+                           {f.split(".")[0] for f in key or ()}})
         if named is None:
             return None  # the filter names a large field: matched on the whole document
         before = decode(named)
@@ -667,7 +668,8 @@ class Collection:
         items = {path: [SP.item(bson.encode({"v": value})) for value in values]
                  for path, values in S.naive(appends).items()}
         modified = bool(items) or after != before or list(after) != list(before)
-        data = SP.splice(blob, changes, items) if modified else blob
+        counts: dict[tuple[str, ...], int] = {}
+        data = SP.splice(blob, changes, items, counts) if modified else blob
         if data is None:
             return None  # an append's path leads to no array: the general path says what happens
         if modified:
@@ -676,6 +678,14 @@ class Collection:
                                  S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
             info = self._store.versioned(conn, info)
             conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+            # The change event, as `_rewrite` records one: the changed fields, and each appended
+            # element under its new index (`path.N`), as a server's updateDescription names them.
+            described = CH.update_description(before, after)
+            for path, values in S.naive(appends).items():
+                first = counts[path]
+                described["updatedFields"].update({f"{'.'.join(path)}.{first + n}": value
+                                                   for n, value in enumerate(values)})
+            self._store.record(conn, self.name, "update", self._document_key(before), upd=bson.encode(described))
         return {"n": 1, "nModified": int(modified), "upserted": None, "updatedExisting": True, "ok": 1.0}, [blob], [data]
 
     def _replacement(self, old, replacement):

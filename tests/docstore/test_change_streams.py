@@ -473,3 +473,23 @@ def test_idle_streams_share_one_look_at_the_file(tmp_path, monkeypatch):
     client.cms.things.insert_one({"_id": 1})
     assert all(stream.try_next()["documentKey"] == {"_id": 1} for stream in streams)
     client.close()
+
+
+def test_an_update_written_into_a_large_documents_bytes_has_its_event(side):
+    """An update of one large document by `_id` is written into its stored bytes (a `$push`
+    appended, top-level fields replaced, without decoding the document): its change event names
+    what changed as the general path's does, each appended element under its new index."""
+    coll = side.db.big
+    filler = "x" * 1000
+    coll.insert_one({"_id": "d", "comments": [{"n": n, "text": filler} for n in range(100)], "count": 100,
+                     "old": True})
+    with coll.watch(max_await_time_ms=AWAIT_MS) as stream:
+        coll.update_one({"_id": "d"}, {"$push": {"comments": {"$each": [{"n": 100}, {"n": 101}]}},
+                                       "$inc": {"count": 2}, "$unset": {"old": ""}})
+        changes = drain(stream)
+    assert [c["operationType"] for c in changes] == ["update"]
+    assert changes[0]["documentKey"] == {"_id": "d"}
+    assert changes[0]["updateDescription"] == {
+        "updatedFields": {"count": 102, "comments.100": {"n": 100}, "comments.101": {"n": 101}},
+        "removedFields": ["old"], "truncatedArrays": []}
+    assert side.engine.big.find_one({"_id": "d"}, {"count": 1, "old": 1}) == {"_id": "d", "count": 102}
