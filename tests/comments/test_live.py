@@ -1,0 +1,238 @@
+"""The live stream of a topic page (GET /t/<slug>/live/, Server-Sent Events): which comments a
+change shows to which viewer, rendered as the page renders them, and resuming after
+Last-Event-ID with nothing missed and nothing repeated. The change feed is the test's
+(tests/comments/live_support.py) in pymongo's ChangeStream shape; the browser test uses the
+store's own."""
+
+import json
+
+import pytest
+
+from comments import live, services, views
+from comments.managers import live as live_manager
+from comments.managers.live import changed_comments, decode_token, encode_token
+from moderation.services import comment_moderate
+from tests.comments.live_support import FakeLog
+from tests.comments.support import LAYOUTS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def feed(monkeypatch):
+    log = FakeLog()
+    monkeypatch.setattr(live_manager.CommentChangeFeed, "open", lambda self, **kw: log.open(self, **kw))
+    monkeypatch.setattr(views, "HEARTBEAT_SECONDS", 0.05)
+    yield log
+    live.stop_hubs()
+
+
+class Stream:
+    """An open stream read message by message (the test client's streaming response)."""
+
+    def __init__(self, client, url, **headers):
+        self.response = client.get(url, **headers)
+        self.chunks = iter(self.response.streaming_content) if self.response.streaming else iter(())
+        self.last_id = None
+
+    def messages(self, until, bound=400):
+        """Messages (dicts: event, data, id) up to the first for which `until(message)` holds; at
+        most `bound` chunks are read (heartbeats included), so a missing message fails the test."""
+        out = []
+        for _ in range(bound):
+            text = next(self.chunks).decode()
+            for block in text.split("\n\n"):
+                message = _parse(block)
+                if message is None:
+                    continue
+                if message.get("id"):
+                    self.last_id = message["id"]
+                out.append(message)
+                if until(message):
+                    return out
+        raise AssertionError(f"no such message among {out}")
+
+    def close(self):
+        self.response.close()
+
+
+def _parse(block: str):
+    fields = {}
+    for line in block.split("\n"):
+        if not line or line.startswith(":"):
+            continue
+        name, _, value = line.partition(": ")
+        fields[name] = value
+    if not fields or set(fields) == {"retry"}:
+        return None
+    if "data" in fields:
+        fields["data"] = json.loads(fields["data"])
+    return fields
+
+
+def comments_of(messages, event="comment"):
+    return [m["data"] for m in messages if m.get("event") == event]
+
+
+def _has_id(message):
+    return "id" in message
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_each_strategy_s_change_names_the_comment_it_touched(make_topic, make_user, storage, order, feed):
+    """A post (MongoDB reports an insert, or a `$push` as the whole array) and an edit (`comments.N.text`)."""
+    topic, alice = make_topic(storage, order), make_user("alice")
+    first = services.comment_create(topic=topic, author=alice, text="first")
+    reply = services.comment_create(topic=topic, author=alice, text="a reply", parent=first.id)
+    posted = changed_comments(storage, feed.emit_comment(topic, reply.id, new=True))
+    assert [(c.comment.id, c.new, c.discussion_id) for c in posted] == [(reply.id, True, topic.discussion_id)]
+    services.comment_like(topic=topic, comment_id=first.id, user=make_user("bob"))
+    liked = changed_comments(storage, feed.emit_comment(topic, first.id, new=False, field="likes"))
+    assert [(c.comment.id, c.new, c.comment.likes) for c in liked] == [(first.id, False, 1)]
+
+
+def test_a_token_survives_its_encoding_and_hostile_ids_are_refused():
+    token = {"_data": "8263A1B2C3000000012B0229296E04"}
+    assert decode_token(encode_token(token)) == token
+    from core.errors import InvalidInput
+    for bad in ["", "x" * 2000, "not base64!", "AAAA", encode_token({})]:
+        with pytest.raises(InvalidInput):
+            decode_token(bad)
+
+
+def test_a_bad_last_event_id_is_a_400_in_the_api_s_error_shape(client, make_topic, feed):
+    topic = make_topic("document", "chronological")
+    response = client.get(f"/t/{topic.slug}/live/", HTTP_LAST_EVENT_ID="%%%")
+    assert response.status_code == 400 and response.json()["code"] == "invalid"
+
+
+def test_new_comments_edits_and_likes_reach_an_anonymous_reader(client, make_topic, make_user, feed):
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+    stream = Stream(client, f"/t/{topic.slug}/live/?after=0")
+    assert stream.response["Content-Type"] == "text/event-stream"
+    assert stream.response["X-Accel-Buffering"] == "no"
+    assert comments_of(stream.messages(_has_id)) == []  # nothing posted after 0 yet; the opening position
+    comment = services.comment_create(topic=topic, author=alice, text="Hello **live**")
+    feed.emit_comment(topic, comment.id, new=True)
+    [shown] = comments_of(stream.messages(_has_id))
+    assert shown["id"] == comment.id and shown["new"] and "<strong>live</strong>" in shown["html"]
+    assert f'id="c-{comment.id}"' in shown["html"]  # the page's own article
+    services.comment_edit(topic=topic, comment_id=comment.id, text="Hello, edited", user=alice)
+    feed.emit_comment(topic, comment.id, new=False)
+    [edited] = comments_of(stream.messages(_has_id))
+    assert not edited["new"] and "Hello, edited" in edited["html"]
+    services.comment_like(topic=topic, comment_id=comment.id, user=make_user("bob"))
+    feed.emit_comment(topic, comment.id, new=False, field="likes")
+    [liked] = comments_of(stream.messages(_has_id))
+    assert liked["likes"] == 1 and "1 like" in liked["html"]
+    stream.close()
+
+
+def test_what_a_viewer_may_not_see_is_never_sent(client, make_topic, make_user, editor, feed):
+    """A hidden comment (author only) reaches its author and editors only; a removed one reaches
+    readers as its placeholder, never its text; a new comment nobody else may see is not announced."""
+    topic, alice, bob = make_topic("document", "chronological"), make_user("alice"), make_user("bob")
+    visible = services.comment_create(topic=topic, author=alice, text="Alice says something")
+    hidden = services.comment_create(topic=topic, author=alice, text="Alice's secret")
+    comment_moderate(topic=topic, comment_ids=[hidden.id], action="hide", moderator=editor)
+    readers = {}
+    for name, user in (("anonymous", None), ("bob", bob), ("alice", alice), ("editor", editor)):
+        from django.test import Client
+        reader = Client()
+        if user is not None:
+            reader.force_login(user)
+        readers[name] = Stream(reader, f"/t/{topic.slug}/live/")
+        readers[name].messages(_has_id)  # the opening position
+    feed.emit_comment(topic, hidden.id, new=True)  # as if the hidden comment had just been posted
+    comment_moderate(topic=topic, comment_ids=[visible.id], action="remove", moderator=editor)
+    feed.emit_comment(topic, visible.id, new=False, field="status")
+    seen = {name: stream.messages(lambda m: m.get("id") == stream_id(feed)) for name, stream in readers.items()}
+    for name in ("anonymous", "bob"):
+        assert comments_of(seen[name]) == [], name
+        [placeholder] = comments_of(seen[name], "hidden")
+        assert placeholder["id"] == visible.id and "Alice says something" not in placeholder["html"]
+    assert [c["id"] for c in comments_of(seen["alice"])] == [hidden.id]
+    assert "Alice's secret" in comments_of(seen["alice"])[0]["html"]
+    assert [c["id"] for c in comments_of(seen["editor"])] == [hidden.id, visible.id]
+    assert "Alice says something" in comments_of(seen["editor"])[1]["html"]
+    for stream in readers.values():
+        stream.close()
+
+
+def stream_id(feed) -> str:
+    return encode_token(feed.events[-1][2]["_id"])
+
+
+def test_a_draft_topic_s_stream_is_a_404_but_for_editors(client, editor, feed):
+    from topics.services import topic_create
+    draft = topic_create(author=editor, title="Draft", comment_storage="document", status="draft")
+    assert client.get(f"/t/{draft.slug}/live/").status_code == 404
+    client.force_login(editor)
+    response = client.get(f"/t/{draft.slug}/live/")
+    assert response.status_code == 200
+    response.close()
+
+
+def test_last_event_id_resumes_with_nothing_missed_and_nothing_repeated(client, make_topic, make_user, feed):
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+    other = make_topic("bucketed", "chronological")
+    stream = Stream(client, f"/t/{topic.slug}/live/")
+    first = services.comment_create(topic=topic, author=alice, text="one")
+    feed.emit_comment(topic, first.id, new=True)
+    stream.messages(lambda m: m.get("event") == "comment")
+    stream.close()  # the connection drops here
+    missed = []
+    for i in range(3):
+        comment = services.comment_create(topic=topic, author=alice, text=f"missed {i}")
+        feed.emit_comment(topic, comment.id, new=True)
+        missed.append(comment.id)
+        noise = services.comment_create(topic=other, author=alice, text="elsewhere")  # another topic's change
+        feed.emit_comment(other, noise.id, new=True)
+    again = Stream(client, f"/t/{topic.slug}/live/", HTTP_LAST_EVENT_ID=stream.last_id)
+    later = services.comment_create(topic=topic, author=alice, text="after the reconnect")
+    feed.emit_comment(topic, later.id, new=True)
+    got = comments_of(again.messages(lambda m: m.get("event") == "comment" and m["data"]["id"] == later.id))
+    assert [c["id"] for c in got] == [*missed, later.id]
+    again.close()
+
+
+def test_a_token_the_feed_no_longer_holds_tells_the_page_to_reload(client, make_topic, make_user, feed):
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+    for text in ("one", "two"):
+        feed.emit_comment(topic, services.comment_create(topic=topic, author=alice, text=text).id, new=True)
+    feed.trimmed = 2  # the oplog rolled over
+    stream = Stream(client, f"/t/{topic.slug}/live/", HTTP_LAST_EVENT_ID=encode_token(feed.token(1)))
+    [reset] = [m for m in stream.messages(lambda m: m.get("event") == "reset")]
+    assert "reload" in reset["data"]["detail"]
+
+
+def test_a_fresh_stream_first_sends_what_was_posted_after_the_page_s_count(client, make_topic, make_user, feed):
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+    services.comment_create(topic=topic, author=alice, text="on the page")
+    late = services.comment_create(topic=topic, author=alice, text="posted before the stream opened")
+    stream = Stream(client, f"/t/{topic.slug}/live/?after=1")
+    got = comments_of(stream.messages(lambda m: m.get("event") == "comment"))
+    assert [c["id"] for c in got] == [late.id]
+    stream.close()
+
+
+def test_the_page_names_its_stream(client, make_topic, settings):
+    topic = make_topic("document", "chronological")
+    assert f'data-live-url="/t/{topic.slug}/live/"' in client.get(f"/t/{topic.slug}/").content.decode()
+    settings.COMMENTS_LIVE = False
+    assert "data-live-url" not in client.get(f"/t/{topic.slug}/").content.decode()
+    assert client.get(f"/t/{topic.slug}/live/").status_code == 404
+
+
+def test_without_change_streams_the_stream_answers_503_and_the_page_polls(client, make_topic):
+    """The store offers no watch() (a standalone MongoDB): 503, which the page's script takes as "poll"."""
+    topic = make_topic("document", "chronological")
+    live.stop_hubs()
+    try:
+        response = client.get(f"/t/{topic.slug}/live/")
+    finally:
+        live.stop_hubs()
+    if response.status_code == 200:
+        response.close()
+        pytest.skip("this store offers change streams")
+    assert response.status_code == 503 and response.json()["code"] == "live_unavailable"
