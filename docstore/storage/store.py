@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 import bson
 from pymongo.errors import OperationFailure, WaitQueueTimeoutError
 
+from docstore.storage import changes
 from docstore.storage.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
@@ -92,8 +93,9 @@ CREATE TABLE IF NOT EXISTS _docstore_catalog (name TEXT PRIMARY KEY, tid TEXT NO
 INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 """
 # The file's layout, in `PRAGMA user_version` (0 in a file made before it was kept there):
-# 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger.
-SCHEMA_VERSION = 2
+# 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger; 3: the
+# change table (docstore.storage.changes).
+SCHEMA_VERSION = 3
 
 # The documents tables that have `gen` (one query over the schema, when the catalog is read).
 _VERSIONED_TABLES = ("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c "
@@ -241,6 +243,8 @@ class Store:
         self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
         self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
+        self._changed = threading.Condition()  # notified after a write that appended changes commits
+        self._commits = 0
         self.kept = KeptDocuments()  # large documents read in place, by stored version (docstore.storage.raw)
         self._upgrade(self.conn())
 
@@ -263,6 +267,8 @@ class Store:
                     conn.execute(statement)
             if version < 2:
                 _add_generations(conn)
+            if version < 3:
+                changes.create(conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -382,7 +388,7 @@ class Store:
         local = self._local
         try:
             local.catalog, local.version = self._snapshot_catalog(conn)
-            local.copied, local.cloned, local.catalog_changed = False, set(), False
+            local.copied, local.cloned, local.catalog_changed, local.appended = False, set(), False, False
             yield conn
             if local.catalog_changed:  # one catalog version per transaction that changed it
                 version = conn.execute("UPDATE _docstore_meta SET v = v + 1 WHERE k='catalog' RETURNING v").fetchone()[0]
@@ -392,6 +398,10 @@ class Store:
                         self._catalog, self._catalog_version = local.catalog, version
             else:
                 conn.execute("COMMIT")
+            if local.appended:  # change streams of this process wake (docstore.storage.changes)
+                with self._changed:
+                    self._commits += 1
+                    self._changed.notify_all()
             if write:
                 self._bound_wal(conn)
         except BaseException as exc:
@@ -550,6 +560,7 @@ class Store:
         if info is None:
             return False
         self.drop_tables(conn, info)
+        self.record(conn, name, "drop", None)
         conn.execute("DELETE FROM _docstore_catalog WHERE name=?", (name,))
         self._bump(conn)
         self._writable().pop(name, None)
@@ -558,12 +569,37 @@ class Store:
     def rename(self, conn, old: str, new: str) -> None:
         conn.execute("UPDATE _docstore_catalog SET name=? WHERE name=?", (new, old))
         self._bump(conn)
+        self.record(conn, old, "rename", None, bson.encode({"coll": new}))
         info = self.mutable(old)
         catalog = self._writable()
         catalog.pop(old)
         info.name = new
         catalog[new] = info
         self._local.cloned.add(new)
+
+    # --- the change table (docstore.storage.changes) --------------------------------------------
+
+    def record(self, conn, coll: str, op: str, key: bytes | None, doc: bytes | None = None,
+               upd: bytes | None = None) -> None:
+        """One change event, in the running write transaction (it commits or rolls back with it)."""
+        changes.append(conn, time.time_ns() // 1_000_000, coll, op, key, doc, upd)
+        self._local.appended = True
+
+    def change_mark(self) -> int:
+        """How many write transactions with changes this process has committed (for `wait_for_change`)."""
+        return self._commits
+
+    def wait_for_change(self, mark: int, timeout: float) -> None:
+        """Sleep up to `timeout` seconds, woken at once when a write of this process commits a change
+        after `mark` was read; another process's write is seen by the caller's next read."""
+        with self._changed:
+            if self._commits == mark:
+                self._changed.wait(timeout)
+
+    def trim_changes(self, max_age_s: float, max_bytes: int) -> int:
+        """Changes older than `max_age_s` or beyond `max_bytes` deleted, in one write transaction."""
+        with self.transaction(True) as conn:
+            return changes.trim(conn, time.time_ns() // 1_000_000 - int(max_age_s * 1000), int(max_bytes))
 
     # --- cursors ----------------------------------------------------------------------------------
 

@@ -18,8 +18,14 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 from docstore.query import validation as VAL
 from docstore.query.cluster import ClusterRules
 from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, Store
+from docstore.surface import changestream as CS
 from docstore.surface import events
 from docstore.surface.collection import Collection, CommandCursor
+
+# The change table keeps a day of changes, at most this many bytes of them (a server's oplog:
+# oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
+CHANGE_RETENTION_S = 24 * 3600
+CHANGE_RETENTION_BYTES = 256 << 20
 
 
 class Database:
@@ -82,6 +88,13 @@ class Database:
                 deleted += self[name].delete_many({index.keys[0][0]: {"$lt": cutoff}}).deleted_count
         return deleted
 
+    def trim_changes(self) -> int:
+        """The change table (docstore.storage.changes) cut to the client's retention: changes older than
+        `change_retention_s`, or beyond `change_retention_bytes` counted from the newest, deleted, as a
+        server's oplog drops its oldest entries past its size and retention (run with each TTL pass).
+        Returns how many were deleted."""
+        return self._store.trim_changes(self.client.change_retention_s, self.client.change_retention_bytes)
+
     def _expire_if_due(self) -> None:
         """Run a TTL pass when one is due (called by every write command before its transaction)."""
         if time.monotonic() < self._ttl_due or getattr(self._ttl_local, "running", False):
@@ -94,6 +107,7 @@ class Database:
         try:
             with events.quiet():  # the server's TTL monitor: no command a driver sees
                 self.expire()
+            self.trim_changes()
         finally:
             self._ttl_local.running = False
 
@@ -151,6 +165,14 @@ class Database:
             raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
         msg = f"{{aggregate: 1}} is not valid for '{first}'; a collection is required."
         raise OperationFailure(msg, 73, {"ok": 0.0, "errmsg": msg, "code": 73, "codeName": "InvalidNamespace"})
+
+    def watch(self, pipeline=None, full_document=None, resume_after=None, max_await_time_ms=None, batch_size=None,
+              collation=None, start_at_operation_time=None, session=None, start_after=None, comment=None,
+              full_document_before_change=None, show_expanded_events=None):
+        """A change stream of every collection of this database (pymongo's Database.watch)."""
+        return CS.watch(self, None, pipeline, max_await_time_ms, batch_size, collation,
+                        CS.spec_of(full_document, resume_after, start_at_operation_time, start_after,
+                                   full_document_before_change, show_expanded_events))
 
     def list_collection_names(self, session=None, filter=None, **_kwargs):
         body = {"listCollections": 1, **({"filter": filter} if filter else {}), "nameOnly": True, "cursor": {}}
@@ -333,7 +355,11 @@ class Client:
                  shard_keys=None, shard_model=False, synchronous: str = "NORMAL", ttl_interval: float = 60.0,
                  event_listeners=None, busy_timeout_ms: int = 30000,
                  cursor_timeout_ms: float | None = CURSOR_TIMEOUT_MS, clock=time.monotonic,
-                 max_connections: int = MAX_CONNECTIONS, wait_queue_timeout_ms: float = WAIT_QUEUE_TIMEOUT_MS):
+                 max_connections: int = MAX_CONNECTIONS, wait_queue_timeout_ms: float = WAIT_QUEUE_TIMEOUT_MS,
+                 change_retention_s: float = CHANGE_RETENTION_S, change_retention_bytes: int = CHANGE_RETENTION_BYTES):
+        # The change feed's bound (docstore.storage.changes): what change streams can resume from.
+        self.change_retention_s = float(change_retention_s)
+        self.change_retention_bytes = int(change_retention_bytes)
         # pymongo's command monitoring (docstore/surface/events.py): the given listeners and those
         # registered globally before this client was made.
         self.command_listeners = events.command_listeners(event_listeners)

@@ -38,6 +38,7 @@ from docstore.exec.executor import (
     stored_id,
 )
 from docstore.plan import planner as P
+from docstore.query import changes as CH
 from docstore.query import collation as C
 from docstore.query import merge as M
 from docstore.query import semantics as S
@@ -47,6 +48,7 @@ from docstore.query import variables as V
 from docstore.storage import keys as K
 from docstore.storage.cut import plan as cut_plan
 from docstore.storage.store import IndexInfo, is_duplicate, new_generation
+from docstore.surface import changestream as CS
 from docstore.surface import events
 
 # Test hook: called between an upsert's read (nothing matched) and its insert, to force
@@ -489,6 +491,11 @@ class Collection:
                 raise
             raise _dup_key_error(self.database.name, self.name, "_id_", ["_id"], [doc["_id"]]) from None
         self._write_entries(conn, info, cur.lastrowid, None, stored)
+        self._store.record(conn, self.name, "insert", self._document_key(stored), data)
+
+    def _document_key(self, doc: dict) -> bytes:
+        """A change event's documentKey: `_id` and the declared shard key's fields (docstore.query.changes)."""
+        return bson.encode(CH.document_key(doc, self.database.client.cluster.key(self.name)))
 
     def _prepare_insert(self, document):
         if not isinstance(document, Mapping):
@@ -590,7 +597,7 @@ class Collection:
                         befores.append(old)
                         afters.append(new)
                         if new != old or list(new) != list(old):
-                            self._rewrite(conn, info, old, new, bypass)
+                            self._rewrite(conn, info, old, new, bypass, replace)
                             modified += 1
                     return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
                             "ok": 1.0}, befores, afters
@@ -628,7 +635,7 @@ class Collection:
             new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
         return new
 
-    def _rewrite(self, conn, info, old, new, bypass: bool = False):
+    def _rewrite(self, conn, info, old, new, bypass: bool = False, replace: bool = False):
         if not bypass:
             VAL.check(info.options, new, old)
         data = bson.encode(new)
@@ -641,6 +648,11 @@ class Collection:
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
+        if replace:
+            self._store.record(conn, self.name, "replace", self._document_key(new), data)
+        else:
+            self._store.record(conn, self.name, "update", self._document_key(old),
+                               upd=bson.encode(CH.update_description(old, new)))
 
     def _update_command(self, statement: dict, let, bypass, comment) -> dict:
         """The `update` command pymongo sends for one statement."""
@@ -709,6 +721,7 @@ class Collection:
                 rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
                 self._write_entries(conn, info, rid, doc, None)
                 conn.execute(f"DELETE FROM {info.table} WHERE rid=?", (rid,))
+                self._store.record(conn, self.name, "delete", self._document_key(doc))
         return docs
 
     def _delete_command(self, filter, limit: int, collation, hint, let, comment) -> dict:
@@ -1019,8 +1032,13 @@ class Collection:
             self._store.rename(conn, self.name, new_name)
         return {"ok": 1.0}
 
-    def watch(self, *args, **kwargs):
-        raise NotImplementedError("change streams need a replica set; the embedded engine has none")
+    def watch(self, pipeline=None, full_document=None, resume_after=None, max_await_time_ms=None, batch_size=None,
+              collation=None, start_at_operation_time=None, session=None, start_after=None, comment=None,
+              full_document_before_change=None, show_expanded_events=None):
+        """A change stream of this collection (pymongo's Collection.watch; docstore.surface.changestream)."""
+        return CS.watch(self.database, self.name, pipeline, max_await_time_ms, batch_size, collation,
+                        CS.spec_of(full_document, resume_after, start_at_operation_time, start_after,
+                                   full_document_before_change, show_expanded_events))
 
 
 def _bulk_reply(result: dict, before: dict) -> dict:
