@@ -47,6 +47,7 @@ WATCHED = {
 }
 LOST_CODES = {260, 280, 286}  # InvalidResumeToken, ChangeStreamFatalError, ChangeStreamHistoryLost
 _INDEX = re.compile(r"^\d+$")
+SUBTREE_MAX = 200  # comments one change may name at most (a store reporting a whole thread as changed)
 
 
 class FeedUnavailable(Exception):
@@ -143,13 +144,16 @@ def changed_comments(storage: str, change: dict) -> list[Changed]:
     if operation != "update":  # a bucket or a discussion document written whole: every element is new to it
         return [Changed(discussion_id, c, True) for c in _elements(doc, discussion_id)]
     fields = (change.get("updateDescription") or {}).get("updatedFields") or {}
+    # A post raises the document's `count` in the update that pushes the comment (buckets: the
+    # bucket's count; embedded: the discussion's, which is the new comment's seq).
+    posted = "count" in fields
     found: dict[str, Changed] = {}
     for path in fields:
-        for changed in _touched(storage, doc, path.split("."), discussion_id):
+        for changed in _touched(doc, path.split("."), fields[path], discussion_id, posted):
             old = found.get(changed.comment.id)
             if old is None or (changed.new and not old.new):
                 found[changed.comment.id] = changed
-    return list(found.values())
+    return list(found.values())[:SUBTREE_MAX]
 
 
 def _elements(doc: dict, discussion_id: int) -> list[Comment]:
@@ -163,17 +167,22 @@ def _elements(doc: dict, discussion_id: int) -> list[Comment]:
     return [from_element({"seq": i, **e}, discussion_id) for i, e in enumerate(doc.get("comments") or [], start=1)]
 
 
-def _touched(storage: str, doc: dict, parts: list[str], discussion_id: int) -> list[Changed]:
-    """The element a path of updatedFields names inside `doc`; a whole array (or a new index at
-    its end, as MongoDB reports a `$push`) means its newest element was posted."""
+def _touched(doc: dict, parts: list[str], value, discussion_id: int, posted: bool) -> list[Changed]:
+    """The elements a path of updatedFields names inside `doc`. A path into an element's fields
+    (`comments.5.likes`, as MongoDB reports a like) names that comment, as the looked-up document
+    holds it; a path naming a whole element or array (as MongoDB reports a `$push`, and as a store
+    may report any change inside an element) names the comments of its value, as they were at the
+    change (the looked-up document may be later): in a post the newest of them, else all of them."""
     array_name = "replies" if "replies" in doc else "comments"
     flat = array_name == "comments"
     node, i = doc, 0
     while i < len(parts) and parts[i] == array_name:
         elements = node.get(array_name) or []
-        if i + 1 == len(parts):  # the whole array: a push
-            newest = _newest(elements, flat)
-            return [Changed(discussion_id, _comment(newest, discussion_id, flat, elements), True)] if newest else []
+        if i + 1 == len(parts):  # the whole array
+            under = value if isinstance(value, list) else elements
+            if flat:
+                under = [e if "seq" in e else {**e, "seq": n} for n, e in enumerate(under, start=1)]
+            return _under(under, discussion_id, posted)
         index = parts[i + 1]
         if not _INDEX.match(index) or int(index) >= len(elements):
             return []
@@ -182,19 +191,25 @@ def _touched(storage: str, doc: dict, parts: list[str], discussion_id: int) -> l
         if rest and rest[0] == array_name and not flat:
             node, i = element, i + 2
             continue
-        return [Changed(discussion_id, _comment(element, discussion_id, flat, elements), not rest)]
+        if not rest and isinstance(value, dict) and value.get("id"):
+            element = value
+        if flat and "seq" not in element:  # a flat embedded discussion numbers its comments by position
+            element = {**element, "seq": int(index) + 1}
+        if rest:  # a field of this comment
+            return [Changed(discussion_id, from_element(element, discussion_id), False)]
+        return _under([element], discussion_id, posted)
     return []
 
 
-def _newest(elements: list[dict], flat: bool) -> dict | None:
-    if not elements:
-        return None
-    if flat and any("seq" in e for e in elements):  # buckets keep their array in seq order
-        return max(elements, key=lambda e: int(e.get("seq", 0)))
-    return elements[-1]  # a flat or nested embedded array only ever grows at its end
+def _under(elements: list[dict], discussion_id: int, posted: bool) -> list[Changed]:
+    below = list(_walk(elements))
+    if posted:
+        newest = max(below, key=lambda e: (int(e.get("seq") or 0), e.get("posted") or ""), default=None)
+        return [Changed(discussion_id, from_element(newest, discussion_id), True)] if newest else []
+    return [Changed(discussion_id, from_element(e, discussion_id), False) for e in below[:SUBTREE_MAX]]
 
 
-def _comment(element: dict, discussion_id: int, flat: bool, elements: list[dict]) -> Comment:
-    if flat and "seq" not in element:  # a flat embedded discussion: the position is the number
-        element = {**element, "seq": next(n for n, e in enumerate(elements, start=1) if e is element)}
-    return from_element(element, discussion_id)
+def _walk(elements: list[dict]):
+    for element in elements:
+        yield element
+        yield from _walk(element.get("replies") or [])

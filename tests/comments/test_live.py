@@ -10,7 +10,7 @@ import pytest
 
 from comments import live, services, views
 from comments.managers import live as live_manager
-from comments.managers.live import changed_comments, decode_token, encode_token
+from comments.managers.live import CommentChangeFeed, changed_comments, decode_token, encode_token, next_change
 from moderation.services import comment_moderate
 from tests.comments.live_support import FakeLog
 from tests.comments.support import LAYOUTS
@@ -78,17 +78,29 @@ def _has_id(message):
     return "id" in message
 
 
+def _changes(stream, storage):
+    out = []
+    while (change := next_change(stream)) is not None:
+        out.append([(c.comment.id, c.new, c.comment.text, c.comment.likes) for c in changed_comments(storage, change)])
+    return [c for c in out if c]
+
+
 @pytest.mark.parametrize("storage,order", LAYOUTS)
-def test_each_strategy_s_change_names_the_comment_it_touched(make_topic, make_user, storage, order, feed):
-    """A post (MongoDB reports an insert, or a `$push` as the whole array) and an edit (`comments.N.text`)."""
+def test_each_strategy_s_changes_name_the_comments_they_touched(make_topic, make_user, storage, order):
+    """On the store's own change stream: a post names its comment as new (as it was then, even when
+    the change is read after later writes), a like and an edit name the comment they changed."""
     topic, alice = make_topic(storage, order), make_user("alice")
+    stream = CommentChangeFeed(storage).open(max_await_ms=10)
     first = services.comment_create(topic=topic, author=alice, text="first")
     reply = services.comment_create(topic=topic, author=alice, text="a reply", parent=first.id)
-    posted = changed_comments(storage, feed.emit_comment(topic, reply.id, new=True))
-    assert [(c.comment.id, c.new, c.discussion_id) for c in posted] == [(reply.id, True, topic.discussion_id)]
     services.comment_like(topic=topic, comment_id=first.id, user=make_user("bob"))
-    liked = changed_comments(storage, feed.emit_comment(topic, first.id, new=False, field="likes"))
-    assert [(c.comment.id, c.new, c.comment.likes) for c in liked] == [(first.id, False, 1)]
+    services.comment_edit(topic=topic, comment_id=reply.id, text="edited", user=alice)
+    posted_first, posted_reply, liked, edited = _changes(stream, storage)
+    stream.close()
+    assert posted_first == [(first.id, True, "first", 0)]
+    assert posted_reply == [(reply.id, True, "a reply", 0)]
+    assert (first.id, False, "first", 1) in liked and all(not new for _, new, _, _ in liked)
+    assert (reply.id, False, "edited", 0) in edited and all(not new for _, new, _, _ in edited)
 
 
 def test_a_token_survives_its_encoding_and_hostile_ids_are_refused():
@@ -224,15 +236,50 @@ def test_the_page_names_its_stream(client, make_topic, settings):
     assert client.get(f"/t/{topic.slug}/live/").status_code == 404
 
 
-def test_without_change_streams_the_stream_answers_503_and_the_page_polls(client, make_topic):
-    """The store offers no watch() (a standalone MongoDB): 503, which the page's script takes as "poll"."""
+def test_without_change_streams_the_stream_answers_503_and_the_page_polls(client, make_topic, monkeypatch):
+    """A store without change streams (a standalone MongoDB answers watch() with code 40573): 503,
+    which the page's script takes as "poll instead"."""
+    from pymongo.errors import OperationFailure
+
+    from core.mongo import get_db
+
+    def refuse(self, *args, **kwargs):
+        raise OperationFailure("The $changeStream stage is only supported on replica sets", 40573)
+
     topic = make_topic("document", "chronological")
     live.stop_hubs()
+    monkeypatch.setattr(type(get_db()["comments"]), "watch", refuse)
     try:
         response = client.get(f"/t/{topic.slug}/live/")
     finally:
         live.stop_hubs()
-    if response.status_code == 200:
-        response.close()
-        pytest.skip("this store offers change streams")
     assert response.status_code == 503 and response.json()["code"] == "live_unavailable"
+
+
+@pytest.fixture
+def store_feed(monkeypatch):
+    """The store's own change streams (the embedded engine's watch(), or MongoDB's)."""
+    monkeypatch.setattr(views, "HEARTBEAT_SECONDS", 0.05)
+    live.stop_hubs()
+    yield
+    live.stop_hubs()
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_on_the_store_s_own_feed_a_dropped_stream_resumes_without_a_gap_or_a_repeat(client, make_topic, make_user,
+                                                                                    storage, order, store_feed):
+    topic, alice, bob = make_topic(storage, order), make_user("alice"), make_user("bob")
+    stream = Stream(client, f"/t/{topic.slug}/live/?after=0")
+    stream.messages(_has_id)  # the opening position
+    first = services.comment_create(topic=topic, author=alice, text="one")
+    [got] = comments_of(stream.messages(lambda m: m.get("event") == "comment" and "id" in m))
+    assert (got["id"], got["new"]) == (first.id, True)
+    stream.close()  # the connection drops here
+    missed = [services.comment_create(topic=topic, author=alice, text=f"missed {i}").id for i in range(2)]
+    services.comment_like(topic=topic, comment_id=first.id, user=bob)
+    again = Stream(client, f"/t/{topic.slug}/live/", HTTP_LAST_EVENT_ID=stream.last_id)
+    later = services.comment_create(topic=topic, author=alice, text="after the reconnect")
+    got = comments_of(again.messages(lambda m: m.get("event") == "comment" and m["data"]["id"] == later.id))
+    assert [c["id"] for c in got if c["new"]] == [*missed, later.id]
+    assert any(c["id"] == first.id and c["likes"] == 1 and not c["new"] for c in got)
+    again.close()
