@@ -101,7 +101,10 @@ def _diff(old: dict, new: dict, prefix: str, updated: dict, removed: list, trunc
 
 
 def _diff_array(before: list, value: list, path: str, updated: dict, truncated: list) -> None:
-    changed = [n for n in range(len(value)) if n >= len(before) or not _same(before[n], value[n])]
+    if len(value) >= len(before) and value[:len(before)] == before:  # appended to ($push): one C-level compare
+        changed = range(len(before), len(value))
+    else:
+        changed = [n for n in range(len(value)) if n >= len(before) or not _same(before[n], value[n])]
     if value and len(changed) > len(value) * _WHOLE_ARRAY_SHARE and len(changed) > 1:
         updated[path] = value
         return

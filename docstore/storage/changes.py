@@ -7,11 +7,14 @@ shows a change that did not commit, nor loses one that did, and a write rolled b
 key, a failed validation) leaves no event. Writers are serialized (`BEGIN IMMEDIATE`), so `seq`
 (an AUTOINCREMENT rowid: never reused, also after the oldest rows are deleted) grows in commit
 order: a reader that has read every row up to `seq` N misses nothing by reading `seq > N` next.
+`seq` is the rowid, one more than the largest (SQLite's rowid rule without AUTOINCREMENT, which would
+write the sqlite_sequence page with every change); `trim` always keeps the newest row, so no `seq`
+is ever given twice.
 
 A row: seq, at (wall time, ms since the epoch), coll, op ("insert", "update", "replace",
 "delete", "drop", "rename"), key (the documentKey as BSON), doc (the full document as BSON, for
 insert and replace; the target `{coll}` for rename), upd (updateDescription as BSON, for update),
-total (bytes appended up to and including this row, so the table's size is one subtraction).
+size (the row's bytes, which `trim` adds up).
 
 Bounded, as a server's oplog is by its size and `oplogMinRetentionHours`: rows older than the
 retention age, or beyond the retention bytes counted from the newest, are deleted by `trim`
@@ -27,13 +30,12 @@ from pymongo.errors import OperationFailure
 
 TABLE = "_docstore_changes"
 
-SCHEMA = (f"CREATE TABLE IF NOT EXISTS {TABLE} (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, "
-          "coll TEXT NOT NULL, op TEXT NOT NULL, key BLOB, doc BLOB, upd BLOB, total INTEGER NOT NULL)")
+SCHEMA = (f"CREATE TABLE IF NOT EXISTS {TABLE} (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, "
+          "coll TEXT NOT NULL, op TEXT NOT NULL, key BLOB, doc BLOB, upd BLOB, size INTEGER NOT NULL)")
 
-# One statement a change: the running byte count is the previous row's plus this row's (the
-# previous row is the last of the rowid B-tree: one page read, already cached by the writer).
-_APPEND = (f"INSERT INTO {TABLE} (at, coll, op, key, doc, upd, total) SELECT ?, ?, ?, ?, ?, ?, ? + "
-           f"coalesce((SELECT total FROM {TABLE} ORDER BY seq DESC LIMIT 1), 0)")
+# One statement a change, nothing read (a running byte count here doubled the statement's cost:
+# `trim` counts the bytes instead).
+_APPEND = f"INSERT INTO {TABLE} (at, coll, op, key, doc, upd, size) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 HISTORY_LOST = 286
 
@@ -50,8 +52,8 @@ def append(conn: sqlite3.Connection, at_ms: int, coll: str, op: str, key: bytes 
 
 
 def last_seq(conn: sqlite3.Connection) -> int:
-    """The highest `seq` ever given (0: none), also when its row was trimmed."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name=?", (TABLE,)).fetchone()
+    """The highest `seq` given (0: none; the newest row is never trimmed)."""
+    row = conn.execute(f"SELECT seq FROM {TABLE} ORDER BY seq DESC LIMIT 1").fetchone()
     return row[0] if row else 0
 
 
@@ -90,18 +92,40 @@ def check_resumable(conn: sqlite3.Connection, after: int) -> None:
                                                    "codeName": "ChangeStreamHistoryLost"})
 
 
+def _meta(conn: sqlite3.Connection, key: str) -> int:
+    row = conn.execute("SELECT v FROM _docstore_meta WHERE k=?", (key,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: int) -> None:
+    conn.execute("INSERT INTO _docstore_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+                 (key, value))
+
+
 def trim(conn: sqlite3.Connection, before_ms: int, max_bytes: int) -> int:
     """Delete, inside a write transaction, the changes older than `before_ms` and those beyond
-    `max_bytes` counted back from the newest. Returns how many were deleted. Reads from the
-    oldest row on (the rowid B-tree's first pages): the cost is the rows deleted."""
-    newest = conn.execute(f"SELECT seq, total FROM {TABLE} ORDER BY seq DESC LIMIT 1").fetchone()
-    if newest is None:
+    `max_bytes` counted back from the newest, but never the newest (it carries the next `seq`).
+    Returns how many were deleted. The table's size is counted here, not by the writes: the
+    sizes of the rows appended since the last trim are added to the count kept in
+    `_docstore_meta`, and those of the rows deleted taken off. Reads the new rows' sizes and the
+    oldest rows (the rowid B-tree's ends): the cost is what was written and deleted since."""
+    newest = last_seq(conn)
+    if not newest:
         return 0
-    keep = conn.execute(f"SELECT seq FROM {TABLE} WHERE at >= ? AND total > ? ORDER BY seq LIMIT 1",
-                        (before_ms, newest[1] - max_bytes)).fetchone()
-    first_kept = keep[0] if keep else newest[0] + 1
-    cur = conn.execute(f"DELETE FROM {TABLE} WHERE seq < ?", (first_kept,))
-    if cur.rowcount:
-        conn.execute("INSERT INTO _docstore_meta (k, v) VALUES ('changes_trimmed', ?) "
-                     "ON CONFLICT (k) DO UPDATE SET v = excluded.v", (first_kept - 1,))
-    return cur.rowcount
+    counted = _meta(conn, "changes_counted")
+    size = _meta(conn, "changes_bytes") + (conn.execute(
+        f"SELECT coalesce(sum(size), 0) FROM {TABLE} WHERE seq > ?", (counted,)).fetchone()[0])
+    first_kept, deleted = None, 0
+    for seq, at, row_size in conn.execute(f"SELECT seq, at, size FROM {TABLE} WHERE seq < ? ORDER BY seq", (newest,)):
+        if at >= before_ms and size <= max_bytes:
+            first_kept = seq
+            break
+        size -= row_size
+        deleted += 1
+    if deleted:
+        first_kept = first_kept or newest
+        conn.execute(f"DELETE FROM {TABLE} WHERE seq < ?", (first_kept,))
+        _set_meta(conn, "changes_trimmed", first_kept - 1)
+    _set_meta(conn, "changes_counted", newest)
+    _set_meta(conn, "changes_bytes", size)
+    return deleted
