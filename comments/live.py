@@ -52,6 +52,9 @@ class Change:
     items: tuple[Changed, ...] = ()
     lost: bool = False
     closed: bool = False
+    # What the change renders to for viewers who all see the same (anonymous readers), filled by
+    # the first stream that renders it: one render per change and process, not one per stream.
+    shared: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass(eq=False)

@@ -32,6 +32,7 @@ from django.http import Http404, HttpResponse, JsonResponse, QueryDict, Streamin
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone, translation
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
@@ -417,11 +418,21 @@ class _Live:
                 "new": new, "likes": comment.likes, "status": comment.status, "html": html}
 
     def change(self, change) -> str:
-        """The messages of one change (`comments.live.Change`); an `id:`-only message when the viewer sees nothing of it."""
+        """The messages of one change (`comments.live.Change`); an `id:`-only message when the viewer
+        sees nothing of it. Anonymous viewers all see the same: rendered once per change and process."""
         if change.lost:
             return _sse("reset", {"detail": "The stream lost its place: reload the page."})
         if change.closed:
             return ""
+        if self.viewer.is_authenticated or self.context["muted"]:
+            return self._change(change)
+        key = ("anonymous", timezone.get_current_timezone_name(), translation.get_language())  # what else it reads
+        found = change.shared.get(key)
+        if found is None:
+            found = change.shared[key] = self._change(change)
+        return found
+
+    def _change(self, change) -> str:
         out = []
         for item in change.items:
             comment = selectors.live_comment(topic=self.topic, comment=item.comment, new=item.new, viewer=self.viewer)

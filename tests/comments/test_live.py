@@ -283,3 +283,25 @@ def test_on_the_store_s_own_feed_a_dropped_stream_resumes_without_a_gap_or_a_rep
     assert [c["id"] for c in got if c["new"]] == [*missed, later.id]
     assert any(c["id"] == first.id and c["likes"] == 1 and not c["new"] for c in got)
     again.close()
+
+
+def test_readers_who_see_the_same_share_one_render_of_a_change(make_topic, make_user, feed, monkeypatch):
+    """Anonymous readers are shown the same HTML: one render per change and process, not one per stream."""
+    from django.test import Client
+
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+    renders = []
+    original = views._Live.render
+    monkeypatch.setattr(views._Live, "render", lambda self, c, **kw: renders.append(self.viewer) or original(self, c, **kw))
+    signed_in = Client()
+    signed_in.force_login(alice)
+    streams = [Stream(Client(), f"/t/{topic.slug}/live/") for _ in range(3)] + [Stream(signed_in, f"/t/{topic.slug}/live/")]
+    for stream in streams:
+        stream.messages(_has_id)
+    comment = services.comment_create(topic=topic, author=alice, text="Once for all of them")
+    feed.emit_comment(topic, comment.id, new=True)
+    for stream in streams:
+        [shown] = comments_of(stream.messages(_has_id))
+        assert "Once for all of them" in shown["html"]
+        stream.close()
+    assert len(renders) == 2 and sum(1 for v in renders if v.is_authenticated) == 1
