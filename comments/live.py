@@ -105,18 +105,11 @@ class Hub:
         while not self.stopping.is_set():
             try:
                 change = next_change(self.stream)
-            except ResumeLost:
-                self._lost()
-                continue
-            except Exception:  # a connection error: reopen after the last token read (nothing lost)
-                log.exception("comments live: the change stream of %s failed; reopening", self.storage)
-                time.sleep(RETRY_SECONDS)
-                try:
-                    self.stream = CommentChangeFeed(self.storage).open(resume_after=self.position)
-                except ResumeLost:
-                    self._lost()
-                except Exception:
-                    log.exception("comments live: reopening the change stream of %s failed", self.storage)
+            except Exception as exc:  # a connection error: reopen after the last token read (nothing lost)
+                if not isinstance(exc, ResumeLost):
+                    log.exception("comments live: the change stream of %s failed; reopening", self.storage)
+                    time.sleep(RETRY_SECONDS)
+                self._reopen(lost=isinstance(exc, ResumeLost))
                 continue
             with self.lock:
                 if change is None:
@@ -130,15 +123,25 @@ class Hub:
                     for sub in subs:
                         sub.deliver(item)
 
-    def _lost(self) -> None:
-        """The hub's own position is gone (its stream was down longer than the feed keeps): every
-        subscriber starts afresh, and the hub reads from now."""
-        with self.lock:
-            self.stream = CommentChangeFeed(self.storage).open()
-            self.position = self.stream.resume_token
-            for subs in self.subscribers.values():
-                for sub in subs:
-                    sub.deliver(Change(None, lost=True))
+    def _reopen(self, *, lost: bool) -> None:
+        """A new change stream after the hub's position; when that position is gone (the stream was
+        down longer than the feed keeps), from now, and every subscriber is told to start afresh."""
+        try:
+            if not lost:
+                try:
+                    self.stream = CommentChangeFeed(self.storage).open(resume_after=self.position)
+                    return
+                except ResumeLost:
+                    pass
+            with self.lock:
+                self.stream = CommentChangeFeed(self.storage).open()
+                self.position = self.stream.resume_token
+                for subs in self.subscribers.values():
+                    for sub in subs:
+                        sub.deliver(Change(None, lost=True))
+        except Exception:  # the store is unreachable: the loop tries again
+            log.exception("comments live: reopening the change stream of %s failed", self.storage)
+            time.sleep(RETRY_SECONDS)
 
 
     def close_all(self) -> int:

@@ -23,6 +23,8 @@ class FakeStream:
 
     def try_next(self):
         with self.log.lock:
+            if self.log.trimmed > self.at:  # the events after this stream's place are gone (MongoDB: on getMore)
+                raise live_manager.ResumeLost("resume point lost")
             for n, storage, change in self.log.events:
                 if n > self.at and storage == self.storage:
                     self.at = n
@@ -52,7 +54,7 @@ class FakeLog:
     def open(self, feed, *, resume_after=None, max_await_ms=500):
         with self.lock:
             if resume_after is None:
-                after = self.events[-1][0] if self.events else 0
+                after = max(self.events[-1][0] if self.events else 0, self.trimmed)
             else:
                 after = int(resume_after.get("_data", "z"), 16) if isinstance(resume_after.get("_data"), str) else -1
                 if after < self.trimmed or after > (self.events[-1][0] if self.events else 0):

@@ -305,3 +305,13 @@ def test_readers_who_see_the_same_share_one_render_of_a_change(make_topic, make_
         assert "Once for all of them" in shown["html"]
         stream.close()
     assert len(renders) == 2 and sum(1 for v in renders if v.is_authenticated) == 1
+
+
+def test_when_the_process_s_reader_loses_its_place_every_stream_is_told_to_reload(client, make_topic, feed):
+    topic = make_topic("document", "chronological")
+    stream = Stream(client, f"/t/{topic.slug}/live/")
+    stream.messages(_has_id)
+    with feed.lock:
+        feed.trimmed = 10**6  # the reader was away longer than the feed keeps its changes
+    [reset] = [m for m in stream.messages(lambda m: m.get("event") == "reset")]
+    assert "reload" in reset["data"]["detail"]
