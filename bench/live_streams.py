@@ -27,11 +27,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import load
+from bench import load, report
 
 ASGI = ("cms_site.asgi:application", ("--worker-class", "uvicorn_worker.UvicornWorker"))  # `make serve`
 WSGI = ("cms_site.wsgi:application", ())  # gunicorn's threaded sync workers (the configuration before)
-MARK_BEGIN, MARK_END = "<!-- live-streams:begin -->", "<!-- live-streams:end -->"
 
 
 class Streams:
@@ -152,7 +151,6 @@ def section(r: dict) -> str:
         return f"| {label} | {m['rps']:,.0f} | {m['p50_ms']:.1f} | {m['p99_ms']:.1f} |"
 
     return "\n".join([
-        MARK_BEGIN,
         "## Live streams (`make bench-live`)",
         "",
         f"{r['when']}: the topic page (page 1 of a {r['size']:,}-comment threaded discussion) under wrk, "
@@ -173,19 +171,12 @@ def section(r: dict) -> str:
         f"threaded sync one on the page alone: p99 {r['asgi_vs_wsgi_p99']}x, req/s {r['asgi_vs_wsgi_rps']}x. Under "
         "the sync workers each open stream would hold one of their threads (8 in all): the ninth reader "
         "would wait for a page.",
-        MARK_END,
     ])
 
 
 def write_section(path: str, r: dict) -> None:
-    text = Path(path).read_text()
-    block = section(r)
-    if MARK_BEGIN in text and MARK_END in text:
-        head, rest = text.split(MARK_BEGIN, 1)
-        text = head + block + rest.split(MARK_END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    Path(path).write_text(text)
+    """The section between its markers in the report (kept there when `make bench` rewrites the page)."""
+    report._put_section(path, report.LIVE_START, report.LIVE_END, section(r))
 
 
 def main(argv=None) -> int:
