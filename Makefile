@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-load-server bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,9 +50,10 @@ run: install secret-key
 secret-key: install
 	@test -n "$$SECRET_KEY" || test -s .secret_key || (umask 077; $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key)
 
-## make serve: the production configuration on http://$(HOST)/: gunicorn, DEBUG off,
-## collected static files served by WhiteNoise (docs/deploy.md). Workers: WEB_CONCURRENCY,
-## 4 on a MongoDB server, 2 on the embedded engine (they share its file).
+## make serve: the production configuration on http://$(HOST)/: gunicorn with uvicorn's ASGI
+## worker class (cms_site/asgi.py: pages in threads, topic pages' live streams as async views that
+## hold no thread), DEBUG off, collected static files served by WhiteNoise (docs/deploy.md).
+## Workers: WEB_CONCURRENCY, 4 on a MongoDB server, 2 on the embedded engine (they share its file).
 SERVE_ENV = DEBUG=0 SITE_URL=$(RUN_SITE_URL)
 serve: install secret-key
 	@test -n "$$CACHE_URL" || echo "make serve: no CACHE_URL, so each worker counts the rate limits on its own (N workers: N times each limit); set CACHE_URL=redis://HOST:6379/1 (docs/configuration.md)"
@@ -60,8 +61,9 @@ serve: install secret-key
 	$(SERVE_ENV) $(PY) manage.py collectstatic --noinput -v 0
 	$(SERVE_ENV) $(PY) manage.py mongo_indexes
 	$(SERVE_ENV) $(PY) manage.py load_demo
-	$(SERVE_ENV) $(VENV)/bin/gunicorn cms_site.wsgi:application --bind $(HOST) \
-		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 2 )} --threads 4 \
+	$(SERVE_ENV) $(VENV)/bin/gunicorn cms_site.asgi:application --bind $(HOST) \
+		--worker-class uvicorn_worker.UvicornWorker \
+		--workers $${WEB_CONCURRENCY:-$$( [ -n "$$MONGODB_URI" ] && echo 4 || echo 2 )} \
 		--timeout 30 --access-logfile -
 
 ## make test: the same set-up, then the whole suite, spread over TEST_WORKERS processes
@@ -150,6 +152,12 @@ bench-import: $(VENV)/.installed-bench
 		$(BENCH_ENV) nice -n 10 $(PY) bench/import_disqus.py import bench-out/disqus-$$n.xml --json docs/bench/imports.json || exit 1; \
 	done
 	$(PY) bench/import_disqus.py report --json docs/bench/imports.json --docs docs/benchmarks.md
+
+## make bench-live: 1,000 open live streams (bench/live_streams.py) against the topic page's p99 under wrk,
+## with and without them, on `make serve`'s configuration; into docs/bench/live.json and docs/benchmarks.md
+bench-live: $(VENV)/.installed-bench install-dev
+	@command -v wrk >/dev/null || { echo "make bench-live needs wrk (Debian: apt-get install wrk)"; exit 2; }
+	$(BENCH_ENV) $(PY) -m bench.live_streams --json docs/bench/live.json --docs docs/benchmarks.md
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

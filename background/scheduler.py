@@ -5,8 +5,8 @@ announced, posts, likes and follows left pending finished past their grace) to t
 With no broker (`make run`, `make serve` without CELERY_BROKER_URL) tasks run eagerly in the
 process that sends them, and nothing would send these: a scheduled topic would never reach its
 author's followers' feeds and a post left pending (a request stopped between its comment and its
-consequences, a task that failed) would wait for an operator. So the WSGI module
-(cms_site/wsgi.py, imported by runserver and by each gunicorn worker) calls `start()`, which
+consequences, a task that failed) would wait for an operator. So each web process's start-up
+(cms_site/startup.py, called by wsgi.py and asgi.py in runserver and each gunicorn worker) calls `start()`, which
 runs the same schedule here, by the smallest means that does it:
 
 - one daemon thread per process, started once (a lock, and the pid: a forked child starts its

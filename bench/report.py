@@ -508,6 +508,9 @@ def write(result: dict, plots: dict[str, str], path: str, baseline: dict | None 
     imports = _kept_section(path, IMPORTS_START, IMPORTS_END)
     if imports:  # make bench-import's figures (bench/import_disqus.py) stay when the bench rewrites the page
         add(imports + "\n")
+    live = _kept_section(path, LIVE_START, LIVE_END)
+    if live:  # make bench-live's figures (bench/live_streams.py) stay too
+        add(live + "\n")
     add("## Closing note\n")
     add(closing(rows, peer, baseline))
     add("")
@@ -870,6 +873,8 @@ def put_scale_section(path: str, scale: dict) -> None:
 
 IMPORTS_START = "<!-- make bench-import writes this section (docs/bench/imports.json) -->"
 IMPORTS_END = "<!-- end of the bench-import section -->"
+LIVE_START = "<!-- make bench-live writes this section (docs/bench/live.json) -->"
+LIVE_END = "<!-- end of the bench-live section -->"
 
 
 def put_imports_section(path: str, body: str) -> None:

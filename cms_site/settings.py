@@ -279,6 +279,9 @@ COMMENTS_MAX_DEPTH = env_int("COMMENTS_MAX_DEPTH", 8)  # levels; depth runs 0..M
 COMMENTS_MAX_TEXT = env_int("COMMENTS_MAX_TEXT", 10_000)  # characters, after stripping
 COMMENTS_EDIT_WINDOW = env_int("COMMENTS_EDIT_WINDOW", 900)  # seconds after posting during which the author may edit
 COMMENTS_POLL_SECONDS = env_int("COMMENTS_POLL_SECONDS", 30)  # a topic page asks for new comments this often (0: never)
+# A topic page receives new comments, edits, removals and like counts over Server-Sent Events
+# (/t/<slug>/live/, docs/comments.md "Live updates"); polling stays the fallback (0: polling only).
+COMMENTS_LIVE = env_bool("COMMENTS_LIVE", True)
 # The embedded strategy keeps one document per discussion; refuse comments well
 # below MongoDB's 16 MB document limit.
 COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 1024)

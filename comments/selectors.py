@@ -451,6 +451,16 @@ def comment_get(*, topic, comment_id, viewer=None) -> Comment:
     return mask(comment, viewer)
 
 
+def live_comment(*, topic, comment: Comment, new: bool, viewer=None) -> Comment | None:
+    """A comment a change of the live stream touched (as stored), as `viewer` may be shown it: the
+    page's masking and reply names; None when there is nothing to show, a new comment the viewer
+    may not see (held, shadow-banned or removed at once: its existence is not announced)."""
+    if new and not can_see(comment, viewer):
+        return None
+    shown = with_reply_names([comment], discussion_id=topic.discussion_id, viewer=viewer)[0]
+    return mask(shown, viewer)
+
+
 def comment_stored(*, topic, comment_id: str) -> Comment | None:
     """The comment as stored (unmasked, read on the primary), or None: the input of what is
     derived from it in the background (the search entry, the comment activity)."""

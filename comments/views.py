@@ -19,18 +19,24 @@ Threaded pages indent at most THREAD_DISPLAY_DEPTH levels: deeper replies are le
 the permalink page, reached by a "continue this thread" link on their ancestor.
 """
 
+import asyncio
+import json
+import queue as stdqueue
 from urllib.parse import urlsplit
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone, translation
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from comments import live as live_feed
 from comments import selectors, services
 from comments.forms import CommentForm, LikeForm
 from comments.ids import is_comment_id
@@ -168,7 +174,10 @@ def topic_comments(request, topic):
         followed=selectors.followed_commenters(topic=topic, viewer=request.user,
                                                participants=page.extra.get("followed")),
         following_part=page.extra.get("following_part", ()),
-        poll_seconds=settings.COMMENTS_POLL_SECONDS))
+        poll_seconds=settings.COMMENTS_POLL_SECONDS, live=settings.COMMENTS_LIVE,
+        # New comments go straight into the list only where they belong at its end: the last
+        # chronological page; elsewhere (other orders, earlier pages) the "N new comments" notice.
+        live_tail=order == "chronological" and not page.has_next and not page.extra.get("next")))
 
 
 def comments_new(request, slug):
@@ -373,3 +382,178 @@ def comment_like(request, slug, comment_id):
     verb = "Liked" if form.cleaned_data["action"] == "like" else "Unliked"
     messages.success(request, f"{verb}: {comment.likes} like{'' if comment.likes == 1 else 's'}.")
     return redirect(back if "#" in back else f"{back}#c-{comment.id}")
+
+
+# --- the live stream -------------------------------------------------------------------------
+
+HEARTBEAT_SECONDS = 15  # an SSE comment line this often keeps proxies from closing an idle stream
+
+
+def _sse(event: str | None = None, data=None, token: str | None = None) -> str:
+    """One Server-Sent Events message (the WHATWG "event stream" format): `id:` only on the last
+    message of a change, so a client that drops mid-change resumes before it, not after."""
+    lines = [f"event: {event}"] if event else []
+    if data is not None:
+        lines.append("data: " + json.dumps(data, separators=(",", ":")))
+    if token is not None:
+        lines.append(f"id: {token}")
+    return "\n".join(lines) + "\n\n"
+
+
+class _Live:
+    """What one open stream shows its viewer: the stored comments a change touched, each masked
+    for the viewer (comments.selectors.live_comment) and rendered by the template the page uses."""
+
+    def __init__(self, request, topic, viewer):
+        self.request, self.topic, self.viewer = request, topic, viewer
+        self.context = {"topic": topic, "indent": True, "highlight": False, "here": topic.get_absolute_url(),
+                        "max_text": settings.COMMENTS_MAX_TEXT, "muted": muted_ids(viewer),
+                        "refused": services.comments_refused_to(viewer)}
+
+    def render(self, comment, *, new: bool) -> dict:
+        liked = selectors.comment_liked_ids(topic=self.topic, comment_ids=[comment.id], viewer=self.viewer)
+        html = render_to_string("comments/_comment.html", {**self.context, "comment": comment, "liked": liked,
+                                                            "depth": comment.depth}, request=self.request)
+        return {"id": comment.id, "seq": comment.seq, "parent": comment.parent or "", "depth": comment.depth,
+                "new": new, "likes": comment.likes, "status": comment.status, "html": html}
+
+    def change(self, change) -> str:
+        """The messages of one change (`comments.live.Change`); an `id:`-only message when the viewer
+        sees nothing of it. Anonymous viewers all see the same: rendered once per change and process."""
+        if change.lost:
+            return _sse("reset", {"detail": "The stream lost its place: reload the page."})
+        if change.closed:
+            return ""
+        if self.viewer.is_authenticated or self.context["muted"]:
+            return self._change(change)
+        key = ("anonymous", timezone.get_current_timezone_name(), translation.get_language())  # what else it reads
+        found = change.shared.get(key)
+        if found is None:
+            found = change.shared[key] = self._change(change)
+        return found
+
+    def _change(self, change) -> str:
+        out = []
+        for item in change.items:
+            comment = selectors.live_comment(topic=self.topic, comment=item.comment, new=item.new, viewer=self.viewer)
+            if comment is not None:
+                shown = selectors.can_see(comment, self.viewer)
+                out.append(("comment" if shown else "hidden", self.render(comment, new=item.new and shown)))
+        if not out:
+            return _sse(token=change.token)
+        return "".join(_sse(kind, data, change.token if i == len(out) - 1 else None) for i, (kind, data) in enumerate(out))
+
+    def since(self, after: int) -> str:
+        """The comments posted after sequence number `after` (the page's count when it was shown):
+        what a fresh stream owes the page rendered before it connected (one indexed read)."""
+        page = selectors.comments_after(topic=self.topic, after=after, viewer=self.viewer)
+        return "".join(_sse("comment", self.render(c, new=True)) for c in page.items)
+
+
+def _live_start(request, slug, deliver):
+    """Parse and check a stream request, then subscribe (sync: the ORM, the hub's start):
+    (live, storage, token, after, hub, subscriber), or raise."""
+    topic = _topic(request, slug)  # the topic's visibility for this viewer: a 404 otherwise
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
+    token = live_feed.decode_token(raw) if raw else None
+    after = None if token else parse_whole_number(request.GET.get("after"), name="after", default=None, minimum=0)
+    hub = live_feed.hub(topic.comment_storage)
+    sub = hub.subscribe(topic.discussion_id, deliver)
+    return _Live(request, topic, request.user), topic.comment_storage, token, after, hub, sub
+
+
+async def topic_live(request, slug):
+    """`GET /t/<slug>/live/`: the topic's changes as Server-Sent Events (docs/comments.md, "Live
+    updates"): `comment` (a new or changed comment the viewer may see, rendered as the page renders
+    it), `hidden` (a comment the viewer may no longer see: its placeholder), `reset` (the stream
+    cannot resume: reload); each change's last message carries its resume token as `id`. With
+    `Last-Event-ID` (or `?last_event_id=`) it resumes after that change; otherwise `?after=N`
+    first sends the comments posted after N. Served by an async generator under ASGI (an open
+    stream holds no thread), by a thread under WSGI (`make run`'s development server)."""
+    if not settings.COMMENTS_LIVE:
+        raise Http404("Live updates are off on this site.")
+    await request.auser()  # the session's user, loaded here (not lazily inside the sync calls' threads)
+    asgi = "asgi" in type(request).__module__
+    if asgi:
+        loop, waiting = asyncio.get_running_loop(), asyncio.Queue()
+
+        def deliver(change):  # on the hub's thread
+            loop.call_soon_threadsafe(waiting.put_nowait, change)
+    else:
+        waiting = stdqueue.Queue()
+        deliver = waiting.put
+    try:
+        started = await sync_to_async(_live_start)(request, slug, deliver)
+    except InvalidInput as exc:
+        return _refusal(request, exc)
+    except live_feed.FeedUnavailable:  # the page polls instead (static/js/comments.js)
+        return JsonResponse({"detail": "Live updates need change streams, which this database does not offer.",
+                             "code": "live_unavailable"}, status=503)
+    response = StreamingHttpResponse((_live_async if asgi else _live_sync)(waiting, *started),
+                                     content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache, no-store"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass each message on at once (docs/deploy.md)
+    return response
+
+
+def _opening(live, storage, token, after, sub) -> tuple[list[str], set[str] | None]:
+    """The stream's first messages (sync: reads): the replay after `token`, or the comments since
+    `after` and the hub's position as the first `id`; and the replayed tokens (to drop repeats),
+    None when the stream has to end (it cannot resume)."""
+    out = ["retry: 2000\n\n"]
+    if token is not None:
+        try:
+            replayed = live_feed.catch_up(storage, live.topic.discussion_id, after=token, until=sub.position)
+        except live_feed.ResumeLost:
+            return out + [_sse("reset", {"detail": "The stream cannot resume from there: reload the page."})], None
+        return out + [live.change(c) for c in replayed], {c.token for c in replayed}
+    if after is not None:
+        out.append(live.since(after))
+    if sub.position:
+        out.append(_sse(token=sub.position))
+    return out, set()
+
+
+async def _live_async(waiting, live, storage, token, after, hub, sub):
+    try:
+        opening, seen = await sync_to_async(_opening)(live, storage, token, after, sub)
+        for message in opening:
+            yield message
+        if seen is None:
+            return
+        while True:
+            try:
+                change = await asyncio.wait_for(waiting.get(), HEARTBEAT_SECONDS)
+            except TimeoutError:
+                yield ": heartbeat\n\n"
+                continue
+            if change.token in seen:
+                continue
+            if waiting.qsize() > live_feed.QUEUE_MAX:  # a reader that does not keep up starts afresh
+                change = live_feed.Change(None, lost=True)
+            yield await sync_to_async(live.change)(change)
+            if change.lost or change.closed:
+                return
+    finally:
+        hub.unsubscribe(sub)
+
+
+def _live_sync(waiting, live, storage, token, after, hub, sub):
+    try:
+        opening, seen = _opening(live, storage, token, after, sub)
+        yield from opening
+        if seen is None:
+            return
+        while True:
+            try:
+                change = waiting.get(timeout=HEARTBEAT_SECONDS)
+            except stdqueue.Empty:
+                yield ": heartbeat\n\n"
+                continue
+            if change.token in seen:
+                continue
+            yield live.change(change)
+            if change.lost or change.closed:
+                return
+    finally:
+        hub.unsubscribe(sub)

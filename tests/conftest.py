@@ -29,6 +29,9 @@ def mongo_db(settings):
     db = get_db()
     ensure_indexes(db)
     yield db
+    from comments import live
+
+    live.stop_hubs()  # the live streams' change-stream readers of this database (comments/live.py)
     drop_db(name)
 
 

@@ -192,14 +192,30 @@
       });
   });
 
-  /* "N new comments": poll the page's cheap endpoint (comments after the count the page was
-     shown with), say how many arrived, and show them on demand without a reload. */
+  /* "N new comments": the page's live stream (Server-Sent Events on `data-live-url`: new comments,
+     edits, removals and like counts as they happen), or, without EventSource or when the stream
+     fails repeatedly, polling the page's cheap endpoint (comments after the count the page was
+     shown with). A new comment goes straight into the list where it belongs at its end (the last
+     chronological page, `data-tail`) or under its parent when that is on a threaded page; elsewhere
+     the notice says how many arrived and shows them on demand, without a reload. */
   function setupNewComments() {
     var box = document.querySelector(".new-comments[data-new-url]");
     if (!box || !window.fetch) return;
     var notice = box.querySelector(".new-notice"), button = notice.querySelector("button");
     var list = box.querySelector(".new-list"), waiting = [], delay = 1000 * (parseInt(box.dataset.interval, 10) || 30);
+    var more = false, polling = false;
     function fresh(ids) { return ids.filter(function (id) { return !document.getElementById("c-" + id); }); }
+    function isWaiting(id) { return waiting.some(function (el) { return el.dataset.id === id; }); }
+    function announce() {
+      if (!waiting.length) return;
+      button.textContent = waiting.length + (waiting.length === 1 ? " new comment" : " new comments") +
+        (more ? " (and more: reload)" : "") + ": show";
+      notice.hidden = false;
+    }
+    function count(total) {
+      var title = document.getElementById("comments-title");
+      if (title && total > 0) title.textContent = total + (total === 1 ? " comment" : " comments");
+    }
     function poll() {
       if (document.hidden) { setTimeout(poll, delay); return; }
       fetch(box.dataset.newUrl + "?after=" + encodeURIComponent(box.dataset.after),
@@ -208,32 +224,107 @@
         .then(function (body) {
           if (body && body.count) {
             box.dataset.after = body.last;
+            more = body.more;
             var doc = fragment("<div>" + body.html + "</div>");
             Array.prototype.slice.call(doc.children).forEach(function (el) {
-              if (fresh([el.dataset.id]).length) waiting.push(el);
+              if (fresh([el.dataset.id]).length && !isWaiting(el.dataset.id)) waiting.push(el);
             });
           }
-          if (waiting.length) {
-            button.textContent = waiting.length + (waiting.length === 1 ? " new comment" : " new comments") +
-              (body && body.more ? " (and more: reload)" : "") + ": show";
-            notice.hidden = false;
-          }
+          announce();
         })
         .catch(function () {})
         .finally(function () { setTimeout(poll, delay); });
     }
+    function startPolling() {
+      if (polling || !(delay > 0) || !box.dataset.interval || box.dataset.interval === "0") return;
+      polling = true;
+      setTimeout(poll, delay);
+    }
+    /* One comment of the stream: replace it where it is shown (a like, an edit, a removal), keeping
+       an open reply or edit form of it (then only its like count changes); a new one goes in place
+       or to the notice. */
+    function live(data, hiddenNow) {
+      var el = fragment(data.html), shown = document.getElementById("c-" + data.id);
+      if (shown) {
+        var busy = shown.querySelector("details[open], textarea:focus");
+        if (busy) {
+          var likes = shown.querySelector(".likes"), now = el.querySelector(".likes");
+          if (likes && now) likes.textContent = now.textContent;
+          return;
+        }
+        var focused = shown.contains(document.activeElement);
+        place(el, shown, depthOf(shown));
+        shown.replaceWith(el);
+        setupCollapse();
+        if (focused) { var like = el.querySelector("form.like button"); if (like && like.focus) like.focus({preventScroll: true}); }
+        return;
+      }
+      if (hiddenNow || !data.new) return;
+      waiting = waiting.filter(function (w) { return w.dataset.id !== data.id; });
+      if (data.seq > parseInt(box.dataset.after, 10)) box.dataset.after = data.seq;
+      var parent = data.parent && document.getElementById("c-" + data.parent);
+      var threaded = document.querySelector(".comment-list.threaded");
+      if (parent && threaded && threaded.contains(parent)) {
+        var kids = descendants(parent);
+        place(el, parent, depthOf(parent) + 1);
+        (kids.length ? kids[kids.length - 1] : parent).after(el);
+      } else if (box.dataset.tail && !threaded) {
+        var target = document.querySelector(".comment-list");
+        var empty = target && target.querySelector(":scope > p.empty");
+        if (empty) empty.remove();
+        place(el, target, 0);
+        target.appendChild(el);
+      } else {
+        waiting.push(el);
+        announce();
+        return;
+      }
+      el.classList.add("flash");
+      setupCollapse();
+      count(parseInt(box.dataset.after, 10));
+    }
+    function stream() {
+      var failures = 0, url = box.dataset.liveUrl + "?after=" + encodeURIComponent(box.dataset.after);
+      var source = new EventSource(url, {withCredentials: true});
+      function parse(handler) {
+        return function (e) { try { handler(JSON.parse(e.data)); } catch (err) { /* a malformed message: skip it */ } };
+      }
+      source.addEventListener("open", function () { failures = 0; });
+      source.addEventListener("comment", parse(function (data) { live(data, false); }));
+      source.addEventListener("hidden", parse(function (data) { live(data, true); }));
+      source.addEventListener("reset", parse(function (data) {
+        /* The stream cannot resume (too long away): say so, and poll for new comments meanwhile. */
+        source.close();
+        box.dataset.liveFailed = "reset";
+        button.textContent = data.detail || "Reload the page to see the latest changes.";
+        notice.hidden = false;
+        startPolling();
+      }));
+      source.addEventListener("error", function () {
+        /* The browser reconnects by itself (with Last-Event-ID: nothing missed) unless the answer
+           was not a stream (CLOSED: a 404 or a 503 without change streams); after repeated
+           failures the page polls instead. */
+        failures += 1;
+        if (source.readyState === EventSource.CLOSED || failures >= 5) {
+          source.close();
+          box.dataset.liveFailed = "error";
+          startPolling();
+        }
+      });
+      window.__commentsLive = source; /* for the browser tests and the curious */
+    }
     button.addEventListener("click", function () {
+      if (box.dataset.liveFailed === "reset" && !waiting.length) { window.location.reload(); return; }
       waiting.forEach(function (el) { if (!document.getElementById(el.id)) { list.appendChild(el); el.classList.add("flash"); } });
       waiting = [];
       list.hidden = false;
       notice.hidden = true;
       /* The heading counts the discussion as the server last answered (its `last` is the total). */
-      var title = document.getElementById("comments-title"), total = parseInt(box.dataset.after, 10);
-      if (title && total > 0) title.textContent = total + (total === 1 ? " comment" : " comments");
+      count(parseInt(box.dataset.after, 10));
       var newest = list.lastElementChild;
       if (newest && newest.focus) { newest.setAttribute("tabindex", "-1"); newest.focus({preventScroll: false}); }
     });
-    setTimeout(poll, delay);
+    if (box.dataset.liveUrl && window.EventSource) stream(); else startPolling();
   }
 
   function init() {

@@ -1,0 +1,204 @@
+"""`make bench-live`: does holding 1,000 live streams open cost the topic page its latency?
+
+A throw-away site is set up and served as `make serve` serves it (bench/load.py: migrate,
+collectstatic, indexes, demo content, a discussion of `size` comments in each strategy; gunicorn
+with `make serve`'s worker class and workers). wrk drives the topic page (page 1 of the
+document strategy's threaded discussion) for `duration` seconds; then `streams` Server-Sent
+Events streams of that topic (/t/<slug>/live/) are opened with an async HTTP client (httpx) and
+held open, each reading what comes (heartbeats); wrk drives the page again while they are open.
+The result: requests/s, p50 and p99 of the page with and without the streams, their ratio, how
+many streams were open before and after the second run, and the same page under gunicorn's
+threaded sync workers (the configuration before, whose threads a stream would each take) as a
+peer of the ASGI worker's own cost.
+
+Entry point: `.venv/bin/python -m bench.live_streams [--streams 1000] [--json F] [--docs F]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import load, report
+
+ASGI = ("cms_site.asgi:application", ("--worker-class", "uvicorn_worker.UvicornWorker"))  # `make serve`
+WSGI = ("cms_site.wsgi:application", ())  # gunicorn's threaded sync workers (the configuration before)
+
+
+class Streams:
+    """`count` open SSE streams of `url`, held by an event loop in a thread of this process."""
+
+    def __init__(self, url: str, count: int):
+        self.url, self.count = url, count
+        self.opened = self.failed = self.ended = self.messages = 0
+        self.loop = asyncio.new_event_loop()
+        self.stop = None
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self._main(),), daemon=True)
+
+    async def _one(self, client):
+        try:
+            async with client.stream("GET", self.url, headers={"Accept": "text/event-stream"}) as response:
+                if response.status_code != 200:
+                    self.failed += 1
+                    return
+                self.opened += 1
+                async for _line in response.aiter_lines():
+                    self.messages += 1
+                self.ended += 1
+        except Exception:  # noqa: BLE001  a refused or dropped connection counts as failed
+            self.failed += 1
+
+    async def _main(self):
+        import httpx
+
+        self.stop = asyncio.Event()
+        limits = httpx.Limits(max_connections=self.count + 10, max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), limits=limits) as client:
+            tasks = []
+            for _ in range(self.count):
+                tasks.append(asyncio.ensure_future(self._one(client)))
+                await asyncio.sleep(0.002)  # 500 connections a second: a crowd arriving, not a SYN flood
+            await self.stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def start(self, timeout: float = 300) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while self.opened + self.failed < self.count and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    def open_now(self) -> int:
+        return self.opened - self.ended
+
+    def close(self) -> None:
+        if self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(timeout=60)
+
+
+def _page(server, path, *, duration, connections, threads, workdir) -> dict:
+    return load.run_wrk(server.base + path, duration=duration, connections=connections, threads=threads, workdir=workdir)
+
+
+def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connections: int = 8, threads: int = 2,
+        json_path: str | None = None, docs_path: str | None = None, log=print) -> dict:
+    if shutil.which("wrk") is None:
+        raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-live-"))
+    env = {**load.site_env(workdir, f"benchlive_{uuid.uuid4().hex[:8]}"), "BACKGROUND_SCHEDULER": "1"}
+    log(f"bench-live: `make serve` set-up in {workdir}")
+    load.set_up_site(env)
+    ours = load.seed("seed-ours", size, env)
+    path = f"/t/{ours['slug']}/"
+    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "load_before": load._loadavg(),
+              "streams": streams, "size": size,
+              "duration": duration, "connections": connections, "workers": load.gunicorn_args()[1]}
+    try:
+        for name, (app, extra) in (("wsgi", WSGI), ("asgi", ASGI)):
+            server = load.Server(f"live-{name}", app, env, workdir, extra=extra)
+            try:
+                server.wait(path)
+                _page(server, path, duration=3, connections=connections, threads=threads, workdir=workdir)  # warm
+                result[f"{name}_page"] = _page(server, path, duration=duration, connections=connections,
+                                               threads=threads, workdir=workdir)
+                log(f"bench-live: {name}: page alone {result[f'{name}_page']}")
+                if name != "asgi":
+                    continue
+                held = Streams(server.base + f"/t/{ours['slug']}/live/", streams)
+                held.start()
+                result["streams_opened"], result["streams_failed"] = held.opened, held.failed
+                log(f"bench-live: {held.opened} streams open ({held.failed} failed)")
+                result["asgi_page_with_streams"] = _page(server, path, duration=duration, connections=connections,
+                                                         threads=threads, workdir=workdir)
+                result["streams_open_after"] = held.open_now()
+                result["rss_mb_with_streams"] = server.rss_mb()
+                log(f"bench-live: asgi: page with {held.open_now()} streams open {result['asgi_page_with_streams']}")
+                held.close()
+                time.sleep(2)
+                # Once more without them: the machine's own drift between the runs shows as the two "alone" rows.
+                result["asgi_page_after"] = _page(server, path, duration=duration, connections=connections,
+                                                  threads=threads, workdir=workdir)
+                log(f"bench-live: asgi: page alone again {result['asgi_page_after']}")
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    base = (result["asgi_page"]["p99_ms"] + result["asgi_page_after"]["p99_ms"]) / 2
+    loaded = result["asgi_page_with_streams"]["p99_ms"]
+    result["load_after"] = load._loadavg()
+    result["p99_ratio"] = round(loaded / base, 2) if base else None
+    result["asgi_vs_wsgi_p99"] = round(base / result["wsgi_page"]["p99_ms"], 2) if result["wsgi_page"]["p99_ms"] else None
+    result["asgi_vs_wsgi_rps"] = round(result["asgi_page"]["rps"] / result["wsgi_page"]["rps"], 2)
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+    if docs_path:
+        write_section(docs_path, result)
+    return result
+
+
+def section(r: dict) -> str:
+    def row(label, m):
+        return f"| {label} | {m['rps']:,.0f} | {m['p50_ms']:.1f} | {m['p99_ms']:.1f} |"
+
+    return "\n".join([
+        "## Live streams (`make bench-live`)",
+        "",
+        f"{r['when']}: the topic page (page 1 of a {r['size']:,}-comment threaded discussion) under wrk, "
+        f"{r['connections']} connections for {r['duration']} s, {r['workers']} gunicorn workers; then the same while "
+        f"{r['streams']:,} Server-Sent Events streams of that topic are held open (bench/live_streams.py, httpx).",
+        "",
+        "| serving | req/s | p50 ms | p99 ms |",
+        "|---|---:|---:|---:|",
+        row("gunicorn threaded sync workers (4 threads each), no streams", r["wsgi_page"]),
+        row("`make serve`: uvicorn's ASGI worker class, no streams", r["asgi_page"]),
+        row(f"`make serve` with {r['streams_opened']:,} streams open", r["asgi_page_with_streams"]),
+        row("`make serve`, the streams closed again", r["asgi_page_after"]),
+        "",
+        f"p99 with the streams / without (the mean of the runs before and after): **{r['p99_ratio']}x** "
+        f"(the bound: 1.5x); load average {r.get('load_before')} before, {r.get('load_after')} after; "
+        f"{r['streams_opened']:,} streams opened, {r['streams_failed']} failed, {r['streams_open_after']:,} still open "
+        f"after the run; the workers' RSS with them {r['rss_mb_with_streams']} MB. The ASGI worker against the "
+        f"threaded sync one on the page alone: p99 {r['asgi_vs_wsgi_p99']}x, req/s {r['asgi_vs_wsgi_rps']}x. Under "
+        "the sync workers each open stream would hold one of their threads (8 in all): the ninth reader "
+        "would wait for a page.",
+    ])
+
+
+def write_section(path: str, r: dict) -> None:
+    """The section between its markers in the report (kept there when `make bench` rewrites the page)."""
+    report._put_section(path, report.LIVE_START, report.LIVE_END, section(r))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--size", type=int, default=2000)
+    parser.add_argument("--duration", type=int, default=15)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--json")
+    parser.add_argument("--docs")
+    args = parser.parse_args(argv)
+    import logging
+
+    import django
+
+    django.setup()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
+    result = run(streams=args.streams, size=args.size, duration=args.duration, connections=args.connections,
+                 json_path=args.json, docs_path=args.docs)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
