@@ -3,12 +3,14 @@
 
 Collections:
 - `comments`, one document per comment, with the seed's field names: `_id`
-  ("<discussion_id>:<cid>"), `discussion_id`, `cid` (the comment id), `seq` (its
-  dense number in the discussion), `slug` (path of cids), `full_slug` (the sort key),
-  `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
+  ("<discussion_id>:<cid>"), `discussion_id`, `seq` (its dense number in the discussion),
+  `full_slug` (the sort key; each level "<stamp>:<cid>"), `posted`, `author {id, name}`,
+  `text`, `status`, `pinned`,
   `likes`, `latest_likers`, `html`, `edited`, `reply_to`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
   HOT_PINNED when pinned plus the like count, so `hot` descending lists pinned comments first, then
-  the most liked). As every strategy stores a comment (fields.to_element): `html: true` when the
+  the most liked). The seed's `cid`, `slug` (path of cids), `parent_id` and `depth` are read
+  from `_id` and `full_slug` (`_from_document`), not stored (documents stored with them read as
+  before). As every strategy stores a comment (fields.to_element): `html: true` when the
   html is the text as one paragraph, and `edited`, `latest_likers`, `reply_to` left out at their default.
 - `comment_document_discussions`: `{_id: discussion_id, seq, numbered, pending?, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence
@@ -146,6 +148,11 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     def doc_id(discussion_id: int, comment_id: str) -> str:
         return f"{int(discussion_id)}:{comment_id}"
 
+    @staticmethod
+    def comment_id_of(doc_id: str) -> str:
+        """The comment id that `doc_id` (`doc_id()`) ends with."""
+        return doc_id.split(":", 1)[1]
+
     def _key(self, discussion_id: int, comment_id: str) -> dict:
         return {"_id": self.doc_id(discussion_id, comment_id), "discussion_id": discussion_id}
 
@@ -153,10 +160,16 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     # The seed's field names for what the array strategies call id, path, sort_key, parent.
     _SEED_NAMES = {"id": "cid", "path": "slug", "sort_key": "full_slug", "parent": "parent_id"}
+    # Stored: `full_slug` (the threaded order's key). Not stored, derived when read: `cid` (the
+    # end of `_id`), `slug`, `parent_id` and `depth` (from `full_slug`, fields.from_element):
+    # no query matches or sorts on them, so a copy in every comment would only take room.
+    # Documents stored with them read as before.
+    _DERIVED = ("id", "path", "parent", "depth")
 
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
-        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items()}
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment, path=False).items()
+               if key not in cls._DERIVED}
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq
@@ -165,7 +178,8 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     @classmethod
     def _from_document(cls, doc: dict) -> Comment:
-        element = {key: doc.get(seed, doc.get(key)) for key, seed in cls._SEED_NAMES.items()}
+        element = {key: doc[seed] for key, seed in cls._SEED_NAMES.items() if seed in doc}
+        element.setdefault("id", cls.comment_id_of(doc["_id"]))
         comment = from_element({**doc, **element}, doc["discussion_id"])
         comment.seq = int(doc.get("seq", 0))
         return comment
@@ -389,13 +403,13 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     def authors_of(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
-        docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"cid": 1, "author": 1, "_id": 0})
-        return {doc["cid"]: (doc.get("author") or {}).get("id") for doc in docs}
+        docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"author": 1})
+        return {self.comment_id_of(doc["_id"]): (doc.get("author") or {}).get("id") for doc in docs}
 
     def existing_ids(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
-        return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
-                                                           {"cid": 1, "_id": 0})}
+        return {self.comment_id_of(doc["_id"]) for doc in self.collection.find(
+            {"_id": {"$in": ids}, "discussion_id": discussion_id}, {"_id": 1})}
 
     # --- threaded anchors (anchored.py) ---------------------------------------------
 

@@ -58,7 +58,7 @@ def test_hot_order_is_pinned_first_then_most_liked_then_newest(mongo_db):
         linked = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2),
                               cursor=hot_cursor_at(manager.get(discussion_id=d, comment_id=x.id)))
         assert [y.id for y in linked.items] == [y.id for y in expected[i:i + 2]]
-    stored = {doc["cid"]: doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
+    stored = {manager.comment_id_of(doc["_id"]): doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
     assert stored[c[1].id] == HOT_PINNED and stored[c[2].id] == 5 and stored[c[5].id] == 1
     manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=False)
     page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2))
@@ -92,7 +92,11 @@ def test_stored_document_uses_the_seed_field_names(mongo_db):
     d = new_discussion_id()
     root = manager.post(discussion_id=d, author=ALICE, text="root")
     reply = manager.post(discussion_id=d, author=ALICE, text="reply", parent=root)
-    doc = mongo_db.comments.find_one({"discussion_id": d, "cid": reply.id})
-    assert doc["slug"] == f"{root.id}/{reply.id}" and doc["parent_id"] == root.id and doc["depth"] == 1
+    doc = mongo_db.comments.find_one({"_id": manager.doc_id(d, reply.id), "discussion_id": d})
+    # `full_slug` names the path of ids, the parent and the depth (and `_id` the cid): those are
+    # derived when read, not stored.
+    assert not {"cid", "slug", "parent_id", "depth"} & set(doc)
     assert doc["full_slug"] == reply.sort_key and doc["author"] == {"id": 1, "name": "alice"}
+    got = manager.get(discussion_id=d, comment_id=reply.id)
+    assert (got.id, got.path, got.parent, got.depth) == (reply.id, f"{root.id}/{reply.id}", root.id, 1)
     assert manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest()).count == 2

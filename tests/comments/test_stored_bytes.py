@@ -2,7 +2,8 @@
 default. A comment without Markdown has the html of its text as one paragraph, stored as
 `html: true` (the pages and the API still print `<p>...</p>`); a comment with Markdown keeps its
 rendered html; `edited`, `latest_likers` and a top-level comment's `reply_to` are left out until
-they hold something. Bucketed ranks carry no threaded key (nothing pages them in threaded order)."""
+they hold something. Bucketed ranks carry no threaded key and no path (nothing pages them in
+threaded order; a hot page finds a comment's bucket from its number)."""
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_bucketed_ranks_carry_no_threaded_key(make_topic, make_user, api_client)
     assert api_client.post(url(topic), {"text": "ranked"}, format="json").status_code == 201
     assert api_client.get(url(topic) + "?order=hot").status_code == 200
     ranks = list(get_db()["comment_bucket_ranks"].find())
-    assert len(ranks) == 1 and {"hot", "seq", "path"} <= set(ranks[0]) and not {"sort_key", "posted"} & set(ranks[0])
+    assert len(ranks) == 1 and {"hot", "seq"} <= set(ranks[0]) and not {"sort_key", "posted", "path"} & set(ranks[0])
 
 
 def test_embedded_ranks_carry_their_path_in_their_threaded_key(make_topic, make_user, api_client):
@@ -157,3 +158,39 @@ def test_keys_stored_in_the_former_form_keep_their_order_beside_new_ones(storage
             break
         page = api_client.get(page["next"]).json()
     assert seen == expected
+
+
+# What each layout leaves out of a stored comment because its sort key (or `_id`) names it.
+DERIVED = {"document": {"cid", "slug", "parent_id", "depth", "parent", "path"},
+           "bucketed": {"parent", "depth"}, "embedded": {"path", "parent", "depth"}}
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_a_comment_keeps_no_field_its_sort_key_names(storage, order, make_topic, make_user, api_client):
+    """The parent, the depth (and, where no query looks at it, the path of ids and the id) follow
+    from the sort key and `_id`: not stored, and still in every page and the API."""
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    deeper = api_client.post(url(topic), {"text": "deeper", "parent": reply}, format="json").json()["id"]
+    for text in ("root", "reply", "deeper"):
+        assert not DERIVED[storage] & set(raw_comment(text)), (text, raw_comment(text))
+    shown = {c["id"]: c for c in api_client.get(url(topic) + "?page_size=10").json()["results"]}
+    assert (shown[root]["parent"], shown[reply]["parent"], shown[deeper]["parent"]) == (None, root, reply)
+    assert (shown[root]["depth"], shown[reply]["depth"], shown[deeper]["depth"]) == (0, 1, 2)
+    assert api_client.get(url(topic, deeper)).json()["parent"] == reply
+
+
+def test_a_comment_document_stored_with_the_seed_fields_reads_as_before(make_topic, make_user, api_client):
+    """A document-strategy comment stored with `cid`, `slug`, `parent_id` and `depth` (an older
+    site's data) pages and reads as one stored without them."""
+    topic = make_topic("document", "threaded")
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    before = api_client.get(url(topic)).json()["results"]
+    get_db()["comments"].update_one({"_id": f"{topic.discussion_id}:{reply}"}, {"$set": {
+        "cid": reply, "slug": f"{root}/{reply}", "parent_id": root, "depth": 1}})
+    assert api_client.get(url(topic)).json()["results"] == before
+    assert api_client.get(url(topic, reply)).json()["parent"] == root
