@@ -43,3 +43,22 @@ def sort_stamp(posted: datetime) -> str:
         ms, digit = divmod(ms, len(STAMP_ALPHABET))
         digits.append(STAMP_ALPHABET[digit])
     return "".join(reversed(digits))
+
+
+_DIGITS = {c: i for i, c in enumerate(STAMP_ALPHABET)}
+
+
+def stamp_time(stamp: str) -> datetime | None:
+    """The millisecond a stamp names (`sort_stamp`'s, or a 17-digit one stored before); None when
+    `stamp` is neither."""
+    try:
+        if len(stamp) == STAMP_WIDTH:
+            ms = 0
+            for c in stamp:
+                ms = ms * len(STAMP_ALPHABET) + _DIGITS[c]
+            return _EPOCH + timedelta(milliseconds=ms)
+        if len(stamp) == 17 and stamp.isdigit():
+            return datetime.strptime(stamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC) + timedelta(milliseconds=int(stamp[14:]))
+    except (KeyError, ValueError):
+        return None
+    return None

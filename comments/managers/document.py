@@ -4,7 +4,8 @@
 Collections:
 - `comments`, one document per comment, with the seed's field names: `_id`
   ("<discussion_id>:<cid>"), `discussion_id`, `seq` (its dense number in the discussion),
-  `full_slug` (the sort key; each level "<stamp>:<cid>"), `posted`, `author {id, name}`,
+  `full_slug` (the sort key; each level "<stamp>:<cid>"), `posted` (only when the last
+  level's stamp does not name it, fields.element_posted), `author {id, name}`,
   `text`, `status`, `pinned`,
   `likes`, `latest_likers`, `html`, `edited`, `reply_to`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
   HOT_PINNED when pinned plus the like count, so `hot` descending lists pinned comments first, then
@@ -74,6 +75,7 @@ from comments.managers.fields import (
     NUMBERED_KEPT,
     check_page,
     check_position,
+    element_posted,
     from_element,
     like_update,
     moderated_hint,
@@ -240,7 +242,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         counter = self.discussions.find_one({"_id": discussion_id}, {"seq": 1, "numbered": 1, "pending": 1})
         out = []
         for cid, doc in ((counter or {}).get("pending") or {}).items():
-            if doc["posted"] >= before:
+            if element_posted(doc, "full_slug") >= before:
                 continue  # maybe still in flight
             seq = doc.get("seq") or number_of(counter, cid)
             if seq is None:
@@ -526,10 +528,10 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         (discussion_id, seq) index, the numbers in use dealt out again in posting order, one
         bulk of `$set seq` for the comments whose number changes. The anchors (threaded page
         numbers, built on `seq`) are dropped first and rebuilt after."""
-        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "posted": 1})
+        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "posted": 1, "full_slug": 1})
                     .sort("seq", ASCENDING).hint("discussion_seq"))
         numbers = [int(doc.get("seq", 0)) for doc in docs]
-        ordered = sorted(docs, key=lambda doc: (doc["posted"], int(doc.get("seq", 0))))
+        ordered = sorted(docs, key=lambda doc: (element_posted(doc, "full_slug"), int(doc.get("seq", 0))))
         changes = [UpdateOne({"_id": doc["_id"], "discussion_id": discussion_id}, {"$set": {"seq": number}})
                    for doc, number in zip(ordered, numbers, strict=True) if int(doc.get("seq", 0)) != number]
         if not changes:

@@ -112,6 +112,7 @@ from comments.managers.base import (
 from comments.managers.fields import (
     check_page,
     check_position,
+    element_posted,
     forget_changes,
     from_element,
     like_update,
@@ -188,7 +189,7 @@ def _nested_positions(ids: list[str]) -> dict:
 
 
 def _chronological(element: dict):
-    return (element["posted"], element["sort_key"])
+    return (element_posted(element), element["sort_key"])
 
 
 class _Built(Sequence):
@@ -787,7 +788,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             if doc.get("layout") == NESTED:
                 break
             elements = list(doc.get("comments") or [])
-            order = sorted(range(len(elements)), key=lambda i: (elements[i]["posted"], i))
+            order = sorted(range(len(elements)), key=lambda i: (element_posted(elements[i]), i))
             moved = sum(1 for place, i in enumerate(order) if place != i)
             if not moved:
                 break

@@ -24,7 +24,7 @@ from html import escape
 
 from django.conf import settings
 
-from comments.clock import monotonic_now, sort_stamp
+from comments.clock import monotonic_now, sort_stamp, stamp_time
 from comments.managers.base import HOT, LATEST_LIKERS, VISIBLE, Author, Comment
 from core.errors import InvalidInput
 
@@ -127,7 +127,22 @@ _LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": []}
 # level before the last, the depth the number of levels below the root), and its path from its
 # sort key (each level ends with the id of that level's comment): a stored comment keeps the
 # sort key (the threaded order's index key) and, where a query or an index looks at it, the
-# path; `from_element` derives what is not stored, and reads an element stored with them.
+# path; `from_element` derives what is not stored, and reads an element stored with them. The
+# last level's stamp is the comment's `posted` to the millisecond (what BSON keeps of it), so
+# `posted` is stored only where it says something else (`key_posted`).
+
+
+def key_posted(sort_key: str) -> datetime | None:
+    """The posting time the last level of a sort key names (`place` stamps each level with its
+    comment's `posted`, at BSON's millisecond precision)."""
+    return stamp_time(sort_key.rsplit("/", 1)[-1].split(":", 1)[0])
+
+
+def element_posted(element: dict, key: str = "sort_key") -> datetime:
+    """A stored comment's `posted`: the field where it is stored, else the time its sort key (the
+    field `key`) names."""
+    posted = element.get("posted")
+    return posted if posted is not None else key_posted(element[key])
 
 
 def key_path(sort_key: str) -> str:
@@ -157,6 +172,8 @@ def to_element(comment: Comment, *, path: bool = True) -> dict:
     for name, default in _LEFT_OUT_AT_DEFAULT.items():
         if element[name] == default:
             del element[name]
+    if key_posted(comment.sort_key) == comment.posted:  # its sort key says it to the millisecond
+        del element["posted"]
     return element
 
 
@@ -184,7 +201,7 @@ def from_element(element: dict, discussion_id: int) -> Comment:
         sort_key=element["sort_key"],
         author=Author(id=element["author"]["id"], name=element["author"]["name"]),
         text=element["text"],
-        posted=element["posted"],
+        posted=element_posted(element),
         status=element.get("status", VISIBLE),
         pinned=bool(element.get("pinned", False)),
         likes=int(element.get("likes", 0)),

@@ -35,7 +35,7 @@ from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError
 
 from comments.managers.base import VISIBLE, Comment, DiscussionFull
-from comments.managers.fields import element_parent, from_element, to_element
+from comments.managers.fields import element_parent, element_posted, from_element, to_element
 from comments.managers.layout import FLAT, HARD_MAX_BYTES, NESTED, bucket_of, charge, iter_elements
 
 
@@ -175,7 +175,7 @@ class EmbeddedMoving:
             return []
         elements = [{k: v for k, v in e.items() if k != "replies"} for e in iter_elements(doc)]
         if doc.get("layout") == NESTED:
-            elements.sort(key=lambda e: (e.get("seq") or 0, e["posted"], e["sort_key"]))
+            elements.sort(key=lambda e: (e.get("seq") or 0, element_posted(e), e["sort_key"]))
         for position, element in enumerate(elements, start=1):
             element.setdefault("seq", position)
         return elements

@@ -146,7 +146,8 @@ def test_keys_stored_in_the_former_form_keep_their_order_beside_new_ones(storage
                 if element["id"] == cid:
                     db["comment_discussions"].update_one(
                         {"_id": topic.discussion_id},
-                        {"$set": {f"replies.{i}.sort_key": legacy_key(element["sort_key"], element["posted"])}})
+                        {"$set": {f"replies.{i}.sort_key": legacy_key(element["sort_key"], comment.posted),
+                                  f"replies.{i}.posted": comment.posted}})
     reply = api_client.post(url(topic), {"text": "new reply", "parent": old[0]}, format="json").json()["id"]
     new = api_client.post(url(topic), {"text": "new"}, format="json").json()["id"]
     expected = [old[0], reply, old[1], old[2], new]
@@ -161,14 +162,15 @@ def test_keys_stored_in_the_former_form_keep_their_order_beside_new_ones(storage
 
 
 # What each layout leaves out of a stored comment because its sort key (or `_id`) names it.
-DERIVED = {"document": {"cid", "slug", "parent_id", "depth", "parent", "path"},
-           "bucketed": {"parent", "depth"}, "embedded": {"path", "parent", "depth"}}
+DERIVED = {"document": {"cid", "slug", "parent_id", "depth", "parent", "path", "posted"},
+           "bucketed": {"parent", "depth", "posted"}, "embedded": {"path", "parent", "depth", "posted"}}
 
 
 @pytest.mark.parametrize("storage,order", LAYOUTS)
 def test_a_comment_keeps_no_field_its_sort_key_names(storage, order, make_topic, make_user, api_client):
-    """The parent, the depth (and, where no query looks at it, the path of ids and the id) follow
-    from the sort key and `_id`: not stored, and still in every page and the API."""
+    """The parent, the depth, the posting time (its last level's stamp) and, where no query looks
+    at it, the path of ids and the id follow from the sort key and `_id`: not stored, and still
+    in every page and the API."""
     topic = make_topic(storage, order)
     api_client.force_authenticate(make_user("ann"))
     root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
@@ -180,6 +182,9 @@ def test_a_comment_keeps_no_field_its_sort_key_names(storage, order, make_topic,
     assert (shown[root]["parent"], shown[reply]["parent"], shown[deeper]["parent"]) == (None, root, reply)
     assert (shown[root]["depth"], shown[reply]["depth"], shown[deeper]["depth"]) == (0, 1, 2)
     assert api_client.get(url(topic, deeper)).json()["parent"] == reply
+    posted = {cid: c["posted"] for cid, c in shown.items()}
+    assert posted[root] < posted[reply] < posted[deeper]
+    assert api_client.get(url(topic, deeper)).json()["posted"] == posted[deeper]
 
 
 def test_a_comment_document_stored_with_the_seed_fields_reads_as_before(make_topic, make_user, api_client):
@@ -190,7 +195,11 @@ def test_a_comment_document_stored_with_the_seed_fields_reads_as_before(make_top
     root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
     reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
     before = api_client.get(url(topic)).json()["results"]
+    stored = get_db()["comments"].find_one({"_id": f"{topic.discussion_id}:{reply}"})
+    from comments.managers.fields import key_posted
+
     get_db()["comments"].update_one({"_id": f"{topic.discussion_id}:{reply}"}, {"$set": {
-        "cid": reply, "slug": f"{root}/{reply}", "parent_id": root, "depth": 1}})
+        "cid": reply, "slug": f"{root}/{reply}", "parent_id": root, "depth": 1,
+        "posted": key_posted(stored["full_slug"])}})
     assert api_client.get(url(topic)).json()["results"] == before
     assert api_client.get(url(topic, reply)).json()["parent"] == root
