@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-bytes bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -130,6 +130,12 @@ bench-load: $(VENV)/.installed-bench $(ISSO_VENV)/.installed
 bench-load-server: $(VENV)/.installed-bench $(ISSO_VENV)/.installed
 	@command -v wrk >/dev/null || { echo "make bench-load-server needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_load --via-server --json docs/bench/load-server.json --docs docs/benchmarks.md
+
+## make bench-bytes: only the bytes per comment of the load run (bench/footprint.py, each strategy and xtd on the
+## same 10,000-comment thread; Isso's figure kept from the last bench-load), into docs/bench/load.json and its
+## section of docs/benchmarks.md (about a minute)
+bench-bytes: $(VENV)/.installed-bench
+	$(BENCH_ENV) $(PY) -m bench.footprint update --json docs/bench/load.json --docs docs/benchmarks.md
 
 ## make bench-scale: the embedded engine holding 100,000 and 1,000,000 comments as `make serve` runs it: store size,
 ## get_db() opening, start-up to the first served page, RSS, and a GET's p50/p99 alone and while a writer posts

@@ -17,17 +17,25 @@ tables (`django_comments`, `django_comments_xtd_xtdcomment`) and their indexes
 (`xtd_bytes`, in xtd's process), and Isso's `comments` table and its indexes (`isso_bytes`).
 Bytes per comment are whole pages (what the file grows by) over the number of comments.
 
-Entry point: `python -m bench.footprint ours|xtd --size N` (one JSON line on stdout, in the
-process of each side's settings), run by `make bench-load` (bench/load.py).
+Entry points: `python -m bench.footprint ours|xtd --size N` (one JSON line on stdout, in the
+process of each side's settings), run by `make bench-load` (bench/load.py); and
+`python -m bench.footprint update --size N` (`make bench-bytes`), which measures both sides the
+same way in a throw-away site of its own and rewrites only the bytes of the load run's results
+(`docs/bench/load.json`: Isso's figure is kept from the load run, which installs Isso) and its
+section of docs/benchmarks.md, saying when the bytes were measured apart from the load run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sqlite3
 import sys
+import tempfile
 import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 
 import bson
 
@@ -179,11 +187,51 @@ def xtd(size: int) -> dict:
     return summary(table_parts(settings.DATABASES["default"]["NAME"], XTD_TABLES), size)
 
 
+def update(size: int, *, json_path: str, docs_path: str | None, log=print) -> dict:
+    """Both sides measured (each in its own process and settings, as the load run measures them),
+    then the load run's results at `json_path` take these bytes and its section of `docs_path` is
+    rewritten. Isso's bytes stay those of the load run (it needs Isso's own virtualenv)."""
+    from bench import load as load_run
+    from bench.report import put_load_section
+
+    results = json.loads(Path(json_path).read_text())
+    workdir = Path(tempfile.mkdtemp(prefix="bench-bytes-"))
+    try:
+        ours_env = load_run.site_env(workdir, f"benchbytes_{uuid.uuid4().hex[:8]}")
+        load_run._manage(["migrate", "--noinput", "-v", "0"], ours_env)
+        xtd_env = {**ours_env, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings",
+                   "BENCH_XTD_DB": str(workdir / "xtd-bytes.sqlite3")}
+        log(f"bench-bytes: {size:,} comments a strategy (bench/footprint.py)")
+        storage = {"ours": load_run.footprint("ours", size, ours_env), "xtd": load_run.footprint("xtd", size, xtd_env)}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    kept = results.get("storage") or {}
+    if kept.get("isso") and kept["isso"].get("comments") == size:
+        storage["isso"] = kept["isso"]
+    storage["measured"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    storage["size"] = size
+    results["storage"] = storage
+    Path(json_path).write_text(json.dumps(results, indent=1) + "\n")
+    log(f"bench-bytes: wrote the bytes of {json_path}")
+    if docs_path:
+        put_load_section(docs_path, results)
+        log(f"bench-bytes: wrote the load section of {docs_path}")
+    return storage
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Bytes per comment of one discussion, in this process's settings.")
-    parser.add_argument("what", choices=("ours", "xtd"))
+    parser.add_argument("what", choices=("ours", "xtd", "update"))
     parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--json", default="docs/bench/load.json", help="update: the load run's results")
+    parser.add_argument("--docs", default="docs/benchmarks.md", help="update: the page whose load section is rewritten")
     args = parser.parse_args(argv)
+    if args.what == "update":
+        storage = update(args.size, json_path=args.json, docs_path=args.docs, log=lambda line: print(line, file=sys.stderr))
+        sys.stdout.write(json.dumps({side: {k: v["per_comment"] for k, v in r.items()} if side == "ours"
+                                     else r["per_comment"] for side, r in storage.items()
+                                     if side in ("ours", "xtd", "isso")}) + "\n")
+        return 0
     import django
 
     django.setup()

@@ -792,6 +792,7 @@ def storage_section(storage: dict, size: int, peers: str) -> str:
     """Bytes per comment of one discussion of `size` comments: each strategy's documents and indexes
     beside each peer's table and indexes, and where the bytes go (bench/footprint.py)."""
     xtd, isso = storage.get("xtd"), storage.get("isso")
+    size = storage.get("size", size)  # measured apart from the load run (bench.footprint update): its own size
     rows = []
     for name, r in storage["ours"].items():
         rows.append([name, f"{r['per_comment']:,}", f"{r['documents_bytes'] / size:,.0f}", f"{r['index_bytes'] / size:,.0f}",
@@ -811,7 +812,10 @@ def storage_section(storage: dict, size: int, peers: str) -> str:
         f"One threaded discussion of {size:,} comments (the load run's) in a store of its own per strategy "
         "(bulk-loaded, every declared index built, the anchors written, as posting leaves them), and the same thread "
         "in each peer's SQLite file: whole pages of each table and index (SQLite's dbstat; on a MongoDB server "
-        "collStats' `size` and `indexSizes`) over the number of comments. bench/footprint.py.\n",
+        "collStats' `size` and `indexSizes`) over the number of comments. bench/footprint.py"
+        + (f"; measured {storage['measured']} apart from the load run (`make bench-bytes`: "
+           "`python -m bench.footprint update`), Isso's bytes from the load run" if storage.get("measured") else "")
+        + ".\n",
         _table(["storage", "bytes per comment", "documents", "indexes", "× xtd", *(["× Isso"] if isso else [])], rows),
         "",
         "Where our bytes go (bytes per comment, parts above 8 kB): " + "; ".join(where) + ".",

@@ -23,6 +23,42 @@ def monotonic_now() -> datetime:
     return _EPOCH + timedelta(milliseconds=ms)
 
 
+# The time part of a `sort_key` level: the millisecond since the epoch in 7 digits of a 64-character
+# alphabet listed in ASCII order (plain byte comparison, MongoDB's simple binary string order, is
+# time order; fixed width keeps every level's ':' in one column). 7 digits hold every millisecond
+# from 1970 to 2109-03; a key from 1991-10 on starts with a letter, so it sorts after every key stored
+# in the former 17-digit form (YYYYmmddHHMMSSmmm, a digit first): a discussion holding those keeps
+# its order when new comments arrive, with no rewrite (every new post is later than every old one).
+STAMP_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~"
+STAMP_WIDTH = 7
+_STAMP_LIMIT = len(STAMP_ALPHABET) ** STAMP_WIDTH
+
+
 def sort_stamp(posted: datetime) -> str:
-    """The time part of a `sort_key` level: 17 digits, YYYYmmddHHMMSS + milliseconds."""
-    return posted.astimezone(UTC).strftime("%Y%m%d%H%M%S") + f"{posted.microsecond // 1000:03d}"
+    """The time part of a `sort_key` level: STAMP_WIDTH digits of STAMP_ALPHABET, milliseconds
+    since the epoch (a time before the epoch is its first millisecond)."""
+    ms = min(max(0, (posted.astimezone(UTC) - _EPOCH) // timedelta(milliseconds=1)), _STAMP_LIMIT - 1)
+    digits = []
+    for _ in range(STAMP_WIDTH):
+        ms, digit = divmod(ms, len(STAMP_ALPHABET))
+        digits.append(STAMP_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+_DIGITS = {c: i for i, c in enumerate(STAMP_ALPHABET)}
+
+
+def stamp_time(stamp: str) -> datetime | None:
+    """The millisecond a stamp names (`sort_stamp`'s, or a 17-digit one stored before); None when
+    `stamp` is neither."""
+    try:
+        if len(stamp) == STAMP_WIDTH:
+            ms = 0
+            for c in stamp:
+                ms = ms * len(STAMP_ALPHABET) + _DIGITS[c]
+            return _EPOCH + timedelta(milliseconds=ms)
+        if len(stamp) == 17 and stamp.isdigit():
+            return datetime.strptime(stamp[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC) + timedelta(milliseconds=int(stamp[14:]))
+    except (KeyError, ValueError):
+        return None
+    return None

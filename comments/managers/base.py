@@ -168,7 +168,10 @@ class Comment:
 
 FORWARD, BACKWARD = "n", "p"  # the page after the cursor's key, or the page before it
 _ORDER_CODES = {CHRONOLOGICAL: "c", THREADED: "t", HOT: "h"}
-SORT_KEY = re.compile(r"[0-9]{17}:[a-z0-9]{1,32}(/[0-9]{17}:[a-z0-9]{1,32}){0,63}")  # fullmatch
+# A threaded key's level: the stamp (comments.clock.sort_stamp: 7 digits of its alphabet, or the
+# former 17 decimal digits, which keys stored before keep), ':' and a comment id.
+_SORT_KEY_LEVEL = r"(?:[0-9]{17}|[0-9A-Z_a-z~]{7}):[a-z0-9]{1,32}"
+SORT_KEY = re.compile(rf"{_SORT_KEY_LEVEL}(/{_SORT_KEY_LEVEL}){{0,63}}")  # fullmatch
 MAX_CURSOR_LENGTH = 3000
 _MAX_INT = 2**62
 

@@ -72,6 +72,7 @@ from comments.managers.fields import (
     NUMBERED_KEPT,
     check_page,
     check_position,
+    element_posted,
     forget_changes,
     from_element,
     like_update,
@@ -213,7 +214,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         meta = self.discussions.find_one({"_id": discussion_id}, {"count": 1, "size": 1, "numbered": 1, "pending": 1})
         out = []
         for cid, element in ((meta or {}).get("pending") or {}).items():
-            if element["posted"] >= before:
+            if element_posted(element) >= before:
                 continue  # maybe still in flight
             seq = number_of(meta, cid, "count")
             if seq is None:
@@ -513,7 +514,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             docs = list(self.buckets.find({"discussion_id": discussion_id}).sort("bucket", ASCENDING))
             elements = [e for doc in docs for e in doc.get("comments", [])]
             numbers = sorted(int(e["seq"]) for e in elements)
-            ordered = sorted(elements, key=lambda e: (e["posted"], int(e["seq"])))
+            ordered = sorted(elements, key=lambda e: (element_posted(e), int(e["seq"])))
             changed = sum(1 for e, n in zip(ordered, numbers, strict=True) if int(e["seq"]) != n)
             if not changed:
                 return 0

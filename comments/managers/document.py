@@ -3,12 +3,15 @@
 
 Collections:
 - `comments`, one document per comment, with the seed's field names: `_id`
-  ("<discussion_id>:<cid>"), `discussion_id`, `cid` (the comment id), `seq` (its
-  dense number in the discussion), `slug` (path of cids), `full_slug` (the sort key),
-  `parent_id`, `depth`, `posted`, `author {id, name}`, `text`, `status`, `pinned`,
+  ("<discussion_id>:<cid>"), `discussion_id`, `seq` (its dense number in the discussion),
+  `full_slug` (the sort key; each level "<stamp>:<cid>"), `posted` (only when the last
+  level's stamp does not name it, fields.element_posted), `author {id, name}`,
+  `text`, `status`, `pinned`,
   `likes`, `latest_likers`, `html`, `edited`, `reply_to`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
   HOT_PINNED when pinned plus the like count, so `hot` descending lists pinned comments first, then
-  the most liked). As every strategy stores a comment (fields.to_element): `html: true` when the
+  the most liked). The seed's `cid`, `slug` (path of cids), `parent_id` and `depth` are read
+  from `_id` and `full_slug` (`_from_document`), not stored (documents stored with them read as
+  before). As every strategy stores a comment (fields.to_element): `html: true` when the
   html is the text as one paragraph, and `edited`, `latest_likers`, `reply_to` left out at their default.
 - `comment_document_discussions`: `{_id: discussion_id, seq, numbered, pending?, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence
@@ -72,6 +75,7 @@ from comments.managers.fields import (
     NUMBERED_KEPT,
     check_page,
     check_position,
+    element_posted,
     from_element,
     like_update,
     moderated_hint,
@@ -146,6 +150,11 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     def doc_id(discussion_id: int, comment_id: str) -> str:
         return f"{int(discussion_id)}:{comment_id}"
 
+    @staticmethod
+    def comment_id_of(doc_id: str) -> str:
+        """The comment id that `doc_id` (`doc_id()`) ends with."""
+        return doc_id.split(":", 1)[1]
+
     def _key(self, discussion_id: int, comment_id: str) -> dict:
         return {"_id": self.doc_id(discussion_id, comment_id), "discussion_id": discussion_id}
 
@@ -153,10 +162,16 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     # The seed's field names for what the array strategies call id, path, sort_key, parent.
     _SEED_NAMES = {"id": "cid", "path": "slug", "sort_key": "full_slug", "parent": "parent_id"}
+    # Stored: `full_slug` (the threaded order's key). Not stored, derived when read: `cid` (the
+    # end of `_id`), `slug`, `parent_id` and `depth` (from `full_slug`, fields.from_element):
+    # no query matches or sorts on them, so a copy in every comment would only take room.
+    # Documents stored with them read as before.
+    _DERIVED = ("id", "path", "parent", "depth")
 
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
-        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items()}
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment, path=False).items()
+               if key not in cls._DERIVED}
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq
@@ -165,7 +180,8 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     @classmethod
     def _from_document(cls, doc: dict) -> Comment:
-        element = {key: doc.get(seed, doc.get(key)) for key, seed in cls._SEED_NAMES.items()}
+        element = {key: doc[seed] for key, seed in cls._SEED_NAMES.items() if seed in doc}
+        element.setdefault("id", cls.comment_id_of(doc["_id"]))
         comment = from_element({**doc, **element}, doc["discussion_id"])
         comment.seq = int(doc.get("seq", 0))
         return comment
@@ -226,7 +242,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         counter = self.discussions.find_one({"_id": discussion_id}, {"seq": 1, "numbered": 1, "pending": 1})
         out = []
         for cid, doc in ((counter or {}).get("pending") or {}).items():
-            if doc["posted"] >= before:
+            if element_posted(doc, "full_slug") >= before:
                 continue  # maybe still in flight
             seq = doc.get("seq") or number_of(counter, cid)
             if seq is None:
@@ -389,13 +405,13 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     def authors_of(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
-        docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"cid": 1, "author": 1, "_id": 0})
-        return {doc["cid"]: (doc.get("author") or {}).get("id") for doc in docs}
+        docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"author": 1})
+        return {self.comment_id_of(doc["_id"]): (doc.get("author") or {}).get("id") for doc in docs}
 
     def existing_ids(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
-        return {doc["cid"] for doc in self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
-                                                           {"cid": 1, "_id": 0})}
+        return {self.comment_id_of(doc["_id"]) for doc in self.collection.find(
+            {"_id": {"$in": ids}, "discussion_id": discussion_id}, {"_id": 1})}
 
     # --- threaded anchors (anchored.py) ---------------------------------------------
 
@@ -512,10 +528,10 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         (discussion_id, seq) index, the numbers in use dealt out again in posting order, one
         bulk of `$set seq` for the comments whose number changes. The anchors (threaded page
         numbers, built on `seq`) are dropped first and rebuilt after."""
-        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "posted": 1})
+        docs = list(self.collection.find({"discussion_id": discussion_id}, {"seq": 1, "posted": 1, "full_slug": 1})
                     .sort("seq", ASCENDING).hint("discussion_seq"))
         numbers = [int(doc.get("seq", 0)) for doc in docs]
-        ordered = sorted(docs, key=lambda doc: (doc["posted"], int(doc.get("seq", 0))))
+        ordered = sorted(docs, key=lambda doc: (element_posted(doc, "full_slug"), int(doc.get("seq", 0))))
         changes = [UpdateOne({"_id": doc["_id"], "discussion_id": discussion_id}, {"$set": {"seq": number}})
                    for doc, number in zip(ordered, numbers, strict=True) if int(doc.get("seq", 0)) != number]
         if not changes:

@@ -112,6 +112,7 @@ from comments.managers.base import (
 from comments.managers.fields import (
     check_page,
     check_position,
+    element_posted,
     forget_changes,
     from_element,
     like_update,
@@ -188,7 +189,7 @@ def _nested_positions(ids: list[str]) -> dict:
 
 
 def _chronological(element: dict):
-    return (element["posted"], element["sort_key"])
+    return (element_posted(element), element["sort_key"])
 
 
 class _Built(Sequence):
@@ -351,7 +352,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         if parent_path is not None and layout == NESTED and comment.parent is not None:
             loaded = (NESTED, parent_path)
         for _ in range(_POST_ATTEMPTS):
-            element = to_element(comment)
+            element = to_element(comment, path=False)  # the path is in its sort key
             if layout == NESTED:
                 element["replies"] = []
             if layout == NESTED and comment.parent is not None:
@@ -490,7 +491,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         roots: list[dict] = []
         by_id: dict[str, dict] = {}
         for comment in comments:
-            element = to_element(comment)
+            element = to_element(comment, path=False)
             if threaded:
                 element["replies"] = []
             size = charge(element)  # sized before children are added, as post() does
@@ -787,7 +788,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             if doc.get("layout") == NESTED:
                 break
             elements = list(doc.get("comments") or [])
-            order = sorted(range(len(elements)), key=lambda i: (elements[i]["posted"], i))
+            order = sorted(range(len(elements)), key=lambda i: (element_posted(elements[i]), i))
             moved = sum(1 for place, i in enumerate(order) if place != i)
             if not moved:
                 break
@@ -945,8 +946,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         root = next((e for e in elements if e["id"] == comment_id), None)
         if root is None:
             return []
-        prefix = root["path"] + "/"
-        family = [e for e in elements if e is root or e["path"].startswith(prefix)]
+        prefix = root["sort_key"] + "/"  # its replies at any depth: their keys extend its key
+        family = [e for e in elements if e is root or e["sort_key"].startswith(prefix)]
         return [from_element(e, discussion_id) for e in sorted(family, key=lambda e: e["sort_key"])]
 
     def position(self, *, discussion_id, comment, order, threaded=False):

@@ -5,7 +5,7 @@ function from the parent to the new comment's (parent, path, depth, sort_key). A
 comment's `depth` never exceeds `COMMENTS_MAX_DEPTH - 1`: a reply to a comment at that
 depth attaches to the deepest allowed ancestor instead (it becomes a sibling of the
 comment it answers, and `parent` names that ancestor). Paths and sort keys therefore hold
-at most `COMMENTS_MAX_DEPTH` levels (17 + 1 + 12 bytes each), so an index key on them
+at most `COMMENTS_MAX_DEPTH` levels (7 + 1 + 12 bytes each), so an index key on them
 stays small (MongoDB 4.2+ has no index key size limit; small keys keep indexes small).
 
 The embedded and bucketed strategies store a comment as an element of an array with the
@@ -24,7 +24,7 @@ from html import escape
 
 from django.conf import settings
 
-from comments.clock import monotonic_now, sort_stamp
+from comments.clock import monotonic_now, sort_stamp, stamp_time
 from comments.managers.base import HOT, LATEST_LIKERS, VISIBLE, Author, Comment
 from core.errors import InvalidInput
 
@@ -123,13 +123,40 @@ def read_html(text: str, stored) -> str:
 _LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": []}
 
 
-def to_element(comment: Comment) -> dict:
-    """A comment as an element of an embedded or bucketed `comments`/`replies` array."""
+# A comment's `parent` and `depth` follow from its path of ids (`place`: the parent is the
+# level before the last, the depth the number of levels below the root), and its path from its
+# sort key (each level ends with the id of that level's comment): a stored comment keeps the
+# sort key (the threaded order's index key) and, where a query or an index looks at it, the
+# path; `from_element` derives what is not stored, and reads an element stored with them. The
+# last level's stamp is the comment's `posted` to the millisecond (what BSON keeps of it), so
+# `posted` is stored only where it says something else (`key_posted`).
+
+
+def key_posted(sort_key: str) -> datetime | None:
+    """The posting time the last level of a sort key names (`place` stamps each level with its
+    comment's `posted`, at BSON's millisecond precision)."""
+    return stamp_time(sort_key.rsplit("/", 1)[-1].split(":", 1)[0])
+
+
+def element_posted(element: dict, key: str = "sort_key") -> datetime:
+    """A stored comment's `posted`: the field where it is stored, else the time its sort key (the
+    field `key`) names."""
+    posted = element.get("posted")
+    return posted if posted is not None else key_posted(element[key])
+
+
+def key_path(sort_key: str) -> str:
+    """The path of ids a sort key names: every level is "<stamp>:<id>" (`place`; ids and stamps
+    hold no ':')."""
+    return "/".join(level.split(":", 1)[-1] for level in sort_key.split("/"))
+
+
+def to_element(comment: Comment, *, path: bool = True) -> dict:
+    """A comment as an element of an embedded or bucketed `comments`/`replies` array; `path`
+    False: without its path of ids (no query of the strategy looks at it)."""
     element = {
         "id": comment.id,
-        "parent": comment.parent,
-        "path": comment.path,
-        "depth": comment.depth,
+        **({"path": comment.path} if path else {}),
         "sort_key": comment.sort_key,
         "posted": comment.posted,
         "author": {"id": comment.author.id, "name": comment.author.name},
@@ -145,20 +172,36 @@ def to_element(comment: Comment) -> dict:
     for name, default in _LEFT_OUT_AT_DEFAULT.items():
         if element[name] == default:
             del element[name]
+    if key_posted(comment.sort_key) == comment.posted:  # its sort key says it to the millisecond
+        del element["posted"]
     return element
 
 
+def element_path(element: dict) -> str:
+    """A stored comment's path of ids: its `path`, else the one its sort key names."""
+    return element.get("path") or key_path(element["sort_key"])
+
+
+def element_parent(element: dict) -> str | None:
+    """A stored comment's parent id: its `parent`, else the level before the last of its path."""
+    if "parent" in element:
+        return element["parent"]
+    ids = element_path(element).split("/")
+    return ids[-2] if len(ids) > 1 else None
+
+
 def from_element(element: dict, discussion_id: int) -> Comment:
+    path = element_path(element)
     return Comment(
         id=element["id"],
         discussion_id=discussion_id,
-        parent=element.get("parent"),
-        path=element["path"],
-        depth=element["depth"],
+        parent=element_parent(element),
+        path=path,
+        depth=int(element["depth"]) if "depth" in element else path.count("/"),
         sort_key=element["sort_key"],
         author=Author(id=element["author"]["id"], name=element["author"]["name"]),
         text=element["text"],
-        posted=element["posted"],
+        posted=element_posted(element),
         status=element.get("status", VISIBLE),
         pinned=bool(element.get("pinned", False)),
         likes=int(element.get("likes", 0)),

@@ -9,7 +9,7 @@ a placeholder, as in every other order.
 
 Two indexes serve part one, one per topic order, each with the equalities first and the
 order's key next: (discussion_id, status, author.id, seq, _id) and
-(discussion_id, status, author.id, full_slug, _id). Each author's visible comments are one
+(discussion_id, status, author.id, full_slug). Each author's visible comments are one
 contiguous range of either, already in that order, so a merge of the ranges is the order.
 
 - Participants (who of the followed took part, with their newest visible comment): an
@@ -36,14 +36,16 @@ from comments.managers.base import CHRONOLOGICAL, THREADED, VISIBLE, Comment
 # Equalities first (the discussion, `visible`), then the author and the order's key (MongoDB's
 # equality-sort-range rule): each author's visible comments are one contiguous range in that order
 # (a merge gives the order), and the distinct authors a seek each (the participants, on the seq one).
-# `_id` last completes the shard key with `discussion_id`: a shard's SHARDING_FILTER reads every
-# shard-key field from the keys or fetches each document (MongoDB manual, "Covered Queries",
-# restrictions on sharded collections), so on a cluster too the participants stay covered.
+# `_id` last in the seq one completes the shard key with `discussion_id`: a shard's SHARDING_FILTER
+# reads every shard-key field from the keys or fetches each document (MongoDB manual, "Covered
+# Queries", restrictions on sharded collections), so on a cluster too the participants (read on
+# that index) stay covered. The full_slug one has no `_id`: its only reader, part one, fetches
+# the documents it shows anyway (the filter reads `_id` there), and `full_slug` is unique in a
+# discussion, so `_id` would neither cover nor order anything (17 bytes a comment on no query).
 FOLLOWING_INDEX = IndexModel([("discussion_id", ASCENDING), ("status", ASCENDING), ("author.id", ASCENDING),
                               ("seq", ASCENDING), ("_id", ASCENDING)], name="discussion_status_author_seq")
 FOLLOWING_THREADED_INDEX = IndexModel([("discussion_id", ASCENDING), ("status", ASCENDING), ("author.id", ASCENDING),
-                                       ("full_slug", ASCENDING), ("_id", ASCENDING)],
-                                      name="discussion_status_author_full_slug")
+                                       ("full_slug", ASCENDING)], name="discussion_status_author_full_slug")
 MERGE_LIMIT = 200  # MongoDB's planner explodes an `$in` into per-value index scans up to 200 of them
 _KEYS = {CHRONOLOGICAL: "seq", THREADED: "full_slug"}
 _AUTHOR_INDEXES = {CHRONOLOGICAL: "discussion_status_author_seq", THREADED: "discussion_status_author_full_slug"}

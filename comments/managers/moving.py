@@ -35,7 +35,7 @@ from pymongo import ReplaceOne
 from pymongo.errors import BulkWriteError
 
 from comments.managers.base import VISIBLE, Comment, DiscussionFull
-from comments.managers.fields import from_element, to_element
+from comments.managers.fields import element_parent, element_posted, from_element, to_element
 from comments.managers.layout import FLAT, HARD_MAX_BYTES, NESTED, bucket_of, charge, iter_elements
 
 
@@ -175,7 +175,7 @@ class EmbeddedMoving:
             return []
         elements = [{k: v for k, v in e.items() if k != "replies"} for e in iter_elements(doc)]
         if doc.get("layout") == NESTED:
-            elements.sort(key=lambda e: (e.get("seq") or 0, e["posted"], e["sort_key"]))
+            elements.sort(key=lambda e: (e.get("seq") or 0, element_posted(e), e["sort_key"]))
         for position, element in enumerate(elements, start=1):
             element.setdefault("seq", position)
         return elements
@@ -207,7 +207,7 @@ class EmbeddedMoving:
                 element["replies"] = []
             total += charge(element)  # sized before children are added, as post() and bulk_load() do
             by_id[element["id"]] = element
-            parent = by_id.get(element.get("parent")) if layout == NESTED else None
+            parent = by_id.get(element_parent(element)) if layout == NESTED else None
             (parent["replies"] if parent is not None else roots).append(element)
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         if total > bound:
@@ -225,7 +225,7 @@ class EmbeddedMoving:
             return 0
         doc = self.collection.find_one({"_id": discussion_id})
         elements = {e["id"]: e for e in self._positioned(doc)}
-        elements.update({c.id: {**to_element(c), "seq": c.seq} for c in comments})
+        elements.update({c.id: {**to_element(c, path=False), "seq": c.seq} for c in comments})
         hints = {k: doc[k] for k in ("pinned", "moderated") if doc and k in doc}
         self._build(discussion_id, list(elements.values()), threaded, keep_seq=True, hints=hints)
         return len(comments)

@@ -12,13 +12,13 @@ these layouts chronological and threaded reads only).
 So each of these strategies keeps a per-discussion RANK collection beside its own: one
 small document per comment, and that hot index over it,
 
-    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, path | sort_key}
+    {_id: "<discussion_id>:<comment id>", discussion_id, hot, seq, sort_key?}
 
 `hot` is `base.hot_score(pinned, likes)`, `seq` the comment's number (the tie-break, newest
-first, as the document strategy's), `path` its ids from the root (where a nested embedded
-element lives), `sort_key` its threaded key (unique in a discussion: each level ends with an
-id), kept only by a strategy that pages threaded order over its ranks, whose path is then read
-from it (`rank_path`: each level ends with the comment's id); ranks written before also carry
+first, as the document strategy's; a bucketed hot page finds its buckets from it),
+`sort_key` its threaded key (unique in a discussion: each level ends with an id), kept only by
+a strategy that pages threaded order over its ranks, which also reads from it the path of
+ids where a nested embedded element lives (`rank_path`); ranks written before also carry
 `path` and `posted`, which nothing reads then. A strategy that pages threaded order here (embedded: one
 discussion document, which an index cannot order by comment) also declares
 `(discussion_id, sort_key)`, and a threaded page is about page_size + 1 keys of it, as the
@@ -80,6 +80,7 @@ from comments.managers.base import (
     encode_cursor,
     hot_score,
 )
+from comments.managers.fields import key_path
 from core.paging import Page, PageRequest
 
 _HOT_SORT = [("hot", DESCENDING), ("seq", DESCENDING)]
@@ -147,13 +148,13 @@ class HotRanks:
         return f"{int(discussion_id)}:{comment_id}"
 
     def _rank_doc(self, comment: Comment) -> dict:
-        # The threaded key only where threaded order is paged over the ranks (no reader of a
-        # bucketed rank looks at it), and then no path: the path is in the key (`rank_path`).
-        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes))}
+        # The threaded key only where threaded order is paged over the ranks, and no path: the
+        # embedded strategy reads it from the key (`rank_path`), the bucketed one finds a comment's
+        # bucket from its `seq` (no reader of a bucketed rank looks at a path or a key).
+        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
+               "seq": comment.seq}
         if THREADED in getattr(self, "orders", ()):
-            doc.update(seq=comment.seq, sort_key=comment.sort_key)
-        else:
-            doc.update(seq=comment.seq, path=comment.path)
+            doc["sort_key"] = comment.sort_key
         return doc
 
     # --- writes ------------------------------------------------------------------
@@ -294,9 +295,9 @@ class HotRanks:
 
 def rank_path(doc: dict) -> str | None:
     """A rank's path of comment ids: read from its threaded key where it has one (every level is
-    "<17-digit stamp>:<id>", fields.place; ids and stamps hold no ':'), else its `path`."""
+    "<stamp>:<id>", fields.place; ids and stamps hold no ':'), else its `path`."""
     if isinstance(doc.get("sort_key"), str):
-        return "/".join(level.split(":", 1)[-1] for level in doc["sort_key"].split("/"))
+        return key_path(doc["sort_key"])
     return doc.get("path")
 
 

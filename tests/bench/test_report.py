@@ -83,3 +83,20 @@ def test_a_re_measured_group_replaces_only_its_rows_and_is_recorded():
     assert merge_into(kept, _result("full", "b", [newer]), ("search",))["rows"] == [page, fresh["rows"][0], newer]
     with pytest.raises(ValueError, match="unknown cases mystery"):
         merge_into(_result("full", "a", [{"case": "mystery", "size": 1, "depth": 1}]), fresh, ("feeds",))
+
+
+def test_bytes_measured_apart_from_the_load_run_are_shown_at_their_own_size():
+    """`python -m bench.footprint update` re-measures only the bytes: the section divides by the size
+    it measured (not the load run's) and says when."""
+    from bench.report import storage_section
+
+    def side(per_comment, size):
+        total = int(per_comment * size)
+        return {"comments": size, "documents_bytes": total // 2, "index_bytes": total - total // 2, "bytes": total,
+                "per_comment": per_comment, "parts": []}
+
+    storage = {"ours": {"document": side(600.0, 2000)}, "xtd": side(300.0, 2000), "measured": "2026-11-29 07:00 UTC",
+               "size": 2000}
+    text = storage_section(storage, 10_000, "xtd")
+    assert "One threaded discussion of 2,000 comments" in text and "measured 2026-11-29 07:00 UTC" in text
+    assert "| document | 600.0 | 300 | 300 | 2.0× |" in text

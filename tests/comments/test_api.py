@@ -155,7 +155,7 @@ def test_full_embedded_discussion_is_409(api_client, make_topic, alice, settings
     assert codes[0] == 201 and codes[-1] == 409
     count = codes.count(201)
     assert codes == [201] * count + [409] * (30 - count)
-    refused = api_client.post(url(topic), {"text": "y"}, format="json").json()
+    refused = api_client.post(url(topic), {"text": "y" * 200}, format="json").json()
     assert "full" in refused["detail"]
     assert stored(topic) == count
 

@@ -47,7 +47,8 @@ def test_counts_and_latest_likers_are_rebuilt_from_the_edges(topic, make_user, m
     assert (current(topic, c.id).likes, current(topic, c.id).latest_likers) == (1, ["cat"])
     assert current(topic, reply.id).likes == 1
     if topic.comment_storage == "document":  # the hot score follows the count
-        hot = {d["cid"]: d["hot"] for d in mongo_db[DocumentCommentManager.collection_name].find()}
+        hot = {DocumentCommentManager.comment_id_of(d["_id"]): d["hot"]
+               for d in mongo_db[DocumentCommentManager.collection_name].find()}
         assert (hot[a.id], hot[b.id]) == (2, 2)
     # Liking and unliking keep working from the repaired counters; a second run finds nothing to do.
     services.comment_unlike(topic=topic, comment_id=b.id, user=ann)

@@ -58,7 +58,7 @@ def test_hot_order_is_pinned_first_then_most_liked_then_newest(mongo_db):
         linked = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2),
                               cursor=hot_cursor_at(manager.get(discussion_id=d, comment_id=x.id)))
         assert [y.id for y in linked.items] == [y.id for y in expected[i:i + 2]]
-    stored = {doc["cid"]: doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
+    stored = {manager.comment_id_of(doc["_id"]): doc["hot"] for doc in mongo_db.comments.find({"discussion_id": d})}
     assert stored[c[1].id] == HOT_PINNED and stored[c[2].id] == 5 and stored[c[5].id] == 1
     manager.set_pinned(discussion_id=d, comment_id=c[1].id, pinned=False)
     page = manager.page(discussion_id=d, order=HOT, request=PageRequest(page=1, page_size=2))
@@ -76,8 +76,9 @@ def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     # "People you follow first": each author's visible comments a range in each topic order's key.
     assert keys["discussion_status_author_seq"] == (
         (("discussion_id", 1), ("status", 1), ("author.id", 1), ("seq", 1), ("_id", 1)), False)
+    # No `_id` in the threaded one: its reader fetches the documents, and full_slug is unique.
     assert keys["discussion_status_author_full_slug"] == (
-        (("discussion_id", 1), ("status", 1), ("author.id", 1), ("full_slug", 1), ("_id", 1)), False)
+        (("discussion_id", 1), ("status", 1), ("author.id", 1), ("full_slug", 1)), False)
     assert keys["discussion_hashed_id"] == ((("discussion_id", "hashed"), ("_id", 1)), False)
     # No unused index (slug had no reader; cid is in _id).
     assert "discussion_slug" not in keys and "discussion_cid" not in keys
@@ -92,7 +93,11 @@ def test_stored_document_uses_the_seed_field_names(mongo_db):
     d = new_discussion_id()
     root = manager.post(discussion_id=d, author=ALICE, text="root")
     reply = manager.post(discussion_id=d, author=ALICE, text="reply", parent=root)
-    doc = mongo_db.comments.find_one({"discussion_id": d, "cid": reply.id})
-    assert doc["slug"] == f"{root.id}/{reply.id}" and doc["parent_id"] == root.id and doc["depth"] == 1
+    doc = mongo_db.comments.find_one({"_id": manager.doc_id(d, reply.id), "discussion_id": d})
+    # `full_slug` names the path of ids, the parent and the depth (and `_id` the cid): those are
+    # derived when read, not stored.
+    assert not {"cid", "slug", "parent_id", "depth"} & set(doc)
     assert doc["full_slug"] == reply.sort_key and doc["author"] == {"id": 1, "name": "alice"}
+    got = manager.get(discussion_id=d, comment_id=reply.id)
+    assert (got.id, got.path, got.parent, got.depth) == (reply.id, f"{root.id}/{reply.id}", root.id, 1)
     assert manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest()).count == 2

@@ -4,6 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from comments.clock import sort_stamp
 from comments.managers.base import Author, Comment
 from comments.managers.fields import like_update, place
 
@@ -24,7 +25,7 @@ def chain(max_depth, length):
 
 def test_top_level_placement():
     where = place(comment_id="k3x9", posted=T0, parent=None, max_depth=8)
-    assert (where.parent, where.path, where.depth, where.sort_key) == (None, "k3x9", 0, "20240101120000123:k3x9")
+    assert (where.parent, where.path, where.depth, where.sort_key) == (None, "k3x9", 0, f"{sort_stamp(T0)}:k3x9")
 
 
 def test_replies_nest_until_the_bound_then_become_siblings():
@@ -32,7 +33,8 @@ def test_replies_nest_until_the_bound_then_become_siblings():
     assert [x.depth for x in c] == [0, 1, 2, 2, 2, 2]
     assert [x.parent for x in c] == [None, "c0", "c1", "c1", "c1", "c1"]
     assert c[5].path == "c0/c1/c5"
-    assert c[5].sort_key == "20240101120000123:c0/20240101120000124:c1/20240101120000128:c5"
+    ms = [T0 + timedelta(milliseconds=n) for n in (0, 1, 5)]
+    assert c[5].sort_key == f"{sort_stamp(ms[0])}:c0/{sort_stamp(ms[1])}:c1/{sort_stamp(ms[2])}:c5"
 
 
 @pytest.mark.parametrize("max_depth", [1, 2, 5, 8])
@@ -51,3 +53,19 @@ def test_like_update_documents():
         "$inc": {"likes": -1, "hot": -1}, "$pullAll": {"latest_likers": ["u"]}}
     with pytest.raises(ValueError):
         like_update("", username="u", delta=2)
+
+
+def test_a_stamp_orders_as_time_names_its_millisecond_and_follows_every_former_stamp():
+    """comments.clock.sort_stamp: 7 characters whose byte order is time order, from which the
+    millisecond is read back (`stamp_time`, also of a former 17-digit stamp), and which sort
+    after every 17-digit stamp stored before."""
+    from comments.clock import STAMP_WIDTH, stamp_time
+
+    times = [datetime(1992, 1, 1, tzinfo=UTC) + timedelta(milliseconds=37 ** k) for k in range(9)]
+    times += [T0, T0 + timedelta(milliseconds=1), datetime(2109, 1, 1, tzinfo=UTC)]
+    stamps = [sort_stamp(t) for t in times]
+    assert all(len(s) == STAMP_WIDTH for s in stamps)
+    assert sorted(stamps) == [sort_stamp(t) for t in sorted(times)]
+    assert [stamp_time(s) for s in stamps] == times
+    former = T0.strftime("%Y%m%d%H%M%S") + "123"
+    assert stamp_time(former) == T0 and all(s > former for s in stamps)

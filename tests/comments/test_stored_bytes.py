@@ -2,7 +2,8 @@
 default. A comment without Markdown has the html of its text as one paragraph, stored as
 `html: true` (the pages and the API still print `<p>...</p>`); a comment with Markdown keeps its
 rendered html; `edited`, `latest_likers` and a top-level comment's `reply_to` are left out until
-they hold something. Bucketed ranks carry no threaded key (nothing pages them in threaded order)."""
+they hold something. Bucketed ranks carry no threaded key and no path (nothing pages them in
+threaded order; a hot page finds a comment's bucket from its number)."""
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_bucketed_ranks_carry_no_threaded_key(make_topic, make_user, api_client)
     assert api_client.post(url(topic), {"text": "ranked"}, format="json").status_code == 201
     assert api_client.get(url(topic) + "?order=hot").status_code == 200
     ranks = list(get_db()["comment_bucket_ranks"].find())
-    assert len(ranks) == 1 and {"hot", "seq", "path"} <= set(ranks[0]) and not {"sort_key", "posted"} & set(ranks[0])
+    assert len(ranks) == 1 and {"hot", "seq"} <= set(ranks[0]) and not {"sort_key", "posted", "path"} & set(ranks[0])
 
 
 def test_embedded_ranks_carry_their_path_in_their_threaded_key(make_topic, make_user, api_client):
@@ -91,3 +92,114 @@ def test_embedded_ranks_carry_their_path_in_their_threaded_key(make_topic, make_
         assert sorted(c["text"] for c in page) == ["reply", "root"], order
     assert api_client.get(url(topic, reply["id"])).json()["text"] == "reply"
     assert [c["text"] for c in api_client.get(url(topic, root["id"], "thread")).json()["results"]] == ["root", "reply"]
+
+
+THREADED_LAYOUTS = [("document", "threaded"), ("embedded", "threaded")]
+
+
+@pytest.mark.parametrize("storage,order", THREADED_LAYOUTS)
+def test_a_threaded_key_level_is_a_short_stamp_and_the_id(storage, order, make_topic, make_user, api_client):
+    """Each level of a threaded key is the posting millisecond in 7 characters, ':' and the id:
+    the key is stored in the comment, its rank and its indexes, once per level."""
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    stored = raw_comment("reply")
+    key = stored.get("full_slug", stored.get("sort_key"))
+    levels = key.split("/")
+    assert [level.split(":")[1] for level in levels] == [root, reply]
+    assert all(len(level.split(":")[0]) == 7 for level in levels)
+
+
+def legacy_key(key: str, posted) -> str:
+    """`key` in the form stored before (17 decimal digits a level), as a site's older data holds it."""
+    from datetime import UTC
+
+    stamp = posted.astimezone(UTC).strftime("%Y%m%d%H%M%S") + f"{posted.microsecond // 1000:03d}"
+    return "/".join(f"{stamp}:{level.split(':')[1]}" for level in key.split("/"))
+
+
+@pytest.mark.parametrize("storage,order", THREADED_LAYOUTS)
+def test_keys_stored_in_the_former_form_keep_their_order_beside_new_ones(storage, order, make_topic, make_user,
+                                                                         api_client):
+    """A discussion whose comments carry 17-digit keys (stored before) takes new comments and
+    replies in threaded order, pages and cursors included: a new key sorts after every older one."""
+    from comments.managers import manager_for
+
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    old = [api_client.post(url(topic), {"text": f"old {i}"}, format="json").json()["id"] for i in range(3)]
+    db = get_db()
+    manager = manager_for(storage)
+    for cid in old:  # what an older site stored: every level of the key in the former form
+        comment = manager.get(discussion_id=topic.discussion_id, comment_id=cid, threaded=True)
+        if storage == "document":
+            db["comments"].update_one({"_id": f"{topic.discussion_id}:{cid}"},
+                                      {"$set": {"full_slug": legacy_key(comment.sort_key, comment.posted)}})
+        else:
+            db["comment_discussion_ranks"].update_one(
+                {"_id": f"{topic.discussion_id}:{cid}"},
+                {"$set": {"sort_key": legacy_key(comment.sort_key, comment.posted)}})
+            doc = db["comment_discussions"].find_one({"_id": topic.discussion_id})
+            for i, element in enumerate(doc["replies"]):
+                if element["id"] == cid:
+                    db["comment_discussions"].update_one(
+                        {"_id": topic.discussion_id},
+                        {"$set": {f"replies.{i}.sort_key": legacy_key(element["sort_key"], comment.posted),
+                                  f"replies.{i}.posted": comment.posted}})
+    reply = api_client.post(url(topic), {"text": "new reply", "parent": old[0]}, format="json").json()["id"]
+    new = api_client.post(url(topic), {"text": "new"}, format="json").json()["id"]
+    expected = [old[0], reply, old[1], old[2], new]
+    assert [c["id"] for c in api_client.get(url(topic) + "?page_size=10").json()["results"]] == expected
+    seen, page = [], api_client.get(url(topic) + "?page_size=2").json()
+    while True:
+        seen += [c["id"] for c in page["results"]]
+        if not page.get("next"):
+            break
+        page = api_client.get(page["next"]).json()
+    assert seen == expected
+
+
+# What each layout leaves out of a stored comment because its sort key (or `_id`) names it.
+DERIVED = {"document": {"cid", "slug", "parent_id", "depth", "parent", "path", "posted"},
+           "bucketed": {"parent", "depth", "posted"}, "embedded": {"path", "parent", "depth", "posted"}}
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_a_comment_keeps_no_field_its_sort_key_names(storage, order, make_topic, make_user, api_client):
+    """The parent, the depth, the posting time (its last level's stamp) and, where no query looks
+    at it, the path of ids and the id follow from the sort key and `_id`: not stored, and still
+    in every page and the API."""
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    deeper = api_client.post(url(topic), {"text": "deeper", "parent": reply}, format="json").json()["id"]
+    for text in ("root", "reply", "deeper"):
+        assert not DERIVED[storage] & set(raw_comment(text)), (text, raw_comment(text))
+    shown = {c["id"]: c for c in api_client.get(url(topic) + "?page_size=10").json()["results"]}
+    assert (shown[root]["parent"], shown[reply]["parent"], shown[deeper]["parent"]) == (None, root, reply)
+    assert (shown[root]["depth"], shown[reply]["depth"], shown[deeper]["depth"]) == (0, 1, 2)
+    assert api_client.get(url(topic, deeper)).json()["parent"] == reply
+    posted = {cid: c["posted"] for cid, c in shown.items()}
+    assert posted[root] < posted[reply] < posted[deeper]
+    assert api_client.get(url(topic, deeper)).json()["posted"] == posted[deeper]
+
+
+def test_a_comment_document_stored_with_the_seed_fields_reads_as_before(make_topic, make_user, api_client):
+    """A document-strategy comment stored with `cid`, `slug`, `parent_id` and `depth` (an older
+    site's data) pages and reads as one stored without them."""
+    topic = make_topic("document", "threaded")
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    before = api_client.get(url(topic)).json()["results"]
+    stored = get_db()["comments"].find_one({"_id": f"{topic.discussion_id}:{reply}"})
+    from comments.managers.fields import key_posted
+
+    get_db()["comments"].update_one({"_id": f"{topic.discussion_id}:{reply}"}, {"$set": {
+        "cid": reply, "slug": f"{root}/{reply}", "parent_id": root, "depth": 1,
+        "posted": key_posted(stored["full_slug"])}})
+    assert api_client.get(url(topic)).json()["results"] == before
+    assert api_client.get(url(topic, reply)).json()["parent"] == root

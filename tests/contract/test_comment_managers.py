@@ -31,7 +31,7 @@ from comments.managers.base import (
 from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
-SORT_KEY_LEVEL = re.compile(r"^\d{17}:[0-9a-z]+$")
+SORT_KEY_LEVEL = re.compile(r"^[0-9A-Z_a-z~]{7}:[0-9a-z]+$")
 BOB = Author(id=1, name="bob")
 
 
@@ -106,7 +106,7 @@ def test_post_then_get_returns_every_field(manager, author):
     assert is_comment_id(c.id)
     assert (c.parent, c.path, c.depth, c.discussion_id) == (None, c.id, 0, d)
     assert SORT_KEY_LEVEL.match(c.sort_key) and c.sort_key.endswith(":" + c.id)
-    assert c.sort_key[:17] == clock.sort_stamp(c.posted)
+    assert c.sort_key[:clock.STAMP_WIDTH] == clock.sort_stamp(c.posted)
     got = manager.get(discussion_id=d, comment_id=c.id)
     assert got == c
     assert got.author == author and got.text == "Hello <b>world</b>"
