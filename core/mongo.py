@@ -37,6 +37,20 @@ def is_embedded() -> bool:
     return not settings.MONGODB_URI
 
 
+_MONGOS: dict[str, bool] = {}
+
+
+def on_a_cluster() -> bool:
+    """Whether reads go to shards through mongos (a server whose `hello` says "isdbgrid", asked
+    once per URI), or the embedded engine plans as one shard does (MONGODB_EMBEDDED_SHARD_MODEL)."""
+    if is_embedded():
+        return bool(settings.MONGODB_EMBEDDED_SHARD_MODEL)
+    uri = settings.MONGODB_URI
+    if uri not in _MONGOS:
+        _MONGOS[uri] = get_client().admin.command("hello").get("msg") == "isdbgrid"
+    return _MONGOS[uri]
+
+
 def get_client() -> MongoClient:
     uri = settings.MONGODB_URI
     with _lock:

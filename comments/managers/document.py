@@ -476,6 +476,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
                 skip = request.skip
                 if order == THREADED:  # from the last anchor before it (anchored.py)
                     start, skip = self.anchored_start(discussion_id, total, skip, session)
+                    start, skip = self.walked_start(discussion_id, start, skip, session)
                     if start is not None:
                         query["full_slug"] = {"$gte": start}
                 docs = list(comments.find(query, session=session).sort(_SORTS[order]).skip(skip).limit(size + 1)

@@ -728,6 +728,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         start, skip = None, request.skip
         if order == THREADED and position is None:  # a page number: from the last anchor before it (anchored.py)
             start, skip = self.anchored_start(discussion_id, None, skip)  # numbers never go down here
+            start, skip = self.walked_start(discussion_id, start, skip)
         ranks, more_before, more_after = self.rank_window(discussion_id, request, position, paths=True, order=order,
                                                           start=start, skip=skip)
         head, items = self._elements(discussion_id, ranks)

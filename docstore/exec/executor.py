@@ -532,14 +532,7 @@ class Executor:
             if wanted is not None and matched >= wanted:
                 return
         if not ordered:
-            held.sort(key=lambda d: K.document_sort_key(d, sort))
-            stats.sorted += len(held)
-            held = held[skip:]
-            if limit:
-                held = held[:limit]
-            for doc in held:
-                stats.returned += 1
-                yield doc
+            yield from self._sorted_tail(held, sort, skip, limit, stats)
 
     @staticmethod
     def _wrap(stage, *, exact, covered, ordered, sort, skip, limit, exploded=False, groups=0, shard=None):
@@ -602,14 +595,7 @@ class Executor:
                 if wanted is not None and matched >= wanted:
                     return
             if sort:
-                held.sort(key=self._sort_key(sort))
-                stats.sorted += len(held)
-                held = held[q.skip:]
-                if q.limit:
-                    held = held[:q.limit]
-                for doc in held:
-                    stats.returned += 1
-                    yield doc
+                yield from self._sorted_tail(held, sort, q.skip, q.limit, stats)
 
         plan.gen = pipeline()
         plan.stage = self._wrap_collscan(self.sharding_filter(stage) if self.shard_key else stage, sort, q.skip,
@@ -620,6 +606,16 @@ class Executor:
         if self._collated is None:
             return filter_applies(self.filter, doc)
         return filter_applies(self._collated, self.q.collation.document(doc))
+
+    def _sorted_tail(self, held: list, sort, skip: int, limit: int, stats: Stats):
+        """What a blocking SORT stage sends on: the documents it held sorted in memory (counted in
+        `sorted`; by the query's collation when it has one), then its SKIP and LIMIT, each document
+        counted as returned."""
+        held.sort(key=self._sort_key(sort))
+        stats.sorted += len(held)
+        for doc in held[skip:skip + limit] if limit else held[skip:]:
+            stats.returned += 1
+            yield doc
 
     def _sort_key(self, sort):
         if self.q.collation is None:
@@ -744,14 +740,7 @@ class Executor:
                 if q.limit and matched >= wanted:
                     break
             if held:
-                held.sort(key=lambda d: K.document_sort_key(d, q.sort))
-                stats.sorted += len(held)
-                held = held[q.skip:]
-                if q.limit:
-                    held = held[:q.limit]
-                for doc in held:
-                    stats.returned += 1
-                    yield doc
+                yield from self._sorted_tail(held, q.sort, q.skip, q.limit, stats)
             for b in branch_plans:
                 stats.keys += b.stats.keys
                 stats.docs += b.stats.docs

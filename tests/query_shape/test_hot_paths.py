@@ -274,6 +274,31 @@ def test_threaded_page_numbers_and_permalinks_start_from_anchors(counter, make_t
         assert m.keys_examined <= bound_keys and m.docs_examined <= bound_docs, table
 
 
+@pytest.mark.parametrize("storage", ["document", "embedded"])
+def test_a_threaded_page_number_fetches_a_page_of_documents_however_deep(counter, make_topic, make_user, monkeypatch,
+                                                                         storage):
+    """A threaded page NUMBER skips keys from its anchor (or the start); on a shard mongos applies
+    that skip after the merge, so each shard would fetch every document skipped: the read of the
+    page fetches at most page_size + 1 documents at every depth, on one node and on a shard
+    (there the skipped keys are walked first, covered by the threaded index: anchored.py)."""
+    from comments.managers import anchors
+    from comments.selectors import comment_page
+
+    monkeypatch.setattr(anchors, "EVERY", 4)
+    monkeypatch.setattr(anchors, "REFRESH_EVERY", 4)
+    monkeypatch.setattr("comments.services.ANCHORS_REFRESH_EVERY", 4)
+    with counter.paused():
+        topic, _ = _discussion(make_topic, make_user, storage, "threaded", 45)
+    index = "discussion_full_slug" if storage == "document" else "discussion_sort_key"
+    fetched = {}
+    for depth in range(2, 10):
+        m, page = measure(counter, lambda d=depth: comment_page(topic=topic, order="threaded",
+                                                                request=PageRequest(page=d, page_size=PAGE)))
+        assert page.items
+        fetched[depth] = [p["docs_examined"] for p in m.plans if index in p["plan"]]
+    assert all(docs and max(docs) <= PAGE + 1 for docs in fetched.values()), fetched
+
+
 @pytest.mark.parametrize("storage", ["document", "embedded", "bucketed"])
 def test_posting_and_liking_a_comment_cost_the_same_at_any_size(counter, make_topic, make_user, storage):
     from comments.services import comment_create, comment_like
