@@ -12,7 +12,10 @@ it; an account's deletion removes its pairs (`forget_author`).
 
 Index `(discussion_id, author, seq)`: a page's read is `{discussion_id: {$in: the page's}, author:
 {$in: the reader's following}}`, covered, one key per pair found plus one seek per (discussion,
-followed) interval; documents: none.
+followed) interval; documents: none. The planner explodes the two `$in`s into one interval per
+pair of values, so past MAX_INTERVALS (a reader who follows many people) the read is instead every
+pair of the page's topics (`author` unbounded: one range per topic, one key per commenter there)
+intersected with the following list here: the same answer, whichever costs less.
 """
 
 from __future__ import annotations
@@ -21,9 +24,8 @@ from pymongo import ASCENDING, IndexModel
 
 from core.managers import MongoManager
 
-# A reader's following list is bounded in what one page's read looks at: the first this many ids
-# (MongoDB explodes an `$in` into one interval per value; the page's topics multiply them).
-MAX_FOLLOWED = 5000
+# Intervals (topics x followed ids) past which a page reads its topics' every pair instead.
+MAX_INTERVALS = 2000
 
 
 class DiscussionCommenterManager(MongoManager):
@@ -59,17 +61,20 @@ class DiscussionCommenterManager(MongoManager):
             self.collection.update_one(key, {"$set": {"author": int(author), "seq": int(seq)}}, upsert=True)
 
     def of(self, *, discussion_ids: list[int], authors: list[int]) -> dict[int, dict[int, int]]:
-        """{discussion id: {author: seq}} of `authors` (at most MAX_FOLLOWED) in `discussion_ids`:
-        one covered read."""
-        ids, people = sorted({int(d) for d in discussion_ids}), sorted({int(a) for a in authors})[:MAX_FOLLOWED]
+        """{discussion id: {author: seq}} of `authors` in `discussion_ids`: one covered read (the
+        pairs of those authors, or past MAX_INTERVALS every pair of those discussions)."""
+        ids, people = sorted({int(d) for d in discussion_ids}), sorted({int(a) for a in authors})
         found: dict[int, dict[int, int]] = {}
         if not ids or not people:
             return found
-        query = {"discussion_id": ids[0] if len(ids) == 1 else {"$in": ids},
-                 "author": people[0] if len(people) == 1 else {"$in": people}}
+        query: dict = {"discussion_id": ids[0] if len(ids) == 1 else {"$in": ids}}
+        if len(ids) * len(people) <= MAX_INTERVALS:
+            query["author"] = people[0] if len(people) == 1 else {"$in": people}
+        wanted = set(people)
         for row in (self.read_collection.find(query, {"_id": 0, "discussion_id": 1, "author": 1, "seq": 1})
                     .hint("discussion_author_seq").max_time_ms(self.max_time_ms)):
-            found.setdefault(int(row["discussion_id"]), {})[int(row["author"])] = int(row["seq"])
+            if int(row["author"]) in wanted:
+                found.setdefault(int(row["discussion_id"]), {})[int(row["author"])] = int(row["seq"])
         return found
 
     def forget_author(self, *, author: int) -> None:

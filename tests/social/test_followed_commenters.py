@@ -123,3 +123,21 @@ def test_search_results_topics_say_it_too(client, make_topic, make_user, reader)
     client.force_login(reader)
     html = client.get("/search/?q=zebra").content.decode()
     assert line(html, "", marker=f'href="/t/{topic.slug}/">') == "1 person you follow commented: bob · Read theirs first"
+
+
+def test_a_reader_who_follows_many_reads_every_pair_of_the_page_and_gets_the_same_answer(client, make_topic,
+                                                                                        make_user, reader,
+                                                                                        monkeypatch):
+    from social.managers import commenters
+
+    topic = make_topic("document", "chronological", title="Crowded")
+    bob, carol, stranger = make_user("bob"), make_user("carol"), make_user("stranger")
+    for person in (bob, carol):
+        services.follow_create(follower=reader, followee=person)
+    for person in (bob, stranger, carol):
+        comments.comment_create(topic=topic, author=person, text=f"by {person.username}")
+    client.force_login(reader)
+    exact = line(client.get("/").content.decode(), "Crowded")
+    monkeypatch.setattr(commenters, "MAX_INTERVALS", 1)  # every pair of the page's topics, then intersected
+    assert line(client.get("/").content.decode(), "Crowded") == exact == (
+        "2 people you follow commented: carol, bob · Read theirs first")
