@@ -28,9 +28,8 @@ from __future__ import annotations
 from pymongo import ASCENDING
 
 from comments.managers.base import VISIBLE, Comment
+from comments.managers.following import MERGE_LIMIT
 from comments.managers.ranks import VISIBLE_AUTHOR, visible_author
-
-MERGE_LIMIT = 200  # MongoDB's planner explodes an `$in` into per-value index scans up to 200 of them
 
 
 class RankedFollowedFirst:
@@ -79,7 +78,7 @@ class RankedFollowedFirst:
             query = {"discussion_id": discussion_id, VISIBLE_AUTHOR: chunk[0] if len(chunk) == 1 else {"$in": chunk}}
             if after is not None:
                 query[field] = {"$gt": after}
-            # The order's author index, named: the sort alone would lure a plan onto the order's own index.
+            # The author index, named: a plan is chosen by the filter and sort, not by what a page needs.
             ranks += (self._rank_reads.find(query, {"_id": 0, "seq": 1})
                       .sort([(field, ASCENDING)]).hint("discussion_visible_author_seq").limit(limit)
                       .max_time_ms(self.max_time_ms))

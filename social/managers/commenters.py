@@ -38,6 +38,8 @@ class DiscussionCommenterManager(MongoManager):
                 IndexModel([("discussion_id", ASCENDING), ("author", ASCENDING), ("seq", ASCENDING)],
                            name="discussion_author_seq"),
                 IndexModel([("author", ASCENDING)], name="author"),  # an account's deletion
+                # The shard key's index (below).
+                IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
             ]
         }
 
