@@ -49,6 +49,7 @@ from comments.managers.base import (
     VISIBLE,
     Comment,
     CommentManager,
+    RanksIncomplete,
     comment_key,
     encode_cursor,
     hot_cursor_at,
@@ -71,9 +72,12 @@ from core.permissions import can_moderate
 PLACEHOLDERS = {REMOVED: "[removed]", AUTHOR_ONLY: "[hidden: visible only to its author]", DELETED: ""}
 NEWEST = "newest"  # newest first: the chronological order read backwards, offered by every strategy
 # The reader's followed people first (their visible comments), then the rest, each part in the
-# topic's order: where the strategy indexes authors (comments/managers/following.py).
+# topic's order, in every strategy (comments/managers/following.py: the document strategy's author
+# indexes; followed_ranks.py: the array strategies', on their ranks).
 FOLLOWING = "following"
 FOLLOWED_SHOWN = 5  # names "N people you follow commented" lists (the newest participants first)
+FOLLOWING_NOT_RANKED = ("The order of people you follow is offered once this discussion's index of authors is built "
+                        "(the site's maintenance, integrity --repair, builds it); the other orders are offered now.")
 FOLLOWING_BY_CURSOR = ("The order of people you follow is read by cursor: follow a page's next link (page numbers "
                        "are offered in the other orders).")
 PINNED_SHOWN = 10  # pinned comments shown above the first page (the most liked first; the rest stay in place)
@@ -250,6 +254,15 @@ def _following_page(topic, request: PageRequest, *, cursor: str | None, viewer) 
         raise InvalidInput(FOLLOWING_BY_CURSOR, field="page")
     manager, base, size = comment_manager(topic), topic.comment_order, request.page_size
     part, key = _following_position(cursor, base)
+    try:
+        return _followed_first(topic, manager, base, size, part, key, viewer)
+    except RanksIncomplete:
+        # Ranks stored before they carried authors: no page at about page_size until the upgrade
+        # step ranks them again, so the order is refused, never read another way.
+        raise InvalidInput(FOLLOWING_NOT_RANKED, field="order") from None
+
+
+def _followed_first(topic, manager, base: str, size: int, part: int, key, viewer) -> Page[Comment]:
     followed = viewers.followed_ids(viewer)
     newest = manager.participants(discussion_id=topic.discussion_id, author_ids=followed) if followed else {}
     authors = sorted(newest)
@@ -303,6 +316,13 @@ def followed_commenters(*, topic, viewer, participants: dict[int, int] | None = 
     shown = sorted(participants, key=lambda a: participants[a], reverse=True)[:FOLLOWED_SHOWN]
     users = get_user_model().objects.in_bulk(shown) if shown else {}
     return FollowedCommenters(count=len(participants), people=[users[a] for a in shown if a in users])
+
+
+def comment_participants(*, topic, author_ids: list[int]) -> dict[int, int]:
+    """{author id: seq of their newest visible comment} of those of `author_ids` with a visible
+    comment in the topic: the strategy's participants read (one key per participant)."""
+    ids = [int(a) for a in author_ids if a]
+    return comment_manager(topic).participants(discussion_id=topic.discussion_id, author_ids=ids) if ids else {}
 
 
 def _held_key(order: str):

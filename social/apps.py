@@ -7,7 +7,7 @@ class SocialConfig(AppConfig):
 
     def ready(self):
         from comments import viewers
-        from comments.signals import comment_posted
+        from comments.signals import comment_posted, comment_status_changed, comments_imported
         from social import receivers, selectors, signals
         from topics.signals import topic_published
 
@@ -22,6 +22,8 @@ class SocialConfig(AppConfig):
 
         topic_published.connect(receivers.on_topic_published, dispatch_uid="social.topic_published")
         comment_posted.connect(receivers.on_comment_posted, dispatch_uid="social.comment_posted")
+        comment_status_changed.connect(receivers.on_comment_changed, dispatch_uid="social.comment_status_changed")
+        comments_imported.connect(receivers.on_comments_imported, dispatch_uid="social.comments_imported")
         signals.activity_recorded.connect(receivers.on_activity_recorded, dispatch_uid="social.activity_recorded")
         signals.user_returned.connect(receivers.on_user_returned, dispatch_uid="social.user_returned")
         signals.user_muted.connect(receivers.on_user_muted, dispatch_uid="social.user_muted")

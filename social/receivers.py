@@ -17,6 +17,21 @@ def on_topic_published(sender, topic, **kwargs):
 
 def on_comment_posted(sender, topic, comment, author, **kwargs):
     tasks.activity_comment.delay(topic.pk, comment.id)
+    _commenters(topic, [comment])
+
+
+def on_comment_changed(sender, topic, comment, **kwargs):
+    """A status change (a deletion is one too): whether its author still commented there visibly."""
+    _commenters(topic, [comment])
+
+
+def on_comments_imported(sender, topic, comments, **kwargs):
+    _commenters(topic, comments)
+
+
+def _commenters(topic, comments) -> None:
+    for author in sorted({c.author.id for c in comments if c.author is not None and c.author.id}):
+        tasks.commenters_refresh.delay(topic.pk, author)
 
 
 def on_activity_recorded(sender, activity_id, author_id=None, **kwargs):

@@ -18,13 +18,14 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from comments.selectors import comment_copy_states, credit_summary
+from comments.selectors import FOLLOWED_SHOWN, FollowedCommenters, comment_copy_states, credit_summary
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest, PastTheLastPage
 from social.feeds import get_feed
 from social.feeds.base import COMMENT, Activity, FeedPage, comment_excerpt
 from social.feeds.hybrid import merged_page
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
+from social.managers.commenters import DiscussionCommenterManager
 from social.managers.mutes import MuteManager
 from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
@@ -313,3 +314,22 @@ def _count_missing(drift: FeedDrift, activities: list[Activity]) -> None:
     shown = visible_activities(activities, viewer=None)
     drift.missing_count += len(shown)
     drift.missing.extend(shown[: max(0, FEED_MISSING_KEPT - len(drift.missing))])
+
+
+def followed_commenters_by_topic(*, topic_ids, viewer) -> dict[int, FollowedCommenters]:
+    """{topic id: "N people you follow commented"} for the topics of one list page (home, a tag,
+    search results, the feed's topics), for a signed-in `viewer`; {} for an anonymous one. Only
+    topics someone followed commented on are keys. Costs: the viewer's following list (1-2
+    reads), ONE covered read of the commenter pairs of every topic on the page
+    (social/managers/commenters.py: only visible comments make a pair, a deleted account has
+    none), and ONE SQL query for the names shown (the FOLLOWED_SHOWN newest of each topic)."""
+    if not getattr(viewer, "is_authenticated", False):
+        return {}
+    ids = sorted({int(t) for t in topic_ids if t is not None})  # a topic's discussion id is its pk
+    followed = following_ids(user=viewer) if ids else []
+    pairs = DiscussionCommenterManager().of(discussion_ids=ids, authors=followed) if followed else {}
+    shown = {d: sorted(people, key=lambda a: people[a], reverse=True)[:FOLLOWED_SHOWN] for d, people in pairs.items()}
+    wanted = sorted({a for names in shown.values() for a in names})
+    users = get_user_model().objects.in_bulk(wanted) if wanted else {}
+    return {d: FollowedCommenters(count=len(pairs[d]), people=[users[a] for a in shown[d] if a in users])
+            for d in pairs}

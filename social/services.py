@@ -54,6 +54,7 @@ from social.feeds import get_feed
 from social.feeds.base import COMMENT, FOLLOW, PUBLISH, Activity, FeedManager, comment_excerpt
 from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
+from social.managers.commenters import DiscussionCommenterManager
 from social.managers.edges import now_ms
 from social.managers.mutes import MAX_MUTES, MuteManager
 from social.managers.presence import PresenceManager
@@ -458,6 +459,21 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
     return True
 
 
+def commenters_refresh(*, topic_id: int, author_id: int) -> bool:
+    """The consequence task of a comment write that can change whether `author_id` has a visible
+    comment in the topic (a post, a status change, a deletion, an import): the pair of
+    `DiscussionCommenterManager` set from the comment store as it is now (idempotent; run in any
+    order, the last run after the last write leaves the truth). False when the topic is gone."""
+    from comments.selectors import comment_participants
+
+    topic = Topic.objects.filter(pk=topic_id).first()
+    if topic is None:
+        return False
+    newest = comment_participants(topic=topic, author_ids=[int(author_id)]).get(int(author_id))
+    DiscussionCommenterManager().set(discussion_id=topic.discussion_id, author=int(author_id), seq=newest)
+    return True
+
+
 def activity_publish_record(*, topic_id: int) -> bool:
     """The task behind `topic_published`: the topic's `publish` activity (idempotent: its id is
     derived from the topic and its announcement). False when the topic is gone or unannounced."""
@@ -490,6 +506,7 @@ def user_forget(*, user) -> None:
     for name in FEED_STRATEGIES:
         get_feed(name).forget_user(user_id=uid)
     ActivityLogManager().forget_user(user_id=uid)
+    DiscussionCommenterManager().forget_author(author=uid)  # "N people you follow commented" forgets them
 
 
 def feed_repair(*, drifts) -> int:

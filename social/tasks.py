@@ -20,6 +20,11 @@ def activity_comment(topic_id: int, comment_id: str) -> bool:
     return services.activity_comment_record(topic_id=int(topic_id), comment_id=str(comment_id))
 
 
+@shared_task(base=DeliveryTask, name="social.commenters_refresh")
+def commenters_refresh(topic_id: int, author_id: int) -> bool:
+    return services.commenters_refresh(topic_id=int(topic_id), author_id=int(author_id))
+
+
 @shared_task(base=DeliveryTask, name="social.activity_publish")
 def activity_publish(topic_id: int) -> bool:
     return services.activity_publish_record(topic_id=int(topic_id))

@@ -116,4 +116,8 @@ def feed(request):
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("social-feed")
-    return render(request, "social/feed.html", {"feed": page, "older": request.GET.get("cursor") is not None})
+    # "N people you follow commented" beside each activity about a topic: one read for the page.
+    followed = selectors.followed_commenters_by_topic(topic_ids=[a.topic_id for a in page.items], viewer=request.user)
+    rows = [(a, followed.get(a.topic_id)) for a in page.items]
+    return render(request, "social/feed.html", {"feed": page, "rows": rows,
+                                                "older": request.GET.get("cursor") is not None})

@@ -112,6 +112,11 @@ class DiscussionFull(Exception):
     """The embedded discussion document reached its size bound; no comment was stored."""
 
 
+class RanksIncomplete(Exception):
+    """A read that needs a discussion's ranks at a version it has not reached yet (ranks.py:
+    written by the upgrade step, `integrity --repair`, never by a read)."""
+
+
 class DuplicateComment(Exception):
     """`append()` of a comment whose id the discussion already holds; nothing was stored."""
 

@@ -29,7 +29,8 @@ Invariants:
   buckets holding that range (an equality and a range on (discussion_id, bucket)),
   each reduced on the server to the comments in the range (`$filter` on `seq`). The
   bucket counts are never read: they are implied by the numbers.
-- `position()` is `seq - 1` in chronological order. Chronological and hot orders are offered.
+- `position()` is `seq - 1` in chronological order. Chronological and hot orders are offered, and the
+  reader's followed people first (followed_ranks.py: an author index on the ranks).
 - Hot order goes through the rank collection `comment_bucket_ranks` (comments/managers/ranks.py,
   seeds/004_d286869db7b63c27.txt's hot index): the discussion document, about page_size
   keys of the rank index, then ONE aggregation over the buckets holding the page's
@@ -61,6 +62,7 @@ from comments.managers.base import (
     VISIBLE,
     Comment,
     CommentManager,
+    RanksIncomplete,
     comment_key,
     decode_cursor,
     keyset_page,
@@ -84,24 +86,26 @@ from comments.managers.fields import (
     text_fields,
     to_element,
 )
+from comments.managers.followed_ranks import RankedFollowedFirst
 from comments.managers.layout import bucket_of
 from comments.managers.moving import BucketedMoving
-from comments.managers.ranks import HotRanks, ranked_page
+from comments.managers.ranks import AUTHORS_RANKED, HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
 
 def new_head(size: int | None = None) -> dict:
     """The fields a discussion document is created with: its bucket size, and `ranked` (its
     comments have their ranks from the start, comments/managers/ranks.py)."""
-    return {"size": size or max(1, settings.COMMENTS_BUCKET_SIZE), "ranked": True}
+    return {"size": size or max(1, settings.COMMENTS_BUCKET_SIZE), "ranked": AUTHORS_RANKED}
 
 
-class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
+class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, CommentManager):
     storage = "bucketed"
     orders = (CHRONOLOGICAL, HOT)
     buckets_name = "comment_buckets"
     discussions_name = "comment_bucket_discussions"
     ranks_name = "comment_bucket_ranks"
+    ranks_authors = True  # the following order's author index (followed_ranks.py)
 
     @property
     def buckets(self):
@@ -308,7 +312,10 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     def set_status(self, *, discussion_id, comment_id, status, threaded=False):
         if status != VISIBLE:  # the hint first: never behind the comments
             self._hint(discussion_id, {"$set": {"moderated": True}})
-        return self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.status": status}})
+        changed = self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.status": status}})
+        if changed:
+            self.rank_status(discussion_id, comment_id, status, threaded)  # after the element, as likes (ranks.py)
+        return changed
 
     def set_pinned(self, *, discussion_id, comment_id, pinned, threaded=False):
         # The `pinned` hint goes up before a pin and down after an unpin (never below the truth);
@@ -360,8 +367,11 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
     def delete(self, *, discussion_id, comment, threaded=False):
         if comment.status == VISIBLE:  # the hint first (a comment already moderated has set it)
             self._hint(discussion_id, {"$set": {"moderated": True}})
-        return self._write(self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
-                           {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
+        deleted = self._write(self._in_bucket(discussion_id, comment, {"status": {"$ne": DELETED}}),
+                              {"$set": {"comments.$.status": DELETED, "comments.$.text": "", "comments.$.html": ""}})
+        if deleted:
+            self.rank_visible(discussion_id, comment.id, None)
+        return deleted
 
     def drop_discussion(self, *, discussion_id):
         self.buckets.delete_many({"discussion_id": discussion_id})
@@ -383,6 +393,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             mine += count
             if changes:  # positions in a bucket never change: it is only ever pushed to, in seq order
                 self.buckets.update_one({"_id": doc["_id"], "discussion_id": doc["discussion_id"]}, {"$set": changes})
+            self.ranks_forgotten(doc["discussion_id"], int(author_id))  # their comments count for no one's following
         return mine
 
     # --- reads -------------------------------------------------------------------
@@ -481,27 +492,89 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
             page.extra.update(hints)
             return page
         ranks, more_before, more_after = self.rank_window(discussion_id, request, position, session)
-        found: dict[int, Comment] = {}
-        if ranks:
-            numbers = sorted({int(doc["seq"]) for doc in ranks})
-            cursor_ = self.read_db[self.buckets_name].aggregate([
-                {"$match": {"discussion_id": discussion_id, "bucket": {"$in": sorted({bucket_of(n, size) for n in numbers})}}},
-                {"$project": {"_id": 0, "bucket": 1, "comments": {"$filter": {
-                    "input": "$comments", "as": "c", "cond": {"$in": ["$$c.seq", numbers]}}}}},
-            ], session=session, **self.time_limit())
-            for doc in cursor_:
-                for element in doc["comments"]:
-                    comment = from_element(element, discussion_id)
-                    comment.locator = doc["bucket"]
-                    found[comment.seq] = comment
+        found = self._numbered(discussion_id, {int(doc["seq"]) for doc in ranks}, size, session)
         items = [found.get(int(doc["seq"])) for doc in ranks]
         page = ranked_page(ranks, items, count=total, request=request, more_before=more_before, more_after=more_after)
         page.extra.update(hints)
         return page
 
+    def _numbered(self, discussion_id: int, numbers, size: int, session=None) -> dict[int, Comment]:
+        """{seq: comment} of the comments numbered `numbers`: ONE aggregation over the buckets holding
+        them, each reduced on the server by `$filter` to those numbers."""
+        found: dict[int, Comment] = {}
+        if not numbers:
+            return found
+        numbers = sorted(numbers)
+        cursor_ = self.read_db[self.buckets_name].aggregate([
+            {"$match": {"discussion_id": discussion_id, "bucket": {"$in": sorted({bucket_of(n, size) for n in numbers})}}},
+            {"$project": {"_id": 0, "bucket": 1, "comments": {"$filter": {
+                "input": "$comments", "as": "c", "cond": {"$in": ["$$c.seq", numbers]}}}}},
+        ], session=session, **self.time_limit())
+        for doc in cursor_:
+            for element in doc["comments"]:
+                comment = from_element(element, discussion_id)
+                comment.locator = doc["bucket"]
+                found[comment.seq] = comment
+        return found
+
+    # --- the following order (followed_ranks.py) ------------------------------------
+
+    def _following_head(self, discussion_id: int, session=None) -> int:
+        """The bucket size, once the discussion's ranks carry their authors (else RanksIncomplete)."""
+        head = self.read_db[self.discussions_name].find_one({"_id": discussion_id}, {"size": 1, "ranked": 1},
+                                                             session=session)
+        if head is None:
+            return max(1, settings.COMMENTS_BUCKET_SIZE)
+        if int(head.get("ranked") or 0) < AUTHORS_RANKED:
+            raise RanksIncomplete(f"discussion {discussion_id} is ranked at version {head.get('ranked')}")
+        return int(head["size"])
+
+    def _ranked_comments(self, discussion_id: int, ranks: list[dict]) -> list[Comment]:
+        """The comments `ranks` name, in their order: the head (bucket size), then one aggregation
+        over the buckets holding them."""
+        with self.read_session() as session:
+            size = self._following_head(discussion_id, session)
+            found = self._numbered(discussion_id, {int(doc["seq"]) for doc in ranks}, size, session)
+        return [found[int(doc["seq"])] for doc in ranks if int(doc["seq"]) in found]
+
+    def others_page(self, *, discussion_id: int, order: str, author_ids: list[int], after, limit: int
+                    ) -> list[Comment]:
+        """The comments in posting order after number `after` (None: from the first) that are not a
+        visible comment of `author_ids`, at most `limit`: the buckets from the one holding
+        `after + 1` on, as many at a time as `limit` numbers can span, each reduced on the server by
+        `$filter` to the rest (a round more only when the followed comments filled the buckets read)."""
+        ids = sorted({int(a) for a in author_ids})
+        start = int(after or 0) + 1
+        keep: list = [{"$gte": ["$$c.seq", start]}]
+        if ids:
+            keep.append({"$not": [{"$and": [{"$eq": ["$$c.status", VISIBLE]}, {"$in": ["$$c.author.id", ids]}]}]})
+        items: list[Comment] = []
+        with self.read_session() as session:
+            size = self._following_head(discussion_id, session)
+            # `limit` numbers from any start span at most ceil(limit / size) + 1 buckets.
+            bucket, step = bucket_of(start, size), -(-limit // size) + 1
+            while len(items) < limit:
+                docs = list(self.read_db[self.buckets_name].aggregate([
+                    {"$match": {"discussion_id": discussion_id, "bucket": {"$gte": bucket, "$lt": bucket + step}}},
+                    {"$sort": {"bucket": 1}},
+                    {"$project": {"_id": 0, "bucket": 1, "comments": {"$filter": {
+                        "input": "$comments", "as": "c", "cond": {"$and": keep}}}}},
+                ], session=session, **self.time_limit()))
+                for doc in docs:
+                    for element in doc["comments"]:
+                        comment = from_element(element, discussion_id)
+                        comment.locator = doc["bucket"]
+                        items.append(comment)
+                if len(docs) < step:
+                    break  # past the last bucket
+                bucket += step
+        return items[:limit]
+
     def _ranks_complete(self, discussion_id: int) -> bool:
+        # `ranked` was `true` before ranks carried their authors (ranks.AUTHORS_RANKED): hot pages read
+        # such ranks, the following order waits for the upgrade step.
         head = self.discussions.find_one({"_id": discussion_id}, {"ranked": 1})
-        return bool(head and head.get("ranked"))
+        return bool(head) and int(head.get("ranked") or 0) >= AUTHORS_RANKED
 
     def order_by_time(self, *, discussion_id, threaded=False):
         """Chronological pages are buckets of `size` numbers: every bucket is read, the numbers in
@@ -545,7 +618,7 @@ class BucketedCommentManager(BucketedMoving, HotRanks, CommentManager):
         comments = [from_element(e, discussion_id) for doc in self.buckets.find({"discussion_id": discussion_id})
                     for e in doc.get("comments", [])]
         self.ranks_backfilled(discussion_id, comments)
-        self.discussions.update_one({"_id": discussion_id}, {"$set": {"ranked": True}})
+        self.discussions.update_one({"_id": discussion_id}, {"$set": {"ranked": AUTHORS_RANKED}})
 
     def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
         hints: dict = {}

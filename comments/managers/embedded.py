@@ -858,6 +858,41 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             comments.sort(key=lambda c: c.sort_key)
         return comments
 
+    # --- the following order (comments.selectors: the reader's followed people first) ---------------
+    # The discussion is one document, bounded by COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments (500 by
+    # default; then it moves to another strategy) and by COMMENTS_EMBEDDED_MAX_BYTES: each part of a
+    # page reads it (one key, one document) and orders it here, as a page of a discussion not ranked
+    # yet is read. No index of authors, so not a byte more per comment.
+
+    supports_following = True
+
+    def _followed(self, discussion_id: int, order: str, author_ids, followed: bool, after, limit: int | None = None
+                  ) -> list[Comment]:
+        """The comments in `order` after the key `after` that are (`followed`) or are not a visible
+        comment of `author_ids`, at most `limit`: the document read whole and ordered here."""
+        wanted = {int(a) for a in author_ids}
+        doc = self._load(discussion_id)
+        found = []
+        for comment in self._comments(doc, order, discussion_id) if doc is not None else []:
+            theirs = comment.status == VISIBLE and comment.author is not None and comment.author.id in wanted
+            if theirs == followed and (after is None or comment_key(comment, order) > after):
+                found.append(comment)
+                if limit is not None and len(found) >= limit:
+                    break
+        return found
+
+    def participants(self, *, discussion_id, author_ids):
+        newest: dict[int, int] = {}
+        for comment in self._followed(discussion_id, CHRONOLOGICAL, author_ids, True, None) if author_ids else []:
+            newest[comment.author.id] = max(newest.get(comment.author.id, 0), comment.seq)
+        return newest
+
+    def authored_page(self, *, discussion_id, author_ids, order, after, limit):
+        return self._followed(discussion_id, order, author_ids, True, after, limit)
+
+    def others_page(self, *, discussion_id, order, author_ids, after, limit):
+        return self._followed(discussion_id, order, author_ids, False, after, limit)
+
     def _lazy_chronological(self, doc: dict, discussion_id: int) -> tuple[_Built, list]:
         """What `_comments` gives in chronological order, as a sequence that builds only the
         comments a page slices out, and each one's key (its seq): a page of a 10,000-comment

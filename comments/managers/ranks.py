@@ -35,6 +35,12 @@ the page's elements; bucketed: the buckets holding them, each reduced by `$filte
 order has no page numbers (fields.check_page); a threaded page NUMBER (embedded) starts from
 the discussion's anchors over these ranks (anchored.py: at most a gap of keys before it).
 
+Where a strategy pages the following order over its ranks (`ranks_authors`: bucketed,
+followed_ranks.py), a rank also carries `va`, its comment's author id while the comment is
+visible, and the partial index `(discussion_id, va, seq, _id)` (entries only for ranks with
+`va`); the status change, the deletion and an account's forgetting set or unset it after the
+element's update, and the head's `ranked` says AUTHORS_RANKED once every rank carries it.
+
 Writes, and why they stay right under concurrency:
 - A comment is stored first, then its rank document (an upsert): a rank never names a
   comment that is not there; a reader between the two writes sees the comment in the
@@ -75,6 +81,7 @@ from comments.managers.base import (
     HOT,
     HOT_PINNED,
     THREADED,
+    VISIBLE,
     Comment,
     Position,
     encode_cursor,
@@ -92,6 +99,18 @@ _SORTS = {HOT: (_HOT_SORT, _HOT_REVERSED), THREADED: ([("sort_key", ASCENDING)],
 # hot, seq and path; 2 they also carry sort_key where the strategy pages threaded order. Below
 # this, the first read that needs them writes what is missing (`ranks_backfilled`).
 RANKS_VERSION = 2
+# A strategy whose ranks carry their authors (`ranks_authors`: bucketed) says so in its head's
+# `ranked` with this version (its hot pages read any ranks; the following order needs these).
+AUTHORS_RANKED = 3
+# A visible comment's author in its rank (absent while the comment is not visible, and for a guest
+# or a forgotten author): the field of the partial author index of the following order.
+VISIBLE_AUTHOR = "va"
+
+
+def visible_author(comment: Comment) -> int | None:
+    """What a rank's `va` holds for `comment`: its author's id while it is visible and has one."""
+    author = comment.author
+    return int(author.id) if comment.status == VISIBLE and author is not None and author.id else None
 
 
 def _after(key) -> dict:
@@ -117,6 +136,7 @@ class HotRanks:
     `ranks_name` (declared by the strategy in its `indexes()` through `rank_indexes()`)."""
 
     ranks_name: ClassVar[str]
+    ranks_authors: ClassVar[bool] = False  # whether a rank carries `va` (followed_ranks.py)
 
     @classmethod
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
@@ -130,10 +150,19 @@ class HotRanks:
                                name="discussion_sort_key"),
                     IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
                     ] if THREADED in getattr(cls, "orders", ()) else []
+        # The following order's author index (followed_ranks.py), where the ranks carry authors:
+        # partial on `va`, so only visible comments of registered authors have an entry; equality on
+        # the discussion and the author, then the order's key (MongoDB's equality-sort-range rule) and
+        # `_id` (the shard key, as above: the participants' DISTINCT_SCAN stays covered on a shard).
+        authors = [IndexModel([("discussion_id", ASCENDING), (VISIBLE_AUTHOR, ASCENDING), ("seq", ASCENDING),
+                               ("_id", ASCENDING)], name="discussion_visible_author_seq",
+                              partialFilterExpression={VISIBLE_AUTHOR: {"$exists": True}})
+                   ] if cls.ranks_authors else []
         return {cls.ranks_name: [
             IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING), ("_id", DESCENDING)],
                        name="discussion_hot"),
             *threaded,
+            *authors,
             # The shard key's index: a hashed discussion spreads topics over the shards, `_id` after
             # it lets a busy discussion's chunk split (MongoDB docs, "Shard Key Cardinality").
             IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
@@ -155,6 +184,9 @@ class HotRanks:
                "seq": comment.seq}
         if THREADED in getattr(self, "orders", ()):
             doc["sort_key"] = comment.sort_key
+        author = visible_author(comment) if self.ranks_authors else None
+        if author is not None:
+            doc[VISIBLE_AUTHOR] = author
         return doc
 
     # --- writes ------------------------------------------------------------------
@@ -195,6 +227,17 @@ class HotRanks:
             self.ranks.update_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
                                   {"$inc": {"hot": Int64(delta)}})
 
+    def rank_visible(self, discussion_id: int, comment_id: str, author_id: int | None) -> None:
+        """The element's status changed (after its update matched): the rank names its author while
+        it is visible (`author_id`), no one otherwise (None)."""
+        change = {"$set": {VISIBLE_AUTHOR: int(author_id)}} if author_id else {"$unset": {VISIBLE_AUTHOR: ""}}
+        self.ranks.update_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id}, change)
+
+    def ranks_forgotten(self, discussion_id: int, author_id: int) -> None:
+        """A deleted account's comments in one discussion name no author any more."""
+        self.ranks.update_many({"discussion_id": discussion_id, VISIBLE_AUTHOR: int(author_id)},
+                               {"$unset": {VISIBLE_AUTHOR: ""}})
+
     def rank_pinned(self, discussion_id: int, comment_id: str, pinned: bool) -> None:
         self.rank_moved(discussion_id, comment_id, HOT_PINNED if pinned else -HOT_PINNED)
 
@@ -211,10 +254,13 @@ class HotRanks:
         upserts = []
         for c in comments:
             doc = self._rank_doc(c)
-            placed = [k for k in ("seq", "path", "sort_key") if k in doc]
+            placed = [k for k in ("seq", "path", "sort_key", VISIBLE_AUTHOR) if k in doc]
+            update = {"$setOnInsert": {k: v for k, v in doc.items() if k not in placed},
+                      "$set": {k: doc[k] for k in placed}}
+            if self.ranks_authors and VISIBLE_AUTHOR not in doc:
+                update["$unset"] = {VISIBLE_AUTHOR: ""}
             upserts.append(UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},
-                                     {"$setOnInsert": {k: v for k, v in doc.items() if k not in placed},
-                                      "$set": {k: doc[k] for k in placed}}, upsert=True))
+                                     update, upsert=True))
         self._upserted(upserts)
 
     def ranks_missing(self, *, discussion_id: int, stored: int) -> int:

@@ -61,7 +61,7 @@ def test_bad_list_parameters_are_4xx_with_detail(api_client, topic, alice, query
 def test_threaded_on_bucketed_is_400(api_client, make_topic):
     bucketed = make_topic("bucketed")
     r = api_client.get(url(bucketed) + "?order=threaded")
-    assert r.status_code == 400 and "chronological, newest and hot order only" in r.json()["detail"]
+    assert r.status_code == 400 and "chronological, newest, hot and following order only" in r.json()["detail"]
 
 
 @pytest.mark.parametrize("storage,order", [("document", "threaded"), ("embedded", "threaded"),

@@ -113,7 +113,7 @@ def test_orders_are_checked_against_the_storage(topic, make_user):
 
 def test_bucketed_storage_refuses_threaded_order(make_topic):
     topic = make_topic("bucketed")
-    with pytest.raises(InvalidInput, match="bucketed storage supports chronological, newest and hot order only"):
+    with pytest.raises(InvalidInput, match="bucketed storage supports chronological, newest, hot and following order only"):
         selectors.comment_page(topic=topic, order="threaded", request=PageRequest(), viewer=None)
 
 

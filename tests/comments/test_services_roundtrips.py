@@ -88,15 +88,17 @@ def ours(counter) -> list[str]:
 
 @pytest.fixture
 def queued_notifications():
-    """The request side only: notifications, the search entry and the comment activity are queued
-    (background work, measured in tests/notifications, tests/topics and tests/social)."""
+    """The request side only: notifications, the search entry, the comment activity and the
+    commenter pair are queued (background work, measured in tests/notifications, tests/topics and
+    tests/social)."""
     from notifications import tasks
     from search import tasks as search_tasks
     from social import tasks as social_tasks
 
     with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"), \
             mock.patch.object(search_tasks.comment_search_sync, "delay"), \
-            mock.patch.object(social_tasks.activity_comment, "delay"):
+            mock.patch.object(social_tasks.activity_comment, "delay"), \
+            mock.patch.object(social_tasks.commenters_refresh, "delay"):
         yield
 
 
