@@ -14,6 +14,9 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=2, help="wrk threads.")
         parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/load.json).")
         parser.add_argument("--docs", metavar="FILE", help="Rewrite the load section of this report (docs/benchmarks.md).")
+        parser.add_argument("--only", choices=["post"], help="Only the POST rows (ours in each strategy, the peers' "
+                                                             "posting), to iterate on the post path; no bytes per "
+                                                             "comment, and the report's section is not rewritten.")
 
     def handle(self, *args, **options):
         from bench.load import run
@@ -21,9 +24,11 @@ class Command(BaseCommand):
         for name in ("size", "duration", "connections", "threads"):
             if options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        if options["only"] and options["docs"]:
+            raise CommandError("--only runs part of the load run: it does not rewrite the report's section (--docs)")
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
-                threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                threads=options["threads"], json_path=options["json"], docs_path=options["docs"], only=options["only"],
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
