@@ -78,6 +78,7 @@ from comments.selectors import (
     needs_html,
 )
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.lending import lend
 from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -306,7 +307,11 @@ def _posted(topic, manager: CommentManager, comment: Comment, author) -> bool:
     it), stays pending and is finished by `comment_posts_finish` (the periodic
     `comments.posts_finish`, `manage.py integrity --repair`), which sends the signal again (its
     tasks are idempotent, keyed by the comment). True when it is no longer pending."""
-    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author):
+    # Each receiver's task reads the topic, the comment and its author back by id; run eagerly
+    # (no broker) they run in this thread, which lends them what it holds (core.lending).
+    with lend(topic=topic, comment=comment, author=author):
+        enqueued = signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    if not enqueued:
         log.warning("post of comment %s left pending: a consequence was not enqueued", comment.id)
         return False
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))

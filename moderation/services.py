@@ -63,6 +63,7 @@ from moderation.managers.queue import REMOVED as REMOVED_STATE
 from moderation.models import UserModeration
 from moderation.selectors import held_comments
 from topics.models import Topic
+from topics.selectors import topic_stored
 
 REJECTED = "rejected"
 APPROVING = "approving"
@@ -640,7 +641,7 @@ def entry_text_sync(*, topic_id: int, comment_id: str) -> bool:
     """An edited comment's queue entry (if it has one) shows, and word search finds, the text
     stored now (the `moderation.entry_text_sync` task: idempotent and order-free, whichever run
     comes last writes the current text). False when the topic or the comment is gone."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None:
         return False
@@ -653,7 +654,7 @@ def entry_deletion_sync(*, topic_id: int, comment_id: str, before: str, user_id:
     """The `moderation.entry_deletion_sync` task: `entry_follow_deletion` for a comment stored
     as deleted (a tombstone is final). False when the topic or the comment is gone, or the
     comment is not deleted."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None or comment.status != DELETED:
         return False
