@@ -197,16 +197,19 @@ def _hold_reason(topic, author) -> tuple[str, bool] | None:
     restriction = restriction_of(author)
     if restriction is not None and restriction.ban_in_force() and restriction.shadow:
         return "shadow ban", True
-    if can_moderate(author):
-        return None
-    if getattr(topic, "comment_moderation", "post") == "pre":
-        return "topic is pre-moderated", False
-    if restriction is not None and restriction.premoderated:
-        return "user is pre-moderated", False
+    reason = None
     first = settings.MODERATION_NEW_USER_COMMENTS
-    if first > 0 and ModerationQueueManager().count_approved(author_id=author.pk, at_least=first) < first:
-        return f"new user (first {first} comments are reviewed)", False
-    return None
+    if getattr(topic, "comment_moderation", "post") == "pre":
+        reason = "topic is pre-moderated"
+    elif restriction is not None and restriction.premoderated:
+        reason = "user is pre-moderated"
+    elif first > 0 and ModerationQueueManager().count_approved(author_id=author.pk, at_least=first) < first:
+        reason = f"new user (first {first} comments are reviewed)"
+    # Editors are never held. Asking costs the permission queries (Django's ModelBackend), so it
+    # is asked only when something would hold the submission.
+    if reason is None or can_moderate(author):
+        return None
+    return reason, False
 
 
 class PreModerationGate:
