@@ -25,14 +25,17 @@ _loan: ContextVar[dict | None] = ContextVar("lent_records", default=None)
 
 
 @contextmanager
-def lend(*, topic=None, comment=None, author=None):
+def lend(*, topic=None, comment=None, author=None, discussion_id=None):
     """Within the block, `borrowed_*` answer with these records (those given): the topic by its
-    primary key, the comment by its discussion and id, the author by its primary key."""
+    primary key, the comment by its discussion (`discussion_id`, else the topic's) and id, the
+    author by its primary key."""
     loan = dict(_loan.get() or {})
     if topic is not None and getattr(topic, "pk", None) is not None:
         loan[("topic", topic.pk)] = topic
-        if comment is not None:
-            loan[("comment", topic.discussion_id, comment.id)] = comment
+    if discussion_id is None and topic is not None:
+        discussion_id = topic.discussion_id
+    if comment is not None and discussion_id is not None:
+        loan[("comment", discussion_id, comment.id)] = comment
     if author is not None and getattr(author, "pk", None) is not None:
         loan[("user", author.pk)] = author
     token = _loan.set(loan)

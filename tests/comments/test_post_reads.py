@@ -67,3 +67,5 @@ def test_a_loan_is_seen_only_inside_its_block_and_nests():
             assert borrowed_user(5) is user and borrowed_topic(1) is topic
         assert borrowed_user(5) is None
     assert borrowed_topic(1) is None and borrowed_comment(9, "abc") is None
+    with lend(comment=comment, discussion_id=9):  # a topic that may be stale is not lent; its comment is
+        assert borrowed_topic(1) is None and borrowed_comment(9, "abc") is comment
