@@ -126,11 +126,24 @@ def run_wrk(url: str, *, duration: int, connections: int, threads: int, script: 
 
 
 STRATEGIES = ("document", "bucketed", "embedded")  # the order their POST rows run in
+# The informative row: a discussion the defaults never leave embedded (it would have moved at
+# COMMENTS_EMBEDDED_AUTO_MIGRATE_AT), posted into by a second start of the site with the move off.
+EMBEDDED_FULL = "embedded-full"
+
+
+def embedded_size(size: int, auto_move_at: int) -> int:
+    """The comments of the embedded row's discussion: as many as the defaults let an embedded
+    discussion hold (one under COMMENTS_EMBEDDED_AUTO_MIGRATE_AT: its next post moves it, as on a
+    real site), or `size` when the move is off."""
+    return min(size, auto_move_at - 1) if auto_move_at > 0 else size
 
 
 def seed_ours(size: int) -> dict:
-    """In the site's process: a discussion of `size` comments in each strategy (threaded where the
-    strategy offers it), a poster with a token. The pages are read from the document strategy's."""
+    """In the site's process: a discussion of `size` comments in the document and bucketed
+    strategies (threaded where the strategy offers it), an embedded one of `embedded_size`
+    comments, the informative 10,000-comment embedded one (`EMBEDDED_FULL`), a poster with a
+    token. The pages are read from the document strategy's."""
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
@@ -143,21 +156,27 @@ def seed_ours(size: int) -> dict:
     User = get_user_model()
     editor = people.editor()
     authors = people.authors(people.users(50, "loadwriter"))
+    sizes = {"document": size, "bucketed": size,
+             "embedded": embedded_size(size, settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT)}
+    if sizes["embedded"] != size:
+        sizes[EMBEDDED_FULL] = size
     topics = {}
-    for storage in STRATEGIES:
+    for row, n in sizes.items():
+        storage = "embedded" if row == EMBEDDED_FULL else row
         manager = manager_for(storage)
         order = THREADED if THREADED in manager.orders else CHRONOLOGICAL
-        topic = people.topic(author=editor, storage=storage, order=order, title=f"Load run discussion {storage} {size}")
-        comments = loaders.discussion(discussion_id=topic.discussion_id, size=size, authors=authors,
+        topic = people.topic(author=editor, storage=storage, order=order, title=f"Load run discussion {row} {n}")
+        comments = loaders.discussion(discussion_id=topic.discussion_id, size=n, authors=authors,
                                       id_length=loaders.ID_LENGTH[storage])
         loaders.COMMENT_LOADERS[storage](manager, comments, threaded=order == THREADED)
-        topics[storage] = topic
+        topics[row] = topic
     ensure_indexes()
     for topic in topics.values():
         comment_anchors_refresh(topic=topic)  # as posting would have left them: threaded page numbers from anchors
     poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
     token, _ = Token.objects.get_or_create(user=poster)
-    return {"slug": topics["document"].slug, "topics": {s: t.slug for s, t in topics.items()}, "token": token.key,
+    return {"slug": topics["document"].slug, "topics": {s: t.slug for s, t in topics.items()}, "sizes": sizes,
+            "auto_move_at": settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT, "token": token.key,
             "pages": -(-size // 20), "followers_of": "celebrity"}
 
 
@@ -311,8 +330,16 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
         {"name": "followers page", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None, "isso": None},
     ]
     topics = ours.get("topics") or {"document": ours["slug"]}
-    for n, (storage, slug) in enumerate(topics.items()):
-        rows.append({"name": f"POST {storage}", "post": True, "strategy": storage,
+    sizes, at = ours.get("sizes") or {}, ours.get("auto_move_at", 0)
+    for n, (row, slug) in enumerate(topics.items()):
+        storage = "embedded" if row == EMBEDDED_FULL else row
+        name = f"POST {storage}"
+        if storage == "embedded" and row in sizes:
+            moving = f"moves at {at:,}" if row != EMBEDDED_FULL and at else "auto-move off"
+            name += f" ({sizes[row]:,} comments, {moving})"
+        rows.append({"name": name, "post": True, "strategy": storage,
+                     # the informative row runs on a second start of the site with the move off
+                     **({"server": "ours-move-off"} if row == EMBEDDED_FULL else {}),
                      "ours": (f"/api/topics/{slug}/comments/", ours_headers, ours_body),
                      "xtd": ("/xtd-api/comment/", {"Content-Type": "application/json", "Authorization": f"Basic {basic}"},
                              xtd_body.replace("__TEXT__", "%s")) if n == 0 else None,
@@ -384,21 +411,29 @@ class StoreServer:
         self.log.close()
 
 
+ONLY = ("post",)  # `--only post`: the POST rows alone (the pages and bytes per comment are skipped)
+
+
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
-        json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print,
-        via_server: bool = False) -> dict:
-    """The load run. `via_server`: ours reaches its store through `python -m docstore serve` (one more
-    process owning the file; the workers speak MongoDB's wire protocol to it) instead of opening
-    it in process; the bytes per comment are not measured again, and the report writes the
-    section that sets this run beside the in-process one (docs/bench/load.json)."""
+        json_path: str | None = None, docs_path: str | None = None, only: str | None = None,
+        log: Callable[[str], None] = print, via_server: bool = False) -> dict:
+    """The load run. `only`: the POST rows alone. `via_server`: ours reaches its store through
+    `python -m docstore serve` (one more process owning the file; the workers speak MongoDB's wire
+    protocol to it) instead of opening it in process; the bytes per comment are not measured
+    again, and the report writes the section that sets this run beside the in-process one
+    (docs/bench/load.json)."""
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
     db_name = f"benchload_{uuid.uuid4().hex[:8]}"
-    # Every post of the embedded row lands in its discussion of `size` comments: the automatic move
-    # to another strategy (at COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments) is off for the run.
-    ours_env = {**site_env(workdir, db_name), "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}
+    if only is not None and only not in ONLY:
+        raise RuntimeError(f"--only takes one of: {', '.join(ONLY)}")
+    # The site's defaults, the automatic move of a large embedded discussion included (its row
+    # posts into one as large as the defaults keep embedded); the informative row of a
+    # `size`-comment embedded discussion runs on a second start with the move off.
+    ours_env = site_env(workdir, db_name)
+    move_off_env = {**ours_env, "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}
     xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers: list[Server] = []
@@ -421,8 +456,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             t0 = time.perf_counter()
             isso = seed_isso(python, size, workdir, isso_port)
             log(f"bench-load: Isso: {size:,} comments written in {time.perf_counter() - t0:.1f} s")
-        storage = {}
-        if not via_server:
+        storage = None
+        if only is None and not via_server:
             log("bench-load: bytes per comment (bench/footprint.py)")
             storage = {"ours": footprint("ours", size, ours_env),
                        "xtd": footprint("xtd", size, {**xtd_env, "BENCH_XTD_DB": str(workdir / "xtd-bytes.sqlite3")}),
@@ -432,6 +467,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             store_server = StoreServer(Path(ours_env["MONGODB_EMBEDDED_PATH"]), db_name, workdir)
             servers.append(store_server)
             ours_env = {**ours_env, "MONGODB_URI": store_server.uri}
+            move_off_env = {**move_off_env, "MONGODB_URI": store_server.uri}
             log(f"bench-load: ours through `python -m docstore serve` at {store_server.uri}")
         # One after the other, so that each start-up time is its own.
         ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
@@ -449,9 +485,20 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             isso_server.wait(f"/?uri={isso['uri']}&limit=20")
             sides["isso"] = isso_server
         log("bench-load: ready in " + ", ".join(f"{k} {v.ready_seconds} s" for k, v in sides.items()))
+        ready = {side: server.ready_seconds for side, server in sides.items()}
         rows = []
         load_before = _loadavg()
         for endpoint in endpoints(ours, xtd, isso):
+            if only == "post" and not endpoint.get("post"):
+                continue
+            if endpoint.get("server") == "ours-move-off" and sides["ours"] is ours_server:
+                # One site on the CPUs at a time: the first start stops before the second serves.
+                ours_server.stop()
+                servers.remove(ours_server)
+                moved_off = Server("ours-move-off", "cms_site.wsgi:application", move_off_env, workdir)
+                servers.append(moved_off)
+                moved_off.wait(f"/t/{ours['slug']}/")
+                sides["ours"] = moved_off
             for side, server in sides.items():
                 target = endpoint.get(side)
                 if target is None:
@@ -481,12 +528,14 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                      "embedded (docstore, SQLite) through `python -m docstore serve`" if via_server else
                      "embedded (docstore, SQLite)",
                      "via_server": via_server,
-                     "cpus": os.cpu_count(), "wrk": _wrk_version(), "strategies": list(ours["topics"]),
+                     "cpus": os.cpu_count(), "wrk": _wrk_version(),
+                     "strategies": [s for s in ours["topics"] if s in STRATEGIES], "sizes": ours.get("sizes"),
+                     "auto_move_at": ours.get("auto_move_at"), "only": only,
                      "isso": _isso_version(python) if isso else None, "notes": notes,
-                     "ready_seconds": {side: server.ready_seconds for side, server in sides.items()},
+                     "ready_seconds": ready,
                      "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
             "rows": rows,
-            "storage": storage,
+            **({"storage": storage} if storage else {}),
         }
     finally:
         for server in servers:

@@ -764,10 +764,9 @@ def load_section(load: dict) -> str:
         + (f", {info.get('isso') or 'Isso'} (its own virtualenv, `gunicorn --preload isso.run`) on SQLite with the same "
            "thread, nested one level as Isso nests" if isso_ran else "")
         + f". {info['wrk']}: {info['connections']} connections, {info['threads']} threads, {info['duration']} s per "
-        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits, "
-        "the duplicate-text check and the automatic move of a large embedded discussion off "
-        "(COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post of the embedded row lands in its 10,000-comment document); "
-        "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
+        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits and "
+        "the duplicate-text check off; " + _embedded_rows(info)
+        + "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
         "new text each request, and runs last, one row per strategy into its own discussion. The peers have one "
         f"storage each: they post once (row {peers_post or '–'}) and every strategy's row is set beside that run."
         + (" Isso's row is its `GET /?uri=...&limit=20&nested_limit=5` (the thread's first 20 top-level comments "
@@ -786,6 +785,24 @@ def load_section(load: dict) -> str:
     if load.get("storage"):
         text.append(storage_section(load["storage"], info["size"], peers))
     return "\n".join(text)
+
+
+def _embedded_rows(info: dict) -> str:
+    """What the embedded POST rows post into: the site's defaults (an embedded discussion moves to
+    another strategy at COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments), or an older run's move off."""
+    at, sizes = info.get("auto_move_at"), info.get("sizes") or {}
+    if not at:
+        return ("the automatic move of a large embedded discussion off (COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every "
+                "post of the embedded row lands in its discussion document); ")
+    text = (f"the embedded row posts into an embedded discussion of {sizes.get('embedded', at - 1):,} comments, as "
+            f"large as the defaults keep one (COMMENTS_EMBEDDED_AUTO_MIGRATE_AT={at:,}): the post that reaches "
+            f"{at:,} moves it to the strategy that keeps its order, and the row's later posts land there, as on a "
+            "real site; ")
+    if "embedded-full" in sizes:
+        text += (f"the row of {sizes['embedded-full']:,} embedded comments is informative (a discussion the defaults "
+                 "would have moved long before), run on a second start of the site with the move off "
+                 "(COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0); ")
+    return text
 
 
 def storage_section(storage: dict, size: int, peers: str) -> str:

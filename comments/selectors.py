@@ -65,6 +65,7 @@ from core.cursors import bad_cursor, whole
 from core.cursors import decode_cursor as decode_cursor_fields
 from core.cursors import encode_cursor as encode_cursor_fields
 from core.errors import Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
+from core.lending import borrowed_comment
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from core.permissions import can_moderate
@@ -483,9 +484,13 @@ def live_comment(*, topic, comment: Comment, new: bool, viewer=None) -> Comment 
 
 def comment_stored(*, topic, comment_id: str) -> Comment | None:
     """The comment as stored (unmasked, read on the primary), or None: the input of what is
-    derived from it in the background (the search entry, the comment activity)."""
+    derived from it in the background (the search entry, the comment activity). The comment a
+    post in this thread has just stored and lent (core.lending) is not read back."""
     if not is_comment_id(comment_id):
         return None
+    lent = borrowed_comment(topic.discussion_id, comment_id)
+    if lent is not None:
+        return lent
     return comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id,
                                       threaded=is_threaded(topic))
 

@@ -78,6 +78,7 @@ from comments.selectors import (
     needs_html,
 )
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from core.lending import lend
 from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -239,7 +240,8 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
     that keeps its order (comments.moves.outgrown_target) and the comment is stored there once
     it has moved (a 503 with Retry-After, nothing stored, only when the move outlasts
     COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
-    Returns the comment and the manager that stored it."""
+    Returns the comment, the manager that stored it, and whether the discussion moved (this post
+    asked for the move, or found it moved): then `topic`, read before, may name the old storage."""
     fields = dict(discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
                   parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
                   comment_id=comment_id)
@@ -252,8 +254,8 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
         full = None
     finish(w)  # logged and unregistered now: a move this post asks for must not wait for it
     if full is None:
-        _maybe_outgrown(topic, w.storage, comment)
-        return comment, w.manager
+        moved = _maybe_outgrown(topic, w.storage, comment) or w.storage != topic.comment_storage
+        return comment, w.manager, moved
     if full != EMBEDDED or not settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT:
         raise Conflict("This discussion is full: it cannot take more comments.")
     signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)  # its receiver enqueues the move
@@ -265,10 +267,10 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
         moved.touch(comment.id)
     finally:
         finish(moved)
-    return comment, moved.manager
+    return comment, moved.manager, True
 
 
-def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
+def _maybe_outgrown(topic, storage: str, comment: Comment) -> bool:
     """An embedded discussion that holds COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments or more is
     moved to document or bucketed storage (the one that keeps its order): every post into it asks
     (a task, through `discussion_outgrown`; the move is idempotent and its lease lets one run), so
@@ -277,17 +279,19 @@ def _maybe_outgrown(topic, storage: str, comment: Comment) -> None:
     at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
     if storage == EMBEDDED and at and comment.seq >= at:
         signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
+        return True
+    return False
 
 
 def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_id: str | None = None) -> Comment:
-    comment, manager = _post(topic, w, author, text, parent_comment, comment_id=comment_id)
+    comment, manager, moved = _post(topic, w, author, text, parent_comment, comment_id=comment_id)
     # What follows the stored comment never undoes it nor fails the request: the credit flow is
     # best effort (logged), and each receiver only enqueues a task keyed by the comment's id.
     try:
         CreditFlowManager().record_comment(user_id=author.pk, reply=parent_comment is not None, at=comment.posted)
     except Exception:
         log.exception("credit flow of comment %s not recorded", comment.id)
-    _posted(topic, manager, comment, author)
+    _posted(topic, manager, comment, author, topic_current=not moved)
     if comment.seq and comment.seq % ANCHORS_REFRESH_EVERY == 0:  # no longer pending: the refresh counts it
         signals.send(signals.discussion_anchors_due, sender=Comment, topic=topic)
     return comment
@@ -299,14 +303,20 @@ def comment_anchors_refresh(*, topic) -> bool:
     return comment_manager(topic).anchors_refresh(discussion_id=topic.discussion_id, threaded=is_threaded(topic))
 
 
-def _posted(topic, manager: CommentManager, comment: Comment, author) -> bool:
+def _posted(topic, manager: CommentManager, comment: Comment, author, topic_current: bool = True) -> bool:
     """`comment_posted`, then the comment is no longer pending (the manager recorded it pending
     in the write that numbered it), but only once every receiver enqueued its task: a post
     interrupted before this, or whose signal a receiver could not pass on (the broker refused
     it), stays pending and is finished by `comment_posts_finish` (the periodic
     `comments.posts_finish`, `manage.py integrity --repair`), which sends the signal again (its
     tasks are idempotent, keyed by the comment). True when it is no longer pending."""
-    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author):
+    # Each receiver's task reads the topic, the comment and its author back by id; run eagerly
+    # (no broker) they run in this thread, which lends them what it holds (core.lending). Not a
+    # topic read before its discussion moved (`topic_current` false): a task reads where it lives.
+    with lend(topic=topic if topic_current else None, comment=comment, author=author,
+              discussion_id=topic.discussion_id):
+        enqueued = signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment, author=author)
+    if not enqueued:
         log.warning("post of comment %s left pending: a consequence was not enqueued", comment.id)
         return False
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))

@@ -63,6 +63,7 @@ from moderation.managers.queue import REMOVED as REMOVED_STATE
 from moderation.models import UserModeration
 from moderation.selectors import held_comments
 from topics.models import Topic
+from topics.selectors import topic_stored
 
 REJECTED = "rejected"
 APPROVING = "approving"
@@ -196,16 +197,19 @@ def _hold_reason(topic, author) -> tuple[str, bool] | None:
     restriction = restriction_of(author)
     if restriction is not None and restriction.ban_in_force() and restriction.shadow:
         return "shadow ban", True
-    if can_moderate(author):
-        return None
-    if getattr(topic, "comment_moderation", "post") == "pre":
-        return "topic is pre-moderated", False
-    if restriction is not None and restriction.premoderated:
-        return "user is pre-moderated", False
+    reason = None
     first = settings.MODERATION_NEW_USER_COMMENTS
-    if first > 0 and ModerationQueueManager().count_approved(author_id=author.pk, at_least=first) < first:
-        return f"new user (first {first} comments are reviewed)", False
-    return None
+    if getattr(topic, "comment_moderation", "post") == "pre":
+        reason = "topic is pre-moderated"
+    elif restriction is not None and restriction.premoderated:
+        reason = "user is pre-moderated"
+    elif first > 0 and ModerationQueueManager().count_approved(author_id=author.pk, at_least=first) < first:
+        reason = f"new user (first {first} comments are reviewed)"
+    # Editors are never held. Asking costs the permission queries (Django's ModelBackend), so it
+    # is asked only when something would hold the submission.
+    if reason is None or can_moderate(author):
+        return None
+    return reason, False
 
 
 class PreModerationGate:
@@ -640,7 +644,7 @@ def entry_text_sync(*, topic_id: int, comment_id: str) -> bool:
     """An edited comment's queue entry (if it has one) shows, and word search finds, the text
     stored now (the `moderation.entry_text_sync` task: idempotent and order-free, whichever run
     comes last writes the current text). False when the topic or the comment is gone."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None:
         return False
@@ -653,7 +657,7 @@ def entry_deletion_sync(*, topic_id: int, comment_id: str, before: str, user_id:
     """The `moderation.entry_deletion_sync` task: `entry_follow_deletion` for a comment stored
     as deleted (a tombstone is final). False when the topic or the comment is gone, or the
     comment is not deleted."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_selectors.comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None or comment.status != DELETED:
         return False

@@ -26,7 +26,11 @@ The checks:
   REJECT. Off without a key. A timeout or an error lets the comment through (logged):
   an outage of a third party must not stop every comment.
 Editors (`core.permissions.can_moderate`, not plain staff) skip the pipeline, when posting and
-when editing. An edit runs the same checks (`SpamGate.check_edit`); what a post would have held
+when editing: nothing of theirs is held or refused, and no text of theirs goes to a remote check.
+Asking costs the permission queries (Django's ModelBackend: the user's and their groups'), so it
+is asked only when the answer can change something (`gate_verdict`): the local checks run first,
+and an ordinary text no local check finds anything in, with no remote check configured, is let
+through without asking. An edit runs the same checks (`SpamGate.check_edit`); what a post would have held
 is refused for an edit (it cannot wait in the queue).
 """
 
@@ -53,7 +57,7 @@ from core.markdown import render_markdown
 from core.permissions import can_moderate
 from core.sharedcache import cache_or
 from core.text import comparable
-from topics.models import Topic
+from topics.selectors import topic_stored
 
 logger = logging.getLogger(__name__)
 
@@ -210,14 +214,23 @@ def check_akismet(sub: Submission) -> Finding | None:
 
 
 # Local checks first, the remote one last (it runs only when nothing local rejected).
-CHECKS: list[Callable[[Submission], Finding | None]] = [check_honeypot, check_links, check_words, check_duplicate,
-                                                        check_akismet]
+LOCAL_CHECKS: list[Callable[[Submission], Finding | None]] = [check_honeypot, check_links, check_words, check_duplicate]
+REMOTE_CHECKS: list[Callable[[Submission], Finding | None]] = [check_akismet]
+CHECKS = [*LOCAL_CHECKS, *REMOTE_CHECKS]
 
 
-def spam_verdict(sub: Submission) -> Verdict:
-    """Run the checks; the verdict is the strongest action found."""
-    findings: list[Finding] = []
-    for check in CHECKS:
+def remote_checks_on() -> bool:
+    """A remote check would see the text (Akismet has a key)."""
+    return bool(settings.AKISMET_API_KEY)
+
+
+def spam_verdict(sub: Submission, checks=None, found: tuple[Finding, ...] = ()) -> Verdict:
+    """Run the checks (`CHECKS`, or those given, after the findings `found` of earlier ones); the
+    verdict is the strongest action found."""
+    findings: list[Finding] = list(found)
+    if any(f.action == REJECT for f in findings):
+        checks = ()
+    for check in CHECKS if checks is None else checks:
         finding = check(sub)
         if finding is None:
             continue
@@ -226,6 +239,19 @@ def spam_verdict(sub: Submission) -> Verdict:
             break
     action = max((f.action for f in findings), key=_STRENGTH.__getitem__, default=ACCEPT)
     return Verdict(action, tuple(findings))
+
+
+def gate_verdict(sub: Submission, author) -> Verdict | None:
+    """The verdict on `author`'s submission, or None for an editor (who skips the checks). The
+    permission is asked only when it can change the outcome: a local check found something, or a
+    remote check is about to see the text; otherwise the local verdict (ACCEPT) stands."""
+    local = spam_verdict(sub, LOCAL_CHECKS)
+    remote = remote_checks_on() and local.action != REJECT
+    if local.action == ACCEPT and not remote:
+        return local
+    if can_moderate(author):  # editors skip the checks
+        return None
+    return spam_verdict(sub, REMOTE_CHECKS, found=local.findings) if remote else local
 
 
 # --- the gate between a valid submission and its storage (comments.services) -------------------
@@ -243,10 +269,10 @@ class SpamGate:
     task moderation.receivers enqueues on `comment_posted`)."""
 
     def hold(self, *, topic, author, text, parent):
-        if can_moderate(author):  # editors skip the checks
-            return None
         sub = submission_of(topic=topic, author=author, text=text)
-        verdict = spam_verdict(sub)
+        verdict = gate_verdict(sub, author)
+        if verdict is None:  # an editor
+            return None
         if verdict.action == REJECT:
             logger.info("spam rejected (user %s): %s", author.pk, verdict.reason)
             # A refusal says what is wrong; the page in front of it says what was not done ("Not posted:").
@@ -263,10 +289,8 @@ class SpamGate:
         """An edit runs the same checks as a post; it cannot wait in a queue, so what a post
         would have held is refused too (400, the comment keeps its text). Editors skip the checks,
         as they do when posting."""
-        if can_moderate(author):
-            return
-        verdict = spam_verdict(submission_of(topic=topic, author=author, text=text))
-        if verdict.action != ACCEPT:
+        verdict = gate_verdict(submission_of(topic=topic, author=author, text=text), author)
+        if verdict is not None and verdict.action != ACCEPT:
             logger.info("spam edit refused (user %s): %s", author.pk, verdict.reason)
             raise SpamRejected(f"This looks like spam ({verdict.reason}).", field="text")  # the page: "Not saved:"
 
@@ -276,7 +300,7 @@ def fingerprint_remember(*, topic_id: int, comment_id: str, author_id: int) -> b
     posted, or edited by its author): remember the text the comment holds now, as its author's,
     for the duplicate check. Idempotent (the same key set again, its window restarted). False
     when the topic or the comment is gone, deleted, or not `author_id`'s."""
-    topic = Topic.objects.filter(pk=int(topic_id)).first()
+    topic = topic_stored(pk=int(topic_id))
     comment = comment_stored(topic=topic, comment_id=str(comment_id)) if topic is not None else None
     if comment is None or comment.status == DELETED or comment.author is None or comment.author.id != int(author_id):
         return False

@@ -38,7 +38,6 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
-from django.apps import apps  # the Topic model, without importing the topics app at module load
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
@@ -48,6 +47,7 @@ from django.utils import timezone
 from accounts.selectors import notification_email
 from accounts.usernames import users_by_names
 from core.errors import InvalidInput, NotAuthenticated, NotFound
+from core.lending import borrowed_user
 from core.markdown import mentioned_usernames
 from notifications.managers import EmailOutboxManager, NotificationManager, ThreadSubscriptionManager
 from notifications.models import EMAIL_DEFAULTS, KINDS, NotificationPreference
@@ -66,13 +66,15 @@ ID_PATTERN = re.compile(r"([0-9]{1,18}):(reply|mention|like|follow|comment):([A-
 
 
 def _topic(topic_id: int):
-    return apps.get_model("topics", "Topic").objects.filter(pk=topic_id).select_related("author").first()
+    from topics.selectors import topic_stored
+
+    return topic_stored(pk=topic_id)
 
 
 def _comment(topic, comment_id: str):
-    from comments.services import comment_manager, is_threaded
+    from comments.selectors import comment_stored
 
-    return comment_manager(topic).get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
+    return comment_stored(topic=topic, comment_id=comment_id)
 
 
 def subject_key(discussion_id: int, comment_id: str) -> str:
@@ -121,7 +123,8 @@ def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, even
 def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
     """A new comment: its parent's author (reply), the users it @mentions, the discussion's subscribers."""
     topic = _topic(topic_id)
-    author = _active_users([author_id]).get(author_id)
+    lent = borrowed_user(author_id)  # the post in this thread lent it (core.lending)
+    author = lent if lent is not None and lent.is_active else _active_users([author_id]).get(author_id)
     if topic is None or author is None:
         return 0
     comment = _comment(topic, comment_id)

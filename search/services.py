@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from comments.selectors import comment_existing_ids, comment_stored, comment_stored_pages
 from search.managers import CommentSearchManager
-from topics.models import Topic
+from topics.selectors import topic_stored
 
 
 def _search_entry(topic, comment) -> dict:
@@ -25,7 +25,7 @@ def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
     """Set a comment's search entry from the comment as stored now (its text, html and current
     status; a tombstone keeps no words). Idempotent and order-free: whichever run comes last
     writes the current state. False when the topic or the comment is gone."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None:
         return False
@@ -36,7 +36,7 @@ def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
 def comments_search_sync(*, topic_id: int, comment_ids: list[str]) -> int:
     """`comment_search_sync` for a batch (an import's): the entries of the comments as stored
     now, in one write. Idempotent; returns the entries written."""
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     if topic is None:
         return 0
     stored = (comment_stored(topic=topic, comment_id=cid) for cid in comment_ids)

@@ -46,6 +46,7 @@ from django.utils import timezone
 
 from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
+from core.lending import borrowed_user
 from core.sharedcache import cache_or
 from core.writers import require_writer
 from social import signals
@@ -61,6 +62,7 @@ from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
 from social.signals import user_followed
 from topics.models import Topic
+from topics.selectors import topic_stored
 
 log = logging.getLogger(__name__)
 
@@ -448,11 +450,11 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
     (idempotent: its id is derived from the comment). False when the topic or comment is gone."""
     from comments.selectors import comment_stored
 
-    topic = Topic.objects.select_related("author").filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)
     comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
     if comment is None or comment.author is None:
         return False
-    author = get_user_model().objects.filter(pk=comment.author.id).first()
+    author = borrowed_user(comment.author.id) or get_user_model().objects.filter(pk=comment.author.id).first()
     if author is None:
         return False
     activity_comment_posted(topic=topic, comment=comment, author=author)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db.models import prefetch_related_objects
 
 from core.errors import NotFound
+from core.lending import borrowed_topic
 from core.paging import Page, PageRequest, PastTheLastPage
 from topics.models import Tag, Topic, TopicSlugRedirect
 
@@ -51,6 +52,16 @@ def topic_get(*, slug, viewer, with_tags: bool = True) -> Topic:
     if with_tags:
         prefetch_related_objects([topic], "tags")
     return topic
+
+
+def topic_stored(*, pk) -> Topic | None:
+    """The topic of primary key `pk` with its author, whatever its visibility, or None: the
+    input of the work a task derives from a topic. A topic the caller's thread lent
+    (core.lending: the post whose consequences run eagerly) is not read again."""
+    lent = borrowed_topic(pk)
+    if lent is not None:
+        return lent
+    return Topic.objects.select_related("author").filter(pk=pk).first()
 
 
 def topic_redirect_slug(*, slug, viewer) -> str | None:

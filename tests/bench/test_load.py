@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.load import endpoints, parse_wrk, post_script
+from bench.load import embedded_size, endpoints, parse_wrk, post_script
 from bench.report import LOAD_END, LOAD_START, load_section, put_load_section
 
 WRK_OUTPUT = """Running 20s test @ http://127.0.0.1:40123/t/load-run/
@@ -75,6 +75,24 @@ def test_the_load_run_posts_into_every_strategy_and_beside_isso():
     assert all(e["xtd"] is None and e["isso"] is None for e in posts[1:])
     by = {e["name"]: e for e in rows}
     assert by["comments API page 1"]["isso"] == "/?uri=/load-run/&limit=20&nested_limit=5" and by["topic page 1"]["isso"] is None
+
+
+def test_the_embedded_row_posts_into_a_discussion_the_defaults_keep_embedded_and_the_full_one_runs_with_the_move_off():
+    # As large as the defaults keep an embedded discussion: its next post moves it.
+    assert embedded_size(10_000, 500) == 499 and embedded_size(100, 500) == 100 and embedded_size(10_000, 0) == 10_000
+    ours = {"slug": "load-doc", "pages": 500, "token": "tok", "followers_of": "celebrity", "auto_move_at": 500,
+            "topics": {"document": "load-doc", "bucketed": "load-buck", "embedded": "load-emb", "embedded-full": "load-full"},
+            "sizes": {"document": 10_000, "bucketed": 10_000, "embedded": 499, "embedded-full": 10_000}}
+    xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
+    posts = [e for e in endpoints(ours, xtd) if e.get("post")]
+    assert [e["name"] for e in posts] == ["POST document", "POST bucketed", "POST embedded (499 comments, moves at 500)",
+                                          "POST embedded (10,000 comments, auto-move off)"]
+    assert [e.get("server") for e in posts] == [None, None, None, "ours-move-off"]
+    assert posts[3]["ours"][0] == "/api/topics/load-full/comments/" and posts[3]["strategy"] == "embedded"
+    text = load_section({**LOAD, "info": {**LOAD["info"], "auto_move_at": 500, "sizes": ours["sizes"]}})
+    assert "an embedded discussion of 499 comments, as large as the defaults keep one" in text
+    assert "the row of 10,000 embedded comments is informative" in text
+    assert "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post" not in text
 
 
 LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,

@@ -26,3 +26,37 @@ def test_a_discussion_already_past_the_threshold_moves_at_its_next_post(settings
     assert (topic.comment_storage, topic.comment_order) == (target, order)
     page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"order": "chronological", "page_size": 50}).json()
     assert [c["id"] for c in page["results"]] == [*posted, answer.json()["id"]]
+
+
+@pytest.mark.parametrize("order,target", [("chronological", "bucketed"), ("threaded", "document")])
+def test_the_consequences_of_the_post_that_moved_the_discussion_find_it_where_it_now_lives(
+        settings, api_client, make_topic, make_user, order, target):
+    """Run eagerly in the request, the consequences get the topic the post holds (core.lending):
+    after the post moved the discussion, that topic names the storage it moved to, as a task
+    reading the topic would find it."""
+    from comments import signals
+    from comments.services import comment_create
+    from topics.selectors import topic_stored
+
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 0
+    topic, alice, bob = make_topic("embedded", order), make_user("alice"), make_user("bob")
+    first = comment_create(topic=topic, author=alice, text="the first comment")
+    for n in range(3):
+        comment_create(topic=topic, author=alice, text=f"comment {n}")
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 4
+    seen = []
+
+    def consequence(sender, topic, comment, **kwargs):
+        stored = topic_stored(pk=topic.pk)
+        seen.append((stored.comment_storage, stored.comment_order))
+
+    signals.comment_posted.connect(consequence, dispatch_uid="test.auto_move.consequence")
+    try:
+        api_client.force_authenticate(bob)
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/",
+                                 {"text": "the post that moves it", "parent": first.id if order == "threaded" else None},
+                                 format="json")
+    finally:
+        signals.comment_posted.disconnect(dispatch_uid="test.auto_move.consequence")
+    assert answer.status_code == 201, answer.content
+    assert seen == [(target, order)]

@@ -267,3 +267,38 @@ def test_an_edit_skips_the_checks_on_the_same_permission_as_a_post(topic, make_u
     services.comment_create(topic=topic, author=editor, text="casino night at the office")
     own = services.comment_create(topic=topic, author=editor, text="a remark")
     services.comment_edit(topic=topic, comment_id=own.id, text="a remark on casino night", user=editor)
+
+
+def _permission_queries(queries):
+    return [q["sql"] for q in queries if 'FROM "auth_permission"' in q["sql"]]
+
+
+def test_an_ordinary_post_asks_no_permission_but_an_editors_text_still_skips_every_check(topic, make_user, editor,
+                                                                                         akismet, settings):
+    """Whether the author is an editor changes nothing for a text no local check finds anything
+    in when no remote check runs: the permission queries are not made. A text a check would
+    hold, or one Akismet would see, asks, and an editor's still skips the pipeline."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    settings.AKISMET_API_KEY = ""
+    api = APIClient()
+    api.force_authenticate(make_user("plain"))
+    with CaptureQueriesContext(connection) as queries:
+        assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "an ordinary remark"},
+                        format="json").status_code == 201
+    assert _permission_queries(queries.captured_queries) == []
+    api.force_authenticate(editor)
+    with CaptureQueriesContext(connection) as queries:
+        assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "casino night at the office"},
+                        format="json").status_code == 201
+    assert _permission_queries(queries.captured_queries) != []
+    settings.AKISMET_API_KEY = "test-key"  # a remote check would see the text: an editor's never goes there
+    assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "spammy night at the office"},
+                    format="json").status_code == 201
+    assert akismet.seen == []
+    api.force_authenticate(make_user("other"))
+    assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "spammy words here"},
+                    format="json").status_code == 202  # held: Akismet says spam
+    assert len(akismet.seen) == 1

@@ -17,6 +17,9 @@ class Command(BaseCommand):
         parser.add_argument("--via-server", action="store_true",
                             help="Ours reaches its store through `python -m docstore serve` instead of in process; "
                                  "--docs then writes the section setting this run beside docs/bench/load.json's.")
+        parser.add_argument("--only", choices=["post"], help="Only the POST rows (ours in each strategy, the peers' "
+                                                             "posting), to iterate on the post path; no bytes per "
+                                                             "comment, and the report's section is not rewritten.")
 
     def handle(self, *args, **options):
         from bench.load import run
@@ -24,9 +27,11 @@ class Command(BaseCommand):
         for name in ("size", "duration", "connections", "threads"):
             if options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        if options["only"] and options["docs"]:
+            raise CommandError("--only runs part of the load run: it does not rewrite the report's section (--docs)")
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
-                threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                threads=options["threads"], json_path=options["json"], docs_path=options["docs"], only=options["only"],
                 via_server=options["via_server"],
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:

@@ -1,0 +1,65 @@
+"""Read your own write: what a service has just stored, lent to the consequences it runs in the
+same thread, so that they do not read it back (the Identity Map pattern, Fowler's Patterns of
+Enterprise Application Architecture: within one unit of work each record is loaded once).
+
+A post stores a comment, then sends `comment_posted`; each receiver enqueues a task keyed by
+ids (topic, comment, author), and each task reads those records back, so that in a worker it
+derives its work from what is stored. Without a broker Celery runs them eagerly
+(`CELERY_TASK_ALWAYS_EAGER`: `apply_async` runs the task at once, in the caller's thread), so
+the three or four consequences of one post would read back, one after the other, the topic,
+the comment and its author the request holds. Inside `lend(...)` the selectors that read them
+(`topics.selectors.topic_stored`, `comments.selectors.comment_stored`,
+`accounts`' users through `borrowed_user`) answer with the lent object instead: the same
+values a read would return, since nothing else ran in this thread since it was stored.
+
+Only the thread (the context, PEP 567) that lends sees the loan: a task in a worker, or a
+request on another thread, reads the store. The loan ends with the block.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+_loan: ContextVar[dict | None] = ContextVar("lent_records", default=None)
+
+
+@contextmanager
+def lend(*, topic=None, comment=None, author=None, discussion_id=None):
+    """Within the block, `borrowed_*` answer with these records (those given): the topic by its
+    primary key, the comment by its discussion (`discussion_id`, else the topic's) and id, the
+    author by its primary key."""
+    loan = dict(_loan.get() or {})
+    if topic is not None and getattr(topic, "pk", None) is not None:
+        loan[("topic", topic.pk)] = topic
+    if discussion_id is None and topic is not None:
+        discussion_id = topic.discussion_id
+    if comment is not None and discussion_id is not None:
+        loan[("comment", discussion_id, comment.id)] = comment
+    if author is not None and getattr(author, "pk", None) is not None:
+        loan[("user", author.pk)] = author
+    token = _loan.set(loan)
+    try:
+        yield
+    finally:
+        _loan.reset(token)
+
+
+def _borrowed(*key):
+    loan = _loan.get()
+    return loan.get(key) if loan else None
+
+
+def borrowed_topic(pk):
+    """The lent topic of primary key `pk`, or None (read it)."""
+    return _borrowed("topic", pk)
+
+
+def borrowed_comment(discussion_id, comment_id):
+    """The lent comment `comment_id` of discussion `discussion_id`, or None (read it)."""
+    return _borrowed("comment", discussion_id, comment_id)
+
+
+def borrowed_user(pk):
+    """The lent user of primary key `pk`, or None (read it)."""
+    return _borrowed("user", pk)
