@@ -110,22 +110,10 @@ class Router(Engine):
             raise _Failed(reply)
         return reply
 
-    def _stream(self, shard: str, db: str, reply: dict):
+    def _stream(self, shard: str, db: str, reply: dict) -> _ShardCursor:
         """The documents of a shard's cursor, continued with getMore as the router reads them; a
-        cursor left before its end is killed on the shard."""
-        cursor = reply["cursor"]
-        batch, cursor_id = cursor.get("firstBatch", []), int(cursor.get("id") or 0)
-        coll = cursor["ns"].split(".", 1)[1]
-        try:
-            while True:
-                yield from batch
-                if not cursor_id:
-                    return
-                more = self._checked(shard, db, {"getMore": Int64(cursor_id), "collection": coll})
-                batch, cursor_id = more["cursor"]["nextBatch"], int(more["cursor"]["id"] or 0)
-        finally:
-            if cursor_id:
-                self._send(shard, db, {"killCursors": coll, "cursors": [Int64(cursor_id)]})
+        cursor closed before its end is killed on the shard."""
+        return _ShardCursor(self, shard, db, reply["cursor"])
 
     # --- where a collection lives ---------------------------------------------------------------
 
@@ -651,10 +639,11 @@ class Router(Engine):
             raise CommandError(23, f"sharding already enabled for collection {ns} with key {current.key.pattern}")
         primary = self.config.primary(target_db)
         with self.config.lock:
-            self._supporting_index(target_db, name, primary, key)
+            indexes = self._supporting_index(target_db, name, primary, key)
             coll = self.config.shard_collection(ns, key, primary)
-            self._copy_indexes(target_db, name, primary)
-            self._redistribute(target_db, name, coll)
+            self._copy_indexes(target_db, name, primary, indexes)
+            # An unsharded collection's documents are all on the primary shard.
+            self._redistribute(target_db, name, coll, [primary])
         return {"collectionsharded": ns, "ok": 1.0}
 
     def cmd_refineCollectionShardKey(self, db, body, connection_id):
@@ -679,49 +668,54 @@ class Router(Engine):
         with self.config.lock:
             self._supporting_index(target_db, name, self.config.primary(target_db), key)
             coll = self.config.shard_collection(ns, key, self.config.primary(target_db))
-            self._redistribute(target_db, name, coll)
+            self._redistribute(target_db, name, coll, list(self.config.shard_names))
         return {"ok": 1.0}
 
     def _indexes(self, db, name, shard) -> list[dict]:
         reply = self._send(shard, db, {"listIndexes": name, "cursor": {}})
         return list(self._stream(shard, db, reply)) if reply.get("ok") else []
 
-    def _supporting_index(self, db, name, shard, key: dict, create: bool = True) -> None:
+    def _supporting_index(self, db, name, shard, key: dict, create: bool = True) -> list[dict]:
         """A shard key needs an index that starts with it; on an empty collection shardCollection
-        creates it, on one with documents it must exist ("Shard Keys", shard key indexes)."""
+        creates it, on one with documents it must exist ("Shard Keys", shard key indexes).
+        Returns the collection's indexes on `shard`."""
         fields = list(key.items())
-        for index in self._indexes(db, name, shard):
+        indexes = self._indexes(db, name, shard)
+        for index in indexes:
             if list(index["key"].items())[:len(fields)] == fields:
-                return
+                return indexes
         has_docs = bool(self._checked(shard, db, {"count": name, "limit": 1})["n"])
         if has_docs or not create:
             raise CommandError(72, "Please create an index that starts with the proposed shard key before sharding "
                                    "the collection")
         spec = {"key": key, "name": "_".join(f"{f}_{v}" for f, v in fields)}
         self._checked(shard, db, {"createIndexes": name, "indexes": [spec]})
+        return [*indexes, spec]
 
-    def _copy_indexes(self, db, name, primary) -> None:
-        specs = [{k: v for k, v in i.items() if k not in ("v", "ns")} for i in self._indexes(db, name, primary)
-                 if i.get("name") != "_id_"]
+    def _copy_indexes(self, db, name, primary, indexes: list[dict]) -> None:
+        specs = [{k: v for k, v in i.items() if k not in ("v", "ns")} for i in indexes if i.get("name") != "_id_"]
         for shard in self.config.shard_names:
             if shard != primary:
                 self._checked(shard, db, {"createIndexes": name, "indexes": specs} if specs else {"create": name})
 
-    def _redistribute(self, db: str, name: str, coll) -> None:
-        """Every document moved to the shard of its chunk (after shardCollection or
+    def _redistribute(self, db: str, name: str, coll, shards: list[str]) -> None:
+        """Every document on `shards` moved to the shard of its chunk (after shardCollection or
         reshardCollection): copied there, then deleted where it was."""
-        for shard in self.config.shard_names:
+        seen = False
+        for shard in shards:
             reply = self._send(shard, db, {"find": name, "filter": {}})
             if not reply.get("ok"):
                 continue
             moving: dict[str, list] = {}
             for doc in self._stream(shard, db, reply):
+                seen = True
                 chunk = coll.chunk_of(coll.key.of(doc))
                 chunk.bytes += len(bson.encode(doc))
                 if chunk.shard != shard:
                     moving.setdefault(chunk.shard, []).append(doc)
             self._move(db, name, shard, moving)
-        self.config.save(coll)
+        if seen:
+            self.config.save(coll)
 
     def _move(self, db, name, source, moving: dict[str, list]) -> None:
         for target, docs in moving.items():
@@ -826,6 +820,35 @@ class _Failed(Exception):
         super().__init__(reply.get("errmsg", ""))
         self.reply = {k: v for k, v in reply.items() if not k.startswith("$") and k != "operationTime"} or failure(
             1, "shard error")
+
+
+class _ShardCursor:
+    def __init__(self, router: Router, shard: str, db: str, cursor: dict):
+        self.router, self.shard, self.db = router, shard, db
+        self.batch = iter(cursor.get("firstBatch", []))
+        self.id = int(cursor.get("id") or 0)
+        self.coll = cursor["ns"].split(".", 1)[1]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        while True:
+            doc = next(self.batch, _END)
+            if doc is not _END:
+                return doc
+            if not self.id:
+                raise StopIteration
+            more = self.router._checked(self.shard, self.db, {"getMore": Int64(self.id), "collection": self.coll})
+            self.batch, self.id = iter(more["cursor"]["nextBatch"]), int(more["cursor"]["id"] or 0)
+
+    def close(self):
+        if self.id:
+            cursor_id, self.id = self.id, 0
+            self.router._send(self.shard, self.db, {"killCursors": self.coll, "cursors": [Int64(cursor_id)]})
+
+
+_END = object()
 
 
 class _Closing:
