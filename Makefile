@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire test-cluster conformance faults bench bench-update bench-quick bench-load bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,12 @@ test: install-dev
 ## MongoDB's wire protocol (`python -m docstore serve` on a free loopback port): a MONGODB_URI site's code path
 test-wire: install-dev
 	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.wire_suite
+
+## make test-cluster: the contract suite through pymongo against a sharded cluster simulated on this
+## machine (`python -m docstore cluster`, 3 shards; tests and measurement only), the declared shard keys
+## applied by `mongo_shard` before each test: the code path of a site whose MONGODB_URI is a mongos
+test-cluster: install-dev
+	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.cluster_suite
 
 ## make conformance: MongoDB's driver specification tests (../shared/mongodb-specs, CRUD and index
 ## management) against the embedded engine, and against mongomock as a control; rewrites docs/conformance.md
