@@ -20,7 +20,9 @@
 - Admin: enableSharding, shardCollection, refineCollectionShardKey, reshardCollection, split and
   moveChunk, as `mongo_shard` and `sh.*` send them; a chunk whose routed documents pass
   `chunk_size` bytes is split at its median key ("Data Partitioning with Chunks"); a chunk
-  that cannot split (one key value) is marked jumbo.
+  that cannot split (one key value) is marked jumbo; after a split a balancing round moves chunks
+  from the shard with the most data of the collection to the one with the least while they
+  differ by three chunk sizes or more (the balancer's migration threshold since 6.0).
 - Explain: mongos's shape, `queryPlanner.winningPlan.stage` SINGLE_SHARD, SHARD_MERGE or
   SHARD_MERGE_SORT with `shards[]` (each shard's own winning plan), and `executionStats` with
   each shard's `executionStages` under `executionStages.shards[]`.
@@ -793,7 +795,27 @@ class Router(Engine):
             for chunk in full:
                 self._split(db, name, coll, chunk)
             if full:
+                self._balance(db, name, coll)
                 self.config.save(coll)
+
+    def _balance(self, db, name, coll) -> None:
+        """A balancing round ("Sharded Cluster Balancer", migration thresholds, 6.0+): while the
+        shard with the most data of the collection holds at least three chunk sizes more than the
+        one with the least, its largest chunk that is not jumbo moves there. Data is counted as the
+        bytes routed into each chunk. The round runs after a split, under the router's lock (the
+        server's balancer runs in the background; here a test sees the same moves every time)."""
+        for _ in range(len(coll.chunks)):
+            held = {s: 0 for s in self.config.shard_names}
+            for chunk in coll.chunks:
+                held[chunk.shard] += chunk.bytes
+            donor = max(held, key=lambda s: (held[s], s))
+            taker = min(held, key=lambda s: (held[s], s))
+            if held[donor] - held[taker] < 3 * self.chunk_size:
+                return
+            movable = [c for c in coll.chunks if c.shard == donor and not c.jumbo and c.bytes]
+            if not movable:
+                return
+            self._migrate(db, name, coll, max(movable, key=lambda c: c.bytes), taker)
 
     def _split(self, db, name, coll, chunk: Chunk) -> bool:
         """Split at the median shard key of the chunk's documents; one key value: jumbo."""

@@ -246,6 +246,23 @@ def test_a_chunk_past_the_chunk_size_splits_and_one_value_stays_jumbo(cluster, d
     assert chunk["jumbo"] is True
 
 
+def test_the_balancer_moves_chunks_off_a_shard_three_chunk_sizes_ahead(cluster, db):
+    coll = shard_hashed(db, "bal", {"k": 1})  # ranged: one chunk, every new document to the primary
+    for start in range(0, 1200, 100):
+        coll.insert_many([{"k": i, "pad": "b" * 100} for i in range(start, start + 100)])
+    chunks = list(db.client.config.chunks.find({"ns": f"{db.name}.bal"}))
+    held: dict = {}
+    for chunk in chunks:
+        held[chunk["shard"]] = held.get(chunk["shard"], 0) + chunk["bytes"]
+    assert len(held) > 1  # chunks moved off the primary
+    assert max(held.values()) - min(held.values()) < 3 * 8 * 1024 + max(c["bytes"] for c in chunks)
+    placed = shard_of_each(cluster, db.name, "bal")
+    assert len(placed) == 1200 and all(len(s) == 1 for s in placed.values())  # moved, not copied
+    assert {s[0] for s in placed.values()} == set(held)
+    assert coll.count_documents({}) == 1200
+    assert [d["k"] for d in coll.find({"k": {"$gte": 590, "$lt": 610}}).sort("k", 1)] == list(range(590, 610))
+
+
 def test_reshard_moves_documents_and_refine_keeps_chunks(cluster, db):
     coll = shard_hashed(db, "rs", {"a": 1})
     coll.insert_many([{"_id": i, "a": 0, "b": i} for i in range(60)])
