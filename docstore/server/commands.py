@@ -137,6 +137,8 @@ class Engine:
         self._retried: OrderedDict[bytes, tuple[int, dict]] = OrderedDict()
         self._connection_ids = iter(range(1, 1 << 62))
         self.election_id = ObjectId()
+        # Set when the server stops: an awaitable hello waiting for a topology change answers then.
+        self.stopping = threading.Event()
 
     def next_connection_id(self) -> int:
         with self._lock:
@@ -220,10 +222,24 @@ class Engine:
             reply["helloOk"] = True
         return reply
 
+    def _await_topology_change(self, body) -> None:
+        """The awaitable hello of the server monitoring's streaming protocol (the SDAM
+        specification; `hello` with `topologyVersion` and `maxAwaitTimeMS`): a monitor that sends
+        the server's current topologyVersion is answered when the topology changes or after
+        maxAwaitTimeMS. The engine's topology never changes, so it is answered after the wait (or
+        when the server stops); answering at once would have the driver's monitor ask again at once,
+        thousands of times a second."""
+        seen, wait = body.get("topologyVersion"), body.get("maxAwaitTimeMS")
+        if (isinstance(seen, dict) and seen.get("processId") == self.election_id
+                and isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0):
+            self.stopping.wait(wait / 1000)
+
     def cmd_hello(self, db, body, connection_id):
+        self._await_topology_change(body)
         return self.hello(connection_id, legacy=False)
 
     def cmd_isMaster(self, db, body, connection_id):
+        self._await_topology_change(body)
         reply = self.hello(connection_id, legacy=True)
         if body.get("helloOk"):
             reply["helloOk"] = True

@@ -76,4 +76,5 @@ class Server(socketserver.ThreadingTCPServer):
 
     def shutdown(self):
         self.stopping.set()
+        self.engine.stopping.set()
         super().shutdown()

@@ -317,3 +317,22 @@ def test_kill_9_of_the_server_during_16_writers_loses_no_acknowledged_write(tmp_
             assert db.events.count_documents({"w": w}) == db.events.count_documents({"w": w}, hint={"$natural": 1})
     finally:
         db.client.close()
+
+
+def test_an_awaitable_hello_is_answered_after_its_wait_not_at_once(served):
+    """A driver's monitor streams `hello` with the server's topologyVersion and maxAwaitTimeMS (the
+    SDAM specification's streaming protocol); answered at once it asks again at once, thousands of
+    times a second for every idle client."""
+    engine = served.engine
+    current = engine.hello(0, legacy=False)["topologyVersion"]
+    answered = []
+    monitor = threading.Thread(target=lambda: answered.append(engine.run(
+        {"hello": 1, "topologyVersion": current, "maxAwaitTimeMS": 60_000, "$db": "admin"}, {})))
+    monitor.start()
+    monitor.join(timeout=1.0)
+    assert monitor.is_alive() and not answered
+    # the handshake (no topologyVersion) is answered at once, while the monitor waits
+    assert engine.run({"hello": 1, "$db": "admin"}, {})["isWritablePrimary"] is True
+    engine.stopping.set()  # what the server's shutdown sets: the waiting hello is answered
+    monitor.join(timeout=30)
+    assert answered and answered[0]["ok"] == 1.0
