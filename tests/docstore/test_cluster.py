@@ -290,3 +290,34 @@ def test_aggregate_merges_the_shards_results(cluster, db):
     assert [(d["_id"], d["n"], d["o"][0]["name"]) for d in got] == [(g, 18, f"g{g}") for g in range(4)]
     top = list(coll.aggregate([{"$sort": {"v": -1}}, {"$skip": 2}, {"$limit": 3}, {"$project": {"v": 1}}]))
     assert [d["v"] for d in top] == [77, 76, 75]
+
+
+def test_mongo_shard_applies_every_declared_key_through_the_router(cluster, client, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from core.managers import declared_shard_keys
+    from core.mongo import close_client
+
+    name = f"ms_{uuid.uuid4().hex[:12]}"
+    settings.MONGODB_URI, settings.MONGODB_DB = cluster.uri, name
+    keys = declared_shard_keys()
+    first = next(k for k, key in keys.items() if len(key) > 1)
+    try:
+        # an older release's key, a prefix of today's: mongo_shard refines it in place
+        older = dict(list(keys[first].items())[:1])
+        client[name][first].create_index(list(older.items()))
+        client.admin.command("shardCollection", f"{name}.{first}", key=older)
+        out = StringIO()
+        call_command("mongo_shard", stdout=out)
+        sharded = {d["_id"].split(".", 1)[1]: d["key"] for d in client.config.collections.find(
+            {"_id": {"$regex": f"^{name}\\."}})}
+        assert sharded == keys
+        assert f"refined {first}" in out.getvalue()
+        again = StringIO()
+        call_command("mongo_shard", stdout=again)
+        assert again.getvalue().count("already sharded") == len(keys)
+    finally:
+        client.drop_database(name)
+        close_client(cluster.uri)
