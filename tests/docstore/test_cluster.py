@@ -53,6 +53,12 @@ def shard_of_each(cluster, db_name, coll_name) -> dict:
     return out
 
 
+def plan_stages(stage):
+    while stage:
+        yield stage
+        stage = stage.get("inputStage")
+
+
 def explained(db, command, verbosity="executionStats"):
     return db.command("explain", command, verbosity=verbosity)
 
@@ -143,6 +149,10 @@ def test_a_sorted_merge_with_skip_and_limit_as_mongos_applies_them(cluster, db):
     plan = explained(db, {"find": "s", "filter": {}, "sort": {"v": 1}, "skip": 10, "limit": 7})
     assert plan["queryPlanner"]["winningPlan"]["stage"] == "SHARD_MERGE_SORT"
     # each shard is asked for skip + limit documents and skips none: the router skips after the merge
+    for shard in plan["queryPlanner"]["winningPlan"]["shards"]:
+        stages = list(plan_stages(shard["winningPlan"]))
+        assert [s["limitAmount"] for s in stages if "limitAmount" in s] == [17]  # a LIMIT or a top-k SORT
+        assert not [s for s in stages if s["stage"] == "SKIP"]
     for shard in plan["executionStats"]["executionStages"]["shards"]:
         assert shard["nReturned"] <= 17
     assert sum(s["nReturned"] for s in plan["executionStats"]["executionStages"]["shards"]) > 17
