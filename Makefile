@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire mongosh conformance faults bench bench-update bench-quick bench-load bench-bytes bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire test-cluster mongosh conformance faults bench bench-update bench-quick bench-load bench-bytes bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,12 @@ test-wire: install-dev
 ## tools/mongosh/node_modules, for tests/docstore/test_mongosh.py and for operators (docs/mongodb.md); needs Node.js
 mongosh:
 	cd tools/mongosh && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+
+## make test-cluster: the contract suite through pymongo against a sharded cluster simulated on this
+## machine (`python -m docstore cluster`, 3 shards; tests and measurement only), the declared shard keys
+## applied by `mongo_shard` before each test: the code path of a site whose MONGODB_URI is a mongos
+test-cluster: install-dev
+	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.cluster_suite
 
 ## make conformance: MongoDB's driver specification tests (../shared/mongodb-specs, CRUD and index
 ## management) against the embedded engine, and against mongomock as a control; rewrites docs/conformance.md

@@ -5,6 +5,7 @@ afterwards: the embedded engine (a temporary store) by default, a real server wh
 MONGODB_URI is set.
 """
 
+import io
 import uuid
 
 import pytest
@@ -28,11 +29,33 @@ def mongo_db(settings):
     settings.MONGODB_DB = name
     db = get_db()
     ensure_indexes(db)
+    if _behind_mongos():
+        # On a sharded cluster (MONGODB_URI at a mongos, as `make test-cluster` runs) the declared
+        # shard keys are applied by `mongo_shard` itself, as a site applies them.
+        from django.core.management import call_command
+
+        call_command("mongo_shard", stdout=io.StringIO())
     yield db
     from comments import live
 
     live.stop_hubs()  # the live streams' change-stream readers of this database (comments/live.py)
     drop_db(name)
+
+
+_MONGOS: dict[str, bool] = {}
+
+
+def _behind_mongos() -> bool:
+    from django.conf import settings as django_settings
+
+    from core.mongo import get_client, is_embedded
+
+    if is_embedded():
+        return False
+    uri = django_settings.MONGODB_URI
+    if uri not in _MONGOS:
+        _MONGOS[uri] = get_client().admin.command("hello").get("msg") == "isdbgrid"
+    return _MONGOS[uri]
 
 
 @pytest.fixture(autouse=True)

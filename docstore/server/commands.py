@@ -125,6 +125,9 @@ class _Cursor:
 class Engine:
     """The command layer over one embedded store, shared by every connection of a server."""
 
+    # Commands a subclass adds (command name -> the suffix of its `cmd_` method), beside _HANDLERS.
+    extra_handlers: dict[str, str] = {}
+
     def __init__(self, path: str, *, db: str = "cms", cursor_timeout: float = 600.0, port: int = 0,
                  host: str = "127.0.0.1", client: Client | None = None):
         self.client = client or Client(path, default_db=db, tz_aware=True)
@@ -159,7 +162,7 @@ class Engine:
             return failure(40414, "BSON field '$db' is missing but a required field")
         if body.get("startTransaction") or "autocommit" in body:
             return failure(238, "transactions are not implemented by the embedded engine")
-        handler = getattr(self, "cmd_" + _HANDLERS.get(name, ""), None)
+        handler = getattr(self, "cmd_" + (self.extra_handlers.get(name) or _HANDLERS.get(name, "")), None)
         if handler is None:
             return failure(59, f"no such command: '{name}'")
         self._expire_cursors()

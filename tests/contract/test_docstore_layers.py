@@ -19,7 +19,7 @@ from tests.contract.test_import_graph import ROOT, _import_nodes
 ENGINE = ROOT / "docstore"
 # Top to bottom. `docstore/__init__.py` is the package's entry (it hands out `Client`) and sits
 # above every layer; so does `__main__.py`, the command line, when there is one.
-LAYERS = ["server", "surface", "exec", "plan", "query", "storage"]
+LAYERS = ["cluster", "server", "surface", "exec", "plan", "query", "storage"]
 ENTRY = {"__init__", "__main__"}
 
 
