@@ -76,7 +76,7 @@ def embedded_capacity(comments: list[Comment], *, threaded: bool) -> int:
 
     used = 0
     for n, comment in enumerate(comments):
-        element = to_element(comment, path=False)  # as embedded.py stores it
+        element = to_element(comment)
         if threaded:
             element["replies"] = []
         size = charge(element)

@@ -121,7 +121,11 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
             cls.buckets_name: [
                 IndexModel([("discussion_id", ASCENDING), ("bucket", ASCENDING)], name="discussion_bucket"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.id", ASCENDING)], name="discussion_comment_id"),
-                IndexModel([("discussion_id", ASCENDING), ("comments.path", ASCENDING)], name="discussion_comment_path"),
+                # A sub-thread (`thread()`): the elements whose sort key extends the comment's. The
+                # sort key, not a path of ids: it names the path too (fields.key_path), so an
+                # element stores one of them (a path would be a second copy of its ids).
+                IndexModel([("discussion_id", ASCENDING), ("comments.sort_key", ASCENDING)],
+                           name="discussion_comment_sort_key"),
                 IndexModel([("discussion_id", ASCENDING), ("comments.pinned", ASCENDING)], name="discussion_comment_pinned"),
                 # The shard key's index: hashed discussion, then the bucket (a busy discussion splits).
                 IndexModel([("discussion_id", "hashed"), ("bucket", ASCENDING)], name="discussion_hashed_bucket"),
@@ -660,11 +664,11 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         root = self.get(discussion_id=discussion_id, comment_id=comment_id)
         if root is None:
             return []
-        prefix = root.path + "/"
-        cursor = self.buckets.find({"discussion_id": discussion_id, "comments.path": {"$regex": "^" + re.escape(prefix)}},
-                                   {"_id": 0, "comments": 1})
+        prefix = root.sort_key + "/"  # its replies at any depth: their keys extend its key
+        cursor = self.buckets.find({"discussion_id": discussion_id,
+                                    "comments.sort_key": {"$regex": "^" + re.escape(prefix)}}, {"_id": 0, "comments": 1})
         family = [root] + [from_element(e, discussion_id) for doc in cursor for e in doc["comments"]
-                           if e["path"].startswith(prefix)]
+                           if e["sort_key"].startswith(prefix)]
         return sorted(family, key=lambda c: c.sort_key)
 
     def position(self, *, discussion_id, comment, order, threaded=False):

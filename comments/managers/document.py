@@ -166,12 +166,10 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     # end of `_id`), `slug`, `parent_id` and `depth` (from `full_slug`, fields.from_element):
     # no query matches or sorts on them, so a copy in every comment would only take room.
     # Documents stored with them read as before.
-    _DERIVED = ("id", "path", "parent", "depth")
 
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
-        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment, path=False).items()
-               if key not in cls._DERIVED}
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items() if key != "id"}
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq

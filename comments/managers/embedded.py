@@ -352,7 +352,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         if parent_path is not None and layout == NESTED and comment.parent is not None:
             loaded = (NESTED, parent_path)
         for _ in range(_POST_ATTEMPTS):
-            element = to_element(comment, path=False)  # the path is in its sort key
+            element = to_element(comment)
             if layout == NESTED:
                 element["replies"] = []
             if layout == NESTED and comment.parent is not None:
@@ -491,7 +491,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         roots: list[dict] = []
         by_id: dict[str, dict] = {}
         for comment in comments:
-            element = to_element(comment, path=False)
+            element = to_element(comment)
             if threaded:
                 element["replies"] = []
             size = charge(element)  # sized before children are added, as post() does

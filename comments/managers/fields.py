@@ -126,8 +126,8 @@ _LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": []}
 # A comment's `parent` and `depth` follow from its path of ids (`place`: the parent is the
 # level before the last, the depth the number of levels below the root), and its path from its
 # sort key (each level ends with the id of that level's comment): a stored comment keeps the
-# sort key (the threaded order's index key) and, where a query or an index looks at it, the
-# path; `from_element` derives what is not stored, and reads an element stored with them. The
+# sort key (the threaded order's index key, and the bucketed sub-thread index's) and no path;
+# `from_element` derives what is not stored, and reads an element stored with them. The
 # last level's stamp is the comment's `posted` to the millisecond (what BSON keeps of it), so
 # `posted` is stored only where it says something else (`key_posted`).
 
@@ -151,12 +151,11 @@ def key_path(sort_key: str) -> str:
     return "/".join(level.split(":", 1)[-1] for level in sort_key.split("/"))
 
 
-def to_element(comment: Comment, *, path: bool = True) -> dict:
-    """A comment as an element of an embedded or bucketed `comments`/`replies` array; `path`
-    False: without its path of ids (no query of the strategy looks at it)."""
+def to_element(comment: Comment) -> dict:
+    """A comment as an element of an embedded or bucketed `comments`/`replies` array (without its
+    path, parent and depth, which its sort key names, and `posted` where the key names it)."""
     element = {
         "id": comment.id,
-        **({"path": comment.path} if path else {}),
         "sort_key": comment.sort_key,
         "posted": comment.posted,
         "author": {"id": comment.author.id, "name": comment.author.name},

@@ -225,7 +225,7 @@ class EmbeddedMoving:
             return 0
         doc = self.collection.find_one({"_id": discussion_id})
         elements = {e["id"]: e for e in self._positioned(doc)}
-        elements.update({c.id: {**to_element(c, path=False), "seq": c.seq} for c in comments})
+        elements.update({c.id: {**to_element(c), "seq": c.seq} for c in comments})
         hints = {k: doc[k] for k in ("pinned", "moderated") if doc and k in doc}
         self._build(discussion_id, list(elements.values()), threaded, keep_seq=True, hints=hints)
         return len(comments)

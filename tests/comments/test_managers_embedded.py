@@ -5,6 +5,7 @@ import pytest
 
 from comments.managers.base import CHRONOLOGICAL, HOT, THREADED, Author, DiscussionFull
 from comments.managers.embedded import EmbeddedCommentManager
+from comments.managers.fields import element_parent
 from comments.managers.layout import charge, element_paths
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
@@ -19,7 +20,7 @@ def test_chronological_topic_uses_one_flat_array(mongo_db):
     b = manager.post(discussion_id=d, author=ALICE, text="b", parent=a)
     doc = mongo_db.comment_discussions.find_one({"_id": d})
     assert doc["layout"] == "flat" and doc["count"] == 2 and "replies" not in doc
-    assert [e["id"] for e in doc["comments"]] == [a.id, b.id] and doc["comments"][1]["parent"] == a.id
+    assert [e["id"] for e in doc["comments"]] == [a.id, b.id] and element_parent(doc["comments"][1]) == a.id
     assert doc["bytes"] == sum(charge(e) for e in doc["comments"])
     assert len(bson.encode(doc)) <= doc["bytes"] + 100  # an upper bound, array keys included
     assert len(a.id) == 12
@@ -70,7 +71,9 @@ def test_posting_past_the_size_bound_raises_and_stores_nothing(mongo_db, setting
         before = mongo_db.comment_discussions.find_one({"_id": d})
         assert before["count"] == len(posted) and before["bytes"] <= 1500
         with pytest.raises(DiscussionFull):
-            manager.post(discussion_id=d, author=ALICE, text="one more " + "x" * 100, parent=posted[0], threaded=threaded)
+            # Where the refused post went, and longer: it cannot fit either.
+            manager.post(discussion_id=d, author=ALICE, text="one more " + "x" * 200, parent=posted[-1] if threaded else None,
+                         threaded=threaded)
         assert mongo_db.comment_discussions.find_one({"_id": d}) == before
         # A short comment that still fits is accepted, up to the bound.
         settings.COMMENTS_EMBEDDED_MAX_BYTES = before["bytes"] + 10_000

@@ -163,7 +163,7 @@ def test_keys_stored_in_the_former_form_keep_their_order_beside_new_ones(storage
 
 # What each layout leaves out of a stored comment because its sort key (or `_id`) names it.
 DERIVED = {"document": {"cid", "slug", "parent_id", "depth", "parent", "path", "posted"},
-           "bucketed": {"parent", "depth", "posted"}, "embedded": {"path", "parent", "depth", "posted"}}
+           "bucketed": {"path", "parent", "depth", "posted"}, "embedded": {"path", "parent", "depth", "posted"}}
 
 
 @pytest.mark.parametrize("storage,order", LAYOUTS)
