@@ -46,7 +46,7 @@ WATCHED = {
     EmbeddedCommentManager.storage: EmbeddedCommentManager.collection_name,
 }
 LOST_CODES = {260, 280, 286}  # InvalidResumeToken, ChangeStreamFatalError, ChangeStreamHistoryLost
-_INDEX = re.compile(r"^\d+$")
+_INDEX = re.compile(r"[0-9]+")  # matched whole (fullmatch)
 SUBTREE_MAX = 200  # comments one change may name at most (a store reporting a whole thread as changed)
 
 
@@ -184,7 +184,7 @@ def _touched(doc: dict, parts: list[str], value, discussion_id: int, posted: boo
                 under = [e if "seq" in e else {**e, "seq": n} for n, e in enumerate(under, start=1)]
             return _under(under, discussion_id, posted)
         index = parts[i + 1]
-        if not _INDEX.match(index) or int(index) >= len(elements):
+        if not _INDEX.fullmatch(index) or int(index) >= len(elements):
             return []
         element = elements[int(index)]
         rest = parts[i + 2:]

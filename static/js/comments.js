@@ -7,6 +7,15 @@
 (function () {
   "use strict";
 
+  /* In-place requests still waiting for their answer: the live stream's changes wait for them
+     (the answer puts the reader's own reply or edit on the page and focuses it; the stream's
+     copy of the same change then finds it there). */
+  var inFlight = 0, afterFlight = [];
+  function landed() {
+    inFlight -= 1;
+    while (inFlight === 0 && afterFlight.length) afterFlight.shift()();
+  }
+
   function updateCounter(textarea) {
     var out = document.getElementById(textarea.dataset.counter);
     if (!out) return;
@@ -111,6 +120,7 @@
     if (response.status === 401) { form.submit(); return; } /* log in: the full page flow */
     return response.json().then(function (body) {
       if (!response.ok) { showError(form, body.detail || "That did not work (" + response.status + ")."); return; }
+      if (!article.isConnected && article.id) article = document.getElementById(article.id) || article; /* replaced live */
       var target = article;
       if (body.html) {
         target = fragment(body.html);
@@ -146,6 +156,7 @@
     var kind = form.dataset.inPlace;
     var buttons = form.querySelectorAll("button"), wait = 0;
     buttons.forEach(function (b) { b.disabled = true; });
+    inFlight += 1;
     /* getAttribute: the like form has an input named "action", which shadows form.action */
     fetch(form.getAttribute("action"), {method: "POST", body: new FormData(form), credentials: "same-origin",
                         headers: {"X-Requested-With": "fetch"}})
@@ -156,7 +167,18 @@
         if (response.ok && type.indexOf("text/html") === 0) {
           return response.text().then(function (html) {
             var el = fragment(html);
-            if (kind === "reply") {
+            /* The live stream may have replaced the comment (or shown the new reply) meanwhile:
+               work on what the page shows now. */
+            if (article && !article.isConnected && article.id) article = document.getElementById(article.id) || article;
+            var already = el.id && document.getElementById(el.id);
+            if (kind === "reply" && already) {
+              place(el, already, depthOf(already));
+              already.replaceWith(el);
+              form.reset();
+              form.querySelectorAll("textarea[data-counter]").forEach(updateCounter);
+              var open = form.closest("details");
+              if (open) open.open = false;
+            } else if (kind === "reply") {
               var kids = descendants(article);
               var after = kids.length ? kids[kids.length - 1] : article;
               place(el, article, depthOf(article) + 1);
@@ -188,6 +210,7 @@
       })
       .catch(function () { showError(form, "The network failed; your text is still here. Try again."); })
       .finally(function () {
+        landed();
         setTimeout(function () { buttons.forEach(function (b) { b.disabled = false; }); }, wait);
       });
   });
@@ -244,19 +267,19 @@
        an open reply or edit form of it (then only its like count changes); a new one goes in place
        or to the notice. */
     function live(data, hiddenNow) {
+      if (inFlight > 0) { afterFlight.push(function () { live(data, hiddenNow); }); return; }
       var el = fragment(data.html), shown = document.getElementById("c-" + data.id);
       if (shown) {
-        var busy = shown.querySelector("details[open], textarea:focus");
-        if (busy) {
+        /* The reader is at work on this comment (focus inside it, a form open, a message shown
+           beside it): only its like count changes under them. */
+        if (shown.contains(document.activeElement) || shown.querySelector("details[open], .field-error.js, .moderation-note")) {
           var likes = shown.querySelector(".likes"), now = el.querySelector(".likes");
           if (likes && now) likes.textContent = now.textContent;
           return;
         }
-        var focused = shown.contains(document.activeElement);
         place(el, shown, depthOf(shown));
         shown.replaceWith(el);
         setupCollapse();
-        if (focused) { var like = el.querySelector("form.like button"); if (like && like.focus) like.focus({preventScroll: true}); }
         return;
       }
       if (hiddenNow || !data.new) return;

@@ -32,9 +32,9 @@ def _free_port() -> int:
 def _get(url: str):
     try:
         with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - loopback only
-            return r.status, dict(r.headers), r.read()
+            return r.status, r.headers, r.read()  # case-insensitive names (HTTP: uvicorn sends them lower-case)
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+        return exc.code, exc.headers, exc.read()
 
 
 SEED = """
