@@ -56,6 +56,10 @@ def gunicorn_args() -> list[str]:
     return ["--workers", workers, "--threads", "4", "--timeout", "60"]
 
 
+# Ours as `make serve` starts it: the ASGI application under uvicorn's worker class (pages in
+# threads, the live streams as async views); the peers as their own documentation serves them.
+OURS_APP, OURS_EXTRA = "cms_site.asgi:application", ("--worker-class", "uvicorn_worker.UvicornWorker")
+
 POSTER_PASSWORD = "bench-load-only-password"  # a throw-away user of a throw-away database
 
 # --- wrk ----------------------------------------------------------------------------------
@@ -470,7 +474,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             move_off_env = {**move_off_env, "MONGODB_URI": store_server.uri}
             log(f"bench-load: ours through `python -m docstore serve` at {store_server.uri}")
         # One after the other, so that each start-up time is its own.
-        ours_server = Server("ours", "cms_site.wsgi:application", ours_env, workdir)
+        ours_server = Server("ours", OURS_APP, ours_env, workdir, extra=OURS_EXTRA)
         servers.append(ours_server)
         ours_server.wait(f"/t/{ours['slug']}/")
         xtd_server = Server("xtd", "django.core.wsgi:get_wsgi_application()", xtd_env, workdir)
@@ -495,7 +499,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 # One site on the CPUs at a time: the first start stops before the second serves.
                 ours_server.stop()
                 servers.remove(ours_server)
-                moved_off = Server("ours-move-off", "cms_site.wsgi:application", move_off_env, workdir)
+                moved_off = Server("ours-move-off", OURS_APP, move_off_env, workdir, extra=OURS_EXTRA)
                 servers.append(moved_off)
                 moved_off.wait(f"/t/{ours['slug']}/")
                 sides["ours"] = moved_off
@@ -528,6 +532,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                      "embedded (docstore, SQLite) through `python -m docstore serve`" if via_server else
                      "embedded (docstore, SQLite)",
                      "via_server": via_server,
+                     "ours_worker": "ours with uvicorn's ASGI worker class (`cms_site.asgi`), as `make serve` "
+                                    "runs it, the peers on gunicorn's threaded sync workers",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "strategies": [s for s in ours["topics"] if s in STRATEGIES], "sizes": ours.get("sizes"),
                      "auto_move_at": ours.get("auto_move_at"), "only": only,
