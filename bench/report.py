@@ -758,7 +758,8 @@ def load_section(load: dict) -> str:
     text = [
         "## Load run: this site, django-comments-xtd" + (" and Isso" if isso_ran else "") + " under wrk\n",
         f"`make bench-load` ({info['started']}, {info['seconds']:,} s; bench/load.py): every side started as `make serve` "
-        f"starts a site, gunicorn `{info['gunicorn']}` on loopback, DEBUG off; {info.get('ours_worker') or 'ours'}; ours on {info['engine']} with the demo "
+        f"starts a site, gunicorn `{info['gunicorn']}` on loopback, DEBUG off; {info.get('ours_worker') or 'ours'}; "
+        f"ours on {info['engine']} with the demo "
         f"content plus a {info['size']:,}-comment threaded discussion in each strategy ({', '.join(strategies)}; "
         "bucketed keeps posting order only; the pages are the document strategy's), xtd on SQLite with the same thread"
         + (f", {info.get('isso') or 'Isso'} (its own virtualenv, `gunicorn --preload isso.run`) on SQLite with the same "
