@@ -78,19 +78,29 @@ def _key(context, comment) -> tuple | None:
     if user is None or getattr(user, "is_authenticated", True) or context.get("messages") or context.get("muted"):
         return None
     author = comment.author
-    now = context.render_context.dicts[0].get(_NOW)
-    if now is None:  # once per page render, from the clock naturaltime reads
-        now = context.render_context.dicts[0][_NOW] = humanize.datetime.now(UTC)
+    page = _per_render(context)
     return (
         context["topic"].slug, context.get("depth"), bool(context.get("indent")), bool(context.get("highlight")),
         comment.id, comment.status, comment.pinned, comment.parent, comment.reply_to, comment.parent_status,
         (author.id, author.name, author.guest) if author is not None else None,
         comment.posted, comment.edited, comment.likes, tuple(comment.latest_likers[-5:]),
         bool(getattr(comment, "continue_thread", False)),
-        _age_step(comment.posted, now), _age_step(comment.edited, now) if comment.edited else None,
-        timezone.get_current_timezone_name(), translation.get_language(),
-        get_script_prefix(),
+        _age_step(comment.posted, page[0]), _age_step(comment.edited, page[0]) if comment.edited else None,
+        page[1],
     )
+
+
+def _per_render(context) -> tuple:
+    """(the clock naturaltime reads, (timezone, language, script prefix)): read once per page
+    render, as Django's {% include %} keeps its per-render state in `render_context`. They are
+    the request's thread-local settings (timezone.activate, translation.activate, set_script_prefix),
+    which nothing changes while a template renders."""
+    state = context.render_context.dicts[0]
+    found = state.get(_NOW)
+    if found is None:
+        found = state[_NOW] = (humanize.datetime.now(UTC), (timezone.get_current_timezone_name(),
+                                                           translation.get_language(), get_script_prefix()))
+    return found
 
 
 _NOW = f"{__name__}.now"

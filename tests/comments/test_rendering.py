@@ -182,6 +182,20 @@ def test_a_cached_anonymous_page_formats_no_time_and_hashes_no_text_per_comment(
     assert calls == [] and not blake2b.called
 
 
+def test_a_cached_anonymous_page_reads_the_clock_timezone_and_language_once(client, topic, alice):
+    """The per-request parts of every comment's key (the clock, the time zone, the language, the
+    script prefix) are read once per page render, not once per comment."""
+    for i in range(5):
+        services.comment_create(topic=topic, author=alice, text=f"words {i}")
+    url = f"/t/{topic.slug}/"
+    client.get(url)
+    real = rendering.timezone.get_current_timezone_name
+    with mock.patch.object(rendering.timezone, "get_current_timezone_name", side_effect=real) as zone:
+        html = client.get(url).content.decode()
+    assert "words 4" in html and html.count('class="comment ') >= 5
+    assert zone.call_count == 1
+
+
 @hsettings(max_examples=300, deadline=None)
 @given(posted=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)),
        ages=st.lists(st.floats(0, 4e8), min_size=2, max_size=2))
