@@ -71,6 +71,24 @@ def test_the_excerpt_of_a_topic_without_summary_is_escaped_once_everywhere(clien
     assert html_lib.unescape(strip_tags(summary.text)) == 'Tom & Jerry <3 "quoted"'
 
 
+def test_the_excerpt_is_worked_out_once_per_body_and_follows_an_edit(client, editor):
+    """The page prints the excerpt twice (description, og:description): one html_to_text per body,
+    and an edited body is a new excerpt at once."""
+    from unittest import mock
+
+    from topics import models
+
+    t = topic_create(author=editor, title="Once", comment_storage="document", body="First *body* words.")
+    with mock.patch.object(models, "html_to_text", side_effect=models.html_to_text) as excerpt:
+        for _ in range(3):
+            page = client.get(t.get_absolute_url()).content.decode()
+            assert '<meta property="og:description" content="First body words.">' in page
+        assert excerpt.call_count <= 1
+        topic_update(topic=t, editor=editor, body="Second body.")
+        page = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta name="description" content="Second body.">' in page and "First body" not in page
+
+
 def test_tag_page_lists_live_topics_only(client, editor):
     topic_create(author=editor, title="Tagged live", comment_storage="document", tags=["News"])
     topic_create(author=editor, title="Tagged draft", comment_storage="document", tags=["News"], status="draft")
