@@ -14,16 +14,26 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=2, help="wrk threads.")
         parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/load.json).")
         parser.add_argument("--docs", metavar="FILE", help="Rewrite the load section of this report (docs/benchmarks.md).")
+        parser.add_argument("--only", metavar="NAMES",
+                            help="Only these endpoints, comma-separated: topic, deep, api, followers, post "
+                                 "(no bytes per comment, no --docs).")
+        parser.add_argument("--rounds", type=int, default=1,
+                            help="Measure each endpoint this many times, the sides alternating; report the median.")
 
     def handle(self, *args, **options):
         from bench.load import run
 
-        for name in ("size", "duration", "connections", "threads"):
+        for name in ("size", "duration", "connections", "threads", "rounds"):
             if options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
                 threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                rounds=options["rounds"], only=_names(options["only"]),
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(n.strip() for n in value.split(",") if n.strip())
