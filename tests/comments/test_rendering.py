@@ -196,6 +196,21 @@ def test_a_cached_anonymous_page_reads_the_clock_timezone_and_language_once(clie
     assert zone.call_count == 1
 
 
+def test_a_cached_anonymous_page_asks_once_whether_the_request_has_messages(client, topic, alice):
+    """Whether the viewer is anonymous with no messages and no muted authors is the request's
+    answer, asked once per page render (the messages storage loads itself to answer)."""
+    from django.contrib.messages.storage.base import BaseStorage
+
+    for i in range(5):
+        services.comment_create(topic=topic, author=alice, text=f"words {i}")
+    url = f"/t/{topic.slug}/"
+    client.get(url)
+    with mock.patch.object(BaseStorage, "__len__", autospec=True, side_effect=BaseStorage.__len__) as size:
+        html = client.get(url).content.decode()
+    assert "words 4" in html and rendering._kept
+    assert size.call_count <= 3  # the page's own {% if messages %} and the comments' one question
+
+
 @hsettings(max_examples=300, deadline=None)
 @given(posted=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)),
        ages=st.lists(st.floats(0, 4e8), min_size=2, max_size=2))
