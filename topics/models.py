@@ -15,8 +15,6 @@ The table was created by the `cms_site` app and moved here with its rows
 are unchanged.
 """
 
-import functools
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -24,14 +22,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.markdown import TOPIC, html_to_text, render_markdown
-
-
-@functools.lru_cache(maxsize=64)
-def _body_excerpt(body_html: str) -> str:
-    """`Topic.description` of a topic without a summary: a pure function of the rendered body
-    (functools.lru_cache keyed by the body itself, so an edited body is a new entry and nothing
-    needs forgetting). A topic's page prints it twice and every list once per topic."""
-    return html_to_text(body_html, 200)
 
 
 class CommentStorage(models.TextChoices):
@@ -210,7 +200,7 @@ class Topic(models.Model):
         are decoded here, and every template escapes the excerpt once when it prints it."""
         if self.summary:
             return self.summary
-        return _body_excerpt(self.body_html)
+        return html_to_text(self.body_html, 200)
 
     def clean(self):
         super().clean()
