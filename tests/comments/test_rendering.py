@@ -196,6 +196,25 @@ def test_a_cached_anonymous_page_reads_the_clock_timezone_and_language_once(clie
     assert zone.call_count == 1
 
 
+def test_the_kept_anonymous_view_is_never_served_to_a_signed_in_viewer_nor_theirs_to_a_visitor(client, topic, alice,
+                                                                                               make_user):
+    """One process, one page, three readers in turn: the visitor's comments come from the LRU,
+    the signed-in reader's are theirs (Like and Reply forms, their CSRF token), and the next
+    visitor gets the visitor's view again, not the signed-in reader's."""
+    services.comment_create(topic=topic, author=alice, text="a shared comment")
+    url = f"/t/{topic.slug}/"
+    anonymous = client.get(url).content.decode()
+    assert "a shared comment" in anonymous and 'name="csrfmiddlewaretoken"' not in anonymous
+    bob = make_user("bob")
+    client.force_login(bob)
+    signed_in = client.get(url).content.decode()
+    assert 'data-in-place="like"' in signed_in and 'data-in-place="reply"' in signed_in
+    client.logout()
+    again = client.get(url).content.decode()
+    assert 'data-in-place="like"' not in again and 'data-in-place="reply"' not in again
+    assert 'name="csrfmiddlewaretoken"' not in again and "bob" not in again.split('id="comments"')[1]
+
+
 def test_a_cached_anonymous_page_asks_once_whether_the_request_has_messages(client, topic, alice):
     """Whether the viewer is anonymous with no messages and no muted authors is the request's
     answer, asked once per page render (the messages storage loads itself to answer)."""
