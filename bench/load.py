@@ -452,7 +452,9 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                     else:
                         stats = run_wrk(server.base + target, duration=duration, connections=connections,
                                         threads=threads, workdir=workdir)
-                    stats["worker_cpu_share"] = _shares(before, server.worker_cpu())
+                    after = server.worker_cpu()
+                    stats["worker_cpu_share"] = _shares(before, after)
+                    stats["cpu_ms_per_request"] = _cpu_ms_per_request(before, after, stats["requests"])
                     runs.setdefault(side, []).append(stats)
             for side, measured in runs.items():
                 target = endpoint[side]
@@ -465,7 +467,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 rows.append(row)
                 log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}  "
-                    f"workers' CPU {stats['worker_cpu_share']}"
+                    f"workers' CPU {stats['worker_cpu_share']}  CPU {stats['cpu_ms_per_request']} ms/request"
                     + (f"  rounds {row['rounds_rps']}" if rounds > 1 else ""))
         rss = {side: server.rss_mb() for side, server in sides.items()}
         result = {
@@ -504,6 +506,14 @@ def _shares(before: dict[int, int], after: dict[int, int]) -> list[float]:
     used = [after[pid] - before.get(pid, 0) for pid in after]
     total = sum(used)
     return sorted((round(u / total, 2) for u in used), reverse=True) if total > 0 else []
+
+
+def _cpu_ms_per_request(before: dict[int, int], after: dict[int, int], requests: int) -> float | None:
+    """The side's workers' CPU time per answered request, ms (clock ticks of /proc/PID/stat): a
+    figure that neither the connections' split over the workers nor the machine's other work
+    divides, as req/s is divided (contention still inflates it somewhat)."""
+    used = sum(after[pid] - before.get(pid, 0) for pid in after)
+    return round(used * 1000 / os.sysconf("SC_CLK_TCK") / requests, 2) if requests and used > 0 else None
 
 
 def _isso_version(python: str) -> str:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.load import ONLY, _shares, endpoints, parse_wrk, post_script, run
+from bench.load import ONLY, _cpu_ms_per_request, _shares, endpoints, parse_wrk, post_script, run
 from bench.report import LOAD_END, LOAD_START, load_section, put_load_section
 
 WRK_OUTPUT = """Running 20s test @ http://127.0.0.1:40123/t/load-run/
@@ -93,6 +93,14 @@ def test_each_workers_share_of_a_sides_cpu_shows_an_uneven_split():
     assert _shares({1: 100, 2: 100}, {1: 400, 2: 200}) == [0.75, 0.25]
     assert _shares({1: 0}, {1: 50, 2: 50}) == [0.5, 0.5]  # a worker born during the run counts from zero
     assert _shares({1: 5}, {1: 5}) == []
+
+
+def test_cpu_per_request_counts_every_workers_ticks():
+    import os
+
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    assert _cpu_ms_per_request({1: 100, 2: 100}, {1: 300, 2: 100}, 400) == round(200 * tick / 400, 2)
+    assert _cpu_ms_per_request({1: 1}, {1: 1}, 10) is None and _cpu_ms_per_request({}, {1: 5}, 0) is None
 
 
 LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,
