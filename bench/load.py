@@ -261,6 +261,17 @@ class Server:
             return None
         return round(total / 1024, 1) if total else None
 
+    def worker_cpu(self) -> dict[int, int]:
+        """CPU time (clock ticks, user + system: /proc/PID/stat) of each worker so far."""
+        found = {}
+        try:
+            for pid in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split():
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                found[int(pid)] = int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+        return found
+
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
         try:
@@ -326,12 +337,13 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
     # each (`nested_limit`, its client's `max-comments-nested` default).
     isso_page = f"/?uri={isso['uri']}&limit=20&nested_limit=5" if isso else None
     rows = [
-        {"name": "topic page 1", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/", "isso": None},
-        {"name": f"deep page ({deep})", "ours": f"/t/{ours['slug']}/?page={deep}",
+        {"name": "topic page 1", "only": "topic", "ours": f"/t/{ours['slug']}/", "xtd": f"/article/{xtd['pk']}/", "isso": None},
+        {"name": f"deep page ({deep})", "only": "deep", "ours": f"/t/{ours['slug']}/?page={deep}",
          "xtd": f"/article/{xtd['pk']}/?page={deep}", "isso": None},
-        {"name": "comments API page 1", "ours": f"/api/topics/{ours['slug']}/comments/",
+        {"name": "comments API page 1", "only": "api", "ours": f"/api/topics/{ours['slug']}/comments/",
          "xtd": f"/xtd-api/flatpages-flatpage/{xtd['pk']}/", "isso": isso_page},
-        {"name": "followers page", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None, "isso": None},
+        {"name": "followers page", "only": "followers", "ours": f"/u/{ours['followers_of']}/followers/", "xtd": None,
+         "isso": None},
     ]
     topics = ours.get("topics") or {"document": ours["slug"]}
     sizes, at = ours.get("sizes") or {}, ours.get("auto_move_at", 0)
@@ -341,7 +353,7 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
         if storage == "embedded" and row in sizes:
             moving = f"moves at {at:,}" if row != EMBEDDED_FULL and at else "auto-move off"
             name += f" ({sizes[row]:,} comments, {moving})"
-        rows.append({"name": name, "post": True, "strategy": storage,
+        rows.append({"name": name, "only": "post", "post": True, "strategy": storage,
                      # the informative row runs on a second start of the site with the move off
                      **({"server": "ours-move-off"} if row == EMBEDDED_FULL else {}),
                      "ours": (f"/api/topics/{slug}/comments/", ours_headers, ours_body),
@@ -350,6 +362,9 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
                      "isso": (f"/new?uri={isso['uri']}", {"Content-Type": "application/json"},
                               json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")) if isso and n == 0 else None})
     return rows
+
+
+ONLY = ("topic", "deep", "api", "followers", "post")  # `--only` names of the endpoints' rows
 
 
 def isso_python() -> str | None:
@@ -415,17 +430,29 @@ class StoreServer:
         self.log.close()
 
 
-ONLY = ("post",)  # `--only post`: the POST rows alone (the pages and bytes per comment are skipped)
-
-
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
-        json_path: str | None = None, docs_path: str | None = None, only: str | None = None,
-        log: Callable[[str], None] = print, via_server: bool = False) -> dict:
-    """The load run. `only`: the POST rows alone. `via_server`: ours reaches its store through
-    `python -m docstore serve` (one more process owning the file; the workers speak MongoDB's wire
-    protocol to it) instead of opening it in process; the bytes per comment are not measured
-    again, and the report writes the section that sets this run beside the in-process one
-    (docs/bench/load.json)."""
+        json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print,
+        only: tuple[str, ...] | None = None, rounds: int = 1, via_server: bool = False) -> dict:
+    """The whole run, or with `only` (names of ONLY) just those endpoints' rows: no bytes per
+    comment, no Isso unless a chosen row has an Isso side, and no rewrite of the docs page (a
+    partial run is not the page's run). `rounds`: each endpoint measured that many times, the
+    sides alternating, the median round reported (with every round's req/s). `via_server`: ours
+    reaches its store through `python -m docstore serve` (one more process owning the file; the
+    workers speak MongoDB's wire protocol to it) instead of opening it in process; the bytes per
+    comment are not measured again, and the report writes the section that sets this run beside
+    the in-process one (docs/bench/load.json).
+
+    Each row gives each worker's share of the CPU its side used (`worker_cpu_share`): wrk opens
+    its connections once and keeps them, and gunicorn's gthread workers take them from one
+    listening socket as they wake, so a run may put 6 of 8 connections on one worker and leave
+    the other half idle; a side whose shares are far from even was measured on less than its
+    CPUs. Rounds draw the split again."""
+    if only is not None:
+        unknown = set(only) - set(ONLY)
+        if unknown or not only:
+            raise RuntimeError(f"--only takes some of {', '.join(ONLY)}, got {', '.join(sorted(unknown)) or 'nothing'}")
+        if docs_path:
+            raise RuntimeError("--only measures part of the run: it does not rewrite the docs page (no --docs)")
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     started = time.perf_counter()
@@ -453,7 +480,10 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         xtd = seed("seed-xtd", size, xtd_env)
         log(f"bench-load: xtd: {size:,} comments written in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
         isso, isso_port, python = None, _free_port(), isso_python()
-        if python is None:
+        if only is not None and not {"api", "post"} & set(only):
+            python = None  # no chosen row has an Isso side
+            notes.append(f"--only {','.join(only)}: Isso not started")
+        elif python is None:
             notes.append("Isso is not installed here (`make bench-load` makes `.venv-isso` from "
                          "bench/isso-requirements.txt; BENCH_ISSO_PYTHON names another): its columns are empty")
         else:
@@ -493,7 +523,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         rows = []
         load_before = _loadavg()
         for endpoint in endpoints(ours, xtd, isso):
-            if only == "post" and not endpoint.get("post"):
+            if only is not None and endpoint["only"] not in only:
                 continue
             if endpoint.get("server") == "ours-move-off" and sides["ours"] is ours_server:
                 # One site on the CPUs at a time: the first start stops before the second serves.
@@ -503,25 +533,37 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 servers.append(moved_off)
                 moved_off.wait(f"/t/{ours['slug']}/")
                 sides["ours"] = moved_off
-            for side, server in sides.items():
-                target = endpoint.get(side)
-                if target is None:
-                    continue
-                if endpoint.get("post"):
-                    path, headers, body = target
-                    stats = run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
-                                    script=post_script(path, headers, body), workdir=workdir)
-                else:
-                    path = target
-                    stats = run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
-                                    workdir=workdir)
+            runs: dict[str, list[dict]] = {}
+            for _ in range(rounds):  # the sides alternate round by round: both see the same drift of the machine
+                for side, server in sides.items():
+                    target = endpoint.get(side)
+                    if target is None:
+                        continue
+                    before = server.worker_cpu()
+                    if endpoint.get("post"):
+                        path, headers, body = target
+                        stats = run_wrk(server.base + path, duration=duration, connections=connections,
+                                        threads=threads, script=post_script(path, headers, body), workdir=workdir)
+                    else:
+                        stats = run_wrk(server.base + target, duration=duration, connections=connections,
+                                        threads=threads, workdir=workdir)
+                    after = server.worker_cpu()
+                    stats["worker_cpu_share"] = _shares(before, after)
+                    stats["cpu_ms_per_request"] = _cpu_ms_per_request(before, after, stats["requests"])
+                    runs.setdefault(side, []).append(stats)
+            for side, measured in runs.items():
+                target = endpoint[side]
+                path = target[0] if endpoint.get("post") else target
+                stats = sorted(measured, key=lambda r: r["rps"])[(len(measured) - 1) // 2]  # the median round
                 row = {"endpoint": endpoint["name"], "side": side, "path": path.split("?")[0] if endpoint.get("post")
                        else path, "method": "POST" if endpoint.get("post") else "GET",
                        **({"strategy": endpoint["strategy"]} if side == "ours" and endpoint.get("strategy") else {}),
-                       **stats}
+                       **stats, **({"rounds_rps": [r["rps"] for r in measured]} if rounds > 1 else {})}
                 rows.append(row)
                 log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
-                    f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}")
+                    f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}  "
+                    f"workers' CPU {stats['worker_cpu_share']}  CPU {stats['cpu_ms_per_request']} ms/request"
+                    + (f"  rounds {row['rounds_rps']}" if rounds > 1 else ""))
         rss = {side: server.rss_mb() for side, server in sides.items()}
         if store_server is not None:
             rss["docstore serve"] = store_server.rss_mb()
@@ -536,7 +578,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                                     "runs it, the peers on gunicorn's threaded sync workers",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "strategies": [s for s in ours["topics"] if s in STRATEGIES], "sizes": ours.get("sizes"),
-                     "auto_move_at": ours.get("auto_move_at"), "only": only,
+                     "auto_move_at": ours.get("auto_move_at"), "only": list(only) if only is not None else None,
                      "isso": _isso_version(python) if isso else None, "notes": notes,
                      "ready_seconds": ready,
                      "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
@@ -564,6 +606,21 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
             put_load_section(docs_path, result)
         log(f"bench-load: wrote the load section of {docs_path}")
     return result
+
+
+def _shares(before: dict[int, int], after: dict[int, int]) -> list[float]:
+    """Each worker's share of the CPU the side used between two `worker_cpu()` readings, largest first."""
+    used = [after[pid] - before.get(pid, 0) for pid in after]
+    total = sum(used)
+    return sorted((round(u / total, 2) for u in used), reverse=True) if total > 0 else []
+
+
+def _cpu_ms_per_request(before: dict[int, int], after: dict[int, int], requests: int) -> float | None:
+    """The side's workers' CPU time per answered request, ms (clock ticks of /proc/PID/stat): a
+    figure that neither the connections' split over the workers nor the machine's other work
+    divides, as req/s is divided (contention still inflates it somewhat)."""
+    used = sum(after[pid] - before.get(pid, 0) for pid in after)
+    return round(used * 1000 / os.sysconf("SC_CLK_TCK") / requests, 2) if requests and used > 0 else None
 
 
 def _isso_version(python: str) -> str:

@@ -158,11 +158,12 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 # DEBUG off: WhiteNoise serves what `collectstatic` wrote, names hashed (cached forever)
-# and pre-compressed. DEBUG on: the development server serves the source files.
+# and pre-compressed (core/staticfiles.py: WhiteNoise's storage, each URL worked out once).
+# DEBUG on: the development server serves the source files.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
-                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+                    else "core.staticfiles.StaticFilesStorage"},
 }
 
 # --- Production hardening ---------------------------------------------------------

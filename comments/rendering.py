@@ -74,23 +74,44 @@ def _key(context, comment) -> tuple | None:
     """Every input `_comment.html` reads for an anonymous viewer, or None when the viewer is
     signed in, the request carries messages (shown beside the comment they name) or the viewer
     has muted authors (`muted`: no anonymous viewer has today, comments/viewers.py)."""
-    user = context.get("user")
-    if user is None or getattr(user, "is_authenticated", True) or context.get("messages") or context.get("muted"):
+    page = _per_render(context)
+    if not _anonymous_view(context, page[2]):
         return None
     author = comment.author
-    now = context.render_context.dicts[0].get(_NOW)
-    if now is None:  # once per page render, from the clock naturaltime reads
-        now = context.render_context.dicts[0][_NOW] = humanize.datetime.now(UTC)
     return (
         context["topic"].slug, context.get("depth"), bool(context.get("indent")), bool(context.get("highlight")),
         comment.id, comment.status, comment.pinned, comment.parent, comment.reply_to, comment.parent_status,
         (author.id, author.name, author.guest) if author is not None else None,
         comment.posted, comment.edited, comment.likes, tuple(comment.latest_likers[-5:]),
         bool(getattr(comment, "continue_thread", False)),
-        _age_step(comment.posted, now), _age_step(comment.edited, now) if comment.edited else None,
-        timezone.get_current_timezone_name(), translation.get_language(),
-        get_script_prefix(),
+        _age_step(comment.posted, page[0]), _age_step(comment.edited, page[0]) if comment.edited else None,
+        page[1],
     )
+
+
+def _per_render(context) -> tuple:
+    """(the clock naturaltime reads, (timezone, language, script prefix), viewer answers): read once per page
+    render, as Django's {% include %} keeps its per-render state in `render_context`. They are
+    the request's thread-local settings (timezone.activate, translation.activate, set_script_prefix),
+    which nothing changes while a template renders."""
+    state = context.render_context.dicts[0]
+    found = state.get(_NOW)
+    if found is None:
+        found = state[_NOW] = (humanize.datetime.now(UTC), (timezone.get_current_timezone_name(),
+                                                           translation.get_language(), get_script_prefix()), {})
+    return found
+
+
+def _anonymous_view(context, seen: dict) -> bool:
+    """Whether the viewer is anonymous, with no messages and no muted authors: asked once per
+    page render for each (user, messages, muted) the context holds (`user` is a lazy object and
+    `messages` a storage whose truth loads it; both are the request's, the same for every comment)."""
+    user, messages, muted = context.get("user"), context.get("messages"), context.get("muted")
+    ident = (id(user), id(messages), id(muted))
+    found = seen.get(ident)
+    if found is None:
+        found = seen[ident] = not (user is None or getattr(user, "is_authenticated", True) or messages or muted)
+    return found
 
 
 _NOW = f"{__name__}.now"

@@ -25,6 +25,7 @@ Invariants (tests/core/test_markdown.py):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -173,10 +174,14 @@ def markdown_to_text(text: str) -> str:
     return " ".join("".join(parts).split())
 
 
+@functools.lru_cache(maxsize=256)
 def html_to_text(html: str, length: int = 200) -> str:
     """Rendered html as plain text on one line, at most `length` characters: tags stripped and
     entities decoded (`&amp;` becomes "&"), so a template's autoescape escapes it exactly once.
-    The excerpt of a topic without a summary, and of a comment a threaded page continues."""
+    The excerpt of a topic without a summary (printed twice on its page, once per topic in the
+    lists), and of a comment a threaded page continues. A pure function of its arguments,
+    remembered per process (functools.lru_cache, keyed by the html itself: an edited text is a
+    new entry), as Django's strip_tags parses the html until it stops changing."""
     from html import unescape
 
     from django.utils.html import strip_tags

@@ -60,14 +60,17 @@ def _behind_mongos() -> bool:
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    """Django's cache (rate-limit counters, spam fingerprints) and the anonymous rendering LRU
-    (comments/rendering.py: a test may change settings it does not key on) start empty for every test."""
+    """Django's cache (rate-limit counters, spam fingerprints) and the rendering LRUs
+    (comments/rendering.py, the topic's SEO head: a test may change settings they do not key on)
+    start empty for every test."""
     from django.core.cache import cache
 
     from comments import rendering
+    from topics.templatetags import topics_seo
 
     cache.clear()
     rendering.forget()
+    topics_seo.forget()
     yield
     cache.clear()
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.load import embedded_size, endpoints, parse_wrk, post_script
+from bench.load import ONLY, _cpu_ms_per_request, _shares, embedded_size, endpoints, parse_wrk, post_script, run
 from bench.report import LOAD_END, LOAD_START, load_section, put_load_section
 
 WRK_OUTPUT = """Running 20s test @ http://127.0.0.1:40123/t/load-run/
@@ -93,6 +93,32 @@ def test_the_embedded_row_posts_into_a_discussion_the_defaults_keep_embedded_and
     assert "an embedded discussion of 499 comments, as large as the defaults keep one" in text
     assert "the row of 10,000 embedded comments is informative" in text
     assert "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post" not in text
+
+
+def test_only_names_every_row_and_refuses_unknown_names_or_a_docs_rewrite():
+    ours = {"slug": "s", "pages": 500, "token": "t", "followers_of": "c", "topics": {"document": "s", "bucketed": "b"}}
+    xtd = {"pk": 7, "pages": 500, "username": "u", "timestamp": "1", "security_hash": "h"}
+    assert {e["only"] for e in endpoints(ours, xtd)} == set(ONLY)
+    with pytest.raises(RuntimeError, match="--only takes"):
+        run(only=("topic", "pages"))
+    with pytest.raises(RuntimeError, match="--only takes"):
+        run(only=())
+    with pytest.raises(RuntimeError, match="no --docs"):
+        run(only=("topic",), docs_path="docs/benchmarks.md")
+
+
+def test_each_workers_share_of_a_sides_cpu_shows_an_uneven_split():
+    assert _shares({1: 100, 2: 100}, {1: 400, 2: 200}) == [0.75, 0.25]
+    assert _shares({1: 0}, {1: 50, 2: 50}) == [0.5, 0.5]  # a worker born during the run counts from zero
+    assert _shares({1: 5}, {1: 5}) == []
+
+
+def test_cpu_per_request_counts_every_workers_ticks():
+    import os
+
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    assert _cpu_ms_per_request({1: 100, 2: 100}, {1: 300, 2: 100}, 400) == round(200 * tick / 400, 2)
+    assert _cpu_ms_per_request({1: 1}, {1: 1}, 10) is None and _cpu_ms_per_request({}, {1: 5}, 0) is None
 
 
 LOAD = {"info": {"started": "2026-11-25 01:00 UTC", "seconds": 300.0, "size": 10_000, "duration": 20, "connections": 8,

@@ -182,6 +182,54 @@ def test_a_cached_anonymous_page_formats_no_time_and_hashes_no_text_per_comment(
     assert calls == [] and not blake2b.called
 
 
+def test_a_cached_anonymous_page_reads_the_clock_timezone_and_language_once(client, topic, alice):
+    """The per-request parts of every comment's key (the clock, the time zone, the language, the
+    script prefix) are read once per page render, not once per comment."""
+    for i in range(5):
+        services.comment_create(topic=topic, author=alice, text=f"words {i}")
+    url = f"/t/{topic.slug}/"
+    client.get(url)
+    real = rendering.timezone.get_current_timezone_name
+    with mock.patch.object(rendering.timezone, "get_current_timezone_name", side_effect=real) as zone:
+        html = client.get(url).content.decode()
+    assert "words 4" in html and html.count('class="comment ') >= 5
+    assert zone.call_count <= 2  # the comments' one read, and the SEO head's key (topics_seo.topic_seo)
+
+
+def test_the_kept_anonymous_view_is_never_served_to_a_signed_in_viewer_nor_theirs_to_a_visitor(client, topic, alice,
+                                                                                               make_user):
+    """One process, one page, three readers in turn: the visitor's comments come from the LRU,
+    the signed-in reader's are theirs (Like and Reply forms, their CSRF token), and the next
+    visitor gets the visitor's view again, not the signed-in reader's."""
+    services.comment_create(topic=topic, author=alice, text="a shared comment")
+    url = f"/t/{topic.slug}/"
+    anonymous = client.get(url).content.decode()
+    assert "a shared comment" in anonymous and 'name="csrfmiddlewaretoken"' not in anonymous
+    bob = make_user("bob")
+    client.force_login(bob)
+    signed_in = client.get(url).content.decode()
+    assert 'data-in-place="like"' in signed_in and 'data-in-place="reply"' in signed_in
+    client.logout()
+    again = client.get(url).content.decode()
+    assert 'data-in-place="like"' not in again and 'data-in-place="reply"' not in again
+    assert 'name="csrfmiddlewaretoken"' not in again and "bob" not in again.split('id="comments"')[1]
+
+
+def test_a_cached_anonymous_page_asks_once_whether_the_request_has_messages(client, topic, alice):
+    """Whether the viewer is anonymous with no messages and no muted authors is the request's
+    answer, asked once per page render (the messages storage loads itself to answer)."""
+    from django.contrib.messages.storage.base import BaseStorage
+
+    for i in range(5):
+        services.comment_create(topic=topic, author=alice, text=f"words {i}")
+    url = f"/t/{topic.slug}/"
+    client.get(url)
+    with mock.patch.object(BaseStorage, "__len__", autospec=True, side_effect=BaseStorage.__len__) as size:
+        html = client.get(url).content.decode()
+    assert "words 4" in html and rendering._kept
+    assert size.call_count <= 3  # the page's own {% if messages %} and the comments' one question
+
+
 @hsettings(max_examples=300, deadline=None)
 @given(posted=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2030, 1, 1), timezones=st.just(UTC)),
        ages=st.lists(st.floats(0, 4e8), min_size=2, max_size=2))

@@ -71,6 +71,24 @@ def test_the_excerpt_of_a_topic_without_summary_is_escaped_once_everywhere(clien
     assert html_lib.unescape(strip_tags(summary.text)) == 'Tom & Jerry <3 "quoted"'
 
 
+def test_the_excerpt_is_worked_out_once_per_body_and_follows_an_edit(client, editor):
+    """The page prints the excerpt twice (description, og:description): the body is parsed once
+    (core.markdown.html_to_text is remembered per body), and an edited body is a new excerpt at once."""
+    from unittest import mock
+
+    from django.utils import html
+
+    t = topic_create(author=editor, title="Once", comment_storage="document", body="First *body* words.")
+    with mock.patch.object(html, "strip_tags", side_effect=html.strip_tags) as excerpt:
+        for _ in range(3):
+            page = client.get(t.get_absolute_url()).content.decode()
+            assert '<meta property="og:description" content="First body words.">' in page
+        assert excerpt.call_count <= 1
+        topic_update(topic=t, editor=editor, body="Second body.")
+        page = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta name="description" content="Second body.">' in page and "First body" not in page
+
+
 def test_tag_page_lists_live_topics_only(client, editor):
     topic_create(author=editor, title="Tagged live", comment_storage="document", tags=["News"])
     topic_create(author=editor, title="Tagged draft", comment_storage="document", tags=["News"], status="draft")
@@ -123,3 +141,36 @@ def test_a_scheduled_topic_is_listed_by_its_publication_time(api_client, editor)
     soon = timezone.now() + dt.timedelta(hours=2)
     assert [t.slug for t in Topic.objects.live(soon)] == ["later", "first"]
     assert later.published_at == later.publish_at
+
+
+def test_the_seo_head_is_rendered_once_per_inputs_and_follows_every_change(client, editor):
+    """The SEO head comes from a per-process LRU keyed by everything it reads (topics_seo.topic_seo):
+    the same HTML as the include renders, rendered once for many views, and each change of the
+    title, the excerpt, the tags or the publication shows at once."""
+    from unittest import mock
+
+    from django.template import engines
+    from django.test import RequestFactory
+
+    from topics.templatetags import topics_seo
+
+    t = topic_create(author=editor, title="Head <one>", comment_storage="document", summary="Short & sweet",
+                     tags=["Alpha", "Beta"], body="Body.")
+    request = RequestFactory().get(t.get_absolute_url())
+    direct = engines["django"].from_string('{% include "topics/_seo.html" %}').render({"topic": t}, request)
+    kept = engines["django"].from_string("{% load topics_seo %}{% topic_seo topic %}")
+    assert kept.render({"topic": t}, request) == direct == kept.render({"topic": t}, request)
+    client.get(t.get_absolute_url())
+    real = topics_seo.template.Engine.get_template
+    with mock.patch.object(topics_seo.template.Engine, "get_template", autospec=True, side_effect=real) as found:
+        for _ in range(3):
+            page = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta property="og:title" content="Head &lt;one&gt;">' in page
+    assert topics_seo.SEO_TEMPLATE not in [call.args[1] for call in found.call_args_list]
+    topic_update(topic=t, editor=editor, title="Head two", summary="Longer now", tags=["Gamma"])
+    page = client.get(t.get_absolute_url()).content.decode()
+    assert '<meta property="og:title" content="Head two">' in page and 'content="Longer now"' in page
+    assert '<meta property="article:tag" content="Gamma">' in page and 'content="Alpha"' not in page
+    topic_update(topic=t, editor=editor, status="draft")
+    client.force_login(editor)
+    assert '<meta name="robots" content="noindex, nofollow">' in client.get(t.get_absolute_url()).content.decode()

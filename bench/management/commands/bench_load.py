@@ -17,22 +17,26 @@ class Command(BaseCommand):
         parser.add_argument("--via-server", action="store_true",
                             help="Ours reaches its store through `python -m docstore serve` instead of in process; "
                                  "--docs then writes the section setting this run beside docs/bench/load.json's.")
-        parser.add_argument("--only", choices=["post"], help="Only the POST rows (ours in each strategy, the peers' "
-                                                             "posting), to iterate on the post path; no bytes per "
-                                                             "comment, and the report's section is not rewritten.")
+        parser.add_argument("--only", metavar="NAMES",
+                            help="Only these endpoints, comma-separated: topic, deep, api, followers, post "
+                                 "(no bytes per comment, no --docs).")
+        parser.add_argument("--rounds", type=int, default=1,
+                            help="Measure each endpoint this many times, the sides alternating; report the median.")
 
     def handle(self, *args, **options):
         from bench.load import run
 
-        for name in ("size", "duration", "connections", "threads"):
+        for name in ("size", "duration", "connections", "threads", "rounds"):
             if options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
-        if options["only"] and options["docs"]:
-            raise CommandError("--only runs part of the load run: it does not rewrite the report's section (--docs)")
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
-                threads=options["threads"], json_path=options["json"], docs_path=options["docs"], only=options["only"],
-                via_server=options["via_server"],
+                threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
+                rounds=options["rounds"], only=_names(options["only"]), via_server=options["via_server"],
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(n.strip() for n in value.split(",") if n.strip())
