@@ -26,6 +26,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import bson
 from bson.errors import BSONError
@@ -35,7 +36,7 @@ from comments.managers.base import Comment
 from comments.managers.bucketed import BucketedCommentManager
 from comments.managers.document import DocumentCommentManager
 from comments.managers.embedded import EmbeddedCommentManager
-from comments.managers.fields import from_element
+from comments.managers.fields import element_posted, from_element
 from core.errors import InvalidInput
 from core.mongo import get_db
 
@@ -204,9 +205,14 @@ def _touched(doc: dict, parts: list[str], value, discussion_id: int, posted: boo
 def _under(elements: list[dict], discussion_id: int, posted: bool) -> list[Changed]:
     below = list(_walk(elements))
     if posted:
-        newest = max(below, key=lambda e: (int(e.get("seq") or 0), e.get("posted") or ""), default=None)
+        # The newest by its number, else by its posting time (stored, or named by its sort key).
+        newest = max(below, key=lambda e: (int(e.get("seq") or 0), _aware(element_posted(e))), default=None)
         return [Changed(discussion_id, from_element(newest, discussion_id), True)] if newest else []
     return [Changed(discussion_id, from_element(e, discussion_id), False) for e in below[:SUBTREE_MAX]]
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _walk(elements: list[dict]):
