@@ -58,6 +58,7 @@ from comments.managers.base import (
 from comments.managers.credits import DAY, MONTH, CreditFlowManager, day_start, month_start
 from comments.managers.fields import HOT_BY_CURSOR
 from comments.managers.likes import CommentLikeManager
+from comments.managers.ranks import visible_author
 from comments.managers.revisions import CommentRevisionManager, Revision
 from comments.managers.statuses import CommentStatusIndexManager
 from core import paging
@@ -65,7 +66,7 @@ from core.cursors import bad_cursor, whole
 from core.cursors import decode_cursor as decode_cursor_fields
 from core.cursors import encode_cursor as encode_cursor_fields
 from core.errors import Forbidden, Gone, InvalidInput, NotAuthenticated, NotFound
-from core.lending import borrowed_comment
+from core.lending import borrowed_comment, borrowed_post
 from core.markdown import mentioned_usernames, render_markdown
 from core.paging import DEFAULT_PAGE_SIZE, Page, PageRequest
 from core.permissions import can_moderate
@@ -324,6 +325,16 @@ def comment_participants(*, topic, author_ids: list[int]) -> dict[int, int]:
     comment in the topic: the strategy's participants read (one key per participant)."""
     ids = [int(a) for a in author_ids if a]
     return comment_manager(topic).participants(discussion_id=topic.discussion_id, author_ids=ids) if ids else {}
+
+
+def comment_participant_seq(*, topic, author_id: int) -> int | None:
+    """The `seq` of `author_id`'s newest visible comment in the topic, or None. A post this thread
+    has just stored and lent (core.lending) answers for its own author without a read: a visible
+    post is its author's newest comment (seq only grows)."""
+    lent = borrowed_post(topic.discussion_id)
+    if lent is not None and getattr(lent, "seq", None) is not None and visible_author(lent) == int(author_id):
+        return lent.seq
+    return comment_participants(topic=topic, author_ids=[int(author_id)]).get(int(author_id))
 
 
 def _held_key(order: str):

@@ -36,6 +36,7 @@ def lend(*, topic=None, comment=None, author=None, discussion_id=None):
         discussion_id = topic.discussion_id
     if comment is not None and discussion_id is not None:
         loan[("comment", discussion_id, comment.id)] = comment
+        loan[("post", discussion_id)] = comment
     if author is not None and getattr(author, "pk", None) is not None:
         loan[("user", author.pk)] = author
     token = _loan.set(loan)
@@ -58,6 +59,11 @@ def borrowed_topic(pk):
 def borrowed_comment(discussion_id, comment_id):
     """The lent comment `comment_id` of discussion `discussion_id`, or None (read it)."""
     return _borrowed("comment", discussion_id, comment_id)
+
+
+def borrowed_post(discussion_id):
+    """The comment lent for discussion `discussion_id` (the post whose consequences run), or None."""
+    return _borrowed("post", discussion_id)
 
 
 def borrowed_user(pk):

@@ -466,12 +466,12 @@ def commenters_refresh(*, topic_id: int, author_id: int) -> bool:
     comment in the topic (a post, a status change, a deletion, an import): the pair of
     `DiscussionCommenterManager` set from the comment store as it is now (idempotent; run in any
     order, the last run after the last write leaves the truth). False when the topic is gone."""
-    from comments.selectors import comment_participants
+    from comments.selectors import comment_participant_seq
 
-    topic = Topic.objects.filter(pk=topic_id).first()
+    topic = topic_stored(pk=topic_id)  # the post's own topic when its consequences run eagerly
     if topic is None:
         return False
-    newest = comment_participants(topic=topic, author_ids=[int(author_id)]).get(int(author_id))
+    newest = comment_participant_seq(topic=topic, author_id=int(author_id))
     DiscussionCommenterManager().set(discussion_id=topic.discussion_id, author=int(author_id), seq=newest)
     return True
 
