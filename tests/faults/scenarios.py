@@ -280,7 +280,7 @@ SCENARIOS = [
     Scenario("post", post, 21, 10, expect=post_expect),
     Scenario("reply", reply, 31, 14, expect=reply_expect),
     Scenario("edit", edit, 10, 6, expect=edit_expect),
-    Scenario("delete", delete, 13, 8, expect=_status_is("deleted")),
+    Scenario("delete", delete, 15, 8, expect=_status_is("deleted")),
     Scenario("like", like, 13, 7, expect=like_expect),
     Scenario("unlike", unlike, 7, 4, expect=unlike_expect),
     Scenario("flag", flag, 10, 6),
