@@ -51,8 +51,8 @@ secret-key: install
 	@test -n "$$SECRET_KEY" || test -s .secret_key || (umask 077; $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key)
 
 ## make serve: the production configuration on http://$(HOST)/: gunicorn with uvicorn's ASGI
-## worker class (cms_site/asgi.py: pages in threads, topic pages' live streams as async views that
-## hold no thread), DEBUG off, collected static files served by WhiteNoise (docs/deploy.md).
+## worker class (cms_site/asgi.py: pages in WEB_THREADS threads through Django's WSGI handler, topic
+## pages' live streams as async views that hold no thread), DEBUG off, collected static files served by WhiteNoise (docs/deploy.md).
 ## Workers: WEB_CONCURRENCY, 4 on a MongoDB server, 2 on the embedded engine (they share its file).
 SERVE_ENV = DEBUG=0 SITE_URL=$(RUN_SITE_URL)
 serve: install secret-key

@@ -56,8 +56,9 @@ def gunicorn_args() -> list[str]:
     return ["--workers", workers, "--threads", "4", "--timeout", "60"]
 
 
-# Ours as `make serve` starts it: the ASGI application under uvicorn's worker class (pages in
-# threads, the live streams as async views); the peers as their own documentation serves them.
+# Ours as `make serve` starts it: the ASGI application under uvicorn's worker class (pages through
+# Django's WSGI handler in threads, the live streams as async views); the peers as their own
+# documentation serves them.
 OURS_APP, OURS_EXTRA = "cms_site.asgi:application", ("--worker-class", "uvicorn_worker.UvicornWorker")
 
 POSTER_PASSWORD = "bench-load-only-password"  # a throw-away user of a throw-away database
@@ -572,8 +573,9 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                      "embedded (docstore, SQLite) through `python -m docstore serve`" if via_server else
                      "embedded (docstore, SQLite)",
                      "via_server": via_server,
-                     "ours_worker": "ours with uvicorn's ASGI worker class (`cms_site.asgi`), as `make serve` "
-                                    "runs it, the peers on gunicorn's threaded sync workers",
+                     "ours_worker": "ours with uvicorn's worker class (`cms_site.asgi`: pages through Django's WSGI "
+                                    "handler in 4 threads, live streams async), as `make serve` runs it, the peers "
+                                    "on gunicorn's threaded sync workers",
                      "cpus": os.cpu_count(), "wrk": _wrk_version(),
                      "strategies": [s for s in ours["topics"] if s in STRATEGIES], "sizes": ours.get("sizes"),
                      "auto_move_at": ours.get("auto_move_at"), "only": list(only) if only is not None else None,

@@ -1,14 +1,56 @@
 """The site as an ASGI application: what `make serve` runs (gunicorn with uvicorn's worker class,
-docs/deploy.md). Pages and the API are Django's sync views, run in threads as under WSGI; a topic
-page's live stream (/t/<slug>/live/, Server-Sent Events) is an async view whose open streams hold
-no thread, so 1,000 readers leave the workers to the pages."""
+docs/deploy.md).
+
+Two handlers share one worker. Django's async views (a topic page's live stream, /t/<slug>/live/:
+Server-Sent Events) go to Django's ASGI handler, where an open stream is a coroutine and holds no
+thread, so 1,000 readers leave the worker to the pages. Every other request (pages, the API, the
+admin: Django's sync views) goes to Django's WSGI handler, run in a pool of WEB_THREADS threads by
+a2wsgi's bridge, as gunicorn's threaded workers would run it. Django's ASGI handler would serve them
+too, but it hands each sync middleware and view to a thread of its own and back (asgiref's
+sync_to_async), which costs about 0.55x the page rate of the WSGI handler (measured with wrk on the
+topic page: docs/deploy.md).
+"""
 
 import os
 
+from a2wsgi import WSGIMiddleware
+from asgiref.sync import iscoroutinefunction
 from django.core.asgi import get_asgi_application
+from django.core.exceptions import ImproperlyConfigured
+from django.core.handlers.wsgi import WSGIHandler
+from django.urls import Resolver404, resolve
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cms_site.settings")
-application = get_asgi_application()
+streams = get_asgi_application()  # sets Django up
+
+def _threads() -> int:
+    raw = os.environ.get("WEB_THREADS") or "4"
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        raise ImproperlyConfigured(f"WEB_THREADS must be a whole number from 1 to 256, not {raw!r}")
+    return int(raw)
+
+
+pages = WSGIMiddleware(WSGIHandler(), workers=_threads())
+
+
+def _is_async(path: str) -> bool:
+    """Whether the view this path resolves to is a coroutine function (Django's "async views")."""
+    try:
+        return iscoroutinefunction(resolve(path).func)
+    except Resolver404:
+        return False
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "http":
+        path = scope["path"]
+        root = scope.get("root_path") or ""
+        if root and path.startswith(root):
+            path = path[len(root):] or "/"
+        if not _is_async(path):
+            return await pages(scope, receive, send)
+    return await streams(scope, receive, send)  # async views, and the server's lifespan messages
+
 
 from cms_site.startup import start  # noqa: E402  after Django is set up
 
