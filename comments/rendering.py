@@ -38,6 +38,7 @@ from django.contrib.humanize.templatetags import humanize
 from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.urls import get_script_prefix
 from django.utils import timezone, translation
+from django.utils.safestring import mark_safe
 
 TEMPLATE = "comments/_comment.html"
 KEPT = 2048  # rendered comments kept per process (a few kB each)
@@ -57,10 +58,7 @@ def article(context, comment, **values) -> str:
                 if html is not None:
                     _kept.move_to_end(key)
                     return html
-        # Found once per page render, as {% include %} keeps it (the loader's own lookup is slower).
-        found = context.render_context.dicts[0].setdefault(__name__, {})
-        template = found.get(TEMPLATE) or found.setdefault(TEMPLATE, context.template.engine.get_template(TEMPLATE))
-        html = template.render(context)
+        html = _template(context, TEMPLATE).render(context)
         if key is None:
             return html
         with _lock:
@@ -68,6 +66,33 @@ def article(context, comment, **values) -> str:
             while len(_kept) > KEPT:
                 _kept.popitem(last=False)
         return html
+
+
+STUB = "comments/_pinned_stub.html"
+
+
+def articles(context, items) -> str:
+    """`items` as the page lists them (`comment_articles`): each in the whitespace the former
+    `{% for %}` loop left around it, so the page's HTML is byte for byte the same."""
+    pinned_ids, indent = context.get("pinned_ids") or (), context.get("indent")
+    parts = []
+    for comment in items:
+        if comment.id in pinned_ids:
+            with context.push(comment=comment):
+                parts.append("\n    \n    " + _template(context, STUB).render(context) + "\n    \n  ")
+        else:
+            html = article(context, comment, depth=comment.depth if indent else 0, highlight=False)
+            parts.append("\n    " + html + ("\n    \n  " if indent else "\n  "))
+    return mark_safe("".join(parts))
+
+
+def _template(context, name):
+    """`name` found once per page render, as {% include %} keeps it (the loader's own lookup is slower)."""
+    found = context.render_context.dicts[0].setdefault(__name__, {})
+    template = found.get(name)
+    if template is None:
+        template = found[name] = context.template.engine.get_template(name)
+    return template
 
 
 def _key(context, comment) -> tuple | None:

@@ -163,7 +163,7 @@ def topic_comments(request, topic):
             continues = None
     return TopicSection(template="comments/_topic_comments.html", head="comments/_topic_head.html", context=_context(
         request, topic, page=page, items=items, order=order, orders=orders, query=query, indent=indent,
-        liked=page.extra["liked"], form=CommentForm(), continues=continues,
+        liked=page.extra["liked"], continues=continues,
         # Pinned comments above the first page; in their place on that page a short link up to them.
         pinned=page.extra["pinned"], pinned_ids={c.id for c in page.extra["pinned"]},
         # Threaded and hot pages step by keyset cursors (at the floor); page numbers stay for jumps,
@@ -219,7 +219,7 @@ def comment_permalink(request, slug, comment_id):
         comment.relative_depth = comment.depth - root_depth
     liked = selectors.comment_liked_ids(topic=topic, comment_ids=[c.id for c in thread], viewer=request.user)
     return render(request, "comments/comment_permalink.html", _context(
-        request, topic, comment=thread[0], thread=thread, liked=liked, form=CommentForm(),
+        request, topic, comment=thread[0], thread=thread, liked=liked,
         page_url=_page_url(topic, page=number, order=order, comment_id=comment_id), page_number=number))
 
 

@@ -18,6 +18,15 @@ def comment_article(context, comment, **values):
     return rendering.article(context, comment, **values)
 
 
+@register.simple_tag(takes_context=True)
+def comment_articles(context, items):
+    """The page's list of comments, in one tag rather than a `{% for %}` that resolves an `{% if %}`
+    and the tag's arguments for each comment: a comment pinned above (`pinned_ids`) as the stub
+    that links up to it (comments/_pinned_stub.html), any other as `comment_article` renders it,
+    at its depth on an indented (threaded) page, at depth 0 on a flat one."""
+    return rendering.articles(context, items)
+
+
 @register.filter
 def plain_excerpt(html: str, length: int = 200) -> str:
     """A comment's rendered html as an excerpt of plain text (core.markdown.html_to_text)."""

@@ -2,6 +2,7 @@
 template reads (comments/rendering.py): the same HTML as rendering it, whatever the comment, and
 never a stale one after it changes."""
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from unittest import mock
@@ -246,3 +247,36 @@ def test_the_age_step_names_the_relative_time(posted, ages):
         steps.append(rendering._age_step(posted, now))
     if steps[0] == steps[1]:
         assert texts[0] == texts[1], (steps, texts)
+
+
+# The page's list as a {% for %} loop rendered it before `comment_articles` (one tag for the list).
+LOOP = engines["django"].from_string("""{% load comment_tags %}{% for comment in items %}
+    {% if comment.id in pinned_ids %}
+    <article class="comment {% if indent %}{{ comment.depth|depth_class }}{% else %}d0{% endif %} pinned stub" data-depth="{% if indent %}{{ comment.depth }}{% else %}0{% endif %}" aria-label="Pinned comment, shown above">
+      <p class="meta"><a href="#c-{{ comment.id }}">Pinned comment{% if comment.author %} by {{ comment.author.name }}{% endif %}: shown above ↑</a></p>
+    </article>
+    {% elif indent %}{% comment_article comment depth=comment.depth highlight=False %}
+    {% else %}{% comment_article comment depth=0 highlight=False %}{% endif %}
+  {% endfor %}""")  # noqa: E501
+LIST = engines["django"].from_string("{% load comment_tags %}{% comment_articles items %}")
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(items=st.lists(comments, min_size=1, max_size=4), indent=st.booleans(), pin_first=st.booleans(),
+       signed_in=st.booleans())
+def test_the_list_tag_renders_what_the_loop_rendered(topic, alice, items, indent, pin_first, signed_in):
+    """Byte for byte, pinned stubs, indented and flat pages, anonymous (from the LRU) and signed in."""
+    items = [replace(c, id=f"c{n}") for n, c in enumerate(items)]
+    request = RequestFactory().get("/t/x/")
+    request.user = alice if signed_in else AnonymousUser()
+    context = {"topic": topic, "items": items, "indent": indent, "pinned_ids": {"c0"} if pin_first else set(),
+               "here": "/t/x/", "liked": set(), "muted": set()}
+    rendering.forget()
+
+    def render(template):  # a signed-in viewer's forms carry a CSRF token masked anew each time
+        return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", template.render(context, request))
+
+    with mock.patch.object(humanize, "datetime", _Frozen):
+        expected = render(LOOP)
+        assert render(LIST) == expected
+        assert render(LIST) == expected  # again, from the LRU for an anonymous viewer
