@@ -95,6 +95,11 @@ class ConfigStore:
 
     # --- collections ----------------------------------------------------------------------------
 
+    def namespaces(self) -> list[str]:
+        """The sharded collections' namespaces."""
+        with self.lock:
+            return list(self._collections)
+
     def sharded(self, ns: str) -> Collection | None:
         return self._collections.get(ns)
 

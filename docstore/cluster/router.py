@@ -45,6 +45,7 @@ from pymongo import MongoClient
 from pymongo.errors import OperationFailure, WriteError
 
 from docstore.cluster.config import Chunk, ConfigStore
+from docstore.cluster.shard import SET_METADATA
 from docstore.query import pipeline as PL
 from docstore.query import projection as PR
 from docstore.query import variables as V
@@ -89,6 +90,15 @@ class Router(Engine):
         # (shard, command) -> how many the router sent: what each shard served, for measurement.
         self.sent: Counter = Counter()
         self._sent_lock = threading.Lock()
+        for ns in self.config.namespaces():
+            self._publish(ns)
+
+    def _publish(self, ns: str) -> None:
+        """Every shard learns the collection's key (or that it has none), as a shard refreshes its
+        filtering metadata after a change of the routing table (docstore/cluster/shard.py)."""
+        coll = self.config.sharded(ns)
+        for shard in self.config.shard_names:
+            self._checked(shard, "admin", {SET_METADATA: ns, "key": coll.key.pattern if coll is not None else None})
 
     def close(self):
         for client in self.shard_clients.values():
@@ -221,7 +231,9 @@ class Router(Engine):
             got = self._send(shard, db, self._body(body))
             if got.get("ok") and "ns" in got:
                 reply = got
-        self.config.drop(ns)
+        if self.config.sharded(ns) is not None:
+            self.config.drop(ns)
+            self._publish(ns)
         return reply
 
     def cmd_dropDatabase(self, db, body, connection_id):
@@ -229,7 +241,10 @@ class Router(Engine):
             return super().cmd_dropDatabase(db, body, connection_id)
         for shard in self.config.shard_names:
             self._checked(shard, db, self._body(body))
+        dropped = [ns for ns in self.config.namespaces() if ns.split(".", 1)[0] == db]
         self.config.drop_database(db)
+        for ns in dropped:
+            self._publish(ns)
         return {"dropped": db, "ok": 1.0}
 
     def cmd_collMod(self, db, body, connection_id):
@@ -646,6 +661,7 @@ class Router(Engine):
             self._copy_indexes(target_db, name, primary, indexes)
             # An unsharded collection's documents are all on the primary shard.
             self._redistribute(target_db, name, coll, [primary])
+            self._publish(ns)
         return {"collectionsharded": ns, "ok": 1.0}
 
     def cmd_refineCollectionShardKey(self, db, body, connection_id):
@@ -660,6 +676,7 @@ class Router(Engine):
                                   f"{current.key.pattern}")
         self._supporting_index(target_db, name, self.config.primary(target_db), key, create=False)
         self.config.refine(ns, key)
+        self._publish(ns)
         return {"ok": 1.0}
 
     def cmd_reshardCollection(self, db, body, connection_id):
@@ -671,6 +688,7 @@ class Router(Engine):
             self._supporting_index(target_db, name, self.config.primary(target_db), key)
             coll = self.config.shard_collection(ns, key, self.config.primary(target_db))
             self._redistribute(target_db, name, coll, list(self.config.shard_names))
+            self._publish(ns)
         return {"ok": 1.0}
 
     def _indexes(self, db, name, shard) -> list[dict]:

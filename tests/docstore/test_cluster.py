@@ -331,3 +331,56 @@ def test_mongo_shard_applies_every_declared_key_through_the_router(cluster, clie
     finally:
         client.drop_database(name)
         close_client(cluster.uri)
+
+
+def stage_names(stage) -> list[str]:
+    return [s["stage"] for s in plan_stages(stage)]
+
+
+def test_each_shard_plans_with_its_own_sharding_filter(cluster, db):
+    """A shard knows the collection's key (its filtering metadata) and plans as a shard does: a
+    SHARDING_FILTER after the index scan, which needs every shard-key field from the index or
+    fetches the document (no covered query, no COUNT_SCAN without them)."""
+    coll = shard_hashed(db, "sf", {"d": "hashed", "_id": 1})
+    coll.insert_many([{"_id": 100 + n, "d": 1, "s": n} for n in range(10)] + [{"_id": 200, "d": 2, "s": 0}])
+    coll.create_index([("d", 1), ("s", 1)], name="d_s")
+    page = explained(db, {"find": "sf", "filter": {"d": 1}, "projection": {"s": 1, "_id": 0}, "sort": {"s": 1},
+                          "limit": 3})
+    [shard] = page["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["LIMIT", "SHARDING_FILTER", "FETCH", "IXSCAN"]
+    [stats] = page["executionStats"]["executionStages"]["shards"]
+    assert (stats["totalKeysExamined"], stats["totalDocsExamined"]) == (3, 3)
+    assert "SHARDING_FILTER" in stage_names(stats["executionStages"])
+    counted = explained(db, {"count": "sf", "query": {"d": 1}})
+    [shard] = counted["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "SHARDING_FILTER", "FETCH", "IXSCAN"]
+    assert coll.count_documents({"d": 1}) == 10
+    # the whole key in the index: covered again, the filter on the index keys
+    coll.create_index([("d", 1), ("s", 1), ("_id", 1)], name="d_s_id")
+    page = explained(db, {"find": "sf", "filter": {"d": 1}, "projection": {"s": 1, "_id": 0}, "sort": {"s": 1},
+                          "limit": 3, "hint": "d_s_id"})
+    [shard] = page["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["LIMIT", "PROJECTION_COVERED", "SHARDING_FILTER", "IXSCAN"]
+    # a targeted skip is the shard's own (mongos sends it to the one shard it targets)
+    skipped = explained(db, {"find": "sf", "filter": {"d": 1}, "sort": {"s": 1}, "skip": 4, "limit": 3,
+                             "hint": "d_s_id"})
+    [shard] = skipped["queryPlanner"]["winningPlan"]["shards"]
+    assert "SHARD_MERGE" not in stage_names(shard["winningPlan"])
+    assert [d["s"] for d in coll.find({"d": 1}).sort("s", 1).skip(4).limit(3)] == [4, 5, 6]
+
+
+def test_an_unsharded_collection_plans_without_a_sharding_filter(cluster, db):
+    db.plain2.insert_many([{"_id": i, "a": i % 2} for i in range(6)])
+    db.plain2.create_index("a")
+    plan = explained(db, {"count": "plain2", "query": {"a": 1}})
+    [shard] = plan["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "COUNT_SCAN"]
+    coll = shard_hashed(db, "gone", {"d": "hashed"})
+    coll.insert_one({"d": 1, "a": 1})
+    coll.create_index("a")
+    coll.drop()
+    db.gone.insert_many([{"a": 1}, {"a": 2}])  # the same name again, unsharded: the shards forget the key
+    db.gone.create_index("a")
+    plan = explained(db, {"count": "gone", "query": {"a": 1}})
+    [shard] = plan["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "COUNT_SCAN"]
