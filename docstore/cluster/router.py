@@ -27,6 +27,11 @@
   SHARD_MERGE_SORT with `shards[]` (each shard's own winning plan), and `executionStats` with
   each shard's `executionStages` under `executionStages.shards[]`.
 
+Counting: each operation a client sends (find, count, distinct, aggregate, insert, each update
+and delete statement, findAndModify) is counted by namespace and by how it was routed
+(targeted, multi, broadcast, or primary for an unsharded collection) in `serverStatus.routing`,
+and the commands sent to each shard in `serverStatus.shardOps`.
+
 Reads of the `config` database (`config.collections`, `config.chunks`, as a driver or
 `mongo_shard` reads them) are answered from the config store."""
 
@@ -89,6 +94,10 @@ class Router(Engine):
         self.chunk_size = int(chunk_size)
         # (shard, command) -> how many the router sent: what each shard served, for measurement.
         self.sent: Counter = Counter()
+        # (namespace, operation, how it was routed) -> how many: each find, count, distinct,
+        # aggregate, insert, update and delete statement and findAndModify a client sent, and each
+        # read of a $lookup run at the router; `serverStatus.routing` shows them.
+        self.routed: Counter = Counter()
         self._sent_lock = threading.Lock()
         for ns in self.config.namespaces():
             self._publish(ns)
@@ -137,16 +146,26 @@ class Router(Engine):
             raise CommandError(73, f"Invalid namespace specified '{db}.'")
         return coll, f"{db}.{coll}"
 
-    def _targets(self, db: str, ns: str, filter_) -> tuple[list[str], str]:
+    def _targets(self, db: str, ns: str, filter_, command: str | None = None) -> tuple[list[str], str]:
         """The shards a filter on `ns` reaches, and how: "primary" (unsharded), "targeted" (one
-        shard), "multi" (several, by the filter) or "broadcast" (every shard owning a chunk)."""
+        shard), "multi" (several, by the filter) or "broadcast" (every shard owning a chunk).
+        With `command` (an operation a client sent, not an explain), counted in `routed`."""
         coll = self.config.sharded(ns)
         if coll is None:
-            return [self.config.primary(db)], "primary"
-        reached = coll.shards_of(filter_)
-        if reached is None:
-            return coll.shards(), "broadcast"
-        return reached, "targeted" if len(reached) == 1 else "multi"
+            shards, kind = [self.config.primary(db)], "primary"
+        else:
+            reached = coll.shards_of(filter_)
+            if reached is None:
+                shards, kind = coll.shards(), "broadcast"
+            else:
+                shards, kind = reached, "targeted" if len(reached) == 1 else "multi"
+        if command is not None:
+            self._count_route(ns, command, kind)
+        return shards, kind
+
+    def _count_route(self, ns: str, command: str, kind: str) -> None:
+        with self._sent_lock:
+            self.routed[(ns, command, kind)] += 1
 
     def _everywhere(self, db: str, ns: str) -> list[str]:
         """Where a DDL command on `ns` goes: every shard for a sharded collection, else the primary."""
@@ -179,6 +198,8 @@ class Router(Engine):
         reply["process"] = "mongos"
         with self._sent_lock:
             reply["shardOps"] = {f"{shard}.{command}": n for (shard, command), n in sorted(self.sent.items())}
+            reply["routing"] = [{"ns": ns, "op": op, "kind": kind, "n": n}
+                                for (ns, op, kind), n in sorted(self.routed.items())]
         return reply
 
     def cmd_listShards(self, db, body, connection_id):
@@ -292,7 +313,7 @@ class Router(Engine):
         limit, skip = _int(body, "limit", 0), _int(body, "skip", 0)
         if limit < 0 or skip < 0:
             raise CommandError(51024, f"BSON field '{'limit' if limit < 0 else 'skip'}' value must be >= 0")
-        shards, _ = self._targets(db, ns, body.get("filter") or {})
+        shards, _ = self._targets(db, ns, body.get("filter") or {}, "find")
         docs = self._find_docs(db, name, body, shards)
         return self._first_batch(ns, docs, {"batchSize": body.get("batchSize")}, body,
                                  single=bool(body.get("singleBatch")))
@@ -327,7 +348,7 @@ class Router(Engine):
         if db in _LOCAL_DBS:
             return super().cmd_count(db, body, connection_id)
         name, ns = self._ns(db, body, "count")
-        shards, _ = self._targets(db, ns, body.get("query") or {})
+        shards, _ = self._targets(db, ns, body.get("query") or {}, "count")
         if len(shards) == 1:
             return self._checked(shards[0], db, self._body(body))
         limit, skip = abs(_int(body, "limit", 0)), _int(body, "skip", 0)
@@ -342,7 +363,7 @@ class Router(Engine):
         if db in _LOCAL_DBS:
             return super().cmd_distinct(db, body, connection_id)
         name, ns = self._ns(db, body, "distinct")
-        shards, _ = self._targets(db, ns, body.get("query") or {})
+        shards, _ = self._targets(db, ns, body.get("query") or {}, "distinct")
         seen: dict[bytes, object] = {}
         for shard in shards:
             for value in self._checked(shard, db, self._body(body))["values"]:
@@ -363,10 +384,11 @@ class Router(Engine):
         docs = self._aggregate_docs(db, name, body)
         return self._first_batch(ns, docs, body.get("cursor"), body)
 
-    def _split_pipeline(self, db: str, ns: str, pipeline: list) -> tuple[list[str], list, list]:
+    def _split_pipeline(self, db: str, ns: str, pipeline: list, command: str | None = None
+                        ) -> tuple[list[str], list, list]:
         """(shards, the stages they run, the stages the router runs on the merged results)."""
         first = pipeline[0].get("$match") if pipeline and isinstance(pipeline[0], dict) else None
-        shards, _ = self._targets(db, ns, first if isinstance(first, dict) else {})
+        shards, _ = self._targets(db, ns, first if isinstance(first, dict) else {}, command)
         if len(shards) == 1 and all(self._local_to(db, stage, shards[0]) for stage in pipeline):
             return shards, pipeline, []
         at = 0
@@ -407,7 +429,7 @@ class Router(Engine):
         pipeline = body["pipeline"]
         if body.get("let") is not None:
             pipeline = V.in_pipeline(pipeline, V.bind(body["let"]))
-        shards, shard_part, router_part = self._split_pipeline(db, f"{db}.{name}", pipeline)
+        shards, shard_part, router_part = self._split_pipeline(db, f"{db}.{name}", pipeline, "aggregate")
         shard_body = {**self._body(body, ("pipeline", "cursor", "let")), "pipeline": shard_part, "cursor": {}}
         streams = [self._stream(s, db, self._checked(s, db, shard_body)) for s in shards]
         merged = itertools.chain.from_iterable(streams)
@@ -525,6 +547,8 @@ class Router(Engine):
                 doc = {"_id": ObjectId(), **doc}
             chunk = coll.chunk_of(coll.key.of(doc))
             plan.append(([chunk.shard], doc, chunk))
+        # Each document goes to the shard of its key (targeted), or to the primary shard.
+        self._count_route(ns, "insert", "primary" if coll is None else "targeted")
         reply = self._write(db, name, "insert", "documents", plan, body)
         if coll is not None:
             self._grow(db, name, coll, [(chunk, doc) for _, doc, chunk in plan])
@@ -553,7 +577,7 @@ class Router(Engine):
             if not isinstance(stmt, dict):
                 raise CommandError(14, f"BSON field '{kind}.{field}' is the wrong type")
             q = stmt.get("q")
-            shards, _ = self._targets(db, ns, q if isinstance(q, dict) else {})
+            shards, _ = self._targets(db, ns, q if isinstance(q, dict) else {}, kind)
             refused = None
             if rules is not None:
                 multi = bool(stmt.get("multi")) if kind == "update" else stmt.get("limit") == 0
@@ -624,7 +648,7 @@ class Router(Engine):
             rules = self._rules(name, coll.key.pattern)
             self._raised(lambda: rules.check_write(SimpleNamespace(name=name), query, multi=False,
                                                    upsert=bool(body.get("upsert")), command="findAndModify"))
-        shards, _ = self._targets(db, ns, query)
+        shards, _ = self._targets(db, ns, query, "findAndModify")
         return self._checked(shards[0], db, self._body(body))
 
     # --- sharding admin -------------------------------------------------------------------------
@@ -931,7 +955,7 @@ class _RouterCollection:
         self.router, self.db, self.name = router, db, name
 
     def find(self, filter_=None):
-        shards, _ = self.router._targets(self.db, f"{self.db}.{self.name}", filter_ or {})
+        shards, _ = self.router._targets(self.db, f"{self.db}.{self.name}", filter_ or {}, "$lookup")
         return list(self.router._find_docs(self.db, self.name, {"find": self.name, "filter": filter_ or {}}, shards))
 
     def aggregate(self, pipeline):

@@ -384,3 +384,29 @@ def test_an_unsharded_collection_plans_without_a_sharding_filter(cluster, db):
     plan = explained(db, {"count": "gone", "query": {"a": 1}})
     [shard] = plan["queryPlanner"]["winningPlan"]["shards"]
     assert stage_names(shard["winningPlan"]) == ["COUNT", "COUNT_SCAN"]
+
+
+def routing(client, ns) -> dict:
+    return {(r["op"], r["kind"]): r["n"] for r in client.admin.command("serverStatus")["routing"] if r["ns"] == ns}
+
+
+def test_server_status_counts_each_operation_by_how_it_was_routed(cluster, db):
+    coll = shard_hashed(db, "rt", {"d": "hashed"})
+    ns = f"{db.name}.rt"
+    coll.insert_many([{"_id": i, "d": i % 5, "x": i} for i in range(30)])
+    db.plain3.insert_one({"_id": 1})
+    list(coll.find({"d": 2}))
+    list(coll.find({"x": 4}))
+    list(coll.find({"d": {"$in": [0, 1, 2, 3, 4]}}))
+    coll.count_documents({"d": 3})  # an aggregation, as pymongo sends countDocuments
+    coll.update_one({"_id": 7}, {"$set": {"y": 1}})  # by _id alone: to every shard
+    coll.delete_many({"d": 4})
+    db.plain3.find_one({"_id": 1})
+    explained(db, {"find": "rt", "filter": {"x": 1}})  # an explain routes nothing
+    seen = routing(db.client, ns)
+    assert seen[("find", "targeted")] == 1 and seen[("find", "broadcast")] == 1
+    assert seen[("find", "multi")] == 1
+    assert seen[("aggregate", "targeted")] == 1
+    assert seen[("update", "broadcast")] == 1 and seen[("delete", "targeted")] == 1
+    assert seen[("insert", "targeted")] == 1
+    assert routing(db.client, f"{db.name}.plain3") == {("insert", "primary"): 1, ("find", "primary"): 1}
