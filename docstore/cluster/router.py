@@ -148,17 +148,22 @@ class Router(Engine):
 
     def _targets(self, db: str, ns: str, filter_, command: str | None = None) -> tuple[list[str], str]:
         """The shards a filter on `ns` reaches, and how: "primary" (unsharded), "targeted" (one
-        shard), "multi" (several, by the filter) or "broadcast" (every shard owning a chunk).
+        shard, by one value of the key's first field or one range), "multi" (several shards, or
+        several values of the first field, by the filter) or "broadcast" (every shard owning a chunk).
         With `command` (an operation a client sent, not an explain), counted in `routed`."""
         coll = self.config.sharded(ns)
         if coll is None:
             shards, kind = [self.config.primary(db)], "primary"
         else:
-            reached = coll.shards_of(filter_)
-            if reached is None:
+            intervals = coll.key.intervals(filter_)
+            if intervals is None:
                 shards, kind = coll.shards(), "broadcast"
             else:
-                shards, kind = reached, "targeted" if len(reached) == 1 else "multi"
+                shards = coll.shards_in(intervals)
+                # multi: several shards, or several values of the key's first field (an $in)
+                # wherever their chunks happen to be now, so the count follows the filter.
+                one = len(intervals) == 1 or coll.key.one_leading_value(filter_)
+                kind = "targeted" if len(shards) == 1 and one else "multi"
         if command is not None:
             self._count_route(ns, command, kind)
         return shards, kind
