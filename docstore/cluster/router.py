@@ -99,15 +99,20 @@ class Router(Engine):
         # read of a $lookup run at the router; `serverStatus.routing` shows them.
         self.routed: Counter = Counter()
         self._sent_lock = threading.Lock()
-        for ns in self.config.namespaces():
-            self._publish(ns)
+        self._publish(*self.config.namespaces())
 
-    def _publish(self, ns: str) -> None:
-        """Every shard learns the collection's key (or that it has none), as a shard refreshes its
-        filtering metadata after a change of the routing table (docstore/cluster/shard.py)."""
-        coll = self.config.sharded(ns)
+    def _publish(self, *namespaces: str) -> None:
+        """Every shard learns the collections' keys (or that one has none), as a shard refreshes its
+        filtering metadata after a change of the routing table (docstore/cluster/shard.py): one
+        command per shard for all of them."""
+        if not namespaces:
+            return
+        keys = []
+        for ns in namespaces:
+            coll = self.config.sharded(ns)
+            keys.append({"ns": ns, "key": coll.key.pattern if coll is not None else None})
         for shard in self.config.shard_names:
-            self._checked(shard, "admin", {SET_METADATA: ns, "key": coll.key.pattern if coll is not None else None})
+            self._checked(shard, "admin", {SET_METADATA: 1, "keys": keys})
 
     def close(self):
         for client in self.shard_clients.values():
@@ -269,8 +274,7 @@ class Router(Engine):
             self._checked(shard, db, self._body(body))
         dropped = [ns for ns in self.config.namespaces() if ns.split(".", 1)[0] == db]
         self.config.drop_database(db)
-        for ns in dropped:
-            self._publish(ns)
+        self._publish(*dropped)
         return {"dropped": db, "ok": 1.0}
 
     def cmd_collMod(self, db, body, connection_id):

@@ -9,8 +9,8 @@ document (an index without the key's fields covers no query and counts without C
 its explain carries that stage tree to the router. The skip is the router's (mongos sends it only
 to a shard it targets alone), so a shard skips as a single node does.
 
-The router sets a collection's key with `_shardsvrSetFilteringMetadata` ({ns, key}, key null when
-the collection is dropped or no longer sharded) after shardCollection, refineCollectionShardKey,
+The router sets collections' keys with `_shardsvrSetFilteringMetadata` ({keys: [{ns, key}]}, a key
+null when the collection is dropped or no longer sharded) after shardCollection, refineCollectionShardKey,
 reshardCollection and drops, and sends every key it knows when it starts."""
 
 from __future__ import annotations
@@ -39,13 +39,16 @@ class ShardEngine(Engine):
             return dict(self.shard_keys)
 
     def cmd_setFilteringMetadata(self, db, body, connection_id):
-        ns, key = body.get(SET_METADATA), body.get("key")
-        if not isinstance(ns, str) or "." not in ns or not (key is None or isinstance(key, dict)):
-            raise CommandError(2, f"{SET_METADATA} needs a namespace and a key pattern or null")
+        entries = body.get("keys")
+        if not isinstance(entries, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("ns"), str) and "." in e["ns"]
+                and (e.get("key") is None or isinstance(e.get("key"), dict)) for e in entries):
+            raise CommandError(2, f"{SET_METADATA} needs keys: [{{ns, key (a pattern or null)}}]")
         with self._keys_lock:
-            if key:
-                self.shard_keys[ns] = dict(key)
-            else:
-                self.shard_keys.pop(ns, None)
+            for entry in entries:
+                if entry.get("key"):
+                    self.shard_keys[entry["ns"]] = dict(entry["key"])
+                else:
+                    self.shard_keys.pop(entry["ns"], None)
         self.client.cluster.forget()
         return {"ok": 1.0}
