@@ -691,7 +691,9 @@ class Router(Engine):
         with self.config.lock:
             indexes = self._supporting_index(target_db, name, primary, key)
             coll = self.config.shard_collection(ns, key, primary)
-            self._copy_indexes(target_db, name, primary, indexes)
+            # The collection and its indexes on every other shard that owns a chunk (a hashed key's
+            # presplit chunks); a shard that gets one later gets them with its first migration.
+            self._copy_indexes(target_db, name, indexes, [s for s in coll.shards() if s != primary])
             # An unsharded collection's documents are all on the primary shard.
             self._redistribute(target_db, name, coll, [primary])
             self._publish(ns)
@@ -718,8 +720,10 @@ class Router(Engine):
         if self.config.sharded(ns) is None:
             raise CommandError(118, f"reshardCollection namespace {ns} is not sharded")
         with self.config.lock:
-            self._supporting_index(target_db, name, self.config.primary(target_db), key)
-            coll = self.config.shard_collection(ns, key, self.config.primary(target_db))
+            primary = self.config.primary(target_db)
+            indexes = self._supporting_index(target_db, name, primary, key)
+            coll = self.config.shard_collection(ns, key, primary)
+            self._copy_indexes(target_db, name, indexes, [s for s in coll.shards() if s != primary])
             self._redistribute(target_db, name, coll, list(self.config.shard_names))
             self._publish(ns)
         return {"ok": 1.0}
@@ -745,11 +749,13 @@ class Router(Engine):
         self._checked(shard, db, {"createIndexes": name, "indexes": [spec]})
         return [*indexes, spec]
 
-    def _copy_indexes(self, db, name, primary, indexes: list[dict]) -> None:
+    def _copy_indexes(self, db, name, indexes: list[dict], shards: list[str]) -> None:
+        """The collection with these indexes on `shards` (createIndexes keeps those that exist)."""
         specs = [{k: v for k, v in i.items() if k not in ("v", "ns")} for i in indexes if i.get("name") != "_id_"]
-        for shard in self.config.shard_names:
-            if shard != primary:
-                self._checked(shard, db, {"createIndexes": name, "indexes": specs} if specs else {"create": name})
+        for shard in shards:
+            reply = self._send(shard, db, {"createIndexes": name, "indexes": specs} if specs else {"create": name})
+            if not reply.get("ok") and reply.get("code") != 48:  # NamespaceExists: a `create` found it there
+                raise _Failed(reply)
 
     def _redistribute(self, db: str, name: str, coll, shards: list[str]) -> None:
         """Every document on `shards` moved to the shard of its chunk (after shardCollection or
@@ -831,6 +837,9 @@ class Router(Engine):
     def _migrate(self, db, name, coll, chunk: Chunk, to: str) -> None:
         """A chunk's documents copied to `to`, then deleted on the donor (a migration's clone and
         cleanup, with the router holding the config lock instead of a critical section)."""
+        # The recipient builds the donor's indexes first ("Chunk Migration Procedure": the
+        # destination creates the collection and any index it lacks before it clones documents).
+        self._copy_indexes(db, name, self._indexes(db, name, chunk.shard), [to])
         docs = self._chunk_docs(db, name, coll, chunk, chunk.shard)
         self._move(db, name, chunk.shard, {to: docs})
         chunk.shard = to

@@ -128,6 +128,10 @@ def test_a_ranged_key_targets_the_chunks_a_range_reaches(cluster, db):
     other = next(s for s in ("shard0", "shard1", "shard2") if s != primary)
     db.client.admin.command("moveChunk", f"{db.name}.r", find={"k": 10}, to=other)
     assert {s[0] for i, s in shard_of_each(cluster, db.name, "r").items()} == {primary, other}
+    # the recipient built the donor's indexes before its first chunk arrived (a ranged key's one
+    # chunk lived on the primary alone until then)
+    with pymongo.MongoClient(f"mongodb://{cluster.router.shard_hosts[other]}/", directConnection=True) as direct:
+        assert "k_1" in direct[db.name]["r"].index_information()
     low = explained(db, {"find": "r", "filter": {"k": {"$gte": 2, "$lt": 8}}})
     assert low["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
     across = explained(db, {"find": "r", "filter": {"k": {"$gte": 5, "$lt": 15}}, "sort": {"k": 1}})
