@@ -83,9 +83,10 @@ test-wire: install-dev
 mongosh:
 	cd tools/mongosh && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 
-## make test-cluster: the contract suite through pymongo against a sharded cluster simulated on this
-## machine (`python -m docstore cluster`, 3 shards; tests and measurement only), the declared shard keys
-## applied by `mongo_shard` before each test: the code path of a site whose MONGODB_URI is a mongos
+## make test-cluster: the contract, query-shape and fault suites through pymongo against a sharded cluster
+## simulated on this machine (`python -m docstore cluster`, 3 shards; tests and measurement only), the
+## declared shard keys applied by `mongo_shard` before each test: the code path of a site whose MONGODB_URI
+## is a mongos (CI runs it after test-wire)
 test-cluster: install-dev
 	TEST_WORKERS=$(TEST_WORKERS) $(PY) -m tests.cluster_suite
 

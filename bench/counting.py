@@ -90,40 +90,62 @@ class Explain:
     covered: bool = False
     command: str = ""
     collection: str = ""
+    # On a sharded cluster: {shard name: [keys, documents]} examined by each shard (mongos's
+    # per-shard executionStats); {} on one node.
+    shards: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"command": self.command, "collection": self.collection, "plan": self.plan,
                 "keys_examined": self.keys_examined, "docs_examined": self.docs_examined,
                 "in_memory_sort": self.in_memory_sort, "sorted_docs": self.sorted_docs, "covered": self.covered,
-                "returned": self.returned}
+                "returned": self.returned, "shards": {k: list(v) for k, v in self.shards.items()}}
 
 
 def summarize_server_explain(output: dict) -> Explain:
     """keys/docs examined and in-memory sort from `explain` output (find, aggregate, writes; sharded or not).
 
     Every `executionStats` document is summed (one per shard for a sharded aggregation, one
-    in total otherwise); a blocking sort is any `SORT` stage (classic or slot-based plans)
-    or a `$sort` stage left in an aggregation's own stages."""
+    in total otherwise); mongos's explain of a find, count or write (MongoDB manual, "Explain
+    Results", sharded collections) is read per shard: `executionStats.executionStages.shards[]`,
+    each with its `shardName` and its own keys and documents examined, which are summed instead
+    of mongos's totals and kept per shard in `Explain.shards`. A blocking sort is any `SORT`
+    stage (classic or slot-based plans) or a `$sort` stage left in an aggregation's own stages."""
     out = Explain()
     sorts: list[dict] = []
 
-    def walk(node, in_stages=False):
+    def count(stats: dict, shard) -> None:
+        keys, docs = int(stats.get("totalKeysExamined", 0) or 0), int(stats.get("totalDocsExamined", 0) or 0)
+        out.keys_examined += keys
+        out.docs_examined += docs
+        out.returned += int(stats.get("nReturned", 0) or 0)
+        if shard is not None:
+            seen = out.shards.setdefault(shard, [0, 0])
+            seen[0] += keys
+            seen[1] += docs
+
+    def walk(node, in_stages=False, shard=None):
         if isinstance(node, dict):
+            shard = node.get("shardName", shard)
             stats = node.get("executionStats")
-            if isinstance(stats, dict):
-                out.keys_examined += int(stats.get("totalKeysExamined", 0) or 0)
-                out.docs_examined += int(stats.get("totalDocsExamined", 0) or 0)
-                out.returned += int(stats.get("nReturned", 0) or 0)
+            if isinstance(stats, dict) and not isinstance((stats.get("executionStages") or {}).get("shards"), list):
+                count(stats, shard)
+            elif "shardName" in node and "totalKeysExamined" in node:
+                count(node, shard)  # one shard's entry of mongos's executionStats.executionStages.shards[]
             if str(node.get("stage", "")).upper() == "SORT":
                 sorts.append(node)
             if in_stages and "$sort" in node:
                 sorts.append(node)
             for key, value in node.items():
-                if key not in ("rejectedPlans", "allPlansExecution"):
-                    walk(value, in_stages=(key == "stages"))
+                if key in ("rejectedPlans", "allPlansExecution"):
+                    continue
+                if key == "shards" and isinstance(value, dict):  # a sharded aggregation: {shard name: explain}
+                    for name, part in value.items():
+                        walk(part, shard=name)
+                else:
+                    walk(value, in_stages=(key == "stages"), shard=shard)
         elif isinstance(node, list):
             for item in node:
-                walk(item, in_stages=in_stages)
+                walk(item, in_stages=in_stages, shard=shard)
 
     walk(output)
     seen = set()
@@ -308,6 +330,10 @@ def explain_command_on(database: str, command_name: str, command: dict):
             total.in_memory_sort = total.in_memory_sort or e.in_memory_sort
             total.sorted_docs += e.sorted_docs
             total.returned += e.returned
+            for name, (keys, docs) in e.shards.items():
+                seen = total.shards.setdefault(name, [0, 0])
+                seen[0] += keys
+                seen[1] += docs
             labels.append(plan_label((output.get("queryPlanner") or {}).get("winningPlan")))
     finally:
         _local.explaining = False
@@ -316,6 +342,7 @@ def explain_command_on(database: str, command_name: str, command: dict):
         total.keys_examined = round(total.keys_examined * scale)
         total.docs_examined = round(total.docs_examined * scale)
         total.sorted_docs = round(total.sorted_docs * scale)
+        total.shards = {name: [round(keys * scale), round(docs * scale)] for name, (keys, docs) in total.shards.items()}
     total.plan = "; ".join(label for label in labels if label) or "server explain"
     if sampled:
         total.plan += f" ({EXPLAIN_STATEMENTS} of {len(bodies)} statements)"
@@ -324,10 +351,14 @@ def explain_command_on(database: str, command_name: str, command: dict):
 
 
 def plan_label(stage) -> str:
-    """A winning plan's stages as one line: `LIMIT(FETCH(IXSCAN d_p))`, `SORT(COLLSCAN)`."""
+    """A winning plan's stages as one line: `LIMIT(FETCH(IXSCAN d_p))`, `SORT(COLLSCAN)`; mongos's
+    with each shard's plan: `SHARD_MERGE[shard0: LIMIT(SHARDING_FILTER(IXSCAN d_p)); shard1: ...]`."""
     if not isinstance(stage, dict):
         return ""
     name = stage.get("stage", "?")
+    if isinstance(stage.get("shards"), list):
+        return f"{name}[" + "; ".join(f"{s.get('shardName', '?')}: {plan_label(s.get('winningPlan'))}"
+                                      for s in stage["shards"] if isinstance(s, dict)) + "]"
     if stage.get("indexName"):
         name += f" {stage['indexName']}"
     children = [stage["inputStage"]] if "inputStage" in stage else list(stage.get("inputStages") or [])

@@ -25,6 +25,8 @@ def main(argv=None) -> int:
     serve.add_argument("--db", default="cms", help="the database stored in PATH (the site's MONGODB_DB)")
     serve.add_argument("--cursor-timeout", type=float, default=600.0,
                        help="seconds before an idle cursor is closed (default 600, a server's default)")
+    serve.add_argument("--shardsvr", action="store_true",
+                       help="a shard of `docstore cluster` (its router sets the sharded collections' keys)")
     cluster = commands.add_parser(
         "cluster", help="a sharded cluster simulated on this machine, for tests and measurement only")
     cluster.add_argument("path", help="a directory: one store per shard, and the config store")
@@ -43,7 +45,12 @@ def main(argv=None) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: the server has no authentication; anyone who reaches "
               "this address can read and change every database", file=sys.stderr)
-    engine = Engine(args.path, db=args.db, cursor_timeout=args.cursor_timeout)
+    if args.shardsvr:
+        from docstore.cluster.shard import ShardEngine
+
+        engine = ShardEngine(args.path, db=args.db, cursor_timeout=args.cursor_timeout)
+    else:
+        engine = Engine(args.path, db=args.db, cursor_timeout=args.cursor_timeout)
     server = Server(engine, args.host, args.port)
 
     def stop(*_):

@@ -1,8 +1,10 @@
-"""`make test-cluster`: storage suites through pymongo against a sharded cluster simulated on this
-machine (`python -m docstore cluster` with three shards: a router answering as mongos, three shard
-servers, a config store), with the shard keys the managers declare applied by `mongo_shard`
-before each test (tests/conftest.py), so the site's code runs as against mongos: targeted and
-broadcast operations, merged cursors, `_id` unique per shard only.
+"""`make test-cluster` (CI runs it after `make test-wire`): the contract, query-shape and fault
+suites through pymongo against a sharded cluster simulated on this machine (`python -m docstore
+cluster` with three shards: a router answering as mongos, three shard servers that plan with
+their own SHARDING_FILTER, a config store), with the shard keys the managers declare applied by
+`mongo_shard` before each test (tests/conftest.py), so the site's code runs as against mongos:
+targeted and broadcast operations, merged cursors, `_id` unique per shard only, and the
+explain-based tests read each shard's executionStats from mongos's explain.
 
 Starts the cluster in a temporary directory, runs pytest on SUITES (or the arguments) with
 MONGODB_URI set to the router's URI, stops the cluster with SIGTERM, and exits with pytest's status."""
@@ -17,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ["tests/contract"]
+SUITES = ["tests/contract", "tests/query_shape", "tests/faults"]
 SHARDS = 3
 
 

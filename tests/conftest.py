@@ -28,13 +28,14 @@ def mongo_db(settings):
     name = f"test_{uuid.uuid4().hex[:16]}"
     settings.MONGODB_DB = name
     db = get_db()
-    ensure_indexes(db)
     if _behind_mongos():
         # On a sharded cluster (MONGODB_URI at a mongos, as `make test-cluster` runs) the declared
-        # shard keys are applied by `mongo_shard` itself, as a site applies them.
+        # indexes and shard keys are applied by `mongo_shard` itself, as a site applies them.
         from django.core.management import call_command
 
         call_command("mongo_shard", stdout=io.StringIO())
+    else:
+        ensure_indexes(db)
     yield db
     from comments import live
 

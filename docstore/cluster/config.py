@@ -42,11 +42,8 @@ class Collection:
         at = bisect.bisect_right([c.lo for c in self.chunks], key) - 1
         return self.chunks[max(at, 0)]
 
-    def shards_of(self, filter_) -> list[str] | None:
-        """The shards a filter can reach, in shard order; None when it reaches every chunk."""
-        intervals = self.key.intervals(filter_)
-        if intervals is None:
-            return None
+    def shards_in(self, intervals: list[tuple[bytes, bytes]]) -> list[str]:
+        """The shards owning a chunk that one of the closed intervals reaches, in shard order."""
         return sorted({c.shard for c in self.chunks for a, b in intervals if c.reaches(a, b)})
 
     def shards(self) -> list[str]:
@@ -94,6 +91,11 @@ class ConfigStore:
                 self.drop(ns)
 
     # --- collections ----------------------------------------------------------------------------
+
+    def namespaces(self) -> list[str]:
+        """The sharded collections' namespaces."""
+        with self.lock:
+            return list(self._collections)
 
     def sharded(self, ns: str) -> Collection | None:
         return self._collections.get(ns)

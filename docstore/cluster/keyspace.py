@@ -91,6 +91,15 @@ class ShardKey:
         return [(p, p + TOP) for p in prefixes]
 
 
+    def one_leading_value(self, filter_) -> bool:
+        """Whether the filter pins the key's first field to one value (an equality, or an $in of
+        one): every key it reaches then starts the same, as one discussion's or one owner's do."""
+        if not isinstance(filter_, dict):
+            return False
+        points = _points(_conditions(filter_, self.fields[0]))
+        return points is not None and len({K.encode(v) for v in points}) == 1
+
+
 def _conditions(filter_: dict, field: str) -> list:
     out = []
     if field in filter_:

@@ -35,7 +35,7 @@ class Cluster:
             for i in range(shards):
                 process = subprocess.Popen(
                     [sys.executable, "-m", "docstore", "serve", str(self.path / f"shard{i}.sqlite3"), "--host", host,
-                     "--port", "0", "--cursor-timeout", str(cursor_timeout)],
+                     "--port", "0", "--cursor-timeout", str(cursor_timeout), "--shardsvr"],
                     stdout=subprocess.PIPE, text=True)
                 self.processes.append(process)
             for i, process in enumerate(self.processes):

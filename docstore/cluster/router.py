@@ -27,6 +27,11 @@
   SHARD_MERGE_SORT with `shards[]` (each shard's own winning plan), and `executionStats` with
   each shard's `executionStages` under `executionStages.shards[]`.
 
+Counting: each operation a client sends (find, count, distinct, aggregate, insert, each update
+and delete statement, findAndModify) is counted by namespace and by how it was routed
+(targeted, multi, broadcast, or primary for an unsharded collection) in `serverStatus.routing`,
+and the commands sent to each shard in `serverStatus.shardOps`.
+
 Reads of the `config` database (`config.collections`, `config.chunks`, as a driver or
 `mongo_shard` reads them) are answered from the config store."""
 
@@ -35,20 +40,22 @@ from __future__ import annotations
 import datetime
 import heapq
 import itertools
+import socket
 import threading
 from collections import Counter
 from types import SimpleNamespace
 
 import bson
 from bson import Int64, ObjectId
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure, WriteError
 
 from docstore.cluster.config import Chunk, ConfigStore
+from docstore.cluster.shard import SET_METADATA
 from docstore.query import pipeline as PL
 from docstore.query import projection as PR
 from docstore.query import variables as V
 from docstore.query.cluster import ClusterRules
+from docstore.server import wire
 from docstore.server.commands import (
     GENERIC,
     MAX_BSON_SIZE,
@@ -83,12 +90,29 @@ class Router(Engine):
         super().__init__("", client=config_client, cursor_timeout=cursor_timeout)
         self.config = ConfigStore(config_client, shards)
         self.shard_hosts = dict(shards)
-        self.shard_clients = {name: MongoClient(f"mongodb://{host}/", directConnection=True)
-                              for name, host in shards.items()}
+        self.shard_clients = {name: _ShardConnections(host) for name, host in shards.items()}
         self.chunk_size = int(chunk_size)
         # (shard, command) -> how many the router sent: what each shard served, for measurement.
         self.sent: Counter = Counter()
+        # (namespace, operation, how it was routed) -> how many: each find, count, distinct,
+        # aggregate, insert, update and delete statement and findAndModify a client sent, and each
+        # read of a $lookup run at the router; `serverStatus.routing` shows them.
+        self.routed: Counter = Counter()
         self._sent_lock = threading.Lock()
+        self._publish(*self.config.namespaces())
+
+    def _publish(self, *namespaces: str) -> None:
+        """Every shard learns the collections' keys (or that one has none), as a shard refreshes its
+        filtering metadata after a change of the routing table (docstore/cluster/shard.py): one
+        command per shard for all of them."""
+        if not namespaces:
+            return
+        keys = []
+        for ns in namespaces:
+            coll = self.config.sharded(ns)
+            keys.append({"ns": ns, "key": coll.key.pattern if coll is not None else None})
+        for shard in self.config.shard_names:
+            self._checked(shard, "admin", {SET_METADATA: 1, "keys": keys})
 
     def close(self):
         for client in self.shard_clients.values():
@@ -101,10 +125,7 @@ class Router(Engine):
         """A shard's reply to one command (an error reply as it came, never raised)."""
         with self._sent_lock:
             self.sent[(shard, next(iter(body)))] += 1
-        try:
-            return self.shard_clients[shard][db].command(body)
-        except OperationFailure as exc:
-            return dict(exc.details or {"ok": 0.0, "errmsg": str(exc), "code": exc.code or 1})
+        return self.shard_clients[shard].command(db, body)
 
     def _checked(self, shard, db, body) -> dict:
         reply = self._send(shard, db, body)
@@ -127,16 +148,31 @@ class Router(Engine):
             raise CommandError(73, f"Invalid namespace specified '{db}.'")
         return coll, f"{db}.{coll}"
 
-    def _targets(self, db: str, ns: str, filter_) -> tuple[list[str], str]:
+    def _targets(self, db: str, ns: str, filter_, command: str | None = None) -> tuple[list[str], str]:
         """The shards a filter on `ns` reaches, and how: "primary" (unsharded), "targeted" (one
-        shard), "multi" (several, by the filter) or "broadcast" (every shard owning a chunk)."""
+        shard, by one value of the key's first field or one range), "multi" (several shards, or
+        several values of the first field, by the filter) or "broadcast" (every shard owning a chunk).
+        With `command` (an operation a client sent, not an explain), counted in `routed`."""
         coll = self.config.sharded(ns)
         if coll is None:
-            return [self.config.primary(db)], "primary"
-        reached = coll.shards_of(filter_)
-        if reached is None:
-            return coll.shards(), "broadcast"
-        return reached, "targeted" if len(reached) == 1 else "multi"
+            shards, kind = [self.config.primary(db)], "primary"
+        else:
+            intervals = coll.key.intervals(filter_)
+            if intervals is None:
+                shards, kind = coll.shards(), "broadcast"
+            else:
+                shards = coll.shards_in(intervals)
+                # multi: several shards, or several values of the key's first field (an $in)
+                # wherever their chunks happen to be now, so the count follows the filter.
+                one = len(intervals) == 1 or coll.key.one_leading_value(filter_)
+                kind = "targeted" if len(shards) == 1 and one else "multi"
+        if command is not None:
+            self._count_route(ns, command, kind)
+        return shards, kind
+
+    def _count_route(self, ns: str, command: str, kind: str) -> None:
+        with self._sent_lock:
+            self.routed[(ns, command, kind)] += 1
 
     def _everywhere(self, db: str, ns: str) -> list[str]:
         """Where a DDL command on `ns` goes: every shard for a sharded collection, else the primary."""
@@ -169,6 +205,8 @@ class Router(Engine):
         reply["process"] = "mongos"
         with self._sent_lock:
             reply["shardOps"] = {f"{shard}.{command}": n for (shard, command), n in sorted(self.sent.items())}
+            reply["routing"] = [{"ns": ns, "op": op, "kind": kind, "n": n}
+                                for (ns, op, kind), n in sorted(self.routed.items())]
         return reply
 
     def cmd_listShards(self, db, body, connection_id):
@@ -221,7 +259,9 @@ class Router(Engine):
             got = self._send(shard, db, self._body(body))
             if got.get("ok") and "ns" in got:
                 reply = got
-        self.config.drop(ns)
+        if self.config.sharded(ns) is not None:
+            self.config.drop(ns)
+            self._publish(ns)
         return reply
 
     def cmd_dropDatabase(self, db, body, connection_id):
@@ -229,7 +269,9 @@ class Router(Engine):
             return super().cmd_dropDatabase(db, body, connection_id)
         for shard in self.config.shard_names:
             self._checked(shard, db, self._body(body))
+        dropped = [ns for ns in self.config.namespaces() if ns.split(".", 1)[0] == db]
         self.config.drop_database(db)
+        self._publish(*dropped)
         return {"dropped": db, "ok": 1.0}
 
     def cmd_collMod(self, db, body, connection_id):
@@ -277,7 +319,7 @@ class Router(Engine):
         limit, skip = _int(body, "limit", 0), _int(body, "skip", 0)
         if limit < 0 or skip < 0:
             raise CommandError(51024, f"BSON field '{'limit' if limit < 0 else 'skip'}' value must be >= 0")
-        shards, _ = self._targets(db, ns, body.get("filter") or {})
+        shards, _ = self._targets(db, ns, body.get("filter") or {}, "find")
         docs = self._find_docs(db, name, body, shards)
         return self._first_batch(ns, docs, {"batchSize": body.get("batchSize")}, body,
                                  single=bool(body.get("singleBatch")))
@@ -312,7 +354,7 @@ class Router(Engine):
         if db in _LOCAL_DBS:
             return super().cmd_count(db, body, connection_id)
         name, ns = self._ns(db, body, "count")
-        shards, _ = self._targets(db, ns, body.get("query") or {})
+        shards, _ = self._targets(db, ns, body.get("query") or {}, "count")
         if len(shards) == 1:
             return self._checked(shards[0], db, self._body(body))
         limit, skip = abs(_int(body, "limit", 0)), _int(body, "skip", 0)
@@ -327,7 +369,7 @@ class Router(Engine):
         if db in _LOCAL_DBS:
             return super().cmd_distinct(db, body, connection_id)
         name, ns = self._ns(db, body, "distinct")
-        shards, _ = self._targets(db, ns, body.get("query") or {})
+        shards, _ = self._targets(db, ns, body.get("query") or {}, "distinct")
         seen: dict[bytes, object] = {}
         for shard in shards:
             for value in self._checked(shard, db, self._body(body))["values"]:
@@ -348,10 +390,11 @@ class Router(Engine):
         docs = self._aggregate_docs(db, name, body)
         return self._first_batch(ns, docs, body.get("cursor"), body)
 
-    def _split_pipeline(self, db: str, ns: str, pipeline: list) -> tuple[list[str], list, list]:
+    def _split_pipeline(self, db: str, ns: str, pipeline: list, command: str | None = None
+                        ) -> tuple[list[str], list, list]:
         """(shards, the stages they run, the stages the router runs on the merged results)."""
         first = pipeline[0].get("$match") if pipeline and isinstance(pipeline[0], dict) else None
-        shards, _ = self._targets(db, ns, first if isinstance(first, dict) else {})
+        shards, _ = self._targets(db, ns, first if isinstance(first, dict) else {}, command)
         if len(shards) == 1 and all(self._local_to(db, stage, shards[0]) for stage in pipeline):
             return shards, pipeline, []
         at = 0
@@ -392,7 +435,7 @@ class Router(Engine):
         pipeline = body["pipeline"]
         if body.get("let") is not None:
             pipeline = V.in_pipeline(pipeline, V.bind(body["let"]))
-        shards, shard_part, router_part = self._split_pipeline(db, f"{db}.{name}", pipeline)
+        shards, shard_part, router_part = self._split_pipeline(db, f"{db}.{name}", pipeline, "aggregate")
         shard_body = {**self._body(body, ("pipeline", "cursor", "let")), "pipeline": shard_part, "cursor": {}}
         streams = [self._stream(s, db, self._checked(s, db, shard_body)) for s in shards]
         merged = itertools.chain.from_iterable(streams)
@@ -510,6 +553,8 @@ class Router(Engine):
                 doc = {"_id": ObjectId(), **doc}
             chunk = coll.chunk_of(coll.key.of(doc))
             plan.append(([chunk.shard], doc, chunk))
+        # Each document goes to the shard of its key (targeted), or to the primary shard.
+        self._count_route(ns, "insert", "primary" if coll is None else "targeted")
         reply = self._write(db, name, "insert", "documents", plan, body)
         if coll is not None:
             self._grow(db, name, coll, [(chunk, doc) for _, doc, chunk in plan])
@@ -538,7 +583,7 @@ class Router(Engine):
             if not isinstance(stmt, dict):
                 raise CommandError(14, f"BSON field '{kind}.{field}' is the wrong type")
             q = stmt.get("q")
-            shards, _ = self._targets(db, ns, q if isinstance(q, dict) else {})
+            shards, _ = self._targets(db, ns, q if isinstance(q, dict) else {}, kind)
             refused = None
             if rules is not None:
                 multi = bool(stmt.get("multi")) if kind == "update" else stmt.get("limit") == 0
@@ -609,7 +654,7 @@ class Router(Engine):
             rules = self._rules(name, coll.key.pattern)
             self._raised(lambda: rules.check_write(SimpleNamespace(name=name), query, multi=False,
                                                    upsert=bool(body.get("upsert")), command="findAndModify"))
-        shards, _ = self._targets(db, ns, query)
+        shards, _ = self._targets(db, ns, query, "findAndModify")
         return self._checked(shards[0], db, self._body(body))
 
     # --- sharding admin -------------------------------------------------------------------------
@@ -643,9 +688,12 @@ class Router(Engine):
         with self.config.lock:
             indexes = self._supporting_index(target_db, name, primary, key)
             coll = self.config.shard_collection(ns, key, primary)
-            self._copy_indexes(target_db, name, primary, indexes)
+            # The collection and its indexes on every other shard that owns a chunk (a hashed key's
+            # presplit chunks); a shard that gets one later gets them with its first migration.
+            self._copy_indexes(target_db, name, indexes, [s for s in coll.shards() if s != primary])
             # An unsharded collection's documents are all on the primary shard.
             self._redistribute(target_db, name, coll, [primary])
+            self._publish(ns)
         return {"collectionsharded": ns, "ok": 1.0}
 
     def cmd_refineCollectionShardKey(self, db, body, connection_id):
@@ -660,6 +708,7 @@ class Router(Engine):
                                   f"{current.key.pattern}")
         self._supporting_index(target_db, name, self.config.primary(target_db), key, create=False)
         self.config.refine(ns, key)
+        self._publish(ns)
         return {"ok": 1.0}
 
     def cmd_reshardCollection(self, db, body, connection_id):
@@ -668,9 +717,12 @@ class Router(Engine):
         if self.config.sharded(ns) is None:
             raise CommandError(118, f"reshardCollection namespace {ns} is not sharded")
         with self.config.lock:
-            self._supporting_index(target_db, name, self.config.primary(target_db), key)
-            coll = self.config.shard_collection(ns, key, self.config.primary(target_db))
+            primary = self.config.primary(target_db)
+            indexes = self._supporting_index(target_db, name, primary, key)
+            coll = self.config.shard_collection(ns, key, primary)
+            self._copy_indexes(target_db, name, indexes, [s for s in coll.shards() if s != primary])
             self._redistribute(target_db, name, coll, list(self.config.shard_names))
+            self._publish(ns)
         return {"ok": 1.0}
 
     def _indexes(self, db, name, shard) -> list[dict]:
@@ -694,11 +746,13 @@ class Router(Engine):
         self._checked(shard, db, {"createIndexes": name, "indexes": [spec]})
         return [*indexes, spec]
 
-    def _copy_indexes(self, db, name, primary, indexes: list[dict]) -> None:
+    def _copy_indexes(self, db, name, indexes: list[dict], shards: list[str]) -> None:
+        """The collection with these indexes on `shards` (createIndexes keeps those that exist)."""
         specs = [{k: v for k, v in i.items() if k not in ("v", "ns")} for i in indexes if i.get("name") != "_id_"]
-        for shard in self.config.shard_names:
-            if shard != primary:
-                self._checked(shard, db, {"createIndexes": name, "indexes": specs} if specs else {"create": name})
+        for shard in shards:
+            reply = self._send(shard, db, {"createIndexes": name, "indexes": specs} if specs else {"create": name})
+            if not reply.get("ok") and reply.get("code") != 48:  # NamespaceExists: a `create` found it there
+                raise _Failed(reply)
 
     def _redistribute(self, db: str, name: str, coll, shards: list[str]) -> None:
         """Every document on `shards` moved to the shard of its chunk (after shardCollection or
@@ -780,6 +834,9 @@ class Router(Engine):
     def _migrate(self, db, name, coll, chunk: Chunk, to: str) -> None:
         """A chunk's documents copied to `to`, then deleted on the donor (a migration's clone and
         cleanup, with the router holding the config lock instead of a critical section)."""
+        # The recipient builds the donor's indexes first ("Chunk Migration Procedure": the
+        # destination creates the collection and any index it lacks before it clones documents).
+        self._copy_indexes(db, name, self._indexes(db, name, chunk.shard), [to])
         docs = self._chunk_docs(db, name, coll, chunk, chunk.shard)
         self._move(db, name, chunk.shard, {to: docs})
         chunk.shard = to
@@ -833,6 +890,50 @@ class Router(Engine):
         chunk.hi, chunk.bytes = at, int(chunk.bytes * below)
         coll.chunks.append(upper)
         coll.chunks.sort(key=lambda c: c.lo)
+
+
+class _ShardConnections:
+    """The router's connections to one shard: OP_MSG commands over pooled sockets, each reply as it
+    came (an error reply included). A driver's connection pool without the driver: mongos talks to
+    its shards through its own pool, and here a command costs the router about a fifth of the CPU
+    pymongo's full client path takes (server selection, implicit sessions, monitoring)."""
+
+    def __init__(self, host: str):
+        address, _, port = host.rpartition(":")
+        self.address = (address.strip("[]"), int(port))
+        self._idle: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._closed = False
+
+    def command(self, db: str, body: dict) -> dict:
+        doc = bson.encode({**body, "$db": db}, codec_options=wire.CODEC)
+        payload = b"\x00\x00\x00\x00\x00" + doc  # flags 0, one body section (kind 0)
+        with self._lock:
+            sock = self._idle.pop() if self._idle else None
+            request_id = next(self._ids)
+        if sock is None:
+            sock = socket.create_connection(self.address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.sendall(wire.HEADER.pack(wire.HEADER.size + len(payload), request_id, 0, wire.OP_MSG) + payload)
+            reply = wire.read_message(sock).body
+        except BaseException:
+            sock.close()
+            raise
+        with self._lock:
+            if self._closed:
+                sock.close()
+            else:
+                self._idle.append(sock)
+        return reply
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            sock.close()
 
 
 class _Failed(Exception):
@@ -913,7 +1014,7 @@ class _RouterCollection:
         self.router, self.db, self.name = router, db, name
 
     def find(self, filter_=None):
-        shards, _ = self.router._targets(self.db, f"{self.db}.{self.name}", filter_ or {})
+        shards, _ = self.router._targets(self.db, f"{self.db}.{self.name}", filter_ or {}, "$lookup")
         return list(self.router._find_docs(self.db, self.name, {"find": self.name, "filter": filter_ or {}}, shards))
 
     def aggregate(self, pipeline):

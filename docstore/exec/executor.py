@@ -193,10 +193,12 @@ def query_shape(value):
 
 class Executor:
     def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True,
-                 kept: KeptDocuments | None = None, shard_key: dict | None = None):
+                 kept: KeptDocuments | None = None, shard_key: dict | None = None, mongos_skip: bool = True):
         self.shard_key = dict(shard_key) if shard_key else None
         self.merge_skip = 0  # what mongos skips of the merged results (the shard model)
-        if self.shard_key and query.skip:
+        # mongos_skip off: a shard behind a router (docstore/cluster), which sends the skip only to
+        # a shard it targets alone, and that shard skips as a single node does.
+        if self.shard_key and query.skip and mongos_skip:
             self.merge_skip = query.skip
             query = replace(query, skip=0, limit=query.skip + query.limit if query.limit else 0)
         self.conn, self.coll, self.q = conn, coll, query

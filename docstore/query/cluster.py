@@ -31,6 +31,12 @@ shard-key fields from the index keys when the index holds them all (else it fetc
 document: the query is not covered and a count is no COUNT_SCAN; MongoDB manual, "Covered
 Queries", restrictions on sharded collections), and mongos applies `skip` after merging the
 shards' results, sending them `skip + limit` as the limit.
+
+A shard of the simulated cluster (docstore/cluster/shard.py) runs with the same rules, keyed by
+namespace (`by_namespace`: "db.collection", as a shard's filtering metadata names a collection),
+its keys set by the router as it shards, refines, reshards and drops collections (`forget()`
+drops what was read), and `skip` left to the router (`mongos_skip` off): a router in front sends
+a shard the skip only when the shard is the only one it targets.
 """
 
 from __future__ import annotations
@@ -72,27 +78,38 @@ class ClusterRules:
     declarations made after the client was created count. `shard_model`: True, or a function
     read at each query (a setting a test session switches), to plan as a shard does."""
 
-    def __init__(self, shard_keys: Callable[[], dict] | None = None, shard_model: bool | Callable[[], bool] = False):
+    def __init__(self, shard_keys: Callable[[], dict] | None = None, shard_model: bool | Callable[[], bool] = False,
+                 *, by_namespace: bool = False, mongos_skip: bool = True):
         self._shard_keys = shard_keys
         self.enabled = shard_keys is not None
         self._cache = None
         self._shard_model = shard_model
+        self.by_namespace = by_namespace
+        self.mongos_skip = mongos_skip
 
-    def filtering_key(self, collection_name: str) -> dict | None:
+    def filtering_key(self, collection_name: str, database: str | None = None) -> dict | None:
         """The shard key a query on this collection is filtered by as on a shard (the shard model
         on and a key declared), else None."""
         model = self._shard_model() if callable(self._shard_model) else self._shard_model
-        return self.key(collection_name) if model else None
+        return self.key(collection_name, database) if model else None
 
-    def key(self, collection_name: str) -> dict | None:
+    def key(self, collection_name: str, database: str | None = None) -> dict | None:
         if not self.enabled:
             return None
         if self._cache is None:
             self._cache = dict(self._shard_keys())
-        return self._cache.get(collection_name)
+        return self._cache.get(f"{database}.{collection_name}" if self.by_namespace else collection_name)
+
+    def forget(self) -> None:
+        """The keys are read again at the next check (a shard's filtering metadata changed)."""
+        self._cache = None
+
+    def _key_of(self, collection) -> dict | None:
+        database = getattr(collection, "database", None)
+        return self.key(collection.name, getattr(database, "name", None))
 
     def check_write(self, collection, filter_, *, multi: bool, upsert: bool, command: str) -> None:
-        key = self.key(collection.name)
+        key = self._key_of(collection)
         if not key or not isinstance(filter_, dict):
             return
         full_key = all(_pins(filter_, f) for f in key)
@@ -113,7 +130,7 @@ class ClusterRules:
     def check_shard_key_change(self, collection, filter_, old: dict, new: dict, *, multi: bool, command: str) -> None:
         """An update that gives a document another shard-key value (the server compares the
         document's shard-key fields before and after, whatever operator changed them)."""
-        key = self.key(collection.name)
+        key = self._key_of(collection)
         if not key:
             return
         changed = False
@@ -143,7 +160,7 @@ class ClusterRules:
         return WriteError(message, code, details)
 
     def check_unique_index(self, collection, key: dict, options: dict) -> None:
-        shard_key = self.key(collection.name)
+        shard_key = self._key_of(collection)
         if not shard_key or not options.get("unique"):
             return
         fields, shard_fields = list(key), list(shard_key)

@@ -279,7 +279,7 @@ class Database:
             raise OperationFailure("explain of this command is not supported by the embedded engine", 2, {"code": 2})
         with self._store.transaction(False) as conn:
             _, plan, rejected = Executor(conn, coll._info(), q, use_plan_cache=False,
-                                         shard_key=coll._filtering_key()).run()
+                                         **coll._sharding()).run()
         return explain_document(coll, q, plan, rejected)
 
 

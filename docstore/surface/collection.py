@@ -298,11 +298,13 @@ class Collection:
         return None
 
     def _query(self, conn, q: Query):
-        return Executor(conn, self._info(), q, kept=self._store.kept, shard_key=self._filtering_key()).run()
+        return Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding()).run()
 
-    def _filtering_key(self) -> dict | None:
-        """The shard key this collection's queries are filtered by (the shard model), else None."""
-        return self.database.client.cluster.filtering_key(self.name)
+    def _sharding(self) -> dict:
+        """The Executor's shard options: the shard key this collection's queries are filtered by
+        (the shard model), else None, and whether the skip is applied as after mongos's merge."""
+        rules = self.database.client.cluster
+        return {"shard_key": rules.filtering_key(self.name, self.database.name), "mongos_skip": rules.mongos_skip}
 
     def _read(self, q: Query) -> list:
         """The documents a query answers, in one read transaction; on a view, through its pipeline."""
@@ -501,7 +503,7 @@ class Collection:
 
     def _document_key(self, doc: dict) -> bytes:
         """A change event's documentKey: `_id` and the declared shard key's fields (docstore.query.changes)."""
-        return bson.encode(CH.document_key(doc, self.database.client.cluster.key(self.name)))
+        return bson.encode(CH.document_key(doc, self.database.client.cluster.key(self.name, self.database.name)))
 
     def _prepare_insert(self, document):
         if not isinstance(document, Mapping):
@@ -645,7 +647,7 @@ class Collection:
         touched = fields | {path[0] for path in appends}
         if any(index.table and {f.split(".")[0] for f in index.fields} & touched for index in info.indexes.values()):
             return None
-        key = self.database.client.cluster.key(self.name)
+        key = self.database.client.cluster.key(self.name, self.database.name)
         if key and {f.split(".")[0] for f in key} & touched:
             return None
         row = conn.execute(f"SELECT rid, doc FROM {info.table} WHERE id=?", (K.encode(doc_id),)).fetchone()
@@ -1274,7 +1276,7 @@ class Cursor:
             return
         try:
             self._executor = Executor(lease.conn, info, self._query(), kept=store.kept,
-                                      shard_key=self.collection._filtering_key())
+                                      **self.collection._sharding())
             self._executor.start()
         except BaseException:
             store.close_read(lease)
@@ -1462,7 +1464,7 @@ class Cursor:
         """The whole query run to its end, as a server's explain runs it."""
         with self.collection._store.transaction(False) as conn:
             _, plan, rejected = Executor(conn, self.collection._info(), self._query(), use_plan_cache=False,
-                                         shard_key=self.collection._filtering_key()).run()
+                                         **self.collection._sharding()).run()
         return explain_document(self.collection, self._query(), plan, rejected)
 
 

@@ -273,7 +273,10 @@ class NotificationManager(MongoManager):
         docs = list(self.collection.find({"subject": subject, "hidden": not hidden}, {"r": 1, "read": 1}))
         if not docs:
             return 0
-        self.collection.update_many({"_id": {"$in": [d["_id"] for d in docs]}},
+        # The recipients too: the shard key leads with `r`, so on a cluster mongos sends the update
+        # to their chunks' shards only ("Sharded Cluster Query Routing"), not to every shard.
+        self.collection.update_many({"r": {"$in": sorted({d["r"] for d in docs})},
+                                     "_id": {"$in": [d["_id"] for d in docs]}},
                                     {"$set": {"hidden": hidden, "changed": datetime.now(UTC)}})
         deltas: dict[int, int] = {}
         for d in docs:

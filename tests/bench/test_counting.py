@@ -183,3 +183,32 @@ def test_server_explain_output_is_summed_and_sorts_detected():
                                "executionStages": {"stage": "LIMIT", "inputStage": {"stage": "FETCH"}}}}
     e = summarize_server_explain(find)
     assert (e.keys_examined, e.docs_examined, e.in_memory_sort) == (21, 20, False)
+
+
+def test_mongos_explain_is_read_per_shard():
+    """mongos's shape ("Explain Results", sharded collections): each shard's keys and documents
+    from executionStats.executionStages.shards[], summed once (not with mongos's totals too), and
+    each shard's winning plan in the plan's line."""
+    from bench.counting import plan_label, summarize_server_explain
+
+    shard_plan = {"stage": "LIMIT", "inputStage": {"stage": "SHARDING_FILTER",
+                                                   "inputStage": {"stage": "IXSCAN", "indexName": "d_s"}}}
+    output = {
+        "queryPlanner": {"winningPlan": {"stage": "SHARD_MERGE", "shards": [
+            {"shardName": "shard0", "winningPlan": shard_plan},
+            {"shardName": "shard2", "winningPlan": {"stage": "SORT", "inputStage": {"stage": "COLLSCAN"}}}]}},
+        "executionStats": {"nReturned": 7, "totalKeysExamined": 6, "totalDocsExamined": 9, "executionStages": {
+            "stage": "SHARD_MERGE", "totalKeysExamined": 6, "totalDocsExamined": 9, "shards": [
+                {"shardName": "shard0", "nReturned": 5, "totalKeysExamined": 6, "totalDocsExamined": 5,
+                 "executionStages": shard_plan},
+                {"shardName": "shard2", "nReturned": 2, "totalKeysExamined": 0, "totalDocsExamined": 4,
+                 "executionStages": {"stage": "SORT", "inputStage": {"stage": "COLLSCAN", "nReturned": 4}}}]}}}
+    e = summarize_server_explain(output)
+    assert (e.keys_examined, e.docs_examined, e.returned) == (6, 9, 7)
+    assert e.shards == {"shard0": [6, 5], "shard2": [0, 4]}
+    assert e.in_memory_sort and e.sorted_docs == 4
+    assert plan_label(output["queryPlanner"]["winningPlan"]) == \
+        "SHARD_MERGE[shard0: LIMIT(SHARDING_FILTER(IXSCAN d_s)); shard2: SORT(COLLSCAN)]"
+    aggregate = summarize_server_explain({"shards": {
+        "a": {"stages": [{"$cursor": {"executionStats": {"totalKeysExamined": 10, "totalDocsExamined": 4}}}]}}})
+    assert aggregate.shards == {"a": [10, 4]}

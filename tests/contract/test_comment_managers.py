@@ -28,6 +28,7 @@ from comments.managers.base import (
     Author,
     CommentManager,
 )
+from core.mongo import on_a_cluster
 from core.paging import PageRequest
 from tests.contract.conftest import new_discussion_id
 
@@ -394,7 +395,9 @@ def _round_trips(manager, counter, d, *, threaded):
             assert result.items and result.count == 60
             allowed = 3 if order == HOT and manager.storage != "document" else 2
             if order == THREADED and hasattr(manager, "anchors_name") and page > 1:  # document, embedded
-                allowed = 4
+                # behind mongos one more: the skip walked over the threaded index's keys first, as
+                # mongos applies a skip after the merge (comments/managers/anchored.py, walked_start)
+                allowed = 5 if on_a_cluster() else 4
                 assert (manager.anchors_name, "find_one") in counter.calls  # it went through them
             assert len(counter.calls) <= allowed, (order, page, counter.calls)
         counter.reset()

@@ -128,6 +128,10 @@ def test_a_ranged_key_targets_the_chunks_a_range_reaches(cluster, db):
     other = next(s for s in ("shard0", "shard1", "shard2") if s != primary)
     db.client.admin.command("moveChunk", f"{db.name}.r", find={"k": 10}, to=other)
     assert {s[0] for i, s in shard_of_each(cluster, db.name, "r").items()} == {primary, other}
+    # the recipient built the donor's indexes before its first chunk arrived (a ranged key's one
+    # chunk lived on the primary alone until then)
+    with pymongo.MongoClient(f"mongodb://{cluster.router.shard_hosts[other]}/", directConnection=True) as direct:
+        assert "k_1" in direct[db.name]["r"].index_information()
     low = explained(db, {"find": "r", "filter": {"k": {"$gte": 2, "$lt": 8}}})
     assert low["queryPlanner"]["winningPlan"]["stage"] == "SINGLE_SHARD"
     across = explained(db, {"find": "r", "filter": {"k": {"$gte": 5, "$lt": 15}}, "sort": {"k": 1}})
@@ -331,3 +335,82 @@ def test_mongo_shard_applies_every_declared_key_through_the_router(cluster, clie
     finally:
         client.drop_database(name)
         close_client(cluster.uri)
+
+
+def stage_names(stage) -> list[str]:
+    return [s["stage"] for s in plan_stages(stage)]
+
+
+def test_each_shard_plans_with_its_own_sharding_filter(cluster, db):
+    """A shard knows the collection's key (its filtering metadata) and plans as a shard does: a
+    SHARDING_FILTER after the index scan, which needs every shard-key field from the index or
+    fetches the document (no covered query, no COUNT_SCAN without them)."""
+    coll = shard_hashed(db, "sf", {"d": "hashed", "_id": 1})
+    coll.insert_many([{"_id": 100 + n, "d": 1, "s": n} for n in range(10)] + [{"_id": 200, "d": 2, "s": 0}])
+    coll.create_index([("d", 1), ("s", 1)], name="d_s")
+    page = explained(db, {"find": "sf", "filter": {"d": 1}, "projection": {"s": 1, "_id": 0}, "sort": {"s": 1},
+                          "limit": 3})
+    [shard] = page["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["LIMIT", "SHARDING_FILTER", "FETCH", "IXSCAN"]
+    [stats] = page["executionStats"]["executionStages"]["shards"]
+    assert (stats["totalKeysExamined"], stats["totalDocsExamined"]) == (3, 3)
+    assert "SHARDING_FILTER" in stage_names(stats["executionStages"])
+    counted = explained(db, {"count": "sf", "query": {"d": 1}})
+    [shard] = counted["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "SHARDING_FILTER", "FETCH", "IXSCAN"]
+    assert coll.count_documents({"d": 1}) == 10
+    # the whole key in the index: covered again, the filter on the index keys
+    coll.create_index([("d", 1), ("s", 1), ("_id", 1)], name="d_s_id")
+    page = explained(db, {"find": "sf", "filter": {"d": 1}, "projection": {"s": 1, "_id": 0}, "sort": {"s": 1},
+                          "limit": 3, "hint": "d_s_id"})
+    [shard] = page["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["LIMIT", "PROJECTION_COVERED", "SHARDING_FILTER", "IXSCAN"]
+    # a targeted skip is the shard's own (mongos sends it to the one shard it targets)
+    skipped = explained(db, {"find": "sf", "filter": {"d": 1}, "sort": {"s": 1}, "skip": 4, "limit": 3,
+                             "hint": "d_s_id"})
+    [shard] = skipped["queryPlanner"]["winningPlan"]["shards"]
+    assert "SHARD_MERGE" not in stage_names(shard["winningPlan"])
+    assert [d["s"] for d in coll.find({"d": 1}).sort("s", 1).skip(4).limit(3)] == [4, 5, 6]
+
+
+def test_an_unsharded_collection_plans_without_a_sharding_filter(cluster, db):
+    db.plain2.insert_many([{"_id": i, "a": i % 2} for i in range(6)])
+    db.plain2.create_index("a")
+    plan = explained(db, {"count": "plain2", "query": {"a": 1}})
+    [shard] = plan["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "COUNT_SCAN"]
+    coll = shard_hashed(db, "gone", {"d": "hashed"})
+    coll.insert_one({"d": 1, "a": 1})
+    coll.create_index("a")
+    coll.drop()
+    db.gone.insert_many([{"a": 1}, {"a": 2}])  # the same name again, unsharded: the shards forget the key
+    db.gone.create_index("a")
+    plan = explained(db, {"count": "gone", "query": {"a": 1}})
+    [shard] = plan["queryPlanner"]["winningPlan"]["shards"]
+    assert stage_names(shard["winningPlan"]) == ["COUNT", "COUNT_SCAN"]
+
+
+def routing(client, ns) -> dict:
+    return {(r["op"], r["kind"]): r["n"] for r in client.admin.command("serverStatus")["routing"] if r["ns"] == ns}
+
+
+def test_server_status_counts_each_operation_by_how_it_was_routed(cluster, db):
+    coll = shard_hashed(db, "rt", {"d": "hashed"})
+    ns = f"{db.name}.rt"
+    coll.insert_many([{"_id": i, "d": i % 5, "x": i} for i in range(30)])
+    db.plain3.insert_one({"_id": 1})
+    list(coll.find({"d": 2}))
+    list(coll.find({"x": 4}))
+    list(coll.find({"d": {"$in": [0, 1, 2, 3, 4]}}))
+    coll.count_documents({"d": 3})  # an aggregation, as pymongo sends countDocuments
+    coll.update_one({"_id": 7}, {"$set": {"y": 1}})  # by _id alone: to every shard
+    coll.delete_many({"d": 4})
+    db.plain3.find_one({"_id": 1})
+    explained(db, {"find": "rt", "filter": {"x": 1}})  # an explain routes nothing
+    seen = routing(db.client, ns)
+    assert seen[("find", "targeted")] == 1 and seen[("find", "broadcast")] == 1
+    assert seen[("find", "multi")] == 1
+    assert seen[("aggregate", "targeted")] == 1
+    assert seen[("update", "broadcast")] == 1 and seen[("delete", "targeted")] == 1
+    assert seen[("insert", "targeted")] == 1
+    assert routing(db.client, f"{db.name}.plain3") == {("insert", "primary"): 1, ("find", "primary"): 1}
