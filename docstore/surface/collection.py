@@ -491,7 +491,7 @@ class Collection:
         info = self._store.versioned(conn, info)
         try:
             cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                               (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
+                               (id_key, stored_id(id_key, doc["_id"]), data, new_generation(len(data))))
         except sqlite3.IntegrityError as exc:
             if not is_duplicate(exc):
                 raise
@@ -677,7 +677,7 @@ class Collection:
                 raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
                                  S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
             info = self._store.versioned(conn, info)
-            conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+            conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(len(data)), rid))
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
@@ -719,7 +719,7 @@ class Collection:
         id_key = K.encode(old["_id"])
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
         info = self._store.versioned(conn, info)
-        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(len(data)), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
         if replace:
