@@ -26,7 +26,8 @@ connection and snapshot back, as a server closes an idle cursor), and a bounded 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
 the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON, or empty when `id` decodes to
-exactly that `_id` (docstore.storage.keys.decode); gen: a random number written
+exactly that `_id` (docstore.storage.keys.decode), and then a small document is stored without
+its `_id` (docstore.storage.idless); gen: a random number written
 with every insert and update of a document large enough to be kept (`new_generation`), which
 names the stored version for docstore.storage.raw.KeptDocuments; NULL for a smaller one (read
 whole every time), in rows written before the column existed, and cleared by a trigger when a

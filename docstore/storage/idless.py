@@ -1,0 +1,57 @@
+"""A small document's `_id` stored once, in its row's `id`.
+
+A documents row (docstore.storage.store) keeps the encoded `_id` in its `id` column, the key of
+the `_id_` index; a server keeps `_id` in the document and in that index, and its collStats
+`size` counts the documents alone. A document stored whole would hold its `_id` a second time in
+the same row (20 bytes for a comment id such as "12:ab12cd34"). So a row whose `id` decodes to
+exactly its `_id` (`idv` empty) and whose document is smaller than KeptDocuments.SMALLEST stores
+the document without its leading `_id` element, and every read puts it back first (`whole`),
+where MongoDB keeps it: the reader gets the same bytes, `_id` first. A large document, one that
+the kept views read in place, is stored whole (no copy of megabytes to put 20 bytes in front).
+
+Which form a row holds is told by its bytes: the engine stores every document with `_id` as its
+first field (as a server does), so a document that does not begin with an `_id` element is one
+stored without it. Rows written whole (files written before, or a large document) read as they
+are; a row an older process rewrites whole reads as written.
+"""
+
+from __future__ import annotations
+
+import bson
+
+from docstore.storage import keys as K
+from docstore.storage.raw import KeptDocuments
+
+_ID = b"_id\x00"
+# BSON types of an `_id` whose element is cut by its length: fixed widths, and strings (int32 length first).
+_FIXED = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x10: 4, 0x12: 8}
+_STRING = 0x02
+
+
+def has_id(blob: bytes) -> bool:
+    """Whether a stored document begins with its `_id` element."""
+    return len(blob) > 9 and blob[5:9] == _ID
+
+
+def without_id(data: bytes, idv: bytes) -> bytes:
+    """What a documents row stores of the BSON document `data`: without its leading `_id` element
+    when the row's `id` gives it back exactly (`idv` empty) and the document is small; else `data`."""
+    if idv or len(data) >= KeptDocuments.SMALLEST or not has_id(data):
+        return data
+    kind = data[4]
+    if kind == _STRING:
+        end = 9 + 4 + int.from_bytes(data[9:13], "little")
+    elif kind in _FIXED:
+        end = 9 + _FIXED[kind]
+    else:
+        return data
+    return (len(data) - (end - 4)).to_bytes(4, "little") + data[end:]
+
+
+def whole(blob: bytes, id_key: bytes, idv: bytes) -> bytes:
+    """The stored document `blob` of a row with `id` `id_key` and `idv`, `_id` first."""
+    if has_id(blob):
+        return blob
+    value = bson.decode(idv)["_id"] if idv else K.decode(id_key)
+    element = bson.encode({"_id": value})[4:-1]
+    return (len(blob) + len(element)).to_bytes(4, "little") + element + blob[4:]
