@@ -26,6 +26,7 @@ _ID = b"_id\x00"
 # BSON types of an `_id` whose element is cut by its length: fixed widths, and strings (int32 length first).
 _FIXED = {0x01: 8, 0x07: 12, 0x08: 1, 0x09: 8, 0x10: 4, 0x12: 8}
 _STRING = 0x02
+_STRING_KEY = bytes([K.T_STRING])
 
 
 def has_id(blob: bytes) -> bool:
@@ -48,10 +49,19 @@ def without_id(data: bytes, idv: bytes) -> bytes:
     return (len(data) - (end - 4)).to_bytes(4, "little") + data[end:]
 
 
+def _id_element(id_key: bytes, idv: bytes) -> bytes:
+    """The BSON element `_id` of a row: a string's straight from its key (keys.py: the type byte,
+    the UTF-8 bytes with NUL escaped as 0x00 0xFF, two NULs), the others through their value."""
+    if not idv and id_key[:1] == _STRING_KEY and b"\x00\xff" not in id_key:
+        text = id_key[1:-2]
+        return b"\x02_id\x00" + (len(text) + 1).to_bytes(4, "little") + text + b"\x00"
+    value = bson.decode(idv)["_id"] if idv else K.decode(id_key)
+    return bson.encode({"_id": value})[4:-1]
+
+
 def whole(blob: bytes, id_key: bytes, idv: bytes) -> bytes:
     """The stored document `blob` of a row with `id` `id_key` and `idv`, `_id` first."""
     if has_id(blob):
         return blob
-    value = bson.decode(idv)["_id"] if idv else K.decode(id_key)
-    element = bson.encode({"_id": value})[4:-1]
-    return (len(blob) + len(element)).to_bytes(4, "little") + element + blob[4:]
+    element = _id_element(id_key, idv)
+    return b"".join(((len(blob) + len(element)).to_bytes(4, "little"), element, blob[4:]))
