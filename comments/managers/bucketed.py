@@ -78,10 +78,12 @@ from comments.managers.fields import (
     forget_changes,
     from_element,
     like_update,
+    likes_guard,
     moderated_hint,
     new_comment,
     number_of,
     numbered_push,
+    pin_guard,
     pinned_hint,
     text_fields,
     to_element,
@@ -328,7 +330,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         if pinned:
             self._hint(discussion_id, {"$inc": {"pinned": 1}})
         if self._update_comment(discussion_id, comment_id, {"$set": {"comments.$.pinned": pinned}},
-                                {"pinned": {"$ne": pinned}}):
+                                {"pinned": pin_guard(pinned)}):
             if not pinned:
                 self._hint(discussion_id, {"$inc": {"pinned": -1}})
             self.rank_pinned(discussion_id, comment_id, pinned)  # only a real change moves the rank
@@ -358,7 +360,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         return query
 
     def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
-        changed = self._write(self._in_bucket(discussion_id, comment, {"likes": comment.likes}),
+        changed = self._write(self._in_bucket(discussion_id, comment, {"likes": likes_guard(comment.likes)}),
                               {"$set": {"comments.$.likes": likes, "comments.$.latest_likers": list(latest_likers)}})
         if changed:
             self.rank_moved(discussion_id, comment.id, likes - comment.likes)

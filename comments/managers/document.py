@@ -78,10 +78,12 @@ from comments.managers.fields import (
     element_posted,
     from_element,
     like_update,
+    likes_guard,
     moderated_hint,
     new_comment,
     number_of,
     numbered_push,
+    pin_guard,
     pinned_hint,
     renamed,
     text_fields,
@@ -315,7 +317,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         if pinned:
             self._hint(discussion_id, {"$inc": {"pinned": 1}})
         result = self.collection.update_one(
-            {**self._key(discussion_id, comment_id), "pinned": {"$ne": pinned}},
+            {**self._key(discussion_id, comment_id), "pinned": pin_guard(pinned)},
             {"$set": {"pinned": pinned}, "$inc": {"hot": HOT_PINNED if pinned else -HOT_PINNED}},
         )
         if result.matched_count:
@@ -341,7 +343,7 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
         result = self.collection.update_one(
-            {**self._key(discussion_id, comment.id), "likes": comment.likes},
+            {**self._key(discussion_id, comment.id), "likes": likes_guard(comment.likes)},
             {"$set": {"likes": likes, "latest_likers": list(latest_likers)}, "$inc": {"hot": likes - comment.likes}})
         return result.matched_count > 0
 

@@ -116,8 +116,10 @@ from comments.managers.fields import (
     forget_changes,
     from_element,
     like_update,
+    likes_guard,
     moderated_hint,
     new_comment,
+    pin_guard,
     pinned_hint,
     text_fields,
     to_element,
@@ -448,7 +450,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         pinned = bool(pinned)
         if self._update_comment(discussion_id, comment_id, threaded,
                                 lambda p: {"$set": {f"{p}pinned": pinned}, "$inc": {"pinned": 1 if pinned else -1}},
-                                element={"pinned": {"$ne": pinned}}):
+                                element={"pinned": pin_guard(pinned)}):
             self.rank_pinned(discussion_id, comment_id, pinned)  # only a real change moves the rank
             return True
         return self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded) is not None
@@ -548,7 +550,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
 
     def set_likes(self, *, discussion_id, comment, likes, latest_likers, threaded=False):
         # `bytes` moves by the exact size difference of the two fields (as an edit's does).
-        match = {"likes": comment.likes}
+        match = {"likes": likes_guard(comment.likes)}
         try:
             changed = self._change_element(discussion_id, comment, match,
                                            {"likes": likes, "latest_likers": list(latest_likers)})

@@ -116,11 +116,29 @@ def read_html(text: str, stored) -> str:
     return plain_html(text) if stored is PLAIN_HTML else (stored or "")
 
 
-# Fields at their default value are left out of a stored comment (a field no query looks for at
-# that value: `edited` null, no `latest_likers`, `reply_to` null on a top-level comment): `$push`
-# and `$set` create them, `$pullAll` on a missing field does nothing, and `from_element` reads
-# the default. `status`, `pinned` and `likes` stay: queries and guards match on their values.
-_LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": []}
+# Fields at their default value are left out of a stored comment (`edited` null, no
+# `latest_likers`, `reply_to` null on a top-level comment, `pinned` false, `likes` 0): `$push`,
+# `$set` and `$inc` create them (MongoDB's `$inc` on a missing field sets it to the amount),
+# `$pullAll` on a missing field does nothing, `$sum` counts it as 0, and `from_element` reads the
+# default. A guard on one of those values matches the missing field too (`pin_guard`,
+# `likes_guard`: a negation such as `$ne` matches a document without the field, MongoDB's
+# "Query for Null or Missing Fields"). Comments stored with the fields read and match as before. `status`
+# stays: the following order's indexes and queries match on its value.
+_LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": [], "pinned": False, "likes": 0}
+
+
+def pin_guard(pinned: bool):
+    """The condition on a stored `pinned` under which setting it to `pinned` changes it: unpinned
+    is false or missing, so a pin needs "not true" and an unpin needs true."""
+    return {"$ne": True} if pinned else True
+
+
+def likes_guard(likes: int):
+    """The condition that a stored `likes` is `likes` (0 is also a missing field). Not an equality
+    to null: on an explicit path such as `replies.0.likes` MongoDB also reads `0` as a field name of
+    every element, which none has, so null would match whatever the element holds; "not above 0"
+    fails as soon as the element's own count is above 0."""
+    return likes if likes else {"$not": {"$gt": 0}}
 
 
 # A comment's `parent` and `depth` follow from its path of ids (`place`: the parent is the

@@ -8,9 +8,9 @@ holds the comments that are `visible` AND by a followed participant; part two is
 a placeholder, as in every other order.
 
 Two indexes serve part one, one per topic order, each with the equalities first and the
-order's key next: (discussion_id, status, author.id, seq, _id) and
-(discussion_id, status, author.id, full_slug). Each author's visible comments are one
-contiguous range of either, already in that order, so a merge of the ranges is the order.
+order's key next: (discussion_id, status, author.id, seq, _id) and, partial on
+`{status: "visible"}`, (discussion_id, author.id, full_slug). Each author's visible comments are
+one contiguous range of either, already in that order, so a merge of the ranges is the order.
 
 - Participants (who of the followed took part, with their newest visible comment): an
   aggregation `$match` on the seq index's equality prefix, `$sort` by it backwards, `$group`
@@ -42,13 +42,19 @@ from comments.managers.base import CHRONOLOGICAL, THREADED, VISIBLE, Comment
 # that index) stay covered. The full_slug one has no `_id`: its only reader, part one, fetches
 # the documents it shows anyway (the filter reads `_id` there), and `full_slug` is unique in a
 # discussion, so `_id` would neither cover nor order anything (17 bytes a comment on no query).
+# For the same reason it holds no `status`: it is a partial index of the visible comments
+# (MongoDB's partial indexes: a query whose filter includes `status: "visible"` may use it, and
+# part one's always does), so no key repeats "visible" (about 11 bytes a comment) and removed or
+# deleted comments have no entry. The seq one keeps `status` in its keys: the participants'
+# DISTINCT_SCAN must read every field of its `$match` from the keys to stay covered.
 FOLLOWING_INDEX = IndexModel([("discussion_id", ASCENDING), ("status", ASCENDING), ("author.id", ASCENDING),
                               ("seq", ASCENDING), ("_id", ASCENDING)], name="discussion_status_author_seq")
-FOLLOWING_THREADED_INDEX = IndexModel([("discussion_id", ASCENDING), ("status", ASCENDING), ("author.id", ASCENDING),
-                                       ("full_slug", ASCENDING)], name="discussion_status_author_full_slug")
+FOLLOWING_THREADED_INDEX = IndexModel([("discussion_id", ASCENDING), ("author.id", ASCENDING), ("full_slug", ASCENDING)],
+                                      name="discussion_visible_author_full_slug",
+                                      partialFilterExpression={"status": VISIBLE})
 MERGE_LIMIT = 200  # MongoDB's planner explodes an `$in` into per-value index scans up to 200 of them
 _KEYS = {CHRONOLOGICAL: "seq", THREADED: "full_slug"}
-_AUTHOR_INDEXES = {CHRONOLOGICAL: "discussion_status_author_seq", THREADED: "discussion_status_author_full_slug"}
+_AUTHOR_INDEXES = {CHRONOLOGICAL: "discussion_status_author_seq", THREADED: "discussion_visible_author_full_slug"}
 _TOPIC_SORTS = {CHRONOLOGICAL: [("seq", ASCENDING)], THREADED: [("full_slug", ASCENDING)]}
 _TOPIC_INDEXES = {CHRONOLOGICAL: "discussion_seq", THREADED: "discussion_full_slug"}  # the order's own index
 

@@ -12,6 +12,7 @@ here imports a manager, so no manager module imports another.
 from __future__ import annotations
 
 import bson
+from bson.int64 import Int64
 
 FLAT = "flat"
 NESTED = "nested"
@@ -22,16 +23,19 @@ _ARRAY_KEY = 1 + 7 + 1  # type byte, an index of up to 7 digits, NUL
 _STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pending", "deleted", ...)
 
 
-# An element is stored without `latest_likers` until its first like (fields.to_element): the
-# field and its empty array, which that like's `$push` creates, are charged with the element.
-_LIKERS_ROOM = len(bson.encode({"latest_likers": []})) - len(bson.encode({}))
+# An element is stored without `latest_likers`, `likes` and `pinned` until its first like or pin
+# (fields.to_element leaves them out at their default): each field, as the first like's `$push`
+# and `$inc` (a 64-bit count at most) or the first pin's `$set` creates it, is charged with the element.
+_LATER_FIELDS = {"latest_likers": [], "likes": Int64(0), "pinned": False}
+_LATER_ROOM = {name: len(bson.encode({name: value})) - len(bson.encode({})) for name, value in _LATER_FIELDS.items()}
 
 
 def charge(element: dict) -> int:
     """Bytes a new element may take in its discussion document: its BSON size, its array key (the
     index is not known when pushing, so 7 digits), room for its status to grow (embedded.py) and
-    for the `latest_likers` array its first like adds."""
-    return len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM + (0 if "latest_likers" in element else _LIKERS_ROOM)
+    for each field a first like or pin adds."""
+    return (len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
+            + sum(room for name, room in _LATER_ROOM.items() if name not in element))
 
 
 def liker_charge(username: str) -> int:

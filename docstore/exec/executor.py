@@ -30,6 +30,7 @@ from docstore.query.match import prepare
 from docstore.query.semantics import filter_applies, naive
 from docstore.storage import keys as K
 from docstore.storage.cut import cut
+from docstore.storage.idless import whole
 from docstore.storage.raw import KeptDocuments, RawDocument
 from docstore.storage.store import CollectionInfo, IndexInfo
 
@@ -218,15 +219,16 @@ class Executor:
         # versions to keep by: its documents are read whole until a write gives it the column.
         if final and self.kept is not None and self.coll.versioned and (self.q.raw or self.q.cut is not None):
             return self._fetch_in_place(rid, stats)
-        row = self.conn.execute(f"SELECT doc FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
+        row = self.conn.execute(f"SELECT doc, id, idv FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
             return None
+        blob = whole(*row)
         if not final:
-            return decode(row[0])
+            return decode(blob)
         if self.q.raw:
-            return RawDocument(row[0], CODEC)
-        return self._final(row[0])
+            return RawDocument(blob, CODEC)
+        return self._final(blob)
 
     def _final(self, blob: bytes, document: RawDocument | None = None) -> dict:
         """The stored `blob` as the reader gets it; `document`: the same read in place, whose arrays'
@@ -249,17 +251,18 @@ class Executor:
         and kept; a small one, or one without a version (never kept), is read in the same query
         as its version."""
         table = self.coll.table
-        row = self.conn.execute(f"SELECT gen, CASE WHEN gen IS NULL OR length(doc) < ? THEN doc END FROM {table} "
-                                f"WHERE rid=?", (KeptDocuments.SMALLEST, rid)).fetchone()
+        row = self.conn.execute(f"SELECT gen, CASE WHEN gen IS NULL OR length(doc) < ? THEN doc END, id, idv "
+                                f"FROM {table} WHERE rid=?", (KeptDocuments.SMALLEST, rid)).fetchone()
         stats.docs += 1
         if not row:
             return None
-        gen, small = row
+        gen, small, id_key, idv = row
         if small is not None:
+            small = whole(small, id_key, idv)
             return RawDocument(small, CODEC) if self.q.raw else self._final(small)
         document = self.kept.get(table, rid, gen)
         if document is None:
-            blob = self.conn.execute(f"SELECT doc FROM {table} WHERE rid=?", (rid,)).fetchone()[0]
+            blob = whole(*self.conn.execute(f"SELECT doc, id, idv FROM {table} WHERE rid=?", (rid,)).fetchone())
             document = RawDocument(blob, CODEC)
             self.kept.keep(table, rid, gen, document)
         return document if self.q.raw else self._final(document.blob, document)
@@ -570,10 +573,10 @@ class Executor:
         stats = plan.stats
 
         def rows():
-            for rid, blob in self._cursor(
-                    f"SELECT rid, doc FROM {self.coll.table} ORDER BY rid {'ASC' if natural > 0 else 'DESC'}"):
+            for rid, blob, id_key, idv in self._cursor(
+                    f"SELECT rid, doc, id, idv FROM {self.coll.table} ORDER BY rid {'ASC' if natural > 0 else 'DESC'}"):
                 stats.docs += 1
-                yield rid, blob
+                yield rid, whole(blob, id_key, idv)
 
         def pipeline():
             matched = 0

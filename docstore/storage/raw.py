@@ -257,8 +257,9 @@ class KeptDocuments:
     discussion document of 12,000 comments locates 12,000 elements before it reads its twenty.
 
     An entry stands for one stored version of one document: the documents table's `gen`
-    (docstore.storage.store), a random 63-bit number written with every insert and update of the
-    row, read in the reading operation's own transaction. The same `gen` is the same bytes,
+    (docstore.storage.store), a random 63-bit number written with every insert and update of a
+    row of at least SMALLEST bytes (a smaller one has none: it is never kept), read in the
+    reading operation's own transaction. The same `gen` is the same bytes,
     whichever process or thread wrote them; another `gen`, or none (a row written before the
     column existed), is read from the table again. A rolled-back write leaves the row's old
     `gen`, so what was read inside it is never matched.

@@ -26,10 +26,12 @@ connection and snapshot back, as a server closes an idle cursor), and a bounded 
 Tables: `_docstore_catalog` (one row per collection, its indexes as BSON), `_docstore_meta`
 (the catalog version); per collection `d<N>` (rid INTEGER PRIMARY KEY, id BLOB UNIQUE:
 the encoded `_id`, the `_id_` index; idv: `{_id}` as BSON, or empty when `id` decodes to
-exactly that `_id` (docstore.storage.keys.decode); gen: a random number written
-with every insert and update of the row, which names the stored version for
-docstore.storage.raw.KeptDocuments, NULL in rows written before the column existed and cleared by a
-trigger when a write changes `doc` and not `gen`; doc: the document as BSON);
+exactly that `_id` (docstore.storage.keys.decode), and then a small document is stored without
+its `_id` (docstore.storage.idless); gen: a random number written
+with every insert and update of a document large enough to be kept (`new_generation`), which
+names the stored version for docstore.storage.raw.KeptDocuments; NULL for a smaller one (read
+whole every time), in rows written before the column existed, and cleared by a trigger when a
+write changes `doc` and not `gen`; doc: the document as BSON);
 per index `i<N>` (k0..kn: the encoded key of each index field, rid, v: empty when the keys
 decode to exactly the values a covered read returns, one type byte a key when only the
 64-bit integers' type must come back, else the values as BSON: docstore.exec.executor
@@ -96,8 +98,9 @@ INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 """
 # The file's layout, in `PRAGMA user_version` (0 in a file made before it was kept there):
 # 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger; 3: the
-# change table (docstore.storage.changes).
-SCHEMA_VERSION = 3
+# change table (docstore.storage.changes); 4: the guard triggers skip rows without a `gen` (small
+# documents carry none: `new_generation`).
+SCHEMA_VERSION = 4
 
 # The documents tables that have `gen` (one query over the schema, when the catalog is read).
 _VERSIONED_TABLES = ("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c "
@@ -281,6 +284,8 @@ class Store:
                 _add_generations(conn)
             if version < 3:
                 changes.create(conn)
+            if version < 4:
+                _renew_guards(conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -831,11 +836,26 @@ def _guard(table: str) -> str:
     """The trigger that clears `gen` when a write changes `doc` but not `gen`: a process still
     running a version of this engine from before `gen` (an upgrade's old worker) cannot leave a
     version number standing for bytes it replaced, so no kept view outlives them."""
+    # `OLD.gen IS NOT NULL`: a version without a number (a small document's) has nothing to clear,
+    # so the writes of small documents never run the trigger's second UPDATE.
     return (f"CREATE TRIGGER IF NOT EXISTS g{table} AFTER UPDATE OF doc ON {table} FOR EACH ROW "
-            f"WHEN NEW.gen IS OLD.gen BEGIN UPDATE {table} SET gen = NULL WHERE rid = NEW.rid; END")
+            f"WHEN NEW.gen IS OLD.gen AND OLD.gen IS NOT NULL BEGIN UPDATE {table} SET gen = NULL WHERE rid = NEW.rid; END")
 
 
-def new_generation() -> int:
-    """A document version's `gen`: random from the operating system, so no two processes (forked
-    from one parent, sharing its random state) write the same one."""
-    return secrets.randbits(63)
+def _renew_guards(conn: sqlite3.Connection) -> None:
+    """Schema version 4: every documents table's guard as `_guard` makes it now (a trigger that
+    skips a row without a version number); the rows keep their stored `gen` until their next write."""
+    for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog").fetchall():
+        info = _load_info(name, tid, blob)
+        if info.materialized and "gen" in {row[1] for row in conn.execute(f"PRAGMA table_info({info.table})")}:
+            conn.execute(f"DROP TRIGGER IF EXISTS g{info.table}")
+            conn.execute(_guard(info.table))
+
+
+def new_generation(size: int) -> int | None:
+    """The `gen` of a stored version of `size` bytes: random from the operating system, so no two
+    processes (forked from one parent, sharing its random state) write the same one; none (NULL,
+    no bytes in the row) for a document too small to be kept (KeptDocuments.SMALLEST), which is
+    read whole every time, so a version number would name nothing: 8 bytes a row that a
+    server's collStats would not count (its `size` is the documents' BSON alone)."""
+    return secrets.randbits(63) if size >= KeptDocuments.SMALLEST else None

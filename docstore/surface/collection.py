@@ -50,6 +50,7 @@ from docstore.storage import keys as K
 from docstore.storage import splice as SP
 from docstore.storage.cut import cut
 from docstore.storage.cut import plan as cut_plan
+from docstore.storage.idless import whole, without_id
 from docstore.storage.store import IndexInfo, is_duplicate, new_generation
 from docstore.surface import changestream as CS
 from docstore.surface import events
@@ -492,8 +493,9 @@ class Collection:
         id_key = K.encode(stored["_id"])
         info = self._store.versioned(conn, info)
         try:
+            idv = stored_id(id_key, doc["_id"])
             cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
-                               (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
+                               (id_key, idv, without_id(data, idv), new_generation(len(data))))
         except sqlite3.IntegrityError as exc:
             if not is_duplicate(exc):
                 raise
@@ -650,10 +652,12 @@ class Collection:
         key = self.database.client.cluster.key(self.name, self.database.name)
         if key and {f.split(".")[0] for f in key} & touched:
             return None
-        row = conn.execute(f"SELECT rid, doc FROM {info.table} WHERE id=?", (K.encode(doc_id),)).fetchone()
+        id_key = K.encode(doc_id)
+        row = conn.execute(f"SELECT rid, doc, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
         if row is None or len(row[1]) < IN_PLACE_SMALLEST:
             return None
-        rid, blob = row
+        rid, blob, idv = row
+        blob = whole(blob, id_key, idv)
         named = cut(blob, {name: 1 for name in {k.split(".")[0] for k in filter} | fields |
                            {f.split(".")[0] for f in key or ()}})
         if named is None:
@@ -679,7 +683,8 @@ class Collection:
                 raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
                                  S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
             info = self._store.versioned(conn, info)
-            conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+            conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
+                         (without_id(data, idv), new_generation(len(data)), rid))
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
@@ -719,9 +724,10 @@ class Collection:
             raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
         id_key = K.encode(old["_id"])
-        rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
+        rid, idv = conn.execute(f"SELECT rid, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
         info = self._store.versioned(conn, info)
-        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
+                     (without_id(data, idv), new_generation(len(data)), rid))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
         if replace:
@@ -1026,8 +1032,8 @@ class Collection:
             index.table = self._store.create_index_table(conn, index)
             cols = [f"k{n}" for n in range(len(index.keys))]
             built = []
-            for rid, blob in conn.execute(f"SELECT rid, doc FROM {info.table}").fetchall():
-                doc = decode(blob)
+            for rid, blob, id_key, idv in conn.execute(f"SELECT rid, doc, id, idv FROM {info.table}").fetchall():
+                doc = decode(whole(blob, id_key, idv))
                 entries, multikey = self._entries(index, doc)
                 index.multikey = index.multikey or multikey
                 built += [(entry, rid) for entry in entries]

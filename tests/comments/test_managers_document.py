@@ -76,9 +76,12 @@ def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     # "People you follow first": each author's visible comments a range in each topic order's key.
     assert keys["discussion_status_author_seq"] == (
         (("discussion_id", 1), ("status", 1), ("author.id", 1), ("seq", 1), ("_id", 1)), False)
-    # No `_id` in the threaded one: its reader fetches the documents, and full_slug is unique.
-    assert keys["discussion_status_author_full_slug"] == (
-        (("discussion_id", 1), ("status", 1), ("author.id", 1), ("full_slug", 1)), False)
+    # No `_id` in the threaded one: its reader fetches the documents, and full_slug is unique; no
+    # `status` either: it is partial on the visible comments, which are all its reader asks for.
+    assert keys["discussion_visible_author_full_slug"] == (
+        (("discussion_id", 1), ("author.id", 1), ("full_slug", 1)), False)
+    assert info["discussion_visible_author_full_slug"]["partialFilterExpression"] == {"status": "visible"}
+    assert "discussion_status_author_full_slug" not in keys
     assert keys["discussion_hashed_id"] == ((("discussion_id", "hashed"), ("_id", 1)), False)
     # No unused index (slug had no reader; cid is in _id).
     assert "discussion_slug" not in keys and "discussion_cid" not in keys

@@ -203,3 +203,45 @@ def test_a_comment_document_stored_with_the_seed_fields_reads_as_before(make_top
         "posted": key_posted(stored["full_slug"])}})
     assert api_client.get(url(topic)).json()["results"] == before
     assert api_client.get(url(topic, reply)).json()["parent"] == root
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_pinned_and_likes_are_left_out_at_their_default_and_every_change_still_lands(storage, order, make_topic,
+                                                                                     make_user, api_client):
+    """A comment never pinned nor liked stores neither `pinned` nor `likes`; an unpin of it changes
+    nothing (no hint, no hot score moves), a pin and a like create them, and the likes repair
+    matches a count of 0 stored as no field."""
+    from comments import services
+    from comments.managers.likes import CommentLikeManager
+
+    topic = make_topic(storage, order)
+    ann = make_user("ann")
+    api_client.force_authenticate(ann)
+    first = api_client.post(url(topic), {"text": "first"}, format="json").json()["id"]
+    second = api_client.post(url(topic), {"text": "second", "parent": first}, format="json").json()["id"]
+    assert not {"pinned", "likes"} & set(raw_comment("first")) and not {"pinned", "likes"} & set(raw_comment("second"))
+
+    manager, threaded = services.comment_manager(topic), services.is_threaded(topic)
+    # An unpin of an unpinned comment (as a concurrent unpin's write finds it) changes nothing.
+    manager.set_pinned(discussion_id=topic.discussion_id, comment_id=first, pinned=False, threaded=threaded)
+    assert "pinned" not in raw_comment("first")
+    hot = [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]]
+    assert hot == [second, first]  # newest first: nothing moved up or down
+    assert api_client.get(url(topic)).json().get("pinned", []) == []
+
+    services.comment_pin_store(topic=topic, comment_id=first, pinned=True)
+    assert raw_comment("first")["pinned"] is True
+    assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]][0] == first
+    services.comment_pin_store(topic=topic, comment_id=first, pinned=False)
+    assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]] == [second, first]
+
+    # An edge written without its counter (a crash between the two writes): the repair matches
+    # the count 0 that the comment stores as no field, and sets it.
+    bob = make_user("bob")
+    CommentLikeManager().like(discussion_id=topic.discussion_id, comment_id=second, user_id=bob.pk,
+                              at=manager.get(discussion_id=topic.discussion_id, comment_id=second,
+                                             threaded=threaded).posted)
+    services.comment_likes_repair(topics=[topic], grace=0)
+    assert raw_comment("second")["likes"] == 1
+    assert api_client.get(url(topic, second)).json()["likes"] == 1
+    assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]] == [second, first]

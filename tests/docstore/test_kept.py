@@ -232,3 +232,28 @@ def test_a_slice_of_a_kept_document_is_the_slice_of_its_stored_version(small_kep
     theirs.discussions.update_one({"_id": "d"}, {"$push": {"comments": {"id": "c0040", "text": "new"}}})
     assert page(ours, 37, 10)["comments"] == doc["comments"][37:] + [{"id": "c0040", "text": "new"}]
     assert page(ours, -2, 1)["comments"] == doc["comments"][39:40]
+
+
+def test_a_document_too_small_to_be_kept_stores_no_version_and_runs_no_guard(small_kept, path):
+    """Only a document of at least SMALLEST bytes is ever kept, so only its row carries a `gen`
+    (8 bytes a row that a server's collStats would not count); a smaller one's writes leave the
+    guard trigger idle (nothing to clear), and a document that grows past SMALLEST gets one."""
+    db = open_db(path)
+    db.small.insert_one({"_id": 1, "x": 1})
+    db.discussions.insert_one({"_id": "d", "count": 0, "comments": []})
+    tables = _tables(path)
+    conn = sqlite3.connect(path)
+    gen = lambda table: conn.execute(f"SELECT gen FROM {table}").fetchone()[0]  # noqa: E731
+    assert gen(tables["small"]) is None and gen(tables["discussions"]) is None
+    conn.execute(f"CREATE TEMP TRIGGER counted AFTER UPDATE ON main.{tables['small']} "
+                 f"BEGIN UPDATE fired SET n = n + 1; END")
+    conn.execute("CREATE TEMP TABLE fired (n INTEGER)")
+    conn.execute("INSERT INTO fired VALUES (0)")
+    conn.execute(f"UPDATE {tables['small']} SET doc=? WHERE rid=(SELECT rid FROM {tables['small']})",
+                 (bson.encode({"_id": 1, "x": 2}),))
+    assert conn.execute("SELECT n FROM fired").fetchone()[0] == 1  # the update alone: the guard did not write
+    conn.rollback()
+    db.discussions.update_one({"_id": "d"}, {"$set": {"comments": [{"id": f"c{n:04d}", "text": "t " * 40}
+                                                                   for n in range(40)]}})
+    assert gen(tables["discussions"]) is not None
+    assert read(db) == read(db) and db._store.kept.hits == 1
