@@ -102,6 +102,11 @@ INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 # documents carry none: `new_generation`).
 SCHEMA_VERSION = 4
 
+
+class NewerFile(RuntimeError):
+    """The file's schema version is above SCHEMA_VERSION: a newer engine wrote it."""
+
+
 # The documents tables that have `gen` (one query over the schema, when the catalog is read).
 _VERSIONED_TABLES = ("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c "
                      "WHERE m.type = 'table' AND m.name GLOB 'd*' AND c.name = 'gen'")
@@ -266,8 +271,13 @@ class Store:
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """The file's schema brought to SCHEMA_VERSION, once: a file at the current version costs
         one read of its header. Under the write lock, so two processes opening an old file at
-        once upgrade it once (the second finds it done)."""
-        if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        once upgrade it once (the second finds it done). A file a newer engine wrote is refused:
+        its rows may have a shape this code would misread (a row keeping its `_id` only in its key)."""
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise NewerFile(f"{self.path} has schema version {found}, written by a newer docstore; this one reads "
+                            f"files up to version {SCHEMA_VERSION}: upgrade the code before opening it")
+        if found == SCHEMA_VERSION:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")

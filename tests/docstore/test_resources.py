@@ -12,7 +12,7 @@ import pytest
 from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure, WaitQueueTimeoutError
 
 import docstore
-from docstore.storage.store import SCHEMA_VERSION
+from docstore.storage.store import SCHEMA_VERSION, NewerFile
 
 
 @pytest.fixture
@@ -60,6 +60,16 @@ def test_an_old_file_is_upgraded_once_when_opened(path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert all("gen" in _columns(path, t) for t in tables)  # every table at once, not at its first write
     assert db.a.find_one({"_id": 1}) == {"_id": 1}
+
+
+def test_a_file_a_newer_engine_wrote_is_refused_not_misread(path):
+    open_db(path).a.insert_one({"_id": 1})
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")  # as a later engine leaves it
+    conn.commit()
+    conn.close()
+    with pytest.raises(NewerFile, match=f"schema version {SCHEMA_VERSION + 1}"):
+        open_db(path).a.find_one({"_id": 1})
 
 
 def test_a_write_lock_not_granted_in_time_is_the_servers_lock_timeout(path):
