@@ -106,6 +106,13 @@ class ModelCluster(Router):
             placed.append((coll.chunk_of(key), doc))
         self._grow(self.db, name, coll, placed)
 
+    def settle(self) -> None:
+        """A balancing round on every collection, as the server's balancer runs in the background
+        (the router runs one after each split only): the same `_balance`."""
+        for ns, coll in list(self.config._collections.items()):
+            with self.config.lock:
+                self._balance(self.db, ns.split(".", 1)[1], coll)
+
     def targets(self, name: str, filter_) -> tuple[list[str], str]:
         """The shards an operation with this filter reaches and how (Router._targets)."""
         return self._targets(self.db, f"{self.db}.{name}", filter_ if isinstance(filter_, dict) else {})

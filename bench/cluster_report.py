@@ -42,11 +42,18 @@ def doc_reason(coll: dict, shards: int, chunk_size: int) -> str:
     return "the key: the balancer is past its threshold and the data stays uneven"
 
 
-def op_reason(kind: dict, shards: int) -> str:
+def op_reason(kind: dict, shards: int) -> tuple[str, bool]:
+    """Why a request kind's operations crowd one shard, and whether a key could spread them."""
+    if kind.get("busiest_small"):
+        return (f"most of its operations are on {kind['busiest']}, under three chunk sizes: the few shards "
+                "holding it serve them all", False)
     if kind["keys"] < shards:
-        return (f"the request names {kind['keys']} shard-key value(s) in all: its operations cannot spread over "
-                f"more shards than that")
-    return "the key: the operations name enough key values to spread, and do not"
+        return (f"the request names {kind['keys']} owner(s) (the key's first field) in all: its operations "
+                "cannot spread over more shards than that", False)
+    if kind.get("top_owner_share", 0) * shards > LIMIT:
+        return (f"one owner is named by {kind['top_owner_share']:.0%} of its operations (popularity): its shard "
+                "serves at least that share, whatever the key", False)
+    return "the key: the operations name enough owners to spread, and do not", True
 
 
 def exceptions(result: dict) -> list[dict]:
@@ -61,9 +68,10 @@ def exceptions(result: dict) -> list[dict]:
                                 "key_problem": _significant(coll, chunk) and not coll["balanced"] and not coll["jumbo"]})
             for kind, entry in sorted(row["requests"].items()):
                 if entry["ops_max_over_mean"] > LIMIT:
+                    reason, problem = op_reason(entry, shards)
                     out.append({"workload": workload, "variant": variant, "shards": shards, "what": f"operations of {kind}",
-                                "x": entry["ops_max_over_mean"], "hot": entry["hot"], "reason": op_reason(entry, shards),
-                                "key_problem": entry["keys"] >= shards})
+                                "x": entry["ops_max_over_mean"], "hot": entry["hot"], "reason": reason,
+                                "key_problem": problem})
     return out
 
 

@@ -26,12 +26,13 @@ from django.test.utils import override_settings
 from pymongo import monitoring
 
 from bench.cluster_model import ModelCluster, max_over_mean
+from docstore.cluster.keyspace import ShardKey
 
 SHARDS = (3, 10, 30)
 SCALE = 100  # the workloads run at 1/SCALE of the case studies' sizes
 FULL_CHUNK = 128 * 1024 * 1024  # MongoDB's default chunk size (6.0+), scaled down with the data
 PLACE_BATCH = 1000
-HISTORY_DAYS = 30  # the credit workload: days of flows placed before the measured day
+HISTORY_DAYS = 20  # feeds and credits: days of documents placed before the measured day (HISTORY)
 SYNTHETIC_BASE = 60_000_000
 _WRITES = {"update": "updates", "delete": "deletes"}
 
@@ -180,7 +181,8 @@ def many_discussions(bench, rec, scale: int, storage: str = "document") -> str:
 
 
 def feeds(bench, rec, scale: int, strategy: str) -> str:
-    """1,000,000 users reading their feeds, each following 5 of the authors, each author posting once."""
+    """1,000,000 users reading their feeds, each following 5 of 100,000 authors (50 followers each, under the
+    push limit), a fifth of the authors posting once."""
     from bench import people
     from social.managers import FOLLOWERS, FOLLOWING, FollowListManager
     from social.selectors import feed_page
@@ -198,13 +200,14 @@ def feeds(bench, rec, scale: int, strategy: str) -> str:
     lists.replace(kind=FOLLOWING, lists=following)
     lists.replace(kind=FOLLOWERS, lists=dict(followers))
     bench.create_indexes()
-    for n, author in enumerate(authors):
+    for n, author in enumerate(rng.sample(authors, len(authors) // 5)):  # a fifth of the authors post
         _post_activity(rec, author, n)
     with rec.requests("feed page"):
         for user in rng.sample(users, min(500, len(users))):
             feed_page(user=user)
-    return (f"{len(users):,} users each following 5 of {len(authors):,} authors, each author posting once, "
-            f"500 users reading their feed")
+    return (f"{len(users):,} users each following 5 of {len(authors):,} authors, {len(authors) // 5:,} of them posting once, "
+            f"500 users reading their feed; the feeds and activities of the {HISTORY_DAYS} days before are copies of "
+            f"this day's a day apart (placed only)")
 
 
 def credits(bench, rec, scale: int) -> str:
@@ -216,7 +219,9 @@ def credits(bench, rec, scale: int) -> str:
     bench.create_indexes()
     rng = random.Random(4)
     day = datetime(2026, 11, 28, tzinfo=UTC)
-    weights = [1 / (rank + 1) for rank in range(users)]  # popular authors receive most likes (Zipf)
+    ranks = list(range(users))
+    rng.shuffle(ranks)  # popularity has nothing to do with when a user signed up
+    weights = [1 / (rank + 1) for rank in ranks]  # popular authors receive most likes (Zipf)
     with rec.requests("credit: comment"):
         for n in range(users):
             manager.record_comment(user_id=rng.randrange(1, users + 1), reply=bool(n % 2),
@@ -227,19 +232,27 @@ def credits(bench, rec, scale: int) -> str:
             manager.record_like(author_id=author, discussion_id=author % 997, comment_id=f"c{author % 13}",
                                 liker_id=rng.randrange(1, users + 1), at=day + timedelta(seconds=n * 86_400 // users))
     return (f"{users:,} comments and {users:,} likes by {users:,} users in one day (likes Zipf over authors); "
-            f"the flows of the {HISTORY_DAYS} days before are copies of this day's documents a day apart (placed only)")
+            f"the flows of the {HISTORY_DAYS} days before are copies of this day's day flows a day apart (placed only)")
 
 
-def _history(name: str, docs: list[dict]) -> list[dict]:
-    """The year of flows before the day, for the credit workload: each day flow moved back a day at a time."""
-    if not name.startswith("credit_"):
+DAY_MS = 86_400_000
+# The days before the measured one, placed only (copies of the day's documents a day apart each): the
+# collections a site keeps for months (feeds for FEED_ITEM_DAYS, credit flows for a year) as they stand
+# when the measured day begins. {collection: (field, step back by one day)}
+HISTORY = {
+    "feeds": {"social_feed_items": ("date", DAY_MS), "social_activities": ("date", DAY_MS),
+              "social_feed_buckets": ("sequence", 1)},
+    "credits": {"credit_user_flows": ("ts", timedelta(days=1)), "credit_comment_flows": ("ts", timedelta(days=1))},
+}
+
+
+def _history(workload: str, name: str, docs: list[dict]) -> list[dict]:
+    field, step = HISTORY.get(workload, {}).get(name, (None, None))
+    if field is None:
         return []
-    out = []
-    for back in range(HISTORY_DAYS, 0, -1):
-        for doc in docs:
-            if doc.get("period") == "day":
-                out.append({**doc, "_id": f"h{back}-{doc['_id']}", "ts": doc["ts"] - timedelta(days=back)})
-    return out
+    return [{**doc, "_id": f"h{back}-{doc['_id']}", field: doc[field] - step * back}
+            for back in range(HISTORY_DAYS, 0, -1) for doc in docs
+            if field in doc and doc.get("period", "day") == "day"]
 
 
 # name, case study, claim, variants, runner
@@ -281,14 +294,14 @@ def _collections(db) -> dict[str, list[dict]]:
 
 
 def route(keys: dict, data: dict[str, list[dict]], ops: list, shards: int, chunk_size: int, *,
-          history: bool = False) -> dict:
-    """What a cluster of `shards` holds and serves for one workload (`history`: the credit flows' days before)."""
+          workload: str = "") -> dict:
+    """What a cluster of `shards` holds and serves for one workload (with its HISTORY placed first)."""
     model = ModelCluster(shards, keys, chunk_size=chunk_size)
     for name, docs in data.items():
-        if history:
-            docs = _history(name, docs) + docs
+        docs = _history(workload, name, docs) + docs
         for at in range(0, len(docs), PLACE_BATCH):
             model.place(name, docs[at:at + PLACE_BATCH])
+    model.settle()
     names = model.shard_names()
     collections = {}
     for name, docs in data.items():
@@ -310,16 +323,18 @@ def route(keys: dict, data: dict[str, list[dict]], ops: list, shards: int, chunk
     for kind, name, op, what, inserted in ops:
         entry = kinds.setdefault(kind, {"ops": 0, "targeted": 0, "multi": 0, "broadcast": 0,
                                         "per_shard": Counter(), "collections": Counter(), "untargeted": Counter(),
-                                        "keys": set()})
+                                        "keys": Counter()})
         coll = model.config.sharded(f"{model.db}.{name}")
+        # The owners an operation names: its value (or range) of the key's first field.
+        lead = ShardKey({coll.key.fields[0]: coll.key.pattern[coll.key.fields[0]]}) if coll is not None else None
         if inserted:
             reached, how = [model.insert_target(name, what)], "targeted"
-            entry["keys"].add((name, coll.key.of(what) if coll is not None else None))
+            entry["keys"][(name, lead.of(what) if lead is not None else None)] += 1
         else:
             reached, how = model.targets(name, what)
             how = "targeted" if how == "primary" else how
-            found = coll.key.intervals(what) if coll is not None else None
-            entry["keys"].add((name, tuple(found) if found is not None else None))
+            found = lead.intervals(what) if lead is not None else None
+            entry["keys"][(name, tuple(found) if found is not None else None)] += 1
         entry["ops"] += 1
         entry[how] += 1
         entry["collections"][name] += 1
@@ -335,7 +350,12 @@ def route(keys: dict, data: dict[str, list[dict]], ops: list, shards: int, chunk
         entry["per_shard"] = dict(entry["per_shard"])
         entry["collections"] = dict(entry["collections"])
         entry["untargeted"] = dict(entry["untargeted"])
-        entry["keys"] = len(entry["keys"])  # distinct shard-key values (or ranges) the request's operations name
+        # the owners (the key's first field) the request's operations name, and the share of the most named one
+        entry["top_owner_share"] = round(max(entry["keys"].values()) / entry["ops"], 3) if entry["ops"] else 0.0
+        entry["keys"] = len(entry["keys"])
+        busiest = max(entry["collections"], key=entry["collections"].get)
+        entry["busiest"] = busiest
+        entry["busiest_small"] = collections.get(busiest, {}).get("bytes", 0) < 3 * chunk_size
     return {"collections": collections, "requests": kinds, "migrations": model.migrations}
 
 
@@ -361,7 +381,7 @@ def run(bench, *, scale: int = SCALE, shard_counts=SHARDS, only=None, log=print)
                 data = _collections(get_db())
             ran = time.perf_counter() - t0
             for shards in shard_counts:
-                result = route(keys, data, rec.ops, shards, chunk_size, history=workload == "credits")
+                result = route(keys, data, rec.ops, shards, chunk_size, workload=workload)
                 rows.append({"workload": workload, "variant": variant, "study": study, "claim": claim, "what": what,
                              "shards": shards, **result})
             log(f"  {workload:<17} {variant:<9} {len(rec.ops):>7} operations, "

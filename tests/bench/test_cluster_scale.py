@@ -64,7 +64,8 @@ def test_the_report_has_a_section_per_workload_and_names_what_passes_the_limit(r
 def test_exceptions_classify_small_collections_and_single_owner_requests():
     coll = {"docs_max_over_mean": 3.0, "chunks_max_over_mean": 3.0, "hot": "shard0", "jumbo": 0, "chunks": 1,
             "bytes": 100, "balanced": True}
-    kind = {"ops_max_over_mean": 3.0, "hot": "shard0", "keys": 1}
+    kind = {"ops_max_over_mean": 3.0, "hot": "shard0", "keys": 1, "top_owner_share": 0.1, "busiest": "c",
+            "busiest_small": False}
     result = {"chunk_size": 1000, "rows": [{"workload": "w", "variant": "v", "shards": 3,
                                             "collections": {"c": coll}, "requests": {"k": kind}}]}
     found = cluster_report.exceptions(result)
