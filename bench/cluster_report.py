@@ -130,12 +130,16 @@ three-shard cluster (`python -m docstore cluster`) that the model and the router
 document's shard, every chunk's bounds, owner and jumbo mark, the balancer's migrations and the
 shards a query reaches.
 
-Documents are placed in insert order, 1,000 at a time, at their final size; operations are routed
-against the chunks as they stand after the load (getMore follows its cursor and is not counted
-again). "max/mean" is the most loaded shard over the mean of all shards (1.00x: even; N: all on
-one of N shards). A collection holding less than three chunk sizes is below the balancer's
-migration threshold (MongoDB 6.0+): the manual's cluster leaves it where it is, so its max/mean
-says how small it is, not how good its key is; such rows are marked "small".
+Documents are placed in insert order, 1,000 at a time, at their final size, and after the load one
+more balancing round runs (the router's `_balance`, as the server's background balancer would; the
+router itself balances only after a split); operations are routed against the chunks as they stand
+then (getMore follows its cursor and is not counted again). Feeds and credit flows are kept for
+months on a site, so those workloads place copies of the measured day's documents a day apart for
+the days before it (said in each workload's "Ran"). "max/mean" is the most loaded shard over the
+mean of all shards (1.00x: even; N: all on one of N shards). A collection holding less than three
+chunk sizes is below the balancer's migration threshold (MongoDB 6.0+): the manual's cluster
+leaves it where it is, so its max/mean says how small it is, not how good its key is; such rows
+are marked "small".
 
 Run: {seconds:,.0f} s ({cpu:,.0f} s CPU) on {machine}; shard counts {shards}.
 """

@@ -238,19 +238,28 @@ def credits(bench, rec, scale: int) -> str:
 DAY_MS = 86_400_000
 # The days before the measured one, placed only (copies of the day's documents a day apart each): the
 # collections a site keeps for months (feeds for FEED_ITEM_DAYS, credit flows for a year) as they stand
-# when the measured day begins. {collection: (field, step back by one day)}
+# when the measured day begins. {workload: collections}, each moved back by its date field.
 HISTORY = {
-    "feeds": {"social_feed_items": ("date", DAY_MS), "social_activities": ("date", DAY_MS),
-              "social_feed_buckets": ("sequence", 1)},
-    "credits": {"credit_user_flows": ("ts", timedelta(days=1)), "credit_comment_flows": ("ts", timedelta(days=1))},
+    "feeds": ("social_feed_items", "social_activities", "social_feed_buckets"),
+    "credits": ("credit_user_flows", "credit_comment_flows"),
 }
+_HISTORY_FIELD = {"social_feed_items": "date", "social_activities": "date", "social_feed_buckets": "sequence",
+                  "credit_user_flows": "ts", "credit_comment_flows": "ts"}
+
+
+def _back(value, days: int, field: str):
+    """`value` of a document `days` days earlier: a date by days (milliseconds when stored as a number), a
+    bucket's sequence by one a day."""
+    if isinstance(value, datetime):
+        return value - timedelta(days=days)
+    return value - days * (1 if field == "sequence" else DAY_MS)
 
 
 def _history(workload: str, name: str, docs: list[dict]) -> list[dict]:
-    field, step = HISTORY.get(workload, {}).get(name, (None, None))
-    if field is None:
+    if name not in HISTORY.get(workload, ()):
         return []
-    return [{**doc, "_id": f"h{back}-{doc['_id']}", field: doc[field] - step * back}
+    field = _HISTORY_FIELD[name]
+    return [{**doc, "_id": f"h{back}-{doc['_id']}", field: _back(doc[field], back, field)}
             for back in range(HISTORY_DAYS, 0, -1) for doc in docs
             if field in doc and doc.get("period", "day") == "day"]
 
