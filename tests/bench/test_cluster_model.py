@@ -91,3 +91,31 @@ def test_max_over_mean():
     assert max_over_mean([1, 1, 1]) == 1.0
     assert max_over_mean([3, 0, 0]) == 3.0
     assert max_over_mean([0, 0]) == 0.0
+
+
+@pytest.mark.django_db
+def test_whom_do_i_mute_reads_spread_over_the_shards(mongo_db):
+    """Every page and feed read asks the mutes "whom do I mute"; the collection stays small (few users
+    mute), so its key must spread those reads over the shards, not keep them on the one shard that
+    holds a small collection's only chunk: at 3, 10 and 30 shards no shard serves more than 1.5x the
+    mean of 3,000 readers' lookups, routed as the manager sends them."""
+    from bench.cluster_scale import FULL_CHUNK, SCALE, Recorder, route
+    from core.mongo import monitored
+    from social.managers.mutes import MuteManager
+
+    keys = declared_shard_keys()
+    rec = Recorder()
+    rec.database = mongo_db.name
+    with monitored([rec]):
+        mutes = MuteManager()
+        for muter in range(1, 201):
+            mutes.create(muter=muter, muted=muter + 1, at=datetime(2026, 1, 1, tzinfo=UTC))
+        with rec.requests("whom do I mute"):
+            for reader in range(1, 3001):
+                mutes.muted_by(muter=reader)
+    data = {"social_mutes": list(mongo_db["social_mutes"].find())}
+    for shards in (3, 10, 30):
+        routed = route({"social_mutes": keys["social_mutes"]}, data, rec.ops, shards, FULL_CHUNK // SCALE)
+        reads = routed["requests"]["whom do I mute"]
+        assert reads["ops"] == 3000 and reads["targeted_share"] == 1.0
+        assert reads["ops_max_over_mean"] <= 1.5, (shards, reads["per_shard"])
