@@ -42,11 +42,15 @@ def doc_reason(coll: dict, shards: int, chunk_size: int) -> str:
     return "the key: the balancer is past its threshold and the data stays uneven"
 
 
-def op_reason(kind: dict, shards: int) -> tuple[str, bool]:
+def op_reason(kind: dict, shards: int, collections: dict | None = None) -> tuple[str, bool]:
     """Why a request kind's operations crowd one shard, and whether a key could spread them."""
     if kind.get("busiest_small"):
         return (f"most of its operations are on {kind['busiest']}, under three chunk sizes: the few shards "
                 "holding it serve them all", False)
+    chunks = (collections or {}).get(kind.get("busiest"), {}).get("chunks", shards)
+    if chunks < shards:
+        return (f"most of its operations are on {kind['busiest']}, {chunks} chunks for {shards} shards: "
+                "no more shards than chunks can serve them", False)
     if kind["keys"] < shards:
         return (f"the request names {kind['keys']} owner(s) (the key's first field) in all: its operations "
                 "cannot spread over more shards than that", False)
@@ -68,7 +72,7 @@ def exceptions(result: dict) -> list[dict]:
                                 "key_problem": _significant(coll, chunk) and not coll["balanced"] and not coll["jumbo"]})
             for kind, entry in sorted(row["requests"].items()):
                 if entry["ops_max_over_mean"] > LIMIT:
-                    reason, problem = op_reason(entry, shards)
+                    reason, problem = op_reason(entry, shards, row["collections"])
                     out.append({"workload": workload, "variant": variant, "shards": shards, "what": f"operations of {kind}",
                                 "x": entry["ops_max_over_mean"], "hot": entry["hot"], "reason": reason,
                                 "key_problem": problem})

@@ -14,9 +14,12 @@ class Command(BaseCommand):
         parser.add_argument("--json", metavar="FILE", help="Write the result as JSON (docs/bench/scale-cluster.json).")
         parser.add_argument("--docs", metavar="FILE", help="Write the report (docs/scale.md).")
         parser.add_argument("--plots", metavar="DIR", help="Write the report's plots here (docs/bench).")
+        parser.add_argument("--from", dest="source", metavar="FILE",
+                            help="Write --docs and --plots from a result --json wrote before, without running.")
 
     def handle(self, *args, **options):
         import json
+        import os
 
         from bench import cluster_report, cluster_scale
         from bench.counting import OpCounter
@@ -37,9 +40,18 @@ class Command(BaseCommand):
             self.stdout.write(line)
             self.stdout.flush()
 
+        if options["source"]:
+            with open(options["source"]) as fh:
+                result = json.load(fh)
+            result["rows"] = [{**row, "shards": int(row["shards"])} for row in result["rows"]]
+            if options["docs"]:
+                cluster_report.write(result, options["docs"], plots=options["plots"])
+            return
+
         with django_test_database():
             bench = Bench(sizes=TINY, counter=OpCounter(), mode="cluster", log=log)
             result = cluster_scale.run(bench, scale=options["scale"], shard_counts=shards, only=only, log=log)
+        result["machine"] = f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
         if options["json"]:
             with open(options["json"], "w") as fh:
                 json.dump(result, fh, indent=1, sort_keys=True, default=str)
