@@ -167,37 +167,53 @@ Run: {seconds:,.0f} s ({cpu:,.0f} s CPU) on {machine}; shard counts {shards}.
 READING = {
     "celebrity": (
         "The follow list is keyed `(owner, kind, seq)`: the celebrity's head and every `tbc` continuation "
-        "document share the owner, so the whole list is one owner's range of the key space. At 1,000,000 "
-        "followers the list is about {list_kb} kB at full size, under one chunk: it sits on one shard, and "
-        "every read of the followers page and every fan-out reads that shard. This is inherent to a "
-        "per-owner key (the seed's design: one place holds one producer's followers, read in order); `seq` "
-        "in the key lets the range split between continuation documents once a list passes a chunk (a "
-        "list of about 13 million ids), so no chunk goes jumbo. What a site does: nothing for the data; "
-        "for the reads, the hybrid fan-out already pulls a celebrity's posts at read time (above "
-        "FEED_PUSH_LIMIT nothing is pushed), so a post is a few operations on the celebrity's shard, "
-        "not a million writes; read the followers page from secondaries if it runs hot."),
+        "document share the owner, so the whole list is one owner's range of the key space, about {list_kb} kB "
+        "at 1,000,000 followers: under one chunk, on one shard, and the followers page reads that shard "
+        "alone (one owner: inherent to a per-owner key, the seed's design). `seq` in the key lets the "
+        "range split between continuation documents once a list passes a chunk (about 15 million ids at the 9 bytes an id takes here), so no "
+        "chunk goes jumbo (0 everywhere). Posting is a few operations on the author's own ranges (the log by "
+        "`author`, the pulled-authors registry): above FEED_PUSH_LIMIT nothing is pushed, so a post by a "
+        "celebrity is not a million writes. What a site does: nothing for the data; if the celebrity's "
+        "shard runs hot on followers pages, read them from secondaries (MONGODB_STALE_READ_PREFERENCE, "
+        "docs/configuration.md), as the music service reads its comments."),
     "one discussion": (
         "Comments are keyed `(discussion_id hashed, _id)`: the hash places the discussion, `_id` lets its "
-        "range split. The case study's claim (one discussion's comments together) holds for reads: every "
-        "page is targeted at one shard. The documents do not stay together: a 1,000,000-comment discussion "
-        "is many chunks, and the balancer spreads them (max/mean of its documents is the balancer's "
-        "threshold at work). New comments all go to the chunk holding the top of the `_id` range, so the "
-        "posting of one hot discussion always lands on one shard; that is inherent to a key that keeps a "
-        "discussion's pages on one shard (a hashed `_id` would spread the posts and broadcast every page). "
-        "The embedded and bucketed strategies hold one discussion in a few large documents: one shard."),
+        "range split. The claim holds: every page read is targeted at one shard (100%), and the "
+        "discussion's chunks stay on the shard the hash chose, since at 1,000,000 comments they are under "
+        "three chunk sizes of difference, the balancer's threshold (documents max/mean = N, marked small). "
+        "Posting into one discussion goes to that shard: one owner, inherent to a key that keeps a "
+        "discussion's pages together (a hashed `_id` would spread the posts and broadcast every page). The "
+        "embedded discussion outgrows its document and moves itself into per-comment documents (the "
+        "embedded strategy's own move, `comment_migrations`), and then reads as the document strategy does; "
+        "the bucketed strategy holds it in a few hundred buckets keyed the same way."),
     "many discussions": (
-        "100,000 discussions of 10 comments: the hashed discussion key spreads documents and requests "
-        "evenly, as the music service's hashed topic key claims; each page read is targeted."),
+        "The hashed discussion key spreads discussions evenly, as the music service's hashed topic key "
+        "claims: documents 1.04x / 1.13x / 1.28x at 3 / 10 / 30 shards, every page read targeted. The page "
+        "reads' 1.80x at 30 shards is sampling: 400 reads over 30 shards is 13 a shard, and the largest of "
+        "30 such counts is about that far above the mean. Posting crowds the shard holding the day's small "
+        "ranged collections (the credit flows and the activity log, one chunk each at this size): see the "
+        "classification below."),
     "feeds": (
-        "Fan-out on read reads the activities of everyone followed (`author` in the key: a multi-shard "
-        "read by author, as the seed says); fan-out on write and the buckets read one owner's range "
-        "(targeted). User ids grow with each sign-up, so the ranged `owner` and `author` keys put new "
-        "users' documents in the top chunk until it splits; the balancer moves the rest."),
+        "Fan-out on write and the buckets keep a user's feed in one owner range (`(owner, date)`, "
+        "`(owner, sequence)`): 64 chunks at every shard count, documents 1.11x / 1.27x / 2.36x (at 30 "
+        "shards two chunks a shard, and the balancer's threshold is three), every feed read targeted. Fan-out "
+        "on read gathers followed authors' activities by `author` (one `$in`): targeted while the log is one "
+        "chunk, multi-shard once it splits, as the seed says. What runs hot is the small collections every "
+        "read also asks, each one chunk on the primary shard while it is small: the following list and the "
+        "activity log (ranged, until they grow past a few chunks) and the pulled-authors registry "
+        "(unsharded: it is read whole, so a key would make every feed read a broadcast). The mutes, asked "
+        "\"whom do I mute\" on every page, were such a collection too; they are now keyed on a hashed "
+        "muter, presplit over every shard (the change this report led to; tests/bench/test_cluster_model.py). "
+        "What a site does: read the registry from secondaries, or cache it; the ranged logs spread as they "
+        "grow (new users' ids grow, so new users' documents go to the top chunk until it splits; the "
+        "balancer then moves them)."),
     "credits": (
-        "Daily and monthly flows keyed `(user_id, period, ts)`: a day's writes spread over every user's "
-        "range once the flows of the year before have split the collection (modelled with 30 days of "
-        "history). The likes go mostly to a few authors (Zipf), and their flows are on the chunk that "
-        "holds them: the operations follow the popularity, which no key on the user can spread."),
+        "Daily and monthly flows keyed `(user_id, period, ts)`: with 20 days of flows placed before the "
+        "measured day the user flows are 16 chunks and the comment flows 8, fewer than 30 shards, so at 30 "
+        "shards no more than that many shards can take a day's writes (a year of flows is about 18 times "
+        "more chunks: the 30-shard figure is a month-old site's). The likes go mostly to a few authors (Zipf, "
+        "popularity shuffled over user ids): the most liked author is named by a tenth of the day's like "
+        "operations, and their chunk's shard takes them whatever the key."),
 }
 
 

@@ -44,6 +44,10 @@ class Command(BaseCommand):
             with open(options["source"]) as fh:
                 result = json.load(fh)
             result["rows"] = [{**row, "shards": int(row["shards"])} for row in result["rows"]]
+            if "keys" not in result:  # a result from before the keys were saved with it
+                from core.managers import declared_shard_keys
+
+                result["keys"] = declared_shard_keys()
             if options["docs"]:
                 cluster_report.write(result, options["docs"], plots=options["plots"])
             return
