@@ -104,15 +104,17 @@ def plot(result: dict, directory: str) -> list[str]:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     fig.suptitle(f"Most loaded shard over the mean, modelled cluster (data at 1/{result['scale']}, chunk "
                  f"{chunk / 1024 / 1024:.2f} MiB)")
-    for (workload, variant), by_shards in sorted(_groups(result).items()):
+    palette = plt.get_cmap("tab20").colors
+    for n, ((workload, variant), by_shards) in enumerate(sorted(_groups(result).items())):
         xs = sorted(by_shards)
         docs = [max([c["docs_max_over_mean"] for c in by_shards[s]["collections"].values()
                      if _significant(c, chunk)] or [0]) for s in xs]
         ops = [max([k["ops_max_over_mean"] for k in by_shards[s]["requests"].values()] or [0]) for s in xs]
         label = f"{workload} / {variant}"
+        style = dict(marker="o", label=label, color=palette[n % len(palette)])  # one colour per workload, both panels
         if any(docs):
-            left.plot(xs, docs, marker="o", label=label)
-        right.plot(xs, ops, marker="o", label=label)
+            left.plot(xs, docs, **style)
+        right.plot(xs, ops, **style)
     for ax, title in ((left, "documents: worst collection past 3 chunk sizes"), (right, "operations: busiest request kind")):
         ax.axhline(LIMIT, color="grey", linestyle=":", linewidth=1)
         ax.plot([1, max(result["shards"])], [1, max(result["shards"])], color="lightgrey", linewidth=1,
@@ -124,6 +126,7 @@ def plot(result: dict, directory: str) -> list[str]:
         ax.set_ylabel("max over mean")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
+    left.legend(fontsize=7, loc="upper left")
     right.legend(fontsize=7, loc="upper left")
     path = _save(fig, directory, "scale_cluster.png")
     plt.close(fig)
