@@ -52,7 +52,7 @@ def op_reason(kind: dict, shards: int, collections: dict | None = None, keys: di
     crowded, share = [], 0.0
     for name, count in sorted(kind.get("collections", {}).items(), key=lambda kv: -kv[1]):
         coll = collections.get(name)
-        key = (coll or {}).get("key") or (keys or {}).get(name) or {}
+        key = (keys or {}).get(name) or (coll or {}).get("key") or {}
         presplit = bool(key) and next(iter(key.values())) == "hashed"
         if (coll is None or coll["bytes"] < 3 * chunk_size) and not presplit:
             crowded.append(f"{name} ({'ranged' if key else 'unsharded'})")
@@ -274,7 +274,8 @@ def write(result: dict, path: str, plots: str | None = None) -> None:
         for name in sorted(first["collections"]):
             cs = [by_shards[s]["collections"].get(name) for s in sorted(by_shards)]
             c0 = cs[0]
-            key = ", ".join(f"{k}: {v}" for k, v in (c0["key"] or {}).items()) or "unsharded (primary shard)"
+            pattern = result.get("keys", {}).get(name, c0["key"]) or {}
+            key = ", ".join(f"{k}: {v}" for k, v in pattern.items()) or "unsharded (primary shard)"
             rows.append([name, key, f"{c0['docs']:,}", f"{c0['bytes'] / 1024:,.0f}",
                          " / ".join(str(c["chunks"]) for c in cs),
                          " / ".join(_x(c["docs_max_over_mean"]) for c in cs),
