@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run serve secret-key test test-wire test-cluster mongosh conformance faults bench bench-update bench-quick bench-load bench-bytes bench-live bench-load-server bench-scale bench-import lint install install-dev indexes clean
+.PHONY: run serve secret-key test test-wire test-cluster mongosh conformance faults bench bench-update bench-quick bench-load bench-bytes bench-live bench-load-server bench-scale bench-cluster bench-import lint install install-dev indexes clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -152,6 +152,16 @@ SIZES ?= 100000,1000000
 bench-scale: $(VENV)/.installed-bench
 	@command -v wrk >/dev/null || { echo "make bench-scale needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_scale --sizes $(SIZES) --json docs/bench/scale.json --docs docs/benchmarks.md
+
+## make bench-cluster: the case studies' workloads (a celebrity posting, one huge discussion in each comment strategy,
+## many small discussions, feeds under each fan-out strategy, a day's credit flows) at 1/CLUSTER_SCALE of their sizes,
+## routed through the simulated cluster's chunk, split and balancer code at 3, 10 and 30 shards (bench/cluster_model.py,
+## checked against `python -m docstore cluster` by tests/bench/test_cluster_model.py): docs/scale.md, its plot in
+## docs/bench/ and docs/bench/scale-cluster.json (a few minutes)
+CLUSTER_SCALE ?= 100
+bench-cluster: $(VENV)/.installed-bench
+	$(BENCH_ENV) $(PY) manage.py bench_cluster --scale $(CLUSTER_SCALE) --json docs/bench/scale-cluster.json \
+		--docs docs/scale.md --plots docs/bench
 
 ## make bench-import: `comments_import disqus` of generated Disqus exports (IMPORT_SIZES comments, 100,000 and
 ## 1,000,000 by default; the files are kept in bench-out/) into a fresh embedded store, one size at a time:

@@ -5,7 +5,7 @@ import sys
 
 # The benchmark harness's commands run with its settings (cms_site/bench_settings.py): the site's, with the
 # `bench` app, which the site itself does not install.
-BENCH_COMMANDS = ("bench", "bench_load", "bench_scale")
+BENCH_COMMANDS = ("bench", "bench_load", "bench_scale", "bench_cluster")
 
 
 def main():

@@ -30,6 +30,7 @@ class MuteManager(MongoManager):
             cls.collection_name: [
                 IndexModel([("muter", ASCENDING), ("muted", ASCENDING)], name="muter_muted"),
                 IndexModel([("muted", ASCENDING), ("muter", ASCENDING)], name="muted_muter"),
+                IndexModel([("muter", "hashed")], name="muter_hashed"),  # the shard key's index
             ]
         }
 
@@ -37,8 +38,12 @@ class MuteManager(MongoManager):
     def shard_keys(cls):
         # One value per muter is enough: a muter has at most MAX_MUTES documents of about 100
         # bytes (about 100 KB), far below a chunk (128 MiB, MongoDB docs "Data Partitioning
-        # with Chunks"), so no muter's chunk grows without bound.
-        return {cls.collection_name: {"muter": 1}}
+        # with Chunks"), so no muter's chunk grows without bound. Hashed, not ranged: few users
+        # mute, so the collection stays smaller than a chunk for a long time, and a ranged key
+        # keeps it as one chunk on one shard ("Ranged Sharding": an empty collection is one
+        # chunk) that every page and feed read ("whom do I mute") would hit; a hashed key is
+        # presplit over every shard when sharded ("Hashed Sharding"), so those reads spread.
+        return {cls.collection_name: {"muter": "hashed"}}
 
     @staticmethod
     def mute_id(muter: int, muted: int) -> str:
