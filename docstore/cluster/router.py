@@ -41,10 +41,10 @@ from types import SimpleNamespace
 
 import bson
 from bson import Int64, ObjectId
-from pymongo import MongoClient
 from pymongo.errors import OperationFailure, WriteError
 
 from docstore.cluster.config import Chunk, ConfigStore
+from docstore.cluster.links import shard_client
 from docstore.query import pipeline as PL
 from docstore.query import projection as PR
 from docstore.query import variables as V
@@ -83,8 +83,7 @@ class Router(Engine):
         super().__init__("", client=config_client, cursor_timeout=cursor_timeout)
         self.config = ConfigStore(config_client, shards)
         self.shard_hosts = dict(shards)
-        self.shard_clients = {name: MongoClient(f"mongodb://{host}/", directConnection=True)
-                              for name, host in shards.items()}
+        self.shard_clients = {name: shard_client(host) for name, host in shards.items()}
         self.chunk_size = int(chunk_size)
         # (shard, command) -> how many the router sent: what each shard served, for measurement.
         self.sent: Counter = Counter()
