@@ -11,30 +11,11 @@ from notifications.managers import NotificationManager
 from search.managers import CommentSearchManager
 from social.managers import FOLLOWERS, FollowListManager
 from social.services import follow_create
+from tests.integrity.support import assert_repaired, run
 
 pytestmark = pytest.mark.django_db
 
 STORAGES = ["document", "embedded", "bucketed"]
-
-
-def run(*args):
-    """(output, clean): the command's output and whether it exited with status 0."""
-    from io import StringIO
-
-    out = StringIO()
-    try:
-        call_command("integrity", *args, stdout=out)
-    except CommandError as exc:
-        return out.getvalue() + str(exc), False
-    return out.getvalue(), True
-
-
-def assert_repaired(*topic_args):
-    output, clean = run(*topic_args, "--repair")
-    assert "repaired" in output
-    output, clean = run(*topic_args)
-    assert clean, output
-    assert "0 difference(s)" in output
 
 
 @pytest.fixture
