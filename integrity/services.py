@@ -281,9 +281,9 @@ def check_commenters(topic, *, newest: dict[int, int], last_posted: dict, read_u
                      report: IntegrityReport, notes: list[str], grace: float = GAP_GRACE_SECONDS) -> None:
     """The topic's commenter pairs against `newest` (read from its stored comments, numbered up to
     `read_up_to`): a pair missing or extra. A pair numbered past what was read is a post since: not
-    a difference. An author
-    who posted there within `grace` is left, counted (their consequence task may be in flight); the
-    others are set by the task's own step, which reads the truth again (idempotent)."""
+    a difference. An author who posted there within `grace` is left, counted (their consequence
+    task may be in flight); the others are set by the task's own step, which reads the truth again
+    (idempotent)."""
     cutoff = timezone.now() - timedelta(seconds=grace)
     off = [(author, stored, wanted) for author, stored, wanted in commenters_drift(topic=topic, newest=newest)
            if stored is None or stored <= read_up_to]
