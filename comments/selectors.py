@@ -526,6 +526,24 @@ def comment_ranks_missing(*, topic, stored: int) -> int:
     return comment_manager(topic).ranks_missing(discussion_id=topic.discussion_id, stored=stored)
 
 
+def comment_ranks_authors_drift(*, topic, comments) -> list[tuple[str, int | None]]:
+    """(comment id, the author its rank names) of each of `comments` (a page of the topic's stored
+    ones) whose rank's `va` is not the comment's visible author (comments/managers/ranks.py: the
+    following order's author index, where the strategy's ranks carry authors; else empty)."""
+    return comment_manager(topic).ranks_authors_drift(discussion_id=topic.discussion_id, comments=list(comments))
+
+
+def comment_newest_visible(*, comments, newest: dict[int, int]) -> dict[int, int]:
+    """`newest` ({author id: seq of their newest visible comment}) with what `comments` (a page of
+    the stored ones) add: the answer the participants read gives (a visible comment of a
+    registered author; held ones are not stored, a deleted account's name no one). Returns it."""
+    for comment in comments:
+        author = visible_author(comment)
+        if author is not None and comment.seq > newest.get(author, 0):
+            newest[author] = comment.seq
+    return newest
+
+
 def comment_anchors_behind(*, topic) -> int:
     """How many comments the topic's threaded anchors (comments/managers/anchors.py) lack past
     what posting leaves them behind: until refreshed, threaded page numbers skip further."""

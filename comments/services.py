@@ -329,6 +329,17 @@ def comment_ranks_repair(*, topic) -> None:
     comment_manager(topic).ranks_repair(discussion_id=topic.discussion_id)
 
 
+def comment_ranks_authors_repair(*, topic, drift: list[tuple[str, int | None]]) -> int:
+    """Each rank of `drift` ((comment id, the `va` read), `comments.selectors.
+    comment_ranks_authors_drift`) made to name its comment's author as the comment is now: the
+    status change's own step (`rank_author_refresh`: the element read again, after the rank was),
+    guarded by the `va` read, so a rank a status change wrote meanwhile is left (run again).
+    Returns how many were written."""
+    manager, threaded = comment_manager(topic), is_threaded(topic)
+    return sum(1 for comment_id, was in drift
+               if manager.rank_author_refresh(topic.discussion_id, comment_id, threaded, was=was))
+
+
 def comment_posts_finish(*, topic, older_than: float | None = None, repair: bool = True) -> int:
     """Finish the posts of `topic` interrupted after their comment was numbered (a kill, a lost
     connection) and older than `older_than` seconds (GAP_GRACE_SECONDS; younger ones may still be

@@ -21,6 +21,12 @@ a time, `comments.selectors.comment_stored_pages`):
 - `ranks`: every stored comment has its rank, the entry of the order index that hot (and
   embedded threaded) pages read (`comments.selectors.comment_ranks_missing`; repair:
   `comments.services.comment_ranks_repair`, which writes the missing ones);
+- `rank authors`: where ranks carry their comment's author for the following order (bucketed:
+  `va`, the partial author index), each rank of a stored comment names the comment's visible
+  author, no one for a comment not visible (`comments.selectors.comment_ranks_authors_drift`, one
+  read of a page's ranks; repair: `comments.services.comment_ranks_authors_repair`, the status
+  change's own step, the element read again after the rank and the write guarded by the `va`
+  read);
 - `anchors`: the threaded anchors that threaded page numbers and permalinks of document
   storage start from are at most a refresh behind the counter (`comments.selectors.
   comment_anchors_behind`; repair: `comments.services.comment_anchors_refresh`);
@@ -31,7 +37,15 @@ a time, `comments.selectors.comment_stored_pages`):
   (`social.services.follows_finish_due`);
 - `search`: each comment's search entry is the entry it derives, and the discussion has no
   entries of comments it does not store (`search.services.comment_search_drift`,
-  `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`).
+  `comment_search_strays`; repair: `comment_search_rebuild`, `comment_search_prune`);
+- `commenters`: the pairs behind "N people you follow commented" (social_discussion_commenters)
+  are the authors with a visible comment, no pair missing, none extra
+  (`comments.selectors.comment_newest_visible` over the pages read, against `social.selectors.
+  commenters_drift`, one covered range of the topic's pairs, read after the pages: a pair newer
+  than the last comment read is a post since and not counted); repair: the consequence task's own
+  step, `social.services.commenters_refresh`, which reads the truth again; an author who posted
+  there within `grace` is left (their task may be in flight). Run after `ranks` and `rank
+  authors`: bucketed participants are read from the ranks.
 Per user, in batches of `batch` primary keys (a Django iterator), or the users named:
 - `follow lists`: followers/following ids and counts equal the follow edges
   (`social.selectors.follow_lists_drift`; repair: `social.services.follow_lists_repair`);
@@ -58,12 +72,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, timedelta
 
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from comments.selectors import (
     comment_anchors_behind,
     comment_manager,
+    comment_newest_visible,
+    comment_ranks_authors_drift,
     comment_ranks_missing,
     comment_stored_pages,
     credit_comment_flows_drift,
@@ -80,6 +98,7 @@ from comments.services import (
     comment_likes_finish_due,
     comment_likes_repair,
     comment_posts_finish,
+    comment_ranks_authors_repair,
     comment_ranks_repair,
     credit_expected_add,
     credit_expected_reset,
@@ -96,14 +115,16 @@ from search.services import (
     comment_search_rebuild,
     comment_search_strays,
 )
-from social.selectors import feed_drift, follow_lists_drift
-from social.services import feed_repair, follow_lists_repair, follows_finish_due
+from social.selectors import commenters_drift, feed_drift, follow_lists_drift
+from social.services import commenters_refresh, feed_repair, follow_lists_repair, follows_finish_due
 
 COUNTER, LIKES, SEARCH, FOLLOWS, UNREAD, MODERATION = "counter", "likes", "search", "follow lists", "unread", "moderation"
 FEEDS, GROUPS, CREDITS, POSTS, RANKS = "feeds", "notification groups", "credits", "posts", "ranks"
-ANCHORS = "anchors"
-CHECKS = (POSTS, COUNTER, RANKS, ANCHORS, LIKES, SEARCH, FOLLOWS, FEEDS, GROUPS, UNREAD, MODERATION, CREDITS)
-TOPIC_CHECKS = (POSTS, COUNTER, RANKS, ANCHORS, LIKES, SEARCH, CREDITS)  # per topic (credits: its comments' like flows)
+ANCHORS, RANK_AUTHORS, COMMENTERS = "anchors", "rank authors", "commenters"
+CHECKS = (POSTS, COUNTER, RANKS, RANK_AUTHORS, ANCHORS, LIKES, SEARCH, COMMENTERS, FOLLOWS, FEEDS, GROUPS, UNREAD,
+          MODERATION, CREDITS)
+# per topic (credits: its comments' like flows)
+TOPIC_CHECKS = (POSTS, COUNTER, RANKS, RANK_AUTHORS, ANCHORS, LIKES, SEARCH, COMMENTERS, CREDITS)
 USER_CHECKS = (FOLLOWS, FEEDS, GROUPS, UNREAD)  # per user
 SITE_CHECKS = (CREDITS, MODERATION)  # once, on a full run (credits: the user flows)
 
@@ -153,6 +174,9 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
     search_stale = 0
     search_off: list[str] = []  # the first ids, for the report line
     previous, previous_posted, threaded_gaps = 0, None, []
+    newest: dict[int, int] = {}  # author -> seq of their newest visible comment (the commenter pairs' truth)
+    last_posted: dict[int, object] = {}  # author -> their newest comment's posting time, any status (the grace)
+    authors_off = authors_fixed = 0
     for page in comment_stored_pages(topic=topic, page_size=batch):
         for comment in sorted(page, key=lambda c: c.seq):
             seq.stored += 1
@@ -165,6 +189,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
                         threaded_gaps.append((missing, previous_posted, comment.posted))
             previous = max(previous, comment.seq)
             previous_posted = comment.posted
+            author = comment.author.id if comment.author is not None else None
+            if author:
+                last_posted[author] = max(last_posted.get(author, comment.posted), comment.posted)
+        comment_newest_visible(comments=page, newest=newest)
+        off = comment_ranks_authors_drift(topic=topic, comments=page)
+        authors_off += len(off)
+        if repair and off:
+            authors_fixed += comment_ranks_authors_repair(topic=topic, drift=off)
         if user_flows:
             credit_expected_add(comments=page, since=credits_since)
         stale = comment_search_drift(topic=topic, comments=page)
@@ -192,6 +224,14 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
         if repair:
             comment_ranks_repair(topic=topic)
             report.repaired[RANKS] += missing
+    if authors_off:
+        report.drifted[RANK_AUTHORS] += authors_off
+        report.repaired[RANK_AUTHORS] += authors_fixed
+        notes.append(f"rank authors: {authors_off} rank(s) name another author than their comment (following order)"
+                     + (f", {authors_fixed} set" + (" (the others changed meanwhile: run again)"
+                                                    if authors_fixed < authors_off else "") if repair else ""))
+    check_commenters(topic, newest=newest, last_posted=last_posted, read_up_to=previous, repair=repair,
+                     report=report, notes=notes, grace=grace)
     behind = comment_anchors_behind(topic=topic)
     if behind:
         report.drifted[ANCHORS] += 1
@@ -235,6 +275,38 @@ def check_topic(topic, *, repair: bool, batch: int, report: IntegrityReport, say
     report.checked["topics"] += 1
     report.checked["comments"] += seq.stored
     say(f"topic {topic.slug}: {seq.stored} comment(s); " + ("; ".join(notes) if notes else "ok"))
+
+
+def check_commenters(topic, *, newest: dict[int, int], last_posted: dict, read_up_to: int, repair: bool,
+                     report: IntegrityReport, notes: list[str], grace: float = GAP_GRACE_SECONDS) -> None:
+    """The topic's commenter pairs against `newest` (read from its stored comments, numbered up to
+    `read_up_to`): a pair missing or extra. A pair numbered past what was read is a post since: not
+    a difference. An author who posted there within `grace` is left, counted (their consequence
+    task may be in flight); the others are set by the task's own step, which reads the truth again
+    (idempotent)."""
+    cutoff = timezone.now() - timedelta(seconds=grace)
+    off = [(author, stored, wanted) for author, stored, wanted in commenters_drift(topic=topic, newest=newest)
+           if stored is None or stored <= read_up_to]
+    if not off:
+        return
+    report.drifted[COMMENTERS] += len(off)
+    shown = ", ".join(f"user {author}: {'no pair' if stored is None else f'pair at {stored}'} for "
+                      f"{'no visible comment' if wanted is None else f'newest visible {wanted}'}"
+                      for author, stored, wanted in off[:5])
+    note = f"commenters: {len(off)} pair(s) missing or extra against the visible comments ({shown})"
+    if repair:
+        due = [author for author, _, _ in off if not _after(last_posted.get(author), cutoff)]
+        done = sum(1 for author in due if commenters_refresh(topic_id=topic.pk, author_id=author))
+        report.repaired[COMMENTERS] += done
+        note += f", {done} set" + (f", {len(off) - done} of authors posting within the grace left" if done < len(off) else "")
+    notes.append(note)
+
+
+def _after(moment, cutoff) -> bool:
+    """Whether `moment` (a stored posting time, naive read as UTC; None: never) is later than `cutoff`."""
+    if moment is None:
+        return False
+    return (moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)) > cutoff
 
 
 def check_users(user_ids: list[int], *, repair: bool, report: IntegrityReport, say,

@@ -333,3 +333,15 @@ def followed_commenters_by_topic(*, topic_ids, viewer) -> dict[int, FollowedComm
     users = get_user_model().objects.in_bulk(wanted) if wanted else {}
     return {d: FollowedCommenters(count=len(pairs[d]), people=[users[a] for a in shown[d] if a in users])
             for d in pairs}
+
+
+def commenters_drift(*, topic, newest: dict[int, int]) -> list[tuple[int, int | None, int | None]]:
+    """(author, the pair's seq, the seq of their newest visible comment) of every commenter pair of
+    `topic` missing (None, seq) or extra (seq, None) against `newest` ({author: seq of their newest
+    visible comment}, read from the stored comments before this), by author. Who took part is
+    compared, not the number, which only orders the names: two tasks of one author's posts may land
+    in either order, and an embedded threaded discussion numbers its nested comments by posting
+    time where a post takes the discussion's count. One covered range of the discussion's pairs
+    (social/managers/commenters.py)."""
+    stored = dict(DiscussionCommenterManager().pairs(discussion_id=topic.discussion_id))
+    return [(author, stored.get(author), newest.get(author)) for author in sorted(set(stored) ^ set(newest))]

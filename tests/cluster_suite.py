@@ -6,43 +6,22 @@ their own SHARDING_FILTER, a config store), with the shard keys the managers dec
 targeted and broadcast operations, merged cursors, `_id` unique per shard only, and the
 explain-based tests read each shard's executionStats from mongos's explain.
 
-Starts the cluster in a temporary directory, runs pytest on SUITES (or the arguments) with
-MONGODB_URI set to the router's URI, stops the cluster with SIGTERM, and exits with pytest's status."""
+Starts the cluster in a temporary directory and runs pytest on SUITES (or the arguments) against
+the router through the shared runner (tests/served_suite.py), exiting with pytest's status."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.served_suite import run
+
 SUITES = ["tests/contract", "tests/query_shape", "tests/faults"]
 SHARDS = 3
 
 
 def main(argv: list[str]) -> int:
-    workers = os.environ.get("TEST_WORKERS", "auto")
-    with tempfile.TemporaryDirectory(prefix="docstore-cluster-") as tmp:
-        cluster = subprocess.Popen([sys.executable, "-m", "docstore", "cluster", tmp, "--shards", str(SHARDS)],
-                                   cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        try:
-            uri = cluster.stdout.readline().strip()
-            if not uri.startswith("mongodb://"):
-                print("test-cluster: the cluster did not start", file=sys.stderr)
-                return 2
-            print(f"test-cluster: the suites against {uri} ({SHARDS} shards)", flush=True)
-            env = {**os.environ, "MONGODB_URI": uri}
-            return subprocess.call([sys.executable, "-m", "pytest", "-n", workers, "-p", "no:cacheprovider",
-                                    *(argv or SUITES)], cwd=ROOT, env=env)
-        finally:
-            cluster.send_signal(signal.SIGTERM)
-            try:
-                cluster.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                cluster.kill()
+    return run("cluster", lambda tmp: ["cluster", str(tmp), "--shards", str(SHARDS)], SUITES, argv,
+               what=f" ({SHARDS} shards)", stop_timeout=60)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,19 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile("project")
 
 
+def _opens_its_own_store(request) -> bool:
+    """A module marked `pytestmark = pytest.mark.own_store` (the engine's wire server, change
+    streams, mongosh, the spec runner) opens stores of its own in temporary files: it gets neither
+    the project database nor the cleared caches below."""
+    return request.node.get_closest_marker("own_store") is not None
+
+
 @pytest.fixture(autouse=True)
-def mongo_db(settings):
+def mongo_db(request):
+    if _opens_its_own_store(request):
+        yield None
+        return
+    settings = request.getfixturevalue("settings")
     name = f"test_{uuid.uuid4().hex[:16]}"
     settings.MONGODB_DB = name
     db = get_db()
@@ -60,10 +71,13 @@ def _behind_mongos() -> bool:
 
 
 @pytest.fixture(autouse=True)
-def fresh_cache():
+def fresh_cache(request):
     """Django's cache (rate-limit counters, spam fingerprints) and the rendering LRUs
     (comments/rendering.py, the topic's SEO head: a test may change settings they do not key on)
     start empty for every test."""
+    if _opens_its_own_store(request):
+        yield None
+        return
     from django.core.cache import cache
 
     from comments import rendering
@@ -74,6 +88,20 @@ def fresh_cache():
     topics_seo.forget()
     yield
     cache.clear()
+
+
+@pytest.fixture(params=["read", "write", "bucket"])
+def feed_strategy(request, settings):
+    """The test once per feed strategy (settings.FEED_STRATEGY: fan-out on read, on write, bucketed)."""
+    settings.FEED_STRATEGY = request.param
+    return request.param
+
+
+@pytest.fixture
+def rate_limits_on(settings):
+    """The rate limits (off in tests/settings.py) on for the test; their counters live in Django's
+    cache, which `fresh_cache` empties before and after it."""
+    settings.RATE_LIMITS_ENABLED = True
 
 
 @pytest.fixture

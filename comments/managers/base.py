@@ -139,6 +139,8 @@ class Author:
         return None if self.id is None else self.name
 
 
+# A guarded write's "whatever is stored now" (`rank_visible(was=)`, `rank_author_refresh(was=)`): no guard.
+ANY_AUTHOR = object()
 FORGOTTEN = Author(id=0, name="")  # the author of a comment whose account was deleted ("a deleted account")
 
 
@@ -510,6 +512,17 @@ class CommentManager(MongoManager, abc.ABC):
 
     def ranks_repair(self, *, discussion_id: int) -> None:
         """Write every rank the discussion lacks, as its comments now are (idempotent)."""
+
+    def ranks_authors_drift(self, *, discussion_id: int, comments: list[Comment]) -> list[tuple[str, int | None]]:
+        """(comment id, the author its rank names) of each of `comments` whose rank names another
+        author than the comment's visible one (ranks.py, `va`: the following order's author index of
+        the strategies whose ranks carry authors); empty for the others."""
+        return []
+
+    def rank_author_refresh(self, discussion_id: int, comment_id: str, threaded: bool, *, was=ANY_AUTHOR) -> bool:
+        """The comment's rank made to name its author as the comment is now (ranks.py, `va`), only if
+        it still names `was`; False where ranks carry no authors."""
+        return False
 
     def ranks_upgrade(self, *, discussion_id: int) -> bool:
         """The upgrade step of a discussion whose ranks are not complete (stored before them, or

@@ -94,6 +94,8 @@ from comments.managers.moving import BucketedMoving
 from comments.managers.ranks import AUTHORS_RANKED, HotRanks, ranked_page
 from core.paging import Page, PageRequest
 
+RANK_SETTLE_BATCH = 500  # comments per read of their ranks when a backfill settles their authors
+
 
 def new_head(size: int | None = None) -> dict:
     """The fields a discussion document is created with: its bucket size, and `ranked` (its
@@ -625,6 +627,16 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
                     for e in doc.get("comments", [])]
         self.ranks_backfilled(discussion_id, comments)
         self.discussions.update_one({"_id": discussion_id}, {"$set": {"ranked": AUTHORS_RANKED}})
+        # A status change between the read above and its rank's insert found no rank to unset
+        # (`rank_visible` matched nothing), and the insert wrote `va` from the older read: read the
+        # comments again and settle each rank that names another author, by the status change's own
+        # guarded step (the element read after the rank). A change after this read writes its rank itself.
+        again = [from_element(e, discussion_id) for doc in self.buckets.find({"discussion_id": discussion_id})
+                 for e in doc.get("comments", [])]
+        for start in range(0, len(again), RANK_SETTLE_BATCH):
+            for comment_id, was in self.ranks_authors_drift(discussion_id=discussion_id,
+                                                            comments=again[start:start + RANK_SETTLE_BATCH]):
+                self.rank_author_refresh(discussion_id, comment_id, False, was=was)
 
     def _page(self, discussion_id, order, request, position, session) -> Page[Comment]:
         hints: dict = {}

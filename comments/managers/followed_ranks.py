@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pymongo import ASCENDING
 
-from comments.managers.base import VISIBLE, Comment
+from comments.managers.base import ANY_AUTHOR, VISIBLE, Comment
 from comments.managers.following import MERGE_LIMIT
 from comments.managers.ranks import VISIBLE_AUTHOR, visible_author
 
@@ -46,11 +46,18 @@ class RankedFollowedFirst:
     def rank_status(self, discussion_id: int, comment_id: str, status: str, threaded: bool) -> None:
         """After the element's status changed: its rank names the author only while it is visible
         (the author read back with `get()` when it becomes visible again: an approval, a restore)."""
-        author = None
         if status == VISIBLE:
-            comment = self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded)
-            author = visible_author(comment) if comment is not None else None
-        self.rank_visible(discussion_id, comment_id, author)
+            self.rank_author_refresh(discussion_id, comment_id, threaded)
+        else:
+            self.rank_visible(discussion_id, comment_id, None)
+
+    def rank_author_refresh(self, discussion_id: int, comment_id: str, threaded: bool, *, was=ANY_AUTHOR) -> bool:
+        """The rank's `va` set from the element as it is now (read with `get()` here, after whatever
+        the caller read): idempotent. `was`: only if the rank's `va` is still what a repair read
+        (`rank_visible`'s guard). True when a rank matched."""
+        comment = self.get(discussion_id=discussion_id, comment_id=comment_id, threaded=threaded)
+        author = visible_author(comment) if comment is not None else None
+        return self.rank_visible(discussion_id, comment_id, author, was=was)
 
     def participants(self, *, discussion_id: int, author_ids: list[int]) -> dict[int, int]:
         """{author id: the seq of their newest visible comment} of those of `author_ids` with one

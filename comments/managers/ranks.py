@@ -75,6 +75,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from comments.managers.base import (
+    ANY_AUTHOR,
     BACKWARD,
     CHRONOLOGICAL,
     FORWARD,
@@ -227,11 +228,34 @@ class HotRanks:
             self.ranks.update_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
                                   {"$inc": {"hot": Int64(delta)}})
 
-    def rank_visible(self, discussion_id: int, comment_id: str, author_id: int | None) -> None:
+    def rank_visible(self, discussion_id: int, comment_id: str, author_id: int | None, *, was=ANY_AUTHOR) -> bool:
         """The element's status changed (after its update matched): the rank names its author while
-        it is visible (`author_id`), no one otherwise (None)."""
+        it is visible (`author_id`), no one otherwise (None). `was`: only if the rank's `va` is still
+        that (None: absent), a guarded write (`update_one({_id, va: <value read>})`) for a repair
+        that read it. True when a rank matched."""
         change = {"$set": {VISIBLE_AUTHOR: int(author_id)}} if author_id else {"$unset": {VISIBLE_AUTHOR: ""}}
-        self.ranks.update_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id}, change)
+        key = {"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id}
+        if was is not ANY_AUTHOR:
+            key[VISIBLE_AUTHOR] = int(was) if was else {"$exists": False}
+        return self.ranks.update_one(key, change).matched_count > 0
+
+    def ranks_authors_drift(self, *, discussion_id: int, comments: list[Comment]) -> list[tuple[str, int | None]]:
+        """(comment id, the rank's `va`) of each of `comments` (a page of the stored ones) whose rank
+        names another author than `visible_author(comment)`: one read of their ranks by `_id`. Empty
+        where ranks carry no authors, or do not yet (the head's `ranked` below AUTHORS_RANKED: the
+        upgrade step writes them all, `ranks_missing` reports it); a comment without a rank is
+        `ranks_missing`'s too."""
+        if not self.ranks_authors or not comments or not self._ranks_complete(discussion_id):
+            return []
+        ids = {self.rank_id(discussion_id, c.id): c for c in comments}
+        off = []
+        for rank in self.ranks.find({"discussion_id": discussion_id, "_id": {"$in": sorted(ids)}},
+                                    {VISIBLE_AUTHOR: 1}).max_time_ms(self.max_time_ms):
+            comment = ids[rank["_id"]]
+            stored = rank.get(VISIBLE_AUTHOR)
+            if stored != visible_author(comment):
+                off.append((comment.id, None if stored is None else int(stored)))
+        return off
 
     def ranks_forgotten(self, discussion_id: int, author_id: int) -> None:
         """A deleted account's comments in one discussion name no author any more."""

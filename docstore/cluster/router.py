@@ -40,7 +40,6 @@ from __future__ import annotations
 import datetime
 import heapq
 import itertools
-import socket
 import threading
 from collections import Counter
 from types import SimpleNamespace
@@ -50,12 +49,12 @@ from bson import Int64, ObjectId
 from pymongo.errors import OperationFailure, WriteError
 
 from docstore.cluster.config import Chunk, ConfigStore
+from docstore.cluster.links import shard_client
 from docstore.cluster.shard import SET_METADATA
 from docstore.query import pipeline as PL
 from docstore.query import projection as PR
 from docstore.query import variables as V
 from docstore.query.cluster import ClusterRules
-from docstore.server import wire
 from docstore.server.commands import (
     GENERIC,
     MAX_BSON_SIZE,
@@ -90,7 +89,7 @@ class Router(Engine):
         super().__init__("", client=config_client, cursor_timeout=cursor_timeout)
         self.config = ConfigStore(config_client, shards)
         self.shard_hosts = dict(shards)
-        self.shard_clients = {name: _ShardConnections(host) for name, host in shards.items()}
+        self.shard_clients = {name: shard_client(host) for name, host in shards.items()}
         self.chunk_size = int(chunk_size)
         # (shard, command) -> how many the router sent: what each shard served, for measurement.
         self.sent: Counter = Counter()
@@ -890,50 +889,6 @@ class Router(Engine):
         chunk.hi, chunk.bytes = at, int(chunk.bytes * below)
         coll.chunks.append(upper)
         coll.chunks.sort(key=lambda c: c.lo)
-
-
-class _ShardConnections:
-    """The router's connections to one shard: OP_MSG commands over pooled sockets, each reply as it
-    came (an error reply included). A driver's connection pool without the driver: mongos talks to
-    its shards through its own pool, and here a command costs the router about a fifth of the CPU
-    pymongo's full client path takes (server selection, implicit sessions, monitoring)."""
-
-    def __init__(self, host: str):
-        address, _, port = host.rpartition(":")
-        self.address = (address.strip("[]"), int(port))
-        self._idle: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._closed = False
-
-    def command(self, db: str, body: dict) -> dict:
-        doc = bson.encode({**body, "$db": db}, codec_options=wire.CODEC)
-        payload = b"\x00\x00\x00\x00\x00" + doc  # flags 0, one body section (kind 0)
-        with self._lock:
-            sock = self._idle.pop() if self._idle else None
-            request_id = next(self._ids)
-        if sock is None:
-            sock = socket.create_connection(self.address)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            sock.sendall(wire.HEADER.pack(wire.HEADER.size + len(payload), request_id, 0, wire.OP_MSG) + payload)
-            reply = wire.read_message(sock).body
-        except BaseException:
-            sock.close()
-            raise
-        with self._lock:
-            if self._closed:
-                sock.close()
-            else:
-                self._idle.append(sock)
-        return reply
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for sock in idle:
-            sock.close()
 
 
 class _Failed(Exception):

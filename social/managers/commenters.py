@@ -79,5 +79,12 @@ class DiscussionCommenterManager(MongoManager):
                 found.setdefault(int(row["discussion_id"]), {})[int(row["author"])] = int(row["seq"])
         return found
 
+    def pairs(self, *, discussion_id: int):
+        """(author, seq) of every pair of one discussion, by author: a covered range of
+        `(discussion_id, author, seq)`, streamed in the cursor's batches (`manage.py integrity`)."""
+        rows = (self.collection.find({"discussion_id": int(discussion_id)}, {"_id": 0, "author": 1, "seq": 1})
+                .sort([("author", ASCENDING)]).hint("discussion_author_seq").max_time_ms(self.max_time_ms))
+        return ((int(row["author"]), int(row["seq"])) for row in rows)
+
     def forget_author(self, *, author: int) -> None:
         self.collection.delete_many({"author": int(author)})

@@ -6,13 +6,12 @@ tests/core/test_throttling.py, which covers the per-user minute windows."""
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.cache import cache
 
 from comments import services
 from core.throttling import rate_limit_hit, rates
 from tests.core.test_throttling import api, assert_throttled, requests_until_throttled
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("rate_limits_on")]
 
 # The defaults (cms_site/settings.py) as docs/features.md states them: scope -> who -> windows.
 README_TABLE = {
@@ -27,14 +26,6 @@ README_TABLE = {
     "login": {"account": ["10/15min"], "ip": ["30/15min"]},
     "write": {"user": ["30/min"], "ip": ["60/min"]},
 }
-
-
-@pytest.fixture(autouse=True)
-def limits_on(settings):
-    settings.RATE_LIMITS_ENABLED = True
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def test_the_defaults_are_the_readme_table():

@@ -9,15 +9,7 @@ from comments import services
 from core.throttling import Rate, client_ip, parse_rate, rate_limit_hit
 from tests.comments.support import stored
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def limits_on(settings):
-    settings.RATE_LIMITS_ENABLED = True
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("rate_limits_on")]
 
 
 def api(user=None, ip="203.0.113.7"):

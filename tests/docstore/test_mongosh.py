@@ -22,14 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MONGOSH = ROOT / "tools" / "mongosh" / "node_modules" / ".bin" / "mongosh"
 
 
-@pytest.fixture(autouse=True)
-def mongo_db():  # these tests open their own store; the suite's project database is not used
-    yield None
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    yield None
+# Each test opens a store of its own: no project database, no cache clearing (tests/conftest.py).
+pytestmark = pytest.mark.own_store
 
 
 def _mongosh() -> str:

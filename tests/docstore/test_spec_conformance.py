@@ -40,16 +40,8 @@ def _params():
     return out
 
 
-# The suite-wide autouse fixtures (a project database with its indexes, Django's cache) are not
-# what these tests use: each spec test opens its own store.
-@pytest.fixture(autouse=True)
-def mongo_db():
-    yield None
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    yield None
+# Each test opens a store of its own: no project database, no cache clearing (tests/conftest.py).
+pytestmark = pytest.mark.own_store
 
 
 def test_every_expected_failure_names_a_spec_test_in_scope():

@@ -19,26 +19,9 @@ from social.feeds.bucket import BucketedFanoutFeed
 from social.feeds.log import ActivityLogManager
 from social.feeds.write import FanoutOnWriteFeed
 from social.services import follow_create
+from tests.integrity.support import assert_repaired, run
 
 pytestmark = pytest.mark.django_db
-
-
-def run(*args):
-    from io import StringIO
-
-    out = StringIO()
-    try:
-        call_command("integrity", *args, stdout=out)
-    except CommandError as exc:
-        return out.getvalue() + str(exc), False
-    return out.getvalue(), True
-
-
-def assert_repaired(*args):
-    output, clean = run(*args, "--repair")
-    assert "repaired" in output, output
-    output, clean = run(*args)
-    assert clean, output
 
 
 # --- counters and seq ----------------------------------------------------------------

@@ -12,8 +12,8 @@ the writers are dead), and `integrity`, which must report nothing.
 What the repair finds is what a kill leaves by design (docs/deploy.md, "Integrity"): a
 number taken by a post that was not stored (a tombstone fills it), a like edge whose counter
 step did not run, a comment whose search entry, activity delivery or notification task never
-ran (eager tasks die with the process), a follow edge whose lists were not written, a credit
-flow not recorded after its comment. Nothing
+ran (eager tasks die with the process; the commenter pair of a first comment too), a follow
+edge whose lists were not written, a credit flow not recorded after its comment. Nothing
 else: the repaired report names only those checks."""
 
 import os
@@ -27,8 +27,8 @@ from tests.integrity.burst import UNTIL_KILLED, Store
 
 pytestmark = pytest.mark.restarts
 
-REPAIRABLE = {"posts", "counter", "ranks", "anchors", "likes", "search", "follow lists", "feeds", "notification groups",
-              "unread", "credits"}
+REPAIRABLE = {"posts", "counter", "ranks", "anchors", "likes", "search", "commenters", "follow lists", "feeds",
+              "notification groups", "unread", "credits"}
 
 
 @pytest.fixture

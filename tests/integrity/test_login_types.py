@@ -2,18 +2,9 @@
 a numeric username sent as a JSON number never skips it."""
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def limits_on(settings):
-    settings.RATE_LIMITS_ENABLED = True
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("rate_limits_on")]
 
 
 def test_a_numeric_username_as_a_json_number_is_a_400_and_counted(make_user):

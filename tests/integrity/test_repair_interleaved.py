@@ -4,11 +4,8 @@ repair between its reads) and runs the other there, the interleaving a busy site
 16-writer burst (test_repair_while_writing.py) makes them at random."""
 
 from datetime import timedelta
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from comments.managers.credits import CreditFlowManager
 from comments.managers.document import DocumentCommentManager
@@ -17,17 +14,13 @@ from comments.services import comment_create
 from notifications.managers import NotificationManager
 from social.managers import FOLLOWERS, FollowEdgeManager, FollowListManager
 from social.services import follow_create, follow_delete
+from tests.integrity.support import run
 
 pytestmark = pytest.mark.django_db
 
 
 def integrity(*args):
-    out = StringIO()
-    try:
-        call_command("integrity", *args, stdout=out)
-    except CommandError as exc:
-        return out.getvalue() + str(exc)
-    return out.getvalue()
+    return run(*args)[0]
 
 
 def assert_clean():

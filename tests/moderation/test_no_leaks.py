@@ -13,12 +13,6 @@ pytestmark = pytest.mark.django_db
 SECRET = "unmistakable secret words"
 
 
-@pytest.fixture(params=["read", "write", "bucket"])
-def feed_strategy(request, settings):
-    settings.FEED_STRATEGY = request.param
-    return request.param
-
-
 def pages(client, user):
     """What the feed (page and API) and alice's profile show to `user` (None: anonymous)."""
     if user is None:

@@ -19,12 +19,6 @@ def topic(request, make_topic):
     return make_topic(storage=request.param)
 
 
-@pytest.fixture(params=["read", "write", "bucket"])
-def feed_strategy(request, settings):
-    settings.FEED_STRATEGY = request.param
-    return request.param
-
-
 def shown(client, viewer):
     """alice's profile as `viewer` sees it, and the feed when `viewer` follows alice."""
     if viewer is None:

@@ -11,11 +11,10 @@ from social import selectors, services
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(params=["read", "write", "bucket"])
-def feed_strategy(request, settings):
-    settings.FEED_STRATEGY = request.param
+@pytest.fixture
+def feed_strategy(feed_strategy, settings):  # the suite's (tests/conftest.py), with small buckets
     settings.FEED_BUCKET_SIZE = 3  # backfills cross bucket boundaries
-    return request.param
+    return feed_strategy
 
 
 def excerpts(user):

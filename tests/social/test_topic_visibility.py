@@ -17,12 +17,6 @@ TITLE = "Quietly withdrawn topic"
 SECRET = "a comment on the withdrawn topic"
 
 
-@pytest.fixture(params=["read", "write", "bucket"])
-def feed_strategy(request, settings):
-    settings.FEED_STRATEGY = request.param
-    return request.param
-
-
 def bodies(client, viewer):
     if viewer is None:
         client.logout()

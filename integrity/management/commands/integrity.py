@@ -11,7 +11,8 @@ from topics.models import Topic
 
 class Command(BaseCommand):
     help = ("Check derived views against their source of truth (per topic: discussion counter and seq, likes and "
-            "latest likers, the search entries; per user: follow lists and counts, pushed feeds, notification groups "
+            "latest likers, the search entries, the ranks and their authors, the commenter pairs; per user: follow lists and "
+            "counts, pushed feeds, notification groups "
             "and unread counters; the moderation totals and credit flows), print what differs, and with --repair "
             "rebuild it. Exits with status 1 while differences remain.")
 
