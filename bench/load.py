@@ -275,13 +275,15 @@ class Server:
             return []
         return children or [str(self.proc.pid)]
 
-    def worker_rss(self) -> dict[int, float]:
-        """Resident memory of each worker (VmRSS of /proc/PID/status), MB."""
+    def worker_rss(self, part: str = "VmRSS") -> dict[int, float]:
+        """Resident memory of each worker (/proc/PID/status), MB: all of it (VmRSS), or its anonymous
+        pages (RssAnon: the heap, what the process allocated) or its file pages (RssFile: the
+        code and the memory-mapped store file, pages the kernel may drop and the workers share)."""
         found = {}
         for pid in self._pids():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(f"{part}:"):
                         found[int(pid)] = round(int(line.split()[1]) / 1024, 1)
             except OSError:
                 continue
@@ -612,6 +614,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         # Each start of ours: its workers' RSS once the read-only rows have run and once its POST rows
         # have (the posts wrk left in flight served first), worker by worker.
         rss_reads: dict[str, dict[int, float]] = {}
+        anon_reads: dict[str, dict[int, float]] = {}  # the heap's part of it (RssAnon)
         rss_growths: dict[str, dict] = {}
         reads = [e["ours"] for e in endpoints(ours, xtd, isso) if not e.get("post") and e.get("ours")
                  and (only is None or e["only"] in only)]
@@ -619,7 +622,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         def posted(server: Server) -> None:
             if server.name in rss_reads:
                 drain(server.base + f"/t/{ours['slug']}/", connections)
-                rss_growths[server.name] = rss_growth(rss_reads[server.name], server.worker_rss())
+                rss_growths[server.name] = {**rss_growth(rss_reads[server.name], server.worker_rss()),
+                                            "anon": rss_growth(anon_reads[server.name], server.worker_rss("RssAnon"))}
 
         for endpoint in endpoints(ours, xtd, isso):
             if only is not None and endpoint["only"] not in only:
@@ -639,6 +643,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                             threads=threads, workdir=workdir)
             if endpoint.get("post") and reads and sides["ours"].name not in rss_reads:
                 rss_reads[sides["ours"].name] = sides["ours"].worker_rss()
+                anon_reads[sides["ours"].name] = sides["ours"].worker_rss("RssAnon")
             runs: dict[str, list[dict]] = {}
             for _ in range(rounds):  # the sides alternate round by round: both see the same drift of the machine
                 for side, server in sides.items():

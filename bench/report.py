@@ -809,11 +809,15 @@ def bounds_section(info: dict, rows: list[dict]) -> str:
         # pids are ints in the run and strings once read back from its JSON
         after = {str(pid): mb for pid, mb in g["after_posting"].items()}
         by_pid = {str(pid): ratio for pid, ratio in g["ratios"].items()}
+        anon = g.get("anon") or {}
+        anon_reads = {str(pid): mb for pid, mb in (anon.get("after_reads") or {}).items()}
+        anon_after = {str(pid): mb for pid, mb in (anon.get("after_posting") or {}).items()}
         for pid, mb in g["after_reads"].items():
             ratio = by_pid.get(str(pid))
             if ratio is not None:
                 ratios.append(ratio)
-            lines.append([start, pid, mb, after.get(str(pid), "replaced"), f"{ratio}×" if ratio is not None else "–"])
+            lines.append([start, pid, mb, after.get(str(pid), "replaced"), f"{ratio}×" if ratio is not None else "–",
+                          anon_reads.get(str(pid), "–"), anon_after.get(str(pid), "–")])
     worst = max(ratios) if ratios else None
     posts = [f"{r['endpoint']} {r['wal_peak_mb']}" for r in rows
              if r["side"] == "ours" and r.get("method") == "POST" and "wal_peak_mb" in r]
@@ -825,10 +829,13 @@ def bounds_section(info: dict, rows: list[dict]) -> str:
         + (" Its peak during each of our POST rows, MB: " + ", ".join(posts) + "." if posts else ""),
         "",
         "Each worker's resident memory (VmRSS) after the read-only rows and after the POST rows of its start of the "
-        "site, the posts wrk left in flight served first; the informative row's start (auto-move off) had the "
+        "site, the posts wrk left in flight served first, and the part of it that is the heap (RssAnon; the rest is "
+        "file pages: code and the memory-mapped store file, which the workers share and the kernel may drop); "
+        "the informative row's start (auto-move off) had the "
         f"read-only endpoints driven again, unreported, before its posting. Largest ratio **{worst}×**; bound: at "
         f"most {rss_bound}× ({_within(worst, rss_bound, below=False)}).\n",
-        _table(["start", "worker (pid)", "RSS after the reads, MB", "RSS after posting, MB", "ratio"], lines),
+        _table(["start", "worker (pid)", "RSS after the reads, MB", "RSS after posting, MB", "ratio",
+                "of which the heap (RssAnon) after the reads, MB", "the heap after posting, MB"], lines),
     ]
     return "\n".join(text)
 

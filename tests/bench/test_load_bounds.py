@@ -50,8 +50,8 @@ def test_the_load_section_gives_the_wal_and_each_workers_rss_beside_their_bounds
     text = load_section(json.loads(json.dumps(LOAD)))  # as the report reads docs/bench/load.json back
     assert "peak **23.9 MB**, 4.1 MB at the end; bound: under 64 MB (within)" in text
     assert "POST embedded (10,000 comments, auto-move off) 23.9" in text
-    assert "| ours | 12 | 160.0 | 200.0 | 1.25× |" in text
-    assert "| ours-move-off | 21 | 140.0 | 240.0 | 1.71× |" in text
+    assert "| ours | 12 | 160.0 | 200.0 | 1.25× | – | – |" in text
+    assert "| ours-move-off | 21 | 140.0 | 240.0 | 1.71× | – | – |" in text
     assert "Largest ratio **1.71×**; bound: at most 1.5× (**over**)" in text
     within = {**LOAD, "info": {**LOAD["info"], "rss_growth": {"ours": LOAD["info"]["rss_growth"]["ours"]}}}
     assert "Largest ratio **1.25×**; bound: at most 1.5× (within)" in load_section(within)
