@@ -31,7 +31,7 @@ from docstore.query.semantics import filter_applies, naive
 from docstore.storage import keys as K
 from docstore.storage.cut import cut
 from docstore.storage.raw import KeptDocuments, RawDocument
-from docstore.storage.store import CollectionInfo, IndexInfo
+from docstore.storage.store import CollectionInfo, IndexInfo, freed_memory
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 # What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
@@ -220,6 +220,7 @@ class Executor:
         stats.docs += 1
         if not row:
             return None
+        freed_memory.handled(len(row[0]))
         if not final:
             return decode(row[0])
         if self.q.raw:
@@ -258,6 +259,7 @@ class Executor:
         document = self.kept.get(table, rid, gen)
         if document is None:
             blob = self.conn.execute(f"SELECT doc FROM {table} WHERE rid=?", (rid,)).fetchone()[0]
+            freed_memory.handled(len(blob))
             document = RawDocument(blob, CODEC)
             self.kept.keep(table, rid, gen, document)
         return document if self.q.raw else self._final(document.blob, document)

@@ -50,7 +50,7 @@ from docstore.storage import keys as K
 from docstore.storage import splice as SP
 from docstore.storage.cut import cut
 from docstore.storage.cut import plan as cut_plan
-from docstore.storage.store import IndexInfo, is_duplicate, new_generation
+from docstore.storage.store import IndexInfo, freed_memory, is_duplicate, new_generation
 from docstore.surface import changestream as CS
 from docstore.surface import events
 
@@ -492,6 +492,7 @@ class Collection:
         try:
             cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
                                (id_key, stored_id(id_key, doc["_id"]), data, new_generation()))
+            freed_memory.handled(len(data))
         except sqlite3.IntegrityError as exc:
             if not is_duplicate(exc):
                 raise
@@ -678,6 +679,7 @@ class Collection:
                                  S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
             info = self._store.versioned(conn, info)
             conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+            freed_memory.handled(len(data))
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
@@ -720,6 +722,7 @@ class Collection:
         rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
         info = self._store.versioned(conn, info)
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?", (data, new_generation(), rid))
+        freed_memory.handled(len(data))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
         if replace:
