@@ -126,8 +126,9 @@ bench-quick: $(VENV)/.installed-bench
 
 ## make bench-load: this site as `make serve` runs it, django-comments-xtd and Isso under gunicorn, the same
 ## 10,000-comment thread (ours in each strategy), each endpoint driven by wrk (Debian's package `wrk`) for 20 s:
-## req/s, p50, p99 and bytes per comment into docs/bench/load.json and the "Load run" section of
-## docs/benchmarks.md (about 7 minutes; stops by itself)
+## req/s, p50, p99, bytes per comment, the store's WAL peak and each worker's RSS growth from the reads to
+## the posts (their bounds: 64 MB, 1.5x) into docs/bench/load.json and the "Load run" section of
+## docs/benchmarks.md (about 8 minutes; stops by itself)
 bench-load: $(VENV)/.installed-bench $(ISSO_VENV)/.installed
 	@command -v wrk >/dev/null || { echo "make bench-load needs wrk (Debian: apt-get install wrk)"; exit 2; }
 	$(BENCH_ENV) $(PY) manage.py bench_load --json docs/bench/load.json --docs docs/benchmarks.md

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench import load, report
 
-ASGI = ("cms_site.asgi:application", ("--worker-class", "uvicorn_worker.UvicornWorker"))  # `make serve`
+ASGI = (load.OURS_APP, load.OURS_EXTRA)  # `make serve`
 WSGI = ("cms_site.wsgi:application", ())  # gunicorn's threaded sync workers (the configuration before)
 
 
@@ -105,7 +105,7 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
               "duration": duration, "connections": connections, "workers": load.gunicorn_args()[1]}
     try:
         for name, (app, extra) in (("wsgi", WSGI), ("asgi", ASGI)):
-            server = load.Server(f"live-{name}", app, env, workdir, extra=extra)
+            server = load.gunicorn(f"live-{name}", app, env, workdir, extra=extra)
             try:
                 server.wait(path)
                 _page(server, path, duration=3, connections=connections, threads=threads, workdir=workdir)  # warm

@@ -17,6 +17,17 @@ a token, xtd's API with HTTP Basic and its comment form's security hash; every r
 text). Posting runs last, so the pages are measured on the discussion as loaded. wrk's own
 timeout is raised to 30 s so slow answers count in the latency instead of being dropped.
 
+The embedded engine's bounds, measured through the same run (`WalWatch`, `rss_growth`): the
+store's -wal file sampled every 0.2 s from ours' start to the end (its peak, its last size, the
+peak of each of our rows; the bound: under 64 MB), and each of ours' workers' RSS after the
+read-only rows and after the POST rows of its start of the site, the posts wrk left in flight
+served first (the bound: at most 1.5x, worker by worker). The informative embedded row's second
+start has the read-only endpoints driven again, unreported, before it posts.
+
+Every process the run starts (each side's gunicorn, `python -m docstore serve`) is a `Server`;
+`serve_ours` starts ours as `make serve` does (`OURS_APP`, `OURS_EXTRA`), for bench/scale.py and
+bench/live_streams.py too.
+
 Results: requests/s, p50 and p99 latency, non-2xx answers and socket errors per endpoint and
 side, in a JSON file (docs/bench/load.json) and the "Load run" section of docs/benchmarks.md
 (`bench.report.load_section`, kept between markers when `make bench` rewrites the page).
@@ -37,6 +48,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -222,55 +234,75 @@ def _status(url: str) -> int:
 
 
 class Server:
-    """A gunicorn process on a free loopback port, its log in the run's directory."""
+    """A process of the run on a free loopback port, its log in the run's directory: a gunicorn
+    master and its workers (`gunicorn()`, `serve_ours()`) or `python -m docstore serve`
+    (`store_server_for()`). `command` names the port as "{port}"."""
 
-    def __init__(self, name: str, app: str, env: dict, workdir: Path, *, gunicorn: str | None = None,
-                 port: int | None = None, extra: tuple[str, ...] = ()):
+    def __init__(self, name: str, command: list[str], env: dict | None, workdir: Path, *, port: int | None = None):
         self.name, self.port = name, port or _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(workdir / f"{name}.log", "w+")  # noqa: SIM115 - closed in stop()
-        gunicorn = gunicorn or str(Path(sys.executable).with_name("gunicorn"))
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([gunicorn, app, "--bind", f"127.0.0.1:{self.port}", *gunicorn_args(), *extra],
-                                     cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([part.replace("{port}", str(self.port)) for part in command], cwd=ROOT, env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
         self.ready_seconds: float | None = None
 
-    def wait(self, path: str, timeout: float = 300) -> None:
+    def wait(self, path: str | None = None, timeout: float = 300) -> None:
+        """Until `path` answers 200, or (no path) until the port takes a connection."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if _status(self.base + path) == 200:
+                if path is None:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    ready = True
+                else:
+                    ready = _status(self.base + path) == 200
+                if ready:
                     self.ready_seconds = round(time.monotonic() - self.started, 1)
                     return
             except OSError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.log.seek(0)
-                raise RuntimeError(f"{self.name} did not serve {path}:\n{self.log.read()[-3000:]}")
+                raise RuntimeError(f"{self.name} did not serve {path or 'its port'}:\n{self.log.read()[-3000:]}")
             time.sleep(0.1)
 
-    def rss_mb(self) -> float | None:
-        """Resident memory of the worker(s) (Linux /proc), MB."""
-        total = 0
+    def _pids(self) -> list[str]:
+        """The workers (the master's children, Linux /proc), or the process itself when it has none."""
         try:
             children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-            for pid in children:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
         except OSError:
-            return None
-        return round(total / 1024, 1) if total else None
+            return []
+        return children or [str(self.proc.pid)]
+
+    def worker_rss(self, part: str = "VmRSS") -> dict[int, float]:
+        """Resident memory of each worker (/proc/PID/status), MB: all of it (VmRSS), or its anonymous
+        pages (RssAnon: the heap, what the process allocated) or its file pages (RssFile: the
+        code and the memory-mapped store file, pages the kernel may drop and the workers share)."""
+        found = {}
+        for pid in self._pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith(f"{part}:"):
+                        found[int(pid)] = round(int(line.split()[1]) / 1024, 1)
+            except OSError:
+                continue
+        return found
+
+    def rss_mb(self) -> float | None:
+        """Resident memory of the workers together, MB."""
+        total = sum(self.worker_rss().values())
+        return round(total, 1) if total else None
 
     def worker_cpu(self) -> dict[int, int]:
         """CPU time (clock ticks, user + system: /proc/PID/stat) of each worker so far."""
         found = {}
-        try:
-            for pid in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split():
+        for pid in self._pids():
+            try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                found[int(pid)] = int(fields[11]) + int(fields[12])
-        except OSError:
-            pass
+            except OSError:
+                continue
+            found[int(pid)] = int(fields[11]) + int(fields[12])
         return found
 
     def stop(self) -> None:
@@ -281,6 +313,31 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+def gunicorn(name: str, app: str, env: dict, workdir: Path, *, executable: str | None = None, port: int | None = None,
+             extra: tuple[str, ...] = ()) -> Server:
+    """`app` under gunicorn with `make serve`'s workers and threads (`gunicorn_args`)."""
+    executable = executable or str(Path(sys.executable).with_name("gunicorn"))
+    return Server(name, [executable, app, "--bind", "127.0.0.1:{port}", *gunicorn_args(), *extra], env, workdir,
+                  port=port)
+
+
+def serve_ours(name: str, env: dict, workdir: Path) -> Server:
+    """This site as `make serve` starts it: `OURS_APP` with `OURS_EXTRA` (uvicorn's worker class)."""
+    return gunicorn(name, OURS_APP, env, workdir, extra=OURS_EXTRA)
+
+
+def store_server_for(path: Path, db_name: str, workdir: Path) -> Server:
+    """`python -m docstore serve` on the run's store file (to be waited for): ours reaches the embedded
+    engine through MongoDB's wire protocol (`store_uri`), as a site with a server does."""
+    server = Server("docstore-serve", [sys.executable, "-m", "docstore", "serve", str(path), "--port", "{port}",
+                                       "--db", db_name], None, workdir)
+    return server
+
+
+def store_uri(server: Server) -> str:
+    return f"mongodb://127.0.0.1:{server.port}/?replicaSet=docstore"
 
 
 def site_env(workdir: Path, db_name: str) -> dict:
@@ -391,44 +448,71 @@ def footprint(kind: str, size: int, env: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-class StoreServer:
-    """`python -m docstore serve` on the run's store file: ours reaches the embedded engine through
-    MongoDB's wire protocol (MONGODB_URI), as a site with a server does, instead of in process."""
+# --- the embedded engine's bounds during the run: the WAL file's size, the workers' memory -------
 
-    def __init__(self, path: Path, db_name: str, workdir: Path):
-        self.port = _free_port()
-        self.uri = f"mongodb://127.0.0.1:{self.port}/?replicaSet=docstore"
-        self.log = open(workdir / "docstore-serve.log", "w+")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "docstore", "serve", str(path), "--port", str(self.port),
-                                      "--db", db_name], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.log.seek(0)
-                    raise RuntimeError(f"docstore serve did not start:\n{self.log.read()[-3000:]}") from None
-                time.sleep(0.1)
+WAL_BOUND_MB = 64  # the WAL stays under this through the run (docstore/storage/store.py bounds it)
+RSS_BOUND = 1.5  # a worker's RSS after the POST rows over its RSS after the read-only rows, at most
 
-    def rss_mb(self) -> float | None:
+
+class WalWatch:
+    """The store's -wal file's size sampled every `every` seconds by a thread, through the whole run:
+    its peak, its last size, and the peak of each row (`row()` starts one)."""
+
+    def __init__(self, store: Path, every: float = 0.2):
+        self.path = Path(f"{store}-wal")
+        self.every, self.peak, self.last, self.row_peak = every, 0, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wal-watch", daemon=True)
+
+    def sample(self) -> int:
         try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-        except OSError:
-            return None
-        return None
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        self.last, self.peak, self.row_peak = size, max(self.peak, size), max(self.row_peak, size)
+        return size
 
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+    def row(self) -> int:
+        """The peak since the last `row()` (MB); a new row's peak starts from the size now."""
+        peak = self.row_peak
+        self.row_peak = self.sample()
+        return peak
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def start(self) -> WalWatch:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.sample()
+        return {"peak": _mb(self.peak), "final": _mb(self.last), "bound": WAL_BOUND_MB}
+
+
+def _mb(size: int) -> float:
+    return round(size / 2**20, 1)
+
+
+def rss_growth(after_reads: dict[int, float], after_posting: dict[int, float]) -> dict:
+    """Each worker's RSS after the POST rows over its RSS after the read-only rows (the same pid;
+    a worker gunicorn replaced meanwhile has no ratio and is named)."""
+    ratios = {pid: round(after_posting[pid] / mb, 2) for pid, mb in after_reads.items() if pid in after_posting and mb}
+    return {"after_reads": after_reads, "after_posting": after_posting, "ratios": ratios,
+            "replaced": sorted(set(after_reads) ^ set(after_posting)), "bound": RSS_BOUND}
+
+
+def drain(url: str, connections: int) -> None:
+    """Wait for the posts wrk left in flight when it stopped: as many page loads as it had
+    connections, one after the other, each answered after the requests queued before it."""
+    for _ in range(connections):
+        with urllib.request.urlopen(url, timeout=300) as answer:  # noqa: S310 - loopback only
+            answer.read()
 
 
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
@@ -467,6 +551,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers: list[Server] = []
+    wal: WalWatch | None = None
     notes: list[str] = []
     try:
         log(f"bench-load: `make serve` set-up in {workdir}")
@@ -497,23 +582,28 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                        **({"isso": isso["bytes"]} if isso else {})}
         store_server = None
         if via_server:
-            store_server = StoreServer(Path(ours_env["MONGODB_EMBEDDED_PATH"]), db_name, workdir)
+            store_server = store_server_for(Path(ours_env["MONGODB_EMBEDDED_PATH"]), db_name, workdir)
             servers.append(store_server)
-            ours_env = {**ours_env, "MONGODB_URI": store_server.uri}
-            move_off_env = {**move_off_env, "MONGODB_URI": store_server.uri}
-            log(f"bench-load: ours through `python -m docstore serve` at {store_server.uri}")
+            store_server.wait(timeout=60)
+            ours_env = {**ours_env, "MONGODB_URI": store_uri(store_server)}
+            move_off_env = {**move_off_env, "MONGODB_URI": store_uri(store_server)}
+            log(f"bench-load: ours through `python -m docstore serve` at {store_uri(store_server)}")
+        # The store's WAL through the whole run (the embedded engine's file, also when a server owns it).
+        if not os.environ.get("MONGODB_URI"):
+            wal = WalWatch(Path(ours_env["MONGODB_EMBEDDED_PATH"])).start()
         # One after the other, so that each start-up time is its own.
-        ours_server = Server("ours", OURS_APP, ours_env, workdir, extra=OURS_EXTRA)
+        ours_server = serve_ours("ours", ours_env, workdir)
         servers.append(ours_server)
         ours_server.wait(f"/t/{ours['slug']}/")
-        xtd_server = Server("xtd", "django.core.wsgi:get_wsgi_application()", xtd_env, workdir)
+        xtd_server = gunicorn("xtd", "django.core.wsgi:get_wsgi_application()", xtd_env, workdir)
         servers.append(xtd_server)
         xtd_server.wait(f"/article/{xtd['pk']}/")
         sides = {"ours": ours_server, "xtd": xtd_server}
         if isso:
             # As Isso's documentation serves it: gunicorn --preload isso.run, ISSO_SETTINGS naming the configuration.
-            isso_server = Server("isso", "isso.run", {**os.environ, "ISSO_SETTINGS": isso["config"]}, workdir,
-                                 gunicorn=str(Path(python).with_name("gunicorn")), port=isso_port, extra=("--preload",))
+            isso_server = gunicorn("isso", "isso.run", {**os.environ, "ISSO_SETTINGS": isso["config"]}, workdir,
+                                   executable=str(Path(python).with_name("gunicorn")), port=isso_port,
+                                   extra=("--preload",))
             servers.append(isso_server)
             isso_server.wait(f"/?uri={isso['uri']}&limit=20")
             sides["isso"] = isso_server
@@ -521,23 +611,47 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         ready = {side: server.ready_seconds for side, server in sides.items()}
         rows = []
         load_before = _loadavg()
+        # Each start of ours: its workers' RSS once the read-only rows have run and once its POST rows
+        # have (the posts wrk left in flight served first), worker by worker.
+        rss_reads: dict[str, dict[int, float]] = {}
+        anon_reads: dict[str, dict[int, float]] = {}  # the heap's part of it (RssAnon)
+        rss_growths: dict[str, dict] = {}
+        reads = [e["ours"] for e in endpoints(ours, xtd, isso) if not e.get("post") and e.get("ours")
+                 and (only is None or e["only"] in only)]
+
+        def posted(server: Server) -> None:
+            if server.name in rss_reads:
+                drain(server.base + f"/t/{ours['slug']}/", connections)
+                rss_growths[server.name] = {**rss_growth(rss_reads[server.name], server.worker_rss()),
+                                            "anon": rss_growth(anon_reads[server.name], server.worker_rss("RssAnon"))}
+
         for endpoint in endpoints(ours, xtd, isso):
             if only is not None and endpoint["only"] not in only:
                 continue
             if endpoint.get("server") == "ours-move-off" and sides["ours"] is ours_server:
                 # One site on the CPUs at a time: the first start stops before the second serves.
+                posted(ours_server)
                 ours_server.stop()
                 servers.remove(ours_server)
-                moved_off = Server("ours-move-off", OURS_APP, move_off_env, workdir, extra=OURS_EXTRA)
+                moved_off = serve_ours("ours-move-off", move_off_env, workdir)
                 servers.append(moved_off)
                 moved_off.wait(f"/t/{ours['slug']}/")
                 sides["ours"] = moved_off
+                # The second start's own RSS after the reads: the read-only rows again, not reported.
+                for path in reads:
+                    run_wrk(moved_off.base + path, duration=min(duration, 10), connections=connections,
+                            threads=threads, workdir=workdir)
+            if endpoint.get("post") and reads and sides["ours"].name not in rss_reads:
+                rss_reads[sides["ours"].name] = sides["ours"].worker_rss()
+                anon_reads[sides["ours"].name] = sides["ours"].worker_rss("RssAnon")
             runs: dict[str, list[dict]] = {}
             for _ in range(rounds):  # the sides alternate round by round: both see the same drift of the machine
                 for side, server in sides.items():
                     target = endpoint.get(side)
                     if target is None:
                         continue
+                    if side == "ours" and wal:
+                        wal.row()  # the row's WAL peak starts here
                     before = server.worker_cpu()
                     if endpoint.get("post"):
                         path, headers, body = target
@@ -549,6 +663,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                     after = server.worker_cpu()
                     stats["worker_cpu_share"] = _shares(before, after)
                     stats["cpu_ms_per_request"] = _cpu_ms_per_request(before, after, stats["requests"])
+                    if side == "ours" and wal:
+                        stats["wal_peak_mb"] = _mb(wal.row())
                     runs.setdefault(side, []).append(stats)
             for side, measured in runs.items():
                 target = endpoint[side]
@@ -563,6 +679,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}  "
                     f"workers' CPU {stats['worker_cpu_share']}  CPU {stats['cpu_ms_per_request']} ms/request"
                     + (f"  rounds {row['rounds_rps']}" if rounds > 1 else ""))
+        posted(sides["ours"])
         rss = {side: server.rss_mb() for side, server in sides.items()}
         if store_server is not None:
             rss["docstore serve"] = store_server.rss_mb()
@@ -581,11 +698,14 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                      "auto_move_at": ours.get("auto_move_at"), "only": list(only) if only is not None else None,
                      "isso": _isso_version(python) if isso else None, "notes": notes,
                      "ready_seconds": ready,
-                     "rss_mb_after": rss, "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
+                     "rss_mb_after": rss, "wal_mb": wal.stop() if wal else None, "rss_growth": rss_growths,
+                     "loadavg": {"before": load_before, "after": _loadavg()}, "seconds": None},
             "rows": rows,
             **({"storage": storage} if storage else {}),
         }
     finally:
+        if wal is not None:
+            wal.stop()
         for server in servers:
             server.stop()
         if os.environ.get("MONGODB_URI"):

@@ -783,8 +783,60 @@ def load_section(load: dict) -> str:
            f"before the wrk runs and {info['loadavg']['after']} after them." if info.get("loadavg") else ""),
     ]
     text += [f"\nNote: {note}." for note in info.get("notes") or []]
+    if info.get("wal_mb") or info.get("rss_growth"):
+        text.append(bounds_section(info, rows))
     if load.get("storage"):
         text.append(storage_section(load["storage"], info["size"], peers))
+    return "\n".join(text)
+
+
+def _within(value, bound, *, below: bool) -> str:
+    if not isinstance(value, int | float):
+        return "not measured"
+    return "within" if (value < bound if below else value <= bound) else "**over**"
+
+
+def bounds_section(info: dict, rows: list[dict]) -> str:
+    """The embedded engine's resources in the load run, beside their bounds: the store's WAL file
+    (sampled every 0.2 s through the run: its peak, its size at the end, the peak of each of our
+    POST rows) and, for each start of ours, each worker's RSS after the read-only rows and after
+    the POST rows (the posts left in flight served first) with their ratio."""
+    wal, growth = info.get("wal_mb") or {}, info.get("rss_growth") or {}
+    wal_bound = wal.get("bound", 64)
+    rss_bound = next((g.get("bound") for g in growth.values()), 1.5)
+    lines, ratios = [], []
+    for start, g in growth.items():
+        # pids are ints in the run and strings once read back from its JSON
+        after = {str(pid): mb for pid, mb in g["after_posting"].items()}
+        by_pid = {str(pid): ratio for pid, ratio in g["ratios"].items()}
+        anon = g.get("anon") or {}
+        anon_reads = {str(pid): mb for pid, mb in (anon.get("after_reads") or {}).items()}
+        anon_after = {str(pid): mb for pid, mb in (anon.get("after_posting") or {}).items()}
+        for pid, mb in g["after_reads"].items():
+            ratio = by_pid.get(str(pid))
+            if ratio is not None:
+                ratios.append(ratio)
+            lines.append([start, pid, mb, after.get(str(pid), "replaced"), f"{ratio}×" if ratio is not None else "–",
+                          anon_reads.get(str(pid), "–"), anon_after.get(str(pid), "–")])
+    worst = max(ratios) if ratios else None
+    posts = [f"{r['endpoint']} {r['wal_peak_mb']}" for r in rows
+             if r["side"] == "ours" and r.get("method") == "POST" and "wal_peak_mb" in r]
+    text = [
+        "\n### The embedded engine's bounds in this run: the WAL and the workers' memory\n",
+        f"The store's WAL file (its -wal file, sampled every 0.2 s from ours' start to the end of the run): peak "
+        f"**{wal.get('peak', '–')} MB**, {wal.get('final', '–')} MB at the end; bound: under {wal_bound} MB "
+        f"({_within(wal.get('peak'), wal_bound, below=True)})."
+        + (" Its peak during each of our POST rows, MB: " + ", ".join(posts) + "." if posts else ""),
+        "",
+        "Each worker's resident memory (VmRSS) after the read-only rows and after the POST rows of its start of the "
+        "site, the posts wrk left in flight served first, and the part of it that is the heap (RssAnon; the rest is "
+        "file pages: code and the memory-mapped store file, which the workers share and the kernel may drop); "
+        "the informative row's start (auto-move off) had the "
+        f"read-only endpoints driven again, unreported, before its posting. Largest ratio **{worst}×**; bound: at "
+        f"most {rss_bound}× ({_within(worst, rss_bound, below=False)}).\n",
+        _table(["start", "worker (pid)", "RSS after the reads, MB", "RSS after posting, MB", "ratio",
+                "of which the heap (RssAnon) after the reads, MB", "the heap after posting, MB"], lines),
+    ]
     return "\n".join(text)
 
 

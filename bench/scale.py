@@ -8,8 +8,9 @@ into it (bench/loaders.py, through `python -m bench.load seed-ours`). Then:
 - **store size**: the engine's SQLite file and its WAL, and the Django database;
 - **opening the store**: in a new process, after `django.setup()`, `get_db()` and the first
   read (a topic page's counter) timed;
-- **start-up**: gunicorn (make serve's workers and threads) from process start to the first
-  200 of the topic page;
+- **start-up**: the site served as `make serve` serves it (bench/load.py `serve_ours`: gunicorn
+  with uvicorn's worker class on cms_site.asgi, its workers and threads) from process start to the
+  first 200 of the topic page;
 - **reads alone**: wrk with `connections` connections on the topic page (page 1, HTML) and on
   the comments API page 1 for `duration` seconds: req/s, p50, p99;
 - **reads during a write burst**: the same wrk on the topic page while another wrk posts new
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.load import ROOT, Server, gunicorn_args, post_script, run_wrk, seed, set_up_site, site_env
+from bench.load import ROOT, gunicorn_args, post_script, run_wrk, seed, serve_ours, set_up_site, site_env
 
 OPEN_SCRIPT = """
 import json, time
@@ -104,7 +105,7 @@ def measure_size(size: int, *, duration: int, connections: int, log: Callable[[s
         opening = json.loads(done.stdout.strip().splitlines()[-1])
         log(f"bench-scale: opened: {opening}")
         topic = f"/t/{ours['slug']}/"
-        server = Server("ours", "cms_site.wsgi:application", env, workdir)
+        server = serve_ours("ours", env, workdir)
         server.wait(topic)
         ready_cpu = cpu_seconds(server.proc.pid)
         log(f"bench-scale: served the topic page {server.ready_seconds} s after gunicorn started "

@@ -32,7 +32,7 @@ from docstore.storage import keys as K
 from docstore.storage.cut import cut
 from docstore.storage.idless import whole
 from docstore.storage.raw import KeptDocuments, RawDocument
-from docstore.storage.store import CollectionInfo, IndexInfo
+from docstore.storage.store import CollectionInfo, IndexInfo, freed_memory
 
 CODEC = CodecOptions(tz_aware=False)  # naive UTC inside the engine (semantics.py)
 # What a tz-aware client reads (pymongo's `tz_aware=True`): dates as aware UTC datetimes.
@@ -224,6 +224,7 @@ class Executor:
         if not row:
             return None
         blob = whole(*row)
+        freed_memory.handled(len(blob))
         if not final:
             return decode(blob)
         if self.q.raw:
@@ -263,6 +264,7 @@ class Executor:
         document = self.kept.get(table, rid, gen)
         if document is None:
             blob = whole(*self.conn.execute(f"SELECT doc, id, idv FROM {table} WHERE rid=?", (rid,)).fetchone())
+            freed_memory.handled(len(blob))
             document = RawDocument(blob, CODEC)
             self.kept.keep(table, rid, gen, document)
         return document if self.q.raw else self._final(document.blob, document)

@@ -226,6 +226,63 @@ def keep_freed_memory() -> bool:
 
 _kept: bool | None = None
 
+# What the raised thresholds keep is not bounded by them: a heap holding 7 MB document blocks between
+# live objects fragments, and malloc gives back only free memory at the top of the heap
+# (M_TRIM_THRESHOLD), never the free chunks below a live one (a worker posting into a 7 MB
+# discussion kept about 62 MB that way). malloc_trim(3) gives back every whole free page of every
+# arena (madvise, MADV_DONTNEED); the chunks stay free for the next allocation, which faults the
+# pages in again. So the engine's process trims at most every TRIM_EVERY seconds, and only after
+# it has read or written documents of LARGE_DOCUMENT_BYTES or more since the last trim: the
+# reads between two trims still reuse what the previous read freed.
+TRIM_EVERY = 1.0
+LARGE_DOCUMENT_BYTES = 256 * 1024
+
+
+class _FreedMemory:
+    """The process's trimmer: `handled(size)` after each document read or written; a daemon thread
+    (one per process, started again in a forked child) trims TRIM_EVERY seconds after the first
+    large document since its last trim, and again after any handled meanwhile."""
+
+    def __init__(self):
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+        self._due = threading.Event()
+        self.handled_bytes = 0  # large documents' bytes since the last trim
+        self.trims = 0  # malloc_trim calls (for tests and the curious)
+
+    def handled(self, size: int) -> None:
+        if size < LARGE_DOCUMENT_BYTES or not _kept:
+            return
+        self.handled_bytes += size
+        if self._pid != os.getpid():  # first use, or a forked child (a thread does not survive fork)
+            self._start()
+        if not self._due.is_set():
+            self._due.set()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            self._due = threading.Event()  # a parent's event may be set with no thread to clear it
+            threading.Thread(target=self._run, args=(self._due,), daemon=True, name="docstore-trim").start()
+
+    def _run(self, due: threading.Event) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        while True:
+            due.wait()
+            # Cleared before the sleep: a document handled from here on sets it again, so the last
+            # trim comes at least TRIM_EVERY after the last large document (whose operation frees
+            # it after `handled`).
+            due.clear()
+            self.handled_bytes = 0
+            time.sleep(TRIM_EVERY)
+            libc.malloc_trim(0)
+            self.trims += 1
+
+
+freed_memory = _FreedMemory()
+
 
 class Store:
     """One database's file."""

@@ -51,7 +51,7 @@ from docstore.storage import splice as SP
 from docstore.storage.cut import cut
 from docstore.storage.cut import plan as cut_plan
 from docstore.storage.idless import whole, without_id
-from docstore.storage.store import IndexInfo, is_duplicate, new_generation
+from docstore.storage.store import IndexInfo, freed_memory, is_duplicate, new_generation
 from docstore.surface import changestream as CS
 from docstore.surface import events
 
@@ -496,6 +496,7 @@ class Collection:
             idv = stored_id(id_key, doc["_id"])
             cur = conn.execute(f"INSERT INTO {info.table} (id, idv, doc, gen) VALUES (?, ?, ?, ?)",
                                (id_key, idv, without_id(data, idv), new_generation(len(data))))
+            freed_memory.handled(len(data))
         except sqlite3.IntegrityError as exc:
             if not is_duplicate(exc):
                 raise
@@ -685,6 +686,7 @@ class Collection:
             info = self._store.versioned(conn, info)
             conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                          (without_id(data, idv), new_generation(len(data)), rid))
+            freed_memory.handled(len(data))
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
@@ -728,6 +730,7 @@ class Collection:
         info = self._store.versioned(conn, info)
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                      (without_id(data, idv), new_generation(len(data)), rid))
+        freed_memory.handled(len(data))
         if any(index.table for index in info.indexes.values()):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
         if replace:
