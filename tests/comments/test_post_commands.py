@@ -1,0 +1,72 @@
+"""What one authenticated API post sends to MongoDB, counted with pymongo's command monitoring
+(`core.mongo.monitored`): its consequences, run in the request without a broker, read back
+nothing the post itself just stored."""
+
+from collections import Counter
+
+import pytest
+from pymongo import monitoring
+
+from core.mongo import monitored
+
+pytestmark = pytest.mark.django_db
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self):
+        self.sent = Counter()
+
+    def started(self, event):
+        target = event.command.get(event.command_name)
+        self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def _post(api_client, topic, text):
+    commands = Commands()
+    with monitored([commands]):
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert answer.status_code == 201, answer.content
+    return answer.json()["id"], commands.sent
+
+
+def test_a_posts_delivery_is_lent_the_activity_it_stored(api_client, topic, alice, make_user):
+    from social.services import follow_create
+
+    bob = make_user("bob")
+    follow_create(follower=bob, followee=alice)
+    api_client.force_authenticate(alice)
+    _post(api_client, topic, "warm up")
+    posted, sent = _post(api_client, topic, "counted")
+    assert sent[("insert", "social_activities")] == 1
+    assert sent[("find", "social_activities")] == 0, sent  # the delivery task's read of what was just inserted
+    # ... and the delivery happened, from the lent activity: the follower's feed shows the post.
+    api_client.force_authenticate(bob)
+    feed = api_client.get("/api/feed/").json()["results"]
+    assert [a["url"].rsplit("/", 2)[-2] for a in feed if a["type"] == "comment"][:1] == [posted]
+
+
+def test_a_post_reads_its_authors_restrictions_once_and_a_ban_still_refuses(api_client, topic, alice, editor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from moderation.models import UserModeration
+
+    api_client.force_authenticate(alice)
+    with CaptureQueriesContext(connection) as queries:
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "checked once"}, format="json")
+    assert answer.status_code == 201, answer.content
+    table = UserModeration._meta.db_table
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and f'FROM "{table}"' in q["sql"]]
+    assert len(reads) == 1, reads  # the write check's and the submission gate's, once
+    # Read per post, not kept: a ban made after one post refuses the next.
+    api_client.force_authenticate(editor)
+    assert api_client.post("/api/moderation/bans/", {"username": "alice"}, format="json").status_code == 201
+    api_client.force_authenticate(alice)
+    refused = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
+    assert refused.status_code == 403, refused.content
