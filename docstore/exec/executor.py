@@ -15,6 +15,7 @@ its limit and no skip (a query over several shards; docstore.query.cluster)."""
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import heapq
 import itertools
 import threading
@@ -1070,6 +1071,10 @@ def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
     return out, multikey
 
 
+# A pure function of its two byte strings, remembered (functools.lru_cache): a rewrite of a
+# document computes the entries of its old form, which its previous write computed as new (a
+# bucket of a hundred comments: some three hundred multikey entries a post, all but three again).
+@functools.lru_cache(maxsize=16384)
 def stored_values(keys: tuple, values: bytes) -> bytes:
     """What an index entry keeps of its values beside its keys. Nothing (b"") when the keys decode
     to exactly the values a reader gets from the BSON `values` (same types: 3.0 is not 3, nor `[]`

@@ -1,0 +1,27 @@
+"""A rewrite of a document with a multikey index works out the entries of its old form, which its
+previous write worked out as new: what an entry keeps beside its keys (`stored_values`, a pure
+function of the keys and values) is remembered, so a push into a bucket of a hundred elements
+works out its new element's entries only, and every entry stays what a fresh computation gives."""
+
+from pathlib import Path
+
+from pymongo import ASCENDING
+
+import docstore
+from docstore.exec.executor import stored_values
+
+
+def test_a_push_into_a_large_array_works_out_only_the_new_elements_entries(tmp_path: Path):
+    client = docstore.Client(str(tmp_path / "reuse.sqlite3"), default_db="reuse")
+    buckets = client["reuse"]["buckets"]
+    buckets.create_index([("d", ASCENDING), ("items.id", ASCENDING)], name="d_item")
+    buckets.create_index([("d", ASCENDING), ("items.key", ASCENDING)], name="d_key")
+    buckets.insert_one({"_id": 1, "d": 7, "items": [{"id": f"c{n:03d}", "key": f"k{n:03d}"} for n in range(100)]})
+    buckets.update_one({"_id": 1}, {"$push": {"items": {"id": "c100", "key": "k100"}}})  # this form's entries seen
+    before = stored_values.cache_info().misses
+    buckets.update_one({"_id": 1}, {"$push": {"items": {"id": "c101", "key": "k101"}}})
+    assert stored_values.cache_info().misses - before <= 2  # the new element's, one per index
+    # Remembered, not changed: the index finds the document by its old and its new elements.
+    assert sorted(buckets.find({"d": 7, "items.id": "c101"}).distinct("_id")) == [1]
+    assert buckets.find_one({"d": 7, "items.key": {"$gte": "k099"}}, {"_id": 1}) == {"_id": 1}
+    client.close()
