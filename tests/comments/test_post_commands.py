@@ -70,3 +70,22 @@ def test_a_post_reads_its_authors_restrictions_once_and_a_ban_still_refuses(api_
     api_client.force_authenticate(alice)
     refused = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
     assert refused.status_code == 403, refused.content
+
+
+@pytest.mark.parametrize("storage", ["bucketed", "embedded"])
+def test_a_posts_rank_is_one_insert_and_a_roll_forward_keeps_it(api_client, make_topic, alice, storage):
+    from comments.managers import manager_for
+
+    topic = make_topic(storage)
+    api_client.force_authenticate(alice)
+    _post(api_client, topic, "warm up")
+    posted, sent = _post(api_client, topic, "ranked")
+    ranks = manager_for(storage).ranks_name
+    assert sent[("insert", ranks)] == 1 and sent[("update", ranks)] == 0, sent
+    # The rank written again (a roll-forward of the same post) is kept, not doubled nor refused.
+    manager = manager_for(storage)
+    comment = manager.get(discussion_id=topic.discussion_id, comment_id=posted)
+    stored = manager.ranks.find_one({"_id": manager.rank_id(topic.discussion_id, posted)})
+    manager.rank_stored(comment)
+    assert manager.ranks.count_documents({"discussion_id": topic.discussion_id}) == 2
+    assert manager.ranks.find_one({"_id": manager.rank_id(topic.discussion_id, posted)}) == stored
