@@ -2,6 +2,7 @@
 (`core.mongo.monitored`): its consequences, run in the request without a broker, read back
 nothing the post itself just stored."""
 
+import uuid
 from collections import Counter
 
 import pytest
@@ -89,3 +90,27 @@ def test_a_posts_rank_is_one_insert_and_a_roll_forward_keeps_it(api_client, make
     manager.rank_stored(comment)
     assert manager.ranks.count_documents({"discussion_id": topic.discussion_id}) == 2
     assert manager.ranks.find_one({"_id": manager.rank_id(topic.discussion_id, posted)}) == stored
+
+
+def test_a_post_parses_its_markdown_twice_and_stores_what_a_fresh_render_gives(api_client, topic, alice, monkeypatch):
+    from markdown_it import MarkdownIt
+
+    from core import markdown
+
+    parsed = []
+    original = MarkdownIt.parse
+
+    def parse(self, src, env=None):
+        parsed.append(src)
+        return original(self, src, env)
+
+    monkeypatch.setattr(MarkdownIt, "parse", parse)
+    api_client.force_authenticate(alice)
+    text = f"a **new** text with a link https://example.org/{uuid.uuid4().hex}"
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert answer.status_code == 201, answer.content
+    # Its emptiness check, search entry and feed excerpt share one parse to text; its link count
+    # and its stored html one render (a text without "@": the same HTML whoever exists).
+    assert parsed == [text, text], parsed
+    markdown._rendered.cache_clear()
+    assert answer.json()["html"] == markdown.render_markdown(text, known_usernames=lambda names: set())
