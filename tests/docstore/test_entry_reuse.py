@@ -9,8 +9,8 @@ from pathlib import Path
 from pymongo import ASCENDING
 
 import docstore
-from docstore.storage import keys
 from docstore.exec.executor import stored_values
+from docstore.storage import keys
 
 
 def test_a_push_into_a_large_array_works_out_only_the_new_elements_entries(tmp_path: Path, monkeypatch):
