@@ -78,7 +78,7 @@ from comments.selectors import (
     needs_html,
 )
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from core.lending import lend
+from core.lending import lend, unit_of_work
 from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -190,6 +190,11 @@ def comment_create(*, topic, author, text, parent: str | None = None) -> Comment
 
     Returns the stored comment, or a `pending` comment when a submission gate held it
     for review (the API answers 202, the page says it awaits moderation)."""
+    with unit_of_work():  # the write check and the gates read the author's restrictions once
+        return _create(topic, author, text, parent)
+
+
+def _create(topic, author, text, parent) -> Comment:
     _require_writer(author)
     text = _clean_text(text)
     with writing(topic) as w:

@@ -9,7 +9,9 @@ derives its work from what is stored. Without a broker Celery runs them eagerly
 the three or four consequences of one post would read back, one after the other, the topic,
 the comment and its author the request holds. Inside `lend(...)` the selectors that read them
 (`topics.selectors.topic_stored`, `comments.selectors.comment_stored`,
-`accounts`' users through `borrowed_user`) answer with the lent object instead: the same
+`accounts`' users through `borrowed_user`) answer with the lent object instead. The same holds one
+step further: the comment's activity, stored by one of those tasks, is lent to the delivery task
+its `activity_recorded` signal runs (`borrowed_activity`), which would otherwise read it back: the same
 values a read would return, since nothing else ran in this thread since it was stored.
 
 Only the thread (the context, PEP 567) that lends sees the loan: a task in a worker, or a
@@ -22,13 +24,40 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _loan: ContextVar[dict | None] = ContextVar("lent_records", default=None)
+_memo: ContextVar[dict | None] = ContextVar("unit_of_work_reads", default=None)
 
 
 @contextmanager
-def lend(*, topic=None, comment=None, author=None, discussion_id=None):
+def unit_of_work():
+    """Within the block (one write service's call), `remembered` reads each key once: a record
+    that two checks of the same write ask for (the author's ban for the write check, then for
+    the submission gate) is loaded once (the Identity Map's "each record is loaded once"). A
+    block inside another shares the outer one's reads; outside any block nothing is remembered."""
+    if _memo.get() is not None:
+        yield
+        return
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def remembered(key, read):
+    """`read()`'s answer, read once per `unit_of_work` block for `key` (always read outside one)."""
+    memo = _memo.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
+@contextmanager
+def lend(*, topic=None, comment=None, author=None, discussion_id=None, activity=None):
     """Within the block, `borrowed_*` answer with these records (those given): the topic by its
     primary key, the comment by its discussion (`discussion_id`, else the topic's) and id, the
-    author by its primary key."""
+    author by its primary key, an activity of the author log by its id."""
     loan = dict(_loan.get() or {})
     if topic is not None and getattr(topic, "pk", None) is not None:
         loan[("topic", topic.pk)] = topic
@@ -39,6 +68,8 @@ def lend(*, topic=None, comment=None, author=None, discussion_id=None):
         loan[("post", discussion_id)] = comment
     if author is not None and getattr(author, "pk", None) is not None:
         loan[("user", author.pk)] = author
+    if activity is not None and getattr(activity, "id", None):
+        loan[("activity", str(activity.id))] = activity
     token = _loan.set(loan)
     try:
         yield
@@ -69,3 +100,8 @@ def borrowed_post(discussion_id):
 def borrowed_user(pk):
     """The lent user of primary key `pk`, or None (read it)."""
     return _borrowed("user", pk)
+
+
+def borrowed_activity(activity_id):
+    """The lent activity of id `activity_id` (the one just stored in the author log), or None (read it)."""
+    return _borrowed("activity", str(activity_id))

@@ -153,10 +153,13 @@ def _parser(profile: str) -> MarkdownIt:
     return md
 
 
+@functools.lru_cache(maxsize=256)
 def markdown_to_text(text: str) -> str:
     """The words a reader sees in a comment's Markdown, as plain text on one line: no `**`,
     no link syntax, no quote markers; code keeps its content. For excerpts (feeds, profile
-    activity), which are printed escaped. Parses with the comment profile, renders nothing."""
+    activity), which are printed escaped. Parses with the comment profile, renders nothing.
+    A pure function of the text, remembered per process (functools.lru_cache, as `html_to_text`):
+    a post asks for it three times (its emptiness check, its search entry, its feed excerpt)."""
     if not text:
         return ""
     parts: list[str] = []
@@ -214,5 +217,16 @@ def render_markdown(text: str, *, profile: str = COMMENT,
         raise ValueError(f"unknown Markdown profile {profile!r}")
     if not text:
         return ""
+    if "@" not in text:  # no mention to look up: the same HTML whoever exists (`_rendered`)
+        return _rendered(text, profile)
     env = {"known_usernames": known_usernames} if known_usernames is not None else {}
     return sanitise(_parser(profile).render(text, env), profile=profile).strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(text: str, profile: str) -> str:
+    """`render_markdown` of a text without "@": the mention rule finds no candidate and never asks
+    `known_usernames`, so the HTML is a pure function of the text and the profile, remembered per
+    process (functools.lru_cache): a post renders its text twice (the spam check's link count,
+    then the stored html)."""
+    return sanitise(_parser(profile).render(text, {}), profile=profile).strip()

@@ -124,11 +124,6 @@ def get_db(*, stale_ok: bool = False) -> Database:
     pages, feeds): they use `MONGODB_STALE_READ_PREFERENCE`. Everything else reads
     from and writes to the primary with `MONGODB_WRITE_CONCERN`.
     """
-    w = settings.MONGODB_WRITE_CONCERN
-    write_concern = WriteConcern(
-        w=int(w) if str(w).isascii() and str(w).isdigit() else w,
-        wtimeout=settings.MONGODB_WRITE_TIMEOUT_MS,
-    )
     read_preference = ReadPreference.PRIMARY
     if stale_ok:
         name = settings.MONGODB_STALE_READ_PREFERENCE
@@ -137,8 +132,14 @@ def get_db(*, stale_ok: bool = False) -> Database:
         read_preference = _READ_PREFERENCES[name]
     client = get_client()
     if is_embedded():
-        # One machine: no secondaries to read from, and a write is durable once acknowledged.
+        # One machine: no secondaries to read from, and a write is durable once acknowledged
+        # (no write concern to build: every manager asks for its database, twice a post's task).
         return client[settings.MONGODB_DB]
+    w = settings.MONGODB_WRITE_CONCERN
+    write_concern = WriteConcern(
+        w=int(w) if str(w).isascii() and str(w).isdigit() else w,
+        wtimeout=settings.MONGODB_WRITE_TIMEOUT_MS,
+    )
     return client.get_database(settings.MONGODB_DB, read_preference=read_preference, write_concern=write_concern)
 
 

@@ -54,6 +54,7 @@ from comments.ids import new_comment_id
 from comments.managers.base import AUTHOR_ONLY, DELETED, PENDING, REMOVED, VISIBLE, Comment
 from comments.viewers import own_held
 from core.errors import Forbidden, InvalidInput, NotFound
+from core.lending import remembered
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
 from core.writers import require_writer
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
@@ -149,9 +150,11 @@ def log_action(*, actor, action: str, entry: dict | None = None, before=None, af
 
 
 def restriction_of(user) -> UserModeration | None:
+    """`user`'s ban and pre-moderation, read once per write service call (`core.lending.remembered`:
+    its write check and its submission gate ask for it both)."""
     if user is None or not getattr(user, "pk", None):
         return None
-    return UserModeration.objects.filter(user_id=user.pk).first()
+    return remembered(("moderation", user.pk), lambda: UserModeration.objects.filter(user_id=user.pk).first())
 
 
 def user_write_check(user, action: str) -> None:

@@ -46,7 +46,7 @@ from django.utils import timezone
 
 from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
-from core.lending import borrowed_user
+from core.lending import borrowed_activity, borrowed_user, lend
 from core.sharedcache import cache_or
 from core.writers import require_writer
 from social import signals
@@ -274,11 +274,14 @@ def follow_lists_repair(*, user_ids: Iterable[int], grace: float = 0) -> int:
 
 def activity_record(*, activity: Activity) -> Activity:
     """Store the activity in the author log (one round trip), then queue its delivery."""
-    stored = ActivityLogManager().record(activity)
+    stored, inserted = ActivityLogManager().record(activity)
     # The author is the log's shard key: the delivery reads the activity on one shard. A delivery
     # the broker refused is never the writer's error: `manage.py integrity --repair` (feeds)
-    # delivers the missing copies from the log (an idempotent backfill).
-    send_robust(signals.activity_recorded, sender=None, activity_id=stored.id, author_id=stored.actor_id)
+    # delivers the missing copies from the log (an idempotent backfill). Run eagerly (no broker)
+    # the delivery runs in this thread and is lent what this call stored (core.lending); not an
+    # activity an earlier attempt stored (a retry): what is stored is then that attempt's.
+    with lend(activity=stored if inserted else None):
+        send_robust(signals.activity_recorded, sender=None, activity_id=stored.id, author_id=stored.actor_id)
     return stored
 
 
@@ -302,7 +305,7 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     feed = get_feed()
     if feed.name == "read":
         return 0  # fan-out on read: the log is the feed
-    activity = ActivityLogManager().get(activity_id, author=author_id)
+    activity = borrowed_activity(activity_id) or ActivityLogManager().get(activity_id, author=author_id)
     if activity is None:
         return 0  # the activity was removed before delivery
     lists, pulled = FollowListManager(), PulledAuthorManager()

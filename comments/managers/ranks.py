@@ -72,7 +72,7 @@ from typing import ClassVar
 
 from bson.int64 import Int64
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from comments.managers.base import (
     ANY_AUTHOR,
@@ -193,10 +193,16 @@ class HotRanks:
     # --- writes ------------------------------------------------------------------
 
     def rank_stored(self, comment: Comment) -> None:
-        """After `comment` is stored (with its `seq`): its rank, as the element is now."""
-        self._upserted([UpdateOne({"_id": self.rank_id(comment.discussion_id, comment.id),
-                                   "discussion_id": comment.discussion_id},
-                                  {"$setOnInsert": self._rank_doc(comment)}, upsert=True)])
+        """After `comment` is stored (with its `seq`): its rank, as the element is now. Written once
+        and never replaced here, as `rank_stored_many`'s `$setOnInsert` upserts do, but as an
+        insert: a new comment's rank is not there yet, and an insert is one write where an upsert
+        first looks for a match (on the embedded engine, a read and then a second transaction).
+        A duplicate `_id` (a roll-forward of a post whose rank was written, or two writers of it
+        at once) means the rank is there: kept, as the upsert would keep it."""
+        try:
+            self.ranks.insert_one({"_id": self.rank_id(comment.discussion_id, comment.id), **self._rank_doc(comment)})
+        except DuplicateKeyError:
+            pass
 
     def rank_stored_many(self, comments: list[Comment]) -> None:
         self._upserted([UpdateOne({"_id": self.rank_id(c.discussion_id, c.id), "discussion_id": c.discussion_id},

@@ -15,6 +15,7 @@ its limit and no skip (a query over several shards; docstore.query.cluster)."""
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import heapq
 import itertools
 import threading
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import bson
 from bson.codec_options import CodecOptions
 from bson.int64 import Int64
+from bson.objectid import ObjectId
 
 from docstore.plan import planner as P
 from docstore.query.match import prepare
@@ -1062,7 +1064,7 @@ def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
             arrays.append(f)
         seen = {}
         for value in values:
-            seen.setdefault(K.encode(value), value)
+            seen.setdefault(_scalar_key(type(value), value) if type(value) in _SCALARS else K.encode(value), value)
         per_field.append(list(seen.items()))
     if len(arrays) > 1:
         from pymongo.errors import WriteError
@@ -1071,12 +1073,41 @@ def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
                          {"code": 171, "codeName": "CannotIndexParallelArrays"})
     out = set()
     for combo in itertools.product(*per_field):
+        if all(type(v) in _SCALARS for _, v in combo):
+            out.add(_scalar_entry(tuple((type(v), v) for _, v in combo)))
+            continue
         keys = tuple(k for k, _ in combo)
         values = bson.encode({str(n): ([] if v is K.UNDEFINED else v) for n, (_, v) in enumerate(combo)})
         out.add((*keys, stored_values(keys, values)))
     return out, multikey
 
 
+# Values whose key and BSON are a pure function of (exact type, value), and which equal only
+# values of the same key: str, int (not bool, not Int64: their own types), None, ObjectId. Not
+# float (-0.0 equals 0.0 and stores apart), not datetime (equal across time zones): those take
+# the general path. A multikey index over a hundred-element array meets the same strings at
+# every rewrite of its document (a bucket's comment ids and sort keys), so their keys and
+# entries are remembered (functools.lru_cache) instead of encoded again.
+_SCALARS = frozenset((str, int, type(None), ObjectId))
+
+
+@functools.lru_cache(maxsize=65536)
+def _scalar_key(kind: type, value) -> bytes:
+    return K.encode(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _scalar_entry(typed: tuple) -> tuple:
+    """The entry `index_entries` makes of these (type, value) pairs, one per indexed field."""
+    keys = tuple(_scalar_key(kind, value) for kind, value in typed)
+    values = bson.encode({str(n): value for n, (_, value) in enumerate(typed)})
+    return (*keys, stored_values(keys, values))
+
+
+# A pure function of its two byte strings, remembered (functools.lru_cache): a rewrite of a
+# document computes the entries of its old form, which its previous write computed as new (a
+# bucket of a hundred comments: some three hundred multikey entries a post, all but three again).
+@functools.lru_cache(maxsize=16384)
 def stored_values(keys: tuple, values: bytes) -> bytes:
     """What an index entry keeps of its values beside its keys. Nothing (b"") when the keys decode
     to exactly the values a reader gets from the BSON `values` (same types: 3.0 is not 3, nor `[]`

@@ -48,17 +48,19 @@ class ActivityLogManager(MongoManager):
         # author would be a jumbo chunk); an activity's date never changes.
         return {cls.collection_name: {"author": 1, "date": 1}}
 
-    def record(self, activity: Activity) -> Activity:
-        """Store the activity once; returns it with its id. One round trip. An activity whose
-        id the caller derived from what it describes (a retried task) is stored once: the
-        second insert's duplicate key means it is there already."""
+    def record(self, activity: Activity) -> tuple[Activity, bool]:
+        """Store the activity once; returns it with its id, and whether this call stored it. One
+        round trip. An activity whose id the caller derived from what it describes (a retried
+        task) is stored once: the second insert's duplicate key means it is there already (then
+        what is stored is the first attempt's, which the returned one may not match)."""
         oid = ObjectId(activity.id) if activity.id else ObjectId()
         try:
             self.collection.insert_one({"_id": oid, **activity.to_fields()})
         except DuplicateKeyError:
             if not activity.id:
                 raise
-        return Activity.from_fields(activity.to_fields(), id=oid)
+            return Activity.from_fields(activity.to_fields(), id=oid), False
+        return Activity.from_fields(activity.to_fields(), id=oid), True
 
     def forget_user(self, *, user_id: int) -> int:
         """Delete the activities by `user_id` and those naming them (someone followed them):

@@ -1,0 +1,108 @@
+"""What one authenticated API POST costs per strategy, in process: CPU, MongoDB commands and
+Python function calls per post (the figures in docs/comments.md, "What a whole post sends").
+
+    .venv/bin/python bench/post_profile.py [STRATEGY ...]     (SIZE=2000 N=200 by default)
+
+A throw-away site with the load run's settings (DEBUG off, rate limits and the duplicate-text
+check off, no broker: the consequences run in the request, as `make bench-load` runs them) is
+seeded as the load run seeds it (`bench.load.seed_ours`: a discussion per strategy, the embedded
+one a comment short of COMMENTS_EMBEDDED_AUTO_MIGRATE_AT, so that its first post moves it, and a
+poster with an API token); then `POST /api/topics/{slug}/comments/` goes through Django's test
+client with the token (the whole middleware stack, DRF's token authentication, parsing, the
+service, its tasks, the rendered answer), a new text each time. Per strategy, after 20 posts of
+warm-up: the commands of 10 posts by name and collection (pymongo's command monitoring), the
+CPU time of this process over N posts (time.process_time: other work on the machine does not
+count, unlike wall time), and the Python calls of 50 posts (cProfile's count: the same on every
+run of the same code, where CPU time moves with the machine's load).
+"""
+
+from __future__ import annotations
+
+import collections
+import cProfile
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(strategies) -> None:
+    work = tempfile.mkdtemp(prefix="post_profile_")
+    os.environ.update(DJANGO_SETTINGS_MODULE="cms_site.settings", RATE_LIMITS="off", DEBUG="0",
+                      SPAM_DUPLICATE_WINDOW="0", MONGODB_EMBEDDED_PATH=f"{work}/mongo.sqlite3",
+                      MONGODB_DB="bench_post_profile", MONGODB_SNAPSHOT="", DATABASE_URL=f"sqlite:///{work}/db.sqlite3",
+                      HTTPS="0", SECRET_KEY="post-profile-measurement-0123456789abcdef", ALLOWED_HOSTS="testserver",
+                      BACKGROUND_SCHEDULER="0")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from pymongo import monitoring
+
+    class Commands(monitoring.CommandListener):
+        def __init__(self):
+            self.sent, self.on = collections.Counter(), False
+
+        def started(self, event):
+            if self.on:
+                target = event.command.get(event.command_name)
+                self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
+
+        def succeeded(self, event):
+            pass
+
+        def failed(self, event):
+            pass
+
+    commands = Commands()
+    monitoring.register(commands)  # before the first client: pymongo's listeners are given at creation
+    call_command("migrate", verbosity=0)
+    from bench.load import seed_ours
+    from core.managers import ensure_indexes
+
+    ensure_indexes()
+    seeded = seed_ours(int(os.environ.get("SIZE", "2000")))
+    rounds = int(os.environ.get("N", "200"))
+    client, auth = Client(), {"HTTP_AUTHORIZATION": f"Token {seeded['token']}"}
+    for storage in strategies:
+        path = f"/api/topics/{seeded['topics'][storage]}/comments/"
+
+        def post(n: int, path=path) -> None:
+            body = json.dumps({"text": f"a new text {uuid.uuid4().hex} {n}"})
+            answer = client.post(path, data=body, content_type="application/json", **auth)
+            assert answer.status_code == 201, (answer.status_code, answer.content[:300])
+
+        for n in range(20):
+            post(n)
+        commands.sent.clear()
+        commands.on = True
+        for n in range(10):
+            post(n)
+        commands.on = False
+        started = time.process_time()
+        for n in range(rounds):
+            post(n)
+        cpu = (time.process_time() - started) / rounds * 1000
+        profile = cProfile.Profile()
+        profile.enable()
+        for n in range(50):
+            post(n)
+        profile.disable()
+        calls = pstats.Stats(profile).total_calls / 50
+        print(f"{storage}: CPU {cpu:.2f} ms/post, commands/post {sum(commands.sent.values()) / 10:.1f}, "
+              f"Python calls/post {calls:.0f}", flush=True)
+        for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
+            print(f"    {name} {collection}: {n / 10:g}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["document", "bucketed", "embedded"])

@@ -1,0 +1,116 @@
+"""What one authenticated API post sends to MongoDB, counted with pymongo's command monitoring
+(`core.mongo.monitored`): its consequences, run in the request without a broker, read back
+nothing the post itself just stored."""
+
+import uuid
+from collections import Counter
+
+import pytest
+from pymongo import monitoring
+
+from core.mongo import monitored
+
+pytestmark = pytest.mark.django_db
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self):
+        self.sent = Counter()
+
+    def started(self, event):
+        target = event.command.get(event.command_name)
+        self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def _post(api_client, topic, text):
+    commands = Commands()
+    with monitored([commands]):
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert answer.status_code == 201, answer.content
+    return answer.json()["id"], commands.sent
+
+
+def test_a_posts_delivery_is_lent_the_activity_it_stored(api_client, topic, alice, make_user):
+    from social.services import follow_create
+
+    bob = make_user("bob")
+    follow_create(follower=bob, followee=alice)
+    api_client.force_authenticate(alice)
+    _post(api_client, topic, "warm up")
+    posted, sent = _post(api_client, topic, "counted")
+    assert sent[("insert", "social_activities")] == 1
+    assert sent[("find", "social_activities")] == 0, sent  # the delivery task's read of what was just inserted
+    # ... and the delivery happened, from the lent activity: the follower's feed shows the post.
+    api_client.force_authenticate(bob)
+    feed = api_client.get("/api/feed/").json()["results"]
+    assert [a["url"].rsplit("/", 2)[-2] for a in feed if a["type"] == "comment"][:1] == [posted]
+
+
+def test_a_post_reads_its_authors_restrictions_once_and_a_ban_still_refuses(api_client, topic, alice, editor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from moderation.models import UserModeration
+
+    api_client.force_authenticate(alice)
+    with CaptureQueriesContext(connection) as queries:
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "checked once"}, format="json")
+    assert answer.status_code == 201, answer.content
+    table = UserModeration._meta.db_table
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and f'FROM "{table}"' in q["sql"]]
+    assert len(reads) == 1, reads  # the write check's and the submission gate's, once
+    # Read per post, not kept: a ban made after one post refuses the next.
+    api_client.force_authenticate(editor)
+    assert api_client.post("/api/moderation/bans/", {"username": "alice"}, format="json").status_code == 201
+    api_client.force_authenticate(alice)
+    refused = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
+    assert refused.status_code == 403, refused.content
+
+
+@pytest.mark.parametrize("storage", ["bucketed", "embedded"])
+def test_a_posts_rank_is_one_insert_and_a_roll_forward_keeps_it(api_client, make_topic, alice, storage):
+    from comments.managers import manager_for
+
+    topic = make_topic(storage)
+    api_client.force_authenticate(alice)
+    _post(api_client, topic, "warm up")
+    posted, sent = _post(api_client, topic, "ranked")
+    ranks = manager_for(storage).ranks_name
+    assert sent[("insert", ranks)] == 1 and sent[("update", ranks)] == 0, sent
+    # The rank written again (a roll-forward of the same post) is kept, not doubled nor refused.
+    manager = manager_for(storage)
+    comment = manager.get(discussion_id=topic.discussion_id, comment_id=posted)
+    stored = manager.ranks.find_one({"_id": manager.rank_id(topic.discussion_id, posted)})
+    manager.rank_stored(comment)
+    assert manager.ranks.count_documents({"discussion_id": topic.discussion_id}) == 2
+    assert manager.ranks.find_one({"_id": manager.rank_id(topic.discussion_id, posted)}) == stored
+
+
+def test_a_post_parses_its_markdown_twice_and_stores_what_a_fresh_render_gives(api_client, topic, alice, monkeypatch):
+    from markdown_it import MarkdownIt
+
+    from core import markdown
+
+    parsed = []
+    original = MarkdownIt.parse
+
+    def parse(self, src, env=None):
+        parsed.append(src)
+        return original(self, src, env)
+
+    monkeypatch.setattr(MarkdownIt, "parse", parse)
+    api_client.force_authenticate(alice)
+    text = f"a **new** text with a link https://example.org/{uuid.uuid4().hex}"
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    assert answer.status_code == 201, answer.content
+    # Its emptiness check, search entry and feed excerpt share one parse to text; its link count
+    # and its stored html one render (a text without "@": the same HTML whoever exists).
+    assert parsed == [text, text], parsed
+    markdown._rendered.cache_clear()
+    assert answer.json()["html"] == markdown.render_markdown(text, known_usernames=lambda names: set())
