@@ -80,7 +80,7 @@ def _read(bench, strategy: str) -> None:
             log, feed = ActivityLogManager(), get_feed(strategy)
             for round_ in range(per_author):
                 for author in authors:
-                    stored = log.record(_activity(author, round_))
+                    stored, _ = log.record(_activity(author, round_))
                     feed.post(stored, followers=lambda r=reader: iter([[r.pk]]))
             bench.create_indexes()
             total = following * per_author

@@ -4,6 +4,7 @@ cluster model, and docs/scale.md written from them, at a tiny scale."""
 import json
 
 import pytest
+from django.db import transaction
 
 from bench import cluster_report, cluster_scale
 from bench.counting import OpCounter
@@ -14,10 +15,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def result(django_db_setup, django_db_blocker, tmp_path_factory):
-    with django_db_blocker.unblock():
+    # Module-wide, outside the tests' own transactions: the users and topics the workloads create
+    # are rolled back here, so the tests that run after these in the same process find none.
+    with django_db_blocker.unblock(), transaction.atomic():
         bench = Bench(sizes=TINY, counter=OpCounter(), mode="cluster", log=lambda _: None)
         out = cluster_scale.run(bench, scale=20_000, shard_counts=(3, 10), only={"many discussions", "credits"},
                                 log=lambda _: None)
+        transaction.set_rollback(True)
     return out
 
 
