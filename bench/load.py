@@ -58,6 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.mongo import target_database
+from docstore.storage.store import TRIM_EVERY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -622,6 +623,9 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         def posted(server: Server) -> None:
             if server.name in rss_reads:
                 drain(server.base + f"/t/{ours['slug']}/", connections)
+                # At rest after the run: the engine gives back the memory large documents freed at
+                # most once a second after the last of them (docstore.storage.store.TRIM_EVERY).
+                time.sleep(2 * TRIM_EVERY)
                 rss_growths[server.name] = {**rss_growth(rss_reads[server.name], server.worker_rss()),
                                             "anon": rss_growth(anon_reads[server.name], server.worker_rss("RssAnon"))}
 
