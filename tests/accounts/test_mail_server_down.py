@@ -39,14 +39,10 @@ def test_sign_up_while_the_mail_server_refuses_answers_201_and_confirms_once_it_
 
 
 def test_sign_up_while_the_broker_refuses_answers_201_and_confirms_once_it_is_back(monkeypatch, api_client):
-    from celery.app.task import Task
-    from kombu.exceptions import OperationalError
-
-    def refused(self, *args, **kwargs):
-        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
+    from tests.outages import broker_down
 
     mail.outbox.clear()
-    monkeypatch.setattr(Task, "apply_async", refused)
+    broker_down(monkeypatch)
     answer = api_client.post("/api/auth/register/", {"username": "newcomer", "password": "a-long-pass-phrase-9",
                                                      "email": "newcomer@example.org"}, format="json")
     assert answer.status_code == 201, answer.content

@@ -6,27 +6,18 @@ consequence exactly once: the parent's author is notified, a follower's feed and
 show the reply."""
 
 import pytest
-from celery.app.task import Task
 from django.core.management import call_command
-from kombu.exceptions import OperationalError
+
+from tests.outages import STORAGES, broker_down
 
 pytestmark = pytest.mark.django_db
-
-STORAGES = ["document", "embedded", "bucketed"]
-
-
-def _broker_down(monkeypatch):
-    def refused(self, *args, **kwargs):
-        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
-
-    monkeypatch.setattr(Task, "apply_async", refused)
 
 
 def _reply_while_the_broker_is_down(monkeypatch, api_client, topic, parent_author, replier, text):
     from comments.services import comment_create
 
     parent = comment_create(topic=topic, author=parent_author, text="the parent comment")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(replier)
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text, "parent": parent.id},
                              format="json")
@@ -108,7 +99,7 @@ def test_a_like_made_while_the_broker_refuses_is_notified_once_by_the_periodic_t
 
     topic, alice, bob = make_topic(storage), make_user("alice"), make_user("bob")
     comment = comment_create(topic=topic, author=alice, text="likeable words")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/{comment.id}/like/")
     assert answer.status_code in (200, 201), answer.content
@@ -128,7 +119,7 @@ def test_integrity_reports_a_like_never_announced_and_its_repair_announces_it_on
 
     topic, alice, bob = make_topic("document"), make_user("alice"), make_user("bob")
     comment = comment_create(topic=topic, author=alice, text="likeable words")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     assert api_client.post(f"/api/topics/{topic.slug}/comments/{comment.id}/like/").status_code in (200, 201)
     monkeypatch.undo()

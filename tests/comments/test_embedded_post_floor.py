@@ -5,14 +5,14 @@ enqueued. A kill between the marker and the push leaves a marker naming no comme
 finisher drops; marks an older version kept inside the discussion document are still finished."""
 
 import pytest
-from celery.app.task import Task
 from django.conf import settings as django_settings
 from django.core.management import call_command
-from kombu.exceptions import OperationalError
 
 from comments.managers.embedded import EmbeddedCommentManager
+from tests.outages import broker_down
 
 pytestmark = pytest.mark.django_db
+
 
 _WRITES = {"insert_one", "insert_many", "update_one", "update_many", "replace_one", "find_one_and_update",
            "find_one_and_replace", "bulk_write", "delete_one", "delete_many"}
@@ -48,13 +48,6 @@ class WritesOf:
 
     def __getattr__(self, name):
         return getattr(self._db, name)
-
-
-def _broker_down(monkeypatch):
-    def refused(self, *args, **kwargs):
-        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
-
-    monkeypatch.setattr(Task, "apply_async", refused)
 
 
 @pytest.mark.parametrize("order", ["chronological", "threaded"])
@@ -102,7 +95,7 @@ def _legacy_pending_reply(mongo_db, monkeypatch, api_client, topic, alice, bob):
     from comments.services import comment_create
 
     parent = comment_create(topic=topic, author=alice, text="the parent comment")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "quokka answer", "parent": parent.id},
                              format="json")

@@ -246,7 +246,8 @@ class TaskQueue:
 
     def install(self, monkeypatch) -> None:
         from celery.app.task import Task
-        from kombu.exceptions import OperationalError
+
+        from tests.outages import broker_refusal
 
         queue = self
 
@@ -258,7 +259,7 @@ class TaskQueue:
                 queue.refused += 1
                 if queue.error is not None:
                     raise queue.error()
-                raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
+                raise broker_refusal()
             queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {})))
 
         monkeypatch.setattr(Task, "apply_async", apply_async)

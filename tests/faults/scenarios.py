@@ -16,7 +16,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-STORAGES = ("document", "embedded", "bucketed")
+from tests.outages import STORAGES as ALL_STORAGES
+
+STORAGES = tuple(ALL_STORAGES)
 
 
 @dataclass(frozen=True)

@@ -6,26 +6,16 @@ and its rank, leaves them stale; `integrity` reports it, `--repair` sets them by
 steps, and a second run reports nothing."""
 
 import pytest
-from celery.app.task import Task
-from kombu.exceptions import OperationalError
 
 from comments.managers.bucketed import BucketedCommentManager
 from comments.selectors import comment_manager
 from comments.services import comment_create, comment_ranks_authors_repair, comment_status_store
 from social.services import follow_create
 from tests.integrity.support import run
+from tests.outages import STORAGES, broker_down
 from tests.social.test_followed_commenters import line
 
 pytestmark = pytest.mark.django_db
-
-STORAGES = ["document", "embedded", "bucketed"]
-
-
-def _broker_down(monkeypatch):
-    def refused(self, *args, **kwargs):
-        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
-
-    monkeypatch.setattr(Task, "apply_async", refused)
 
 
 def _home_line(client, reader, title) -> str:
@@ -44,7 +34,7 @@ def test_a_reply_posted_while_the_broker_refuses_is_a_missing_pair_until_repair(
     alice, bob, reader = make_user("alice"), make_user("bob"), make_user("reader")
     follow_create(follower=reader, followee=bob)
     parent = comment_create(topic=topic, author=alice, text="the parent comment")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "bob's reply", "parent": parent.id},
                              format="json")
@@ -73,7 +63,7 @@ def test_a_deletion_while_the_broker_refuses_leaves_a_pair_that_repair_removes(
     follow_create(follower=reader, followee=bob)
     comment = comment_create(topic=topic, author=bob, text="said, then taken back")
     assert _home_line(client, reader, topic.title) == "1 person you follow commented: bob · Read theirs first"
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     assert api_client.delete(f"/api/topics/{topic.slug}/comments/{comment.id}/").status_code in (200, 204)
     monkeypatch.undo()
@@ -96,7 +86,7 @@ def test_an_author_who_posted_within_the_grace_is_left_for_the_next_run(monkeypa
     bob, reader = make_user("bob"), make_user("reader")
     follow_create(follower=reader, followee=bob)
     comment = comment_create(topic=topic, author=bob, text="just now")
-    _broker_down(monkeypatch)
+    broker_down(monkeypatch)
     api_client.force_authenticate(bob)
     assert api_client.delete(f"/api/topics/{topic.slug}/comments/{comment.id}/").status_code in (200, 204)
     monkeypatch.undo()

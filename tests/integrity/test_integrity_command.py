@@ -12,10 +12,9 @@ from search.managers import CommentSearchManager
 from social.managers import FOLLOWERS, FollowListManager
 from social.services import commenters_refresh, follow_create
 from tests.integrity.support import assert_repaired, run
+from tests.outages import STORAGES
 
 pytestmark = pytest.mark.django_db
-
-STORAGES = ["document", "embedded", "bucketed"]
 
 
 @pytest.fixture

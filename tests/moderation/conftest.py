@@ -1,6 +1,6 @@
 import pytest
 
-STORAGES = ["document", "embedded", "bucketed"]
+from tests.outages import STORAGES
 
 
 @pytest.fixture(params=STORAGES)

@@ -5,11 +5,11 @@ never both send it."""
 import pytest
 from celery.app.task import Task
 from django.core import mail
-from kombu.exceptions import OperationalError
 
 from comments.services import comment_create
 from notifications import services
 from notifications.managers import EmailOutboxManager
+from tests.outages import broker_refusal
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def test_a_delivery_retried_after_the_broker_refused_its_email_sends_it_once(mon
     def refuses_the_first_email(self, *args, **kwargs):
         if self.name == "notifications.email_send" and not refused["n"]:
             refused["n"] += 1
-            raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
+            raise broker_refusal()
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Task, "apply_async", refuses_the_first_email)

@@ -7,24 +7,20 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
-from celery.app.task import Task
 from django.core.management import call_command
 from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 import social.services
 from comments.services import comment_create
 from social.services import FOLLOWS_FINISH_GRACE
 from social.tasks import follows_finish
+from tests.outages import broker_down
 
 pytestmark = pytest.mark.django_db
 
 
 def _follow_while_the_broker_is_down(monkeypatch, api_client, follower, followee):
-    def refused(self, *args, **kwargs):
-        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
-
-    monkeypatch.setattr(Task, "apply_async", refused)
+    broker_down(monkeypatch)
     api_client.force_authenticate(follower)
     answer = api_client.post(f"/api/users/{followee.username}/follow/")
     assert answer.status_code in (200, 201), answer.content
