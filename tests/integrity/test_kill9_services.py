@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from tests.integrity.burst import UNTIL_KILLED, Store
+from tests.integrity.burst import UNTIL_KILLED
 
 pytestmark = pytest.mark.restarts
 
@@ -31,16 +31,9 @@ REPAIRABLE = {"posts", "counter", "ranks", "anchors", "likes", "search", "commen
               "notification groups", "unread", "credits"}
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path)
-    yield store
-    store.drop()
-
-
-def test_integrity_reports_nothing_after_a_kill_9_of_16_writers_and_a_restart(store):
-    store.set_up()
-    writers = store.writers(UNTIL_KILLED)
+def test_integrity_reports_nothing_after_a_kill_9_of_16_writers_and_a_restart(burst_store):
+    burst_store.set_up()
+    writers = burst_store.writers(UNTIL_KILLED)
     start = time.monotonic()
     try:
         writers.read(lambda: (len(writers.acknowledged) == 16 and writers.total >= 400)
@@ -51,8 +44,8 @@ def test_integrity_reports_nothing_after_a_kill_9_of_16_writers_and_a_restart(st
     assert len(writers.acknowledged) == 16
 
     # The restart: a new process on the same store, the pending background work, the repair.
-    store.manage("tasks_replay")
-    repaired = store.manage("integrity", "--repair", "--grace", "0", check=False)
+    burst_store.manage("tasks_replay")
+    repaired = burst_store.manage("integrity", "--repair", "--grace", "0", check=False)
     report = repaired.stdout + repaired.stderr
     print(report)
     assert re.search(r"^0 difference\(s\) remain$", report, re.MULTILINE), report  # not "10 difference(s) remain"
@@ -60,6 +53,6 @@ def test_integrity_reports_nothing_after_a_kill_9_of_16_writers_and_a_restart(st
     for part in differences.split("differences ", 1)[1].split(", "):
         check, count = part.rsplit(": ", 1)
         assert int(count) == 0 or check in REPAIRABLE, differences
-    after = store.manage("integrity", check=False)
+    after = burst_store.manage("integrity", check=False)
     assert after.returncode == 0, after.stdout + after.stderr
     assert re.search(r"^0 difference\(s\)$", after.stdout, re.MULTILINE), after.stdout

@@ -17,23 +17,16 @@ import sys
 
 import pytest
 
-from tests.integrity.burst import ROOT, UNTIL_TOLD, Store
+from tests.integrity.burst import ROOT, UNTIL_TOLD
 
 pytestmark = pytest.mark.restarts
 
 REPAIRS = 3  # repair runs while the writers write
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = Store(tmp_path)
-    yield store
-    store.drop()
-
-
-def test_repair_during_a_16_writer_burst_leaves_nothing_for_the_check(store):
-    store.set_up()
-    writers = store.writers(UNTIL_TOLD)
+def test_repair_during_a_16_writer_burst_leaves_nothing_for_the_check(burst_store):
+    burst_store.set_up()
+    writers = burst_store.writers(UNTIL_TOLD)
     child = writers.child
     repairs = []
     try:
@@ -41,7 +34,7 @@ def test_repair_during_a_16_writer_burst_leaves_nothing_for_the_check(store):
         for _ in range(REPAIRS):
             # The repair runs while the writers go on (their output is read meanwhile, so they never block).
             repair = subprocess.Popen([sys.executable, "manage.py", "integrity", "--repair"], cwd=ROOT,
-                                      env=store.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                      env=burst_store.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             base = writers.total
             while repair.poll() is None:
                 writers.read(lambda base=base: writers.total >= base + 16)
@@ -57,7 +50,7 @@ def test_repair_during_a_16_writer_burst_leaves_nothing_for_the_check(store):
             child.kill()
             child.wait()
     assert written >= 150
-    after = store.manage("integrity", check=False)
+    after = burst_store.manage("integrity", check=False)
     assert after.returncode == 0, "\n".join(after.stdout.splitlines()[-40:]) + "\n--- the repairs:\n" + \
         "\n".join(line for out in repairs for line in out.splitlines() if not line.endswith(": ok"))
     assert re.search(r"^0 difference\(s\)$", after.stdout, re.MULTILINE), after.stdout
