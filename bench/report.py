@@ -779,6 +779,7 @@ def load_section(load: dict) -> str:
         + ", ".join(f"{side} {value} s" for side, value in ready.items())
         + ". Memory of all workers after the run (RSS): " + ", ".join(f"{side} {value} MB" for side, value in rss.items())
         + ". The followers page and the HTML pages have no Isso counterpart, the followers page none in xtd."
+        + _reruns(rows)
         + (f" The machine's 1-minute load average (other work on the same CPUs) was {info['loadavg']['before']} "
            f"before the wrk runs and {info['loadavg']['after']} after them." if info.get("loadavg") else ""),
     ]
@@ -788,6 +789,13 @@ def load_section(load: dict) -> str:
     if load.get("storage"):
         text.append(storage_section(load["storage"], info["size"], peers))
     return "\n".join(text)
+
+
+def _reruns(rows: list[dict]) -> str:
+    """The runs measured again because one worker got none of wrk's connections (bench/load.py)."""
+    again = [f"{row['endpoint']} {row['side']} ({row['reruns']}×)" for row in rows if row.get("reruns")]
+    return (" A run in which one worker took every connection and the other idled (under 10 % of its side's "
+            "CPU) is measured again, up to twice: " + (", ".join(again) if again else "none was") + ".")
 
 
 def _within(value, bound, *, below: bool) -> str:

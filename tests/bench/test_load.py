@@ -239,3 +239,15 @@ def test_a_scale_run_of_one_size_keeps_the_other_sizes_row(tmp_path):
     assert "| 100,000 | 2026-11-25 05:00 UTC, 3.5 | 151.3" in text
     assert "| 1,000,000 | 2026-11-28 04:18 UTC, 1.95 | 1,272.5" in text
     assert "keeps its row from the run it names" in text
+
+
+def test_a_run_in_which_one_worker_took_every_connection_is_measured_again():
+    from bench.load import _a_worker_idled
+    from bench.report import _reruns
+
+    assert _a_worker_idled([1.0, 0.0]) and _a_worker_idled([0.95, 0.05])
+    assert not _a_worker_idled([0.6, 0.4]) and not _a_worker_idled([1.0]) and not _a_worker_idled([])
+    rows = [{"endpoint": "POST document", "side": "xtd", "reruns": 1}, {"endpoint": "POST document", "side": "ours",
+                                                                         "reruns": 0}]
+    assert _reruns(rows).endswith("up to twice: POST document xtd (1×).")
+    assert _reruns(rows[1:]).endswith("none was.")
