@@ -175,7 +175,10 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq
-        doc["hot"] = Int64(hot_score(pinned=comment.pinned, likes=comment.likes))
+        # A plain int: BSON stores it as int32 while it fits (an unpinned comment's like count) and as
+        # int64 beyond (a pinned one's HOT_PINNED); numbers of both types compare by value in a query
+        # and an index (MongoDB's comparison order), and an int32 key needs no type kept beside it.
+        doc["hot"] = hot_score(pinned=comment.pinned, likes=comment.likes)
         return doc
 
     @classmethod

@@ -4,7 +4,7 @@ seeds/003_0f57851d2e8bac42.txt: "embedding all comments").
 Collection `comment_discussions`, one document per discussion:
 
     {_id: discussion_id, layout: "flat",   count, bytes, comments: [comment, ...]}     chronological topics
-    {_id: discussion_id, layout: "nested", count, bytes, replies: [{..., replies: [...]}, ...]}   threaded topics
+    {_id: discussion_id, layout: "nested", count, bytes, replies: [{..., replies?: [...]}, ...]}   threaded topics
 
 plus the discussion hints (base.py) `pinned` (here exact: changed in the same update as
 the comment) and `moderated`.
@@ -354,9 +354,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         if parent_path is not None and layout == NESTED and comment.parent is not None:
             loaded = (NESTED, parent_path)
         for _ in range(_POST_ATTEMPTS):
-            element = to_element(comment)
-            if layout == NESTED:
-                element["replies"] = []
+            element = to_element(comment)  # nested: no `replies` until its first reply's $push makes them
             if layout == NESTED and comment.parent is not None:
                 # Where the reply goes: the parent's path, from the tree of ids (not the comments).
                 found, parent_path = loaded or self._nested_path(discussion_id, comment.parent)
@@ -372,7 +370,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
                 at_parent = {f"{parent_path}.id": comment.parent}  # the path names the parent still
             else:
                 target, at_parent = ARRAY[layout], {}
-            size = charge(element)
+            size = charge(element, nested=layout == NESTED)
             limit = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES) - size
             stored = self.collection.find_one_and_update(
                 {"_id": discussion_id, "layout": layout, "bytes": {"$lte": limit}, **at_parent},
@@ -494,16 +492,14 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         by_id: dict[str, dict] = {}
         for comment in comments:
             element = to_element(comment)
-            if threaded:
-                element["replies"] = []
-            size = charge(element)  # sized before children are added, as post() does
+            size = charge(element, nested=threaded)  # sized before children are added, as post() does
             if total > bound - size:
                 break
             total += size
             stored += 1
             by_id[comment.id] = element
             if threaded and comment.parent is not None:
-                by_id[comment.parent]["replies"].append(element)
+                by_id[comment.parent].setdefault("replies", []).append(element)
             else:
                 roots.append(element)
         kept = comments[:stored]

@@ -203,12 +203,11 @@ class EmbeddedMoving:
             element = dict(element)
             if not keep_seq:
                 element.pop("seq", None)
-            if layout == NESTED:
-                element["replies"] = []
-            total += charge(element)  # sized before children are added, as post() and bulk_load() do
+            element.pop("replies", None)  # the tree is built anew here: `replies` made by the first child
+            total += charge(element, nested=layout == NESTED)  # sized before children are added, as post() does
             by_id[element["id"]] = element
             parent = by_id.get(element_parent(element)) if layout == NESTED else None
-            (parent["replies"] if parent is not None else roots).append(element)
+            (parent.setdefault("replies", []) if parent is not None else roots).append(element)
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         if total > bound:
             raise DiscussionFull(f"discussion {discussion_id} needs {total} bytes embedded; the bound is {bound}")

@@ -181,7 +181,8 @@ class HotRanks:
         # The threaded key only where threaded order is paged over the ranks, and no path: the
         # embedded strategy reads it from the key (`rank_path`), the bucketed one finds a comment's
         # bucket from its `seq` (no reader of a bucketed rank looks at a path or a key).
-        doc = {"discussion_id": comment.discussion_id, "hot": Int64(hot_score(pinned=comment.pinned, likes=comment.likes)),
+        # `hot` a plain int (int32 while it fits, as the document strategy stores it).
+        doc = {"discussion_id": comment.discussion_id, "hot": hot_score(pinned=comment.pinned, likes=comment.likes),
                "seq": comment.seq}
         if THREADED in getattr(self, "orders", ()):
             doc["sort_key"] = comment.sort_key
@@ -232,7 +233,7 @@ class HotRanks:
         """The element's score moved by `delta` (a like, an unlike, a pin, a repair): the rank follows."""
         if delta:
             self.ranks.update_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id},
-                                  {"$inc": {"hot": Int64(delta)}})
+                                  {"$inc": {"hot": delta}})  # int32 + int32 stays int32 while it fits
 
     def rank_visible(self, discussion_id: int, comment_id: str, author_id: int | None, *, was=ANY_AUTHOR) -> bool:
         """The element's status changed (after its update matched): the rank names its author while

@@ -245,3 +245,60 @@ def test_pinned_and_likes_are_left_out_at_their_default_and_every_change_still_l
     assert raw_comment("second")["likes"] == 1
     assert api_client.get(url(topic, second)).json()["likes"] == 1
     assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]] == [second, first]
+
+
+HOT_STORES = {"document": "comments", "bucketed": "comment_bucket_ranks", "embedded": "comment_discussion_ranks"}
+
+
+@pytest.mark.parametrize("storage,order", [("document", "threaded"), ("bucketed", "chronological"),
+                                           ("embedded", "threaded")])
+def test_a_hot_score_is_an_int32_until_a_pin_needs_64_bits(storage, order, make_topic, make_user, api_client):
+    """`hot` is stored as BSON stores a plain int: int32 while it fits (a like count), int64 for a
+    pinned comment's score; hot order reads both kinds by value."""
+    from bson.int64 import Int64
+
+    from comments import services
+
+    topic = make_topic(storage, order)
+    api_client.force_authenticate(make_user("ann"))
+    first = api_client.post(url(topic), {"text": "first"}, format="json").json()["id"]
+    second = api_client.post(url(topic), {"text": "second"}, format="json").json()["id"]
+    api_client.force_authenticate(make_user("bob"))  # a like of another's comment
+    assert api_client.post(url(topic, first, "like")).status_code in (200, 201), "like refused"
+
+    def stored_hot(comment_id):
+        docs = [d for d in get_db()[HOT_STORES[storage]].find({"discussion_id": topic.discussion_id})
+                if str(d["_id"]).endswith(f":{comment_id}")]
+        assert len(docs) == 1
+        return docs[0]["hot"]
+
+    # bson decodes an int32 as int and an int64 as Int64 (a subclass of int).
+    assert type(stored_hot(second)) is int and stored_hot(second) == 0
+    assert type(stored_hot(first)) is int and stored_hot(first) == 1
+    assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]] == [first, second]
+    services.comment_pin_store(topic=topic, comment_id=second, pinned=True)
+    assert type(stored_hot(second)) is Int64
+    assert [c["id"] for c in api_client.get(url(topic) + "?order=hot").json()["results"]] == [second, first]
+
+
+def test_a_nested_embedded_comment_keeps_no_replies_array_until_its_first_reply(make_topic, make_user, api_client):
+    """A leaf of a threaded embedded discussion stores no empty `replies`: its first reply's `$push`
+    makes the array. The thread, a reply to a reply and the size bound's accounting read as before."""
+    from comments import services
+    from comments.managers.layout import charge, iter_elements
+
+    topic = make_topic("embedded", "threaded")
+    api_client.force_authenticate(make_user("ann"))
+    root = api_client.post(url(topic), {"text": "root"}, format="json").json()["id"]
+    assert "replies" not in raw_comment("root")
+    reply = api_client.post(url(topic), {"text": "reply", "parent": root}, format="json").json()["id"]
+    deeper = api_client.post(url(topic), {"text": "deeper", "parent": reply}, format="json").json()["id"]
+    assert [e["id"] for e in raw_comment("root")["replies"]] == [reply]
+    assert [e["id"] for e in raw_comment("reply")["replies"]] == [deeper] and "replies" not in raw_comment("deeper")
+    assert [c["id"] for c in api_client.get(url(topic)).json()["results"]] == [root, reply, deeper]
+    assert api_client.get(url(topic, deeper)).json()["parent"] == reply
+    doc = get_db()["comment_discussions"].find_one({"_id": topic.discussion_id})
+    # Each element charged as if it had its `replies` from the start: the counter is what it was.
+    assert doc["bytes"] == sum(charge({k: v for k, v in e.items() if k != "replies"}, nested=True)
+                               for e in iter_elements(doc))
+    assert services.comment_manager(topic).count(discussion_id=topic.discussion_id) == 3
