@@ -19,11 +19,18 @@ runs the same schedule here, by the smallest means that does it:
 
 Several processes (gunicorn's workers) each run the schedule: the tasks are idempotent (a post
 is finished once, keyed by the comment), so a second run finds nothing to do.
+
+The same thread runs the tasks sent "soon" (`soon()`, from `background.tasks.AfterAnswerTask`):
+a task that waits (a storage move waits out its grace periods) is run here, after the request
+that sent it answered, instead of eagerly inside it, as a broker's worker would run it. One
+queued twice (the same name and arguments) runs once; one queued when the process stops is not
+run (such tasks are asked again by the writes that need them, as a lost broker message is).
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
 import logging
 import os
 import threading
@@ -40,6 +47,8 @@ class Scheduler:
         self.schedule, self.run, self.after_round = dict(schedule), run, after_round
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # stop() or soon(): the thread looks again before its next due time
+        self._soon: collections.deque = collections.deque()
         self._thread: threading.Thread | None = None
         self._pid: int | None = None
 
@@ -53,6 +62,7 @@ class Scheduler:
             if self.running or not self.schedule:
                 return False
             self._stop.clear()
+            self._wake.clear()
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
             self._thread.start()
@@ -61,13 +71,43 @@ class Scheduler:
     def stop(self, timeout: float = 30.0) -> None:
         """End the thread between two rounds (the round in progress finishes first)."""
         self._stop.set()
+        self._wake.set()
         thread = self._thread
         if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join(timeout)
 
+    def soon(self, name: str, *args) -> bool:
+        """Run `run(name, *args)` on the thread as soon as it is free; False (nothing queued) when
+        the thread does not run in this process."""
+        with self._lock:
+            if not self.running or self._stop.is_set():
+                return False
+            if (name, args) not in self._soon:
+                self._soon.append((name, args))
+        self._wake.set()
+        return True
+
+    def _run_soon(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                if not self._soon:
+                    return
+                name, args = self._soon[0]
+            try:
+                self.run(name, *args)
+            except Exception:
+                log.exception("task %s failed", name)
+            with self._lock:
+                self._soon.popleft()  # after its run: the same task asked meanwhile is that run
+
     def _loop(self) -> None:
         due = {name: time.monotonic() + float(seconds) for name, seconds in self.schedule.items()}
-        while not self._stop.wait(max(0.0, min(due.values()) - time.monotonic())):
+        while True:
+            self._wake.wait(max(0.0, min(due.values()) - time.monotonic()))
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            self._run_soon()
             now = time.monotonic()
             for name in sorted(due, key=due.get):
                 if due[name] > now or self._stop.is_set():
@@ -87,12 +127,23 @@ _scheduler: Scheduler | None = None
 _guard = threading.Lock()
 
 
-def _apply(name: str) -> object:
+def _apply(name: str, args: tuple = (), kwargs=None) -> object:
+    """Run the task `name` here as a worker would (`Task.apply`); `kwargs` a dict or its items."""
     from celery import current_app
 
     if name not in current_app.tasks:  # the apps' tasks modules are imported when a worker starts: here, once
         current_app.loader.import_default_modules()
-    return current_app.tasks[name].apply()
+    return current_app.tasks[name].apply(args=tuple(args), kwargs=dict(kwargs or {}))
+
+
+def soon(name: str, args: tuple = (), kwargs: dict | None = None) -> bool:
+    """Hand the task `name` to this process's scheduler thread, to run after the caller is done
+    (`Scheduler.soon`); False when no scheduler thread runs here (a broker is set, it is turned
+    off, or the process has not started it): the caller sends the task itself."""
+    scheduler = _scheduler
+    frozen = (tuple(args), tuple(sorted((kwargs or {}).items())))
+    return scheduler is not None and scheduler.soon(name, *frozen)
+
 
 
 def _close_connections() -> None:

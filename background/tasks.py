@@ -40,3 +40,25 @@ class DeliveryTask(Task):
                            error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)
         except Exception:  # recording must never turn into the caller's error (eager runs happen in requests)
             log.exception("could not record the failure of %s%r", self.name, tuple(args or ()))
+
+
+class AfterAnswerTask(DeliveryTask):
+    """A delivery task that waits (a storage move waits out its grace periods): with a broker it is
+    sent as any task is; without one (eager tasks) it is handed to the process's background
+    thread (background/scheduler.py `soon`), which runs it after the request that sent it has
+    answered, as a worker would, instead of inside that request. Where no such thread runs (it is
+    turned off, or the process did not start it: the test suite, a management command) it runs
+    eagerly as before."""
+
+    abstract = True
+
+    def apply_async(self, args=None, kwargs=None, task_id=None, **options):
+        if settings.CELERY_TASK_ALWAYS_EAGER and not options.get("countdown") and not options.get("eta"):
+            from celery.result import AsyncResult
+            from celery.utils import uuid
+
+            from background.scheduler import soon
+
+            if soon(self.name, tuple(args or ()), dict(kwargs or {})):
+                return AsyncResult(task_id or uuid(), app=self.app)
+        return super().apply_async(args, kwargs, task_id=task_id, **options)

@@ -2,12 +2,14 @@
 
 from celery import shared_task
 
-from background.tasks import DeliveryTask
+from background.tasks import AfterAnswerTask, DeliveryTask
 
 
 # Registered under the name it had before the move protocol stopped sharing the word "migration"
-# with Django's schema migrations: a task queued by the previous version is still run.
-@shared_task(base=DeliveryTask, name="comments.migrate")
+# with Django's schema migrations: a task queued by the previous version is still run. Without a
+# broker it runs after the post that asked for it has answered (AfterAnswerTask): the move waits
+# out two grace periods, which a post must not wait for.
+@shared_task(base=AfterAnswerTask, name="comments.migrate")
 def comments_move(topic_id: int, to: str) -> bool:
     """Move a topic's discussion to `to` (comments.moves, the same service as `manage.py
     comments_move`): resumes a stopped move; False when another process is moving it or it

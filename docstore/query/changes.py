@@ -101,12 +101,18 @@ def _diff(old: dict, new: dict, prefix: str, updated: dict, removed: list, trunc
             removed.append(prefix + field)
 
 
+def array_replaced(before: int, appended: int) -> bool:
+    """Whether an append of `appended` elements to an array of `before` is described as the whole
+    array (`_diff_array`'s rule) rather than as one `path.N` per new element."""
+    return appended > 1 and appended > (before + appended) * _WHOLE_ARRAY_SHARE
+
+
 def _diff_array(before: list, value: list, path: str, updated: dict, truncated: list) -> None:
     if len(value) >= len(before) and value[:len(before)] == before:  # appended to ($push): one C-level compare
         changed = range(len(before), len(value))
     else:
         changed = [n for n in range(len(value)) if n >= len(before) or not _same(before[n], value[n])]
-    if value and len(changed) > len(value) * _WHOLE_ARRAY_SHARE and len(changed) > 1:
+    if value and len(changed) > len(value) * _WHOLE_ARRAY_SHARE and len(changed) > 1:  # array_replaced
         updated[path] = value
         return
     if len(value) < len(before):

@@ -672,15 +672,19 @@ def seed(query) -> dict:
 _FIELD_OPERATORS = frozenset({"$set", "$inc", "$unset", "$min", "$max", "$mul", "$currentDate", "$setOnInsert"})
 
 
-def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset] | None:
+def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset, dict[tuple[str, ...], str]] | None:
     """An update (already `check`ed) split for writing into the stored bytes (docstore.storage.splice):
     (the values each `$push` appends, by its path's names; the other operators, on top-level
-    fields only; the top-level fields those change), or None for an update that needs the whole
-    document: a pipeline, `$push` with `$slice`/`$sort`/`$position`, a positional or array-filter
-    path, a dotted path outside `$push`, any other operator, or one `$push` path under another."""
+    fields only; the top-level fields those change; the field each `$push` with `$sort: {field: 1}`
+    sorts its top-level array on, by path), or None for an update that needs the whole document: a
+    pipeline, `$push` with `$slice`/`$position` or another `$sort`, a positional or array-filter
+    path, a dotted path outside `$push`, any other operator, or one `$push` path under another.
+    A `$sort` is an append only when the array is already in that order and the new elements come
+    after its last (the caller checks that on the stored array before it appends)."""
     if not isinstance(update, Mapping) or not update:
         return None
     appends: dict[tuple[str, ...], list] = {}
+    sorts: dict[tuple[str, ...], str] = {}
     others: dict = {}
     fields: set[str] = set()
     for operator, spec in update.items():
@@ -690,8 +694,16 @@ def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset] | No
                 if any(part.startswith("$") for part in parts):
                     return None
                 if isinstance(value, Mapping) and "$each" in value:
-                    if set(value) != {"$each"}:
+                    if set(value) - {"$each", "$sort"}:
                         return None
+                    if "$sort" in value:
+                        order = value["$sort"]
+                        if len(parts) != 1 or not isinstance(order, Mapping) or len(order) != 1:
+                            return None
+                        (field, direction), = order.items()
+                        if direction != 1 or type(direction) is not int or "." in field:
+                            return None
+                        sorts[parts] = field
                     values = list(value["$each"])
                 else:
                     values = [value]
@@ -706,4 +718,4 @@ def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset] | No
     pushed = {parts[0] for parts in appends}
     if pushed & fields or len(pushed) != len(appends):
         return None  # one top-level field named twice: the general path says what that means
-    return appends, others, frozenset(fields)
+    return appends, others, frozenset(fields), sorts

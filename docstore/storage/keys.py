@@ -330,6 +330,14 @@ def values_at(doc, path: str) -> tuple[list, bool]:
     """Every value a dotted path reaches, arrays on the way expanded (the values an index holds
     for the document), and whether an array was met (the index is multikey). [None] when missing;
     an empty array is indexed as undefined (server rule)."""
+    out, multikey = reached(doc, path)
+    return (out or [None]), multikey
+
+
+def reached(doc, path: str) -> tuple[list, bool]:
+    """`values_at` without its [None] for a path that reaches nothing: [] then. The values an
+    array's elements reach are each element's own, in the array's order (an append adds its
+    elements' values after the others'), unless a part of the path is a position."""
     current = [doc]
     multikey = False
     for part in path.split("."):
@@ -353,7 +361,7 @@ def values_at(doc, path: str) -> tuple[list, bool]:
             out.extend(value if value else [UNDEFINED])
         else:
             out.append(value)
-    return (out or [None]), multikey
+    return out, multikey
 
 
 def sort_key(doc, path: str, direction: int) -> bytes:

@@ -638,7 +638,18 @@ class Collection:
         and after (`_returned` decodes what its projection sends). None, nothing done, when the
         update needs the whole document (docstore.query.update.in_place), the document is small, a
         validator or an index reads a changed field, a shard-key field changes, or the document
-        does not match; the caller then applies the update the general way."""
+        does not match; the caller then applies the update the general way.
+
+        A `$push` into a top-level array that indexes read is written in place too, when each such
+        index is an ordinary multikey one (not unique, sparse or partial) with one field in the
+        array: the entries of the old elements stay as they are (a multikey index holds each
+        element's keys, MongoDB manual "Multikey Indexes"), so only the new elements' entries are
+        added. That holds when the old and the new elements each reach a value at the index's path
+        (otherwise the document's only entry is a null or undefined one, which the general path
+        replaces). A `$push` with `$sort: {field: 1}` is an append when the array is in strictly
+        increasing integer order of `field` and the new elements continue it (the sorted result is
+        then the old array followed by them); the array is decoded to check that (and to match a
+        filter that names it), which costs a fraction of recomputing its index entries."""
         if info is None or not info.materialized or info.options.get("validator"):
             return None
         split = U.in_place(S.naive(update))
@@ -646,26 +657,51 @@ class Collection:
         if split is None or type(doc_id) not in (int, str, ObjectId) or \
                 any(not isinstance(k, str) or k.startswith("$") for k in filter):
             return None
-        appends, others, fields = split
-        touched = fields | {path[0] for path in appends}
-        if any(index.table and {f.split(".")[0] for f in index.fields} & touched for index in info.indexes.values()):
-            return None
+        appends, others, fields, sorts = split
+        pushed = {path[0] for path in appends}
+        touched = fields | pushed
         key = self.database.client.cluster.key(self.name, self.database.name)
         if key and {f.split(".")[0] for f in key} & touched:
             return None
+        filtered = {k.split(".")[0] for k in filter}
+        small = (filtered | fields | {f.split(".")[0] for f in key or ()}) - pushed
+        grown = []  # (index, its field in a pushed array): entries added for the new elements only
+        for index in info.indexes.values():
+            tops = [f.split(".")[0] for f in index.fields]
+            if not index.table or not set(tops) & touched:
+                continue
+            inside = [f for f, top in zip(index.fields, tops, strict=True) if top in pushed]
+            if set(tops) & fields or len(inside) != 1 or (inside[0].split(".")[0],) not in appends or \
+                    any(part.isdigit() for part in inside[0].split(".")) or index.unique or index.sparse or \
+                    index.partial or not index.multikey:
+                return None
+            grown.append((index, inside[0]))
+            small |= set(tops) - pushed
+        decoded_arrays = pushed & (filtered | {path[0] for path in sorts} | {f.split(".")[0] for _, f in grown})
         id_key = K.encode(doc_id)
         row = conn.execute(f"SELECT rid, doc, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
-        if row is None or len(row[1]) < IN_PLACE_SMALLEST:
+        if row is None or (len(row[1]) < IN_PLACE_SMALLEST and not grown):
             return None
         rid, blob, idv = row
         blob = whole(blob, id_key, idv)
-        named = cut(blob, {name: 1 for name in {k.split(".")[0] for k in filter} | fields |
-                           {f.split(".")[0] for f in key or ()}})
-        if named is None:
-            return None  # the filter names a large field: matched on the whole document
-        before = decode(named)
-        if not S.filter_applies(prepare(S.naive(filter)), before):
+        if decoded_arrays:
+            stored = decode(blob)
+            before = {name: value for name, value in stored.items() if name in small}
+            arrays = {name: stored[name] for name in decoded_arrays if name in stored}
+        else:
+            named = cut(blob, {name: 1 for name in small})
+            if named is None:
+                return None  # the filter names a large field: matched on the whole document
+            before, arrays = decode(named), {}
+        if not S.filter_applies(prepare(S.naive(filter)), {**before, **arrays}):
             return None
+        for path, field in sorts.items():
+            old = arrays.get(path[0])
+            if not isinstance(old, list):
+                return None
+            order = [e.get(field) if isinstance(e, dict) else None for e in [*old, *appends[path]]]
+            if any(type(v) is not int for v in order) or any(a >= b for a, b in itertools.pairwise(order)):
+                return None  # not an append in order: the general path sorts
         try:
             after = S.apply_update(before, S.naive(filter), others, was_insert=False) if others else before
         except WriteError:
@@ -679,6 +715,18 @@ class Collection:
         data = SP.splice(blob, changes, items, counts) if modified else blob
         if data is None:
             return None  # an append's path leads to no array: the general path says what happens
+        if any(CH.array_replaced(counts[path], len(values)) for path, values in appends.items()):
+            return None  # a change event names the whole array then: the general path describes it
+        entries = []
+        for index, field in grown:
+            array = field.split(".")[0]
+            added = decode(bson.encode({"v": appends[(array,)]}))["v"]
+            if not K.reached({array: added}, field)[0]:
+                continue  # the new elements reach nothing: the old elements' entries are the document's
+            old = arrays.get(array)
+            if not isinstance(old, list) or not any(K.reached({array: [e]}, field)[0] for e in old):
+                return None  # the document's one entry was a null one, which the general path removes
+            entries.append((index, self._entries(index, {**after, array: added})[0]))
         if modified:
             if len(data) > S.MAX_BSON_SIZE:
                 raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
@@ -687,6 +735,11 @@ class Collection:
             conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                          (without_id(data, idv), new_generation(len(data)), rid))
             freed_memory.handled(len(data))
+            for index, added in entries:  # a key the document holds already stays one entry
+                cols = [f"k{n}" for n in range(len(index.keys))]
+                conn.executemany(f"INSERT OR IGNORE INTO {index.table} ({', '.join(cols)}, rid, v) VALUES "
+                                 f"({', '.join('?' * (len(cols) + 2))})",
+                                 [(*entry[:-1], rid, entry[-1]) for entry in added])
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)

@@ -74,3 +74,31 @@ def test_with_a_broker_or_turned_off_no_thread_starts(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.BACKGROUND_SCHEDULER = False
     assert background_scheduler.start() is None
+
+
+def test_a_task_sent_soon_runs_on_the_thread_once_and_not_when_it_is_stopped():
+    """`soon`: run on the scheduler's thread before the next due time; the same task and arguments
+    queued again while waiting run once; nothing is queued when the thread does not run."""
+    runs, hold, held = [], threading.Event(), threading.Event()
+
+    def run(name, *args):
+        if name == "hold":
+            held.set()
+            hold.wait(60)
+        runs.append((name, threading.current_thread().name, *args))
+
+    scheduler = Scheduler({"tick": 3600.0}, run)
+    assert scheduler.soon("move", 1) is False  # not started: the caller sends it itself
+    scheduler.start()
+    try:
+        assert scheduler.soon("hold") is True
+        assert held.wait(60)
+        assert scheduler.soon("move", (7, "bucketed")) and scheduler.soon("move", (7, "bucketed"))
+        assert scheduler.soon("move", (8, "bucketed"))
+        hold.set()
+        _wait(lambda: len(runs) == 3, "the queued tasks run")
+    finally:
+        scheduler.stop()
+    assert runs == [("hold", "background-scheduler"), ("move", "background-scheduler", (7, "bucketed")),
+                    ("move", "background-scheduler", (8, "bucketed"))]
+    assert scheduler.soon("move", 9) is False

@@ -60,3 +60,47 @@ def test_the_consequences_of_the_post_that_moved_the_discussion_find_it_where_it
         signals.comment_posted.disconnect(dispatch_uid="test.auto_move.consequence")
     assert answer.status_code == 201, answer.content
     assert seen == [(target, order)]
+
+
+@pytest.mark.django_db(transaction=True)  # the scheduler's thread reads the topic on its own connection
+def test_without_a_broker_the_move_runs_after_the_post_has_answered(settings, api_client, make_topic, make_user,
+                                                                     monkeypatch):
+    """`make serve` with no broker: the move a post asks for (which waits out two grace periods)
+    runs on the process's background thread (background/scheduler.py), not inside the request;
+    the post is stored in the embedded discussion and answers, and the move follows."""
+    import threading
+    import time
+
+    from background import scheduler as background_scheduler
+    from comments import moves
+    from comments.services import comment_create
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.BACKGROUND_SCHEDULER = True
+    settings.CELERY_BEAT_SCHEDULE = {"comments-posts-finish": {"task": "comments.posts_finish", "schedule": 3600.0}}
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 4
+    topic, alice, bob = make_topic("embedded", "chronological"), make_user("alice"), make_user("bob")
+    posted = [comment_create(topic=topic, author=alice, text=f"comment {n}").id for n in range(3)]
+    ran_on, real = [], moves.comment_storage_move
+
+    def move(**kwargs):
+        ran_on.append(threading.current_thread().name)
+        return real(**kwargs)
+
+    monkeypatch.setattr(moves, "comment_storage_move", move)
+    started = background_scheduler.start()
+    try:
+        api_client.force_authenticate(bob)
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "the fourth"}, format="json")
+        assert answer.status_code == 201, answer.content
+        assert threading.current_thread().name not in ran_on  # not moved inside the request
+        end = time.monotonic() + 120  # only ends a hung test: nothing is timed
+        while Topic.objects.get(pk=topic.pk).comment_storage != "bucketed" and time.monotonic() < end:
+            time.sleep(0.05)
+    finally:
+        background_scheduler.stop()
+    assert started is not None and ran_on == ["background-scheduler"]
+    topic = Topic.objects.get(pk=topic.pk)
+    assert topic.comment_storage == "bucketed"
+    page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"order": "chronological", "page_size": 50}).json()
+    assert [c["id"] for c in page["results"]] == [*posted, answer.json()["id"]]

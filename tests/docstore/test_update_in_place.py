@@ -4,6 +4,7 @@ document does (the general path, the reference): the same collection is updated 
 with the in-place path off, and the stored bytes compared."""
 
 import datetime as dt
+import sqlite3
 
 import bson
 import pytest
@@ -107,3 +108,106 @@ def test_a_push_into_a_large_document_is_spliced_without_applying_the_update(mon
     assert calls == [["_id", "bytes", "count", "layout"]]  # only the small fields the filter and $inc name
     assert in_place.find_one({"_id": 7}) == {**doc, "count": 3, "bytes": 15,
                                              "comments": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}
+
+
+# A `$push` into an array that multikey indexes read, as a bucket of comments takes one: the
+# in-place path adds only the new elements' entries and accepts a `$sort` that is an append; every
+# index's entries, the stored bytes, the reply and the change event stay the general path's.
+item_ids = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]), st.integers(0, 3), st.just([]),
+                    st.lists(st.sampled_from("ab"), max_size=2))
+items = st.one_of(
+    st.builds(lambda fields: fields, st.fixed_dictionaries({}, optional={
+        "id": item_ids, "seq": st.one_of(st.integers(0, 6), st.floats(0, 6, allow_nan=False), st.none()),
+        "pinned": st.booleans()})),
+    st.integers(0, 3))
+
+
+def numbered(first, last):
+    """Elements in `seq` order from `first`..`last`, as a bucket holds them (a `$sort` that is an append)."""
+    return st.builds(lambda start, ids: [{"id": i, "seq": start + n} for n, i in enumerate(ids)],
+                     st.integers(first, last), st.lists(item_ids, max_size=3))
+
+
+indexed_documents = st.builds(lambda d, arr: {"_id": 7, "d": d, "count": 0, **({"items": arr} if arr is not None else {})},
+                              st.one_of(st.integers(0, 2), st.lists(st.integers(0, 2), max_size=2)),
+                              st.one_of(st.none(), st.lists(items, max_size=4), st.integers(0, 3), numbered(0, 2),
+                                        numbered(0, 2)))
+indexed_updates = st.builds(
+    lambda each, sort, inc: {"$push": {"items": {"$each": each, **({"$sort": sort} if sort else {})}},
+                             **({"$inc": {"count": 1}} if inc else {})},
+    st.one_of(st.lists(items, min_size=1, max_size=2), numbered(3, 6).filter(bool)),
+    st.sampled_from([None, {"seq": 1}, {"seq": 1}, {"seq": -1}, {"id": 1}]), st.booleans())
+indexed_filters = st.sampled_from([{"_id": 7}, {"_id": 7, "d": 1}, {"_id": 7, "items.id": {"$ne": "a"}},
+                                   {"_id": 7, "d": 1, "items.id": {"$ne": "b"}}])
+INDEXES = (([("d", 1), ("items.id", 1)], {}), ([("d", 1), ("items.pinned", 1)], {}), ([("items.seq", -1)], {}))
+# Indexes that send the update the general way: sparse over the array, one on a field `$inc` changes.
+OTHER_INDEXES = (([("items.pinned", 1), ("d", 1)], {"name": "sparse_pinned", "sparse": True}), ([("count", 1)], {}))
+
+
+def _index_rows(collection) -> dict:
+    """Every entry of every index of `collection`, without the row numbers (the same document
+    stored in two collections has two)."""
+    db = collection.database
+    info = db._store.collection(collection.name)
+    conn = sqlite3.connect(str(db.path))
+    try:
+        return {name: sorted(row[:-2] + row[-1:] for row in conn.execute(f"SELECT * FROM {index.table}"))
+                for name, index in info.indexes.items() if index.table}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def indexed_pairs(tmp_path):
+    """{False: (general, in place) with INDEXES, True: the same with OTHER_INDEXES too}."""
+    client = docstore.Client(str(tmp_path / "indexed.sqlite3"), default_db="indexed")
+    db = client.get_database()
+    pairs = {other: (db[f"general_{other}"], db[f"in_place_{other}"]) for other in (False, True)}
+    for other, pair in pairs.items():
+        for collection in pair:
+            for keys, options in INDEXES + (OTHER_INDEXES if other else ()):
+                collection.create_index(keys, **options)
+    yield pairs
+    client.close()
+
+
+@settings(max_examples=800, deadline=None)
+@given(doc=indexed_documents, filter=indexed_filters, update=indexed_updates, other=st.booleans())
+def test_a_push_into_an_indexed_array_in_place_does_what_the_general_path_does(monkeypatch, indexed_pairs, doc,
+                                                                               filter, update, other):
+    outcomes = []
+    for collection, smallest in zip(indexed_pairs[other], (1 << 40, 0), strict=True):
+        collection.delete_many({})
+        try:
+            collection.insert_one(dict(doc))
+        except PyMongoError as exc:
+            outcomes.append(("insert refused", exc.code))
+            continue
+        monkeypatch.setattr(surface, "IN_PLACE_SMALLEST", smallest)
+        with collection.watch(max_await_time_ms=1) as stream:
+            outcome = _outcome(collection, collection.update_one, filter, update)
+            change = stream.try_next()
+        outcomes.append((outcome, _index_rows(collection), change and change.get("updateDescription")))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_push_into_an_indexed_bucket_is_spliced_and_adds_only_its_entries(monkeypatch, indexed_pairs):
+    """A bucket's post (a `$ne` on the element ids, `$inc` of its count, `$push` with `$sort` on
+    the sequence number) is written in place, however small the document: the general path's
+    `apply_update` of the whole bucket is not run, and the index finds the new element."""
+    from docstore.query import semantics
+
+    _, bucket = indexed_pairs[False]
+    bucket.insert_one({"_id": 7, "d": 1, "count": 2, "items": [{"id": "a", "seq": 1}, {"id": "b", "seq": 2}]})
+    calls = []
+    real = semantics.apply_update
+    monkeypatch.setattr(semantics, "apply_update", lambda doc, *a, **k: calls.append(sorted(doc)) or real(doc, *a, **k))
+    pushed = {"$each": [{"id": "c", "seq": 3}], "$sort": {"seq": 1}}
+    result = bucket.update_one({"_id": 7, "d": 1, "items.id": {"$ne": "c"}}, {"$inc": {"count": 1}, "$push": {"items": pushed}})
+    assert (result.matched_count, result.modified_count) == (1, 1)
+    assert calls == [["_id", "count", "d"]]  # only the small fields the filter, $inc and the indexes name
+    assert bucket.find_one({"d": 1, "items.id": "c"}, {"count": 1}) == {"_id": 7, "count": 3}
+    assert bucket.find_one({"_id": 7})["items"][-1] == {"id": "c", "seq": 3}
+    # Out of order, the `$sort` is a sort: the general path, which sorts.
+    bucket.update_one({"_id": 7}, {"$push": {"items": {"$each": [{"id": "z", "seq": 0}], "$sort": {"seq": 1}}}})
+    assert [e["id"] for e in bucket.find_one({"_id": 7})["items"]] == ["z", "a", "b", "c"]
