@@ -9,7 +9,12 @@ held open, each reading what comes (heartbeats); wrk drives the page again while
 The result: requests/s, p50 and p99 of the page with and without the streams, their ratio, how
 many streams were open before and after the second run, and the same page under gunicorn's
 threaded sync workers (the configuration before, whose threads a stream would each take) as a
-peer of the ASGI worker's own cost.
+peer of the ASGI worker's own cost. Beside the wall times, which a shared machine makes noisy,
+the CPU each takes: the workers' CPU per page request in each run (/proc: user + system), the
+workers' and the stream client's CPU while the streams sit idle, the workers' threads and RSS
+with the streams open. The client holds every stream in one asyncio event loop in a thread of
+this process, as a browser holds one connection per tab: its CPU (this process's, getrusage)
+is reported so that what it takes from the machine the server shares is known.
 
 Entry point: `.venv/bin/python -m bench.live_streams [--streams 1000] [--json F] [--docs F]`.
 """
@@ -19,6 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import shutil
 import tempfile
 import threading
@@ -86,8 +93,42 @@ class Streams:
         self.thread.join(timeout=60)
 
 
+def _client_cpu() -> float:
+    """CPU seconds of this process so far (the stream client's event loop; wrk is a child process)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
 def _page(server, path, *, duration, connections, threads, workdir) -> dict:
-    return load.run_wrk(server.base + path, duration=duration, connections=connections, threads=threads, workdir=workdir)
+    """wrk's figures, with the workers' CPU per request (ms) and the client's CPU (s) during the run."""
+    ticks, client = sum(server.worker_cpu().values()), _client_cpu()
+    found = load.run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
+                         workdir=workdir)
+    spent = (sum(server.worker_cpu().values()) - ticks) / os.sysconf("SC_CLK_TCK")
+    found["cpu_ms_per_request"] = round(spent * 1000 / found["requests"], 3) if found["requests"] else None
+    found["client_cpu_s"] = round(_client_cpu() - client, 2)
+    return found
+
+
+def _idle(server, seconds: float = 5.0) -> dict:
+    """The workers' and this process's CPU over `seconds` with no page requests, as % of one core."""
+    ticks, client, started = sum(server.worker_cpu().values()), _client_cpu(), time.monotonic()
+    time.sleep(seconds)
+    took = time.monotonic() - started
+    spent = (sum(server.worker_cpu().values()) - ticks) / os.sysconf("SC_CLK_TCK")
+    return {"workers_cpu_pct": round(100 * spent / took, 1), "client_cpu_pct": round(100 * (_client_cpu() - client) / took, 1)}
+
+
+def _threads(server) -> int:
+    """Threads of the workers together (/proc/PID/status)."""
+    total = 0
+    for pid in server._pids():
+        try:
+            total += next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if line.startswith("Threads:"))
+        except (OSError, StopIteration):
+            continue
+    return total
 
 
 def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connections: int = 8, threads: int = 2,
@@ -114,10 +155,18 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
                 log(f"bench-live: {name}: page alone {result[f'{name}_page']}")
                 if name != "asgi":
                     continue
+                result["idle_without_streams"] = _idle(server)
+                result["threads_without_streams"] = _threads(server)
                 held = Streams(server.base + f"/t/{ours['slug']}/live/", streams)
+                client = _client_cpu()
                 held.start()
+                result["client_cpu_s_opening"] = round(_client_cpu() - client, 2)
                 result["streams_opened"], result["streams_failed"] = held.opened, held.failed
                 log(f"bench-live: {held.opened} streams open ({held.failed} failed)")
+                result["idle_with_streams"] = _idle(server)
+                result["threads_with_streams"] = _threads(server)
+                log(f"bench-live: idle with the streams {result['idle_with_streams']}, "
+                    f"{result['threads_with_streams']} threads")
                 result["asgi_page_with_streams"] = _page(server, path, duration=duration, connections=connections,
                                                          threads=threads, workdir=workdir)
                 result["streams_open_after"] = held.open_now()
@@ -139,6 +188,8 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
     result["p99_ratio"] = round(loaded / base, 2) if base else None
     result["asgi_vs_wsgi_p99"] = round(base / result["wsgi_page"]["p99_ms"], 2) if result["wsgi_page"]["p99_ms"] else None
     result["asgi_vs_wsgi_rps"] = round(result["asgi_page"]["rps"] / result["wsgi_page"]["rps"], 2)
+    cpu_base = (result["asgi_page"]["cpu_ms_per_request"] + result["asgi_page_after"]["cpu_ms_per_request"]) / 2
+    result["cpu_per_request_ratio"] = round(result["asgi_page_with_streams"]["cpu_ms_per_request"] / cpu_base, 2)
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
     if docs_path:
@@ -148,7 +199,9 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
 
 def section(r: dict) -> str:
     def row(label, m):
-        return f"| {label} | {m['rps']:,.0f} | {m['p50_ms']:.1f} | {m['p99_ms']:.1f} |"
+        cpu = m.get("cpu_ms_per_request")
+        return (f"| {label} | {m['rps']:,.0f} | {m['p50_ms']:.1f} | {m['p99_ms']:.1f} | "
+                f"{'' if cpu is None else f'{cpu:.2f}'} |")
 
     return "\n".join([
         "## Live streams (`make bench-live`)",
@@ -157,8 +210,8 @@ def section(r: dict) -> str:
         f"{r['connections']} connections for {r['duration']} s, {r['workers']} gunicorn workers; then the same while "
         f"{r['streams']:,} Server-Sent Events streams of that topic are held open (bench/live_streams.py, httpx).",
         "",
-        "| serving | req/s | p50 ms | p99 ms |",
-        "|---|---:|---:|---:|",
+        "| serving | req/s | p50 ms | p99 ms | workers' CPU ms per request |",
+        "|---|---:|---:|---:|---:|",
         row("gunicorn threaded sync workers (4 threads each), no streams", r["wsgi_page"]),
         row("`make serve`: uvicorn's ASGI worker class, no streams", r["asgi_page"]),
         row(f"`make serve` with {r['streams_opened']:,} streams open", r["asgi_page_with_streams"]),
@@ -171,6 +224,15 @@ def section(r: dict) -> str:
         f"threaded sync one on the page alone: p99 {r['asgi_vs_wsgi_p99']}x, req/s {r['asgi_vs_wsgi_rps']}x. Under "
         "the sync workers each open stream would hold one of their threads (8 in all): the ninth reader "
         "would wait for a page.",
+        "",
+        f"CPU, which the machine's other work disturbs less than the wall times: the workers' CPU per page request "
+        f"with the streams open / without them **{r['cpu_per_request_ratio']}x**; with no page requests the "
+        f"workers take {r['idle_without_streams']['workers_cpu_pct']}% of a core without the streams and "
+        f"{r['idle_with_streams']['workers_cpu_pct']}% with them (heartbeats, the change-stream reader), "
+        f"the stream client {r['idle_with_streams']['client_cpu_pct']}% (one asyncio loop in the bench's "
+        f"process; {r['client_cpu_s_opening']} s of CPU to open them, "
+        f"{r['asgi_page_with_streams']['client_cpu_s']} s during the run beside them); the workers run "
+        f"{r['threads_without_streams']} threads without the streams, {r['threads_with_streams']} with them.",
     ])
 
 

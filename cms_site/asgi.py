@@ -9,12 +9,23 @@ a2wsgi's bridge, as gunicorn's threaded workers would run it. Django's ASGI hand
 too, but it hands each sync middleware and view to a thread of its own and back (asgiref's
 sync_to_async), which costs about 0.55x the page rate of the WSGI handler (measured with wrk on the
 topic page: docs/deploy.md).
+
+Django's ASGI handler runs the sync parts of each request (the request_started and request_finished
+receivers, sync middleware, the view's sync_to_async calls) in a thread of that request's own:
+asgiref's ThreadSensitiveContext, one per request, whose thread lives as long as the request does.
+For a stream that is as long as it stays open: 1,000 open streams would be 1,000 idle threads, each
+with its own database connections, and their objects walked by every full garbage collection of the
+worker (the pages' latency). Entered first with an executor (asgiref's `ThreadSensitiveContext(executor=)`;
+only the outermost context counts, so Django's own adds nothing), the context sends them to one
+thread per process shared by every stream: each request's sync parts still run in one thread, as
+Django's thread_sensitive rule asks, and an open stream holds none.
 """
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from a2wsgi import WSGIMiddleware
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction
 from django.core.asgi import get_asgi_application
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.wsgi import WSGIHandler
@@ -31,6 +42,7 @@ def _threads() -> int:
 
 
 pages = WSGIMiddleware(WSGIHandler(), workers=_threads())
+streams_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="asgi-sync")  # the module docstring
 
 
 def _is_async(path: str) -> bool:
@@ -49,6 +61,8 @@ async def application(scope, receive, send):
             path = path[len(root):] or "/"
         if not _is_async(path):
             return await pages(scope, receive, send)
+        async with ThreadSensitiveContext(executor=streams_thread):
+            return await streams(scope, receive, send)
     return await streams(scope, receive, send)  # async views, and the server's lifespan messages
 
 

@@ -4,7 +4,10 @@ every open stream of that process (the publish-subscribe pattern), and the resum
 A `Hub` (one per strategy, started by the first subscriber, a daemon thread) reads its change
 stream (comments/managers/live.py) and hands each change, already turned into the comments it
 touched, to the subscribers of that change's discussion. 1,000 open streams cost one reader,
-not 1,000: an idle stream is a queue and a heartbeat.
+not 1,000: an idle stream is a queue. Their heartbeats come from the same thread: each subscriber
+is handed `HEARTBEAT` when HEARTBEAT_SECONDS passed without a message for it, so an idle stream
+holds no timer of its own (one clock per process rather than a timer per stream), and the
+heartbeats of streams that opened at different times stay spread out.
 
 Resuming after `Last-Event-ID` (the Server-Sent Events reconnection rule) splices two
 sources without a gap or a repeat: the subscriber is registered first (from then on the hub
@@ -40,6 +43,7 @@ __all__ = ["Change", "FeedUnavailable", "Hub", "ResumeLost", "catch_up", "close_
 log = logging.getLogger(__name__)
 QUEUE_MAX = 1000  # changes queued for one subscriber that does not read: past it, the stream starts afresh
 RETRY_SECONDS = 1.0  # between attempts to reopen the hub's stream after an error
+HEARTBEAT_SECONDS = 15.0  # an SSE comment line this often keeps proxies from closing an idle stream
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,13 @@ class Change:
     items: tuple[Changed, ...] = ()
     lost: bool = False
     closed: bool = False
+    beat: bool = False  # nothing happened: the stream sends a heartbeat
     # What the change renders to for viewers who all see the same (anonymous readers), filled by
     # the first stream that renders it: one render per change and process, not one per stream.
     shared: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+
+HEARTBEAT = Change(None, beat=True)
 
 
 @dataclass(eq=False)
@@ -63,6 +71,7 @@ class Subscriber:
     deliver: Callable[[Change], None]  # called on the hub's thread: must not block
     position: str | None = None  # the hub's position when it registered
     queued: int = field(default=0)
+    beat_at: float = 0.0  # when it is handed HEARTBEAT unless a change comes first (time.monotonic)
 
 
 class Hub:
@@ -80,7 +89,8 @@ class Hub:
     def subscribe(self, discussion_id: int, deliver: Callable[[Change], None]) -> Subscriber:
         self._start()
         with self.lock:
-            sub = Subscriber(discussion_id, deliver, encode_token(self.position) if self.position else None)
+            sub = Subscriber(discussion_id, deliver, encode_token(self.position) if self.position else None,
+                             beat_at=time.monotonic() + HEARTBEAT_SECONDS)
             self.subscribers.setdefault(discussion_id, set()).add(sub)
         return sub
 
@@ -101,8 +111,23 @@ class Hub:
             self.thread = threading.Thread(target=self._run, name=f"comments-live-{self.storage}", daemon=True)
             self.thread.start()
 
+    def _beat(self) -> None:
+        """HEARTBEAT to each subscriber that was handed nothing for HEARTBEAT_SECONDS."""
+        now = time.monotonic()
+        with self.lock:
+            for subs in self.subscribers.values():
+                for sub in subs:
+                    if sub.beat_at <= now:
+                        sub.beat_at = now + HEARTBEAT_SECONDS
+                        sub.deliver(HEARTBEAT)
+
     def _run(self) -> None:
+        beat_at = 0.0
         while not self.stopping.is_set():
+            # Looked at about ten times a heartbeat (a reader's wait is at most its max await, 0.5 s).
+            if time.monotonic() >= beat_at:
+                self._beat()
+                beat_at = time.monotonic() + min(1.0, HEARTBEAT_SECONDS / 10)
             try:
                 change = next_change(self.stream)
             except Exception as exc:  # a connection error: reopen after the last token read (nothing lost)
@@ -120,7 +145,9 @@ class Hub:
                 subs = list(self.subscribers.get(discussion_id, ())) if discussion_id is not None else []
                 if subs:
                     item = Change(encode_token(change["_id"]), tuple(changed_comments(self.storage, change)))
+                    beat_at = time.monotonic() + HEARTBEAT_SECONDS
                     for sub in subs:
+                        sub.beat_at = beat_at
                         sub.deliver(item)
 
     def _reopen(self, *, lost: bool) -> None:

@@ -386,9 +386,6 @@ def comment_like(request, slug, comment_id):
 
 # --- the live stream -------------------------------------------------------------------------
 
-HEARTBEAT_SECONDS = 15  # an SSE comment line this often keeps proxies from closing an idle stream
-
-
 def _sse(event: str | None = None, data=None, token: str | None = None) -> str:
     """One Server-Sent Events message (the WHATWG "event stream" format): `id:` only on the last
     message of a change, so a client that drops mid-change resumes before it, not after."""
@@ -522,9 +519,8 @@ async def _live_async(waiting, live, storage, token, after, hub, sub):
         if seen is None:
             return
         while True:
-            try:
-                change = await asyncio.wait_for(waiting.get(), HEARTBEAT_SECONDS)
-            except TimeoutError:
+            change = await waiting.get()  # a change, or the hub's heartbeat (comments/live.py): no timer here
+            if change.beat:
                 yield ": heartbeat\n\n"
                 continue
             if change.token in seen:
@@ -545,9 +541,8 @@ def _live_sync(waiting, live, storage, token, after, hub, sub):
         if seen is None:
             return
         while True:
-            try:
-                change = waiting.get(timeout=HEARTBEAT_SECONDS)
-            except stdqueue.Empty:
+            change = waiting.get()
+            if change.beat:
                 yield ": heartbeat\n\n"
                 continue
             if change.token in seen:

@@ -49,3 +49,41 @@ def test_only_async_views_reach_the_asgi_handler(routed, path, root, handler):
 def test_the_servers_lifespan_messages_go_to_djangos_asgi_handler(routed):
     _call({"type": "lifespan"})
     assert routed == [("streams", "lifespan", None)]
+
+
+def test_open_streams_share_one_thread_for_their_sync_parts(monkeypatch):
+    """Django's ASGI handler enters a ThreadSensitiveContext per request, whose thread lives as long as
+    the request: an open stream would hold a thread. Under cms_site.asgi every stream's sync parts
+    go to the one shared thread instead, however many streams are open."""
+    import threading
+
+    from asgiref.sync import ThreadSensitiveContext, sync_to_async
+
+    threads, opened, release = [], [], asyncio.Event()
+
+    async def handler(scope, receive, send):  # what django.core.handlers.asgi.ASGIHandler.__call__ does
+        async with ThreadSensitiveContext():
+            threads.append(await sync_to_async(threading.get_ident)())  # e.g. the request_started receivers
+            opened.append(scope["path"])
+            await release.wait()  # the stream stays open
+            threads.append(await sync_to_async(threading.get_ident)())  # e.g. rendering a change
+
+    monkeypatch.setattr(asgi, "streams", handler)
+
+    async def main():
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        async def send(message):
+            pass
+
+        tasks = [asyncio.ensure_future(asgi.application({"type": "http", "path": f"/t/topic-{n}/live/", "root_path": "",
+                                                         "method": "GET", "headers": []}, receive, send))
+                 for n in range(5)]
+        while len(opened) < 5:
+            await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+    assert len(threads) == 10 and len(set(threads)) == 1

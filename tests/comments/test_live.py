@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def feed(monkeypatch):
     log = FakeLog()
     monkeypatch.setattr(live_manager.CommentChangeFeed, "open", lambda self, **kw: log.open(self, **kw))
-    monkeypatch.setattr(views, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
     yield log
     live.stop_hubs()
 
@@ -259,7 +259,7 @@ def test_without_change_streams_the_stream_answers_503_and_the_page_polls(client
 @pytest.fixture
 def store_feed(monkeypatch):
     """The store's own change streams (the embedded engine's watch(), or MongoDB's)."""
-    monkeypatch.setattr(views, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.05)
     live.stop_hubs()
     yield
     live.stop_hubs()
@@ -315,3 +315,52 @@ def test_when_the_process_s_reader_loses_its_place_every_stream_is_told_to_reloa
         feed.trimmed = 10**6  # the reader was away longer than the feed keeps its changes
     [reset] = [m for m in stream.messages(lambda m: m.get("event") == "reset")]
     assert "reload" in reset["data"]["detail"]
+
+
+def test_idle_subscribers_get_their_heartbeats_from_the_process_s_reader(make_topic, feed):
+    """An idle stream holds no timer of its own: the hub's thread hands each subscriber HEARTBEAT when
+    HEARTBEAT_SECONDS passed without a message for it (one clock per process, not one per stream)."""
+    import queue
+
+    topic = make_topic("document", "chronological")
+    hub = live.hub(topic.comment_storage)
+    got = [queue.Queue() for _ in range(3)]
+    subs = [hub.subscribe(topic.discussion_id, q.put) for q in got]
+    for q in got:
+        assert q.get(timeout=10) is live.HEARTBEAT  # the timeout only bounds a failing wait
+    for sub in subs:
+        hub.unsubscribe(sub)
+    assert not hub.subscribers
+
+
+def test_an_asgi_stream_sends_changes_and_heartbeats(make_topic, make_user, feed):
+    """The stream as Django's ASGI handler serves it (an async generator, `make serve`): it waits on
+    its queue alone, the hub's heartbeats and changes both arrive, and closing it unsubscribes."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    topic, alice = make_topic("document", "chronological"), make_user("alice")
+
+    async def read():
+        response = await AsyncClient().get(f"/t/{topic.slug}/live/?after=0")
+        chunks, text = response.streaming_content.__aiter__(), ""
+        for _ in range(400):
+            text += (await chunks.__anext__()).decode()
+            if ": heartbeat" in text:
+                break
+        comment = await sync_to_async(services.comment_create)(topic=topic, author=alice, text="Hello *async*")
+        await sync_to_async(feed.emit_comment)(topic, comment.id, new=True)
+        for _ in range(400):
+            text += (await chunks.__anext__()).decode()
+            if "event: comment" in text:
+                break
+        await chunks.aclose()
+        return text, comment
+
+    text, comment = asyncio.run(read())
+    assert ": heartbeat" in text
+    [shown] = comments_of([m for m in map(_parse, text.split("\n\n")) if m])
+    assert shown["id"] == comment.id and "<em>async</em>" in shown["html"]
+    assert not live.hub(topic.comment_storage).subscribers
