@@ -18,7 +18,6 @@ run of the same code, where CPU time moves with the machine's load).
 
 from __future__ import annotations
 
-import collections
 import cProfile
 import json
 import os
@@ -48,22 +47,9 @@ def main(strategies) -> None:
     from django.test import Client
     from pymongo import monitoring
 
-    class Commands(monitoring.CommandListener):
-        def __init__(self):
-            self.sent, self.on = collections.Counter(), False
+    from bench.counting import SentCommands
 
-        def started(self, event):
-            if self.on:
-                target = event.command.get(event.command_name)
-                self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
-
-        def succeeded(self, event):
-            pass
-
-        def failed(self, event):
-            pass
-
-    commands = Commands()
+    commands = SentCommands(on=False)
     monitoring.register(commands)  # before the first client: pymongo's listeners are given at creation
     call_command("migrate", verbosity=0)
     from bench.load import seed_ours
