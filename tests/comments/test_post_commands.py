@@ -74,6 +74,34 @@ def test_a_post_reads_its_authors_restrictions_once_and_a_ban_still_refuses(api_
     assert refused.status_code == 403, refused.content
 
 
+def test_a_token_post_reads_its_authors_restrictions_with_the_token_and_a_ban_still_refuses(topic, alice, editor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from moderation.models import UserModeration
+
+    token = Token.objects.create(user=alice)
+    writer = APIClient()
+    writer.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    table = UserModeration._meta.db_table
+    with CaptureQueriesContext(connection) as queries:
+        answer = writer.post(f"/api/topics/{topic.slug}/comments/", {"text": "with my token"}, format="json")
+    assert answer.status_code == 201, answer.content
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and f'"{table}"' in q["sql"]]
+    assert len(reads) == 1 and '"authtoken_token"' in reads[0], reads  # the token's query joins it
+    editor_client = APIClient()
+    editor_client.force_authenticate(editor)
+    assert editor_client.post("/api/moderation/bans/", {"username": "alice"}, format="json").status_code == 201
+    refused = writer.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
+    assert refused.status_code == 403, refused.content
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Token not-a-token")  # DRF's answer to an unknown token
+    unknown = stranger.post(f"/api/topics/{topic.slug}/comments/", {"text": "t"}, format="json")
+    assert unknown.status_code == 401 and unknown["WWW-Authenticate"] == "Token", unknown.content
+
+
 @pytest.mark.parametrize("storage", ["bucketed", "embedded"])
 def test_a_posts_rank_is_one_insert_and_a_roll_forward_keeps_it(api_client, make_topic, alice, storage):
     from comments.managers import manager_for
