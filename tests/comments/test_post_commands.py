@@ -91,6 +91,9 @@ def test_a_token_post_reads_its_authors_restrictions_with_the_token_and_a_ban_st
     assert answer.status_code == 201, answer.content
     reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and f'"{table}"' in q["sql"]]
     assert len(reads) == 1 and '"authtoken_token"' in reads[0], reads  # the token's query joins it
+    with CaptureQueriesContext(connection) as queries:  # a read with the token joins nothing more
+        assert writer.get(f"/api/topics/{topic.slug}/comments/").status_code == 200
+    assert not [q for q in queries.captured_queries if f'"{table}"' in q["sql"]]
     editor_client = APIClient()
     editor_client.force_authenticate(editor)
     assert editor_client.post("/api/moderation/bans/", {"username": "alice"}, format="json").status_code == 201
