@@ -291,6 +291,27 @@ class CommandCounter(monitoring.CommandListener):
             self.counter.tally.engine_ms += event.duration_micros / 1000.0
 
 
+class SentCommands(monitoring.CommandListener):
+    """The commands started, by (command name, collection), while `on`: what a whole request
+    sends (bench/post_profile.py, tests/comments/test_post_commands.py), where `CommandCounter`
+    tallies one bench database's round trips, documents and server work."""
+
+    def __init__(self, on: bool = True):
+        self.sent: Counter = Counter()
+        self.on = on
+
+    def started(self, event):
+        if self.on:
+            target = event.command.get(event.command_name)
+            self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
 _local = threading.local()
 
 EXPLAINABLE = ("find", "aggregate", "count", "distinct", "update", "delete", "findAndModify", "findandmodify")

@@ -1,7 +1,7 @@
 """What one authenticated API POST costs per strategy, in process: CPU, MongoDB commands and
 Python function calls per post (the figures in docs/comments.md, "What a whole post sends").
 
-    .venv/bin/python bench/post_profile.py [STRATEGY ...]     (SIZE=2000 N=200 by default)
+    .venv/bin/python bench/post_profile.py [STRATEGY ... | floor]     (SIZE=2000 N=200 by default)
 
 A throw-away site with the load run's settings (DEBUG off, rate limits and the duplicate-text
 check off, no broker: the consequences run in the request, as `make bench-load` runs them) is
@@ -14,11 +14,16 @@ warm-up: the commands of 10 posts by name and collection (pymongo's command moni
 CPU time of this process over N posts (time.process_time: other work on the machine does not
 count, unlike wall time), and the Python calls of 50 posts (cProfile's count: the same on every
 run of the same code, where CPU time moves with the machine's load).
+
+`floor` measures the same POST, with the same token and JSON body, through the same
+middleware, DRF authentication, permission, throttle and parser, into a throw-away view of
+this script (mounted at /floor/ for the run) that reads the body and answers 201 with a small
+JSON object, storing nothing: what is left of a post's CPU when the post does nothing, the part
+no change to the post path can remove.
 """
 
 from __future__ import annotations
 
-import collections
 import cProfile
 import json
 import os
@@ -48,22 +53,9 @@ def main(strategies) -> None:
     from django.test import Client
     from pymongo import monitoring
 
-    class Commands(monitoring.CommandListener):
-        def __init__(self):
-            self.sent, self.on = collections.Counter(), False
+    from bench.counting import SentCommands
 
-        def started(self, event):
-            if self.on:
-                target = event.command.get(event.command_name)
-                self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
-
-        def succeeded(self, event):
-            pass
-
-        def failed(self, event):
-            pass
-
-    commands = Commands()
+    commands = SentCommands(on=False)
     monitoring.register(commands)  # before the first client: pymongo's listeners are given at creation
     call_command("migrate", verbosity=0)
     from bench.load import seed_ours
@@ -73,8 +65,10 @@ def main(strategies) -> None:
     seeded = seed_ours(int(os.environ.get("SIZE", "2000")))
     rounds = int(os.environ.get("N", "200"))
     client, auth = Client(), {"HTTP_AUTHORIZATION": f"Token {seeded['token']}"}
+    if "floor" in strategies:
+        _mount_floor()
     for storage in strategies:
-        path = f"/api/topics/{seeded['topics'][storage]}/comments/"
+        path = "/floor/" if storage == "floor" else f"/api/topics/{seeded['topics'][storage]}/comments/"
 
         def post(n: int, path=path) -> None:
             body = json.dumps({"text": f"a new text {uuid.uuid4().hex} {n}"})
@@ -102,6 +96,29 @@ def main(strategies) -> None:
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
             print(f"    {name} {collection}: {n / 10:g}")
+
+
+def _mount_floor() -> None:
+    """Put the floor view in front of the site's URLs, for this process only."""
+    import types
+
+    from django.conf import settings
+    from django.urls import clear_url_caches, path
+    from rest_framework.response import Response
+    from rest_framework.views import APIView
+
+    class Floor(APIView):
+        throttle_scope = "comment"  # the comment API's scope: the same throttle runs
+
+        def post(self, request):
+            return Response({"id": "floor", "text": str(request.data.get("text", ""))[:20]}, status=201)
+
+    module = types.ModuleType("post_profile_floor_urls")
+    module.urlpatterns = [path("floor/", Floor.as_view()),
+                          *__import__(settings.ROOT_URLCONF, fromlist=["urlpatterns"]).urlpatterns]
+    sys.modules[module.__name__] = module
+    settings.ROOT_URLCONF = module.__name__
+    clear_url_caches()
 
 
 if __name__ == "__main__":

@@ -412,9 +412,10 @@ AKISMET_TIMEOUT = env_int("AKISMET_TIMEOUT", 3)  # seconds; on timeout the comme
 # --- API -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: an anonymous write is a 401 with `WWW-Authenticate: Token` (DRF takes
-    # the header from the first class); a logged-in user who may not act gets 403.
+    # the header from the first class); a logged-in user who may not act gets 403. The token's
+    # class is DRF's, reading the user's bans in the same query (moderation/authentication.py).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "moderation.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # JSON bodies are bounded in depth (core/parsers.py); oversized bodies are a JSON 400.

@@ -57,6 +57,7 @@ from core.errors import Forbidden, InvalidInput, NotFound
 from core.lending import remembered
 from core.permissions import EDITORS_GROUP, EDITORS_PERMISSIONS, can_moderate, require_moderator
 from core.writers import require_writer
+from moderation.authentication import LOADED_WITH_TOKEN
 from moderation.managers import FlagManager, ModerationLogManager, ModerationQueueManager
 from moderation.managers.queue import DONE, REPORTED, entry_key, words_of
 from moderation.managers.queue import PENDING as PENDING_STATE
@@ -151,10 +152,22 @@ def log_action(*, actor, action: str, entry: dict | None = None, before=None, af
 
 def restriction_of(user) -> UserModeration | None:
     """`user`'s ban and pre-moderation, read once per write service call (`core.lending.remembered`:
-    its write check and its submission gate ask for it both)."""
+    its write check and its submission gate ask for it both); not read at all when the request's
+    token authentication loaded it with the user (moderation.authentication)."""
     if user is None or not getattr(user, "pk", None):
         return None
-    return remembered(("moderation", user.pk), lambda: UserModeration.objects.filter(user_id=user.pk).first())
+    return remembered(("moderation", user.pk), lambda: _restriction_read(user))
+
+
+def _restriction_read(user) -> UserModeration | None:
+    # Django caches a reverse one-to-one that select_related loaded (None for no row: the
+    # accessor then raises DoesNotExist). Only the row this request's token query read is used.
+    if getattr(user, LOADED_WITH_TOKEN, False) and get_user_model().moderation.is_cached(user):
+        try:
+            return user.moderation
+        except UserModeration.DoesNotExist:
+            return None
+    return UserModeration.objects.filter(user_id=user.pk).first()
 
 
 def user_write_check(user, action: str) -> None:

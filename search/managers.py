@@ -37,6 +37,7 @@ The topic feed (`latest`) reads (d, s, p) newest first: one index range, `limit`
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -58,6 +59,7 @@ SCAN_LIMIT = 1000  # entries of the leading word a several-word search examines 
 _WORD = re.compile(r"[^\W_]{2,40}")
 STEMMER_LANGUAGE = "english"
 _local = threading.local()  # a Snowball stemmer object keeps state while it stems: one per thread
+STEMS_REMEMBERED = 8192  # distinct words whose stem a process keeps (functools.lru_cache)
 
 
 def words(text: str, limit: int = MAX_WORDS) -> list[str]:
@@ -70,8 +72,11 @@ def words(text: str, limit: int = MAX_WORDS) -> list[str]:
     return list(seen)
 
 
+@functools.lru_cache(maxsize=STEMS_REMEMBERED)
 def stem(word: str) -> str:
-    """The Snowball stem of one normalised word (`words`): "buckets" and "bucket" give "bucket"."""
+    """The Snowball stem of one normalised word (`words`): "buckets" and "bucket" give "bucket".
+    A pure function of the word, remembered per process (functools.lru_cache, least recently
+    used first out, thread-safe): the common words of every post are stemmed once, not per post."""
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         stemmer = _local.stemmer = snowballstemmer.stemmer(STEMMER_LANGUAGE)

@@ -300,7 +300,8 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     """Deliver a logged activity to the author's followers (hybrid fan-out). Returns copies written.
 
     Cost: the log read, the list heads, then per batch of 1,000 followers one presence read,
-    one mute read and the strategy's writes. An author above FEED_PUSH_LIMIT costs 3 round trips.
+    one mute read and the strategy's writes. An author above FEED_PUSH_LIMIT costs 3 round trips,
+    an author without followers 2 (the heads and the pulled mark's removal).
     """
     feed = get_feed()
     if feed.name == "read":
@@ -314,6 +315,12 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
         pulled.mark(author=activity.actor_id, followers=followers, at=now_ms())
         return 0
     pulled.unmark(author=activity.actor_id)
+    if not followers:
+        # Nobody to deliver to: no read of the list's ids. The head's count is never 0 while the list
+        # holds ids (a first id and its count are one write, FollowListManager.append; an unfollow
+        # pulls the id before it lowers the count, `remove`), and a follow that lands after this
+        # read brings the activity through its backfill (feed_backfill).
+        return 0
     presence, mutes, cutoff = PresenceManager(), MuteManager(), _active_cutoff()
 
     def recipients():

@@ -784,7 +784,7 @@ class Collection:
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                      (without_id(data, idv), new_generation(len(data)), rid))
         freed_memory.handled(len(data))
-        if any(index.table for index in info.indexes.values()):  # entries from the stored form
+        if not _entries_kept(info, old, new):  # entries from the stored form
             self._write_entries(conn, info, rid, old, decode(data))
         if replace:
             self._store.record(conn, self.name, "replace", self._document_key(new), data)
@@ -1198,6 +1198,52 @@ def _bulk_reply(result: dict, before: dict) -> dict:
         reply["writeErrors"] = [{k: v for k, v in e.items() if k != "op"}
                                 for e in result["writeErrors"][before["writeErrors"]:]]
     return reply
+
+
+def _entries_kept(info, old: dict, new: dict) -> bool:
+    """Whether a rewrite leaves every index entry of the document as it was, so that none is
+    computed again: no stored index (`table`), or each top-level field that an index's keys or
+    its partial filter name holds the same BSON value before and after (same types, same order:
+    1, 1.0 and True are three keys). A wildcard key reads every field: entries are recomputed."""
+    read: set[str] = set()
+    for index in info.indexes.values():
+        if not index.table:
+            continue
+        if any("$**" in f for f in index.fields):
+            return False
+        read.update(f.split(".")[0] for f in index.fields)
+        if index.partial:
+            read.update(_filter_fields(index.partial))
+    return all(_identical(old.get(name, _ABSENT), new.get(name, _ABSENT)) for name in read)
+
+
+_ABSENT = object()
+
+
+def _filter_fields(expression) -> set[str]:
+    """The top-level fields a (partial filter) expression names, through $and/$or/$nor/$not."""
+    names: set[str] = set()
+    if isinstance(expression, Mapping):
+        for key, value in expression.items():
+            if isinstance(key, str) and not key.startswith("$"):
+                names.add(key.split(".")[0])
+            else:
+                names |= _filter_fields(value)
+    elif isinstance(expression, list):
+        for item in expression:
+            names |= _filter_fields(item)
+    return names
+
+
+def _identical(a, b) -> bool:
+    """The same BSON value: the same types all the way down, keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def _has_path(doc, path) -> bool:

@@ -3,33 +3,17 @@
 nothing the post itself just stored."""
 
 import uuid
-from collections import Counter
 
 import pytest
-from pymongo import monitoring
 
+from bench.counting import SentCommands
 from core.mongo import monitored
 
 pytestmark = pytest.mark.django_db
 
 
-class Commands(monitoring.CommandListener):
-    def __init__(self):
-        self.sent = Counter()
-
-    def started(self, event):
-        target = event.command.get(event.command_name)
-        self.sent[(event.command_name, target if isinstance(target, str) else "")] += 1
-
-    def succeeded(self, event):
-        pass
-
-    def failed(self, event):
-        pass
-
-
 def _post(api_client, topic, text):
-    commands = Commands()
+    commands = SentCommands()
     with monitored([commands]):
         answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
     assert answer.status_code == 201, answer.content
@@ -47,6 +31,23 @@ def test_a_posts_delivery_is_lent_the_activity_it_stored(api_client, topic, alic
     assert sent[("insert", "social_activities")] == 1
     assert sent[("find", "social_activities")] == 0, sent  # the delivery task's read of what was just inserted
     # ... and the delivery happened, from the lent activity: the follower's feed shows the post.
+    api_client.force_authenticate(bob)
+    feed = api_client.get("/api/feed/").json()["results"]
+    assert [a["url"].rsplit("/", 2)[-2] for a in feed if a["type"] == "comment"][:1] == [posted]
+
+
+def test_a_post_by_an_author_without_followers_reads_no_follower_ids(api_client, topic, alice, make_user):
+    from social.services import follow_create
+
+    api_client.force_authenticate(alice)
+    _post(api_client, topic, "warm up")
+    _, sent = _post(api_client, topic, "nobody follows me")
+    assert sent[("find", "social_follow_lists")] == 1, sent  # the heads' counts, not the ids
+    # A follower makes the delivery read the ids, and the feed shows the next post.
+    bob = make_user("bob")
+    follow_create(follower=bob, followee=alice)
+    posted, sent = _post(api_client, topic, "now someone does")
+    assert sent[("find", "social_follow_lists")] == 2, sent
     api_client.force_authenticate(bob)
     feed = api_client.get("/api/feed/").json()["results"]
     assert [a["url"].rsplit("/", 2)[-2] for a in feed if a["type"] == "comment"][:1] == [posted]
@@ -71,6 +72,37 @@ def test_a_post_reads_its_authors_restrictions_once_and_a_ban_still_refuses(api_
     api_client.force_authenticate(alice)
     refused = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
     assert refused.status_code == 403, refused.content
+
+
+def test_a_token_post_reads_its_authors_restrictions_with_the_token_and_a_ban_still_refuses(topic, alice, editor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from moderation.models import UserModeration
+
+    token = Token.objects.create(user=alice)
+    writer = APIClient()
+    writer.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    table = UserModeration._meta.db_table
+    with CaptureQueriesContext(connection) as queries:
+        answer = writer.post(f"/api/topics/{topic.slug}/comments/", {"text": "with my token"}, format="json")
+    assert answer.status_code == 201, answer.content
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and f'"{table}"' in q["sql"]]
+    assert len(reads) == 1 and '"authtoken_token"' in reads[0], reads  # the token's query joins it
+    with CaptureQueriesContext(connection) as queries:  # a read with the token joins nothing more
+        assert writer.get(f"/api/topics/{topic.slug}/comments/").status_code == 200
+    assert not [q for q in queries.captured_queries if f'"{table}"' in q["sql"]]
+    editor_client = APIClient()
+    editor_client.force_authenticate(editor)
+    assert editor_client.post("/api/moderation/bans/", {"username": "alice"}, format="json").status_code == 201
+    refused = writer.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the ban"}, format="json")
+    assert refused.status_code == 403, refused.content
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Token not-a-token")  # DRF's answer to an unknown token
+    unknown = stranger.post(f"/api/topics/{topic.slug}/comments/", {"text": "t"}, format="json")
+    assert unknown.status_code == 401 and unknown["WWW-Authenticate"] == "Token", unknown.content
 
 
 @pytest.mark.parametrize("storage", ["bucketed", "embedded"])

@@ -57,3 +57,26 @@ def test_an_index_written_before_stemming_answers_until_rebuilt(api_client, post
     entry = search.entries(discussion_id=topic.discussion_id, comment_ids=[posted["many"].id])[posted["many"].id]
     assert "bucket" in entry["w"] and "buckets" not in entry["w"]
     assert _found(api_client, "buckets")[0] == _found(api_client, "bucket")[0] == both
+
+
+def test_a_word_is_stemmed_once_per_process_however_many_posts_hold_it(monkeypatch, posted, make_user):
+    """The Snowball stemmer runs once per distinct word: a later post's common words are remembered."""
+    from search import managers
+
+    stemmed: list[str] = []
+
+    class Counting:
+        def stemWord(self, word):  # noqa: N802 (snowballstemmer's name)
+            stemmed.append(word)
+            return word
+
+    monkeypatch.setattr(managers._local, "stemmer", Counting(), raising=False)
+    managers.stem.cache_clear()
+    try:
+        author = make_user("bea")
+        comment_create(topic=posted["topic"], author=author, text="Buckets of rain, buckets of water")
+        comment_create(topic=posted["topic"], author=author, text="More rain in the buckets")
+    finally:
+        managers.stem.cache_clear()  # the counting stemmer's answers must not outlive the test
+    assert sorted(stemmed) == sorted(set(stemmed))  # no word stemmed twice
+    assert {"buckets", "rain", "water", "more"} <= set(stemmed)
