@@ -37,6 +37,7 @@ import re
 from collections.abc import Mapping
 from decimal import Decimal
 
+import bson
 from bson import Decimal128, Int64, Timestamp
 from pymongo.errors import WriteError
 
@@ -460,6 +461,16 @@ def _bit(current, ops: Mapping, path: str, doc_id):
 
 def _same(a, b) -> bool:
     return K.encode(a) == K.encode(b)
+
+
+def unchanged(old: Mapping, new: Mapping) -> bool:
+    """Whether an update left a document as it was, as a server decides it (nModified 0, no write,
+    no change event): the same fields in the same order, each value of the same BSON type and
+    bytes. Python's == is not enough: 1, 1.0 and True are equal to it, and a `$set` from one of
+    them to another changes the stored type on a server."""
+    if new != old or list(new) != list(old):
+        return False
+    return bson.encode(old) == bson.encode(new)
 
 
 def _sort_each(values: list, spec) -> list:

@@ -611,7 +611,7 @@ class Collection:
                         n += 1
                         befores.append(old)
                         afters.append(new)
-                        if new != old or list(new) != list(old):
+                        if not U.unchanged(old, new):
                             self._rewrite(conn, info, old, new, bypass, replace)
                             modified += 1
                     return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
@@ -710,7 +710,7 @@ class Collection:
         changes.update({name: None for name in fields if name in before and name not in after})
         items = {path: [SP.item(bson.encode({"v": value})) for value in values]
                  for path, values in S.naive(appends).items()}
-        modified = bool(items) or after != before or list(after) != list(before)
+        modified = bool(items) or not U.unchanged(before, after)
         counts: dict[tuple[str, ...], int] = {}
         data = SP.splice(blob, changes, items, counts) if modified else blob
         if data is None:
