@@ -163,17 +163,18 @@ def writing(topic):
         finish(w)
 
 
-def wait_for_move(topic, *, away_from: str) -> Writing | None:
-    """A post that found `away_from` full while it moves: wait (up to COMMENTS_MIGRATE_WAIT_SECONDS)
-    until the discussion is switched and return where to write (the caller `finish()`es it); None
-    when it is not moving away from `away_from`; DiscussionMoving (503, nothing stored) after the wait."""
+def wait_for_move(topic, *, away_from: str) -> Writing:
+    """A post that found `away_from` full and asked for its move: wait (up to
+    COMMENTS_MIGRATE_WAIT_SECONDS) until the discussion is switched and return where to write (the
+    caller `finish()`es it); DiscussionMoving (503, nothing stored) after the wait. The move is a
+    task that may not have started yet (queued to a broker's worker, or to this process's
+    scheduler thread to run after the answer): no record of it yet, or the record of an earlier
+    move from another strategy, means it is still to come."""
     moves = CommentMoveManager()
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
     while True:
         state = moves.get(topic.discussion_id)
-        if state is None or state["source"] != away_from:
-            return None
-        if state["state"] in (SWITCHED, DONE):
+        if state is not None and state["source"] == away_from and state["state"] in (SWITCHED, DONE):
             return route(topic)
         if time.monotonic() > deadline:
             raise DiscussionMoving("This discussion is full and is moving to larger storage: try again in a moment.")

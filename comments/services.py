@@ -265,8 +265,6 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
         raise Conflict("This discussion is full: it cannot take more comments.")
     signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)  # its receiver enqueues the move
     moved = wait_for_move(topic, away_from=full)
-    if moved is None:
-        raise Conflict("This discussion is full: it cannot take more comments.")
     try:
         comment = moved.manager.post(**fields)
         moved.touch(comment.id)

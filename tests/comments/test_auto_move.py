@@ -104,3 +104,43 @@ def test_without_a_broker_the_move_runs_after_the_post_has_answered(settings, ap
     assert topic.comment_storage == "bucketed"
     page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"order": "chronological", "page_size": 50}).json()
     assert [c["id"] for c in page["results"]] == [*posted, answer.json()["id"]]
+
+
+@pytest.mark.django_db(transaction=True)  # the scheduler's thread reads the topic on its own connection
+def test_a_post_into_a_full_discussion_waits_for_the_move_it_asked_for_even_before_it_starts(
+        settings, api_client, make_topic, make_user, monkeypatch):
+    """With the move queued to run after the answer (no broker: the scheduler's thread), the post
+    that finds the embedded discussion full asks for the move before any record of it exists: it
+    waits for the move to switch and is stored there (201), not refused as full (409)."""
+    import time
+
+    from background import scheduler as background_scheduler
+    from comments import moves
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.BACKGROUND_SCHEDULER = True
+    settings.CELERY_BEAT_SCHEDULE = {"comments-posts-finish": {"task": "comments.posts_finish", "schedule": 3600.0}}
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 10_000  # only the size bound asks for the move
+    settings.COMMENTS_EMBEDDED_MAX_BYTES = 6_000
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 120  # only ends a hung test: nothing is timed
+    topic, bob = make_topic("embedded", "chronological"), make_user("bob")
+    real = moves.comment_storage_move
+
+    def late(**kwargs):  # the scheduler's thread was busy: the move starts after the post has looked
+        time.sleep(0.5)
+        return real(**kwargs)
+
+    monkeypatch.setattr(moves, "comment_storage_move", late)
+    background_scheduler.start()
+    try:
+        api_client.force_authenticate(bob)
+        codes = []
+        while Topic.objects.get(pk=topic.pk).comment_storage == "embedded" and len(codes) < 60:
+            codes.append(api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "y" * 200},
+                                         format="json").status_code)
+    finally:
+        background_scheduler.stop()
+    assert Topic.objects.get(pk=topic.pk).comment_storage == "bucketed"  # the strategy that keeps its order
+    assert codes == [201] * len(codes)
+    page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"page_size": 100}).json()
+    assert len(page["results"]) == len(codes)
