@@ -708,6 +708,8 @@ class Collection:
             return None  # which of the update's errors a server reports first: the general path says
         changes = {name: SP.element(name, bson.encode({name: after[name]})) for name in after if name in fields}
         changes.update({name: None for name in fields if name in before and name not in after})
+        if not all(appends.values()):
+            return None  # an empty $each: a no-op on an array, a new empty one on a missing field (the general path)
         items = {path: [SP.item(bson.encode({"v": value})) for value in values]
                  for path, values in S.naive(appends).items()}
         modified = bool(items) or not U.unchanged(before, after)

@@ -135,7 +135,7 @@ indexed_documents = st.builds(lambda d, arr: {"_id": 7, "d": d, "count": 0, **({
 indexed_updates = st.builds(
     lambda each, sort, inc: {"$push": {"items": {"$each": each, **({"$sort": sort} if sort else {})}},
                              **({"$inc": {"count": 1}} if inc else {})},
-    st.one_of(st.lists(items, min_size=1, max_size=2), numbered(3, 6).filter(bool)),
+    st.one_of(st.lists(items, max_size=2), numbered(3, 6).filter(bool)),
     st.sampled_from([None, {"seq": 1}, {"seq": 1}, {"seq": -1}, {"id": 1}]), st.booleans())
 indexed_filters = st.sampled_from([{"_id": 7}, {"_id": 7, "d": 1}, {"_id": 7, "items.id": {"$ne": "a"}},
                                    {"_id": 7, "d": 1, "items.id": {"$ne": "b"}}])
@@ -211,3 +211,18 @@ def test_a_push_into_an_indexed_bucket_is_spliced_and_adds_only_its_entries(monk
     # Out of order, the `$sort` is a sort: the general path, which sorts.
     bucket.update_one({"_id": 7}, {"$push": {"items": {"$each": [{"id": "z", "seq": 0}], "$sort": {"seq": 1}}}})
     assert [e["id"] for e in bucket.find_one({"_id": 7})["items"]] == ["z", "a", "b", "c"]
+
+
+@pytest.mark.parametrize("size", [10, 70_000], ids=["small", "large"])
+def test_an_empty_each_is_a_no_op_on_an_array_and_makes_a_missing_one(tmp_path, size):
+    """`$push` with an empty `$each`: nothing to add to an existing array (nModified 0, as a
+    server's no-op), an empty array where the field was missing (modified)."""
+    client = docstore.Client(str(tmp_path / "each.sqlite3"), default_db="each")
+    collection = client.get_database()["c"]
+    collection.insert_many([{"_id": 1, "a": [1], "big": "x" * size}, {"_id": 2, "big": "x" * size}])
+    try:
+        assert collection.update_one({"_id": 1}, {"$push": {"a": {"$each": []}}}).modified_count == 0
+        assert collection.update_one({"_id": 2}, {"$push": {"b": {"$each": []}}}).modified_count == 1
+        assert collection.find_one({"_id": 1})["a"] == [1] and collection.find_one({"_id": 2})["b"] == []
+    finally:
+        client.close()
