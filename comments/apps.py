@@ -15,6 +15,8 @@ class CommentsConfig(AppConfig):
         from comments import receivers, signals
 
         signals.discussion_outgrown.connect(receivers.on_discussion_outgrown, dispatch_uid="comments.outgrown")
+        signals.discussion_move_stalled.connect(receivers.on_discussion_move_stalled,
+                                                dispatch_uid="comments.move_stalled")
         signals.discussion_anchors_due.connect(receivers.on_discussion_anchors_due, dispatch_uid="comments.anchors")
         signals.comments_imported.connect(receivers.on_discussion_anchors_due, dispatch_uid="comments.anchors_imported")
 

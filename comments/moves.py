@@ -29,7 +29,10 @@ from those steps, and each step leaves something that serves if the process stop
    waits for `inflight` to reach 0 (writers registered before the seal finish and log), then
    replays the log until it is empty, and stores the target's counter and hints
    (`import_head`): the source can no longer change. Stops here: writers wait or get 503 until
-   a re-run (which resumes from "sealed") or `--abort` (back to the source).
+   a re-run (which resumes from "sealed") or `--abort` (back to the source). A writer that finds
+   the move sealed with no live lease (its process died, or it failed and let go) asks for that
+   re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
+   stopped move never leaves the discussion closed to writers until an operator notices.
 5. SWITCH: the topic's `comment_storage` (the SQL row every reader and writer resolves) is set
    to the target by one conditional UPDATE (`WHERE comment_storage = source`); a bucketed
    target also makes the topic chronological (its only order). Then "sealed" -> "switched".
@@ -55,12 +58,14 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from django.apps import apps
 from django.conf import settings
 
+from comments import signals
 from comments.managers import STRATEGIES, manager_for
-from comments.managers.base import CommentManager, DiscussionFull
+from comments.managers.base import Comment, CommentManager, DiscussionFull
 from comments.managers.move_state import COPYING, DONE, SEALED, SWITCHED, CommentMoveManager
 from core.errors import Conflict, InvalidInput, ServiceError
 
@@ -126,6 +131,7 @@ def route(topic) -> Writing:
     storage = topic.comment_storage
     discussion_id = topic.discussion_id
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
+    asked = False
     while True:
         state = moves.get(discussion_id)
         if state is None or storage != state["source"]:  # no move, or a topic read after the switch
@@ -134,9 +140,24 @@ def route(topic) -> Writing:
             return Writing(manager=manager_for(state["target"]), storage=state["target"], discussion_id=discussion_id)
         if state["state"] == COPYING and moves.register(discussion_id=discussion_id, source=storage):
             return Writing(manager=manager_for(storage), storage=storage, discussion_id=discussion_id, registered=True)
+        if state["state"] == SEALED and not asked and _stopped(state):
+            signals.send(signals.discussion_move_stalled, sender=Comment, topic=topic, to=state["target"])
+            asked = True
+            continue  # a move run at once (no broker, eager tasks) may have switched already
         if time.monotonic() > deadline:
             raise DiscussionMoving("This discussion is moving to another storage: try again in a moment.")
         time.sleep(_POLL)
+
+
+def _stopped(state: dict) -> bool:
+    """Whether no process runs this move now: nobody holds its lease (a move that failed lets go
+    of it) or the holder's lease ran out (a process that died keeps it until then)."""
+    until = state.get("lease_until")
+    if state.get("owner") is None or until is None:
+        return True
+    if until.tzinfo is None:  # pymongo's default codec gives naive UTC datetimes
+        until = until.replace(tzinfo=UTC)
+    return until < datetime.now(UTC)
 
 
 def finish(writing: Writing) -> None:

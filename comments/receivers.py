@@ -12,6 +12,11 @@ def on_discussion_outgrown(sender, topic, **kwargs):
     tasks.comments_move.delay(topic.pk, outgrown_target(topic))
 
 
+def on_discussion_move_stalled(sender, topic, to, **kwargs):
+    """A writer found the discussion's move sealed and no process running it: run it again."""
+    tasks.comments_move.delay(topic.pk, to)
+
+
 def on_discussion_anchors_due(sender, topic, **kwargs):
     """A discussion took more comments (posted, or imported: `comments_imported`): refresh its
     threaded anchors (an idempotent task)."""

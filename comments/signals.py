@@ -45,6 +45,11 @@ comments_imported = Signal()
 #     storage when threaded, bucketed when chronological (comments.moves.outgrown_target).
 discussion_outgrown = Signal()
 
+# discussion_move_stalled(sender=Comment, topic=Topic, to=str)
+#     A writer found the discussion's move sealed with no process running it (comments.moves.route):
+#     the comments app's own receiver enqueues the move to `to` again (it resumes where it stopped).
+discussion_move_stalled = Signal()
+
 # discussion_anchors_due(sender=Comment, topic=Topic)
 #     A discussion took anchors.REFRESH_EVERY more comments: the comments app's own receiver enqueues
 #     the refresh of its threaded anchors (comments/managers/anchors.py), which keep threaded page

@@ -376,16 +376,69 @@ def test_a_migration_stopped_after_any_step_converges_when_run_again(make_topic,
         comment = services.comment_create(topic=topic, author=users[0], text="while stopped")
         before[comment.id] = comment.seq
         services.comment_like(topic=topic, comment_id=list(before)[1], user=users[2])
-    elif state["state"] == "sealed":  # writers wait, then 503 with Retry-After, nothing stored
-        with pytest.raises(DiscussionMoving) as refused:
-            services.comment_create(topic=topic, author=users[0], text="while sealed")
-        assert refused.value.status_code == 503 and refused.value.retry_after
+    elif state["state"] == "sealed":
+        # No process runs the stopped move (its lease was let go): the writer asks for it again
+        # (run at once here: the tests' tasks are eager) and writes where the discussion went.
+        comment = services.comment_create(topic=topic, author=users[0], text="while sealed")
+        before[comment.id] = comment.seq
+        assert Topic.objects.get(pk=topic.pk).comment_storage == target
     report = comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target, batch=10)
     assert report.resumed_from in ("copying", "sealed", "switched", "done")
     assert_converged(topic, target, before)
     # and runs again harmlessly
     comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target)
     assert_converged(topic, target, before)
+
+
+def test_writers_wait_for_a_sealed_move_that_a_live_process_runs_then_get_503(make_topic, make_user, settings):
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=12)
+
+    def step(name):
+        if name == "sealed":
+            raise Stop(name)
+
+    with pytest.raises(Stop):
+        comment_storage_move(topic=topic, to="bucketed", batch=5, step=step)
+    moves = CommentMoveManager()
+    assert moves.lease(discussion_id=topic.discussion_id, owner="a live mover", seconds=60)
+    with pytest.raises(DiscussionMoving) as refused:  # nothing asked: the move is running elsewhere
+        services.comment_create(topic=Topic.objects.get(pk=topic.pk), author=users[0], text="while sealed")
+    assert refused.value.status_code == 503 and refused.value.retry_after
+    assert moves.get(topic.discussion_id)["state"] == "sealed"
+    moves.release(discussion_id=topic.discussion_id, owner="a live mover")
+    comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to="bucketed")
+    assert_converged(topic, "bucketed", before)
+
+
+def test_a_writer_finding_a_sealed_move_whose_process_died_has_it_run_again(make_topic, make_user, settings,
+                                                                             api_client):
+    from datetime import UTC, datetime, timedelta
+
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=12)
+
+    def killed(name):
+        if name == "sealed":
+            # as kill -9 leaves it: the lease still names the dead process, until it runs out
+            CommentMoveManager().collection.update_one(
+                {"_id": topic.discussion_id},
+                {"$set": {"owner": "a dead process", "lease_until": datetime.now(UTC) - timedelta(seconds=1)}})
+            raise Stop(name)
+
+    with pytest.raises(Stop):
+        comment_storage_move(topic=topic, to="bucketed", batch=5, step=killed)
+    api_client.force_authenticate(users[0])
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the kill"}, format="json")
+    assert answer.status_code == 201, answer.content
+    before[answer.json()["id"]] = None
+    assert Topic.objects.get(pk=topic.pk).comment_storage == "bucketed"
+    assert CommentMoveManager().get(topic.discussion_id)["state"] == "done"
+    assert [c.id for c in everything(Topic.objects.get(pk=topic.pk))] == list(before)
 
 
 def test_abort_leaves_the_source_serving(make_topic, make_user):
