@@ -310,16 +310,17 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     if activity is None:
         return 0  # the activity was removed before delivery
     lists, pulled = FollowListManager(), PulledAuthorManager()
-    followers = lists.sizes(owner=activity.actor_id)[FOLLOWERS]
-    if followers > settings.FEED_PUSH_LIMIT:
+    followers = lists.delivery_count(owner=activity.actor_id, kind=FOLLOWERS)
+    if followers is not None and followers > settings.FEED_PUSH_LIMIT:
         pulled.mark(author=activity.actor_id, followers=followers, at=now_ms())
         return 0
     pulled.unmark(author=activity.actor_id)
-    if not followers:
-        # Nobody to deliver to: no read of the list's ids. The head's count is never 0 while the list
-        # holds ids (a first id and its count are one write, FollowListManager.append; an unfollow
-        # pulls the id before it lowers the count, `remove`), and a follow that lands after this
-        # read brings the activity through its backfill (feed_backfill).
+    if followers == 0:
+        # Nobody to deliver to: no read of the list's ids. A head without continuations never says 0
+        # while it holds ids (an id and its count are one write, FollowListManager.append; an unfollow
+        # pulls the id before it lowers the count, `remove`); with continuations the count can lag an
+        # append, and `delivery_count` says None. A follow that lands after this read brings the
+        # activity through its backfill (feed_backfill).
         return 0
     presence, mutes, cutoff = PresenceManager(), MuteManager(), _active_cutoff()
 

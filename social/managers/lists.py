@@ -233,6 +233,18 @@ class FollowListManager(MongoManager):
         found = {h["kind"]: max(0, h.get("count", 0)) for h in heads}
         return {k: found.get(k, 0) for k in KINDS}
 
+    def delivery_count(self, *, owner: int, kind: str) -> int | None:
+        """The head's count of `owner`'s `kind` list for a delivery, without the ids; None when it
+        says 0 while the list has continuation documents: an append to a continuation raises the
+        head's count in a second write (`append`), which a stopped process may not have made, so
+        only the ids tell then."""
+        head = self.collection.find_one({"_id": self.head_id(owner, kind), "owner": owner},
+                                        {"count": 1, "tbc": {"$slice": 1}})
+        if head is None:
+            return 0
+        count = max(0, head.get("count", 0))
+        return None if not count and head.get("tbc") else count
+
     def page(self, *, owner: int, kind: str, skip: int, limit: int) -> IdPage:
         """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most,
         in one causally consistent session (the offsets come from the head)."""

@@ -146,3 +146,27 @@ def test_a_post_parses_its_markdown_twice_and_stores_what_a_fresh_render_gives(a
     assert parsed == [text, text], parsed
     markdown._rendered.cache_clear()
     assert answer.json()["html"] == markdown.render_markdown(text, known_usernames=lambda names: set())
+
+
+def test_a_follower_in_a_continuation_gets_the_post_though_the_heads_count_lags_at_0(api_client, topic, alice,
+                                                                                    make_user, settings):
+    """An append to a continuation document raises the head's count in a second write: a process
+    stopped between the two leaves the head saying 0 followers (those of the head itself having all
+    left) while a continuation lists one. The delivery then reads the ids, and the follower gets
+    the post."""
+    from social.managers import FOLLOWERS, FollowListManager
+    from social.services import follow_create, follow_delete
+
+    settings.SOCIAL_IDS_PER_DOC = 2
+    first, second, carol = make_user("first"), make_user("second"), make_user("carol")
+    for user in (first, second, carol):  # the head holds two ids, carol goes to a continuation
+        follow_create(follower=user, followee=alice)
+    for user in (first, second):
+        follow_delete(follower=user, followee=alice)
+    lists = FollowListManager()
+    lists.collection.update_one({"_id": lists.head_id(alice.pk, FOLLOWERS)}, {"$set": {"count": 0}})  # the lost write
+    api_client.force_authenticate(alice)
+    posted, _ = _post(api_client, topic, "carol should see this")
+    api_client.force_authenticate(carol)
+    feed = api_client.get("/api/feed/").json()["results"]
+    assert [a["url"].rsplit("/", 2)[-2] for a in feed if a["type"] == "comment"][:1] == [posted]
