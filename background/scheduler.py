@@ -24,7 +24,9 @@ The same thread runs the tasks sent "soon" (`soon()`, from `background.tasks.Aft
 a task that waits (a storage move waits out its grace periods) is run here, after the request
 that sent it answered, instead of eagerly inside it, as a broker's worker would run it. One
 queued twice (the same name and arguments) runs once; one queued when the process stops is not
-run (such tasks are asked again by the writes that need them, as a lost broker message is).
+run (such tasks are asked again by the writes that need them, as a lost broker message is: a
+post into an outgrown discussion asks for its move, and a writer that finds a move sealed with no
+process running it asks for it again, comments.moves.route).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Scheduler:
                 return False
             self._stop.clear()
             self._wake.clear()
+            self._soon.clear()  # what was queued before a stop was not run, and is asked again by its writers
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
             self._thread.start()

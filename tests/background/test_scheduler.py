@@ -102,3 +102,28 @@ def test_a_task_sent_soon_runs_on_the_thread_once_and_not_when_it_is_stopped():
     assert runs == [("hold", "background-scheduler"), ("move", "background-scheduler", (7, "bucketed")),
                     ("move", "background-scheduler", (8, "bucketed"))]
     assert scheduler.soon("move", 9) is False
+
+
+def test_a_restarted_scheduler_does_not_run_what_was_queued_before_its_stop():
+    ran = []
+    gate = threading.Event()
+
+    def run(name, *args):
+        if name == "block":
+            gate.wait(5)
+        ran.append((name, args))
+
+    scheduler = Scheduler({"tick": 3600.0}, run)
+    assert scheduler.start()
+    assert scheduler.soon("block") and scheduler.soon("queued", 1)
+    scheduler._stop.set()  # the stop lands while the first task runs: the second stays queued
+    gate.set()
+    scheduler.stop()
+    assert ("queued", (1,)) not in ran
+    assert scheduler.start()
+    scheduler.soon("after", 2)
+    end = time.monotonic() + 10  # only ends a hung test: nothing is timed
+    while ("after", (2,)) not in ran and time.monotonic() < end:
+        time.sleep(0.01)
+    scheduler.stop()
+    assert ("after", (2,)) in ran and ("queued", (1,)) not in ran
