@@ -76,10 +76,7 @@ def embedded_capacity(comments: list[Comment], *, threaded: bool) -> int:
 
     used = 0
     for n, comment in enumerate(comments):
-        element = to_element(comment)
-        if threaded:
-            element["replies"] = []
-        size = charge(element)
+        size = charge(to_element(comment), nested=threaded)
         if used > settings.COMMENTS_EMBEDDED_MAX_BYTES - size:
             return n
         used += size
