@@ -16,7 +16,12 @@ with the streams open. The client holds every stream in one asyncio event loop i
 this process, as a browser holds one connection per tab: its CPU (this process's, getrusage)
 is reported so that what it takes from the machine the server shares is known.
 
-Entry point: `.venv/bin/python -m bench.live_streams [--streams 1000] [--json F] [--docs F]`.
+The workers' full garbage collections in each run are counted and timed too (bench/gc_probe.py):
+they, not CPU per request, are what open streams cost the p99. `--freeze-experiment` has each worker
+call gc.freeze() once the streams are open (an experiment: what the p99 is when no full collection
+walks the streams' objects).
+
+Entry point: `.venv/bin/python -m bench.live_streams [--streams 1000] [--json F] [--docs F] [--freeze-experiment]`.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import load, report
+from bench import gc_probe, load, report
 
 ASGI = (load.OURS_APP, load.OURS_EXTRA)  # `make serve`
 WSGI = ("cms_site.wsgi:application", ())  # gunicorn's threaded sync workers (the configuration before)
@@ -101,12 +106,13 @@ def _client_cpu() -> float:
 
 def _page(server, path, *, duration, connections, threads, workdir) -> dict:
     """wrk's figures, with the workers' CPU per request (ms) and the client's CPU (s) during the run."""
-    ticks, client = sum(server.worker_cpu().values()), _client_cpu()
+    ticks, client, since = sum(server.worker_cpu().values()), _client_cpu(), time.time()
     found = load.run_wrk(server.base + path, duration=duration, connections=connections, threads=threads,
                          workdir=workdir)
     spent = (sum(server.worker_cpu().values()) - ticks) / os.sysconf("SC_CLK_TCK")
     found["cpu_ms_per_request"] = round(spent * 1000 / found["requests"], 3) if found["requests"] else None
     found["client_cpu_s"] = round(_client_cpu() - client, 2)
+    found["full_gc"] = gc_probe.full_collections(str(workdir / "gc"), since, time.time())
     return found
 
 
@@ -132,11 +138,16 @@ def _threads(server) -> int:
 
 
 def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connections: int = 8, threads: int = 2,
-        json_path: str | None = None, docs_path: str | None = None, log=print) -> dict:
+        json_path: str | None = None, docs_path: str | None = None, freeze_experiment: bool = False,
+        log=print) -> dict:
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (Debian: apt-get install wrk)")
     workdir = Path(tempfile.mkdtemp(prefix="bench-live-"))
-    env = {**load.site_env(workdir, f"benchlive_{uuid.uuid4().hex[:8]}"), "BACKGROUND_SCHEDULER": "1"}
+    env = {**load.site_env(workdir, f"benchlive_{uuid.uuid4().hex[:8]}"), "BACKGROUND_SCHEDULER": "1",
+           "GC_PROBE_DIR": str(workdir / "gc")}  # bench/gc_probe.py: the workers' full collections per run
+    if freeze_experiment:
+        env["GC_PROBE_FREEZE"] = "1"
+    (workdir / "gc").mkdir()
     log(f"bench-live: `make serve` set-up in {workdir}")
     load.set_up_site(env)
     ours = load.seed("seed-ours", size, env)
@@ -146,7 +157,7 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
               "duration": duration, "connections": connections, "workers": load.gunicorn_args()[1]}
     try:
         for name, (app, extra) in (("wsgi", WSGI), ("asgi", ASGI)):
-            server = load.gunicorn(f"live-{name}", app, env, workdir, extra=extra)
+            server = load.gunicorn(f"live-{name}", app, env, workdir, extra=(*extra, "-c", "python:bench.gc_probe"))
             try:
                 server.wait(path)
                 _page(server, path, duration=3, connections=connections, threads=threads, workdir=workdir)  # warm
@@ -163,6 +174,8 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
                 result["client_cpu_s_opening"] = round(_client_cpu() - client, 2)
                 result["streams_opened"], result["streams_failed"] = held.opened, held.failed
                 log(f"bench-live: {held.opened} streams open ({held.failed} failed)")
+                if freeze_experiment:  # bench/gc_probe.py: every worker freezes what it holds, once
+                    (workdir / "gc" / "freeze").touch()
                 result["idle_with_streams"] = _idle(server)
                 result["threads_with_streams"] = _threads(server)
                 log(f"bench-live: idle with the streams {result['idle_with_streams']}, "
@@ -233,6 +246,12 @@ def section(r: dict) -> str:
         f"process; {r['client_cpu_s_opening']} s of CPU to open them, "
         f"{r['asgi_page_with_streams']['client_cpu_s']} s during the run beside them); the workers run "
         f"{r['threads_without_streams']} threads without the streams, {r['threads_with_streams']} with them.",
+        "",
+        "The workers' full (generation 2) garbage collections in each run (bench/gc_probe.py, `gc.callbacks`): "
+        + "; ".join(f"{label} {m['full_gc']['count']}, {m['full_gc']['total_ms']} ms in all, the longest "
+                    f"{m['full_gc']['max_ms']} ms" for label, m in (
+                        ("without the streams", r["asgi_page"]), ("with them", r["asgi_page_with_streams"]),
+                        ("after they closed", r["asgi_page_after"])) if "full_gc" in m) + ".",
     ])
 
 
@@ -249,6 +268,8 @@ def main(argv=None) -> int:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--json")
     parser.add_argument("--docs")
+    parser.add_argument("--freeze-experiment", action="store_true",
+                        help="one gc.freeze() in each worker once the streams are open (bench/gc_probe.py)")
     args = parser.parse_args(argv)
     import logging
 
@@ -257,7 +278,7 @@ def main(argv=None) -> int:
     django.setup()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
     result = run(streams=args.streams, size=args.size, duration=args.duration, connections=args.connections,
-                 json_path=args.json, docs_path=args.docs)
+                 json_path=args.json, docs_path=args.docs, freeze_experiment=args.freeze_experiment)
     print(json.dumps(result, indent=2))
     return 0
 
