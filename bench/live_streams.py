@@ -231,7 +231,10 @@ def section(r: dict) -> str:
         row("`make serve`, the streams closed again", r["asgi_page_after"]),
         "",
         f"p99 with the streams / without (the mean of the runs before and after): **{r['p99_ratio']}x** "
-        f"(the bound: 1.5x); load average {r.get('load_before')} before, {r.get('load_after')} after; "
+        f"(the bound: 1.5x; against the run before them alone "
+        f"{r['asgi_page_with_streams']['p99_ms'] / r['asgi_page']['p99_ms']:.2f}x, the one after them alone holds "
+        "the full collection that frees the closed streams); "
+        f"load average {r.get('load_before')} before, {r.get('load_after')} after; "
         f"{r['streams_opened']:,} streams opened, {r['streams_failed']} failed, {r['streams_open_after']:,} still open "
         f"after the run; the workers' RSS with them {r['rss_mb_with_streams']} MB. The ASGI worker against the "
         f"threaded sync one on the page alone: p99 {r['asgi_vs_wsgi_p99']}x, req/s {r['asgi_vs_wsgi_rps']}x. Under "
