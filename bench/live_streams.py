@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import resource
 import shutil
 import tempfile
@@ -45,14 +46,18 @@ ASGI = (load.OURS_APP, load.OURS_EXTRA)  # `make serve`
 WSGI = ("cms_site.wsgi:application", ())  # gunicorn's threaded sync workers (the configuration before)
 
 
+CHURN_PER_SECOND = 20  # streams replaced a second in the churn run: 1,000 visitors staying 50 s each on average
+
+
 class Streams:
     """`count` open SSE streams of `url`, held by an event loop in a thread of this process."""
 
     def __init__(self, url: str, count: int):
         self.url, self.count = url, count
-        self.opened = self.failed = self.ended = self.messages = 0
+        self.opened = self.failed = self.ended = self.messages = self.replaced = 0
         self.loop = asyncio.new_event_loop()
         self.stop = None
+        self.churn_rate = 0.0  # streams closed and opened again per second (`churn`)
         self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self._main(),), daemon=True)
 
     async def _one(self, client):
@@ -78,7 +83,17 @@ class Streams:
             for _ in range(self.count):
                 tasks.append(asyncio.ensure_future(self._one(client)))
                 await asyncio.sleep(0.002)  # 500 connections a second: a crowd arriving, not a SYN flood
-            await self.stop.wait()
+            rng = random.Random(7)
+            while not self.stop.is_set():
+                if not self.churn_rate:
+                    await asyncio.sleep(0.1)
+                    continue
+                # Visitors leaving and others arriving: one stream closed and a new one opened.
+                await asyncio.sleep(1 / self.churn_rate)
+                n = rng.randrange(len(tasks))
+                tasks[n].cancel()
+                tasks[n] = asyncio.ensure_future(self._one(client))
+                self.replaced += 1
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -88,6 +103,10 @@ class Streams:
         deadline = time.monotonic() + timeout
         while self.opened + self.failed < self.count and time.monotonic() < deadline:
             time.sleep(0.2)
+
+    def churn(self, per_second: float) -> None:
+        """From now on close `per_second` open streams a second and open as many new ones (0: stop)."""
+        self.churn_rate = float(per_second)
 
     def open_now(self) -> int:
         return self.opened - self.ended
@@ -185,6 +204,16 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
                 result["streams_open_after"] = held.open_now()
                 result["rss_mb_with_streams"] = server.rss_mb()
                 log(f"bench-live: asgi: page with {held.open_now()} streams open {result['asgi_page_with_streams']}")
+                # The same streams with visitors coming and going (CHURN_PER_SECOND of them replaced a second):
+                # what closing streams cost while others stay open.
+                replaced = held.replaced
+                held.churn(CHURN_PER_SECOND)
+                result["asgi_page_with_churn"] = _page(server, path, duration=duration, connections=connections,
+                                                       threads=threads, workdir=workdir)
+                held.churn(0)
+                result["churn"] = {"per_second": CHURN_PER_SECOND, "replaced": held.replaced - replaced}
+                log(f"bench-live: asgi: page with the streams churning ({held.replaced - replaced} replaced) "
+                    f"{result['asgi_page_with_churn']}")
                 held.close()
                 time.sleep(2)
                 # Once more without them: the machine's own drift between the runs shows as the two "alone" rows.
@@ -199,6 +228,8 @@ def run(*, streams: int = 1000, size: int = 2000, duration: int = 15, connection
     loaded = result["asgi_page_with_streams"]["p99_ms"]
     result["load_after"] = load._loadavg()
     result["p99_ratio"] = round(loaded / base, 2) if base else None
+    before = result["asgi_page"]["p99_ms"]
+    result["p99_ratio_churn"] = round(result["asgi_page_with_churn"]["p99_ms"] / before, 2) if before else None
     result["asgi_vs_wsgi_p99"] = round(base / result["wsgi_page"]["p99_ms"], 2) if result["wsgi_page"]["p99_ms"] else None
     result["asgi_vs_wsgi_rps"] = round(result["asgi_page"]["rps"] / result["wsgi_page"]["rps"], 2)
     cpu_base = (result["asgi_page"]["cpu_ms_per_request"] + result["asgi_page_after"]["cpu_ms_per_request"]) / 2
