@@ -75,6 +75,15 @@ class Subscriber:
     beat_at: float = 0.0  # when it is handed HEARTBEAT unless a change comes first (time.monotonic)
 
 
+def _hand(sub: Subscriber, item: Change) -> None:
+    """`sub.deliver(item)`; a reader whose delivery fails (its event loop closed with the
+    process's shutdown) is logged and left for its own stream's end to unsubscribe."""
+    try:
+        sub.deliver(item)
+    except Exception:
+        log.exception("comments live: a change could not be handed to a reader of discussion %s", sub.discussion_id)
+
+
 class Hub:
     """The one change-stream reader of one strategy in this process."""
 
@@ -122,7 +131,7 @@ class Hub:
                 for sub in subs:
                     if sub.beat_at <= now:
                         sub.beat_at = now + HEARTBEAT_SECONDS
-                        sub.deliver(HEARTBEAT)
+                        _hand(sub, HEARTBEAT)
 
     def _run(self) -> None:
         beat_at = 0.0
@@ -146,12 +155,17 @@ class Hub:
                 self.position = change["_id"]
                 discussion_id = discussion_of(self.storage, change)
                 subs = list(self.subscribers.get(discussion_id, ())) if discussion_id is not None else []
-                if subs:
+                if not subs:
+                    continue
+                try:
                     item = Change(encode_token(change["_id"]), tuple(changed_comments(self.storage, change)))
-                    beat_at = time.monotonic() + HEARTBEAT_SECONDS
-                    for sub in subs:
-                        sub.beat_at = beat_at
-                        sub.deliver(item)
+                except Exception:  # the thread serves every stream of the process: it must not end here
+                    log.exception("comments live: a change of discussion %s could not be read", discussion_id)
+                    item = Change(None, lost=True)  # its readers start afresh (reload) rather than miss it
+                quiet_until = time.monotonic() + HEARTBEAT_SECONDS
+                for sub in subs:
+                    sub.beat_at = quiet_until
+                    _hand(sub, item)
 
     def _reopen(self, *, lost: bool) -> None:
         """A new change stream after the hub's position; when that position is gone (the stream was
