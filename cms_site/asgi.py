@@ -18,7 +18,8 @@ with its own database connections, and their objects walked by every full garbag
 worker (the pages' latency). Entered first with an executor (asgiref's `ThreadSensitiveContext(executor=)`;
 only the outermost context counts, so Django's own adds nothing), the context sends them to one
 thread per process shared by every stream: each request's sync parts still run in one thread, as
-Django's thread_sensitive rule asks, and an open stream holds none.
+Django's thread_sensitive rule asks, and an open stream holds none. What an open stream keeps is moved
+out of the full garbage collections' walk in batches (comments.live.keep_streams_out_of_collections).
 """
 
 import os
@@ -69,3 +70,11 @@ async def application(scope, receive, send):
 from cms_site.startup import start  # noqa: E402  after Django is set up
 
 start()
+
+import gc  # noqa: E402
+
+from comments.live import keep_streams_out_of_collections  # noqa: E402
+
+# Open streams' objects out of the full garbage collections' walk (comments/live.py, where the bound is).
+if keep_streams_out_of_collections not in gc.callbacks:
+    gc.callbacks.append(keep_streams_out_of_collections)

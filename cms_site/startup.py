@@ -18,6 +18,9 @@ def start() -> None:
     # What the worker loaded to start (Django, the apps, the URL conf, the templates' code) lives as long
     # as it does: moved out of the collector's reach (Python's gc.freeze), a full collection no longer
     # walks it again each time a request allocates many objects (a large page's decoded comments).
+    # Under ASGI the open live streams are frozen the same way in batches, and an unfreeze (once half
+    # of them closed) takes this back too until the next full collection freezes its survivors again
+    # (comments.live.keep_streams_out_of_collections).
     import gc
 
     gc.collect()

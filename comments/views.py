@@ -541,7 +541,12 @@ def _live_sync(waiting, live, storage, token, after, hub, sub):
         if seen is None:
             return
         while True:
-            change = waiting.get()
+            try:
+                # The hub hands a heartbeat every HEARTBEAT_SECONDS; waiting twice that long without one,
+                # the thread writes its own, so a closed client still ends it (the write fails).
+                change = waiting.get(timeout=2 * live_feed.HEARTBEAT_SECONDS)
+            except stdqueue.Empty:
+                change = live_feed.HEARTBEAT
             if change.beat:
                 yield ": heartbeat\n\n"
                 continue

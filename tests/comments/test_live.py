@@ -364,3 +364,67 @@ def test_an_asgi_stream_sends_changes_and_heartbeats(make_topic, make_user, feed
     [shown] = comments_of([m for m in map(_parse, text.split("\n\n")) if m])
     assert shown["id"] == comment.id and "<em>async</em>" in shown["html"]
     assert not live.hub(topic.comment_storage).subscribers
+
+
+def test_a_busy_discussion_does_not_hold_back_another_discussion_s_heartbeats(make_topic, make_user, feed,
+                                                                              monkeypatch):
+    """Changes handed to one discussion's readers postpone only their own heartbeats: a reader of
+    another discussion still gets its heartbeat while the first discussion is busy."""
+    import queue
+    import time
+
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.3)
+    busy, quiet = make_topic("document", "chronological"), make_topic("document", "chronological")
+    comment = services.comment_create(topic=busy, author=make_user("alice"), text="busy")
+    hub = live.hub(busy.comment_storage)
+    busy_got, quiet_got = queue.Queue(), queue.Queue()
+    subs = [hub.subscribe(busy.discussion_id, busy_got.put), hub.subscribe(quiet.discussion_id, quiet_got.put)]
+    while not quiet_got.empty():  # what subscribing handed it
+        quiet_got.get()
+    beats = 0
+    for _ in range(300):  # a change to the busy discussion far more often than HEARTBEAT_SECONDS
+        feed.emit_comment(busy, comment.id, new=False)
+        time.sleep(0.01)
+        while not quiet_got.empty():
+            beats += quiet_got.get() is live.HEARTBEAT
+        if beats:
+            break
+    for sub in subs:
+        hub.unsubscribe(sub)
+    assert beats, "the quiet discussion's reader got no heartbeat while the other discussion was busy"
+
+
+def test_a_change_that_cannot_be_read_sends_its_readers_afresh_and_the_hub_goes_on(make_topic, make_user, feed,
+                                                                                 monkeypatch):
+    """The hub's thread serves every stream of the process: a change it cannot read (the store
+    failing then) tells that discussion's readers to start afresh, and later changes still arrive."""
+    import queue
+
+    topic = make_topic("document", "chronological")
+    comment = services.comment_create(topic=topic, author=make_user("alice"), text="one")
+    hub = live.hub(topic.comment_storage)
+    got = queue.Queue()
+    sub = hub.subscribe(topic.discussion_id, got.put)
+    real, failing = live.changed_comments, {"n": 1}
+
+    def once_failing(storage, change):
+        if failing["n"]:
+            failing["n"] -= 1
+            raise RuntimeError("the store went away")
+        return real(storage, change)
+
+    monkeypatch.setattr(live, "changed_comments", once_failing)
+
+    def next_change_item():
+        for _ in range(400):  # heartbeats skipped; the bound only ends a failing wait
+            item = got.get(timeout=10)
+            if item is not live.HEARTBEAT:
+                return item
+        raise AssertionError("no change arrived")
+
+    feed.emit_comment(topic, comment.id, new=False)
+    assert next_change_item().lost
+    feed.emit_comment(topic, comment.id, new=False)
+    item = next_change_item()
+    assert not item.lost and [c.comment.id for c in item.items] == [comment.id]
+    hub.unsubscribe(sub)
