@@ -390,18 +390,26 @@ def test_a_migration_stopped_after_any_step_converges_when_run_again(make_topic,
     assert_converged(topic, target, before)
 
 
-def test_writers_wait_for_a_sealed_move_that_a_live_process_runs_then_get_503(make_topic, make_user, settings):
-    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+def _stopped_when_sealed(make_topic, make_user, *, before_stop=lambda topic: None):
+    """A chronological document discussion of 12 comments whose move to buckets stopped once
+    sealed (`before_stop(topic)` runs just before): (topic, users, {comment id: seq})."""
     users = [make_user() for _ in range(2)]
     topic = make_topic("document", "chronological")
     before = seed(topic, users, n=12)
 
     def step(name):
         if name == "sealed":
+            before_stop(topic)
             raise Stop(name)
 
     with pytest.raises(Stop):
         comment_storage_move(topic=topic, to="bucketed", batch=5, step=step)
+    return topic, users, before
+
+
+def test_writers_wait_for_a_sealed_move_that_a_live_process_runs_then_get_503(make_topic, make_user, settings):
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    topic, users, before = _stopped_when_sealed(make_topic, make_user)
     moves = CommentMoveManager()
     assert moves.lease(discussion_id=topic.discussion_id, owner="a live mover", seconds=60)
     with pytest.raises(DiscussionMoving) as refused:  # nothing asked: the move is running elsewhere
@@ -418,20 +426,13 @@ def test_a_writer_finding_a_sealed_move_whose_process_died_has_it_run_again(make
     from datetime import UTC, datetime, timedelta
 
     settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
-    users = [make_user() for _ in range(2)]
-    topic = make_topic("document", "chronological")
-    before = seed(topic, users, n=12)
 
-    def killed(name):
-        if name == "sealed":
-            # as kill -9 leaves it: the lease still names the dead process, until it runs out
-            CommentMoveManager().collection.update_one(
-                {"_id": topic.discussion_id},
-                {"$set": {"owner": "a dead process", "lease_until": datetime.now(UTC) - timedelta(seconds=1)}})
-            raise Stop(name)
+    def killed(topic):  # as kill -9 leaves it: the lease still names the dead process, until it runs out
+        CommentMoveManager().collection.update_one(
+            {"_id": topic.discussion_id},
+            {"$set": {"owner": "a dead process", "lease_until": datetime.now(UTC) - timedelta(seconds=1)}})
 
-    with pytest.raises(Stop):
-        comment_storage_move(topic=topic, to="bucketed", batch=5, step=killed)
+    topic, users, before = _stopped_when_sealed(make_topic, make_user, before_stop=killed)
     api_client.force_authenticate(users[0])
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the kill"}, format="json")
     assert answer.status_code == 201, answer.content
@@ -444,16 +445,7 @@ def test_a_writer_finding_a_sealed_move_whose_process_died_has_it_run_again(make
 def test_abort_leaves_the_source_serving(make_topic, make_user):
     from comments.moves import move_abort
 
-    users = [make_user() for _ in range(2)]
-    topic = make_topic("document", "chronological")
-    before = seed(topic, users, n=12)
-
-    def step(name):
-        if name == "sealed":
-            raise Stop(name)
-
-    with pytest.raises(Stop):
-        comment_storage_move(topic=topic, to="bucketed", batch=5, step=step)
+    topic, users, before = _stopped_when_sealed(make_topic, make_user)
     assert move_abort(topic=Topic.objects.get(pk=topic.pk))
     topic = Topic.objects.get(pk=topic.pk)
     assert topic.comment_storage == "document"
