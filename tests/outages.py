@@ -25,3 +25,18 @@ def broker_down(monkeypatch) -> None:
         raise broker_refusal()
 
     monkeypatch.setattr(Task, "apply_async", refused)
+
+
+def reply_while_the_broker_is_down(monkeypatch, api_client, topic, parent_author, replier, text) -> str:
+    """`parent_author` comments, then `replier` replies through the API while the broker refuses
+    (answered 201, the post left pending); the broker is back afterwards. The reply's id."""
+    from comments.services import comment_create
+
+    parent = comment_create(topic=topic, author=parent_author, text="the parent comment")
+    broker_down(monkeypatch)
+    api_client.force_authenticate(replier)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text, "parent": parent.id},
+                             format="json")
+    assert answer.status_code == 201, answer.content
+    monkeypatch.undo()  # the broker is back
+    return answer.json()["id"]

@@ -8,22 +8,9 @@ show the reply."""
 import pytest
 from django.core.management import call_command
 
-from tests.outages import STORAGES, broker_down
+from tests.outages import STORAGES, broker_down, reply_while_the_broker_is_down
 
 pytestmark = pytest.mark.django_db
-
-
-def _reply_while_the_broker_is_down(monkeypatch, api_client, topic, parent_author, replier, text):
-    from comments.services import comment_create
-
-    parent = comment_create(topic=topic, author=parent_author, text="the parent comment")
-    broker_down(monkeypatch)
-    api_client.force_authenticate(replier)
-    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text, "parent": parent.id},
-                             format="json")
-    assert answer.status_code == 201, answer.content
-    monkeypatch.undo()  # the broker is back
-    return answer.json()["id"]
 
 
 def _consequences(api_client, parent_author, follower, reply_id, word):
@@ -44,7 +31,7 @@ def test_a_reply_posted_while_the_broker_refuses_is_finished_by_integrity_repair
 
     topic, alice, bob, carol = make_topic(storage), make_user("alice"), make_user("bob"), make_user("carol")
     follow_create(follower=carol, followee=bob)
-    reply_id = _reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "platypus answer")
+    reply_id = reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "platypus answer")
     assert _consequences(api_client, alice, carol, reply_id, "platypus") == (0, 0, 0)  # nothing went out yet
 
     with pytest.raises(Exception, match="difference"):  # integrity reports the consequences never delivered
@@ -71,7 +58,7 @@ def test_a_reply_posted_while_the_broker_refuses_is_finished_by_the_periodic_tas
 
     topic, alice, bob, carol = make_topic(storage), make_user("alice"), make_user("bob"), make_user("carol")
     follow_create(follower=carol, followee=bob)
-    reply_id = _reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "wombat answer")
+    reply_id = reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "wombat answer")
     assert comments_posts_finish.apply().get() == 0  # within its grace: it may still be in flight
     later = timezone.now() + timedelta(seconds=GAP_GRACE_SECONDS + 1)
     monkeypatch.setattr(comments.services, "timezone", SimpleNamespace(now=lambda: later))

@@ -9,7 +9,7 @@ from django.conf import settings as django_settings
 from django.core.management import call_command
 
 from comments.managers.embedded import EmbeddedCommentManager
-from tests.outages import broker_down
+from tests.outages import reply_while_the_broker_is_down
 
 pytestmark = pytest.mark.django_db
 
@@ -92,16 +92,7 @@ def test_a_post_killed_between_its_marker_and_its_push_is_dropped_by_the_finishe
 def _legacy_pending_reply(mongo_db, monkeypatch, api_client, topic, alice, bob):
     """A reply whose post stayed pending, its mark moved back to where an older version kept
     it: `pending.<id>` inside the discussion document."""
-    from comments.services import comment_create
-
-    parent = comment_create(topic=topic, author=alice, text="the parent comment")
-    broker_down(monkeypatch)
-    api_client.force_authenticate(bob)
-    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "quokka answer", "parent": parent.id},
-                             format="json")
-    assert answer.status_code == 201, answer.content
-    monkeypatch.undo()
-    reply_id = answer.json()["id"]
+    reply_id = reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "quokka answer")
     markers = mongo_db[EmbeddedCommentManager.pending_name]
     assert markers.delete_many({"discussion_id": topic.discussion_id}).deleted_count == 1
     mongo_db[EmbeddedCommentManager.collection_name].update_one({"_id": topic.discussion_id},

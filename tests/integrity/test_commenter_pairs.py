@@ -12,7 +12,7 @@ from comments.selectors import comment_manager
 from comments.services import comment_create, comment_ranks_authors_repair, comment_status_store
 from social.services import follow_create
 from tests.integrity.support import run
-from tests.outages import STORAGES, broker_down
+from tests.outages import STORAGES, broker_down, reply_while_the_broker_is_down
 from tests.social.test_followed_commenters import line
 
 pytestmark = pytest.mark.django_db
@@ -33,13 +33,7 @@ def test_a_reply_posted_while_the_broker_refuses_is_a_missing_pair_until_repair(
     topic = make_topic(storage, title=f"Replied {storage}")
     alice, bob, reader = make_user("alice"), make_user("bob"), make_user("reader")
     follow_create(follower=reader, followee=bob)
-    parent = comment_create(topic=topic, author=alice, text="the parent comment")
-    broker_down(monkeypatch)
-    api_client.force_authenticate(bob)
-    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "bob's reply", "parent": parent.id},
-                             format="json")
-    assert answer.status_code == 201, answer.content
-    monkeypatch.undo()  # the broker is back
+    reply_while_the_broker_is_down(monkeypatch, api_client, topic, alice, bob, "bob's reply")
     assert _home_line(client, reader, topic.title) == ""  # the pair was never written
 
     output, clean = run("--grace", "0")
