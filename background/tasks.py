@@ -5,13 +5,24 @@ back-off and jitter, up to `CELERY_TASK_MAX_RETRIES` times; when the last attemp
 `on_failure` records it (`background.services.failure_record`) so editors see it and can
 replay it. Delivery tasks are idempotent (their writes use deterministic ids), so a
 replay or a redelivered message never duplicates anything.
+
+Run eagerly (no broker: CELERY_TASK_ALWAYS_EAGER), a delivery still goes through Celery's
+`Task.apply_async` (which checks the arguments, round-trips them through the serializer as a
+broker would, and is where a refused broker is seen), then through `DeliveryTask.apply`: Celery's
+`Task.apply` with its tracer unrolled for what a delivery task uses (see `apply`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from celery import Task
+from celery import Task, states
+from celery.app.task import Context, _task_stack
+from celery.app.trace import TraceInfo, task_has_custom
+from celery.exceptions import Ignore, Reject, Retry
+from celery.result import EagerResult
+from celery.utils import uuid
+from celery.utils.nodenames import gethostname
 from django.conf import settings
 from kombu.exceptions import OperationalError
 from pymongo.errors import PyMongoError
@@ -32,6 +43,71 @@ class DeliveryTask(Task):
     max_retries = settings.CELERY_TASK_MAX_RETRIES
     ignore_result = True
 
+    def apply(self, args=None, kwargs=None, link=None, link_error=None, task_id=None, retries=None, throw=None,
+              logfile=None, loglevel=None, headers=None, **options):
+        """Celery's `Task.apply` (run here, now, as an eager `apply_async` does), without building a
+        tracer per call (`celery.app.trace.build_tracer` reads about ten settings through the app's
+        configuration, each a chain of lookups into Django's settings). What the tracer does for a
+        task like this one is done here in the same order: the same request (`self.request`, for
+        `bind=True` tasks: id, retries, is_eager, args, kwargs, parent and root ids), the task stack,
+        the pre-run and post-run signals when something listens, the task's `run` (with Celery's
+        autoretry around it), and any exception handed to Celery's own `TraceInfo.handle_error_state`,
+        the tracer's error path: `on_retry`/`on_failure` (which records the FailedTask), the failure
+        signal and log. A retry then runs as Celery's `apply` runs it (`Retry.sig.apply`, retries +1),
+        until `max_retries`. Anything this does not unroll (links, stamps, a task with its own
+        `__call__`, `before_start`, `on_success` or `after_return`) goes through Celery's `apply`."""
+        if link or link_error or "stamped_headers" in options or _custom_hooks(self):
+            return super().apply(args, kwargs, link=link, link_error=link_error, task_id=task_id, retries=retries,
+                                 throw=throw, logfile=logfile, loglevel=loglevel, headers=headers, **options)
+        from celery import signals
+
+        app = self._get_app()
+        task = app._tasks[self.name]  # the registered instance, not the class
+        args, kwargs = args or (), kwargs or {}
+        task_id, retries = task_id or uuid(), retries or 0
+        parent = _task_stack.top
+        parent_id = parent.request.id if parent and parent.request else None
+        root_id = (parent.request.root_id or task_id) if parent and parent.request else task_id
+        request = Context(
+            id=task_id, task=self.name, parent_id=parent_id, root_id=root_id, retries=retries, is_eager=True,
+            logfile=logfile, loglevel=loglevel or 0, hostname=gethostname(), callbacks=None, errbacks=None,
+            headers=headers, timelimit=None if self.time_limit is None and self.soft_time_limit is None
+            else [self.time_limit, self.soft_time_limit], ignore_result=options.get("ignore_result", self.ignore_result),
+            delivery_info={"is_eager": True, "exchange": options.get("exchange"),
+                           "routing_key": options.get("routing_key"), "priority": options.get("priority")},
+            args=args, kwargs=kwargs, called_directly=False)
+        state, tb, retry = states.SUCCESS, None, None
+        _task_stack.push(task)
+        task.request_stack.push(request)
+        try:
+            if signals.task_prerun.receivers:
+                signals.task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs)
+            try:
+                retval = task.run(*args, **kwargs)
+            except (Reject, Ignore) as exc:
+                info = TraceInfo(states.REJECTED if isinstance(exc, Reject) else states.IGNORED, exc)
+                (info.handle_reject if isinstance(exc, Reject) else info.handle_ignore)(task, request)
+                state, retval = info.state, info.retval
+            except Exception as exc:
+                if (app.conf.task_eager_propagates if throw is None else throw):
+                    raise
+                info = TraceInfo(states.RETRY if isinstance(exc, Retry) else states.FAILURE, exc)
+                einfo = info.handle_error_state(task, request, eager=True, call_errbacks=not isinstance(exc, Retry))
+                state, retval, tb = info.state, info.retval, einfo.traceback
+                retry = retval.sig if isinstance(retval, Retry) else None
+            else:
+                if signals.task_success.receivers:
+                    signals.task_success.send(sender=task, result=retval)
+            if signals.task_postrun.receivers:
+                signals.task_postrun.send(sender=task, task_id=task_id, task=task, args=args, kwargs=kwargs,
+                                          retval=retval, state=state)
+        finally:
+            task.request_stack.pop()
+            _task_stack.pop()
+        if retry is not None:  # as Celery's apply: the retry runs once this attempt is off the stack
+            return retry.apply(retries=retries + 1)
+        return EagerResult(task_id, retval, state, traceback=tb, name=self.name)
+
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         from background.services import failure_record
 
@@ -40,6 +116,18 @@ class DeliveryTask(Task):
                            error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)
         except Exception:  # recording must never turn into the caller's error (eager runs happen in requests)
             log.exception("could not record the failure of %s%r", self.name, tuple(args or ()))
+
+
+_HOOKS: dict[type, bool] = {}
+
+
+def _custom_hooks(task) -> bool:
+    """Whether the task's class defines a hook Celery's tracer calls that `DeliveryTask.apply` does not."""
+    cls = type(task)
+    if cls not in _HOOKS:
+        _HOOKS[cls] = any(task_has_custom(task, attr) for attr in ("__call__", "before_start", "on_success",
+                                                                   "after_return"))
+    return _HOOKS[cls]
 
 
 class AfterAnswerTask(DeliveryTask):

@@ -163,7 +163,7 @@ def markdown_to_text(text: str) -> str:
     if not text:
         return ""
     parts: list[str] = []
-    for token in _parser(COMMENT).parse(text):
+    for token in _parsed(text, COMMENT):
         if token.type == "inline":
             for child in token.children or ():
                 if child.type in ("text", "code_inline"):
@@ -228,5 +228,15 @@ def _rendered(text: str, profile: str) -> str:
     """`render_markdown` of a text without "@": the mention rule finds no candidate and never asks
     `known_usernames`, so the HTML is a pure function of the text and the profile, remembered per
     process (functools.lru_cache): a post renders its text twice (the spam check's link count,
-    then the stored html)."""
-    return sanitise(_parser(profile).render(text, {}), profile=profile).strip()
+    then the stored html), from the tokens `markdown_to_text` parsed (`_parsed`)."""
+    md = _parser(profile)
+    return sanitise(md.renderer.render(_parsed(text, profile), md.options, {}), profile=profile).strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str, profile: str) -> list[Token]:
+    """The token stream of `text` for `profile` with no known users given (every well-formed
+    `@name` a link), remembered per process (functools.lru_cache): what `MarkdownIt.render` renders
+    (its `parse`, then `renderer.render` of the tokens), so a post's text is parsed once for its
+    plain words (`markdown_to_text`) and its HTML (`_rendered`). Read only: neither changes a token."""
+    return _parser(profile).parse(text, {})

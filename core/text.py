@@ -48,6 +48,8 @@ _INVISIBLE_RUN = regex.compile(f"[{_INVISIBLE_CLASS}--[\\p{{White_Space}}]]+", r
 # shows only on a base).
 _VISIBLE = regex.compile(f"[^{_INVISIBLE_CLASS}\\p{{M}}]")
 _GRAPHEME = regex.compile(r"\X")
+# The last visible code point: `_VISIBLE` searched from the end (the `regex` library's REVERSE flag).
+_VISIBLE_LAST = regex.compile(f"[^{_INVISIBLE_CLASS}\\p{{M}}]", regex.REVERSE)
 
 
 def invisible(char: str) -> bool:
@@ -56,19 +58,24 @@ def invisible(char: str) -> bool:
 
 
 def visible_strip(text: str) -> str:
-    """`text` without the invisible grapheme clusters at its ends ('' when nothing is visible)."""
+    """`text` without the invisible grapheme clusters at its ends ('' when nothing is visible): it
+    starts with the cluster that holds the first visible code point and ends with the one that holds
+    the last (the clusters before and after those hold none). The two code points are found by one
+    search each; the clusters (taken from the start of the text, as Unicode segments it) are only
+    compared with their positions."""
     first = _VISIBLE.search(text)
     if first is None:
         return ""
-    start = end = None
+    lo, hi = first.start(), _VISIBLE_LAST.search(text).start()
+    if text.isascii():  # every ASCII code point is a cluster of its own but CR LF (UAX #29 GB3-GB5, GB999)
+        return text[lo:hi + 1]
+    start = None
     for cluster in _GRAPHEME.finditer(text):
-        if cluster.end() <= first.start():
-            continue
-        if start is None:
+        if start is None and cluster.end() > lo:
             start = cluster.start()
-        if _VISIBLE.search(cluster.group()):
-            end = cluster.end()
-    return text[start:end]
+        if cluster.end() > hi:
+            return text[start:cluster.end()]
+    raise AssertionError("unreachable: the last visible code point is in a cluster")
 
 
 def comparable(text: str) -> str:

@@ -36,6 +36,7 @@ is refused for an edit (it cannot wait in the queue).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -145,13 +146,28 @@ def _word_pattern(words: list[str]) -> re.Pattern | None:
     return re.compile(r"(?<!\w)(?:" + "|".join(re.escape(w) for w in words) + r")(?!\w)")
 
 
+@functools.lru_cache(maxsize=4)
+def _word_patterns(rows: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str, re.Pattern | None], ...]:
+    """(action, kind, pattern) of the editors' lists as `SpamWord.rows()` read them: a pure function
+    of the rows, remembered per process (functools.lru_cache keyed by the rows themselves, read on
+    every post: a changed list is a new key, so a change applies at the next post)."""
+    from moderation.models import SpamWord
+
+    lists = {SpamWord.BANNED: [], SpamWord.SUSPECT: []}
+    for word, kind in rows:
+        lists.setdefault(kind, []).append(word)
+    return tuple((action, kind, _word_pattern(lists[kind]))
+                 for action, kind in ((REJECT, SpamWord.BANNED), (HOLD, SpamWord.SUSPECT)))
+
+
 def check_words(sub: Submission) -> Finding | None:
     from moderation.models import SpamWord  # the editors' lists
 
+    patterns = _word_patterns(SpamWord.rows())
+    if not any(pattern for _, _, pattern in patterns):
+        return None
     text = normalise(sub.text)
-    lists = SpamWord.lists()
-    for action, kind in ((REJECT, SpamWord.BANNED), (HOLD, SpamWord.SUSPECT)):
-        pattern = _word_pattern(lists[kind])
+    for action, kind, pattern in patterns:
         match = pattern.search(text) if pattern else None
         if match:
             return Finding(action, "words", f"{kind} word {match.group(0)!r}")

@@ -13,6 +13,7 @@ from django.db import connections, router
 from core.errors import NotFound
 from core.lending import borrowed_topic
 from core.paging import Page, PageRequest, PastTheLastPage
+from core.rowreads import ModelRow
 from topics.models import Tag, Topic, TopicSlugRedirect
 
 
@@ -59,68 +60,48 @@ def topic_get(*, slug, viewer, with_tags: bool = True) -> Topic:
 
 class _TopicRead:
     """The two statements of `topic_get` for one database, built from the models' concrete
-    fields (a new field or column is in them without editing this)."""
+    fields (a new field or column is in them without editing this: core.rowreads.ModelRow)."""
 
     def __init__(self, using: str):
         self.using = using
-        connection = connections[using]
-        quote = connection.ops.quote_name
+        quote = connections[using].ops.quote_name
         self.user_model = get_user_model()
         self.author = Topic._meta.get_field("author")
-        # Per model: (attname, column expression, its converters) of each concrete field, in SELECT order.
-        self.fields = {
-            model: [(f.attname, f.get_col(model._meta.db_table),
-                     connection.ops.get_db_converters(f.get_col(model._meta.db_table))
-                     + f.get_col(model._meta.db_table).get_db_converters(connection))
-                    for f in model._meta.concrete_fields]
-            for model in (Topic, self.user_model, Tag)}
+        self.rows = {model: ModelRow(model, using) for model in (Topic, self.user_model, Tag)}
+        topic, user, tag = self.rows[Topic], self.rows[self.user_model], self.rows[Tag]
         through = Topic.tags.through
-        topic_t, user_t, tag_t, through_t = (quote(m._meta.db_table) for m in (Topic, self.user_model, Tag, through))
-
-        def columns(table, model):
-            return ", ".join(f"{table}.{quote(col.target.column)}" for _, col, _ in self.fields[model])
-
+        through_t = quote(through._meta.db_table)
         self.topic_sql = (
-            f"SELECT {columns(topic_t, Topic)}, {columns(user_t, self.user_model)} FROM {topic_t} "
-            f"INNER JOIN {user_t} ON {user_t}.{quote(self.author.target_field.column)} = {topic_t}.{quote(self.author.column)} "
-            f"WHERE {topic_t}.{quote(Topic._meta.get_field('slug').column)} = %s")
+            f"SELECT {topic.columns()}, {user.columns()} FROM {topic.table} "
+            f"INNER JOIN {user.table} ON {user.table}.{quote(self.author.target_field.column)} = "
+            f"{topic.table}.{quote(self.author.column)} "
+            f"WHERE {topic.table}.{quote(Topic._meta.get_field('slug').column)} = %s")
         topic_fk = through._meta.get_field("topic").column
         tag_fk = through._meta.get_field("tag").column
         self.tags_sql = (  # Tag's Meta.ordering, name
-            f"SELECT {columns(tag_t, Tag)} FROM {tag_t} INNER JOIN {through_t} "
-            f"ON {through_t}.{quote(tag_fk)} = {tag_t}.{quote(Tag._meta.pk.column)} "
-            f"WHERE {through_t}.{quote(topic_fk)} = %s ORDER BY {tag_t}.{quote(Tag._meta.get_field('name').column)}")
-
-    def _make(self, model, values, connection):
-        names, converted = [], []
-        for value, (attname, col, converters) in zip(values, self.fields[model], strict=True):
-            for convert in converters:
-                value = convert(value, col, connection)
-            names.append(attname)
-            converted.append(value)
-        return model.from_db(self.using, names, converted)
+            f"SELECT {tag.columns()} FROM {tag.table} INNER JOIN {through_t} "
+            f"ON {through_t}.{quote(tag_fk)} = {tag.table}.{quote(Tag._meta.pk.column)} "
+            f"WHERE {through_t}.{quote(topic_fk)} = %s ORDER BY {tag.table}.{quote(Tag._meta.get_field('name').column)}")
 
     def topic(self, slug: str) -> Topic | None:
-        connection = connections[self.using]
-        with connection.cursor() as cursor:
+        with connections[self.using].cursor() as cursor:
             cursor.execute(self.topic_sql, [slug])
             row = cursor.fetchone()
         if row is None:
             return None
-        split = len(self.fields[Topic])
-        topic = self._make(Topic, row[:split], connection)
-        self.author.set_cached_value(topic, self._make(self.user_model, row[split:], connection))
+        split = self.rows[Topic].width
+        topic = self.rows[Topic].make(row[:split])
+        self.author.set_cached_value(topic, self.rows[self.user_model].make(row[split:]))
         return topic
 
     def attach_tags(self, topic: Topic) -> None:
         """The topic's tags where `prefetch_related("tags")` leaves them: a filled queryset in the
         instance's prefetch cache, which `topic.tags.all()` returns without a query."""
-        connection = connections[self.using]
-        with connection.cursor() as cursor:
+        with connections[self.using].cursor() as cursor:
             cursor.execute(self.tags_sql, [topic.pk])
             rows = cursor.fetchall()
         tags = topic.tags.all()
-        tags._result_cache = [self._make(Tag, row, connection) for row in rows]
+        tags._result_cache = [self.rows[Tag].make(row) for row in rows]
         tags._prefetch_done = True
         topic._prefetched_objects_cache = {"tags": tags}
 

@@ -302,3 +302,24 @@ def test_an_ordinary_post_asks_no_permission_but_an_editors_text_still_skips_eve
     assert api.post(f"/api/topics/{topic.slug}/comments/", {"text": "spammy words here"},
                     format="json").status_code == 202  # held: Akismet says spam
     assert len(akismet.seen) == 1
+
+
+def test_the_word_lists_are_read_at_every_post_and_compiled_once_per_version(topic, make_user, monkeypatch):
+    """An editor's change applies at the next post (the rows are read on each one); the lists
+    unchanged, a post normalises no word of them again, only its own text."""
+    SpamWord.objects.create(word="casino", kind=SpamWord.BANNED)
+    SpamWord.objects.create(word="free money", kind=SpamWord.SUSPECT)
+    api = APIClient(raise_request_exception=False)
+    api.force_authenticate(make_user("alice"))
+    url = f"/api/topics/{topic.slug}/comments/"
+    assert api.post(url, {"text": "a first remark"}, format="json").status_code == 201
+    normalised, real = [], spam.normalise
+    monkeypatch.setattr(spam, "normalise", lambda text: normalised.append(text) or real(text))
+    assert api.post(url, {"text": "a second remark"}, format="json").status_code == 201
+    assert "casino" not in normalised and "free money" not in normalised
+    SpamWord.objects.create(word="remark", kind=SpamWord.BANNED)  # the next post sees it
+    r = api.post(url, {"text": "a third remark"}, format="json")
+    assert r.status_code == 400 and "banned word 'remark'" in r.json()["detail"]
+    SpamWord.objects.filter(word="remark").delete()  # and the one after sees it gone
+    assert api.post(url, {"text": "a fourth remark"}, format="json").status_code == 201
+    assert stored(topic) == 3
