@@ -4,11 +4,12 @@ docs/deploy.md).
 Two handlers share one worker. Django's async views (a topic page's live stream, /t/<slug>/live/:
 Server-Sent Events) go to Django's ASGI handler, where an open stream is a coroutine and holds no
 thread, so 1,000 readers leave the worker to the pages. Every other request (pages, the API, the
-admin: Django's sync views) goes to Django's WSGI handler, run in a pool of WEB_THREADS threads by
-a2wsgi's bridge, as gunicorn's threaded workers would run it. Django's ASGI handler would serve them
-too, but it hands each sync middleware and view to a thread of its own and back (asgiref's
-sync_to_async), which costs about 0.55x the page rate of the WSGI handler (measured with wrk on the
-topic page: docs/deploy.md).
+admin: Django's sync views) goes to Django's WSGI handler, run in a pool of WEB_THREADS threads
+(cms_site/wsgi_threads.py: one hand-off between the loop and a thread each way per request, where
+a2wsgi's bridge made four or five), as gunicorn's threaded workers would run it. Django's ASGI
+handler would serve them too, but it hands each sync middleware and view to a thread of its own and
+back (asgiref's sync_to_async), which costs about 0.55x the page rate of the WSGI handler (measured
+with wrk on the topic page: docs/deploy.md).
 
 Django's ASGI handler runs the sync parts of each request (the request_started and request_finished
 receivers, sync middleware, the view's sync_to_async calls) in a thread of that request's own:
@@ -25,12 +26,13 @@ out of the full garbage collections' walk in batches (comments.live.keep_streams
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from a2wsgi import WSGIMiddleware
 from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction
 from django.core.asgi import get_asgi_application
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.wsgi import WSGIHandler
 from django.urls import Resolver404, resolve
+
+from cms_site.wsgi_threads import ThreadedWSGI
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cms_site.settings")
 streams = get_asgi_application()  # sets Django up
@@ -42,7 +44,7 @@ def _threads() -> int:
     return int(raw)
 
 
-pages = WSGIMiddleware(WSGIHandler(), workers=_threads())
+pages = ThreadedWSGI(WSGIHandler(), workers=_threads())
 streams_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="asgi-sync")  # the module docstring
 
 
