@@ -423,7 +423,7 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
     # The floor (`--only floor`): ours' POST with the same token and body into a view that stores
     # nothing (bench/floor.py), beside the peers' real posts: the serving stack, middleware, DRF
     # authentication, throttle and parser every post of ours pays, the ceiling of its req/s.
-    from bench.floor import FLOOR_PATH  # after Django's set-up: the module is a URLconf
+    from bench.floor import FLOOR_PATH  # after Django's set-up: the module is a DRF view's
 
     first_post = next(r for r in rows if r.get("post"))
     rows.append({"name": "POST floor (stores nothing)", "only": "floor", "post": True,
@@ -563,8 +563,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     # `size`-comment embedded discussion runs on a second start with the move off.
     ours_env = site_env(workdir, db_name)
     if only is not None and "floor" in only:
-        # The site's settings with the floor view mounted (bench/floor_settings.py), served as `make serve` serves.
-        from bench.floor import FLOOR_SETTINGS  # after Django's set-up: the module is a URLconf
+        # The site's settings with the floor view mounted (cms_site/floor_settings.py), served as `make serve` serves.
+        from bench.floor import FLOOR_SETTINGS  # after Django's set-up: the module is a DRF view's
 
         ours_env["DJANGO_SETTINGS_MODULE"] = FLOOR_SETTINGS
     move_off_env = {**ours_env, "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}

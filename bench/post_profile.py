@@ -99,11 +99,13 @@ def main(strategies) -> None:
 
 
 def _mount_floor() -> None:
-    """Serve the floor's URLconf (bench/floor.py: the floor view in front of the site's URLs), for this process only."""
+    """Serve the floor's URLconf (bench/floor.py's view in front of the site's URLs), for this process only."""
     from django.conf import settings
     from django.urls import clear_url_caches
 
-    settings.ROOT_URLCONF = "bench.floor"  # as bench/floor_settings.py sets it
+    from bench.floor import FLOOR_URLCONF
+
+    settings.ROOT_URLCONF = FLOOR_URLCONF  # as cms_site/floor_settings.py sets it
     clear_url_caches()
 
 

@@ -125,9 +125,9 @@ def test_the_floor_view_answers_a_token_post_through_the_comment_apis_authentica
                                                                                      django_user_model):
     from rest_framework.authtoken.models import Token
 
-    from bench.floor_settings import ROOT_URLCONF
+    from bench.floor import FLOOR_URLCONF
 
-    settings.ROOT_URLCONF = ROOT_URLCONF
+    settings.ROOT_URLCONF = FLOOR_URLCONF
     token = Token.objects.create(user=django_user_model.objects.create_user(username="floorposter", password="pw"))
     body = json.dumps({"text": "a text of ordinary length"})
     answer = client.post("/floor/", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token.key}")
