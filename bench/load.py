@@ -420,10 +420,24 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
                              xtd_body.replace("__TEXT__", "%s")) if n == 0 else None,
                      "isso": (f"/new?uri={isso['uri']}", {"Content-Type": "application/json"},
                               json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")) if isso and n == 0 else None})
+    # The floor (`--only floor`): ours' POST with the same token and body into a view that stores
+    # nothing (bench/floor.py), beside the peers' real posts: the serving stack, middleware, DRF
+    # authentication, throttle and parser every post of ours pays, the ceiling of its req/s.
+    from bench.floor import FLOOR_PATH  # after Django's set-up: the module is a DRF view's
+
+    first_post = next(r for r in rows if r.get("post"))
+    rows.append({"name": "POST floor (stores nothing)", "only": "floor", "post": True,
+                 "ours": (FLOOR_PATH, ours_headers, ours_body), "xtd": first_post["xtd"], "isso": first_post["isso"]})
     return rows
 
 
-ONLY = ("topic", "deep", "api", "followers", "post")  # `--only` names of the endpoints' rows
+ONLY = ("topic", "deep", "api", "followers", "post", "floor")  # `--only` names of the endpoints' rows
+OPT_IN = ("floor",)  # rows run only when `--only` names them, never in the default run
+
+
+def chosen(rows: list[dict], only: tuple[str, ...] | None) -> list[dict]:
+    """The rows `--only` names, or (no --only) every row but the OPT_IN ones."""
+    return [row for row in rows if row["only"] in (only or [o for o in ONLY if o not in OPT_IN])]
 
 
 def isso_python() -> str | None:
@@ -548,6 +562,11 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
     # posts into one as large as the defaults keep embedded); the informative row of a
     # `size`-comment embedded discussion runs on a second start with the move off.
     ours_env = site_env(workdir, db_name)
+    if only is not None and "floor" in only:
+        # The site's settings with the floor view mounted (cms_site/floor_settings.py), served as `make serve` serves.
+        from bench.floor import FLOOR_SETTINGS  # after Django's set-up: the module is a DRF view's
+
+        ours_env["DJANGO_SETTINGS_MODULE"] = FLOOR_SETTINGS
     move_off_env = {**ours_env, "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT": "0"}
     xtd_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.xtd_settings", "BENCH_XTD_DB": str(workdir / "xtd.sqlite3"),
                "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
@@ -565,7 +584,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         xtd = seed("seed-xtd", size, xtd_env)
         log(f"bench-load: xtd: {size:,} comments written in {time.perf_counter() - t0:.1f} s (article {xtd['pk']})")
         isso, isso_port, python = None, _free_port(), isso_python()
-        if only is not None and not {"api", "post"} & set(only):
+        if only is not None and not {"api", "post", "floor"} & set(only):
             python = None  # no chosen row has an Isso side
             notes.append(f"--only {','.join(only)}: Isso not started")
         elif python is None:
@@ -629,9 +648,7 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 rss_growths[server.name] = {**rss_growth(rss_reads[server.name], server.worker_rss()),
                                             "anon": rss_growth(anon_reads[server.name], server.worker_rss("RssAnon"))}
 
-        for endpoint in endpoints(ours, xtd, isso):
-            if only is not None and endpoint["only"] not in only:
-                continue
+        for endpoint in chosen(endpoints(ours, xtd, isso), only):
             if endpoint.get("server") == "ours-move-off" and sides["ours"] is ours_server:
                 # One site on the CPUs at a time: the first start stops before the second serves.
                 posted(ours_server)

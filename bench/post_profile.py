@@ -17,7 +17,7 @@ run of the same code, where CPU time moves with the machine's load).
 
 `floor` measures the same POST, with the same token and JSON body, through the same
 middleware, DRF authentication, permission, throttle and parser, into a throw-away view of
-this script (mounted at /floor/ for the run) that reads the body and answers 201 with a small
+bench/floor.py (mounted at /floor/ for the run) that reads the body and answers 201 with a small
 JSON object, storing nothing: what is left of a post's CPU when the post does nothing, the part
 no change to the post path can remove.
 """
@@ -99,25 +99,13 @@ def main(strategies) -> None:
 
 
 def _mount_floor() -> None:
-    """Put the floor view in front of the site's URLs, for this process only."""
-    import types
-
+    """Serve the floor's URLconf (bench/floor.py's view in front of the site's URLs), for this process only."""
     from django.conf import settings
-    from django.urls import clear_url_caches, path
-    from rest_framework.response import Response
-    from rest_framework.views import APIView
+    from django.urls import clear_url_caches
 
-    class Floor(APIView):
-        throttle_scope = "comment"  # the comment API's scope: the same throttle runs
+    from bench.floor import FLOOR_URLCONF
 
-        def post(self, request):
-            return Response({"id": "floor", "text": str(request.data.get("text", ""))[:20]}, status=201)
-
-    module = types.ModuleType("post_profile_floor_urls")
-    module.urlpatterns = [path("floor/", Floor.as_view()),
-                          *__import__(settings.ROOT_URLCONF, fromlist=["urlpatterns"]).urlpatterns]
-    sys.modules[module.__name__] = module
-    settings.ROOT_URLCONF = module.__name__
+    settings.ROOT_URLCONF = FLOOR_URLCONF  # as cms_site/floor_settings.py sets it
     clear_url_caches()
 
 

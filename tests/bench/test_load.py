@@ -5,7 +5,17 @@ import json
 
 import pytest
 
-from bench.load import ONLY, _cpu_ms_per_request, _shares, embedded_size, endpoints, parse_wrk, post_script, run
+from bench.load import (
+    ONLY,
+    _cpu_ms_per_request,
+    _shares,
+    chosen,
+    embedded_size,
+    endpoints,
+    parse_wrk,
+    post_script,
+    run,
+)
 from bench.report import LOAD_END, LOAD_START, load_section, put_load_section
 
 WRK_OUTPUT = """Running 20s test @ http://127.0.0.1:40123/t/load-run/
@@ -66,7 +76,7 @@ def test_the_load_run_posts_into_every_strategy_and_beside_isso():
     xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
     isso = {"uri": "/load-run/"}
     rows = endpoints(ours, xtd, isso)
-    posts = [e for e in rows if e.get("post")]
+    posts = [e for e in rows if e["only"] == "post"]
     assert [e["name"] for e in posts] == ["POST document", "POST bucketed", "POST embedded"]
     assert [e["ours"][0] for e in posts] == ["/api/topics/load-doc/comments/", "/api/topics/load-buck/comments/",
                                              "/api/topics/load-emb/comments/"]
@@ -84,7 +94,7 @@ def test_the_embedded_row_posts_into_a_discussion_the_defaults_keep_embedded_and
             "topics": {"document": "load-doc", "bucketed": "load-buck", "embedded": "load-emb", "embedded-full": "load-full"},
             "sizes": {"document": 10_000, "bucketed": 10_000, "embedded": 499, "embedded-full": 10_000}}
     xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
-    posts = [e for e in endpoints(ours, xtd) if e.get("post")]
+    posts = [e for e in endpoints(ours, xtd) if e["only"] == "post"]
     assert [e["name"] for e in posts] == ["POST document", "POST bucketed", "POST embedded (499 comments, moves at 500)",
                                           "POST embedded (10,000 comments, auto-move off)"]
     assert [e.get("server") for e in posts] == [None, None, None, "ours-move-off"]
@@ -93,6 +103,38 @@ def test_the_embedded_row_posts_into_a_discussion_the_defaults_keep_embedded_and
     assert "an embedded discussion of 499 comments, as large as the defaults keep one" in text
     assert "the row of 10,000 embedded comments is informative" in text
     assert "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post" not in text
+
+
+def test_the_floor_row_posts_ours_into_the_view_that_stores_nothing_beside_the_peers_posts_only_when_named():
+    """`--only floor`: our POST, with the comment API's token and body, into bench/floor.py's view, beside
+    xtd's and Isso's real posts; never part of the default run."""
+    ours = {"slug": "load-doc", "pages": 500, "token": "tok", "followers_of": "celebrity",
+            "topics": {"document": "load-doc", "bucketed": "load-buck"}}
+    xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
+    rows = endpoints(ours, xtd, {"uri": "/load-run/"})
+    floor = next(e for e in rows if e["only"] == "floor")
+    first_post = next(e for e in rows if e["only"] == "post")
+    assert floor["post"] and floor["ours"][0] == "/floor/" and floor["ours"][1:] == first_post["ours"][1:]
+    assert floor["xtd"] == first_post["xtd"] and floor["isso"] == first_post["isso"] is not None
+    assert floor not in chosen(rows, None) and len(chosen(rows, None)) == len(rows) - 1
+    assert chosen(rows, ("floor",)) == [floor]
+
+
+@pytest.mark.django_db
+def test_the_floor_view_answers_a_token_post_through_the_comment_apis_authentication(client, settings,
+                                                                                     django_user_model):
+    from rest_framework.authtoken.models import Token
+
+    from bench.floor import FLOOR_URLCONF
+
+    settings.ROOT_URLCONF = FLOOR_URLCONF
+    token = Token.objects.create(user=django_user_model.objects.create_user(username="floorposter", password="pw"))
+    body = json.dumps({"text": "a text of ordinary length"})
+    answer = client.post("/floor/", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert answer.status_code == 201 and answer.json() == {"id": "floor", "text": "a text of ordinary l"}
+    refused = client.post("/floor/", data=body, content_type="application/json", HTTP_AUTHORIZATION="Token nope")
+    assert refused.status_code == 401
+    assert client.get("/api/topics/").status_code == 200  # the site's own URLs behind it
 
 
 def test_only_names_every_row_and_refuses_unknown_names_or_a_docs_rewrite():

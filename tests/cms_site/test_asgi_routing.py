@@ -87,3 +87,23 @@ def test_open_streams_share_one_thread_for_their_sync_parts(monkeypatch):
 
     asyncio.run(main())
     assert len(threads) == 10 and len(set(threads)) == 1
+
+
+def test_routing_tries_a_path_against_the_async_views_patterns_only(routed, monkeypatch):
+    """Choosing the handler resolves the path against the async views' patterns, not against every
+    pattern of the site (the handler chosen resolves it fully): an API path, late in cms_site/urls.py,
+    is tried against as many patterns as there are async views."""
+    from django.urls.resolvers import URLPattern
+
+    tried = []
+    original = URLPattern.resolve
+
+    def counted(self, path):
+        tried.append(self.name)
+        return original(self, path)
+
+    monkeypatch.setattr(URLPattern, "resolve", counted)
+    _call({"type": "http", "path": "/api/topics/some-topic/comments/", "root_path": "", "method": "POST",
+           "headers": []})
+    assert routed == [("pages", "http", "/api/topics/some-topic/comments/")]
+    assert tried and set(tried) <= {"topic-live"}
