@@ -141,7 +141,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
     @classmethod
     def shard_keys(cls):
         return {cls.buckets_name: {"discussion_id": "hashed", "bucket": 1}, cls.discussions_name: {"_id": "hashed"},
-                cls.ranks_name: {"discussion_id": "hashed", "_id": 1}}
+                cls.ranks_name: cls.rank_shard_key()}
 
     @staticmethod
     def bucket_id(discussion_id: int, bucket: int) -> str:

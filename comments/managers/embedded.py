@@ -221,6 +221,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     anchors_name = "comment_discussion_anchors"
     pending_name = "comment_discussion_pending"  # one small marker per post whose consequences are not all sent
     _keyed, _key_field = ranks_name, "sort_key"  # its threaded anchors walk its ranks (anchored.py)
+    ranks_split = False  # a discussion is one document under 16 MiB: its ranks never fill a chunk (ranks.py)
 
     @classmethod
     def indexes(cls):
@@ -233,8 +234,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
-        # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
-        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1},
+        # Ranks: the hashed discussion alone (`ranks_split`: one discussion's ranks are bounded).
+        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: cls.rank_shard_key(),
                 cls.pending_name: {"discussion_id": "hashed", "_id": 1}, **cls.anchor_shard_keys()}
 
     # --- writes ------------------------------------------------------------------
