@@ -555,7 +555,8 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         start = int(after or 0) + 1
         keep: list = [{"$gte": ["$$c.seq", start]}]
         if ids:
-            keep.append({"$not": [{"$and": [{"$eq": ["$$c.status", VISIBLE]}, {"$in": ["$$c.author.id", ids]}]}]})
+            visible = {"$eq": [{"$ifNull": ["$$c.status", VISIBLE]}, VISIBLE]}  # an element leaves `visible` out
+            keep.append({"$not": [{"$and": [visible, {"$in": ["$$c.author.id", ids]}]}]})
         items: list[Comment] = []
         with self.read_session() as session:
             size = self._following_head(discussion_id, session)

@@ -171,7 +171,8 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
-        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items() if key != "id"}
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment, keep_status=True).items()
+               if key != "id"}
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq

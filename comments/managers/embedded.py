@@ -121,6 +121,7 @@ from comments.managers.fields import (
     new_comment,
     pin_guard,
     pinned_hint,
+    status_guard,
     text_fields,
     to_element,
 )
@@ -519,6 +520,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         # Sized as stored (fields.to_element: html true for a plain paragraph, a field at its
         # default absent), so `bytes` moves by what the document does.
         old = {key: value for key, value in to_element(comment).items() if key in changes}
+        if "status" in changes and "status" not in old:  # visible, left out: its field's room was charged
+            old["status"] = ""
         growth = len(bson.encode(changes)) - len(bson.encode(old))
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
@@ -565,7 +568,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         if comment.status == DELETED:
             return False
         # The text guard keeps `bytes` exact: a concurrent edit makes this match nothing (the caller reads again).
-        return self._change_element(discussion_id, comment, {"text": comment.text, "status": comment.status},
+        return self._change_element(discussion_id, comment, {"text": comment.text, "status": status_guard(comment.status)},
                                     {"status": DELETED, "text": "", "html": ""}, document={"moderated": True})
 
     def drop_discussion(self, *, discussion_id):
