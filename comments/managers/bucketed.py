@@ -439,6 +439,14 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         return {e["id"]: (e.get("author") or {}).get("id") for doc in docs for e in doc.get("comments", [])
                 if e.get("id") in wanted}
 
+    def reply_authors(self, *, discussion_id, comment_ids):
+        wanted = set(comment_ids)
+        docs = self.read_db[self.buckets_name].find(
+            {"discussion_id": discussion_id, "comments.id": {"$in": sorted(wanted)}},
+            {"_id": 0, "comments.id": 1, "comments.author.name": 1, "comments.status": 1}).max_time_ms(self.max_time_ms)
+        return {e["id"]: ((e.get("author") or {}).get("name"), e.get("status", VISIBLE))
+                for doc in docs for e in doc.get("comments", []) if e.get("id") in wanted}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         wanted = set(comment_ids)
         docs = self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": list(wanted)}}, {"comments.id": 1})

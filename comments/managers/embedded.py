@@ -613,6 +613,17 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         wanted = set(comment_ids)
         return {e["id"]: (e.get("author") or {}).get("id") for e in iter_elements(doc) if e["id"] in wanted} if doc else {}
 
+    def reply_authors(self, *, discussion_id, comment_ids):
+        # Each element's id, author's name and status only, at every level (flat or nested).
+        projection, prefix = {"layout": 1, "comments.id": 1, "comments.author.name": 1, "comments.status": 1}, "replies"
+        for _ in range(max(1, settings.COMMENTS_MAX_DEPTH)):
+            projection.update({f"{prefix}.id": 1, f"{prefix}.author.name": 1, f"{prefix}.status": 1})
+            prefix += ".replies"
+        doc = self._load(discussion_id, projection)
+        wanted = set(comment_ids)
+        return {e["id"]: ((e.get("author") or {}).get("name"), e.get("status", VISIBLE))
+                for e in iter_elements(doc) if e.get("id") in wanted} if doc else {}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         doc = self._load(discussion_id, read=False)
         wanted = set(comment_ids)

@@ -117,7 +117,7 @@ def read_html(text: str, stored) -> str:
 
 
 # Fields at their default value are left out of a stored comment (`edited` null, no
-# `latest_likers`, `reply_to` null on a top-level comment, `pinned` false, `likes` 0): `$push`,
+# `latest_likers`, `pinned` false, `likes` 0): `$push`,
 # `$set` and `$inc` create them (MongoDB's `$inc` on a missing field sets it to the amount),
 # `$pullAll` on a missing field does nothing, `$sum` counts it as 0, and `from_element` reads the
 # default. A guard on one of those values matches the missing field too (`pin_guard`,
@@ -126,7 +126,7 @@ def read_html(text: str, stored) -> str:
 # before. An array element also leaves out `status` while it is `visible` (`$set` adds it when a
 # comment is moderated or deleted; `layout.charge` charges its room); the document strategy keeps
 # it in every comment (`keep_status`): its following order's indexes and queries match its value.
-_LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": [], "pinned": False, "likes": 0}
+_LEFT_OUT_AT_DEFAULT = {"edited": None, "latest_likers": [], "pinned": False, "likes": 0}
 _STATUS_LEFT_OUT = {**_LEFT_OUT_AT_DEFAULT, "status": VISIBLE}
 
 
@@ -182,8 +182,10 @@ def key_path(sort_key: str) -> str:
 
 def to_element(comment: Comment, *, keep_status: bool = False) -> dict:
     """A comment as an element of an embedded or bucketed `comments`/`replies` array (without its
-    path, parent and depth, which its sort key names, `posted` where the key names it, and `status`
-    while it is visible unless `keep_status`: the document strategy's indexes match it)."""
+    path, parent and depth, which its sort key names, `posted` where the key names it, `status`
+    while it is visible unless `keep_status`: the document strategy's indexes match it, and
+    `reply_to`: its parent's author's name is the parent's, read with it where a page shows it,
+    `selectors.with_reply_names`; elements stored with it read it)."""
     element = {
         "id": comment.id,
         "sort_key": comment.sort_key,
@@ -196,7 +198,6 @@ def to_element(comment: Comment, *, keep_status: bool = False) -> dict:
         "latest_likers": list(comment.latest_likers),
         "html": stored_html(comment.text, comment.html),
         "edited": comment.edited,
-        "reply_to": comment.reply_to,
     }
     for name, default in (_LEFT_OUT_AT_DEFAULT if keep_status else _STATUS_LEFT_OUT).items():
         if element[name] == default:

@@ -1,10 +1,11 @@
 """What a stored comment keeps, in every strategy: no second copy of its text and no field at its
 default. A comment without Markdown has the html of its text as one paragraph, stored as
 `html: true` (the pages and the API still print `<p>...</p>`); a comment with Markdown keeps its
-rendered html; `edited`, `latest_likers`, `pinned`/`likes` and a top-level comment's `reply_to`
-are left out until they hold something, and an array element's `status` while it is visible.
-Bucketed ranks carry no threaded key and no path (nothing pages them in threaded order; a hot
-page finds a comment's bucket from its number)."""
+rendered html; `edited`, `latest_likers` and `pinned`/`likes` are left out until they hold
+something, an array element's `status` while it is visible, and every comment's `reply_to` (the
+parent's author's name is read from the parent where a page shows it). Bucketed ranks carry no
+threaded key and no path (nothing pages them in threaded order; a hot page finds a comment's
+bucket from its number)."""
 
 import pytest
 
@@ -339,3 +340,25 @@ def test_an_array_element_leaves_its_status_out_while_visible_and_moderation_sti
     page = api_client.get(url(topic)).json()["results"]
     assert [(c["id"], c["status"]) for c in page] == [(first, "visible"), (second, "deleted")]
 
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_a_reply_keeps_no_copy_of_its_parents_author_and_pages_still_name_them(storage, order, make_topic, make_user,
+                                                                              api_client, client):
+    """A reply stores no `reply_to`: "in reply to @name" is read from the parent, on the page or
+    (one read) off it, in every order that names it; a removed parent's author stays unnamed."""
+    from comments import services
+
+    topic = make_topic(storage, order)
+    ann, bob = make_user("ann"), make_user("bob")
+    api_client.force_authenticate(ann)
+    root = api_client.post(url(topic), {"text": "the root"}, format="json").json()["id"]
+    api_client.force_authenticate(bob)
+    reply = api_client.post(url(topic), {"text": "the reply", "parent": root}, format="json").json()["id"]
+    assert "reply_to" not in raw_comment("the reply")
+
+    link = f'in reply to <a href="/t/{topic.slug}/c/{root}/">@ann</a>'
+    for query in ("?order=chronological", "?order=chronological&page_size=1&page=2", "?order=newest", "?order=hot"):
+        assert link in client.get(f"/t/{topic.slug}/{query}").content.decode(), query
+    services.comment_status_store(topic=topic, comment_id=root, status="removed")
+    html = client.get(f"/t/{topic.slug}/?order=chronological&page_size=1&page=2").content.decode()
+    assert f'/c/{reply}/' in html and "@ann" not in html
