@@ -62,7 +62,7 @@ class CommentListApi(APIView):
         paginator = KeysetPagination(request, bidirectional=True)
         page = selectors.comment_page(topic=topic, order=request.query_params.get("order"),
                                       request=parse_page_request(request.query_params), viewer=request.user,
-                                      cursor=paginator.cursor)
+                                      cursor=paginator.cursor, reply_names=False)  # no parent's name in the API
         numbered = page_payload(page, CommentSerializer(page.items, many=True).data)
         return paginator.get_paginated_response(
             numbered.pop("results"), next_cursor=page.extra.get("next"), previous_cursor=page.extra.get("previous"),

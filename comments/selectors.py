@@ -8,15 +8,19 @@ and is left out of the page when none does (`_lone_removed`); an `author_only` c
 others. Placeholders keep their place, so counts, page numbers and thread shapes are the
 same for every viewer (a page without its lone removed comments is that much shorter).
 
-"In reply to @name": a reply stores its parent's author's name (`reply_to`) when it is
-posted. A reader shows it only while the viewer may see the parent: never for a deleted
-parent (tombstones name nobody), and for a removed or hidden parent only to editors (and a
-hidden parent's own author). The parent's current status comes from the page itself when
-the parent is on it, otherwise from the status index (`comment_statuses`: one `_id $in`
-query of at most page_size keys, only when the page holds replies to comments off it).
+"In reply to @name": the name of a reply's parent's author, read from the parent (a reply
+stores no copy of it; comments stored before kept one, `reply_to`, which is read as before).
+A reader shows it only while the viewer may see the parent: never for a deleted parent
+(tombstones name nobody), and for a removed or hidden parent only to editors (and a hidden
+parent's own author). The parent's name and current status come from the page itself when
+the parent is on it, otherwise from the parents (`reply_authors`: one read of at most
+page_size comments, only when the page shows names, i.e. not in threaded order, whose replies
+are indented under their parent, and holds replies to comments off it), else, for a reply
+that kept its name, from the status index (`comment_statuses`: one `_id $in` query, only in a
+moderated discussion).
 
 Costs: a page is the strategy's `page()` (a small constant number of round trips) plus
-one query for the viewer's likes on that page, plus the parents' statuses above, plus for a
+one query for the viewer's likes on that page, plus the parents' names or statuses above, plus for a
 signed-in viewer one read of their held counter (`comments.viewers.own_shadow_held`); a
 permalink is `get()` plus `position()`.
 """
@@ -137,19 +141,31 @@ def _parent_visible(status: str, name: str, viewer) -> bool:
     return True
 
 
-def with_reply_names(items: list[Comment], *, discussion_id: int, viewer, moderated: bool = True) -> list[Comment]:
-    """`items` (as stored, before masking) with `parent_status` set and `reply_to` cleared where
-    the viewer may not see the parent. Parents on the page need no query; the others' statuses
-    come from the status index in one query (absent there: visible), and only when the
-    discussion is `moderated` (its hint: some comment of it ever left visible)."""
-    on_page = {c.id: c.status for c in items}
-    wanted = {c.parent for c in items if c.parent and c.parent not in on_page} if moderated else set()
+def with_reply_names(items: list[Comment], *, discussion_id: int, viewer, moderated: bool = True, manager=None,
+                     names: bool = True) -> list[Comment]:
+    """`items` (as stored, before masking) with `parent_status` set and `reply_to` set to the name
+    the viewer may be shown (None where the viewer may not see the parent). Parents on the page
+    need no query. With `names` (a page that shows them) and a `manager`, the parents off the
+    page of the replies that kept no name are read in one query (`reply_authors`: name and
+    status); the other parents' statuses come from the status index in one query (absent there:
+    visible), and only when the discussion is `moderated` (its hint: some comment of it ever left
+    visible)."""
+    on_page = {c.id: c for c in items}
+    off_page = {c.parent for c in items if c.parent and c.parent not in on_page}
+    unnamed = {c.parent for c in items if c.parent in off_page and not c.reply_to} if names and manager else set()
+    parents = manager.reply_authors(discussion_id=discussion_id, comment_ids=sorted(unnamed)) if unnamed else {}
+    wanted = off_page - set(parents) if moderated else set()
     found = comment_statuses(keys=[(discussion_id, p) for p in sorted(wanted)]) if wanted else {}
     shown = []
     for comment in items:
         if comment.parent:
-            status = on_page.get(comment.parent) or found.get((discussion_id, comment.parent), VISIBLE)
-            name = comment.reply_to if comment.reply_to and _parent_visible(status, comment.reply_to, viewer) else None
+            parent = on_page.get(comment.parent)
+            if parent is not None:
+                name, status = (parent.author.name if parent.author is not None else None), parent.status
+            else:
+                name, status = parents.get(comment.parent, (None, found.get((discussion_id, comment.parent), VISIBLE)))
+            name = comment.reply_to or name
+            name = name if name and _parent_visible(status, name, viewer) else None
             comment = replace(comment, reply_to=name, parent_status=status)
         shown.append(comment)
     return shown
@@ -168,7 +184,7 @@ def masked(comments: list[Comment], viewer) -> list[Comment]:
 
 
 def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor=None,
-                 own_held: bool = True) -> Page[Comment]:
+                 own_held: bool = True, reply_names: bool = True) -> Page[Comment]:
     """One page of the topic's comments in `order` (default: the topic's order).
 
     `cursor` (from a page's `next`/`previous`) picks the page after or before another
@@ -185,6 +201,8 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     ban are merged in place and counted (`_with_own_shadow_held`), while `num_pages` stays the
     stored pages' (`Page.paged_count`); `extra["stored_count"]` is the stored count (the last
     sequence number, which the "new comments" poll starts after).
+    `reply_names`: whether the reader shows "in reply to @name" (the HTML pages; the API's
+    comments carry their `parent`, not its author's name): without it no parent is read for it.
     """
     order = _order(topic, order)
     if cursor is not None and not isinstance(cursor, str):
@@ -206,8 +224,10 @@ def comment_page(*, topic, order=None, request: PageRequest, viewer=None, cursor
     if not cursor and request.page == 1 and order != HOT and page.extra.get("pinned_count"):
         pinned = [c for c in comment_manager(topic).pinned(discussion_id=topic.discussion_id, limit=PINNED_SHOWN,
                                                            threaded=is_threaded(topic)) if can_see(c, viewer)]
+    # Threaded pages indent each reply under its parent and name no parent's author (the pinned block does).
     named = with_reply_names(page.items + pinned, discussion_id=topic.discussion_id, viewer=viewer,
-                             moderated=page.extra.get("moderated", True))
+                             moderated=page.extra.get("moderated", True), manager=comment_manager(topic),
+                             names=reply_names and (order != THREADED or bool(pinned)))
     shown = len(page.items)
     gone = _lone_removed(topic, page.items, viewer)
     named = masked(named, viewer)
@@ -489,7 +509,8 @@ def live_comment(*, topic, comment: Comment, new: bool, viewer=None) -> Comment 
     may not see (held, shadow-banned or removed at once: its existence is not announced)."""
     if new and not can_see(comment, viewer):
         return None
-    shown = with_reply_names([comment], discussion_id=topic.discussion_id, viewer=viewer)[0]
+    # The stream's comments are shown indented (threaded), naming no parent's author.
+    shown = with_reply_names([comment], discussion_id=topic.discussion_id, viewer=viewer, names=False)[0]
     return mask(shown, viewer)
 
 

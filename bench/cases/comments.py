@@ -4,9 +4,11 @@ comments.page: one discussion of `sizes.comments` comments per strategy (a threa
 shape: replies to recent comments, down to the depth bound), bulk-loaded in the
 strategy's layout (the embedded strategy twice: a threaded topic's nested document,
 and a chronological topic's flat array, labelled "embedded/flat", whose chronological
-page is the seed's single `$slice`), then the selector `comment_page()` (what a page view and the API
-call) at page 1, a few deeper pages, the middle and the last page, in every order the
-strategy pages in among chronological and threaded. `depth` is the page number. In threaded
+page is the seed's single `$slice`), then the selector `comment_page()` as the API calls it
+(`reply_names=False`: an HTML page outside threaded order may read once more, the authors of
+parents on other pages, docs/comments.md "In reply to @name") at page 1, a few deeper pages,
+the middle and the last page, in every order the strategy pages in among chronological and
+threaded. `depth` is the page number. In threaded
 order the same depths are also reached by keyset navigation (the manager's `cursor`, from
 the previous page's `next`): rows with `"nav": "cursor"`.
 
@@ -139,7 +141,8 @@ def _sweep(bench, *, storage, size, editor, authors) -> None:
     num_pages = -(-len(comments) // sizes.page_size)
     for depth in sorted({1, num_pages}):
         request = PageRequest(page=depth, page_size=sizes.page_size)
-        m, page, varies = bench.measure(lambda r=request: comment_page(topic=topic, order=topic.comment_order, request=r))
+        m, page, varies = bench.measure(lambda r=request: comment_page(topic=topic, order=topic.comment_order, request=r,
+                                                                             reply_names=False))
         assert page.count == len(comments)
         bench.row("comments.page", storage, len(comments), depth, m, varies=varies, order=topic.comment_order,
                   page_size=sizes.page_size, num_pages=num_pages, topic_order=topic.comment_order, sweep=True)
@@ -199,7 +202,8 @@ def _page_and_post(bench, *, storage, editor, writers, authors, label, order) ->
     for page_order in orders:
         for depth in page_depths(num_pages):
             request = PageRequest(page=depth, page_size=sizes.page_size)
-            m, page, varies = bench.measure(lambda r=request, o=page_order: comment_page(topic=topic, order=o, request=r))
+            m, page, varies = bench.measure(lambda r=request, o=page_order: comment_page(topic=topic, order=o, request=r,
+                                                                                          reply_names=False))
             assert page.count == size and len(page.items) == min(sizes.page_size, size - request.skip), (label, page_order, depth)
             bench.row("comments.page", label, size, depth, m, varies=varies, order=page_order, page_size=sizes.page_size,
                       num_pages=num_pages, topic_order=topic.comment_order)

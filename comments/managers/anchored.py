@@ -119,9 +119,11 @@ class ThreadAnchors:
         the shards send, so each shard fetches every document the skip passes (MongoDB manual,
         "cursor.skip()": the skip is applied by mongos; measured on the engine's shard model: a
         skip of 120 before a page of 21 ranks examined 141 documents, 21 after a covered walk,
-        and took 1.5 ms against 2.4); the index (discussion_id, key, _id) holds the shard key, so
-        the walk reads keys only. One node needs no walk (its SKIP is below FETCH): there the extra
-        round trip cost 0.61 ms against 0.48, and (start, skip) comes back as it was."""
+        and took 1.5 ms against 2.4); the threaded index holds the shard key (the document
+        strategy's (discussion_id, full_slug, seq, _id); the embedded ranks', sharded on the hashed
+        discussion alone, (discussion_id, sort_key)), so the walk reads keys only. One node needs
+        no walk (its SKIP is below FETCH): there the extra round trip cost 0.61 ms against 0.48,
+        and (start, skip) comes back as it was."""
         if not skip or not on_a_cluster():
             return start, skip
         query: dict = {"discussion_id": discussion_id}

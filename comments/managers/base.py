@@ -556,6 +556,18 @@ class CommentManager(MongoManager, abc.ABC):
                 out[c] = comment.author.id if comment.author is not None else None
         return out
 
+    def reply_authors(self, *, discussion_id: int, comment_ids: list[str]) -> dict[str, tuple[str | None, str]]:
+        """{comment id: (its author's name, None for none; its status)} of those of `comment_ids`
+        the discussion stores: the parents a page's replies name (a reply stores no copy of its
+        parent's author's name: `selectors.with_reply_names` reads it here). One read in every
+        strategy; this default asks `get()` for each."""
+        out = {}
+        for c in comment_ids:
+            comment = self.get(discussion_id=discussion_id, comment_id=c)
+            if comment is not None:
+                out[c] = (comment.author.name if comment.author is not None else None, comment.status)
+        return out
+
     def existing_ids(self, *, discussion_id: int, comment_ids: list[str]) -> set[str]:
         """Which of `comment_ids` the discussion stores (the check of stray search entries)."""
         return {c for c in comment_ids if self.get(discussion_id=discussion_id, comment_id=c) is not None}

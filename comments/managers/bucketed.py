@@ -141,7 +141,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
     @classmethod
     def shard_keys(cls):
         return {cls.buckets_name: {"discussion_id": "hashed", "bucket": 1}, cls.discussions_name: {"_id": "hashed"},
-                cls.ranks_name: {"discussion_id": "hashed", "_id": 1}}
+                cls.ranks_name: cls.rank_shard_key()}
 
     @staticmethod
     def bucket_id(discussion_id: int, bucket: int) -> str:
@@ -439,6 +439,14 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         return {e["id"]: (e.get("author") or {}).get("id") for doc in docs for e in doc.get("comments", [])
                 if e.get("id") in wanted}
 
+    def reply_authors(self, *, discussion_id, comment_ids):
+        wanted = set(comment_ids)
+        docs = self.read_db[self.buckets_name].find(
+            {"discussion_id": discussion_id, "comments.id": {"$in": sorted(wanted)}},
+            {"_id": 0, "comments.id": 1, "comments.author.name": 1, "comments.status": 1}).max_time_ms(self.max_time_ms)
+        return {e["id"]: ((e.get("author") or {}).get("name"), e.get("status", VISIBLE))
+                for doc in docs for e in doc.get("comments", []) if e.get("id") in wanted}
+
     def existing_ids(self, *, discussion_id, comment_ids):
         wanted = set(comment_ids)
         docs = self.buckets.find({"discussion_id": discussion_id, "comments.id": {"$in": list(wanted)}}, {"comments.id": 1})
@@ -555,7 +563,8 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         start = int(after or 0) + 1
         keep: list = [{"$gte": ["$$c.seq", start]}]
         if ids:
-            keep.append({"$not": [{"$and": [{"$eq": ["$$c.status", VISIBLE]}, {"$in": ["$$c.author.id", ids]}]}]})
+            visible = {"$eq": [{"$ifNull": ["$$c.status", VISIBLE]}, VISIBLE]}  # an element leaves `visible` out
+            keep.append({"$not": [{"$and": [visible, {"$in": ["$$c.author.id", ids]}]}]})
         items: list[Comment] = []
         with self.read_session() as session:
             size = self._following_head(discussion_id, session)

@@ -7,12 +7,13 @@ Collections:
   `full_slug` (the sort key; each level "<stamp>:<cid>"), `posted` (only when the last
   level's stamp does not name it, fields.element_posted), `author {id, name}`,
   `text`, `status`, `pinned`,
-  `likes`, `latest_likers`, `html`, `edited`, `reply_to`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
+  `likes`, `latest_likers`, `html`, `edited`, and `hot` (seeds/004_d286869db7b63c27.txt HoSc:
   HOT_PINNED when pinned plus the like count, so `hot` descending lists pinned comments first, then
   the most liked). The seed's `cid`, `slug` (path of cids), `parent_id` and `depth` are read
   from `_id` and `full_slug` (`_from_document`), not stored (documents stored with them read as
   before). As every strategy stores a comment (fields.to_element): `html: true` when the
-  html is the text as one paragraph, and `edited`, `latest_likers`, `reply_to` left out at their default.
+  html is the text as one paragraph, `edited` and `latest_likers` left out at their default, and no
+  `reply_to` (the parent's author's name is read from the parent; comments stored with it read it).
 - `comment_document_discussions`: `{_id: discussion_id, seq, numbered, pending?, pinned?, moderated?}`, the
   counter: `seq` is the number of comments posted, i.e. the total and the last sequence
   number; `pinned` and `moderated` are the discussion hints (base.py), read with it.
@@ -171,7 +172,8 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     @classmethod
     def _to_document(cls, comment: Comment) -> dict:
-        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment).items() if key != "id"}
+        doc = {cls._SEED_NAMES.get(key, key): value for key, value in to_element(comment, keep_status=True).items()
+               if key != "id"}
         doc["_id"] = cls.doc_id(comment.discussion_id, comment.id)
         doc["discussion_id"] = comment.discussion_id
         doc["seq"] = comment.seq
@@ -410,6 +412,13 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]
         docs = self.collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id}, {"author": 1})
         return {self.comment_id_of(doc["_id"]): (doc.get("author") or {}).get("id") for doc in docs}
+
+    def reply_authors(self, *, discussion_id, comment_ids):
+        ids = [self.doc_id(discussion_id, c) for c in comment_ids]
+        docs = self.read_collection.find({"_id": {"$in": ids}, "discussion_id": discussion_id},
+                                         {"author.name": 1, "status": 1}).max_time_ms(self.max_time_ms)
+        return {self.comment_id_of(doc["_id"]): ((doc.get("author") or {}).get("name"), doc.get("status", VISIBLE))
+                for doc in docs}
 
     def existing_ids(self, *, discussion_id, comment_ids):
         ids = [self.doc_id(discussion_id, c) for c in comment_ids]

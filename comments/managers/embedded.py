@@ -121,6 +121,7 @@ from comments.managers.fields import (
     new_comment,
     pin_guard,
     pinned_hint,
+    status_guard,
     text_fields,
     to_element,
 )
@@ -221,6 +222,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     anchors_name = "comment_discussion_anchors"
     pending_name = "comment_discussion_pending"  # one small marker per post whose consequences are not all sent
     _keyed, _key_field = ranks_name, "sort_key"  # its threaded anchors walk its ranks (anchored.py)
+    ranks_split = False  # a discussion is one document under 16 MiB: its ranks never fill a chunk (ranks.py)
 
     @classmethod
     def indexes(cls):
@@ -233,8 +235,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     @classmethod
     def shard_keys(cls):
         # Every operation addresses one discussion by _id; hashing spreads discussions evenly.
-        # Ranks: one document per comment, so `_id` after the hashed discussion (a busy one splits).
-        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: {"discussion_id": "hashed", "_id": 1},
+        # Ranks: the hashed discussion alone (`ranks_split`: one discussion's ranks are bounded).
+        return {cls.collection_name: {"_id": "hashed"}, cls.ranks_name: cls.rank_shard_key(),
                 cls.pending_name: {"discussion_id": "hashed", "_id": 1}, **cls.anchor_shard_keys()}
 
     # --- writes ------------------------------------------------------------------
@@ -518,6 +520,8 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         # Sized as stored (fields.to_element: html true for a plain paragraph, a field at its
         # default absent), so `bytes` moves by what the document does.
         old = {key: value for key, value in to_element(comment).items() if key in changes}
+        if "status" in changes and "status" not in old:  # visible, left out: its field's room was charged
+            old["status"] = ""
         growth = len(bson.encode(changes)) - len(bson.encode(old))
         bound = min(settings.COMMENTS_EMBEDDED_MAX_BYTES, HARD_MAX_BYTES)
         guard = {"bytes": {"$lte": bound - growth}} if growth > 0 else {}
@@ -564,7 +568,7 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         if comment.status == DELETED:
             return False
         # The text guard keeps `bytes` exact: a concurrent edit makes this match nothing (the caller reads again).
-        return self._change_element(discussion_id, comment, {"text": comment.text, "status": comment.status},
+        return self._change_element(discussion_id, comment, {"text": comment.text, "status": status_guard(comment.status)},
                                     {"status": DELETED, "text": "", "html": ""}, document={"moderated": True})
 
     def drop_discussion(self, *, discussion_id):
@@ -608,6 +612,17 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         doc = self._load(discussion_id, read=False)
         wanted = set(comment_ids)
         return {e["id"]: (e.get("author") or {}).get("id") for e in iter_elements(doc) if e["id"] in wanted} if doc else {}
+
+    def reply_authors(self, *, discussion_id, comment_ids):
+        # Each element's id, author's name and status only, at every level (flat or nested).
+        projection, prefix = {"layout": 1, "comments.id": 1, "comments.author.name": 1, "comments.status": 1}, "replies"
+        for _ in range(max(1, settings.COMMENTS_MAX_DEPTH)):
+            projection.update({f"{prefix}.id": 1, f"{prefix}.author.name": 1, f"{prefix}.status": 1})
+            prefix += ".replies"
+        doc = self._load(discussion_id, projection)
+        wanted = set(comment_ids)
+        return {e["id"]: ((e.get("author") or {}).get("name"), e.get("status", VISIBLE))
+                for e in iter_elements(doc) if e.get("id") in wanted} if doc else {}
 
     def existing_ids(self, *, discussion_id, comment_ids):
         doc = self._load(discussion_id, read=False)

@@ -25,7 +25,7 @@ from html import escape
 from django.conf import settings
 
 from comments.clock import monotonic_now, sort_stamp, stamp_time
-from comments.managers.base import HOT, LATEST_LIKERS, VISIBLE, Author, Comment
+from comments.managers.base import COMMENT_STATUSES, HOT, LATEST_LIKERS, VISIBLE, Author, Comment
 from core.errors import InvalidInput
 
 
@@ -117,20 +117,31 @@ def read_html(text: str, stored) -> str:
 
 
 # Fields at their default value are left out of a stored comment (`edited` null, no
-# `latest_likers`, `reply_to` null on a top-level comment, `pinned` false, `likes` 0): `$push`,
+# `latest_likers`, `pinned` false, `likes` 0): `$push`,
 # `$set` and `$inc` create them (MongoDB's `$inc` on a missing field sets it to the amount),
 # `$pullAll` on a missing field does nothing, `$sum` counts it as 0, and `from_element` reads the
 # default. A guard on one of those values matches the missing field too (`pin_guard`,
-# `likes_guard`: a negation such as `$ne` matches a document without the field, MongoDB's
-# "Query for Null or Missing Fields"). Comments stored with the fields read and match as before. `status`
-# stays: the following order's indexes and queries match on its value.
-_LEFT_OUT_AT_DEFAULT = {"edited": None, "reply_to": None, "latest_likers": [], "pinned": False, "likes": 0}
+# `likes_guard`, `status_guard`: a negation such as `$ne` matches a document without the field,
+# MongoDB's "Query for Null or Missing Fields"). Comments stored with the fields read and match as
+# before. An array element also leaves out `status` while it is `visible` (`$set` adds it when a
+# comment is moderated or deleted; `layout.charge` charges its room); the document strategy keeps
+# it in every comment (`keep_status`): its following order's indexes and queries match its value.
+_LEFT_OUT_AT_DEFAULT = {"edited": None, "latest_likers": [], "pinned": False, "likes": 0}
+_STATUS_LEFT_OUT = {**_LEFT_OUT_AT_DEFAULT, "status": VISIBLE}
 
 
 def pin_guard(pinned: bool):
     """The condition on a stored `pinned` under which setting it to `pinned` changes it: unpinned
     is false or missing, so a pin needs "not true" and an unpin needs true."""
     return {"$ne": True} if pinned else True
+
+
+def status_guard(status: str):
+    """The condition that a stored `status` is `status` (`visible` is also a missing field). Not
+    `$in: [null, "visible"]`: on an explicit path such as `replies.0.status` MongoDB also reads `0`
+    as a field name of every element, which none has, so null would match whatever the element
+    holds; "none of the other statuses" fails as soon as the element's own status is another."""
+    return status if status != VISIBLE else {"$nin": [s for s in COMMENT_STATUSES if s != VISIBLE]}
 
 
 def likes_guard(likes: int):
@@ -169,9 +180,12 @@ def key_path(sort_key: str) -> str:
     return "/".join(level.split(":", 1)[-1] for level in sort_key.split("/"))
 
 
-def to_element(comment: Comment) -> dict:
+def to_element(comment: Comment, *, keep_status: bool = False) -> dict:
     """A comment as an element of an embedded or bucketed `comments`/`replies` array (without its
-    path, parent and depth, which its sort key names, and `posted` where the key names it)."""
+    path, parent and depth, which its sort key names, `posted` where the key names it, `status`
+    while it is visible unless `keep_status`: the document strategy's indexes match it, and
+    `reply_to`: its parent's author's name is the parent's, read with it where a page shows it,
+    `selectors.with_reply_names`; elements stored with it read it)."""
     element = {
         "id": comment.id,
         "sort_key": comment.sort_key,
@@ -184,9 +198,8 @@ def to_element(comment: Comment) -> dict:
         "latest_likers": list(comment.latest_likers),
         "html": stored_html(comment.text, comment.html),
         "edited": comment.edited,
-        "reply_to": comment.reply_to,
     }
-    for name, default in _LEFT_OUT_AT_DEFAULT.items():
+    for name, default in (_LEFT_OUT_AT_DEFAULT if keep_status else _STATUS_LEFT_OUT).items():
         if element[name] == default:
             del element[name]
     if key_posted(comment.sort_key) == comment.posted:  # its sort key says it to the millisecond

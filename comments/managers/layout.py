@@ -28,6 +28,9 @@ _STATUS_ROOM = 16  # a status may grow to this many bytes ("author_only", "pendi
 # and `$inc` (a 64-bit count at most) or the first pin's `$set` creates it, is charged with the element.
 _LATER_FIELDS = {"latest_likers": [], "likes": Int64(0), "pinned": False}
 _LATER_ROOM = {name: len(bson.encode({name: value})) - len(bson.encode({})) for name, value in _LATER_FIELDS.items()}
+# Nor `status` while it is visible: a moderation or a deletion adds the field, charged with the
+# element (its value's room is _STATUS_ROOM's).
+_LATER_ROOM["status"] = len(bson.encode({"status": ""})) - len(bson.encode({}))
 # A nested element is stored without `replies` until its first reply, whose `$push` creates the array
 # (MongoDB's $push on a missing field): it is charged that empty array with the element.
 _REPLIES_ROOM = len(bson.encode({"replies": []})) - len(bson.encode({}))
@@ -36,7 +39,8 @@ _REPLIES_ROOM = len(bson.encode({"replies": []})) - len(bson.encode({}))
 def charge(element: dict, *, nested: bool = False) -> int:
     """Bytes a new element may take in its discussion document: its BSON size, its array key (the
     index is not known when pushing, so 7 digits), room for its status to grow (embedded.py), for
-    each field a first like or pin adds and, `nested`, for the `replies` its first reply adds."""
+    each field a first like, pin or moderation adds and, `nested`, for the `replies` its first
+    reply adds."""
     return (len(bson.encode(element)) + _ARRAY_KEY + _STATUS_ROOM
             + sum(room for name, room in _LATER_ROOM.items() if name not in element)
             + (_REPLIES_ROOM if nested and "replies" not in element else 0))

@@ -60,9 +60,12 @@ Writes, and why they stay right under concurrency:
   `integrity --repair`, `comments_backfill`; `$setOnInsert`: a rank written meanwhile by a
   post or a like is kept), then sets the flag. A page read never writes ranks. New
   discussions get the flag when their head is created.
-- Sharding: `{discussion_id: "hashed", _id: 1}`, as the document strategy's comments: one
-  rank per comment, so a busy discussion's chunk can split on `_id`; uniqueness of
-  (discussion, comment) is carried by `_id`. Every single-rank write names `_id` and
+- Sharding (`rank_shard_key`): bucketed `{discussion_id: "hashed", _id: 1}`, as the document
+  strategy's comments: one rank per comment of a discussion that may grow without bound, so a
+  busy discussion's chunk can split on `_id`. Embedded `{discussion_id: "hashed"}`: its
+  discussion is one document under 16 MiB, so its ranks stay far below a chunk, and its indexes
+  need no `_id` to hold the shard key. Uniqueness of (discussion, comment) is carried by `_id`
+  (equal `_id`s share the discussion, hence the shard). Every single-rank write names `_id` and
   `discussion_id` (the full key); reads name `discussion_id`.
 """
 
@@ -138,35 +141,52 @@ class HotRanks:
 
     ranks_name: ClassVar[str]
     ranks_authors: ClassVar[bool] = False  # whether a rank carries `va` (followed_ranks.py)
+    # Whether the ranks' shard key holds `_id` after the hashed discussion (`rank_shard_key`): a
+    # strategy whose discussion has no bound on its comments (bucketed) needs it so that a busy
+    # discussion's chunk can split; one whose discussion is one document (embedded: at most
+    # COMMENTS_EMBEDDED_MAX_BYTES, under MongoDB's 16 MiB) has ranks of a few MB per discussion at
+    # most, far below a chunk (128 MB by default), so its key is the hashed discussion alone.
+    ranks_split: ClassVar[bool] = True
+
+    @classmethod
+    def rank_shard_key(cls) -> dict:
+        return {"discussion_id": "hashed", "_id": 1} if cls.ranks_split else {"discussion_id": "hashed"}
 
     @classmethod
     def rank_indexes(cls) -> dict[str, list[IndexModel]]:
         # A strategy that pages threaded order through its ranks (embedded) also pages the posting
         # order of its nested discussions there.
-        # `_id` after the order's fields completes the shard key: a shard's SHARDING_FILTER reads every
-        # shard-key field from the index keys or fetches each document (MongoDB manual, "Covered
-        # Queries", restrictions on sharded collections), so with it a hot window, a threaded walk of
-        # the anchors and a position's count stay key-only reads on a cluster too.
-        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING), ("_id", ASCENDING)],
+        # Where the shard key holds `_id` (`ranks_split`), `_id` after the order's fields completes
+        # it: a shard's SHARDING_FILTER reads every shard-key field from the index keys or fetches
+        # each document (MongoDB manual, "Covered Queries", restrictions on sharded collections), so
+        # with it a hot window, a threaded walk of the anchors and a position's count stay key-only
+        # reads on a cluster too. Where the key is the hashed discussion alone, every index here
+        # already holds it (`discussion_id` first): `_id` would cover nothing (about 19 bytes a
+        # comment in each of the two indexes).
+        tail = [("_id", ASCENDING)] if cls.ranks_split else []
+        threaded = [IndexModel([("discussion_id", ASCENDING), ("sort_key", ASCENDING), *tail],
                                name="discussion_sort_key"),
                     IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
                     ] if THREADED in getattr(cls, "orders", ()) else []
         # The following order's author index (followed_ranks.py), where the ranks carry authors:
         # partial on `va`, so only visible comments of registered authors have an entry; equality on
         # the discussion and the author, then the order's key (MongoDB's equality-sort-range rule) and
-        # `_id` (the shard key, as above: the participants' DISTINCT_SCAN stays covered on a shard).
-        authors = [IndexModel([("discussion_id", ASCENDING), (VISIBLE_AUTHOR, ASCENDING), ("seq", ASCENDING),
-                               ("_id", ASCENDING)], name="discussion_visible_author_seq",
+        # `_id` where the shard key holds it (as above: the participants' DISTINCT_SCAN stays covered
+        # on a shard).
+        authors = [IndexModel([("discussion_id", ASCENDING), (VISIBLE_AUTHOR, ASCENDING), ("seq", ASCENDING), *tail],
+                              name="discussion_visible_author_seq",
                               partialFilterExpression={VISIBLE_AUTHOR: {"$exists": True}})
                    ] if cls.ranks_authors else []
         return {cls.ranks_name: [
-            IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING), ("_id", DESCENDING)],
-                       name="discussion_hot"),
+            IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING),
+                        *[(f, DESCENDING) for f, _ in tail]], name="discussion_hot"),
             *threaded,
             *authors,
-            # The shard key's index: a hashed discussion spreads topics over the shards, `_id` after
-            # it lets a busy discussion's chunk split (MongoDB docs, "Shard Key Cardinality").
-            IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
+            # The shard key's index (`rank_shard_key`): a hashed discussion spreads topics over the
+            # shards; `_id` after it lets a busy discussion's chunk split (MongoDB docs, "Shard Key
+            # Cardinality").
+            IndexModel([("discussion_id", "hashed"), *tail],
+                       name="discussion_hashed_id" if cls.ranks_split else "discussion_hashed"),
         ]}
 
     @property

@@ -8,6 +8,7 @@ from comments.managers.bucketed import BucketedCommentManager
 from comments.managers.layout import bucket_of
 from core.paging import PageRequest
 from tests.contract.conftest import CountingDB, new_discussion_id
+from tests.contract.test_comment_managers import as_stored
 
 ALICE = Author(id=1, name="alice")
 
@@ -92,7 +93,7 @@ def test_threaded_display_is_not_offered_but_replies_are_stored(mongo_db):
     assert manager.orders == (CHRONOLOGICAL, HOT)
     with pytest.raises(ValueError):
         manager.page(discussion_id=d, order=THREADED, request=PageRequest())
-    assert manager.thread(discussion_id=d, comment_id=root.id) == [root, reply]
+    assert manager.thread(discussion_id=d, comment_id=root.id) == [root, as_stored(reply)]
 
 
 def test_declared_indexes_and_shard_keys(mongo_db):

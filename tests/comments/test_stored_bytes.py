@@ -1,9 +1,11 @@
 """What a stored comment keeps, in every strategy: no second copy of its text and no field at its
 default. A comment without Markdown has the html of its text as one paragraph, stored as
 `html: true` (the pages and the API still print `<p>...</p>`); a comment with Markdown keeps its
-rendered html; `edited`, `latest_likers` and a top-level comment's `reply_to` are left out until
-they hold something. Bucketed ranks carry no threaded key and no path (nothing pages them in
-threaded order; a hot page finds a comment's bucket from its number)."""
+rendered html; `edited`, `latest_likers` and `pinned`/`likes` are left out until they hold
+something, an array element's `status` while it is visible, and every comment's `reply_to` (the
+parent's author's name is read from the parent where a page shows it). Bucketed ranks carry no
+threaded key and no path (nothing pages them in threaded order; a hot page finds a comment's
+bucket from its number)."""
 
 import pytest
 
@@ -13,6 +15,9 @@ pytestmark = pytest.mark.django_db
 
 LAYOUTS = [("document", "threaded"), ("bucketed", "chronological"), ("embedded", "threaded"),
            ("embedded", "chronological")]
+
+
+COMMENT_STORES = ("comments", "comment_buckets", "comment_discussions")
 
 
 def url(topic, *parts):
@@ -32,8 +37,8 @@ def raw_comment(text: str) -> dict:
                 yield from walk(item)
 
     db = get_db()
-    found = [hit for name in db.list_collection_names() for doc in db[name].find() for hit in walk(doc)]
-    found = [hit for hit in found if "status" in hit]  # the comment itself, not a pending copy or a search entry
+    # The comment itself, in its strategy's collection: not a pending copy or a search entry.
+    found = [hit for name in COMMENT_STORES for doc in db[name].find() for hit in walk(doc)]
     assert found, text
     return found[0]
 
@@ -302,3 +307,58 @@ def test_a_nested_embedded_comment_keeps_no_replies_array_until_its_first_reply(
     assert doc["bytes"] == sum(charge({k: v for k, v in e.items() if k != "replies"}, nested=True)
                                for e in iter_elements(doc))
     assert services.comment_manager(topic).count(discussion_id=topic.discussion_id) == 3
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_an_array_element_leaves_its_status_out_while_visible_and_moderation_still_lands(storage, order, make_topic,
+                                                                                         make_user, api_client):
+    """An embedded or bucketed element stores no `status` while it is visible (the document
+    strategy keeps it: its following order's indexes match it); a removal, a restore and a
+    deletion (whose guard matches the visible status stored as no field) land, and the pages
+    and the following order read the missing field as visible."""
+    from comments import services
+
+    topic = make_topic(storage, order)
+    ann = make_user("ann")
+    api_client.force_authenticate(ann)
+    first = api_client.post(url(topic), {"text": "first"}, format="json").json()["id"]
+    second = api_client.post(url(topic), {"text": "second", "parent": first}, format="json").json()["id"]
+    for text in ("first", "second"):
+        stored = raw_comment(text)
+        assert stored.get("status") == "visible" if storage == "document" else "status" not in stored, stored
+
+    services.comment_status_store(topic=topic, comment_id=first, status="removed")
+    assert raw_comment("first")["status"] == "removed"
+    assert api_client.get(url(topic, first)).json()["status"] == "removed"
+    services.comment_status_store(topic=topic, comment_id=first, status="visible")
+    assert api_client.get(url(topic, first)).json()["status"] == "visible"
+
+    gone = api_client.delete(url(topic, second))
+    assert gone.status_code in (200, 204), gone.content
+    assert api_client.get(url(topic, second)).json()["status"] == "deleted"
+
+    page = api_client.get(url(topic)).json()["results"]
+    assert [(c["id"], c["status"]) for c in page] == [(first, "visible"), (second, "deleted")]
+
+
+@pytest.mark.parametrize("storage,order", LAYOUTS)
+def test_a_reply_keeps_no_copy_of_its_parents_author_and_pages_still_name_them(storage, order, make_topic, make_user,
+                                                                              api_client, client):
+    """A reply stores no `reply_to`: "in reply to @name" is read from the parent, on the page or
+    (one read) off it, in every order that names it; a removed parent's author stays unnamed."""
+    from comments import services
+
+    topic = make_topic(storage, order)
+    ann, bob = make_user("ann"), make_user("bob")
+    api_client.force_authenticate(ann)
+    root = api_client.post(url(topic), {"text": "the root"}, format="json").json()["id"]
+    api_client.force_authenticate(bob)
+    reply = api_client.post(url(topic), {"text": "the reply", "parent": root}, format="json").json()["id"]
+    assert "reply_to" not in raw_comment("the reply")
+
+    link = f'in reply to <a href="/t/{topic.slug}/c/{root}/">@ann</a>'
+    for query in ("?order=chronological", "?order=chronological&page_size=1&page=2", "?order=newest", "?order=hot"):
+        assert link in client.get(f"/t/{topic.slug}/{query}").content.decode(), query
+    services.comment_status_store(topic=topic, comment_id=root, status="removed")
+    html = client.get(f"/t/{topic.slug}/?order=chronological&page_size=1&page=2").content.decode()
+    assert f'/c/{reply}/' in html and "@ann" not in html

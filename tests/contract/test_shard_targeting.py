@@ -176,3 +176,20 @@ def test_mongo_shard_refines_a_key_an_older_release_applied(mongo_db, monkeypatc
     assert not any(c[1:] == ("social_follow_lists",) for c in calls)  # already on its key
     assert "already sharded social_follow_lists" in out.getvalue()
     assert ("shardCollection", "social_presence") in calls
+
+
+@pytest.mark.parametrize("storage", ["bucketed", "embedded"])
+def test_every_rank_index_holds_the_whole_shard_key_and_nothing_only_a_cluster_would_need(storage):
+    """A rank read stays key-only on a shard when its index holds every shard-key field (a shard's
+    SHARDING_FILTER reads them from the keys, else fetches each document). The embedded ranks are
+    sharded on the hashed discussion alone (a discussion is one document under 16 MiB, so its
+    ranks never fill a chunk): `discussion_id` leads every index, and `_id` would only take room;
+    the bucketed ranks, unbounded per discussion, keep `_id` in their key and in their indexes."""
+    manager = manager_for(storage)
+    key = declared_shard_keys()[manager.ranks_name]
+    assert key == ({"discussion_id": "hashed", "_id": 1} if storage == "bucketed" else {"discussion_id": "hashed"})
+    for model in declared_indexes()[manager.ranks_name]:
+        fields = list(model.document["key"])
+        assert set(key) <= set(fields), (model.document["name"], fields)
+        if storage == "embedded":
+            assert "_id" not in fields, (model.document["name"], fields)

@@ -149,14 +149,17 @@ def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones
 
 
 def test_indexes_given_the_shard_key_are_rebuilt_on_a_site_that_has_them_without_it(mongo_db):
-    """The threaded and hot indexes of comments and ranks end with `_id` (with `discussion_id` first,
-    the whole shard key, for a shard's filter to read from the keys): a store made before has them
-    under the same names without it, and `mongo_indexes` rebuilds them."""
+    """The threaded and hot indexes of comments and bucketed ranks end with `_id` (with
+    `discussion_id` first, the whole shard key, for a shard's filter to read from the keys): a store
+    made before has them under the same names without it, and `mongo_indexes` rebuilds them. The
+    embedded ranks are sharded on the hashed discussion alone: their indexes, made with `_id` by
+    the release before, are rebuilt without it."""
     older = {("comments", "discussion_full_slug"): [("discussion_id", 1), ("full_slug", 1), ("seq", 1)],
-             ("comment_discussion_ranks", "discussion_sort_key"): [("discussion_id", 1), ("sort_key", 1)],
-             ("comment_discussion_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)],
              ("comment_bucket_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)]}
-    for (collection, name), keys in older.items():
+    with_id = {("comment_discussion_ranks", "discussion_sort_key"): [("discussion_id", 1), ("sort_key", 1), ("_id", 1)],
+               ("comment_discussion_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1),
+                                                                ("_id", -1)]}
+    for (collection, name), keys in {**older, **with_id}.items():
         mongo_db[collection].drop_index(name)
         mongo_db[collection].create_index(keys, name=name)
     out = StringIO()
@@ -165,4 +168,7 @@ def test_indexes_given_the_shard_key_are_rebuilt_on_a_site_that_has_them_without
         assert f"rebuilt    {collection}.{name}" in out.getvalue()
         key = list(_indexes(mongo_db[collection])[name]["key"])
         assert key[0] == "discussion_id" and key[-1] == "_id", (collection, name, key)
+    for (collection, name), keys in with_id.items():
+        assert f"rebuilt    {collection}.{name}" in out.getvalue()
+        assert list(_indexes(mongo_db[collection])[name]["key"]) == [k for k, _ in keys[:-1]], (collection, name)
     assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}
