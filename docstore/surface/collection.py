@@ -593,41 +593,54 @@ class Collection:
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         in_place = not (replace or multi or sort or hint or array_filters or collation is not None)
         while True:
-            with self._store.transaction(True) as conn:
-                self._writable()
-                info = self._info()
-                done = self._update_in_place(conn, info, filter, update) if in_place else None
-                if done is not None:
-                    return done
-                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
-                                                     collation=collation))
-                if docs or not upsert:
-                    n = modified = 0
-                    befores, afters = [], []
-                    for old in docs:
-                        new = self._replacement(old, update) if replace else S.apply_update(
-                            old, S.naive(filter), update, was_insert=False, stored=True, array_filters=array_filters)
-                        rules.check_shard_key_change(self, filter, old, new, multi=multi, command=command)
-                        n += 1
-                        befores.append(old)
-                        afters.append(new)
-                        if not U.unchanged(old, new):
-                            self._rewrite(conn, info, old, new, bypass, replace)
-                            modified += 1
-                    return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
-                            "ok": 1.0}, befores, afters
-            # Nothing matched: the upsert inserts, in its own step (a server's upserts race).
-            if upsert_race_hook is not None:
-                upsert_race_hook(self, filter)
-            new = self._upsert_doc(filter, update, replace, array_filters)
+            new = None  # the upsert's document, once it is being inserted
             try:
                 with self._store.transaction(True) as conn:
+                    self._writable()
+                    info = self._info()
+                    done = self._update_in_place(conn, info, filter, update) if in_place else None
+                    if done is not None:
+                        return done
+                    docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                         collation=collation))
+                    if docs or not upsert:
+                        n = modified = 0
+                        befores, afters = [], []
+                        for old in docs:
+                            new_doc = self._replacement(old, update) if replace else S.apply_update(
+                                old, S.naive(filter), update, was_insert=False, stored=True,
+                                array_filters=array_filters)
+                            rules.check_shard_key_change(self, filter, old, new_doc, multi=multi, command=command)
+                            n += 1
+                            befores.append(old)
+                            afters.append(new_doc)
+                            if not U.unchanged(old, new_doc):
+                                self._rewrite(conn, info, old, new_doc, bypass, replace)
+                                modified += 1
+                        return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
+                                "ok": 1.0}, befores, afters
+                    if upsert_race_hook is None:
+                        # Nothing matched: the upsert inserts in the same write transaction, which holds
+                        # SQLite's one write lock from its read on (BEGIN IMMEDIATE), as a server's
+                        # upsert inserts under the lock its read took: no other write comes between.
+                        new = self._upsert_doc(filter, update, replace, array_filters)
+                        self._insert_doc(conn, self._ensure(conn), new, bypass)
+                        return self._upserted(new)
+                # A test's hook between the read and the insert (two racing upserts): the insert in a
+                # transaction of its own, as two servers' upserts can interleave.
+                upsert_race_hook(self, filter)
+                new = self._upsert_doc(filter, update, replace, array_filters)
+                with self._store.transaction(True) as conn:
                     self._insert_doc(conn, self._ensure(conn), new, bypass)
-            except DuplicateKeyError as exc:
-                if _retryable_upsert(filter, update, replace, exc):
+                return self._upserted(new)
+            except DuplicateKeyError as exc:  # the transaction rolled back: nothing of it stays
+                if new is not None and _retryable_upsert(filter, update, replace, exc):
                     continue  # server: retried as an update, which now finds the document that won
                 raise
-            return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
+
+    @staticmethod
+    def _upserted(new: dict):
+        return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
 
     def _update_in_place(self, conn, info, filter, update):
         """One update of one large document by `_id`, written into its stored bytes
