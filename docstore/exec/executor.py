@@ -211,6 +211,10 @@ class Executor:
         self._collated = query.collation.filter(self.filter) if query.collation is not None else None
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
         # statement cannot be dropped)
+        # A write's documents: id() of each document read -> its row (rid, idv), so that the write
+        # rewrites or deletes the row it read without looking it up again by `_id`. A document the
+        # write gets is alive from its read on, so no later document of the operation has its id().
+        self.rows: dict | None = {} if query.write else None
 
     # --- fetching -------------------------------------------------------------------------------
 
@@ -227,6 +231,10 @@ class Executor:
             return None
         blob = whole(*row)
         freed_memory.handled(len(blob))
+        if self.rows is not None:
+            doc = decode(blob)
+            self.rows[id(doc)] = (rid, row[2])
+            return doc
         if not final:
             return decode(blob)
         if self.q.raw:
@@ -580,14 +588,16 @@ class Executor:
             for rid, blob, id_key, idv in self._cursor(
                     f"SELECT rid, doc, id, idv FROM {self.coll.table} ORDER BY rid {'ASC' if natural > 0 else 'DESC'}"):
                 stats.docs += 1
-                yield rid, whole(blob, id_key, idv)
+                yield rid, whole(blob, id_key, idv), idv
 
         def pipeline():
             matched = 0
             held = []
             wanted = q.skip + q.limit if q.limit else None
-            for _rid, blob in rows():
+            for rid, blob, idv in rows():
                 doc = decode(blob)
+                if self.rows is not None:
+                    self.rows[id(doc)] = (rid, idv)
                 if not self._matches(doc):
                     yield None
                     continue
@@ -993,6 +1003,10 @@ class Executor:
         for cursor in self._open:
             cursor.close()
         self._open.clear()
+
+    def row_of(self, doc: dict) -> tuple[int, bytes] | None:
+        """The row (rid, idv) a write's document was read from; None when not known here."""
+        return self.rows.get(id(doc)) if self.rows is not None else None
 
     def run(self) -> tuple[list[dict], Plan, list[Plan]]:
         try:

@@ -301,6 +301,11 @@ class Collection:
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding()).run()
 
+    def _query_rows(self, conn, q: Query):
+        """A write's documents, and the function giving the row (rid, idv) each was read from."""
+        executor = Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding())
+        return executor.run()[0], executor.row_of
+
     def _sharding(self) -> dict:
         """The Executor's shard options: the shard key this collection's queries are filtered by
         (the shard model), else None, and whether the skip is applied as after mongos's merge."""
@@ -601,8 +606,8 @@ class Collection:
                     done = self._update_in_place(conn, info, filter, update) if in_place else None
                     if done is not None:
                         return done
-                    docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
-                                                         collation=collation))
+                    docs, row_of = self._query_rows(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint,
+                                                                write=True, collation=collation))
                     if docs or not upsert:
                         n = modified = 0
                         befores, afters = [], []
@@ -615,7 +620,7 @@ class Collection:
                             befores.append(old)
                             afters.append(new_doc)
                             if not U.unchanged(old, new_doc):
-                                self._rewrite(conn, info, old, new_doc, bypass, replace)
+                                self._rewrite(conn, info, old, new_doc, bypass, replace, row_of(old))
                                 modified += 1
                         return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
                                 "ok": 1.0}, befores, afters
@@ -786,15 +791,17 @@ class Collection:
             new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
         return new
 
-    def _rewrite(self, conn, info, old, new, bypass: bool = False, replace: bool = False):
+    def _rewrite(self, conn, info, old, new, bypass: bool = False, replace: bool = False, row=None):
+        """`old` rewritten as `new`; `row`: the (rid, idv) `old` was read from in this transaction."""
         if not bypass:
             VAL.check(info.options, new, old)
         data = bson.encode(new)
         if len(data) > S.MAX_BSON_SIZE:
             raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
-        id_key = K.encode(old["_id"])
-        rid, idv = conn.execute(f"SELECT rid, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
+        if row is None:
+            row = conn.execute(f"SELECT rid, idv FROM {info.table} WHERE id=?", (K.encode(old["_id"]),)).fetchone()
+        rid, idv = row
         info = self._store.versioned(conn, info)
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                      (without_id(data, idv), new_generation(len(data)), rid))
@@ -867,11 +874,12 @@ class Collection:
         with self._store.transaction(True) as conn:
             self._writable()
             info = self._info()
-            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
-                                                 collation=collation))
+            docs, row_of = self._query_rows(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                        collation=collation))
             for doc in docs:
-                id_key = K.encode(doc["_id"])
-                rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
+                row = row_of(doc)
+                rid = row[0] if row is not None else conn.execute(
+                    f"SELECT rid FROM {info.table} WHERE id=?", (K.encode(doc["_id"]),)).fetchone()[0]
                 self._write_entries(conn, info, rid, doc, None)
                 conn.execute(f"DELETE FROM {info.table} WHERE rid=?", (rid,))
                 self._store.record(conn, self.name, "delete", self._document_key(doc))

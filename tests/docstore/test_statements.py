@@ -57,3 +57,27 @@ def test_an_upsert_whose_insert_fails_leaves_nothing(client):
     assert list(coll.find({}, {"_id": 1})) == [{"_id": 1}]
     coll.update_one({"k": 2}, {"$set": {"n": 2}}, upsert=True)
     assert coll.count_documents({}) == 2
+
+
+def documents_reads(seen):
+    """SELECTs from a documents table (`d<N>`; an index's table is `i<N>`, the catalog's `_docstore_*`)."""
+    return [sql for sql in kinds(seen, "SELECT") if " FROM d" in sql]
+
+
+@pytest.mark.parametrize("write", ["update_one", "update_many", "find_one_and_update", "delete_one", "delete_many"])
+def test_a_write_reads_each_document_it_changes_once(client, write):
+    db = client["t"]
+    coll = db["docs"]
+    coll.create_index("k")
+    coll.insert_many([{"_id": n, "k": n % 2, "n": 0} for n in range(4)])
+    with statements(db) as seen:
+        if write.startswith("delete"):
+            getattr(coll, write)({"k": 1})
+        else:
+            getattr(coll, write)({"k": 1}, {"$inc": {"n": 1}})
+    changed = 1 if write.endswith("_one") or write.startswith("find") else 2
+    assert len(documents_reads(seen)) == changed  # each fetched by its index entry, none looked up again by _id
+    if write.startswith("delete"):
+        assert sorted(d["_id"] for d in coll.find()) == sorted({0, 1, 2, 3} - ({1} if changed == 1 else {1, 3}))
+    else:
+        assert sorted(d["n"] for d in coll.find({"k": 1})) == ([0, 1] if changed == 1 else [1, 1])
