@@ -111,7 +111,16 @@ def _diff_array(before: list, value: list, path: str, updated: dict, truncated: 
     if len(value) >= len(before) and value[:len(before)] == before:  # appended to ($push): one C-level compare
         changed = range(len(before), len(value))
     else:
-        changed = [n for n in range(len(value)) if n >= len(before) or not _same(before[n], value[n])]
+        # The changed positions, counted only until they make the whole array the description (an
+        # array shifted by `$push` with `$slice`: every position changes, and the first share tells).
+        share = len(value) * _WHOLE_ARRAY_SHARE
+        changed = []
+        for n in range(len(value)):
+            if n >= len(before) or not _same(before[n], value[n]):
+                changed.append(n)
+                if len(changed) > share and len(changed) > 1:
+                    updated[path] = value
+                    return
     if value and len(changed) > len(value) * _WHOLE_ARRAY_SHARE and len(changed) > 1:  # array_replaced
         updated[path] = value
         return
