@@ -84,7 +84,6 @@ def record(directory: Path) -> None:
     call_command("migrate", verbosity=0)
     from bench.load import seed_ours
     from core.managers import ensure_indexes
-    from core.mongo import get_db
 
     ensure_indexes()
     seeded = seed_ours(int(os.environ.get("SIZE", "2000")))
@@ -112,7 +111,6 @@ def record(directory: Path) -> None:
     for n in range(int(os.environ.get("POSTS", "20"))):
         post(100 + n)
     recorder.on = False
-    get_db()  # the site's database was the one recorded
     with open(directory / "commands.bson", "wb") as out:
         for entry in recorder.commands:
             out.write(bson.encode(entry))
@@ -208,7 +206,8 @@ def measure(directory: Path, rounds: int, counting: bool) -> dict:
 
         def traced(*args, **kwargs):
             conn = connect(*args, **kwargs)
-            conn.set_trace_callback(lambda sql: statements.update([_kind(sql)]))
+            # Not the "-- TRIGGER" lines SQLite's trace adds for a trigger's program: no statement sent.
+            conn.set_trace_callback(lambda sql: None if sql.startswith("--") else statements.update([_kind(sql)]))
             return conn
 
         sqlite3.connect = traced
@@ -217,10 +216,14 @@ def measure(directory: Path, rounds: int, counting: bool) -> dict:
     # first requests.
     for timed in [False] + [True] * (1 if counting else rounds):
         work = _fresh_copy(directory)
-        client = Client(f"{work}/store.sqlite3", default_db="db", tz_aware=True)
+        # The recorded database is the store's file (the Client keeps one file per database).
+        client = Client(f"{work}/store.sqlite3", default_db=commands[0]["db"], tz_aware=True)
         dbs = {}
-        for entry in commands:  # open each database before the clock starts
-            dbs.setdefault(entry["db"], client[entry["db"]])
+        for entry in commands:  # open each database and its connection before the clock starts, as a
+            # worker holds them
+            if entry["db"] not in dbs:
+                dbs[entry["db"]] = client[entry["db"]]
+                dbs[entry["db"]].list_collection_names()
         statements.clear()
         by_name.clear()
         replies = []
