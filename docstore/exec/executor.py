@@ -215,6 +215,7 @@ class Executor:
         # rewrites or deletes the row it read without looking it up again by `_id`. A document the
         # write gets is alive from its read on, so no later document of the operation has its id().
         self.rows: dict | None = {} if query.write else None
+        self._read_with_key: dict = {}  # rid -> (doc, id, idv): a write's document read with its `_id` key
 
     # --- fetching -------------------------------------------------------------------------------
 
@@ -225,7 +226,8 @@ class Executor:
         # versions to keep by: its documents are read whole until a write gives it the column.
         if final and self.kept is not None and self.coll.versioned and (self.q.raw or self.q.cut is not None):
             return self._fetch_in_place(rid, stats)
-        row = self.conn.execute(f"SELECT doc, id, idv FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
+        row = self._read_with_key.pop(rid, None) or \
+            self.conn.execute(f"SELECT doc, id, idv FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
             return None
@@ -451,8 +453,7 @@ class Executor:
             not (sort and not ordered and not {f for f, _ in sort} <= indexed) and shard != "documents"
         groups = self._range_queries(index, per_field, direction, split_points=exploded)
         checks = self._checks
-        bounds = {f: [_show_interval(iv) for iv in intervals] for f, (intervals, _) in zip(index.fields, per_field,
-                                                                                        strict=True)}
+        bounds = Bounds(index.fields, per_field)
         scan_stage = {"stage": "IXSCAN", "keyPattern": dict(index.keys), "indexName": index.name,
                       "isMultiKey": bool(multikey), "isUnique": bool(index.unique), "isSparse": bool(index.sparse),
                       "isPartial": bool(index.partial), "direction": "forward" if direction > 0 else "backward",
@@ -672,11 +673,18 @@ class Executor:
         plan = Plan("IDHACK" if single else "IXSCAN _id_", stage, ID_INDEX, True, covered)
         stats = plan.stats
 
+        # A write fetches every document its keys lead to, decoded whole (`fetch`): the key's row brings
+        # its document in the same statement, which `fetch` takes instead of reading the row again.
+        sql = f"SELECT id, rid, idv{', doc' if self.rows is not None else ''} FROM {self.coll.table} WHERE id=?"
+
         def rows():
             for key in encoded:
-                row = self.conn.execute(f"SELECT id, rid, idv FROM {self.coll.table} WHERE id=?", (key,)).fetchone()
+                row = self.conn.execute(sql, (key,)).fetchone()
                 if row is not None:
                     stats.keys += 1
+                    if len(row) > 3:
+                        self._read_with_key[row[1]] = (row[3], row[0], row[2])
+                        row = row[:3]
                     yield row
 
         plan.gen = self._pipeline(rows(), plan, exact=not rest, covered=covered, ordered=True, sort=q.sort,
@@ -827,8 +835,7 @@ class Executor:
         covered = needs is not None and needs <= set(index.fields)
         stage = {"stage": "DISTINCT_SCAN", "keyPattern": dict(index.keys), "indexName": index.name,
                  "isMultiKey": False, "direction": "forward" if direction > 0 else "backward",
-                 "indexBounds": {f: [_show_interval(iv) for iv in intervals]
-                                 for f, (intervals, _) in zip(index.fields, per_field, strict=True)}}
+                 "indexBounds": Bounds(index.fields, per_field)}
         plan = Plan(f"DISTINCT_SCAN {index.name}", stage, index, True, covered)
         stats = plan.stats
 
@@ -1050,6 +1057,35 @@ def index_order(index: IndexInfo, entry: tuple, rid: int) -> tuple:
     declared, ascending or (inverted: no encoding is a prefix of another) descending, then rid."""
     return (*(key if direction == 1 else _invert(key) for key, (_, direction) in zip(entry, index.keys, strict=False)),
             rid)
+
+
+class Bounds:
+    """An IXSCAN stage's `indexBounds`, printed (each interval as a server prints it) only when an
+    explain or a cursor's execution stats show the plan (`shown`): a query nobody explains does not
+    print its bounds."""
+
+    __slots__ = ("fields", "per_field")
+
+    def __init__(self, fields, per_field):
+        self.fields, self.per_field = fields, per_field
+
+    def shown(self) -> dict:
+        return {f: [_show_interval(iv) for iv in intervals]
+                for f, (intervals, _) in zip(self.fields, self.per_field, strict=True)}
+
+
+def shown(stage):
+    """A plan's stage tree as explain shows it (a copy, its IXSCANs' bounds printed)."""
+    if not isinstance(stage, dict):
+        return stage
+    out = dict(stage)
+    if isinstance(out.get("indexBounds"), Bounds):
+        out["indexBounds"] = out["indexBounds"].shown()
+    if "inputStage" in out:
+        out["inputStage"] = shown(out["inputStage"])
+    if "inputStages" in out:
+        out["inputStages"] = [shown(s) for s in out["inputStages"]]
+    return out
 
 
 def _show_interval(iv: P.Interval) -> str:

@@ -28,6 +28,7 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from docstore.exec.executor import (
     ID_INDEX,
     Aware,
+    Bounds,
     Executor,
     Projected,
     Query,
@@ -35,6 +36,7 @@ from docstore.exec.executor import (
     entry_values,
     index_entries,
     index_order,
+    shown,
     stored_id,
 )
 from docstore.plan import planner as P
@@ -1682,10 +1684,13 @@ def _kill_cursor(database, collection: str, cursor_id: int, operation_id) -> Non
 
 
 def _with_sorted(stage: dict, held: int) -> dict:
-    """The stage tree with the count of documents a blocking SORT held on its input (nReturned)."""
+    """The stage tree as explain shows it (executor.shown), with the count of documents a blocking
+    SORT held on its input (nReturned)."""
     if not isinstance(stage, dict):
         return stage
     out = dict(stage)
+    if isinstance(out.get("indexBounds"), Bounds):
+        out["indexBounds"] = out["indexBounds"].shown()
     if "inputStage" in out:
         out["inputStage"] = _with_sorted(out["inputStage"], held)
         if out.get("stage") == "SORT":
@@ -1705,7 +1710,7 @@ def explain_document(collection, query: Query, plan, rejected) -> dict:
             "parsedQuery": query.filter,
             "indexFilterSet": False,
             "winningPlan": stage,
-            "rejectedPlans": [p.stage for p in rejected],
+            "rejectedPlans": [shown(p.stage) for p in rejected],
         },
         "executionStats": {
             "executionSuccess": True,

@@ -8,8 +8,7 @@ on it; SQLite's "-- TRIGGER" lines, a trigger's program, are not statements sent
 from contextlib import contextmanager
 
 import pytest
-from pymongo import IndexModel, UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError
 
 import docstore
 
@@ -81,3 +80,18 @@ def test_a_write_reads_each_document_it_changes_once(client, write):
         assert sorted(d["_id"] for d in coll.find()) == sorted({0, 1, 2, 3} - ({1} if changed == 1 else {1, 3}))
     else:
         assert sorted(d["n"] for d in coll.find({"k": 1})) == ([0, 1] if changed == 1 else [1, 1])
+
+
+def test_a_write_by_id_reads_each_document_with_its_key(client):
+    db = client["t"]
+    coll = db["docs"]
+    coll.insert_many([{"_id": n, "n": 0} for n in range(4)])
+    with statements(db) as seen:
+        coll.update_many({"_id": {"$in": [1, 2, 9]}}, {"$inc": {"n": 1}})
+    assert len(documents_reads(seen)) == 3  # one statement per key: the document comes with it
+    with statements(db) as seen:
+        coll.delete_one({"_id": 3})
+    assert len(documents_reads(seen)) == 1
+    assert list(coll.find()) == [{"_id": 0, "n": 0}, {"_id": 1, "n": 1}, {"_id": 2, "n": 1}]
+    explained = coll.find({"_id": {"$in": [1, 2]}}).explain()["executionStats"]
+    assert (explained["totalKeysExamined"], explained["totalDocsExamined"]) == (2, 2)
