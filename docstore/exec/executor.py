@@ -196,7 +196,8 @@ def query_shape(value):
 
 class Executor:
     def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True,
-                 kept: KeptDocuments | None = None, shard_key: dict | None = None, mongos_skip: bool = True):
+                 kept: KeptDocuments | None = None, shard_key: dict | None = None, mongos_skip: bool = True,
+                 known: dict | None = None):
         self.shard_key = dict(shard_key) if shard_key else None
         self.merge_skip = 0  # what mongos skips of the merged results (the shard model)
         # mongos_skip off: a shard behind a router (docstore/cluster), which sends the skip only to
@@ -216,6 +217,9 @@ class Executor:
         # write gets is alive from its read on, so no later document of the operation has its id().
         self.rows: dict | None = {} if query.write else None
         self._read_with_key: dict = {}  # rid -> (doc, id, idv): a write's document read with its `_id` key
+        # A write's rows its caller read in the same transaction, by encoded `_id`: (id, rid, idv, doc),
+        # which the `_id` plan takes instead of reading them again.
+        self._known: dict = (known or {}) if query.write else {}
 
     # --- fetching -------------------------------------------------------------------------------
 
@@ -679,7 +683,7 @@ class Executor:
 
         def rows():
             for key in encoded:
-                row = self.conn.execute(sql, (key,)).fetchone()
+                row = self._known.pop(key, None) or self.conn.execute(sql, (key,)).fetchone()
                 if row is not None:
                     stats.keys += 1
                     if len(row) > 3:

@@ -303,9 +303,10 @@ class Collection:
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding()).run()
 
-    def _query_rows(self, conn, q: Query):
-        """A write's documents, and the function giving the row (rid, idv) each was read from."""
-        executor = Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding())
+    def _query_rows(self, conn, q: Query, known: dict | None = None):
+        """A write's documents, and the function giving the row (rid, idv) each was read from; `known`:
+        rows this transaction read already, by encoded `_id` (executor.Executor)."""
+        executor = Executor(conn, self._info(), q, kept=self._store.kept, known=known, **self._sharding())
         return executor.run()[0], executor.row_of
 
     def _sharding(self) -> dict:
@@ -605,11 +606,12 @@ class Collection:
                 with self._store.transaction(True) as conn:
                     self._writable()
                     info = self._info()
-                    done = self._update_in_place(conn, info, filter, update) if in_place else None
+                    probed: dict = {}  # the row `_update_in_place` read and left: the query takes it
+                    done = self._update_in_place(conn, info, filter, update, probed) if in_place else None
                     if done is not None:
                         return done
                     docs, row_of = self._query_rows(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint,
-                                                                write=True, collation=collation))
+                                                                write=True, collation=collation), probed)
                     if docs or not upsert:
                         n = modified = 0
                         befores, afters = [], []
@@ -649,7 +651,7 @@ class Collection:
     def _upserted(new: dict):
         return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
 
-    def _update_in_place(self, conn, info, filter, update):
+    def _update_in_place(self, conn, info, filter, update, probed: dict | None = None):
         """One update of one large document by `_id`, written into its stored bytes
         (docstore.storage.splice): the filter is matched on the top-level fields it names, cut from
         the bytes (a filter reads only the fields it names); the operators other than `$push` are
@@ -700,6 +702,8 @@ class Collection:
         decoded_arrays = pushed & (filtered | {path[0] for path in sorts} | {f.split(".")[0] for _, f in grown})
         id_key = K.encode(doc_id)
         row = conn.execute(f"SELECT rid, doc, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
+        if row is not None and probed is not None:
+            probed[id_key] = (id_key, row[0], row[2], row[1])  # as the `_id` plan of a write reads it
         if row is None or (len(row[1]) < IN_PLACE_SMALLEST and not grown):
             return None
         rid, blob, idv = row

@@ -95,3 +95,17 @@ def test_a_write_by_id_reads_each_document_with_its_key(client):
     assert list(coll.find()) == [{"_id": 0, "n": 0}, {"_id": 1, "n": 1}, {"_id": 2, "n": 1}]
     explained = coll.find({"_id": {"$in": [1, 2]}}).explain()["executionStats"]
     assert (explained["totalKeysExamined"], explained["totalDocsExamined"]) == (2, 2)
+
+
+def test_an_update_by_id_of_a_small_document_reads_it_once(client):
+    """The in-place path (docstore.storage.splice) reads the row first; when the document is too small
+    for it, the general path takes that row instead of reading it again."""
+    db = client["t"]
+    coll = db["docs"]
+    coll.insert_many([{"_id": n, "n": 0} for n in range(2)])
+    with statements(db) as seen:
+        found = coll.find_one_and_update({"_id": 1}, {"$inc": {"n": 1}}, return_document=True)
+    assert found == {"_id": 1, "n": 1}
+    assert len(documents_reads(seen)) == 1
+    assert coll.update_one({"_id": 5}, {"$set": {"n": 2}}, upsert=True).upserted_id == 5
+    assert list(coll.find()) == [{"_id": 0, "n": 0}, {"_id": 1, "n": 1}, {"_id": 5, "n": 2}]
