@@ -1108,11 +1108,14 @@ def _set_path(doc: dict, path: str, value) -> None:
 
 def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
     """The keys a document has in an index: {(k0, ..., kn, v)}, and whether an array was met."""
+    reached = [K.values_at(doc, f) for f, _ in index.keys]
+    # Each field one value of a plain type (no array): one entry, remembered (`_scalar_entry`).
+    if all(not is_array and len(values) == 1 and type(values[0]) in _SCALARS for values, is_array in reached):
+        return {_scalar_entry(tuple((type(values[0]), values[0]) for values, _ in reached))}, False
     per_field = []
     multikey = False
     arrays = []
-    for f, _ in index.keys:
-        values, is_array = K.values_at(doc, f)
+    for (f, _), (values, is_array) in zip(index.keys, reached, strict=True):
         if is_array:
             multikey = True
             arrays.append(f)
