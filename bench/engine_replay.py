@@ -40,6 +40,7 @@ from collections import Counter
 from pathlib import Path
 
 import bson
+from pymongo import DeleteMany, DeleteOne, ReplaceOne, ReturnDocument, UpdateMany, UpdateOne
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = ROOT / "bench-out" / "engine-replay"
@@ -125,8 +126,6 @@ def load_commands(directory: Path) -> list[dict]:
 
 def _call(db, command: dict):
     """One recorded command through the engine's pymongo surface; its reply as plain data."""
-    from pymongo import DeleteMany, DeleteOne, ReplaceOne, ReturnDocument, UpdateMany, UpdateOne
-
     name = next(iter(command))
     coll = db[command[name]]
     body = {k: v for k, v in command.items() if k not in _DRIVER_FIELDS}
