@@ -63,6 +63,13 @@ upsert_race_hook = None
 # The smallest stored document an update is written into in place (`_update_in_place`): below it,
 # decoding and encoding the whole document costs less than cutting its fields first.
 IN_PLACE_SMALLEST = 64 * 1024
+# The most statements of one write command run in one write transaction (`Collection._bulk_together`):
+# a larger batch (an import) runs a transaction a statement, not holding the write lock for all.
+BULK_TOGETHER = 64
+
+
+class _Together(Exception):
+    """A statement of a bulk run together failed: the transaction rolls back."""
 
 
 def _sort_list(sort, direction=None):
@@ -600,6 +607,9 @@ class Collection:
         rules = self.database.client.cluster
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         in_place = not (replace or multi or sort or hint or array_filters or collation is not None)
+        # Inside a bulk's transaction (`_bulk_together`) a duplicate is not retried here: what the
+        # failed insert wrote is rolled back only with the whole transaction.
+        joined = self._store.conn().in_transaction
         while True:
             new = None  # the upsert's document, once it is being inserted
             try:
@@ -643,7 +653,7 @@ class Collection:
                     self._insert_doc(conn, self._ensure(conn), new, bypass)
                 return self._upserted(new)
             except DuplicateKeyError as exc:  # the transaction rolled back: nothing of it stays
-                if new is not None and _retryable_upsert(filter, update, replace, exc):
+                if new is not None and not joined and _retryable_upsert(filter, update, replace, exc):
                     continue  # server: retried as an update, which now finds the document that won
                 raise
 
@@ -1011,10 +1021,11 @@ class Collection:
                     if type(requests[n]).__name__ in ("UpdateOne", "ReplaceOne"):
                         _no_update_sort(getattr(requests[n], "_sort", None))  # the whole command is refused
                 before = dict(result, writeErrors=len(result["writeErrors"]), upserted=len(result["upserted"]))
-                for n in indexes:
-                    self._bulk_one(requests[n], n, result, let, bypass_document_validation)
-                    if result["writeErrors"] and ordered:
-                        break
+                if not self._bulk_together(requests, indexes, result, let, bypass_document_validation):
+                    for n in indexes:
+                        self._bulk_one(requests[n], n, result, let, bypass_document_validation)
+                        if result["writeErrors"] and ordered:
+                            break
                 call.reply = _bulk_reply(result, before)
             if result["writeErrors"] and ordered:
                 break
@@ -1022,6 +1033,27 @@ class Collection:
             result["writeErrors"].sort(key=lambda error: error["index"])  # pymongo: in the order of the requests
             raise BulkWriteError(result)
         return BulkWriteResult(result, True)
+
+    def _bulk_together(self, requests, indexes, result: dict, let, bypass) -> bool:
+        """A command's statements (at most BULK_TOGETHER) in one write transaction: one COMMIT, each page
+        they change written to the WAL once. True when every statement succeeded and it committed; on
+        any error it rolls back, `result` is as it was, and the caller runs the statements one
+        transaction each (each statement atomic on its own, those before an error kept, as a server
+        applies a bulk write), so an error reads as it always did."""
+        if not 1 < len(indexes) <= BULK_TOGETHER or self._store.conn().in_transaction:
+            return False
+        kept = {k: list(v) if isinstance(v, list) else v for k, v in result.items()}
+        try:
+            with self._store.transaction(True):
+                for n in indexes:
+                    self._bulk_one(requests[n], n, result, let, bypass)
+                    if result["writeErrors"]:
+                        raise _Together
+        except Exception:  # noqa: BLE001 - rolled back: the statements run again one at a time
+            result.clear()
+            result.update(kept)
+            return False
+        return True
 
     def _bulk_one(self, request, n: int, result: dict, let, bypass: bool) -> None:
         """One request of a bulk write, its outcome added to `result`."""

@@ -8,7 +8,8 @@ on it; SQLite's "-- TRIGGER" lines, a trigger's program, are not statements sent
 from contextlib import contextmanager
 
 import pytest
-from pymongo.errors import DuplicateKeyError
+from pymongo import InsertOne, UpdateOne
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 import docstore
 
@@ -109,3 +110,33 @@ def test_an_update_by_id_of_a_small_document_reads_it_once(client):
     assert len(documents_reads(seen)) == 1
     assert coll.update_one({"_id": 5}, {"$set": {"n": 2}}, upsert=True).upserted_id == 5
     assert list(coll.find()) == [{"_id": 0, "n": 0}, {"_id": 1, "n": 1}, {"_id": 5, "n": 2}]
+
+
+def test_a_bulk_write_of_a_few_statements_is_one_write_transaction(client):
+    db = client["t"]
+    coll = db["flows"]
+    coll.create_index([("user", 1), ("period", 1)], unique=True)
+    requests = [UpdateOne({"user": 1, "period": p}, {"$inc": {"posts": 1}}, upsert=True) for p in ("day", "month")]
+    coll.bulk_write(requests)
+    with statements(db) as seen:
+        result = coll.bulk_write(requests)
+    assert (result.matched_count, result.modified_count, result.upserted_count) == (2, 2, 0)
+    assert len(kinds(seen, "BEGIN")) == 1 and len(kinds(seen, "COMMIT")) == 1
+    assert sorted((d["period"], d["posts"]) for d in coll.find()) == [("day", 2), ("month", 2)]
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_bulk_write_whose_statement_fails_keeps_the_others_as_a_server_does(client, ordered):
+    coll = client["t"]["docs"]
+    coll.create_index("k", unique=True)
+    coll.insert_one({"_id": 0, "k": 0})
+    requests = [InsertOne({"_id": 1, "k": 1}), InsertOne({"_id": 2, "k": 0}), UpdateOne({"_id": 1}, {"$set": {"n": 1}}),
+                UpdateOne({"k": 3}, {"$set": {"n": 3}}, upsert=True)]
+    with pytest.raises(BulkWriteError) as failed:
+        coll.bulk_write(requests, ordered=ordered)
+    details = failed.value.details
+    assert [e["index"] for e in details["writeErrors"]] == [1]
+    expected = [{"_id": 0, "k": 0}, {"_id": 1, "k": 1}] if ordered else \
+        [{"_id": 0, "k": 0}, {"_id": 1, "k": 1, "n": 1}, {"k": 3, "n": 3}]
+    assert [{k: v for k, v in d.items() if k != "_id" or v in (0, 1)} for d in coll.find().sort("k", 1)] == expected
+    assert (details["nInserted"], details["nUpserted"]) == ((1, 0) if ordered else (1, 1))
