@@ -196,7 +196,8 @@ def query_shape(value):
 
 class Executor:
     def __init__(self, conn, coll: CollectionInfo | None, query: Query, *, use_plan_cache: bool = True,
-                 kept: KeptDocuments | None = None, shard_key: dict | None = None, mongos_skip: bool = True):
+                 kept: KeptDocuments | None = None, shard_key: dict | None = None, mongos_skip: bool = True,
+                 known: dict | None = None):
         self.shard_key = dict(shard_key) if shard_key else None
         self.merge_skip = 0  # what mongos skips of the merged results (the shard model)
         # mongos_skip off: a shard behind a router (docstore/cluster), which sends the skip only to
@@ -211,6 +212,14 @@ class Executor:
         self._collated = query.collation.filter(self.filter) if query.collation is not None else None
         self._open: list = []  # SQLite cursors, closed when the operation ends (a table with an open
         # statement cannot be dropped)
+        # A write's documents: id() of each document read -> its row (rid, idv), so that the write
+        # rewrites or deletes the row it read without looking it up again by `_id`. A document the
+        # write gets is alive from its read on, so no later document of the operation has its id().
+        self.rows: dict | None = {} if query.write else None
+        self._read_with_key: dict = {}  # rid -> (doc, id, idv): a write's document read with its `_id` key
+        # A write's rows its caller read in the same transaction, by encoded `_id`: (id, rid, idv, doc),
+        # which the `_id` plan takes instead of reading them again.
+        self._known: dict = (known or {}) if query.write else {}
 
     # --- fetching -------------------------------------------------------------------------------
 
@@ -221,12 +230,17 @@ class Executor:
         # versions to keep by: its documents are read whole until a write gives it the column.
         if final and self.kept is not None and self.coll.versioned and (self.q.raw or self.q.cut is not None):
             return self._fetch_in_place(rid, stats)
-        row = self.conn.execute(f"SELECT doc, id, idv FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
+        row = self._read_with_key.pop(rid, None) or \
+            self.conn.execute(f"SELECT doc, id, idv FROM {self.coll.table} WHERE rid=?", (rid,)).fetchone()
         stats.docs += 1
         if not row:
             return None
         blob = whole(*row)
         freed_memory.handled(len(blob))
+        if self.rows is not None:
+            doc = decode(blob)
+            self.rows[id(doc)] = (rid, row[2])
+            return doc
         if not final:
             return decode(blob)
         if self.q.raw:
@@ -443,8 +457,7 @@ class Executor:
             not (sort and not ordered and not {f for f, _ in sort} <= indexed) and shard != "documents"
         groups = self._range_queries(index, per_field, direction, split_points=exploded)
         checks = self._checks
-        bounds = {f: [_show_interval(iv) for iv in intervals] for f, (intervals, _) in zip(index.fields, per_field,
-                                                                                        strict=True)}
+        bounds = Bounds(index.fields, per_field)
         scan_stage = {"stage": "IXSCAN", "keyPattern": dict(index.keys), "indexName": index.name,
                       "isMultiKey": bool(multikey), "isUnique": bool(index.unique), "isSparse": bool(index.sparse),
                       "isPartial": bool(index.partial), "direction": "forward" if direction > 0 else "backward",
@@ -580,14 +593,16 @@ class Executor:
             for rid, blob, id_key, idv in self._cursor(
                     f"SELECT rid, doc, id, idv FROM {self.coll.table} ORDER BY rid {'ASC' if natural > 0 else 'DESC'}"):
                 stats.docs += 1
-                yield rid, whole(blob, id_key, idv)
+                yield rid, whole(blob, id_key, idv), idv
 
         def pipeline():
             matched = 0
             held = []
             wanted = q.skip + q.limit if q.limit else None
-            for _rid, blob in rows():
+            for rid, blob, idv in rows():
                 doc = decode(blob)
+                if self.rows is not None:
+                    self.rows[id(doc)] = (rid, idv)
                 if not self._matches(doc):
                     yield None
                     continue
@@ -662,11 +677,18 @@ class Executor:
         plan = Plan("IDHACK" if single else "IXSCAN _id_", stage, ID_INDEX, True, covered)
         stats = plan.stats
 
+        # A write fetches every document its keys lead to, decoded whole (`fetch`): the key's row brings
+        # its document in the same statement, which `fetch` takes instead of reading the row again.
+        sql = f"SELECT id, rid, idv{', doc' if self.rows is not None else ''} FROM {self.coll.table} WHERE id=?"
+
         def rows():
             for key in encoded:
-                row = self.conn.execute(f"SELECT id, rid, idv FROM {self.coll.table} WHERE id=?", (key,)).fetchone()
+                row = self._known.pop(key, None) or self.conn.execute(sql, (key,)).fetchone()
                 if row is not None:
                     stats.keys += 1
+                    if len(row) > 3:
+                        self._read_with_key[row[1]] = (row[3], row[0], row[2])
+                        row = row[:3]
                     yield row
 
         plan.gen = self._pipeline(rows(), plan, exact=not rest, covered=covered, ordered=True, sort=q.sort,
@@ -817,8 +839,7 @@ class Executor:
         covered = needs is not None and needs <= set(index.fields)
         stage = {"stage": "DISTINCT_SCAN", "keyPattern": dict(index.keys), "indexName": index.name,
                  "isMultiKey": False, "direction": "forward" if direction > 0 else "backward",
-                 "indexBounds": {f: [_show_interval(iv) for iv in intervals]
-                                 for f, (intervals, _) in zip(index.fields, per_field, strict=True)}}
+                 "indexBounds": Bounds(index.fields, per_field)}
         plan = Plan(f"DISTINCT_SCAN {index.name}", stage, index, True, covered)
         stats = plan.stats
 
@@ -994,6 +1015,10 @@ class Executor:
             cursor.close()
         self._open.clear()
 
+    def row_of(self, doc: dict) -> tuple[int, bytes] | None:
+        """The row (rid, idv) a write's document was read from; None when not known here."""
+        return self.rows.get(id(doc)) if self.rows is not None else None
+
     def run(self) -> tuple[list[dict], Plan, list[Plan]]:
         try:
             plan, rejected = self.plan()
@@ -1038,6 +1063,35 @@ def index_order(index: IndexInfo, entry: tuple, rid: int) -> tuple:
             rid)
 
 
+class Bounds:
+    """An IXSCAN stage's `indexBounds`, printed (each interval as a server prints it) only when an
+    explain or a cursor's execution stats show the plan (`shown`): a query nobody explains does not
+    print its bounds."""
+
+    __slots__ = ("fields", "per_field")
+
+    def __init__(self, fields, per_field):
+        self.fields, self.per_field = fields, per_field
+
+    def shown(self) -> dict:
+        return {f: [_show_interval(iv) for iv in intervals]
+                for f, (intervals, _) in zip(self.fields, self.per_field, strict=True)}
+
+
+def shown(stage):
+    """A plan's stage tree as explain shows it (a copy, its IXSCANs' bounds printed)."""
+    if not isinstance(stage, dict):
+        return stage
+    out = dict(stage)
+    if isinstance(out.get("indexBounds"), Bounds):
+        out["indexBounds"] = out["indexBounds"].shown()
+    if "inputStage" in out:
+        out["inputStage"] = shown(out["inputStage"])
+    if "inputStages" in out:
+        out["inputStages"] = [shown(s) for s in out["inputStages"]]
+    return out
+
+
 def _show_interval(iv: P.Interval) -> str:
     """An interval of `indexBounds` as a server prints it: `[1, 1]`, `[-inf.0, 5)`, `("a", {})`."""
     lo_in = iv.lo_in or K.edge_included(iv.lo)
@@ -1054,11 +1108,14 @@ def _set_path(doc: dict, path: str, value) -> None:
 
 def index_entries(index: IndexInfo, doc: dict) -> tuple[set[tuple], bool]:
     """The keys a document has in an index: {(k0, ..., kn, v)}, and whether an array was met."""
+    reached = [K.values_at(doc, f) for f, _ in index.keys]
+    # Each field one value of a plain type (no array): one entry, remembered (`_scalar_entry`).
+    if all(not is_array and len(values) == 1 and type(values[0]) in _SCALARS for values, is_array in reached):
+        return {_scalar_entry(tuple((type(values[0]), values[0]) for values, _ in reached))}, False
     per_field = []
     multikey = False
     arrays = []
-    for f, _ in index.keys:
-        values, is_array = K.values_at(doc, f)
+    for (f, _), (values, is_array) in zip(index.keys, reached, strict=True):
         if is_array:
             multikey = True
             arrays.append(f)

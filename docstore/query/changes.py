@@ -19,6 +19,7 @@ in the change table (docstore.storage.changes) and what a change stream reads ba
 from __future__ import annotations
 
 import datetime
+import operator
 
 import bson
 from bson import Timestamp
@@ -111,7 +112,22 @@ def _diff_array(before: list, value: list, path: str, updated: dict, truncated: 
     if len(value) >= len(before) and value[:len(before)] == before:  # appended to ($push): one C-level compare
         changed = range(len(before), len(value))
     else:
-        changed = [n for n in range(len(value)) if n >= len(before) or not _same(before[n], value[n])]
+        # The changed positions, counted only until they make the whole array the description (an
+        # array shifted by `$push` with `$slice`: every position changes, and the first share tells).
+        share = len(value) * _WHOLE_ARRAY_SHARE
+        # Positions that compare unequal (C-level) are changed ones too: when they alone pass the
+        # share, the answer is known without the type-exact comparison of each position.
+        unequal = sum(map(operator.ne, before, value)) + max(0, len(value) - len(before))
+        if unequal > share and unequal > 1:
+            updated[path] = value
+            return
+        changed = []
+        for n in range(len(value)):
+            if n >= len(before) or not _same(before[n], value[n]):
+                changed.append(n)
+                if len(changed) > share and len(changed) > 1:
+                    updated[path] = value
+                    return
     if value and len(changed) > len(value) * _WHOLE_ARRAY_SHARE and len(changed) > 1:  # array_replaced
         updated[path] = value
         return

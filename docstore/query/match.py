@@ -34,11 +34,13 @@ what the planner bounds: `{f: {$exists: true, $eq: null}}` and an `$or` of one t
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
 
+from bson import ObjectId
 from bson.binary import Binary
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
@@ -653,7 +655,16 @@ def _rewrite(spec):
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+# Values of exactly these types hold no `$type` to rewrite: `_needs` answers for them without a walk.
+_LEAVES = frozenset((str, int, float, bool, type(None), bytes, ObjectId, _dt.datetime))
+
+
 def _needs(value) -> bool:
+    kind = type(value)
+    if kind in _LEAVES:
+        return False
+    if kind is dict:
+        return any((k == "$type" and _rewritten(v)) or (type(v) not in _LEAVES and _needs(v)) for k, v in value.items())
     if isinstance(value, Mapping):
         return any((k == "$type" and _rewritten(v)) or _needs(v) for k, v in value.items())
     if isinstance(value, list):

@@ -50,6 +50,9 @@ UNDEFINED = _Undefined()
 
 
 def type_byte(value) -> int:
+    kind = _BY_EXACT_TYPE.get(type(value))  # the common types at once; subclasses and the rest below
+    if kind is not None:
+        return kind
     if value is UNDEFINED:
         return T_UNDEFINED
     if value is None:
@@ -79,6 +82,12 @@ def type_byte(value) -> int:
     if isinstance(value, MaxKey):
         return T_MAXKEY
     raise TypeError(f"cannot index a value of type {type(value).__name__}")
+
+
+# type_byte's answer for values of exactly these types (what its isinstance chain answers for them).
+_BY_EXACT_TYPE = {type(None): T_NULL, bool: T_BOOL, int: T_NUMBER, Int64: T_NUMBER, float: T_NUMBER,
+                  Decimal128: T_NUMBER, str: T_STRING, dict: T_OBJECT, list: T_ARRAY, tuple: T_ARRAY, ObjectId: T_OID,
+                  _dt.datetime: T_DATE, bytes: T_BINARY, Binary: T_BINARY, Timestamp: T_TIMESTAMP}
 
 
 def low(t: int) -> bytes:
@@ -338,6 +347,12 @@ def reached(doc, path: str) -> tuple[list, bool]:
     """`values_at` without its [None] for a path that reaches nothing: [] then. The values an
     array's elements reach are each element's own, in the array's order (an append adds its
     elements' values after the others'), unless a part of the path is a position."""
+    if type(doc) is dict and "." not in path:  # a top-level field: no walk
+        if path not in doc:
+            return [], False
+        value = doc[path]
+        if not isinstance(value, list | tuple):
+            return [value], False
     current = [doc]
     multikey = False
     for part in path.split("."):

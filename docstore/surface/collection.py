@@ -28,6 +28,7 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from docstore.exec.executor import (
     ID_INDEX,
     Aware,
+    Bounds,
     Executor,
     Projected,
     Query,
@@ -35,6 +36,7 @@ from docstore.exec.executor import (
     entry_values,
     index_entries,
     index_order,
+    shown,
     stored_id,
 )
 from docstore.plan import planner as P
@@ -61,6 +63,13 @@ upsert_race_hook = None
 # The smallest stored document an update is written into in place (`_update_in_place`): below it,
 # decoding and encoding the whole document costs less than cutting its fields first.
 IN_PLACE_SMALLEST = 64 * 1024
+# The most statements of one write command run in one write transaction (`Collection._bulk_together`):
+# a larger batch (an import) runs a transaction a statement, not holding the write lock for all.
+BULK_TOGETHER = 64
+
+
+class _Together(Exception):
+    """A statement of a bulk run together failed: the transaction rolls back."""
 
 
 def _sort_list(sort, direction=None):
@@ -300,6 +309,12 @@ class Collection:
 
     def _query(self, conn, q: Query):
         return Executor(conn, self._info(), q, kept=self._store.kept, **self._sharding()).run()
+
+    def _query_rows(self, conn, q: Query, known: dict | None = None):
+        """A write's documents, and the function giving the row (rid, idv) each was read from; `known`:
+        rows this transaction read already, by encoded `_id` (executor.Executor)."""
+        executor = Executor(conn, self._info(), q, kept=self._store.kept, known=known, **self._sharding())
+        return executor.run()[0], executor.row_of
 
     def _sharding(self) -> dict:
         """The Executor's shard options: the shard key this collection's queries are filtered by
@@ -592,44 +607,61 @@ class Collection:
         rules = self.database.client.cluster
         rules.check_write(self, filter, multi=multi, upsert=upsert, command=command)
         in_place = not (replace or multi or sort or hint or array_filters or collation is not None)
+        # Inside a bulk's transaction (`_bulk_together`) a duplicate is not retried here: what the
+        # failed insert wrote is rolled back only with the whole transaction.
+        joined = self._store.conn().in_transaction
         while True:
-            with self._store.transaction(True) as conn:
-                self._writable()
-                info = self._info()
-                done = self._update_in_place(conn, info, filter, update) if in_place else None
-                if done is not None:
-                    return done
-                docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
-                                                     collation=collation))
-                if docs or not upsert:
-                    n = modified = 0
-                    befores, afters = [], []
-                    for old in docs:
-                        new = self._replacement(old, update) if replace else S.apply_update(
-                            old, S.naive(filter), update, was_insert=False, stored=True, array_filters=array_filters)
-                        rules.check_shard_key_change(self, filter, old, new, multi=multi, command=command)
-                        n += 1
-                        befores.append(old)
-                        afters.append(new)
-                        if not U.unchanged(old, new):
-                            self._rewrite(conn, info, old, new, bypass, replace)
-                            modified += 1
-                    return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
-                            "ok": 1.0}, befores, afters
-            # Nothing matched: the upsert inserts, in its own step (a server's upserts race).
-            if upsert_race_hook is not None:
-                upsert_race_hook(self, filter)
-            new = self._upsert_doc(filter, update, replace, array_filters)
+            new = None  # the upsert's document, once it is being inserted
             try:
                 with self._store.transaction(True) as conn:
+                    self._writable()
+                    info = self._info()
+                    probed: dict = {}  # the row `_update_in_place` read and left: the query takes it
+                    done = self._update_in_place(conn, info, filter, update, probed) if in_place else None
+                    if done is not None:
+                        return done
+                    docs, row_of = self._query_rows(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint,
+                                                                write=True, collation=collation), probed)
+                    if docs or not upsert:
+                        n = modified = 0
+                        befores, afters = [], []
+                        for old in docs:
+                            new_doc = self._replacement(old, update) if replace else S.apply_update(
+                                old, S.naive(filter), update, was_insert=False, stored=True,
+                                array_filters=array_filters)
+                            rules.check_shard_key_change(self, filter, old, new_doc, multi=multi, command=command)
+                            n += 1
+                            befores.append(old)
+                            afters.append(new_doc)
+                            if not U.unchanged(old, new_doc):
+                                self._rewrite(conn, info, old, new_doc, bypass, replace, row_of(old))
+                                modified += 1
+                        return {"n": n, "nModified": modified, "upserted": None, "updatedExisting": bool(n),
+                                "ok": 1.0}, befores, afters
+                    if upsert_race_hook is None:
+                        # Nothing matched: the upsert inserts in the same write transaction, which holds
+                        # SQLite's one write lock from its read on (BEGIN IMMEDIATE), as a server's
+                        # upsert inserts under the lock its read took: no other write comes between.
+                        new = self._upsert_doc(filter, update, replace, array_filters)
+                        self._insert_doc(conn, self._ensure(conn), new, bypass)
+                        return self._upserted(new)
+                # A test's hook between the read and the insert (two racing upserts): the insert in a
+                # transaction of its own, as two servers' upserts can interleave.
+                upsert_race_hook(self, filter)
+                new = self._upsert_doc(filter, update, replace, array_filters)
+                with self._store.transaction(True) as conn:
                     self._insert_doc(conn, self._ensure(conn), new, bypass)
-            except DuplicateKeyError as exc:
-                if _retryable_upsert(filter, update, replace, exc):
+                return self._upserted(new)
+            except DuplicateKeyError as exc:  # the transaction rolled back: nothing of it stays
+                if new is not None and not joined and _retryable_upsert(filter, update, replace, exc):
                     continue  # server: retried as an update, which now finds the document that won
                 raise
-            return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
 
-    def _update_in_place(self, conn, info, filter, update):
+    @staticmethod
+    def _upserted(new: dict):
+        return {"n": 1, "nModified": 0, "upserted": new["_id"], "updatedExisting": False, "ok": 1.0}, [None], [new]
+
+    def _update_in_place(self, conn, info, filter, update, probed: dict | None = None):
         """One update of one large document by `_id`, written into its stored bytes
         (docstore.storage.splice): the filter is matched on the top-level fields it names, cut from
         the bytes (a filter reads only the fields it names); the operators other than `$push` are
@@ -680,6 +712,8 @@ class Collection:
         decoded_arrays = pushed & (filtered | {path[0] for path in sorts} | {f.split(".")[0] for _, f in grown})
         id_key = K.encode(doc_id)
         row = conn.execute(f"SELECT rid, doc, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
+        if row is not None and probed is not None:
+            probed[id_key] = (id_key, row[0], row[2], row[1])  # as the `_id` plan of a write reads it
         if row is None or (len(row[1]) < IN_PLACE_SMALLEST and not grown):
             return None
         rid, blob, idv = row
@@ -773,15 +807,17 @@ class Collection:
             new = {"_id": new["_id"], **{k: v for k, v in new.items() if k != "_id"}}
         return new
 
-    def _rewrite(self, conn, info, old, new, bypass: bool = False, replace: bool = False):
+    def _rewrite(self, conn, info, old, new, bypass: bool = False, replace: bool = False, row=None):
+        """`old` rewritten as `new`; `row`: the (rid, idv) `old` was read from in this transaction."""
         if not bypass:
             VAL.check(info.options, new, old)
         data = bson.encode(new)
         if len(data) > S.MAX_BSON_SIZE:
             raise WriteError(f"Resulting document after update is larger than {S.MAX_BSON_SIZE}",
                              S.UPDATE_RESULT_TOO_LARGE, {"code": S.UPDATE_RESULT_TOO_LARGE})
-        id_key = K.encode(old["_id"])
-        rid, idv = conn.execute(f"SELECT rid, idv FROM {info.table} WHERE id=?", (id_key,)).fetchone()
+        if row is None:
+            row = conn.execute(f"SELECT rid, idv FROM {info.table} WHERE id=?", (K.encode(old["_id"]),)).fetchone()
+        rid, idv = row
         info = self._store.versioned(conn, info)
         conn.execute(f"UPDATE {info.table} SET doc=?, gen=? WHERE rid=?",
                      (without_id(data, idv), new_generation(len(data)), rid))
@@ -854,11 +890,12 @@ class Collection:
         with self._store.transaction(True) as conn:
             self._writable()
             info = self._info()
-            docs, _, _ = self._query(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
-                                                 collation=collation))
+            docs, row_of = self._query_rows(conn, Query(filter, sort, 0, 0 if multi else 1, None, hint, write=True,
+                                                        collation=collation))
             for doc in docs:
-                id_key = K.encode(doc["_id"])
-                rid = conn.execute(f"SELECT rid FROM {info.table} WHERE id=?", (id_key,)).fetchone()[0]
+                row = row_of(doc)
+                rid = row[0] if row is not None else conn.execute(
+                    f"SELECT rid FROM {info.table} WHERE id=?", (K.encode(doc["_id"]),)).fetchone()[0]
                 self._write_entries(conn, info, rid, doc, None)
                 conn.execute(f"DELETE FROM {info.table} WHERE rid=?", (rid,))
                 self._store.record(conn, self.name, "delete", self._document_key(doc))
@@ -984,10 +1021,11 @@ class Collection:
                     if type(requests[n]).__name__ in ("UpdateOne", "ReplaceOne"):
                         _no_update_sort(getattr(requests[n], "_sort", None))  # the whole command is refused
                 before = dict(result, writeErrors=len(result["writeErrors"]), upserted=len(result["upserted"]))
-                for n in indexes:
-                    self._bulk_one(requests[n], n, result, let, bypass_document_validation)
-                    if result["writeErrors"] and ordered:
-                        break
+                if not self._bulk_together(requests, indexes, result, let, bypass_document_validation):
+                    for n in indexes:
+                        self._bulk_one(requests[n], n, result, let, bypass_document_validation)
+                        if result["writeErrors"] and ordered:
+                            break
                 call.reply = _bulk_reply(result, before)
             if result["writeErrors"] and ordered:
                 break
@@ -995,6 +1033,27 @@ class Collection:
             result["writeErrors"].sort(key=lambda error: error["index"])  # pymongo: in the order of the requests
             raise BulkWriteError(result)
         return BulkWriteResult(result, True)
+
+    def _bulk_together(self, requests, indexes, result: dict, let, bypass) -> bool:
+        """A command's statements (at most BULK_TOGETHER) in one write transaction: one COMMIT, each page
+        they change written to the WAL once. True when every statement succeeded and it committed; on
+        any error it rolls back, `result` is as it was, and the caller runs the statements one
+        transaction each (each statement atomic on its own, those before an error kept, as a server
+        applies a bulk write), so an error reads as it always did."""
+        if not 1 < len(indexes) <= BULK_TOGETHER or self._store.conn().in_transaction:
+            return False
+        kept = {k: list(v) if isinstance(v, list) else v for k, v in result.items()}
+        try:
+            with self._store.transaction(True):
+                for n in indexes:
+                    self._bulk_one(requests[n], n, result, let, bypass)
+                    if result["writeErrors"]:
+                        raise _Together
+        except Exception:  # noqa: BLE001 - rolled back: the statements run again one at a time
+            result.clear()
+            result.update(kept)
+            return False
+        return True
 
     def _bulk_one(self, request, n: int, result: dict, let, bypass: bool) -> None:
         """One request of a bulk write, its outcome added to `result`."""
@@ -1661,10 +1720,13 @@ def _kill_cursor(database, collection: str, cursor_id: int, operation_id) -> Non
 
 
 def _with_sorted(stage: dict, held: int) -> dict:
-    """The stage tree with the count of documents a blocking SORT held on its input (nReturned)."""
+    """The stage tree as explain shows it (executor.shown), with the count of documents a blocking
+    SORT held on its input (nReturned)."""
     if not isinstance(stage, dict):
         return stage
     out = dict(stage)
+    if isinstance(out.get("indexBounds"), Bounds):
+        out["indexBounds"] = out["indexBounds"].shown()
     if "inputStage" in out:
         out["inputStage"] = _with_sorted(out["inputStage"], held)
         if out.get("stage") == "SORT":
@@ -1684,7 +1746,7 @@ def explain_document(collection, query: Query, plan, rejected) -> dict:
             "parsedQuery": query.filter,
             "indexFilterSet": False,
             "winningPlan": stage,
-            "rejectedPlans": [p.stage for p in rejected],
+            "rejectedPlans": [shown(p.stage) for p in rejected],
         },
         "executionStats": {
             "executionSuccess": True,
