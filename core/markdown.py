@@ -233,10 +233,13 @@ def _rendered(text: str, profile: str) -> str:
     return sanitise(md.renderer.render(_parsed(text, profile), md.options, {}), profile=profile).strip()
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=8)
 def _parsed(text: str, profile: str) -> list[Token]:
     """The token stream of `text` for `profile` with no known users given (every well-formed
     `@name` a link), remembered per process (functools.lru_cache): what `MarkdownIt.render` renders
     (its `parse`, then `renderer.render` of the tokens), so a post's text is parsed once for its
-    plain words (`markdown_to_text`) and its HTML (`_rendered`). Read only: neither changes a token."""
+    plain words (`markdown_to_text`) and its HTML (`_rendered`). Read only: neither changes a token.
+    A few entries only: the two reads of one post come one after the other (a worker's threads
+    each have a post in flight at most), and a long text's tokens weigh about a hundred times its
+    characters, where the string caches above keep only the results."""
     return _parser(profile).parse(text, {})

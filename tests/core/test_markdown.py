@@ -117,3 +117,15 @@ def test_one_parser_per_profile_serves_every_render_with_its_own_known_users():
     assert 'href="/u/bob/"' in second and 'href="/u/alice/"' not in second
     assert 'href="/u/alice/"' in plain and 'href="/u/bob/"' in plain
     assert markdown._parser.cache_info().misses == 1
+
+
+def test_the_token_streams_kept_between_a_posts_two_reads_are_a_few_not_hundreds():
+    """A long text's tokens weigh about a hundred times its characters: the per-process cache of
+    token streams (shared by `markdown_to_text` and the rendered HTML of one post) keeps a few."""
+    from core import markdown
+
+    for n in range(40):
+        text = f"text number {n} with *emphasis* " * 20
+        markdown.markdown_to_text(text)
+        render_markdown(text, profile=COMMENT)
+    assert markdown._parsed.cache_info().currsize <= 8
