@@ -17,8 +17,10 @@ request than gunicorn's own threaded workers running the same WSGI handler (abou
 - The thread runs the WSGI application and collects its answer: `start_response`'s status and
   headers and the body's chunks. An answer of at most `BUFFERED` bytes (every page and API
   answer) comes back to the loop in one piece, which sends it: one hand-off each way. A larger
-  or streaming answer (a static file, a StreamingHttpResponse) is sent from the thread as a2wsgi
-  sends it, chunk by chunk, each waiting for the loop (back-pressure), after what was collected.
+  answer (a static file) is sent from the thread as a2wsgi sends it, chunk by chunk, each waiting
+  for the loop (back-pressure), after what was collected. A streaming answer (Django's
+  StreamingHttpResponse, whose `streaming` is true: an export, Server-Sent Events) is sent chunk by
+  chunk from its first, as it is produced: a chunk held back would be a heartbeat never delivered.
 - The application runs in a copy of the loop's context (contextvars), as a2wsgi and asgiref run it.
 
 PEP 3333's rules hold: `start_response` may be called again with `exc_info` only before anything
@@ -74,6 +76,7 @@ class _Answer:
         self.chunks: list[bytes] = []
         self.size = 0
         self.streaming = False  # the start was sent: every chunk from now goes to the loop at once
+        self.unbuffered = False  # a streaming response: each chunk goes to the loop as it comes
 
     def start_response(self, status: str, headers, exc_info=None):
         if exc_info is not None:
@@ -93,7 +96,7 @@ class _Answer:
     def write(self, chunk: bytes) -> None:
         if not chunk:
             return
-        if not self.streaming and self.size + len(chunk) <= BUFFERED:
+        if not self.streaming and not self.unbuffered and self.size + len(chunk) <= BUFFERED:
             self.chunks.append(chunk)
             self.size += len(chunk)
             return
@@ -110,6 +113,7 @@ class _Answer:
 
     def run(self, app, environ):
         iterable = app(environ, self.start_response)
+        self.unbuffered = bool(getattr(iterable, "streaming", False))  # Django's StreamingHttpResponse
         try:
             for chunk in iterable:
                 self.write(chunk)

@@ -110,3 +110,33 @@ def test_a_client_gone_before_its_body_is_whole_runs_nothing():
     sent = _serve(ThreadedWSGI(app, workers=1), _scope("/", "POST"),
                   [{"type": "http.request", "body": b"part", "more_body": True}, {"type": "http.disconnect"}])
     assert sent == [] and ran == []
+
+
+def test_a_streaming_answer_sends_each_chunk_as_it_is_produced():
+    """A StreamingHttpResponse (an export, Server-Sent Events) is not held back until BUFFERED
+    bytes: its first chunk reaches the server before the view produces the second."""
+    from django.http import StreamingHttpResponse
+
+    sent = []
+
+    def chunks():
+        yield b"first"
+        seen_before_second.append([m.get("body") for m in sent if m["type"] == "http.response.body"])
+        yield b"second"
+
+    seen_before_second = []
+
+    def view(environ, start_response):
+        response = StreamingHttpResponse(chunks(), content_type="text/event-stream")
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        return response
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(ThreadedWSGI(view, workers=1)(_scope("/stream/"), receive, send))
+    assert seen_before_second == [[b"first"]]
+    assert b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body") == b"firstsecond"
