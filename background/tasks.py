@@ -90,6 +90,9 @@ class DeliveryTask(Task):
                 state, retval = info.state, info.retval
             except Exception as exc:
                 if (app.conf.task_eager_propagates if throw is None else throw):
+                    if signals.task_postrun.receivers:  # Celery's tracer sends it from its `finally`
+                        signals.task_postrun.send(sender=task, task_id=task_id, task=task, args=args,
+                                                  kwargs=kwargs, retval=None, state=None)
                     raise
                 info = TraceInfo(states.RETRY if isinstance(exc, Retry) else states.FAILURE, exc)
                 einfo = info.handle_error_state(task, request, eager=True, call_errbacks=not isinstance(exc, Retry))

@@ -71,3 +71,23 @@ def test_a_refusing_broker_is_still_seen_at_apply_async(monkeypatch):
     with pytest.raises(Exception, match="Connection refused"):
         flaky.delay("lost", 0)
     assert seen == []
+
+
+def test_a_propagated_failure_still_sends_task_postrun(settings):
+    """With errors propagated (`throw=True`), Celery's tracer sends `task_postrun` from its
+    `finally` (retval and state None) before the error reaches the caller: so does the lean path."""
+    from celery.exceptions import Retry
+    from celery.signals import task_postrun
+
+    sent = []
+
+    def record(sender=None, retval=None, state=None, **kwargs):
+        sent.append((sender.name, retval, state))
+
+    task_postrun.connect(record, weak=False)
+    try:
+        with pytest.raises(Retry):  # autoretry's Retry, propagated as Celery's apply propagates it
+            flaky.apply(("boom", 99), throw=True)
+    finally:
+        task_postrun.disconnect(record)
+    assert sent == [("tests.background.flaky", None, None)]
