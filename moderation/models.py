@@ -79,14 +79,6 @@ class SpamWord(models.Model):
         super().save(*args, **kwargs)
 
     @classmethod
-    def lists(cls) -> dict[str, list[str]]:
-        """{banned: [...], suspect: [...]} in one query."""
-        lists = {cls.BANNED: [], cls.SUSPECT: []}
-        for word, kind in cls.rows():
-            lists.setdefault(kind, []).append(word)
-        return lists
-
-    @classmethod
     def rows(cls) -> tuple[tuple[str, str], ...]:
         """Every (word, kind), sorted: one SELECT of the two columns through a cursor (Django's
         "Executing custom SQL directly"), the query the ORM would send for

@@ -42,11 +42,11 @@ def test_the_token_user_and_ban_are_read_as_the_orm_reads_them_without_compiling
     assert not read._state.adding and read._state.db == "default"
 
 
-def test_no_moderation_row_is_cached_as_none_and_a_read_joins_nothing(make_user):
+def test_no_moderation_row_is_cached_as_none_and_a_read_joins_nothing(make_user, django_assert_num_queries):
     bob = make_user("bob")
     token = Token.objects.create(user=bob)
     user, _ = _authenticate("post", token.key)
-    with pytest.raises(UserModeration.DoesNotExist):
+    with django_assert_num_queries(0), pytest.raises(UserModeration.DoesNotExist):
         user.moderation  # noqa: B018 (select_related's None: the accessor raises without a query)
     user, _ = _authenticate("get", token.key)
     assert not get_user_model().moderation.is_cached(user)
