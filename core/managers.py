@@ -193,7 +193,9 @@ def ensure_indexes(db: Database | None = None, *, prune: bool = False,
       under another name is dropped first ("replaced"), or the server refuses the new name;
     - declared under a name whose keys or options changed: dropped and rebuilt ("rebuilt");
     - present but declared by no manager: dropped with `prune` ("dropped"), else reported
-      ("undeclared"), also on collections no manager declares. `_id_` is never touched.
+      ("undeclared"), also on collections no manager declares. `_id_` is never touched, nor, on
+      a cluster, the index of the shard key the collection is sharded on now ("kept": a key an
+      older release declared, until `mongo_shard` reshards the collection).
     Each action is passed to `out` as it happens and returned in order.
     """
     db = db if db is not None else get_db()
@@ -244,12 +246,29 @@ def ensure_indexes(db: Database | None = None, *, prune: bool = False,
         for name, info in existing.items():
             if name == "_id_" or name in declared:
                 continue
-            if prune:
+            if prune and index_definition(info)[0] == _shard_key_in_use(db, collection_name):
+                # The index of the key the cluster shards the collection on until `mongo_shard` reshards
+                # it to the declared one (MongoDB manual, "Shard Keys": a sharded collection keeps an
+                # index on its shard key; a server refuses to drop it).
+                report(collection_name, name, "kept", f"{_describe(info)} (the shard key in use: run "
+                       "mongo_shard to reshard on the declared key, then --prune drops it)")
+            elif prune:
                 collection.drop_index(name)
                 report(collection_name, name, "dropped", _describe(info))
             else:
                 report(collection_name, name, "undeclared", f"{_describe(info)} (kept; --prune drops it)")
     return actions
+
+
+def _shard_key_in_use(db: Database, collection_name: str) -> tuple | None:
+    """The key pattern a cluster shards `collection_name` on now (config.collections, as mongo_shard
+    reads it), in `index_definition`'s form; None off a cluster or for an unsharded collection."""
+    if mongo.is_embedded() or not mongo.on_a_cluster():
+        return None
+    found = mongo.get_client()["config"]["collections"].find_one(
+        {"_id": f"{db.name}.{collection_name}", "dropped": {"$ne": True}})
+    key = (found or {}).get("key")
+    return index_definition({"key": dict(key)})[0] if key else None
 
 
 def declared_shard_keys() -> dict[str, dict]:

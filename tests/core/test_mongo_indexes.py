@@ -172,3 +172,33 @@ def test_indexes_given_the_shard_key_are_rebuilt_on_a_site_that_has_them_without
         assert f"rebuilt    {collection}.{name}" in out.getvalue()
         assert list(_indexes(mongo_db[collection])[name]["key"]) == [k for k, _ in keys[:-1]], (collection, name)
     assert {a.action for a in ensure_indexes(mongo_db)} == {"exists"}
+
+
+def test_prune_keeps_the_index_of_the_shard_key_a_cluster_still_uses(mongo_db, monkeypatch):
+    """On a cluster, a collection still sharded on an older release's key (the embedded ranks'
+    `{discussion_id: hashed, _id: 1}` before they were sharded on the hashed discussion alone)
+    keeps that key's index through --prune, reported "kept", until `mongo_shard` reshards it;
+    a leftover that backs no shard key is dropped as before."""
+    import core.managers as managers
+
+    mongo_db.comment_discussion_ranks.create_index([("discussion_id", "hashed"), ("_id", 1)], name="discussion_hashed_id")
+    mongo_db.comment_discussion_ranks.create_index([("leftover", 1)], name="leftover_1")
+
+    class Config:
+        def find_one(self, query, *args, **kwargs):
+            if query["_id"] == f"{mongo_db.name}.comment_discussion_ranks":
+                return {"_id": query["_id"], "key": {"discussion_id": "hashed", "_id": 1}}
+            return None
+
+    class Client:
+        def __getitem__(self, name):
+            return {"collections": Config()}
+
+    with monkeypatch.context() as patched:  # a cluster for this call only (the store is the test's own)
+        patched.setattr(managers.mongo, "is_embedded", lambda: False)
+        patched.setattr(managers.mongo, "on_a_cluster", lambda: True)
+        patched.setattr(managers.mongo, "get_client", lambda: Client())
+        pruned = ensure_indexes(mongo_db, prune=True)
+    assert _actions(pruned, "kept") == {("comment_discussion_ranks", "discussion_hashed_id")}
+    assert ("comment_discussion_ranks", "leftover_1") in _actions(pruned, "dropped")
+    assert "discussion_hashed_id" in _indexes(mongo_db.comment_discussion_ranks)

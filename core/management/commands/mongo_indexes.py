@@ -41,7 +41,7 @@ class Command(BaseCommand):
 
         actions = ensure_indexes(db, prune=options["prune"], out=progress)
         counts = Counter(action.action for action in actions)
-        order = ("exists", "created", "rebuilt", "replaced", "dropped", "undeclared")
+        order = ("exists", "created", "rebuilt", "replaced", "dropped", "kept", "undeclared")
         summary = ", ".join(f"{counts[a]} {a}" for a in order if counts[a])
         collections = len({action.collection for action in actions})
         self.stdout.write(self.style.SUCCESS(f"Indexes of {db.name!r} on {collections} collections: {summary or 'none'}."))
