@@ -614,6 +614,23 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
         return {e["id"]: (e.get("author") or {}).get("id") for e in iter_elements(doc) if e["id"] in wanted} if doc else {}
 
     def reply_authors(self, *, discussion_id, comment_ids):
+        """{id: (author's name, status)} of the named comments: their ranks by `_id`, then those
+        elements only (`_elements`, one aggregation that sends them), so naming a page's off-page
+        parents reads about page_size elements, not the discussion. A discussion whose ranks are
+        not complete (RANKS_VERSION) is read whole, projected to each element's id, name and status."""
+        ids = sorted({self.rank_id(discussion_id, cid) for cid in comment_ids})
+        if not ids:
+            return {}
+        ranks = list(self.read_db[self.ranks_name].find({"discussion_id": discussion_id, "_id": {"$in": ids}},
+                                                        {"_id": 0, "seq": 1, "path": 1, "sort_key": 1})
+                     .max_time_ms(self.max_time_ms))
+        for doc in ranks:
+            doc["path"] = rank_path(doc)
+        head, items = self._elements(discussion_id, ranks)
+        if head is None:
+            return {}
+        if int(head.get("ranked") or 0) >= RANKS_VERSION:
+            return {c.id: (c.author.name if c.author is not None else None, c.status) for c in items if c is not None}
         # Each element's id, author's name and status only, at every level (flat or nested).
         projection, prefix = {"layout": 1, "comments.id": 1, "comments.author.name": 1, "comments.status": 1}, "replies"
         for _ in range(max(1, settings.COMMENTS_MAX_DEPTH)):

@@ -362,3 +362,26 @@ def test_a_reply_keeps_no_copy_of_its_parents_author_and_pages_still_name_them(s
     services.comment_status_store(topic=topic, comment_id=root, status="removed")
     html = client.get(f"/t/{topic.slug}/?order=chronological&page_size=1&page=2").content.decode()
     assert f'/c/{reply}/' in html and "@ann" not in html
+
+
+def test_an_embedded_page_names_off_page_parents_without_reading_the_discussion_whole(make_topic, make_user,
+                                                                                    api_client, client, monkeypatch):
+    """In an embedded discussion the off-page parents are read by their ranks, element by element
+    (about page_size of them), not by walking every comment of the discussion document."""
+    from comments.managers import embedded
+
+    topic = make_topic("embedded", "chronological")
+    ann, bob = make_user("ann"), make_user("bob")
+    api_client.force_authenticate(ann)
+    root = api_client.post(url(topic), {"text": "the root"}, format="json").json()["id"]
+    for n in range(5):
+        api_client.post(url(topic), {"text": f"another root {n}"}, format="json")
+    api_client.force_authenticate(bob)
+    api_client.post(url(topic), {"text": "the reply", "parent": root}, format="json")
+
+    def walked(*args, **kwargs):
+        raise AssertionError("the discussion document was walked whole")
+
+    monkeypatch.setattr(embedded, "iter_elements", walked)
+    html = client.get(f"/t/{topic.slug}/?order=chronological&page_size=1&page=7").content.decode()
+    assert f'in reply to <a href="/t/{topic.slug}/c/{root}/">@ann</a>' in html
