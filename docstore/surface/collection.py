@@ -1043,6 +1043,9 @@ class Collection:
         if not 1 < len(indexes) <= BULK_TOGETHER or self._store.conn().in_transaction:
             return False
         kept = {k: list(v) if isinstance(v, list) else v for k, v in result.items()}
+        # A TTL pass that falls due runs now, in transactions of its own: inside this one, a rollback
+        # would undo its deletions while the next pass is already scheduled an interval later.
+        self.database._expire_if_due()
         try:
             with self._store.transaction(True):
                 for n in indexes:

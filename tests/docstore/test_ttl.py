@@ -45,3 +45,19 @@ def test_an_index_without_expiry_deletes_nothing(tmp_path):
     db.items.insert_one({"_id": "old", "at": datetime.now(UTC) - timedelta(days=400)})
     db.items.insert_one({"_id": "next"})
     assert db.items.count_documents({}) == 2
+
+
+def test_a_pass_started_by_a_bulk_write_that_fails_is_kept(tmp_path):
+    """A TTL pass that falls due at a bulk write runs before the bulk's own transaction: the bulk
+    failing (a duplicate key) rolls back its statements, not the pass's deletions."""
+    import pytest
+    from pymongo import InsertOne
+    from pymongo.errors import BulkWriteError
+
+    db = _db(tmp_path, 3600)
+    _seed(db)
+    db.other.insert_one({"_id": 0})
+    db._ttl_due = 0  # due now
+    with pytest.raises(BulkWriteError):
+        db.other.bulk_write([InsertOne({"_id": 1}), InsertOne({"_id": 0})])
+    assert sorted(d["_id"] for d in db.items.find()) == ["fresh", "no-field", "not-a-date"]
