@@ -52,16 +52,10 @@ _DRIVER_FIELDS = {"lsid", "$db", "$clusterTime", "txnNumber", "$readPreference",
 def record(directory: Path) -> None:
     work = tempfile.mkdtemp(prefix="engine_replay_")
     store = f"{work}/mongo.sqlite3"
-    os.environ.update(DJANGO_SETTINGS_MODULE="cms_site.settings", RATE_LIMITS="off", DEBUG="0",
-                      SPAM_DUPLICATE_WINDOW="0", MONGODB_EMBEDDED_PATH=store,
-                      MONGODB_DB="bench_engine_replay", MONGODB_SNAPSHOT="", DATABASE_URL=f"sqlite:///{work}/db.sqlite3",
-                      HTTPS="0", SECRET_KEY="engine-replay-measurement-0123456789abcdef", ALLOWED_HOSTS="testserver",
-                      BACKGROUND_SCHEDULER="0")
-    os.environ.pop("CELERY_BROKER_URL", None)
     sys.path.insert(0, str(ROOT))
-    import django
+    from bench.post_profile import set_up_django
 
-    django.setup()
+    set_up_django(store=store, work=work, db_name="bench_engine_replay")
     from django.core.management import call_command
     from django.test import Client
     from pymongo import monitoring

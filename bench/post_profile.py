@@ -39,16 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(strategies) -> None:
     work = tempfile.mkdtemp(prefix="post_profile_")
-    os.environ.update(DJANGO_SETTINGS_MODULE="cms_site.settings", RATE_LIMITS="off", DEBUG="0",
-                      SPAM_DUPLICATE_WINDOW="0", MONGODB_EMBEDDED_PATH=f"{work}/mongo.sqlite3",
-                      MONGODB_DB="bench_post_profile", MONGODB_SNAPSHOT="", DATABASE_URL=f"sqlite:///{work}/db.sqlite3",
-                      HTTPS="0", SECRET_KEY="post-profile-measurement-0123456789abcdef", ALLOWED_HOSTS="testserver",
-                      BACKGROUND_SCHEDULER="0")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    set_up_django(store=f"{work}/mongo.sqlite3", work=work, db_name="bench_post_profile")
     from django.core.management import call_command
     from django.test import Client
     from pymongo import monitoring
@@ -96,6 +87,23 @@ def main(strategies) -> None:
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
             print(f"    {name} {collection}: {n / 10:g}")
+
+
+def set_up_django(*, store: str, work: str, db_name: str) -> None:
+    """Django for a throw-away site in `work` with the load run's settings (DEBUG off, rate limits
+    and the duplicate-text check off, no broker: a post's consequences run in the request, no
+    scheduler thread), its embedded store at `store`: what this script and bench/engine_replay.py
+    measure in."""
+    os.environ.update(DJANGO_SETTINGS_MODULE="cms_site.settings", RATE_LIMITS="off", DEBUG="0",
+                      SPAM_DUPLICATE_WINDOW="0", MONGODB_EMBEDDED_PATH=store,
+                      MONGODB_DB=db_name, MONGODB_SNAPSHOT="", DATABASE_URL=f"sqlite:///{work}/db.sqlite3",
+                      HTTPS="0", SECRET_KEY="post-profile-measurement-0123456789abcdef", ALLOWED_HOSTS="testserver",
+                      BACKGROUND_SCHEDULER="0")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
 
 
 def _mount_floor() -> None:

@@ -1078,17 +1078,21 @@ class Bounds:
                 for f, (intervals, _) in zip(self.fields, self.per_field, strict=True)}
 
 
-def shown(stage):
-    """A plan's stage tree as explain shows it (a copy, its IXSCANs' bounds printed)."""
+def shown(stage, sorted_held: int | None = None):
+    """A plan's stage tree as explain shows it (a copy, its IXSCANs' bounds printed); with
+    `sorted_held`, a blocking SORT's input shows that count of documents as its nReturned (what
+    executionStats reports: the documents the sort held)."""
     if not isinstance(stage, dict):
         return stage
     out = dict(stage)
     if isinstance(out.get("indexBounds"), Bounds):
         out["indexBounds"] = out["indexBounds"].shown()
     if "inputStage" in out:
-        out["inputStage"] = shown(out["inputStage"])
+        out["inputStage"] = shown(out["inputStage"], sorted_held)
+        if sorted_held is not None and out.get("stage") == "SORT":
+            out["inputStage"] = {**out["inputStage"], "nReturned": sorted_held}
     if "inputStages" in out:
-        out["inputStages"] = [shown(s) for s in out["inputStages"]]
+        out["inputStages"] = [shown(s, sorted_held) for s in out["inputStages"]]
     return out
 
 

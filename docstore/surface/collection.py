@@ -28,7 +28,6 @@ from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, Ins
 from docstore.exec.executor import (
     ID_INDEX,
     Aware,
-    Bounds,
     Executor,
     Projected,
     Query,
@@ -1565,7 +1564,7 @@ class Cursor:
                     "winningPlan": None}
         return {"totalKeysExamined": plan.stats.keys, "totalDocsExamined": plan.stats.docs,
                 "nReturned": plan.stats.returned, "sorted": plan.stats.sorted, "fromPlanCache": plan.from_cache,
-                "winningPlan": _with_sorted(plan.stage, plan.stats.sorted)}
+                "winningPlan": shown(plan.stage, plan.stats.sorted)}
 
     def __iter__(self):
         return self
@@ -1722,26 +1721,9 @@ def _kill_cursor(database, collection: str, cursor_id: int, operation_id) -> Non
                       "cursorsUnknown": [], "ok": 1.0}
 
 
-def _with_sorted(stage: dict, held: int) -> dict:
-    """The stage tree as explain shows it (executor.shown), with the count of documents a blocking
-    SORT held on its input (nReturned)."""
-    if not isinstance(stage, dict):
-        return stage
-    out = dict(stage)
-    if isinstance(out.get("indexBounds"), Bounds):
-        out["indexBounds"] = out["indexBounds"].shown()
-    if "inputStage" in out:
-        out["inputStage"] = _with_sorted(out["inputStage"], held)
-        if out.get("stage") == "SORT":
-            out["inputStage"] = {**out["inputStage"], "nReturned": held}
-    if "inputStages" in out:
-        out["inputStages"] = [_with_sorted(s, held) for s in out["inputStages"]]
-    return out
-
-
 def explain_document(collection, query: Query, plan, rejected) -> dict:
     """`explain("executionStats")` as a server shapes it, with the executor's counts."""
-    stage = _with_sorted(plan.stage, plan.stats.sorted)
+    stage = shown(plan.stage, plan.stats.sorted)
     return {
         "explainVersion": "1",
         "queryPlanner": {
