@@ -37,7 +37,8 @@ def element(name: str, encoded: bytes) -> bytes:
     return bytes((kind,)) + name.encode() + b"\0" + encoded[value_at:-1]
 
 
-def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tuple[list[int], int, int] | None:
+def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...],
+               count: int | None = None) -> tuple[list[int], int, int] | None:
     """Where an append to the array at `path` below the value at `blob[start:]` (a document or an
     array, of type `kind`) goes: (the offsets of the length prefixes of the documents and arrays
     that hold it, the array's own last; its closing NUL's offset; its element count), or None when
@@ -58,7 +59,9 @@ def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tup
         prefixes.append(start)
     if kind != _ARRAY:
         return None
-    return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, sum(1 for _ in elements(blob, start))
+    if count is None:
+        count = sum(1 for _ in elements(blob, start))
+    return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, count
 
 
 def _tail(blob: bytes, start: int, position: int) -> tuple[int, list[bytes]]:
@@ -74,7 +77,8 @@ def _tail(blob: bytes, start: int, position: int) -> tuple[int, list[bytes]]:
 
 def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]],
            counts: dict[tuple[str, ...], int] | None = None,
-           at: dict[tuple[str, ...], int] | None = None) -> bytearray | None:
+           at: dict[tuple[str, ...], int] | None = None,
+           known: dict[tuple[str, ...], int] | None = None) -> bytearray | None:
     """The document `blob` with its top-level `fields` replaced (an element from `element`; None:
     removed; a name the document lacks: added at its end, as a server adds a new field) and each
     array at a path of `appends` (its first name a top-level field not in `fields`) grown by its
@@ -84,7 +88,8 @@ def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str
     when given, receives each appended array's element count before the append (the index of its
     first new element, which a change event names). `at` gives, for a path of `appends`, the
     position its items go to when that is before the array's end: the elements from there on
-    follow them."""
+    follow them. `known` gives an array's element count when the caller has it (from the decoded
+    document), so that its elements are not walked to count them."""
     edits: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of the old document, in order
     grown: dict[int, int] = {0: 0}  # length prefix offset -> bytes added inside it
     seen = set()
@@ -99,7 +104,7 @@ def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str
         for path, items in appends.items():
             if path[0] != name:
                 continue
-            found = _array_end(blob, value_start, kind, path[1:])
+            found = _array_end(blob, value_start, kind, path[1:], (known or {}).get(path))
             if found is None:
                 return None
             prefixes, closing, count = found

@@ -769,15 +769,24 @@ class Collection:
                  for path, values in S.naive(appends).items()}
         modified = bool(items) or not U.unchanged(before, after)
         counts: dict[tuple[str, ...], int] = {}
-        data = SP.splice(blob, changes, items, counts, inserts) if modified else blob
+        known = {path: len(arrays[path[0]]) for path in appends
+                 if len(path) == 1 and isinstance(arrays.get(path[0]), list)}  # decoded from these bytes
+        data = SP.splice(blob, changes, items, counts, inserts, known) if modified else blob
         if data is None:
             return None  # an append's path leads to no array: the general path says what happens
         if any(CH.array_replaced(counts[path], len(values)) for path, values in appends.items() if path not in inserts):
             return None  # a change event names the whole array then: the general path describes it
+        stored: dict[tuple[str, ...], list] = {}  # each array's new elements as the bytes hold them
+
+        def stored_of(path):
+            if path not in stored:
+                stored[path] = decode(bson.encode({"v": appends[path]}))["v"]
+            return stored[path]
+
         entries = []
         for index, field in grown:
             array = field.split(".")[0]
-            added = decode(bson.encode({"v": appends[(array,)]}))["v"]
+            added = stored_of((array,))
             if not K.reached({array: added}, field)[0]:
                 continue  # the new elements reach nothing: the old elements' entries are the document's
             old = arrays.get(array)
@@ -801,10 +810,9 @@ class Collection:
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
             for path, at in inserts.items():  # the array before and after, as the general path diffs it
-                array, stored = path[0], decode(bson.encode({"v": appends[path]}))["v"]
-                old = arrays[array]
+                array, old = path[0], arrays[path[0]]
                 described["updatedFields"].update(CH.update_description(
-                    {array: old}, {array: [*old[:at], *stored, *old[at:]]})["updatedFields"])
+                    {array: old}, {array: [*old[:at], *stored_of(path), *old[at:]]})["updatedFields"])
             for path, values in S.naive(appends).items():
                 if path in inserts:
                     continue
