@@ -690,8 +690,9 @@ def in_place(update) -> tuple[dict[tuple[str, ...], list], dict, frozenset, dict
     sorts its top-level array on, by path), or None for an update that needs the whole document: a
     pipeline, `$push` with `$slice`/`$position` or another `$sort`, a positional or array-filter
     path, a dotted path outside `$push`, any other operator, or one `$push` path under another.
-    A `$sort` is an append only when the array is already in that order and the new elements come
-    after its last (the caller checks that on the stored array before it appends)."""
+    A `$sort` is an append (or an insert) only when the array is already in that order and the new
+    elements come after its last (or all between two neighbours): the caller checks that on the
+    stored array before it splices."""
     if not isinstance(update, Mapping) or not update:
         return None
     appends: dict[tuple[str, ...], list] = {}

@@ -9,6 +9,10 @@ keys are "0", "1", ... in order (BSON specification 1.1, "array"), so one more e
 `type  str(n)\\0  value` written before the array's closing NUL, and every document that contains
 it (the array, its parents, the top level) grows by the element's length in its int32 prefix.
 
+An element inserted before others (a `$push` with `$sort` whose new element sorts before the
+last ones) is a splice too: the elements from its position on are written again after it, each
+under its index plus one (their values' bytes copied as they are).
+
 `splice(blob, fields, appends)` returns the new bytes, or None when a path does not lead to an
 array through existing documents and arrays (the caller applies the update the general way,
 which gives the server's answer for those cases: an error, or a created field).
@@ -33,7 +37,8 @@ def element(name: str, encoded: bytes) -> bytes:
     return bytes((kind,)) + name.encode() + b"\0" + encoded[value_at:-1]
 
 
-def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tuple[list[int], int, int] | None:
+def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...],
+               count: int | None = None) -> tuple[list[int], int, int] | None:
     """Where an append to the array at `path` below the value at `blob[start:]` (a document or an
     array, of type `kind`) goes: (the offsets of the length prefixes of the documents and arrays
     that hold it, the array's own last; its closing NUL's offset; its element count), or None when
@@ -54,11 +59,26 @@ def _array_end(blob: bytes, start: int, kind: int, path: tuple[str, ...]) -> tup
         prefixes.append(start)
     if kind != _ARRAY:
         return None
-    return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, sum(1 for _ in elements(blob, start))
+    if count is None:
+        count = sum(1 for _ in elements(blob, start))
+    return prefixes, start + _INT32.unpack_from(blob, start)[0] - 1, count
+
+
+def _tail(blob: bytes, start: int, position: int) -> tuple[int, list[bytes]]:
+    """The offset of element `position` of the array at `blob[start:]`, and the elements from it
+    on as `item`s (type byte and value bytes)."""
+    offset, tail = None, []
+    for n, (kind, _, element_start, value_start, end) in enumerate(elements(blob, start)):
+        if n >= position:
+            offset = element_start if offset is None else offset
+            tail.append(bytes((kind,)) + blob[value_start:end])
+    return offset, tail
 
 
 def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str, ...], list[bytes]],
-           counts: dict[tuple[str, ...], int] | None = None) -> bytearray | None:
+           counts: dict[tuple[str, ...], int] | None = None,
+           at: dict[tuple[str, ...], int] | None = None,
+           known: dict[tuple[str, ...], int] | None = None) -> bytearray | None:
     """The document `blob` with its top-level `fields` replaced (an element from `element`; None:
     removed; a name the document lacks: added at its end, as a server adds a new field) and each
     array at a path of `appends` (its first name a top-level field not in `fields`) grown by its
@@ -66,7 +86,10 @@ def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str
     document's length prefixes, and those of the documents and arrays around each append, grown by
     what was added inside them). None when an append's path does not lead to an array. `counts`,
     when given, receives each appended array's element count before the append (the index of its
-    first new element, which a change event names)."""
+    first new element, which a change event names). `at` gives, for a path of `appends`, the
+    position its items go to when that is before the array's end: the elements from there on
+    follow them. `known` gives an array's element count when the caller has it (from the decoded
+    document), so that its elements are not walked to count them."""
     edits: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) of the old document, in order
     grown: dict[int, int] = {0: 0}  # length prefix offset -> bytes added inside it
     seen = set()
@@ -81,16 +104,23 @@ def splice(blob: bytes, fields: dict[str, bytes | None], appends: dict[tuple[str
         for path, items in appends.items():
             if path[0] != name:
                 continue
-            found = _array_end(blob, value_start, kind, path[1:])
+            found = _array_end(blob, value_start, kind, path[1:], (known or {}).get(path))
             if found is None:
                 return None
-            prefixes, at, count = found
+            prefixes, closing, count = found
             if counts is not None:
                 counts[path] = count
-            added = b"".join(item[:1] + str(count + n).encode() + b"\0" + item[1:] for n, item in enumerate(items))
-            edits.append((at, at, added))
+            first = (at or {}).get(path, count)
+            if first < count:  # an insert: the elements from `first` on follow the items, renumbered
+                offset, tail = _tail(blob, prefixes[-1], first)
+                items, replaced = [*items, *tail], (offset, closing)
+            else:
+                first, replaced = count, (closing, closing)
+            added = b"".join(item[:1] + str(first + n).encode() + b"\0" + item[1:] for n, item in enumerate(items))
+            edits.append((*replaced, added))
+            growth = len(added) - (replaced[1] - replaced[0])
             for prefix in [0, *prefixes]:
-                grown[prefix] = grown.get(prefix, 0) + len(added)
+                grown[prefix] = grown.get(prefix, 0) + growth
             seen.add(name)
     if any(path[0] not in seen for path in appends):
         return None  # the array's field is missing: the general path creates it

@@ -7,7 +7,9 @@ codes and messages.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import re
 import sqlite3
 from collections.abc import Mapping
 
@@ -679,8 +681,10 @@ class Collection:
         (otherwise the document's only entry is a null or undefined one, which the general path
         replaces). A `$push` with `$sort: {field: 1}` is an append when the array is in strictly
         increasing integer order of `field` and the new elements continue it (the sorted result is
-        then the old array followed by them); the array is decoded to check that (and to match a
-        filter that names it), which costs a fraction of recomputing its index entries."""
+        then the old array followed by them), and an insert when the new elements, in that order,
+        all fall between two neighbours (the sorted result is the old array with them there: the
+        elements after them are written again, renumbered); the array is decoded to check that (and
+        to match a filter that names it), which costs a fraction of recomputing its index entries."""
         if info is None or not info.materialized or info.options.get("validator"):
             return None
         split = U.in_place(S.naive(update))
@@ -716,6 +720,14 @@ class Collection:
         if row is None or (len(row[1]) < IN_PLACE_SMALLEST and not grown):
             return None
         rid, blob, idv = row
+        for path, (index, entry) in _absent_by_index(info, filter).items():
+            # The index's entries of this document hold every value the path reaches (a multikey
+            # index holds each element's, MongoDB manual "Multikey Indexes"): one probe answers the
+            # `$ne` the filter would otherwise match against every element of the array.
+            cols = " AND ".join(f"k{n}=?" for n in range(len(entry) - 1))
+            if conn.execute(f"SELECT 1 FROM {index.table} WHERE {cols} AND rid=? LIMIT 1", (*entry[:-1], rid)).fetchone():
+                return None  # an element holds the value: no match (the general path answers)
+            filter = {k: v for k, v in filter.items() if k != path}
         blob = whole(blob, id_key, idv)
         if decoded_arrays:
             stored = decode(blob)
@@ -728,13 +740,23 @@ class Collection:
             before, arrays = decode(named), {}
         if not S.filter_applies(prepare(S.naive(filter)), {**before, **arrays}):
             return None
+        inserts: dict[tuple[str, ...], int] = {}  # a sorted `$push` whose new elements go before the last
         for path, field in sorts.items():
             old = arrays.get(path[0])
             if not isinstance(old, list):
                 return None
-            order = [e.get(field) if isinstance(e, dict) else None for e in [*old, *appends[path]]]
-            if any(type(v) is not int for v in order) or any(a >= b for a, b in itertools.pairwise(order)):
-                return None  # not an append in order: the general path sorts
+            order = [e.get(field) if isinstance(e, dict) else None for e in old]
+            new = [e.get(field) if isinstance(e, dict) else None for e in appends[path]]
+            if any(type(v) is not int for v in [*order, *new]) or \
+                    any(a >= b for a, b in itertools.pairwise(order)) or any(a >= b for a, b in itertools.pairwise(new)):
+                return None  # not strictly increasing integers: the general path sorts
+            # The new elements, in order, all between two neighbours of the array: the sorted array
+            # is the old one with them inserted there (two concurrent posts push out of order).
+            at = bisect.bisect_left(order, new[0]) if new else len(order)
+            if at < len(order):
+                if new[-1] >= order[at]:
+                    return None  # they interleave with the old elements, or one is equal: the general path sorts
+                inserts[path] = at
         try:
             after = S.apply_update(before, S.naive(filter), others, was_insert=False) if others else before
         except WriteError:
@@ -747,15 +769,24 @@ class Collection:
                  for path, values in S.naive(appends).items()}
         modified = bool(items) or not U.unchanged(before, after)
         counts: dict[tuple[str, ...], int] = {}
-        data = SP.splice(blob, changes, items, counts) if modified else blob
+        known = {path: len(arrays[path[0]]) for path in appends
+                 if len(path) == 1 and isinstance(arrays.get(path[0]), list)}  # decoded from these bytes
+        data = SP.splice(blob, changes, items, counts, inserts, known) if modified else blob
         if data is None:
             return None  # an append's path leads to no array: the general path says what happens
-        if any(CH.array_replaced(counts[path], len(values)) for path, values in appends.items()):
+        if any(CH.array_replaced(counts[path], len(values)) for path, values in appends.items() if path not in inserts):
             return None  # a change event names the whole array then: the general path describes it
+        stored: dict[tuple[str, ...], list] = {}  # each array's new elements as the bytes hold them
+
+        def stored_of(path):
+            if path not in stored:
+                stored[path] = decode(bson.encode({"v": appends[path]}))["v"]
+            return stored[path]
+
         entries = []
         for index, field in grown:
             array = field.split(".")[0]
-            added = decode(bson.encode({"v": appends[(array,)]}))["v"]
+            added = stored_of((array,))
             if not K.reached({array: added}, field)[0]:
                 continue  # the new elements reach nothing: the old elements' entries are the document's
             old = arrays.get(array)
@@ -778,7 +809,13 @@ class Collection:
             # The change event, as `_rewrite` records one: the changed fields, and each appended
             # element under its new index (`path.N`), as a server's updateDescription names them.
             described = CH.update_description(before, after)
+            for path, at in inserts.items():  # the array before and after, as the general path diffs it
+                array, old = path[0], arrays[path[0]]
+                described["updatedFields"].update(CH.update_description(
+                    {array: old}, {array: [*old[:at], *stored_of(path), *old[at:]]})["updatedFields"])
             for path, values in S.naive(appends).items():
+                if path in inserts:
+                    continue
                 first = counts[path]
                 described["updatedFields"].update({f"{'.'.join(path)}.{first + n}": value
                                                    for n, value in enumerate(values)})
@@ -1261,6 +1298,41 @@ def _bulk_reply(result: dict, before: dict) -> dict:
         reply["writeErrors"] = [{k: v for k, v in e.items() if k != "op"}
                                 for e in result["writeErrors"][before["writeErrors"]:]]
     return reply
+
+
+def _absent_by_index(info, filter: Mapping) -> dict:
+    """{path: (index, the entry that value would have)} for each `{path: {$ne: string}}` of
+    `filter` on a dotted path (no array position in it) that an ordered index answers: one whose
+    other fields are top-level fields `filter` sets equal to a scalar, without a collation, sparse
+    or partial filter (each document then has an entry for each value its path reaches, and only
+    those). The document has no such entry exactly when no value at the path equals the string."""
+    found = {}
+    for path, condition in filter.items():
+        if not (isinstance(path, str) and "." in path and isinstance(condition, Mapping) and list(condition) == ["$ne"]
+                and type(condition["$ne"]) is str and not any(p.isdigit() or p.startswith("$") for p in path.split("."))):
+            continue
+        for index in info.indexes.values():
+            if not index.table or not index.plannable or index.sparse or index.partial or \
+                    index.spec.get("collation") or path not in index.fields:
+                continue
+            bound = [f for f in index.fields if f != path]
+            if any("." in f or isinstance(filter.get(f), Mapping | list | re.Pattern | bson.Regex) or filter.get(f) is None
+                   for f in bound):
+                continue
+            probe: dict = {f: filter[f] for f in bound}
+            top, _, rest = path.partition(".")
+            if top in probe:
+                continue
+            node = probe.setdefault(top, {})
+            *parents, last = rest.split(".")
+            for name in parents:
+                node = node.setdefault(name, {})
+            node[last] = condition["$ne"]
+            entries, _ = index_entries(index, probe)
+            if len(entries) == 1:
+                found[path] = (index, next(iter(entries)))
+                break
+    return found
 
 
 def _entries_kept(info, old: dict, new: dict) -> bool:

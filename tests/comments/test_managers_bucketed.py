@@ -82,6 +82,10 @@ def test_concurrent_posts_fill_each_bucket_exactly_and_in_number_order(mongo_db,
         assert b["count"] == 4
     page = manager.page(discussion_id=d, order=CHRONOLOGICAL, request=PageRequest(page=2, page_size=20))
     assert [c.seq for c in page.items] == list(range(21, 41))
+    # Each comment is found by its id (the element-id index holds a comment pushed out of order too).
+    for b in buckets:
+        for e in b["comments"]:
+            assert manager.get(discussion_id=d, comment_id=e["id"]).seq == e["seq"]
 
 
 def test_threaded_display_is_not_offered_but_replies_are_stored(mongo_db):

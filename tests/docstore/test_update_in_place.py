@@ -128,14 +128,24 @@ def numbered(first, last):
                      st.integers(first, last), st.lists(item_ids, max_size=3))
 
 
+def spaced(first, last):
+    """Elements in `seq` order with gaps (every other number), as a bucket holds them while a post
+    numbered before the last is still to push: a `$sort` that is an insert before the last ones."""
+    return st.builds(lambda start, ids: [{"id": i, "seq": start + 2 * n} for n, i in enumerate(ids)],
+                     st.integers(first, last), st.lists(item_ids, min_size=1, max_size=4))
+
+
 indexed_documents = st.builds(lambda d, arr: {"_id": 7, "d": d, "count": 0, **({"items": arr} if arr is not None else {})},
                               st.one_of(st.integers(0, 2), st.lists(st.integers(0, 2), max_size=2)),
                               st.one_of(st.none(), st.lists(items, max_size=4), st.integers(0, 3), numbered(0, 2),
-                                        numbered(0, 2)))
+                                        numbered(0, 2), spaced(0, 2), spaced(0, 2)))
+# New elements in `seq` order that may fall between, before or on the spaced ones.
+between = st.lists(st.builds(lambda seq, i: {"id": i, "seq": seq}, st.integers(-1, 10), item_ids), min_size=1,
+                   max_size=2)
 indexed_updates = st.builds(
     lambda each, sort, inc: {"$push": {"items": {"$each": each, **({"$sort": sort} if sort else {})}},
                              **({"$inc": {"count": 1}} if inc else {})},
-    st.one_of(st.lists(items, max_size=2), numbered(3, 6).filter(bool)),
+    st.one_of(st.lists(items, max_size=2), numbered(3, 6).filter(bool), between, between),
     st.sampled_from([None, {"seq": 1}, {"seq": 1}, {"seq": -1}, {"id": 1}]), st.booleans())
 indexed_filters = st.sampled_from([{"_id": 7}, {"_id": 7, "d": 1}, {"_id": 7, "items.id": {"$ne": "a"}},
                                    {"_id": 7, "d": 1, "items.id": {"$ne": "b"}}])
@@ -175,6 +185,22 @@ def indexed_pairs(tmp_path):
 @given(doc=indexed_documents, filter=indexed_filters, update=indexed_updates, other=st.booleans())
 def test_a_push_into_an_indexed_array_in_place_does_what_the_general_path_does(monkeypatch, indexed_pairs, doc,
                                                                                filter, update, other):
+    _same_both_ways(monkeypatch, indexed_pairs, doc, filter, update, other)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.integers(0, 2), ids=st.lists(item_ids, min_size=1, max_size=4), each=between,
+       filter=indexed_filters, other=st.booleans(), inc=st.booleans())
+def test_a_sorted_push_before_the_last_elements_in_place_does_what_the_general_path_does(
+        monkeypatch, indexed_pairs, start, ids, each, filter, other, inc):
+    """Two posts that push out of order: the later number first, the earlier one then sorts before
+    it (an insert into the array's bytes, the elements after it renumbered)."""
+    doc = {"_id": 7, "d": 1, "count": 0, "items": [{"id": i, "seq": start + 2 * n} for n, i in enumerate(ids)]}
+    update = {"$push": {"items": {"$each": each, "$sort": {"seq": 1}}}, **({"$inc": {"count": 1}} if inc else {})}
+    _same_both_ways(monkeypatch, indexed_pairs, doc, filter, update, other)
+
+
+def _same_both_ways(monkeypatch, indexed_pairs, doc, filter, update, other):
     outcomes = []
     for collection, smallest in zip(indexed_pairs[other], (1 << 40, 0), strict=True):
         collection.delete_many({})
@@ -194,7 +220,8 @@ def test_a_push_into_an_indexed_array_in_place_does_what_the_general_path_does(m
 def test_a_push_into_an_indexed_bucket_is_spliced_and_adds_only_its_entries(monkeypatch, indexed_pairs):
     """A bucket's post (a `$ne` on the element ids, `$inc` of its count, `$push` with `$sort` on
     the sequence number) is written in place, however small the document: the general path's
-    `apply_update` of the whole bucket is not run, and the index finds the new element."""
+    `apply_update` of the whole bucket is not run, the `$ne` is one probe of an index's entries,
+    and the index finds the new element."""
     from docstore.query import semantics
 
     _, bucket = indexed_pairs[False]
@@ -202,14 +229,27 @@ def test_a_push_into_an_indexed_bucket_is_spliced_and_adds_only_its_entries(monk
     calls = []
     real = semantics.apply_update
     monkeypatch.setattr(semantics, "apply_update", lambda doc, *a, **k: calls.append(sorted(doc)) or real(doc, *a, **k))
+    matched = []  # the filters matched against the document's fields
+    real_prepare = surface.prepare
+    monkeypatch.setattr(surface, "prepare", lambda f, *a, **k: matched.append(sorted(f)) or real_prepare(f, *a, **k))
     pushed = {"$each": [{"id": "c", "seq": 3}], "$sort": {"seq": 1}}
     result = bucket.update_one({"_id": 7, "d": 1, "items.id": {"$ne": "c"}}, {"$inc": {"count": 1}, "$push": {"items": pushed}})
     assert (result.matched_count, result.modified_count) == (1, 1)
     assert calls == [["_id", "count", "d"]]  # only the small fields the filter, $inc and the indexes name
+    # The `$ne` on the element ids is answered by the (d, items.id) index's entries: no walk of the elements.
+    assert matched == [["_id", "d"]]
     assert bucket.find_one({"d": 1, "items.id": "c"}, {"count": 1}) == {"_id": 7, "count": 3}
     assert bucket.find_one({"_id": 7})["items"][-1] == {"id": "c", "seq": 3}
-    # Out of order, the `$sort` is a sort: the general path, which sorts.
-    bucket.update_one({"_id": 7}, {"$push": {"items": {"$each": [{"id": "z", "seq": 0}], "$sort": {"seq": 1}}}})
+    # Out of order (a post numbered before the last pushes after it), still in place: an insert.
+    calls.clear()
+    bucket.update_one({"_id": 7, "d": 1, "items.id": {"$ne": "z"}},
+                      {"$inc": {"count": 1}, "$push": {"items": {"$each": [{"id": "z", "seq": 0}], "$sort": {"seq": 1}}}})
+    assert calls == [["_id", "count", "d"]]
+    assert bucket.find_one({"d": 1, "items.id": "z"}, {"count": 1}) == {"_id": 7, "count": 4}
+    # A repeat (the filter's `$ne` names an element the bucket holds) matches nothing.
+    again = bucket.update_one({"_id": 7, "d": 1, "items.id": {"$ne": "z"}},
+                              {"$inc": {"count": 1}, "$push": {"items": {"$each": [{"id": "z", "seq": 0}], "$sort": {"seq": 1}}}})
+    assert (again.matched_count, again.modified_count) == (0, 0)
     assert [e["id"] for e in bucket.find_one({"_id": 7})["items"]] == ["z", "a", "b", "c"]
 
 
