@@ -92,9 +92,14 @@ from comments.managers.fields import (
 )
 from comments.managers.following import FOLLOWING_INDEX, FOLLOWING_THREADED_INDEX, FollowedFirst
 from comments.managers.moving import DocumentMoving
+from core.mongo import on_a_cluster
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
+# Comments a discussion holds before it may need a second chunk (128 MiB, MongoDB's default chunk
+# size, over about 380 stored bytes a comment: some 350,000), with room: past it, on a cluster, a
+# post checks its id across the discussion's shards (`_taken_elsewhere`).
+ONE_CHUNK = 100_000
 
 _SORTS = {
     CHRONOLOGICAL: [("seq", ASCENDING)],
@@ -223,13 +228,15 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         """Insert a pending comment under its number; stored already (a finished retry), it stays."""
         discussion_id = comment.discussion_id
         for _ in range(_ID_ATTEMPTS):
-            try:
-                self.collection.insert_one(self._to_document(comment))
-                return comment
-            except DuplicateKeyError:
-                stored = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
-                if stored is not None and stored.get("seq") == comment.seq:
+            stored = self._taken_elsewhere(comment)
+            if stored is None:
+                try:
+                    self.collection.insert_one(self._to_document(comment))
                     return comment
+                except DuplicateKeyError:
+                    stored = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
+            if stored is not None and stored.get("seq") == comment.seq:
+                return comment
             # The random id is taken in this discussion: draw another, keep the number (the
             # pending record follows, with its number: the new id was never numbered).
             fresh = new_comment_id()
@@ -239,6 +246,17 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
             self.discussions.update_one({"_id": discussion_id}, {
                 "$unset": {f"pending.{old}": ""}, "$set": {f"pending.{comment.id}": self._to_document(comment)}})
         raise RuntimeError(f"no free comment id after {_ID_ATTEMPTS} attempts in discussion {discussion_id}")
+
+    def _taken_elsewhere(self, comment: Comment) -> dict | None:
+        """The stored comment holding `comment`'s id (its `seq`) where the insert's unique `_id` may
+        not see it, else None without a read. MongoDB enforces `_id` per shard, and comments are
+        sharded on the hashed discussion and `seq`: a discussion past one chunk may keep its comments
+        on several shards, and an id drawn twice there would be stored twice. So on a cluster, past
+        ONE_CHUNK comments, a post looks for its id first (one read, targeted at the discussion's
+        shards by `_id`); below that, or on one node, the insert's duplicate key is the check."""
+        if comment.seq <= ONE_CHUNK or not on_a_cluster():
+            return None
+        return self.collection.find_one(self._key(comment.discussion_id, comment.id), {"seq": 1})
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
