@@ -21,12 +21,12 @@ Collections:
 Invariants:
 - (discussion_id, cid) is unique through `_id`, which holds both; a random id that
   collides is retried with a new id and the same `seq` (the comment is never lost).
-- Sharding: `{discussion_id: "hashed", _id: 1}`: new discussions spread over all shards
+- Sharding: `{discussion_id: "hashed", seq: 1}`: new discussions spread over all shards
   (an auto-increment id leading a ranged key would send every insert to the last chunk),
-  and a busy discussion's chunk can split by `_id`. Every query names `discussion_id`,
-  so every read and write is targeted at one shard. Uniqueness is carried by `_id`
-  (equal `_id`s share the discussion, hence the shard): a hashed-sharded collection may
-  have no other unique index.
+  and a busy discussion's chunk can split by `seq`. Every query names `discussion_id`,
+  so every read and write is targeted at that discussion's shards. Uniqueness is carried
+  by `_id` (unique per shard, and equal `_id`s share the discussion and number): a
+  hashed-sharded collection may have no other unique index.
 - A post is 3 writes: the counter's findAndModify (`$inc` returns the new `seq`; in the same
   update the comment is recorded in `pending.<cid>` and its id pushed to `numbered`, the latest
   ids in the order they took their numbers), then the insert, then, once its consequences were
@@ -92,9 +92,14 @@ from comments.managers.fields import (
 )
 from comments.managers.following import FOLLOWING_INDEX, FOLLOWING_THREADED_INDEX, FollowedFirst
 from comments.managers.moving import DocumentMoving
+from core.mongo import on_a_cluster
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
+# Comments a discussion holds before it may need a second chunk (128 MiB, MongoDB's default chunk
+# size, over about 380 stored bytes a comment: some 350,000), with room: past it, on a cluster, a
+# post checks its id across the discussion's shards (`_taken_elsewhere`).
+ONE_CHUNK = 100_000
 
 _SORTS = {
     CHRONOLOGICAL: [("seq", ASCENDING)],
@@ -125,19 +130,19 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         return {
             cls.collection_name: [
                 IndexModel([("discussion_id", ASCENDING), ("seq", ASCENDING)], name="discussion_seq"),
-                # `seq` after the key: a walk of the anchors' snapshot (anchors.py) is a covered read;
-                # `_id` last completes the shard key, so on a cluster too (a shard's SHARDING_FILTER
-                # reads every shard-key field from the keys or fetches each document: MongoDB manual,
-                # "Covered Queries", restrictions on sharded collections) the walks, the counts of a
-                # position and the skip of a threaded page read keys only.
-                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING),
-                            ("_id", ASCENDING)], name="discussion_full_slug"),
+                # `seq` after the key: a walk of the anchors' snapshot (anchors.py) is a covered read,
+                # and with `discussion_id` it is the whole shard key, so on a cluster too (a shard's
+                # SHARDING_FILTER reads every shard-key field from the keys or fetches each document:
+                # MongoDB manual, "Covered Queries", restrictions on sharded collections) the walks,
+                # the counts of a position and the skip of a threaded page read keys only.
+                IndexModel([("discussion_id", ASCENDING), ("full_slug", ASCENDING), ("seq", ASCENDING)],
+                           name="discussion_full_slug"),
                 IndexModel([("discussion_id", ASCENDING), ("hot", DESCENDING), ("seq", DESCENDING)], name="discussion_hot"),
                 FOLLOWING_INDEX, FOLLOWING_THREADED_INDEX,  # "people you follow first" (following.py)
-                # The shard key's index: a hashed discussion spreads topics over the shards, `_id`
+                # The shard key's index: a hashed discussion spreads topics over the shards, `seq`
                 # after it lets a busy discussion's chunk split (one shard-key value per discussion
                 # would be a jumbo chunk the balancer cannot move).
-                IndexModel([("discussion_id", "hashed"), ("_id", ASCENDING)], name="discussion_hashed_id"),
+                IndexModel([("discussion_id", "hashed"), ("seq", ASCENDING)], name="discussion_hashed_seq"),
             ],
             cls.discussions_name: [IndexModel([("_id", "hashed")], name="id_hashed")],
             **cls.anchor_indexes(),
@@ -145,8 +150,12 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     @classmethod
     def shard_keys(cls):
-        # Every single-comment write names (_id, discussion_id): the full key.
-        return {cls.collection_name: {"discussion_id": "hashed", "_id": 1}, cls.discussions_name: {"_id": "hashed"},
+        # `seq`, not `_id`, after the hashed discussion: every index of the orders already holds it
+        # after `discussion_id`, so each holds the whole shard key without a copy of `_id` (about 14
+        # bytes a comment in each of two indexes). A single-comment update or delete names `_id`
+        # and the discussion, which MongoDB targets by `_id` (the discussion's shards); an insert
+        # carries `seq`; the writes that upsert or renumber name `seq` too (the full key).
+        return {cls.collection_name: {"discussion_id": "hashed", "seq": 1}, cls.discussions_name: {"_id": "hashed"},
                 **cls.anchor_shard_keys()}
 
     @staticmethod
@@ -219,13 +228,15 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         """Insert a pending comment under its number; stored already (a finished retry), it stays."""
         discussion_id = comment.discussion_id
         for _ in range(_ID_ATTEMPTS):
-            try:
-                self.collection.insert_one(self._to_document(comment))
-                return comment
-            except DuplicateKeyError:
-                stored = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
-                if stored is not None and stored.get("seq") == comment.seq:
+            stored = self._taken_elsewhere(comment)
+            if stored is None:
+                try:
+                    self.collection.insert_one(self._to_document(comment))
                     return comment
+                except DuplicateKeyError:
+                    stored = self.collection.find_one(self._key(discussion_id, comment.id), {"seq": 1})
+            if stored is not None and stored.get("seq") == comment.seq:
+                return comment
             # The random id is taken in this discussion: draw another, keep the number (the
             # pending record follows, with its number: the new id was never numbered).
             fresh = new_comment_id()
@@ -235,6 +246,17 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
             self.discussions.update_one({"_id": discussion_id}, {
                 "$unset": {f"pending.{old}": ""}, "$set": {f"pending.{comment.id}": self._to_document(comment)}})
         raise RuntimeError(f"no free comment id after {_ID_ATTEMPTS} attempts in discussion {discussion_id}")
+
+    def _taken_elsewhere(self, comment: Comment) -> dict | None:
+        """The stored comment holding `comment`'s id (its `seq`) where the insert's unique `_id` may
+        not see it, else None without a read. MongoDB enforces `_id` per shard, and comments are
+        sharded on the hashed discussion and `seq`: a discussion past one chunk may keep its comments
+        on several shards, and an id drawn twice there would be stored twice. So on a cluster, past
+        ONE_CHUNK comments, a post looks for its id first (one read, targeted at the discussion's
+        shards by `_id`); below that, or on one node, the insert's duplicate key is the check."""
+        if comment.seq <= ONE_CHUNK or not on_a_cluster():
+            return None
+        return self.collection.find_one(self._key(comment.discussion_id, comment.id), {"seq": 1})
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
@@ -545,7 +567,10 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
                     .sort("seq", ASCENDING).hint("discussion_seq"))
         numbers = [int(doc.get("seq", 0)) for doc in docs]
         ordered = sorted(docs, key=lambda doc: (element_posted(doc, "full_slug"), int(doc.get("seq", 0))))
-        changes = [UpdateOne({"_id": doc["_id"], "discussion_id": discussion_id}, {"$set": {"seq": number}})
+        # `seq` is in the shard key: a change of it names the whole key it had (MongoDB: a shard key
+        # value is updated by a single-document write whose filter holds the full shard key).
+        changes = [UpdateOne({"_id": doc["_id"], "discussion_id": discussion_id, "seq": doc.get("seq")},
+                             {"$set": {"seq": number}})
                    for doc, number in zip(ordered, numbers, strict=True) if int(doc.get("seq", 0)) != number]
         if not changes:
             return 0

@@ -8,7 +8,7 @@ holds the comments that are `visible` AND by a followed participant; part two is
 a placeholder, as in every other order.
 
 Two indexes serve part one, one per topic order, each with the equalities first and the
-order's key next: (discussion_id, status, author.id, seq, _id) and, partial on
+order's key next: (discussion_id, status, author.id, seq) and, partial on
 `{status: "visible"}`, (discussion_id, author.id, full_slug). Each author's visible comments are
 one contiguous range of either, already in that order, so a merge of the ranges is the order.
 
@@ -36,7 +36,7 @@ from comments.managers.base import CHRONOLOGICAL, THREADED, VISIBLE, Comment
 # Equalities first (the discussion, `visible`), then the author and the order's key (MongoDB's
 # equality-sort-range rule): each author's visible comments are one contiguous range in that order
 # (a merge gives the order), and the distinct authors a seek each (the participants, on the seq one).
-# `_id` last in the seq one completes the shard key with `discussion_id`: a shard's SHARDING_FILTER
+# The seq one holds the whole shard key (`discussion_id`, `seq`): a shard's SHARDING_FILTER
 # reads every shard-key field from the keys or fetches each document (MongoDB manual, "Covered
 # Queries", restrictions on sharded collections), so on a cluster too the participants (read on
 # that index) stay covered. The full_slug one has no `_id`: its only reader, part one, fetches
@@ -48,7 +48,7 @@ from comments.managers.base import CHRONOLOGICAL, THREADED, VISIBLE, Comment
 # deleted comments have no entry. The seq one keeps `status` in its keys: the participants'
 # DISTINCT_SCAN must read every field of its `$match` from the keys to stay covered.
 FOLLOWING_INDEX = IndexModel([("discussion_id", ASCENDING), ("status", ASCENDING), ("author.id", ASCENDING),
-                              ("seq", ASCENDING), ("_id", ASCENDING)], name="discussion_status_author_seq")
+                              ("seq", ASCENDING)], name="discussion_status_author_seq")
 FOLLOWING_THREADED_INDEX = IndexModel([("discussion_id", ASCENDING), ("author.id", ASCENDING), ("full_slug", ASCENDING)],
                                       name="discussion_visible_author_full_slug",
                                       partialFilterExpression={"status": VISIBLE})

@@ -77,8 +77,9 @@ class DocumentMoving:
                         exc.details.get("writeConcernErrors"):
                     raise
             return len(comments)
-        self.collection.bulk_write([ReplaceOne(self._key(discussion_id, c.id), self._to_document(c), upsert=True)
-                                    for c in comments], ordered=False)
+        # An upsert names the whole shard key (`seq` with the discussion): MongoDB targets it by that.
+        self.collection.bulk_write([ReplaceOne({**self._key(discussion_id, c.id), "seq": c.seq}, self._to_document(c),
+                                               upsert=True) for c in comments], ordered=False)
         return len(comments)
 
     def drop_some(self, *, discussion_id: int, limit: int) -> int:

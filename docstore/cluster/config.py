@@ -14,6 +14,17 @@ from dataclasses import dataclass, field
 from bson import Binary, ObjectId
 
 from docstore.cluster.keyspace import ShardKey, initial_bounds
+from docstore.storage import keys as K
+
+KEY_LAYOUT = 5  # the byte keys of chunk bounds: docstore.storage.store.SCHEMA_VERSION's layout
+
+
+def _bound(chunk: dict, field: str) -> bytes | None:
+    """A stored chunk's bound in the current key layout."""
+    value = chunk.get(field)
+    if value is None:
+        return None
+    return bytes(value) if chunk.get("k") == KEY_LAYOUT else K.upgrade_keys(bytes(value))
 
 
 @dataclass
@@ -61,10 +72,15 @@ class ConfigStore:
         self._primaries = {d["_id"]: d["primary"] for d in self.db["databases"].find()}
         self._collections: dict[str, Collection] = {}
         for doc in self.db["collections"].find({"dropped": {"$ne": True}}):
-            chunks = [Chunk(bytes(c["lo"]), bytes(c["hi"]) if c.get("hi") is not None else None, c["shard"], c["_id"],
-                            c.get("bytes", 0), c.get("jumbo", False))
-                      for c in self.db["chunks"].find({"ns": doc["_id"]})]
-            self._collections[doc["_id"]] = Collection(doc["_id"], ShardKey(doc["key"]), chunks)
+            found = list(self.db["chunks"].find({"ns": doc["_id"]}))
+            # Bounds written before the store's key layout 5 (`k`) hold its numbers as layout 4 did:
+            # taken in the current layout (docstore.storage.keys.upgrade_keys), written back once.
+            older = any(c.get("k") != KEY_LAYOUT for c in found)
+            chunks = [Chunk(_bound(c, "lo"), _bound(c, "hi"), c["shard"], c["_id"], c.get("bytes", 0), c.get("jumbo", False))
+                      for c in found]
+            self._collections[doc["_id"]] = coll = Collection(doc["_id"], ShardKey(doc["key"]), chunks)
+            if older:
+                self._write_chunks(coll)
 
     # --- databases ------------------------------------------------------------------------------
 
@@ -145,4 +161,4 @@ class ConfigStore:
         self.db["chunks"].delete_many({"ns": coll.ns})
         self.db["chunks"].insert_many([
             {"_id": c.id, "ns": coll.ns, "lo": Binary(c.lo), "hi": Binary(c.hi) if c.hi is not None else None,
-             "shard": c.shard, "bytes": c.bytes, "jumbo": c.jumbo} for c in coll.chunks])
+             "shard": c.shard, "bytes": c.bytes, "jumbo": c.jumbo, "k": KEY_LAYOUT} for c in coll.chunks])

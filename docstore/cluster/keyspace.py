@@ -35,8 +35,10 @@ _RANGE_OPS = {"$gt", "$gte", "$lt", "$lte"}
 
 
 def hashed(value) -> Int64:
-    """A value's 64-bit hash (md5 of its byte key, its first 8 bytes as a signed integer)."""
-    return Int64(int.from_bytes(hashlib.md5(K.encode(value)).digest()[:8], "little", signed=True))
+    """A value's 64-bit hash (md5 of its byte key as schema version 4 of the store wrote it, its
+    first 8 bytes as a signed integer): a value's hash never moves with the key layout, as a
+    server's hashed values never do."""
+    return Int64(int.from_bytes(hashlib.md5(K.v4_key(K.encode(value))).digest()[:8], "little", signed=True))
 
 
 class ShardKey:

@@ -34,8 +34,19 @@ T_MINKEY, T_UNDEFINED, T_NULL, T_NUMBER, T_STRING, T_OBJECT, T_ARRAY = 0x01, 0x0
 T_BINARY, T_OID, T_BOOL, T_DATE, T_TIMESTAMP, T_REGEX, T_MAXKEY = 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xF0
 
 # Number classes inside T_NUMBER: NaN sorts below every number (server rule), then -inf,
-# negatives, zero, positives, +inf.
-_NAN, _NEG_INF, _NEG, _ZERO, _POS, _POS_INF = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
+# negatives, zero, positives, +inf. A positive number's class byte also holds its binary exponent
+# when that is within [_WINDOW_LO, _WINDOW_HI] (every integer an int64 holds, every double from
+# 2**-64 to 2**183): one byte instead of a class byte and two exponent bytes, so a small
+# integer's key is 3 bytes (type, class and exponent, one mantissa byte) where it took 5. Below
+# the window (_POS_TINY) and above it (_POS_HUGE) the exponent follows in two bytes. Classes
+# grow with the exponent, so byte order stays numeric order.
+_NAN, _NEG_INF, _NEG, _ZERO, _POS_TINY = 0x01, 0x02, 0x03, 0x04, 0x05
+_WINDOW_BASE, _WINDOW_LO = 0x06, -64
+_POS_HUGE, _POS_INF = 0xFD, 0xFE
+_WINDOW_HI = _WINDOW_LO + (_POS_HUGE - _WINDOW_BASE) - 1
+# The classes of the file layout before it (schema version 4; `upgrade_key`): one class for every
+# positive finite number, its exponent always in two bytes, and +inf right after it.
+_V4_POS, _V4_POS_INF = 0x05, 0x06
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
@@ -108,9 +119,10 @@ def _string(data: bytes) -> bytes:
     return data.replace(b"\x00", b"\x00\xff") + b"\x00\x00"
 
 
-def _magnitude(value) -> bytes:
-    """A positive finite number, exactly: its binary exponent, then its mantissa bits 7 per byte
-    (high 7 bits hold the bits, the low bit says another byte follows)."""
+def _mantissa(value) -> tuple[int, bytes]:
+    """A positive finite number, exactly: its binary exponent, and its mantissa bits after the
+    leading one, 7 per byte (high 7 bits hold the bits, the low bit says another byte follows;
+    a lone 0 byte when there are none)."""
     if isinstance(value, int):
         exponent = value.bit_length() - 1
         fraction_bits = value - (1 << exponent)
@@ -122,7 +134,7 @@ def _magnitude(value) -> bytes:
         # value = as_int * 2**(exp-53); leading bit at position 52
         fraction_bits = as_int - (1 << 52)
         width = 52
-    out = bytearray(struct.pack(">H", exponent + 0x8000))
+    out = bytearray()
     if fraction_bits:
         shift = width % 7
         if shift:
@@ -138,7 +150,22 @@ def _magnitude(value) -> bytes:
             out.append((chunk << 1) | (1 if n < len(chunks) - 1 else 0))
     else:
         out.append(0)
-    return bytes(out)
+    return exponent, bytes(out)
+
+
+def _magnitude(value) -> bytes:
+    """A positive finite number as a negative one's key holds it (inverted): its exponent in two
+    bytes, then its mantissa bytes."""
+    exponent, mantissa = _mantissa(value)
+    return struct.pack(">H", exponent + 0x8000) + mantissa
+
+
+def _positive(exponent: int, mantissa: bytes) -> bytes:
+    """A positive finite number's class byte (its exponent within the window), then the exponent
+    when outside it, then its mantissa bytes."""
+    if _WINDOW_LO <= exponent <= _WINDOW_HI:
+        return bytes([_WINDOW_BASE + exponent - _WINDOW_LO]) + mantissa
+    return bytes([_POS_TINY if exponent < _WINDOW_LO else _POS_HUGE]) + struct.pack(">H", exponent + 0x8000) + mantissa
 
 
 def _number(value) -> bytes:
@@ -157,7 +184,7 @@ def _number(value) -> bytes:
     if value == 0:
         return bytes([_ZERO])
     if value > 0:
-        return bytes([_POS]) + _magnitude(value)
+        return _positive(*_mantissa(value))
     return bytes([_NEG]) + bytes(255 - b for b in _magnitude(-value))
 
 
@@ -204,6 +231,131 @@ def encode(value) -> bytes:
     return head + _string(pattern.encode()) + _string(flags.encode())
 
 
+# --- keys of the file layout before (schema version 4) and back -----------------------------------
+
+
+def _string_end(key: bytes, at: int) -> int:
+    """Where the string encoding starting at `at` ends (past its 0x00 0x00)."""
+    while True:
+        end = key.index(b"\x00", at)
+        if key[end + 1] == 0x00:
+            return end + 2
+        at = end + 2  # an escaped 0x00 (0x00 0xFF)
+
+
+def _mantissa_end(key: bytes, at: int, last_bit: int) -> int:
+    """Past the mantissa bytes starting at `at`: the last one's low bit is `last_bit`."""
+    while key[at] & 1 != last_bit:
+        at += 1
+    return at + 1
+
+
+def _v4_number_up(key: bytes, at: int, out: bytearray) -> int:
+    kind = key[at]
+    if kind == _V4_POS:
+        exponent = struct.unpack(">H", key[at + 1:at + 3])[0] - 0x8000
+        end = _mantissa_end(key, at + 3, 0)
+        out += _positive(exponent, key[at + 3:end])
+        return end
+    if kind == _V4_POS_INF:
+        out.append(_POS_INF)
+        return at + 1
+    return _number_same(key, at, out)
+
+
+def _v4_number_down(key: bytes, at: int, out: bytearray) -> int:
+    kind = key[at]
+    if _WINDOW_BASE <= kind < _POS_HUGE:
+        end = _mantissa_end(key, at + 1, 0)
+        out.append(_V4_POS)
+        out += struct.pack(">H", kind - _WINDOW_BASE + _WINDOW_LO + 0x8000) + key[at + 1:end]
+        return end
+    if kind in (_POS_TINY, _POS_HUGE):
+        end = _mantissa_end(key, at + 3, 0)
+        out.append(_V4_POS)
+        out += key[at + 1:end]
+        return end
+    if kind == _POS_INF:
+        out.append(_V4_POS_INF)
+        return at + 1
+    return _number_same(key, at, out)
+
+
+def _number_same(key: bytes, at: int, out: bytearray) -> int:
+    """NaN, -inf, zero and negatives, alike in both layouts."""
+    end = _mantissa_end(key, at + 3, 1) if key[at] == _NEG else at + 1  # a negative's bytes are inverted
+    out += key[at:end]
+    return end
+
+
+_FIXED = {T_NULL: 0, T_MINKEY: 0, T_MAXKEY: 0, T_UNDEFINED: 0, T_OID: 12, T_BOOL: 1, T_DATE: 8, T_TIMESTAMP: 8}
+
+
+def _recode_body(t: int, key: bytes, at: int, out: bytearray, number) -> int:
+    """The encoding of a value of type `t` whose body starts at `at`, its numbers passed through
+    `number`, appended to `out`; where it ends."""
+    if t in _FIXED:
+        end = at + _FIXED[t]
+    elif t == T_NUMBER:
+        return number(key, at, out)
+    elif t == T_STRING:
+        end = _string_end(key, at)
+    elif t == T_REGEX:
+        end = _string_end(key, _string_end(key, at))
+    elif t == T_BINARY:
+        end = at + 5 + struct.unpack(">I", key[at:at + 4])[0]
+    elif t == T_OBJECT:
+        while key[at] != 0:  # each field: its value's type byte, its name, its value's body
+            name_end = _string_end(key, at + 1)
+            out += key[at:name_end]
+            at = _recode_body(key[at], key, name_end, out, number)
+        out.append(0)
+        return at + 1
+    elif t == T_ARRAY:
+        while key[at] != 0:
+            out.append(key[at])
+            at = _recode_body(key[at], key, at + 1, out, number)
+        out.append(0)
+        return at + 1
+    else:
+        raise ValueError(f"not a key: type byte {t:#x}")
+    out += key[at:end]
+    return end
+
+
+def _recode(key: bytes, number) -> bytes:
+    """A whole key (one index field's, or an `_id`'s) with its numbers passed through `number`."""
+    if not key:
+        return key
+    out = bytearray(key[:1])
+    end = _recode_body(key[0], key, 1, out, number)
+    if end != len(key):
+        raise ValueError(f"not one key: {len(key) - end} bytes after it")
+    return bytes(out)
+
+
+def upgrade_keys(keys: bytes) -> bytes:
+    """`upgrade_key` of keys laid end to end (a cluster chunk's bound: the shard key's fields)."""
+    out, at = bytearray(), 0
+    while at < len(keys) and keys[at] != MAX_BOUND[0]:  # an interval's top ends with MAX_BOUND
+        out.append(keys[at])
+        at = _recode_body(keys[at], keys, at + 1, out, _v4_number_up)
+    return bytes(out) + keys[at:]
+
+
+def upgrade_key(key: bytes) -> bytes:
+    """A key the file layout of schema version 4 stored (every positive number's exponent in two
+    bytes) as this layout stores it: the same value, the same order (docstore.storage.store upgrades
+    a file's `_id` keys and index keys with it, once)."""
+    return _recode(key, _v4_number_up)
+
+
+def v4_key(key: bytes) -> bytes:
+    """`upgrade_key`'s inverse: a key as schema version 4 stored it. What a hashed shard key hashes,
+    so a value's hash, and the chunk a cluster keeps it in, did not move with the layout."""
+    return _recode(key, _v4_number_down)
+
+
 # --- back from a key to its value ---------------------------------------------------------------
 
 
@@ -223,14 +375,11 @@ def _unstring(key: bytes, at: int) -> tuple[bytes, int]:
         at = end + 2
 
 
-def _unmagnitude(data: bytes):
-    """The inverse of `_magnitude`: an int when the value is whole, else a float."""
-    exponent = struct.unpack(">H", data[:2])[0] - 0x8000
-    chunks = data[2:]
-    if chunks == b"\x00":
-        numerator, width = 1, 0
-    else:
-        numerator, width = 1, 0
+def _unmantissa(exponent: int, chunks: bytes):
+    """The number of `exponent` and mantissa bytes `chunks` (`_mantissa`'s inverse): an int when
+    the value is whole, else a float."""
+    numerator, width = 1, 0
+    if chunks != b"\x00":
         for byte in chunks:
             numerator = (numerator << 7) | (byte >> 1)
             width += 7
@@ -240,6 +389,11 @@ def _unmagnitude(data: bytes):
     if numerator % (1 << -scale) == 0:
         return numerator >> -scale
     return math.ldexp(numerator, scale)
+
+
+def _unmagnitude(data: bytes):
+    """The inverse of `_magnitude`: an int when the value is whole, else a float."""
+    return _unmantissa(struct.unpack(">H", data[:2])[0] - 0x8000, data[2:])
 
 
 def decode(key: bytes):
@@ -258,7 +412,9 @@ def decode(key: bytes):
         kind = key[1]
         if kind == _ZERO:
             return 0
-        if kind == _POS:
+        if _WINDOW_BASE <= kind < _POS_HUGE:
+            return _unmantissa(kind - _WINDOW_BASE + _WINDOW_LO, key[2:])
+        if kind in (_POS_TINY, _POS_HUGE):
             return _unmagnitude(key[2:])
         if kind == _NEG:
             return -_unmagnitude(bytes(255 - b for b in key[2:]))
@@ -406,4 +562,5 @@ class _Directed:
         return self.key == other.key
 
 
-__all__ = ["encode", "decode", "NotDecodable", "type_byte", "low", "high", "values_at", "sort_key", "document_sort_key", "Int64"]
+__all__ = ["encode", "decode", "upgrade_key", "upgrade_keys", "v4_key", "NotDecodable", "type_byte", "low", "high",
+           "values_at", "sort_key", "document_sort_key", "Int64"]

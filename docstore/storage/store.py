@@ -59,6 +59,7 @@ import bson
 from pymongo.errors import OperationFailure, WaitQueueTimeoutError
 
 from docstore.storage import changes
+from docstore.storage import keys as K
 from docstore.storage.raw import KeptDocuments
 
 MMAP_BYTES = 1 << 30  # address space each connection may map (not memory it takes: pages are shared)
@@ -99,8 +100,9 @@ INSERT OR IGNORE INTO _docstore_meta (k, v) VALUES ('catalog', 0);
 # The file's layout, in `PRAGMA user_version` (0 in a file made before it was kept there):
 # 1: the catalog tables above; 2: every documents table has `gen` and its guard trigger; 3: the
 # change table (docstore.storage.changes); 4: the guard triggers skip rows without a `gen` (small
-# documents carry none: `new_generation`).
-SCHEMA_VERSION = 4
+# documents carry none: `new_generation`); 5: the byte keys hold a positive number's exponent in
+# its class byte (docstore.storage.keys; `_upgrade_keys`).
+SCHEMA_VERSION = 5
 
 
 class NewerFile(RuntimeError):
@@ -353,6 +355,8 @@ class Store:
                 changes.create(conn)
             if version < 4:
                 _renew_guards(conn)
+            if version < 5:
+                _upgrade_keys(conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -917,6 +921,27 @@ def _renew_guards(conn: sqlite3.Connection) -> None:
         if info.materialized and "gen" in {row[1] for row in conn.execute(f"PRAGMA table_info({info.table})")}:
             conn.execute(f"DROP TRIGGER IF EXISTS g{info.table}")
             conn.execute(_guard(info.table))
+
+
+def _upgrade_keys(conn: sqlite3.Connection) -> None:
+    """Schema version 5: every stored byte key (each documents table's `id`, each index table's key
+    columns) in the key layout of docstore.storage.keys, where a positive number's class byte holds
+    its exponent (`keys.upgrade_key`: the same values in the same order, so each table's order
+    holds and its rows only get shorter). One pass over the file, in the upgrade's transaction."""
+    conn.create_function("docstore_key5", 1, lambda key: None if key is None else K.upgrade_key(bytes(key)),
+                         deterministic=True)
+    for name, tid, blob in conn.execute("SELECT name, tid, info FROM _docstore_catalog").fetchall():
+        info = _load_info(name, tid, blob)
+        if not info.materialized:
+            continue
+        conn.execute(f"UPDATE {info.table} SET id = docstore_key5(id) WHERE id != docstore_key5(id)")
+        for index in info.indexes.values():
+            if not index.table:
+                continue
+            cols = [row[1] for row in conn.execute(f"PRAGMA table_info({index.table})") if row[1].startswith("k")]
+            changed = " OR ".join(f"{c} != docstore_key5({c})" for c in cols)
+            sets = ", ".join(f"{c} = docstore_key5({c})" for c in cols)
+            conn.execute(f"UPDATE {index.table} SET {sets} WHERE {changed}")
 
 
 def new_generation(size: int) -> int | None:

@@ -69,24 +69,25 @@ def test_declared_indexes_exist_and_serve_the_seed_queries(mongo_db):
     info = mongo_db.comments.index_information()
     keys = {name: (tuple(spec["key"]), bool(spec.get("unique"))) for name, spec in info.items()}
     assert keys["discussion_seq"] == ((("discussion_id", 1), ("seq", 1)), False)
-    # `seq` after the threaded key: the anchors' walk (comments/managers/anchors.py) reads keys only;
-    # `_id` completes the shard key, for a shard's filter to read it from the keys too.
-    assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1), ("seq", 1), ("_id", 1)), False)
+    # `seq` after the threaded key: the anchors' walk (comments/managers/anchors.py) reads keys only,
+    # and with `discussion_id` it is the whole shard key, for a shard's filter to read from the keys.
+    assert keys["discussion_full_slug"] == ((("discussion_id", 1), ("full_slug", 1), ("seq", 1)), False)
     assert keys["discussion_hot"] == ((("discussion_id", 1), ("hot", -1), ("seq", -1)), False)
     # "People you follow first": each author's visible comments a range in each topic order's key.
     assert keys["discussion_status_author_seq"] == (
-        (("discussion_id", 1), ("status", 1), ("author.id", 1), ("seq", 1), ("_id", 1)), False)
+        (("discussion_id", 1), ("status", 1), ("author.id", 1), ("seq", 1)), False)
     # No `_id` in the threaded one: its reader fetches the documents, and full_slug is unique; no
     # `status` either: it is partial on the visible comments, which are all its reader asks for.
     assert keys["discussion_visible_author_full_slug"] == (
         (("discussion_id", 1), ("author.id", 1), ("full_slug", 1)), False)
     assert info["discussion_visible_author_full_slug"]["partialFilterExpression"] == {"status": "visible"}
     assert "discussion_status_author_full_slug" not in keys
-    assert keys["discussion_hashed_id"] == ((("discussion_id", "hashed"), ("_id", 1)), False)
+    assert keys["discussion_hashed_seq"] == ((("discussion_id", "hashed"), ("seq", 1)), False)
     # No unused index (slug had no reader; cid is in _id).
     assert "discussion_slug" not in keys and "discussion_cid" not in keys
     # No monotonically increasing value leads a shard key.
-    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": "hashed", "_id": 1},
+    # `seq` after the hashed discussion: every order's index holds the whole key without `_id`.
+    assert DocumentCommentManager.shard_keys() == {"comments": {"discussion_id": "hashed", "seq": 1},
                                                    "comment_document_discussions": {"_id": "hashed"},
                                                    "comment_document_anchors": {"_id": "hashed"}}
 

@@ -171,6 +171,49 @@ def test_chronological_pages_yield_every_comment_once_in_posting_order(manager, 
     assert counts == {len(comments)}
 
 
+def test_an_import_of_older_comments_is_numbered_in_posting_order_again(manager, author):
+    """`order_by_time()` after comments older than the stored ones were appended (an import): the
+    numbers are dealt out again in posting order, on a cluster too, where `seq` may be part of the
+    shard key (the document strategy's): a write changing it names the whole key it had."""
+    from comments.ids import new_comment_id
+    from comments.managers.fields import new_comment
+
+    d = new_discussion_id()
+    posted = post_tree(manager, d, [None, None], threaded=False)
+    start = datetime.now(UTC) - timedelta(days=2)
+    older = [new_comment(discussion_id=d, comment_id=new_comment_id(length=manager.id_length), author=author,
+                         text=f"imported {n}", parent=None, posted=start + timedelta(minutes=n)) for n in range(3)]
+    manager.append_many(older)
+    manager.order_by_time(discussion_id=d)
+    ids, counts = walk(manager, d, CHRONOLOGICAL, 2, threaded=False)
+    assert ids == [c.id for c in older + posted]
+    assert counts == {5}
+
+
+def test_an_id_drawn_twice_is_drawn_again_even_on_another_shard(mongo_db, author, monkeypatch):
+    """The document strategy: a post whose random id the discussion holds already takes another one.
+    On a cluster MongoDB enforces `_id` per shard, and comments are sharded on the hashed discussion
+    and `seq`: here the discussion's comments from number 4 on sit on another shard than its first
+    ones (as a discussion past one chunk may), where the insert alone would store the id twice."""
+    from comments.managers import document
+    from comments.managers.document import DocumentCommentManager
+
+    monkeypatch.setattr(document, "ONE_CHUNK", 3)  # past it, a post checks its id across shards
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    first = post_tree(manager, d, [None, None, None], threaded=False)
+    if on_a_cluster():
+        admin, ns = mongo_db.client.admin, f"{mongo_db.name}.comments"
+        shards = sorted(s["_id"] for s in admin.command("listShards")["shards"])
+        admin.command("split", ns, middle={"discussion_id": d, "seq": 4})
+        admin.command("moveChunk", ns, find={"discussion_id": d, "seq": 1}, to=shards[0])
+        admin.command("moveChunk", ns, find={"discussion_id": d, "seq": 4}, to=shards[1])
+    again = manager.post(discussion_id=d, author=author, text="same id", comment_id=first[0].id)
+    assert again.id != first[0].id and again.seq == 4
+    assert mongo_db.comments.count_documents({"_id": manager.doc_id(d, first[0].id)}) == 1
+    assert manager.get(discussion_id=d, comment_id=again.id).text == "same id"
+
+
 def test_chronological_order_holds_within_one_second(manager, author, monkeypatch):
     """Forty comments posted while the wall clock stands still keep their posting order."""
     frozen = datetime(2024, 5, 1, 12, 0, 0, 500_000, tzinfo=UTC)

@@ -128,7 +128,7 @@ def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones
     are created beside them, the old ones reported undeclared and dropped only with --prune (after
     `mongo_shard` refined the key on a cluster), and a changed TTL lifetime is rebuilt."""
     for collection, name in (("social_feed_items", "owner_date_1"), ("social_activities", "author_date_1"),
-                             ("comments", "discussion_hashed_id"), ("notifications", "r_id")):
+                             ("comments", "discussion_hashed_seq"), ("notifications", "r_id")):
         mongo_db[collection].drop_index(name)
     mongo_db.social_feed_items.create_index([("owner", 1), ("date", -1), ("aid", -1)], name="owner_date")
     mongo_db.social_activities.create_index([("author", 1), ("date", -1), ("_id", -1)], name="author_date")
@@ -137,7 +137,7 @@ def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones
     mongo_db.social_feed_items.create_index([("date", 1)], name="date_ttl", expireAfterSeconds=86_400)
     actions = ensure_indexes(mongo_db)
     assert {("social_feed_items", "owner_date_1"), ("social_activities", "author_date_1"),
-            ("comments", "discussion_hashed_id"), ("notifications", "r_id")} <= _actions(actions, "created")
+            ("comments", "discussion_hashed_seq"), ("notifications", "r_id")} <= _actions(actions, "created")
     assert _actions(actions, "rebuilt") == {("social_feed_items", "date_ttl")}
     assert _actions(actions, "undeclared") == {("social_feed_items", "owner_date"), ("social_activities", "author_date"),
                                               ("comments", "discussion_hashed")}
@@ -149,14 +149,16 @@ def test_a_store_built_with_the_single_value_shard_keys_gets_the_splittable_ones
 
 
 def test_indexes_given_the_shard_key_are_rebuilt_on_a_site_that_has_them_without_it(mongo_db):
-    """The threaded and hot indexes of comments and bucketed ranks end with `_id` (with
-    `discussion_id` first, the whole shard key, for a shard's filter to read from the keys): a store
-    made before has them under the same names without it, and `mongo_indexes` rebuilds them. The
-    embedded ranks are sharded on the hashed discussion alone: their indexes, made with `_id` by
-    the release before, are rebuilt without it."""
-    older = {("comments", "discussion_full_slug"): [("discussion_id", 1), ("full_slug", 1), ("seq", 1)],
-             ("comment_bucket_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)]}
-    with_id = {("comment_discussion_ranks", "discussion_sort_key"): [("discussion_id", 1), ("sort_key", 1), ("_id", 1)],
+    """The hot index of bucketed ranks ends with `_id` (with `discussion_id` first, the whole shard
+    key, for a shard's filter to read from the keys): a store made before has it under the same
+    name without it, and `mongo_indexes` rebuilds it. The embedded ranks are sharded on the hashed
+    discussion alone, and comments on the hashed discussion and `seq`, which their indexes hold
+    already: their indexes, made with `_id` by a release before, are rebuilt without it."""
+    older = {("comment_bucket_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1)]}
+    with_id = {("comments", "discussion_full_slug"): [("discussion_id", 1), ("full_slug", 1), ("seq", 1), ("_id", 1)],
+               ("comments", "discussion_status_author_seq"): [("discussion_id", 1), ("status", 1), ("author.id", 1),
+                                                              ("seq", 1), ("_id", 1)],
+               ("comment_discussion_ranks", "discussion_sort_key"): [("discussion_id", 1), ("sort_key", 1), ("_id", 1)],
                ("comment_discussion_ranks", "discussion_hot"): [("discussion_id", 1), ("hot", -1), ("seq", -1),
                                                                 ("_id", -1)]}
     for (collection, name), keys in {**older, **with_id}.items():

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import docstore
 from docstore.storage.raw import KeptDocuments
+from tests.docstore.layouts import as_key_layout_4
 
 PAGE = [{"$match": {"_id": "d"}},
         {"$project": {"_id": 0, "count": 1, "third": {"$arrayElemAt": ["$comments", 2]},
@@ -111,6 +112,7 @@ def _as_before_generations(path, tables, *, whole_file: bool = False) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
         conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
     if whole_file:
+        as_key_layout_4(conn)
         conn.execute("PRAGMA user_version=0")
     conn.commit()
     conn.close()

@@ -13,6 +13,7 @@ from pymongo.errors import CursorNotFound, DuplicateKeyError, OperationFailure, 
 
 import docstore
 from docstore.storage.store import SCHEMA_VERSION, NewerFile
+from tests.docstore.layouts import as_key_layout_4
 
 
 @pytest.fixture
@@ -51,6 +52,7 @@ def test_an_old_file_is_upgraded_once_when_opened(path):
     for table in tables:  # as the engine's version before `gen` left the file
         conn.execute(f"DROP TRIGGER IF EXISTS g{table}")
         conn.execute(f"ALTER TABLE {table} DROP COLUMN gen")
+    as_key_layout_4(conn)
     conn.execute("PRAGMA user_version=0")
     conn.commit()
     conn.close()
