@@ -102,7 +102,7 @@ def main(strategies) -> None:
             post(n)
         profile.disable()
         calls = pstats.Stats(profile).total_calls / 50
-        where = f" ({procs} processes x {threads} threads)" if procs * threads > 1 else ""
+        where = f" ({procs} process{'es' * (procs > 1)} x {threads} threads)" if procs * threads > 1 else ""
         print(f"{storage}: CPU {cpu:.2f} ms/post{where}, commands/post {sum(commands.sent.values()) / 10:.1f}, "
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
