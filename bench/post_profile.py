@@ -2,18 +2,29 @@
 Python function calls per post (the figures in docs/comments.md, "What a whole post sends").
 
     .venv/bin/python bench/post_profile.py [STRATEGY ... | floor]     (SIZE=2000 N=200 by default)
+    PROCS=2 THREADS=4 .venv/bin/python bench/post_profile.py document  (the N posts from 2 processes x 4 threads)
 
 A throw-away site with the load run's settings (DEBUG off, rate limits and the duplicate-text
 check off, no broker: the consequences run in the request, as `make bench-load` runs them) is
 seeded as the load run seeds it (`bench.load.seed_ours`: a discussion per strategy, the embedded
 one a comment short of COMMENTS_EMBEDDED_AUTO_MIGRATE_AT, so that its first post moves it, and a
-poster with an API token); then `POST /api/topics/{slug}/comments/` goes through Django's test
-client with the token (the whole middleware stack, DRF's token authentication, parsing, the
-service, its tasks, the rendered answer), a new text each time. Per strategy, after 20 posts of
+poster with an API token) and then started as a served worker starts (cms_site.startup.start:
+what it loaded moved out of the garbage collector's reach, gc.freeze, so a full collection does not
+walk the seeding's objects in the middle of the measured posts); then
+`POST /api/topics/{slug}/comments/` goes through Django's test client with the token (the whole
+middleware stack, DRF's token authentication, parsing, the service, its tasks, the rendered
+answer), a new text each time. Per strategy, after 20 posts of
 warm-up: the commands of 10 posts by name and collection (pymongo's command monitoring), the
 CPU time of this process over N posts (time.process_time: other work on the machine does not
 count, unlike wall time), and the Python calls of 50 posts (cProfile's count: the same on every
 run of the same code, where CPU time moves with the machine's load).
+
+`PROCS` and `THREADS` (1 and 1 by default) send the N timed posts from PROCS processes forked from
+this one, each posting from THREADS threads with a test client of its own, into the one store, as
+`make serve`'s workers and their threads post under the load run (`make bench-load`: 2 x 4); the
+CPU per post is then the children's own CPU time (user + system, os.times) over their posts. Set
+beside PROCS=1 THREADS=1 in the same run of the machine, it tells what serving in parallel adds to
+a post's CPU apart from the serving stack (docs/benchmarks.md, "Served against in process").
 
 `floor` measures the same POST, with the same token and JSON body, through the same
 middleware, DRF authentication, permission, throttle and parser, into a throw-away view of
@@ -30,6 +41,7 @@ import os
 import pstats
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -54,14 +66,18 @@ def main(strategies) -> None:
 
     ensure_indexes()
     seeded = seed_ours(int(os.environ.get("SIZE", "2000")))
+    from cms_site.startup import start
+
+    start()  # as a served worker starts: the module docstring
     rounds = int(os.environ.get("N", "200"))
+    procs, threads = int(os.environ.get("PROCS", "1")), int(os.environ.get("THREADS", "1"))
     client, auth = Client(), {"HTTP_AUTHORIZATION": f"Token {seeded['token']}"}
     if "floor" in strategies:
         _mount_floor()
     for storage in strategies:
         path = "/floor/" if storage == "floor" else f"/api/topics/{seeded['topics'][storage]}/comments/"
 
-        def post(n: int, path=path) -> None:
+        def post(n: int, path=path, client=client) -> None:
             body = json.dumps({"text": f"a new text {uuid.uuid4().hex} {n}"})
             answer = client.post(path, data=body, content_type="application/json", **auth)
             assert answer.status_code == 201, (answer.status_code, answer.content[:300])
@@ -73,20 +89,80 @@ def main(strategies) -> None:
         for n in range(10):
             post(n)
         commands.on = False
-        started = time.process_time()
-        for n in range(rounds):
-            post(n)
-        cpu = (time.process_time() - started) / rounds * 1000
+        if procs == 1 and threads == 1:
+            started = time.process_time()
+            for n in range(rounds):
+                post(n)
+            cpu = (time.process_time() - started) / rounds * 1000
+        else:
+            cpu = parallel_cpu(lambda n: post(n, client=Client()), rounds, procs=procs, threads=threads)
         profile = cProfile.Profile()
         profile.enable()
         for n in range(50):
             post(n)
         profile.disable()
         calls = pstats.Stats(profile).total_calls / 50
-        print(f"{storage}: CPU {cpu:.2f} ms/post, commands/post {sum(commands.sent.values()) / 10:.1f}, "
+        where = f" ({procs} process{'es' * (procs > 1)} x {threads} threads)" if procs * threads > 1 else ""
+        print(f"{storage}: CPU {cpu:.2f} ms/post{where}, commands/post {sum(commands.sent.values()) / 10:.1f}, "
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
             print(f"    {name} {collection}: {n / 10:g}")
+
+
+def parallel_cpu(post, rounds: int, *, procs: int, threads: int) -> float:
+    """CPU ms per post of about `rounds` calls of `post(n)` (each makes its own test client) from
+    `procs` processes forked from this one, each calling it from `threads` threads at once: the
+    children's own CPU time (user + system, os.times), summed, over the posts they made. A post
+    that fails fails the measurement."""
+    from django.db import connections
+
+    connections.close_all()  # a SQLite connection is not carried across fork() (each child opens its own)
+    each = max(1, rounds // (procs * threads))
+    read, write = os.pipe()
+    children = []
+    for _ in range(procs):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's figure reaches the parent through the pipe
+            code = 1
+            try:
+                os.close(read)
+                code = _post_in_threads(post, each, threads, write)
+            finally:
+                os._exit(code)
+        children.append(pid)
+    os.close(write)
+    failures = sum(os.waitpid(pid, 0)[1] != 0 for pid in children)
+    with os.fdopen(read) as answers:
+        used = sum(float(line) for line in answers.read().split())
+    if failures:
+        raise RuntimeError(f"{failures} of {procs} posting processes failed")
+    return used / (each * procs * threads) * 1000
+
+
+def _post_in_threads(post, each: int, threads: int, write: int) -> int:
+    """In a child of `parallel_cpu`: `each` posts from each of `threads` threads; its CPU seconds
+    written to `write`; the exit code (1: a post failed, nothing written)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for n in range(each):
+                post(n)
+        except BaseException as exc:
+            failed.append(exc)
+
+    started = os.times()
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    ended = os.times()
+    if failed:
+        sys.stderr.write(f"post_profile: a post failed: {failed[0]!r}\n")
+        return 1
+    os.write(write, f"{ended.user - started.user + ended.system - started.system}\n".encode())
+    return 0
 
 
 def set_up_django(*, store: str, work: str, db_name: str) -> None:
