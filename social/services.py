@@ -480,6 +480,18 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
     return True
 
 
+def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | None) -> bool:
+    """The task behind `comment_posted` (`social.comment_posted`): the comment's activity
+    (`activity_comment_record`), then its author's commenter pair (`commenters_refresh`; none for
+    an author without an account id). One task for the two steps of one post, so a post enqueues
+    one social task, not two: each step is idempotent, so a retry of the task after either step
+    failed repeats nothing. False when the activity was not recorded (topic or comment gone)."""
+    recorded = activity_comment_record(topic_id=topic_id, comment_id=comment_id)
+    if author_id:
+        commenters_refresh(topic_id=topic_id, author_id=author_id)
+    return recorded
+
+
 def commenters_refresh(*, topic_id: int, author_id: int) -> bool:
     """The consequence task of a comment write that can change whether `author_id` has a visible
     comment in the topic (a post, a status change, a deletion, an import): the pair of
