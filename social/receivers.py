@@ -16,8 +16,9 @@ def on_topic_published(sender, topic, **kwargs):
 
 
 def on_comment_posted(sender, topic, comment, author, **kwargs):
-    tasks.activity_comment.delay(topic.pk, comment.id)
-    _commenters(topic, [comment])
+    """One task for a post's activity and its author's commenter pair (`social.comment_posted`)."""
+    author_id = comment.author.id if comment.author is not None and comment.author.id else None
+    tasks.comment_posted.delay(topic.pk, comment.id, author_id)
 
 
 def on_comment_changed(sender, topic, comment, **kwargs):

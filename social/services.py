@@ -301,7 +301,9 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
 
     Cost: the log read, the list heads, then per batch of 1,000 followers one presence read,
     one mute read and the strategy's writes. An author above FEED_PUSH_LIMIT costs 3 round trips,
-    an author without followers 2 (the heads and the pulled mark's removal).
+    an author whose followers all left 2 (the head and the pulled mark's removal), an author nobody
+    ever followed 1 (the head). With the activity lent by the post that recorded it (core.lending),
+    one round trip fewer.
     """
     feed = get_feed()
     if feed.name == "read":
@@ -310,16 +312,22 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     if activity is None:
         return 0  # the activity was removed before delivery
     lists, pulled = FollowListManager(), PulledAuthorManager()
-    followers = lists.delivery_count(owner=activity.actor_id, kind=FOLLOWERS)
+    head = lists.delivery_head(owner=activity.actor_id, kind=FOLLOWERS)
+    followers = head.count
     if followers is not None and followers > settings.FEED_PUSH_LIMIT:
         pulled.mark(author=activity.actor_id, followers=followers, at=now_ms())
         return 0
-    pulled.unmark(author=activity.actor_id)
+    if head.listed:
+        # Only a delivery that read a head counting more than FEED_PUSH_LIMIT marks its author, and a
+        # head goes only with its account (`user_forget` drops the lists, then the mark) or for a
+        # moment inside `FollowListManager.replace` (which writes it again): an author without a
+        # followers head (nobody ever followed them: most posts) has no mark to remove.
+        pulled.unmark(author=activity.actor_id)
     if followers == 0:
         # Nobody to deliver to: no read of the list's ids. A head without continuations never says 0
         # while it holds ids (an id and its count are one write, FollowListManager.append; an unfollow
         # pulls the id before it lowers the count, `remove`); with continuations the count can lag an
-        # append, and `delivery_count` says None. A follow that lands after this read brings the
+        # append, and `delivery_head` says None. A follow that lands after this read brings the
         # activity through its backfill (feed_backfill).
         return 0
     presence, mutes, cutoff = PresenceManager(), MuteManager(), _active_cutoff()
@@ -470,6 +478,18 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
         return False
     activity_comment_posted(topic=topic, comment=comment, author=author)
     return True
+
+
+def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | None) -> bool:
+    """The task behind `comment_posted` (`social.comment_posted`): the comment's activity
+    (`activity_comment_record`), then its author's commenter pair (`commenters_refresh`; none for
+    an author without an account id). One task for the two steps of one post, so a post enqueues
+    one social task, not two: each step is idempotent, so a retry of the task after either step
+    failed repeats nothing. False when the activity was not recorded (topic or comment gone)."""
+    recorded = activity_comment_record(topic_id=topic_id, comment_id=comment_id)
+    if author_id:
+        commenters_refresh(topic_id=topic_id, author_id=author_id)
+    return recorded
 
 
 def commenters_refresh(*, topic_id: int, author_id: int) -> bool:

@@ -15,6 +15,14 @@ def activity_deliver(activity_id: str, author_id: int | None = None) -> int:
     return services.activity_deliver(activity_id=str(activity_id), author_id=None if author_id is None else int(author_id))
 
 
+@shared_task(base=DeliveryTask, name="social.comment_posted")
+def comment_posted(topic_id: int, comment_id: str, author_id: int | None = None) -> bool:
+    return services.comment_posted_record(topic_id=int(topic_id), comment_id=str(comment_id),
+                                          author_id=None if author_id is None else int(author_id))
+
+
+# A post's two steps as tasks of their own: what a post enqueued before `comment_posted` (messages
+# still queued when a site upgrades run as they were sent).
 @shared_task(base=DeliveryTask, name="social.activity_comment")
 def activity_comment(topic_id: int, comment_id: str) -> bool:
     return services.activity_comment_record(topic_id=int(topic_id), comment_id=str(comment_id))

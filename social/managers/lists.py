@@ -62,6 +62,14 @@ def ids_per_doc() -> int:
 
 
 @dataclass(frozen=True)
+class DeliveryHead:
+    """A list's head as a delivery reads it (`FollowListManager.delivery_head`)."""
+
+    count: int | None  # None: the head says 0 but has continuations (only the ids tell)
+    listed: bool  # whether the list has a head at all (False: nobody was ever in it, or its owner is gone)
+
+
+@dataclass(frozen=True)
 class IdPage:
     ids: list[int]  # newest first
     count: int  # the list's total
@@ -233,17 +241,20 @@ class FollowListManager(MongoManager):
         found = {h["kind"]: max(0, h.get("count", 0)) for h in heads}
         return {k: found.get(k, 0) for k in KINDS}
 
-    def delivery_count(self, *, owner: int, kind: str) -> int | None:
-        """The head's count of `owner`'s `kind` list for a delivery, without the ids; None when it
-        says 0 while the list has continuation documents: an append to a continuation raises the
-        head's count in a second write (`append`), which a stopped process may not have made, so
-        only the ids tell then."""
+    def delivery_head(self, *, owner: int, kind: str) -> DeliveryHead:
+        """What a delivery reads of the head of `owner`'s `kind` list, without the ids: its count
+        (None when it says 0 while the list has continuation documents: an append to a
+        continuation raises the head's count in a second write (`append`), which a stopped process
+        may not have made, so only the ids tell then), and whether there is a head at all. A head
+        is written by the first append and stays (a list emptied keeps it at count 0); only
+        `drop_owner` (an account's deletion) removes it for good, and `replace()` writes again the
+        heads it deletes."""
         head = self.collection.find_one({"_id": self.head_id(owner, kind), "owner": owner},
                                         {"count": 1, "tbc": {"$slice": 1}})
         if head is None:
-            return 0
+            return DeliveryHead(count=0, listed=False)
         count = max(0, head.get("count", 0))
-        return None if not count and head.get("tbc") else count
+        return DeliveryHead(count=None if not count and head.get("tbc") else count, listed=True)
 
     def page(self, *, owner: int, kind: str, skip: int, limit: int) -> IdPage:
         """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most,

@@ -105,8 +105,7 @@ def queued_notifications():
 
     with mock.patch.object(tasks.notify_comment, "delay"), mock.patch.object(tasks.notify_like, "delay"), \
             mock.patch.object(search_tasks.comment_search_sync, "delay"), \
-            mock.patch.object(social_tasks.activity_comment, "delay"), \
-            mock.patch.object(social_tasks.commenters_refresh, "delay"):
+            mock.patch.object(social_tasks.comment_posted, "delay"):
         yield
 
 

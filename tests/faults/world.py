@@ -193,6 +193,12 @@ def check_invariants(world: World, checked: Checked) -> list[str]:
     visible = sorted(c.id for c in comments if c.status == "visible")
     found = sorted(h.hit.comment_id for h in comment_search(q="lorem", page_size=100)[0])
     checked.check("search", found == visible, f"search finds {found}, visible {visible}", failures)
+    # The commenter pairs ("N people you follow commented") name the authors of visible comments, no others.
+    from social.managers.commenters import DiscussionCommenterManager
+
+    paired = sorted(author for author, _ in DiscussionCommenterManager().pairs(discussion_id=topic.discussion_id))
+    commenters = sorted({c.author.id for c in comments if c.status == "visible" and c.author and c.author.id})
+    checked.check("commenter pairs", paired == commenters, f"pairs {paired}, visible authors {commenters}", failures)
     # Likes equal the like edges.
     edges = CommentLikeManager().active_likes(discussion_id=topic.discussion_id)
     for c in comments:

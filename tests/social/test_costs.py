@@ -96,6 +96,18 @@ def test_fan_out_on_write_is_batched_and_deferred(settings, counter, make_user, 
     assert deferred.round_trips == 5 + 3 * (2 + per_batch)
 
 
+@pytest.mark.parametrize("strategy", ["write", "bucket"])
+def test_delivery_of_an_author_nobody_followed_reads_the_head_alone(settings, counter, make_user, strategy):
+    settings.FEED_STRATEGY = strategy
+    loner = make_user("loner")
+    with mock.patch.object(tasks.activity_deliver, "delay"):
+        stored = services.activity_record(activity=activity(loner))
+    with counter.measure() as deferred:
+        assert tasks.activity_deliver.apply(args=(stored.id, stored.actor_id)).result == 0
+    # the log read and the followers head (there is none): no pulled mark to remove, as none was ever written
+    assert deferred.round_trips == 2
+
+
 # read: mutes, following, log; write and bucket: the pulled-author registry, then the pushed page.
 @pytest.mark.parametrize("strategy, expected", [("read", 3), ("write", 2), ("bucket", 2)])
 def test_feed_pages_cost_the_same_at_any_depth(settings, counter, make_user, strategy, expected):

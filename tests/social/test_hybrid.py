@@ -61,6 +61,22 @@ def test_a_large_author_is_pulled_and_merged_in_order(push_strategy, make_user, 
         assert [a.id for a in walk(fan, size)] == expected, size
 
 
+def test_a_pulled_author_whose_followers_left_is_pushed_again(push_strategy, make_user, mongo_db):
+    star, fan = make_user("star"), make_user("fan")
+    others = [make_user(), make_user()]
+    for u in [fan, *others]:
+        services.follow_create(follower=u, followee=star)  # 3 followers > FEED_PUSH_LIMIT
+    publish(star, "big")
+    assert PulledAuthorManager().all_ids() == [star.pk]
+    for u in others:
+        services.follow_delete(follower=u, followee=star)  # 1 follower: the head stays, at a lower count
+    late = publish(star, "small again")
+    assert PulledAuthorManager().all_ids() == []  # unmarked by the delivery that read the head
+    if push_strategy == "write":
+        assert [d["_id"] for d in mongo_db[FanoutOnWriteFeed.collection_name].find({"author": star.pk}, {"_id": 1})]
+    assert late.id in [a.id for a in walk(fan, 5)]
+
+
 def test_an_activity_pushed_before_its_author_grew_is_shown_once(push_strategy, settings, make_user):
     settings.FEED_PUSH_LIMIT = 100
     star, fan = make_user("star"), make_user("fan")

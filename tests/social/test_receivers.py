@@ -28,3 +28,30 @@ def test_topics_and_comments_reach_followers_feeds(settings, make_user, editor, 
     # The writer's profile shows their own activity, and the API their credits.
     assert [a.type for a in selectors.activity_by_user(user=writer).items] == ["comment", "comment"]
     assert selectors.profile_get(user=writer, with_credits=True).credits.posts == 1
+
+
+@pytest.mark.parametrize("storage", ["document", "bucketed", "embedded"])
+def test_a_post_sends_one_social_task_for_its_activity_and_commenter_pair(monkeypatch, api_client, make_user,
+                                                                          make_topic, storage):
+    from celery.app.task import Task
+
+    from social.managers.commenters import DiscussionCommenterManager
+
+    sent = []
+    send = Task.apply_async
+
+    def recorded(task, args=None, kwargs=None, **options):
+        sent.append(task.name)
+        return send(task, args, kwargs, **options)
+
+    monkeypatch.setattr(Task, "apply_async", recorded)
+    topic, writer = make_topic(storage), make_user("writer")
+    api_client.force_authenticate(writer)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "Hello there"}, format="json")
+    assert answer.status_code == 201, answer.content
+    # the post's social task, and the delivery it queues once the activity is logged
+    assert [name for name in sent if name.startswith("social.")] == ["social.comment_posted", "social.activity_deliver"]
+    assert [(a.type, a.comment_id) for a in selectors.activity_by_user(user=writer).items] == [
+        ("comment", answer.json()["id"])]
+    pairs = DiscussionCommenterManager().of(discussion_ids=[topic.discussion_id], authors=[writer.pk])
+    assert list(pairs.get(topic.discussion_id, {})) == [writer.pk]
