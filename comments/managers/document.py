@@ -96,10 +96,6 @@ from core.mongo import on_a_cluster
 from core.paging import Page, PageRequest
 
 _ID_ATTEMPTS = 8
-# Comments a discussion holds before it may need a second chunk (128 MiB, MongoDB's default chunk
-# size, over about 380 stored bytes a comment: some 350,000), with room: past it, on a cluster, a
-# post checks its id across the discussion's shards (`_taken_elsewhere`).
-ONE_CHUNK = 100_000
 
 _SORTS = {
     CHRONOLOGICAL: [("seq", ASCENDING)],
@@ -249,14 +245,26 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
 
     def _taken_elsewhere(self, comment: Comment) -> dict | None:
         """The stored comment holding `comment`'s id (its `seq`) where the insert's unique `_id` may
-        not see it, else None without a read. MongoDB enforces `_id` per shard, and comments are
-        sharded on the hashed discussion and `seq`: a discussion past one chunk may keep its comments
-        on several shards, and an id drawn twice there would be stored twice. So on a cluster, past
-        ONE_CHUNK comments, a post looks for its id first (one read, targeted at the discussion's
-        shards by `_id`); below that, or on one node, the insert's duplicate key is the check."""
-        if comment.seq <= ONE_CHUNK or not on_a_cluster():
+        not see it, else None without a read. MongoDB enforces a unique index per shard only (manual,
+        "Unique Indexes" on sharded collections), and comments are sharded on the hashed discussion
+        and `seq`: chunk bounds fall wherever the data puts them, so any discussion's comments may sit
+        on two shards, where an id drawn twice would be stored twice. So on a cluster a post looks for
+        its id first (one read, targeted at the discussion's shards by `_id`); on one node the
+        insert's duplicate key is the check."""
+        if not on_a_cluster():
             return None
         return self.collection.find_one(self._key(comment.discussion_id, comment.id), {"seq": 1})
+
+    def _first_taken(self, discussion_id: int, comments: list[Comment]) -> int | None:
+        """The position of the first of `comments` whose id the discussion holds already, on a
+        cluster (one read for the batch, targeted at the discussion's shards); None when none is,
+        or on one node, where the insert's duplicate key tells (`_taken_elsewhere`)."""
+        if not comments or not on_a_cluster():
+            return None
+        taken = {d["_id"] for d in self.collection.find(
+            {"_id": {"$in": [self.doc_id(discussion_id, c.id) for c in comments]}, "discussion_id": discussion_id},
+            {"_id": 1})}
+        return next((i for i, c in enumerate(comments) if self.doc_id(discussion_id, c.id) in taken), None)
 
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
@@ -281,6 +289,8 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     def append(self, comment, *, threaded=False):
         if comment.status != VISIBLE:  # the hint first: never behind the comments
             self._hint_upsert(comment.discussion_id, {"$set": {"moderated": True}})
+        if self._first_taken(comment.discussion_id, [comment]) is not None:
+            raise DuplicateComment(f"discussion {comment.discussion_id} holds a comment {comment.id}")
         comment.seq = self.next_seq(comment.discussion_id, [comment.id])
         try:
             self.collection.insert_one(self._to_document(comment))
@@ -294,6 +304,12 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         discussion_id = comments[0].discussion_id
         if any(c.status != VISIBLE for c in comments):  # the hint first: never behind the comments
             self._hint_upsert(discussion_id, {"$set": {"moderated": True}})
+        taken = self._first_taken(discussion_id, comments)
+        if taken is not None:  # what an ordered insert does at a duplicate: store those before it
+            stored = self.append_many(comments[:taken], threaded=threaded) if taken else 0
+            duplicate = DuplicateComment(f"discussion {discussion_id} holds a comment {comments[taken].id}")
+            duplicate.stored = stored
+            raise duplicate
         first = self.next_seq(discussion_id, [c.id for c in comments]) - len(comments) + 1
         for offset, comment in enumerate(comments):
             comment.seq = first + offset

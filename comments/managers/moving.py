@@ -77,9 +77,17 @@ class DocumentMoving:
                         exc.details.get("writeConcernErrors"):
                     raise
             return len(comments)
-        # An upsert names the whole shard key (`seq` with the discussion): MongoDB targets it by that.
-        self.collection.bulk_write([ReplaceOne({**self._key(discussion_id, c.id), "seq": c.seq}, self._to_document(c),
-                                               upsert=True) for c in comments], ordered=False)
+        # An upsert names the whole shard key (`seq` with the discussion): MongoDB targets it by that,
+        # and a replacement that changes `seq` must name the stored value (manual, "Change a Document's
+        # Shard Key Value": the full current shard key in the filter, in a retryable write). So the
+        # stored numbers are read first (one read for the batch): a comment stored already is
+        # replaced under its stored number, a new one inserted under its own.
+        stored = {d["_id"]: d["seq"] for d in self.collection.find(
+            {"_id": {"$in": [self.doc_id(discussion_id, c.id) for c in comments]}, "discussion_id": discussion_id},
+            {"seq": 1})}
+        self.collection.bulk_write([ReplaceOne(
+            {**self._key(discussion_id, c.id), "seq": stored.get(self.doc_id(discussion_id, c.id), c.seq)},
+            self._to_document(c), upsert=True) for c in comments], ordered=False)
         return len(comments)
 
     def drop_some(self, *, discussion_id: int, limit: int) -> int:

@@ -42,7 +42,7 @@ def test_a_page_of_a_discussion_is_targeted_and_posting_writes_by_key(result):
         assert page["ops"] > 0 and page["targeted_share"] == 1.0, page
         assert sum(page["per_shard"].values()) == page["ops"]  # each targeted operation on one shard
         comments = row["collections"]["comments"]
-        assert comments["key"] == {"discussion_id": "hashed", "_id": 1}
+        assert comments["key"] == {"discussion_id": "hashed", "seq": 1}
         assert comments["chunks"] >= 2 * shards  # the hashed key's presplit, two chunks per shard, then splits
         assert sum(comments["per_shard"].values()) == comments["docs"]
 

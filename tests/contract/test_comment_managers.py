@@ -28,6 +28,7 @@ from comments.managers.base import (
     VISIBLE,
     Author,
     CommentManager,
+    DuplicateComment,
 )
 from core.mongo import on_a_cluster
 from core.paging import PageRequest
@@ -190,28 +191,69 @@ def test_an_import_of_older_comments_is_numbered_in_posting_order_again(manager,
     assert counts == {5}
 
 
-def test_an_id_drawn_twice_is_drawn_again_even_on_another_shard(mongo_db, author, monkeypatch):
-    """The document strategy: a post whose random id the discussion holds already takes another one.
-    On a cluster MongoDB enforces `_id` per shard, and comments are sharded on the hashed discussion
-    and `seq`: here the discussion's comments from number 4 on sit on another shard than its first
-    ones (as a discussion past one chunk may), where the insert alone would store the id twice."""
-    from comments.managers import document
-    from comments.managers.document import DocumentCommentManager
-
-    monkeypatch.setattr(document, "ONE_CHUNK", 3)  # past it, a post checks its id across shards
-    manager = DocumentCommentManager(db=mongo_db)
-    d = new_discussion_id()
-    first = post_tree(manager, d, [None, None, None], threaded=False)
+def _split_after_three(mongo_db, d):
+    """On a cluster: the document strategy's comments of discussion `d` from number 4 on moved to
+    another shard than its first three (chunk bounds fall wherever the data puts them, inside any
+    discussion), where MongoDB's per-shard unique `_id` does not see the first three."""
     if on_a_cluster():
         admin, ns = mongo_db.client.admin, f"{mongo_db.name}.comments"
         shards = sorted(s["_id"] for s in admin.command("listShards")["shards"])
         admin.command("split", ns, middle={"discussion_id": d, "seq": 4})
         admin.command("moveChunk", ns, find={"discussion_id": d, "seq": 1}, to=shards[0])
         admin.command("moveChunk", ns, find={"discussion_id": d, "seq": 4}, to=shards[1])
+
+
+def test_an_id_drawn_twice_is_drawn_again_even_on_another_shard(mongo_db, author):
+    """The document strategy: a post whose random id the discussion holds already takes another one,
+    also where the insert alone would store the id twice (`_split_after_three`)."""
+    from comments.managers.document import DocumentCommentManager
+
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    first = post_tree(manager, d, [None, None, None], threaded=False)
+    _split_after_three(mongo_db, d)
     again = manager.post(discussion_id=d, author=author, text="same id", comment_id=first[0].id)
     assert again.id != first[0].id and again.seq == 4
     assert mongo_db.comments.count_documents({"_id": manager.doc_id(d, first[0].id)}) == 1
     assert manager.get(discussion_id=d, comment_id=again.id).text == "same id"
+
+
+def test_an_imported_id_the_discussion_holds_is_refused_even_on_another_shard(mongo_db, author):
+    """The document strategy: appending (an import) a comment whose id the discussion holds is
+    refused as taken, one or in a batch (those before it stored), also across shards."""
+    from comments.managers.document import DocumentCommentManager
+    from comments.managers.fields import new_comment
+
+    manager = DocumentCommentManager(db=mongo_db)
+    d = new_discussion_id()
+    first = post_tree(manager, d, [None, None, None], threaded=False)
+    _split_after_three(mongo_db, d)
+
+    def imported(cid):
+        return new_comment(discussion_id=d, comment_id=cid, author=author, text=f"imported {cid}", parent=None)
+
+    with pytest.raises(DuplicateComment):
+        manager.append(imported(first[1].id))
+    with pytest.raises(DuplicateComment) as refused:
+        manager.append_many([imported("newone01"), imported(first[2].id), imported("newone02")])
+    assert refused.value.stored == 1
+    for comment in first:
+        assert mongo_db.comments.count_documents({"_id": manager.doc_id(d, comment.id)}) == 1
+    assert manager.get(discussion_id=d, comment_id="newone01").text == "imported newone01"
+    assert manager.get(discussion_id=d, comment_id="newone02") is None
+
+
+def test_a_comment_imported_again_under_another_number_replaces_its_copy(manager, author):
+    """`import_comments` (a move's replay) stores a comment again under the number the source gives
+    it now: the stored copy is replaced, never doubled, also where that number is part of the shard
+    key (the document strategy's: the write names the number stored)."""
+    d = new_discussion_id()
+    posted = post_tree(manager, d, [None, None], threaded=False)
+    renumbered = replace(posted[0], seq=posted[1].seq + 1, text="renumbered")
+    manager.import_comments(discussion_id=d, comments=[renumbered])
+    copy = manager.get(discussion_id=d, comment_id=posted[0].id)
+    assert copy.text == "renumbered" and copy.seq == posted[1].seq + 1
+    assert [c.id for c in manager.export_by_ids(discussion_id=d, ids=[posted[0].id])] == [posted[0].id]
 
 
 def test_chronological_order_holds_within_one_second(manager, author, monkeypatch):

@@ -201,7 +201,11 @@ def test_a_sorted_push_before_the_last_elements_in_place_does_what_the_general_p
 
 
 def _same_both_ways(monkeypatch, indexed_pairs, doc, filter, update, other):
+    """The update on the general path (the in-place writer switched off: an index reading the pushed
+    array takes the in-place path whatever the document's size), then in place: the same reply,
+    index entries and change event."""
     outcomes = []
+    in_place = surface.Collection._update_in_place
     for collection, smallest in zip(indexed_pairs[other], (1 << 40, 0), strict=True):
         collection.delete_many({})
         try:
@@ -210,6 +214,8 @@ def _same_both_ways(monkeypatch, indexed_pairs, doc, filter, update, other):
             outcomes.append(("insert refused", exc.code))
             continue
         monkeypatch.setattr(surface, "IN_PLACE_SMALLEST", smallest)
+        monkeypatch.setattr(surface.Collection, "_update_in_place",
+                            in_place if smallest == 0 else (lambda self, *args, **kwargs: None))
         with collection.watch(max_await_time_ms=1) as stream:
             outcome = _outcome(collection, collection.update_one, filter, update)
             change = stream.try_next()
