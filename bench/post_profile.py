@@ -71,6 +71,7 @@ def main(strategies) -> None:
     start()  # as a served worker starts: the module docstring
     rounds = int(os.environ.get("N", "200"))
     procs, threads = int(os.environ.get("PROCS", "1")), int(os.environ.get("THREADS", "1"))
+    forked = "PROCS" in os.environ or "THREADS" in os.environ  # PROCS=1 THREADS=1 too: the same fork path
     client, auth = Client(), {"HTTP_AUTHORIZATION": f"Token {seeded['token']}"}
     if "floor" in strategies:
         _mount_floor()
@@ -89,29 +90,30 @@ def main(strategies) -> None:
         for n in range(10):
             post(n)
         commands.on = False
-        if procs == 1 and threads == 1:
+        if not forked:
             started = time.process_time()
             for n in range(rounds):
                 post(n)
             cpu = (time.process_time() - started) / rounds * 1000
         else:
-            cpu = parallel_cpu(lambda n: post(n, client=Client()), rounds, procs=procs, threads=threads)
+            cpu = parallel_cpu(post, Client, rounds, procs=procs, threads=threads)
         profile = cProfile.Profile()
         profile.enable()
         for n in range(50):
             post(n)
         profile.disable()
         calls = pstats.Stats(profile).total_calls / 50
-        where = f" ({procs} process{'es' * (procs > 1)} x {threads} threads)" if procs * threads > 1 else ""
+        where = f" ({procs} process{'es' * (procs > 1)} x {threads} thread{'s' * (threads > 1)})" if forked else ""
         print(f"{storage}: CPU {cpu:.2f} ms/post{where}, commands/post {sum(commands.sent.values()) / 10:.1f}, "
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
             print(f"    {name} {collection}: {n / 10:g}")
 
 
-def parallel_cpu(post, rounds: int, *, procs: int, threads: int) -> float:
-    """CPU ms per post of about `rounds` calls of `post(n)` (each makes its own test client) from
-    `procs` processes forked from this one, each calling it from `threads` threads at once: the
+def parallel_cpu(post, make_client, rounds: int, *, procs: int, threads: int) -> float:
+    """CPU ms per post of about `rounds` calls of `post(n, client=...)` from `procs` processes forked
+    from this one, each calling it from `threads` threads at once, each thread with the client
+    `make_client()` made for it before its posts (as a served worker's thread keeps its handler): the
     children's own CPU time (user + system, os.times), summed, over the posts they made. A post
     that fails fails the measurement."""
     from django.db import connections
@@ -126,7 +128,7 @@ def parallel_cpu(post, rounds: int, *, procs: int, threads: int) -> float:
             code = 1
             try:
                 os.close(read)
-                code = _post_in_threads(post, each, threads, write)
+                code = _post_in_threads(post, make_client, each, threads, write)
             finally:
                 os._exit(code)
         children.append(pid)
@@ -139,20 +141,22 @@ def parallel_cpu(post, rounds: int, *, procs: int, threads: int) -> float:
     return used / (each * procs * threads) * 1000
 
 
-def _post_in_threads(post, each: int, threads: int, write: int) -> int:
+def _post_in_threads(post, make_client, each: int, threads: int, write: int) -> int:
     """In a child of `parallel_cpu`: `each` posts from each of `threads` threads; its CPU seconds
     written to `write`; the exit code (1: a post failed, nothing written)."""
     failed: list[BaseException] = []
 
-    def run() -> None:
+    clients = [make_client() for _ in range(threads)]
+
+    def run(client) -> None:
         try:
             for n in range(each):
-                post(n)
+                post(n, client=client)
         except BaseException as exc:
             failed.append(exc)
 
     started = os.times()
-    workers = [threading.Thread(target=run) for _ in range(threads)]
+    workers = [threading.Thread(target=run, args=(client,)) for client in clients]
     for worker in workers:
         worker.start()
     for worker in workers:

@@ -481,15 +481,17 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
 
 
 def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | None) -> bool:
-    """The task behind `comment_posted` (`social.comment_posted`): the comment's activity
-    (`activity_comment_record`), then its author's commenter pair (`commenters_refresh`; none for
-    an author without an account id). One task for the two steps of one post, so a post enqueues
-    one social task, not two: each step is idempotent, so a retry of the task after either step
-    failed repeats nothing. False when the activity was not recorded (topic or comment gone)."""
-    recorded = activity_comment_record(topic_id=topic_id, comment_id=comment_id)
+    """The task behind `comment_posted` (`social.comment_posted`): its author's commenter pair
+    (`commenters_refresh`; none for an author without an account id), then the comment's activity
+    (`activity_comment_record`). One task for the two steps of one post, so a post enqueues one
+    social task, not two. The pair comes first: it is idempotent and enqueues nothing, so a retry
+    after it failed has delivered nothing yet; a retry after the activity step failed writes the
+    pair again (the same value) and records the activity as that step's own retry always did (it
+    announces the activity again; a retried `bucket` delivery may store it twice, docs/social.md).
+    False when the activity was not recorded (topic or comment gone)."""
     if author_id:
         commenters_refresh(topic_id=topic_id, author_id=author_id)
-    return recorded
+    return activity_comment_record(topic_id=topic_id, comment_id=comment_id)
 
 
 def commenters_refresh(*, topic_id: int, author_id: int) -> bool:

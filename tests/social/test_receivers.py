@@ -55,3 +55,31 @@ def test_a_post_sends_one_social_task_for_its_activity_and_commenter_pair(monkey
         ("comment", answer.json()["id"])]
     pairs = DiscussionCommenterManager().of(discussion_ids=[topic.discussion_id], authors=[writer.pk])
     assert list(pairs.get(topic.discussion_id, {})) == [writer.pk]
+
+
+@pytest.mark.parametrize("strategy", ["write", "bucket"])
+def test_a_post_whose_commenter_step_fails_once_reaches_a_follower_once(monkeypatch, api_client, make_user,
+                                                                        make_topic, settings, strategy):
+    """The post's social task retried after its commenter step failed (a primary stepping down): the
+    follower's feed holds the comment once in every fan-out strategy (a `bucket` delivery is not
+    idempotent, so the task delivers nothing before the step that may fail)."""
+    from pymongo.errors import AutoReconnect
+
+    from social.managers.commenters import DiscussionCommenterManager
+
+    settings.FEED_STRATEGY = strategy
+    topic, writer, fan = make_topic("document"), make_user("writer"), make_user("fan")
+    services.follow_create(follower=fan, followee=writer)
+    real, calls = DiscussionCommenterManager.set, []
+
+    def once_refused(self, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise AutoReconnect("primary stepped down")
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(DiscussionCommenterManager, "set", once_refused)
+    api_client.force_authenticate(writer)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "Hello there"}, format="json")
+    assert answer.status_code == 201 and len(calls) == 2
+    assert [a.type for a in selectors.feed_page(user=fan, limit=20).items] == ["comment"]
