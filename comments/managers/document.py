@@ -256,10 +256,11 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
         return self.collection.find_one(self._key(comment.discussion_id, comment.id), {"seq": 1})
 
     def _first_taken(self, discussion_id: int, comments: list[Comment]) -> int | None:
-        """The position of the first of `comments` whose id the discussion holds already, on a
-        cluster (one read for the batch, targeted at the discussion's shards); None when none is,
-        or on one node, where the insert's duplicate key tells (`_taken_elsewhere`)."""
-        if not comments or not on_a_cluster():
+        """The position of the first of `comments` (an import's) whose id the discussion holds
+        already, None when none is: one read for the batch, targeted at the discussion's shards,
+        before any number is taken, so a refused id uses up no number (the duplicate key alone
+        tells too late: after the counter's `$inc`) and is refused across shards too."""
+        if not comments:
             return None
         taken = {d["_id"] for d in self.collection.find(
             {"_id": {"$in": [self.doc_id(discussion_id, c.id) for c in comments]}, "discussion_id": discussion_id},

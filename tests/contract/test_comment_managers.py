@@ -220,7 +220,8 @@ def test_an_id_drawn_twice_is_drawn_again_even_on_another_shard(mongo_db, author
 
 def test_an_imported_id_the_discussion_holds_is_refused_even_on_another_shard(mongo_db, author):
     """The document strategy: appending (an import) a comment whose id the discussion holds is
-    refused as taken, one or in a batch (those before it stored), also across shards."""
+    refused as taken, one or in a batch (those before it stored), also across shards, and takes
+    no number (no hole in `seq`)."""
     from comments.managers.document import DocumentCommentManager
     from comments.managers.fields import new_comment
 
@@ -241,6 +242,9 @@ def test_an_imported_id_the_discussion_holds_is_refused_even_on_another_shard(mo
         assert mongo_db.comments.count_documents({"_id": manager.doc_id(d, comment.id)}) == 1
     assert manager.get(discussion_id=d, comment_id="newone01").text == "imported newone01"
     assert manager.get(discussion_id=d, comment_id="newone02") is None
+    # the refused ones took no number: the next comment follows the last one stored
+    assert manager.append(imported("newone03")).seq == 5
+    assert sorted(doc["seq"] for doc in mongo_db.comments.find({"discussion_id": d})) == [1, 2, 3, 4, 5]
 
 
 def test_a_comment_imported_again_under_another_number_replaces_its_copy(manager, author):
