@@ -8,7 +8,8 @@ A throw-away site with the load run's settings (DEBUG off, rate limits and the d
 check off, no broker: the consequences run in the request, as `make bench-load` runs them) is
 seeded as the load run seeds it (`bench.load.seed_ours`: a discussion per strategy, the embedded
 one a comment short of COMMENTS_EMBEDDED_AUTO_MIGRATE_AT, so that its first post moves it, and a
-poster with an API token) and then started as a served worker starts (cms_site.startup.start:
+poster with an API token) and then started as a served worker starts (settings.WSGI_APPLICATION
+loaded through Django's `get_internal_wsgi_application`, which runs the site's start-up:
 what it loaded moved out of the garbage collector's reach, gc.freeze, so a full collection does not
 walk the seeding's objects in the middle of the measured posts); then
 `POST /api/topics/{slug}/comments/` goes through Django's test client with the token (the whole
@@ -66,9 +67,9 @@ def main(strategies) -> None:
 
     ensure_indexes()
     seeded = seed_ours(int(os.environ.get("SIZE", "2000")))
-    from cms_site.startup import start
+    from django.core.servers.basehttp import get_internal_wsgi_application
 
-    start()  # as a served worker starts: the module docstring
+    get_internal_wsgi_application()  # WSGI_APPLICATION, as a served worker starts: the module docstring
     rounds = int(os.environ.get("N", "200"))
     procs, threads = int(os.environ.get("PROCS", "1")), int(os.environ.get("THREADS", "1"))
     forked = "PROCS" in os.environ or "THREADS" in os.environ  # PROCS=1 THREADS=1 too: the same fork path
