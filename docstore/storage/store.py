@@ -3,7 +3,8 @@ open cursor, at most `max_connections` in a process (a cursor idle past its time
 connection and snapshot back, as a server closes an idle cursor), and a bounded WAL.
 
 - One storage transaction per MongoDB operation: `BEGIN IMMEDIATE` for a write (one
-  writer at a time, waiting up to `busy_timeout` for another), a deferred `BEGIN` for a
+  writer at a time, waiting up to `busy_timeout` for another: first for the writers of its
+  own process, then for those of every process on the sidecar's flock, WRITER_SUFFIX), a deferred `BEGIN` for a
   read (a consistent snapshot for the whole operation); the transaction commits before
   the operation returns, so an acknowledged write is in the WAL file (SQLite's
   "synchronous=NORMAL" in WAL mode keeps every committed transaction across a crash of
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fcntl
 import itertools
 import os
 import secrets
@@ -88,6 +90,17 @@ WAIT_QUEUE_TIMEOUT_MS = 10_000
 # The process's writers take the store's writer lock in turn, so the checkpoint runs before the
 # next of them (Store.transaction).
 JOURNAL_SIZE_LIMIT = 64 << 20
+# The writers of all processes on one file queue on an advisory lock (flock(2)) of a sidecar file,
+# `<file>-writer`, before `BEGIN IMMEDIATE`: SQLite's busy handler sleeps 1, 2, 5 ... 100 ms
+# between retries, so a writer of one process, waiting there while the other process's writers
+# take the lock again and again, is late by up to 100 ms for a lock that is free, and every writer
+# of its process waits behind it (the writer lock above). A blocking flock cannot time out, so the
+# lock is tried without blocking (LOCK_NB) every WRITER_POLL_S at most, up to busy_timeout: free
+# within about a millisecond of its release, a few microseconds of CPU a try. SQLite's lock stays
+# the one that makes writes exclusive (the sidecar only orders the waiters): a store whose sidecar
+# cannot be made (a read-only directory, ":memory:") writes as before.
+WRITER_SUFFIX = "-writer"
+WRITER_POLL_S = 0.001
 CHECKPOINT_BYTES = 16 << 20
 CHECKPOINT_WAIT_MS = 250
 FORCED_WAIT_MS = 5000
@@ -129,7 +142,8 @@ def is_busy(exc: BaseException) -> bool:
 
 def lock_timeout(exc: sqlite3.Error, waited_ms: int) -> OperationFailure:
     """SQLITE_BUSY as a server says it: code 24 LockTimeout (a lock not acquired in time)."""
-    msg = f"Unable to acquire a lock on the embedded store within {waited_ms} ms ({exc.sqlite_errorname})"
+    name = getattr(exc, "sqlite_errorname", "SQLITE_BUSY")  # the engine's own writer locks raise none
+    msg = f"Unable to acquire a lock on the embedded store within {waited_ms} ms ({name})"
     return OperationFailure(msg, 24, {"ok": 0.0, "errmsg": msg, "code": 24, "codeName": "LockTimeout"})
 
 
@@ -319,6 +333,9 @@ class Store:
         self._wal = path + "-wal"
         self._checkpoint_at = CHECKPOINT_BYTES  # the WAL size past which a write checkpoints
         self._writing = threading.Lock()  # held by the thread of this process that writes (`transaction`)
+        self._writer_fd: int | None = None  # this process's descriptor of the sidecar (-1: none can be made)
+        self._writer_pid = os.getpid()  # the process that opened it
+        self.writer_waits = 0  # tries of the sidecar's lock that found it taken (for tests and the curious)
         self.checkpoints = 0  # TRUNCATE checkpoints run by this process (for tests and the curious)
         self.closed = False
         self._changed = threading.Condition()  # notified after a write that appended changes commits
@@ -482,9 +499,14 @@ class Store:
         # SQLite's busy handler (a sleep and a retry, no queue) would let the writers waiting in it
         # take the write lock again and again before the checkpoint (SQLite's "Write-Ahead Logging",
         # "Checkpoint Starvation").
-        if write and not self._writing.acquire(timeout=self.busy_timeout_ms / 1000):
-            raise lock_timeout(sqlite3.OperationalError("database is locked"), self.busy_timeout_ms)
+        queued = -1
+        if write:
+            deadline = time.monotonic() + self.busy_timeout_ms / 1000
+            if not self._writing.acquire(timeout=self.busy_timeout_ms / 1000):
+                raise lock_timeout(sqlite3.OperationalError("database is locked"), self.busy_timeout_ms)
         try:
+            if write:
+                queued = self._queue_writer(deadline)
             self._begin(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
             local = self._local
             try:
@@ -516,8 +538,44 @@ class Store:
             finally:
                 local.catalog = None
         finally:
+            if queued >= 0:
+                fcntl.flock(queued, fcntl.LOCK_UN)
             if write:
                 self._writing.release()
+
+    def _queue_writer(self, deadline: float) -> int:
+        """The sidecar's lock taken (WRITER_SUFFIX), under the process's writer lock: its descriptor,
+        or -1 when the store has none. The descriptor is this process's own (flock(2) locks an open
+        file description, which fork shares: a child opens its own); the kernel drops the lock
+        when a process exits. Not granted by `deadline`: LockTimeout, as SQLite's busy timeout."""
+        fd = self._writer_fd
+        if fd is None or self._writer_pid != os.getpid():
+            if fd is not None and fd >= 0:  # the parent's, inherited: its lock would outlive the parent
+                os.close(fd)
+            fd = self._writer_fd = self._open_writer()
+            self._writer_pid = os.getpid()
+        if fd < 0:
+            return -1
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                self.writer_waits += 1
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise lock_timeout(sqlite3.OperationalError("database is locked"), self.busy_timeout_ms)
+            time.sleep(min(WRITER_POLL_S, left))
+
+    def _open_writer(self) -> int:
+        """This process's descriptor of the sidecar, or -1 (an in-memory store, or a directory where
+        it cannot be made or opened: writes then wait in SQLite's busy handler alone)."""
+        if self.path in ("", ":memory:"):
+            return -1
+        try:
+            return os.open(self.path + WRITER_SUFFIX, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return -1
 
     def _bound_wal(self, conn: sqlite3.Connection) -> None:
         """After a write, under the process's writer lock (one stat of the WAL file a write
@@ -838,6 +896,11 @@ class Store:
             self._idle.clear()
             self._leases.clear()
             self._given_back.notify_all()
+        if self._writing.acquire(blocking=False):  # a writer still running keeps its descriptor
+            fd, self._writer_fd = self._writer_fd, None
+            if fd is not None and fd >= 0 and self._writer_pid == os.getpid():
+                os.close(fd)
+            self._writing.release()
         self._local = threading.local()
 
 

@@ -17,7 +17,7 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
 from docstore.query import validation as VAL
 from docstore.query.cluster import ClusterRules
-from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, Store
+from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, WRITER_SUFFIX, Store
 from docstore.surface import changestream as CS
 from docstore.surface import events
 from docstore.surface.collection import Collection, CommandCursor
@@ -445,7 +445,7 @@ class Client:
         path = db.path if db is not None else self._file(name)
         if db is not None:
             db._store.close()
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", WRITER_SUFFIX):
             try:
                 os.unlink(path + suffix)
             except FileNotFoundError:
