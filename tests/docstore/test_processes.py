@@ -111,7 +111,8 @@ def test_kill_9_during_writes_loses_no_acknowledged_write(tmp_path):
 
 
 # Another process's writer, one write transaction after another: each holds the write lock ~30 ms
-# (it counts itself in `ticks` first), lets it go for 2 ms, and takes it again.
+# (it counts itself in `ticks` first), lets it go for 5 ms (a waiter polling every millisecond finds
+# it free then even on a busy machine), and takes it again.
 HOLDER = """
 import sys, time, docstore
 db = docstore.Client(sys.argv[1], default_db="site")["site"]
@@ -120,7 +121,7 @@ while True:
     with db._store.transaction(True):
         db.ticks.update_one({"_id": "t"}, {"$inc": {"n": 1}}, upsert=True)
         time.sleep(0.03)
-    time.sleep(0.002)
+    time.sleep(0.005)
 """
 
 
