@@ -43,6 +43,7 @@ from docstore.exec.executor import (
 from docstore.plan import planner as P
 from docstore.query import changes as CH
 from docstore.query import collation as C
+from docstore.query import concern as RC
 from docstore.query import merge as M
 from docstore.query import semantics as S
 from docstore.query import update as U
@@ -210,6 +211,7 @@ class Collection:
     def __init__(self, database, name: str):
         self.database = database
         self.name = name
+        self.read_concern = database.read_concern  # pymongo: the database's unless given
 
     # --- identity --------------------------------------------------------------------------------
 
@@ -246,8 +248,15 @@ class Collection:
     def write_concern(self):
         return self.database.write_concern
 
-    def with_options(self, **_kwargs):
-        return self
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        """pymongo's Collection.with_options: a copy of this collection reading with `read_concern`
+        (docstore.query.concern: its reads send it, and a level a single node does not serve is
+        refused by the server's error when a read runs)."""
+        if read_concern is None:
+            return self
+        collection = Collection(self.database, self.name)
+        collection.read_concern = RC.of(read_concern)
+        return collection
 
     @property
     def _store(self):
@@ -349,8 +358,10 @@ class Collection:
         pipeline = [{"$match": filter}] + ([{"$skip": skip}] if skip else []) + ([{"$limit": limit}] if limit else [])
         body = events.compact({"aggregate": self.name, "pipeline": pipeline + [{"$group": {"_id": 1, "n": {"$sum": 1}}}],
                                "cursor": {}, "collation": collation, "hint": hint, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
         with events.command(self.database, body) as call:
+            RC.check(self.read_concern)
             n = len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
                                      collation=C.parse(collation))))
             call.reply = events.cursor_reply(self.full_name, [{"_id": 1, "n": n}] if n else [], 0, True)
@@ -358,8 +369,10 @@ class Collection:
 
     def estimated_document_count(self, **kwargs):
         body = events.compact({"count": self.name, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
         with events.command(self.database, body) as call:
+            RC.check(self.read_concern)
             call.reply = {"n": self._estimated_count(), "ok": 1.0}
             return call.reply["n"]
 
@@ -376,8 +389,10 @@ class Collection:
     def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
         body = events.compact({"distinct": self.name, "key": key, "query": filter or {}, "collation": collation,
                                "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
         with events.command(self.database, body) as call:
+            RC.check(self.read_concern)
             call.reply = {"values": self._distinct(key, filter, collation), "ok": 1.0}
             return call.reply["values"]
 
@@ -409,8 +424,10 @@ class Collection:
                                "allowDiskUse": kwargs.get("allowDiskUse", kwargs.get("allow_disk_use")),
                                "maxTimeMS": kwargs.get("maxTimeMS", kwargs.get("max_time_ms")),
                                "bypassDocumentValidation": kwargs.get("bypass_document_validation",
-                                                                      kwargs.get("bypassDocumentValidation"))})
+                                                                      kwargs.get("bypassDocumentValidation")),
+                               "readConcern": RC.sent(self.read_concern)})
         with events.command(self.database, body) as call:
+            RC.check(self.read_concern)
             return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
                                                                         kwargs.get("comment"))
 
@@ -1498,6 +1515,9 @@ class Cursor:
             cmd["batchSize"] = self._batch_size + 1 if self._limit == self._batch_size else self._batch_size
         if self._hint:
             cmd["hint"] = self._hint if isinstance(self._hint, str) else dict(_sort_list(self._hint))
+        read_concern = RC.sent(self.collection.read_concern)
+        if read_concern:
+            cmd["readConcern"] = read_concern
         if self._collation_spec:
             cmd["collation"] = self._collation_spec
         cmd.update((k, v) for k, v in sent.items() if k != "filter")
@@ -1541,6 +1561,7 @@ class Cursor:
             S.check_projection(self._projection, self._filter)
             database = self.collection.database
             with events.command(database, self._find_command()) as call:
+                RC.check(self.collection.read_concern)
                 self._start()
                 if call.published:  # the first batch, and the id of a cursor a server keeps open
                     self._cursor_id = 0 if self._exhausted() else events.cursor_id()

@@ -460,9 +460,11 @@ class Runner:
             if kind == "client":
                 entities[e["id"]] = client
             elif kind == "database":
-                entities[e["id"]] = entities[e["client"]][e["databaseName"]]
+                entities[e["id"]] = entities[e["client"]].get_database(e["databaseName"],
+                                                                       **_entity_options(e.get("databaseOptions")))
             elif kind == "collection":
-                entities[e["id"]] = entities[e["database"]][e["collectionName"]]
+                entities[e["id"]] = entities[e["database"]].get_collection(e["collectionName"],
+                                                                           **_entity_options(e.get("collectionOptions")))
             else:
                 raise NotImplementedError(f"entity {kind}")
         return entities
@@ -576,6 +578,28 @@ class Runner:
         if name == "runCommand":
             return target.command(args.pop("command"), **_kwargs(args, drop=("commandName",)))
         raise NotImplementedError(f"operation {name}")
+
+
+def _entity_options(options: dict | None) -> dict:
+    """A database's or collection's options (the format's `databaseOptions`/`collectionOptions`) as
+    pymongo's get_database/get_collection take them."""
+    from pymongo import WriteConcern
+    from pymongo.read_concern import ReadConcern
+    from pymongo.read_preferences import make_read_preference, read_pref_mode_from_name
+
+    out = {}
+    for key, value in (options or {}).items():
+        if key == "readConcern":
+            out["read_concern"] = ReadConcern(**value)
+        elif key == "writeConcern":
+            out["write_concern"] = WriteConcern(**value)
+        elif key == "readPreference":
+            rest = {k: v for k, v in value.items() if k != "mode"}
+            out["read_preference"] = make_read_preference(read_pref_mode_from_name(value["mode"]),
+                                                          rest.get("tagSets"), rest.get("maxStalenessSeconds", -1))
+        else:
+            raise NotImplementedError(f"entity option {key}")
+    return out
 
 
 def _kwargs_create(args: dict) -> dict:

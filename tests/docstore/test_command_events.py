@@ -67,9 +67,6 @@ def recorded(store):
 
 # Spec tests whose events the engine does not produce, with the cause.
 EVENT_FAILURES = {
-    **{f"aggregate-merge.json::Aggregate with $merge and {level} readConcern": "readConcern: the engine's "
-       "collections take no read concern (with_options returns the collection as it is), so none is sent"
-       for level in ("majority", "local", "available")},
     **{case: "rawData (MongoDB 8.2, ignored below it): the engine's methods refuse the raw_data argument"
        for case in ("db-aggregate-rawdata.json::Aggregate with rawData option on less than 8.2.0 - ignore argument",
                     "deleteMany-rawdata.json::deleteMany with with rawData option on less than 8.2.0 - ignore argument",
