@@ -18,16 +18,20 @@ from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
 from docstore.query import concern as RC
 from docstore.query import validation as VAL
+from docstore.query import variables as V
 from docstore.query.cluster import ClusterRules
 from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, WRITER_SUFFIX, Store
 from docstore.surface import changestream as CS
 from docstore.surface import events
-from docstore.surface.collection import Collection, CommandCursor
+from docstore.surface.collection import Collection, CommandCursor, _refuse_unknown, _unknown
 
 # The change table keeps a day of changes, at most this many bytes of them (a server's oplog:
 # oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
 CHANGE_RETENTION_S = 24 * 3600
 CHANGE_RETENTION_BYTES = 256 << 20
+# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields); any
+# other goes into the command, which a server refuses (code 40415).
+_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse"})
 
 
 class Database:
@@ -155,11 +159,18 @@ class Database:
         stage needs a collection (code 73 InvalidNamespace, as from a server)."""
         pipeline = list(pipeline)
         batch_size = kwargs.get("batchSize") or 0
-        body = {"aggregate": 1, "pipeline": pipeline, "cursor": {"batchSize": batch_size} if batch_size else {}}
-        if self.read_concern.level:
-            body["readConcern"] = RC.sent(self.read_concern)
+        let = kwargs.get("let")
+        body = events.compact({"aggregate": 1, "pipeline": pipeline,
+                               "cursor": {"batchSize": batch_size} if batch_size else {}, "let": let,
+                               "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("maxTimeMS"),
+                               "allowDiskUse": kwargs.get("allowDiskUse"), "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _DB_AGGREGATE_OPTIONS)
+        body.update(unknown)
         with events.command(self, body) as call:
+            _refuse_unknown("aggregate", unknown)
             RC.check(self.read_concern)
+            if let is not None:
+                pipeline = V.in_pipeline(pipeline, V.bind(let))
             return self._aggregate(pipeline)._published(call, self, f"{self.name}.$cmd.aggregate", batch_size)
 
     def _aggregate(self, pipeline):

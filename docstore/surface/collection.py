@@ -111,6 +111,49 @@ def _show(value):
     return repr(value)
 
 
+def _unknown(kwargs: dict, known: frozenset) -> dict:
+    """The keyword arguments a method does not read. pymongo sends a command method's extra keyword
+    arguments in the command as they are (a server refuses a field it does not know), so they go in
+    the published command and `_refuse_unknown` answers as the server does: MongoDB 8.2's `rawData`
+    too, which pymongo 4.20 does not implement (DRIVERS-3064) and a 7.0 server does not know."""
+    return {k: v for k, v in kwargs.items() if k not in known} if kwargs else {}
+
+
+def _refuse_unknown(command: str, unknown: dict) -> None:
+    """A server's answer to a command field it does not know (its IDL parser: code 40415)."""
+    if unknown:
+        msg = f"BSON field '{command}.{next(iter(unknown))}' is an unknown field."
+        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+
+
+_COUNT_OPTIONS = frozenset({"comment", "max_time_ms", "maxTimeMS"})
+_DISTINCT_OPTIONS = frozenset({"comment", "hint", "max_time_ms", "maxTimeMS"})
+_AGGREGATE_OPTIONS = frozenset({"batchSize", "batch_size", "hint", "comment", "allowDiskUse", "allow_disk_use",
+                                "maxTimeMS", "max_time_ms", "bypass_document_validation", "bypassDocumentValidation"})
+_FIND_AND_MODIFY_OPTIONS = frozenset({"comment", "bypass_document_validation"})
+# The fields a server accepts in an index specification (MongoDB 7.0, index_key_validate.cpp); any
+# other is code 197 InvalidIndexSpecificationOption. What the engine does not implement among them
+# is refused where it is read.
+_INDEX_SPEC_FIELDS = frozenset({
+    "v", "key", "name", "ns", "unique", "background", "sparse", "partialFilterExpression", "expireAfterSeconds",
+    "hidden", "storageEngine", "weights", "default_language", "language_override", "textIndexVersion",
+    "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "collation", "wildcardProjection",
+    "coarsestIndexedLevel", "finestIndexedLevel", "dropDups", "originalSpec", "prepareUnique", "clustered"})
+
+
+def _show_document(doc: Mapping) -> str:
+    """A document as a server's messages show it: { key: { x: 1 }, name: "x_1" }."""
+    def show(value):
+        if isinstance(value, Mapping):
+            return _show_document(value)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return "[ " + ", ".join(show(v) for v in value) + " ]" if value else "[]"
+        return _show(value)
+    return "{ " + ", ".join(f"{k}: {show(v)}" for k, v in doc.items()) + " }" if doc else "{}"
+
+
 # Stages after the query that compare no strings: they may follow a query run under a collation.
 _COLLATION_FREE_STAGES = frozenset({"$project", "$addFields", "$set", "$unset", "$skip", "$limit", "$count", "$out"})
 
@@ -360,7 +403,10 @@ class Collection:
                                "cursor": {}, "collation": collation, "hint": hint, "comment": kwargs.get("comment"),
                                "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
                                "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _COUNT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("aggregate", unknown)
             RC.check(self.read_concern)
             n = len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
                                      collation=C.parse(collation))))
@@ -371,7 +417,10 @@ class Collection:
         body = events.compact({"count": self.name, "comment": kwargs.get("comment"),
                                "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
                                "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _COUNT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("count", unknown)
             RC.check(self.read_concern)
             call.reply = {"n": self._estimated_count(), "ok": 1.0}
             return call.reply["n"]
@@ -391,7 +440,10 @@ class Collection:
                                "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
                                "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
                                "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _DISTINCT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("distinct", unknown)
             RC.check(self.read_concern)
             call.reply = {"values": self._distinct(key, filter, collation), "ok": 1.0}
             return call.reply["values"]
@@ -426,7 +478,10 @@ class Collection:
                                "bypassDocumentValidation": kwargs.get("bypass_document_validation",
                                                                       kwargs.get("bypassDocumentValidation")),
                                "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _AGGREGATE_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("aggregate", unknown)
             RC.check(self.read_concern)
             return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
                                                                         kwargs.get("comment"))
@@ -549,7 +604,7 @@ class Collection:
         _check_id(document.get("_id"))
         return S.naive(dict(document))
 
-    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None, **kwargs):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         if isinstance(document, Mapping) and "_id" not in document:
             document["_id"] = ObjectId()  # pymongo adds the _id before sending
         body = events.compact({"insert": self.name, "ordered": True, "documents": [document],
@@ -563,8 +618,7 @@ class Collection:
             call.reply = {"n": 1, "ok": 1.0}
         return InsertOneResult(document["_id"], True)
 
-    def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None,
-                    **kwargs):
+    def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None):
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
@@ -987,9 +1041,11 @@ class Collection:
 
     def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
                             let=None, **kwargs):
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, remove=True,
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
                                 collation=collation, let=let)
             value = self._out(S.project(docs[0], S.normalize_projection(projection), filter)) if docs else None
@@ -1000,11 +1056,13 @@ class Collection:
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
                              **kwargs):
         S.validate_replacement(replacement)
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=replacement,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
                                      bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True,
                                                 sort=_sort_list(sort), hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
@@ -1017,12 +1075,14 @@ class Collection:
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
                             collation=None, let=None, **kwargs):
         S.check_update_document(update, array_filters)
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=update,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
                                      arrayFilters=array_filters,
                                      bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
                                                 array_filters=array_filters, hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
@@ -1045,13 +1105,13 @@ class Collection:
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
         return self._out(S.project(docs[0], S.normalize_projection(projection), filter))
 
-    def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, **kwargs):
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, comment=None,
+                   let=None):
         requests = list(requests)
         if not requests:
             raise InvalidOperation("No operations to execute")
         result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
                   "nModified": 0, "nRemoved": 0, "upserted": []}
-        let = kwargs.get("let")
         for request in requests:  # pymongo's checks of each request, before it sends anything
             kind = type(request).__name__
             if kind in ("UpdateOne", "UpdateMany"):
@@ -1061,7 +1121,7 @@ class Collection:
             elif kind == "InsertOne" and isinstance(request._doc, Mapping) and "_id" not in request._doc:
                 request._doc["_id"] = ObjectId()  # pymongo adds the _id before sending
         extra = events.compact({"let": let, "bypassDocumentValidation": bypass_document_validation,
-                                "comment": kwargs.get("comment")})
+                                "comment": comment})
         # pymongo's commands: an ordered bulk runs in order, a run of one kind per command; an unordered
         # one sends its inserts, then its updates, then its deletes.
         for command, indexes in events.bulk_runs(requests, ordered):
@@ -1158,6 +1218,13 @@ class Collection:
             before = info.as_bson()
             count = len(info.indexes) + 1
             for spec in specs:
+                other = next((k for k in spec if k not in _INDEX_SPEC_FIELDS), None)
+                if other is not None:
+                    shown = _show_document(spec)
+                    msg = (f"Error in specification {shown} :: caused by :: The field '{other}' is not valid for an "
+                           f"index specification. Specification: {shown}")
+                    raise OperationFailure(msg, 197, {"ok": 0.0, "errmsg": msg, "code": 197,
+                                                      "codeName": "InvalidIndexSpecificationOption"})
                 spec = dict(spec)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
                 if C.parse(spec.get("collation")) is not None:
@@ -1226,10 +1293,12 @@ class Collection:
         info.indexes[name] = index
         return name
 
-    def drop_index(self, index_or_name, session=None, **kwargs):
+    def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
         index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
-        with events.command(self.database, {"dropIndexes": self.name, "index": index}), \
-                self._store.transaction(True) as conn:
+        unknown = _unknown(kwargs, frozenset())
+        body = events.compact({"dropIndexes": self.name, "index": index, "comment": comment, **unknown})
+        with events.command(self.database, body), self._store.transaction(True) as conn:
+            _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             name = index_or_name
             if not isinstance(name, str):
@@ -1245,9 +1314,11 @@ class Collection:
                 conn.execute(f"DROP TABLE IF EXISTS {index.table}")
             self._store.save_info(conn, info)
 
-    def drop_indexes(self, session=None, **kwargs):
-        with events.command(self.database, {"dropIndexes": self.name, "index": "*"}), \
-                self._store.transaction(True) as conn:
+    def drop_indexes(self, session=None, comment=None, **kwargs):
+        unknown = _unknown(kwargs, frozenset())
+        body = events.compact({"dropIndexes": self.name, "index": "*", "comment": comment, **unknown})
+        with events.command(self.database, body), self._store.transaction(True) as conn:
+            _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             if info is None:
                 return
@@ -1257,8 +1328,9 @@ class Collection:
             info.indexes.clear()
             self._store.save_info(conn, info)
 
-    def list_indexes(self, session=None, **kwargs):
-        with events.command(self.database, {"listIndexes": self.name, "cursor": {}}) as call:
+    def list_indexes(self, session=None, comment=None):
+        with events.command(self.database, events.compact({"listIndexes": self.name, "cursor": {},
+                                                           "comment": comment})) as call:
             with self._store.transaction(False):
                 info = self._info()
                 if info is None:  # a server: NamespaceNotFound, which pymongo answers with an empty cursor
@@ -1268,7 +1340,7 @@ class Collection:
                     out += [dict(i.spec) for i in info.indexes.values()]
             return CommandCursor(out)._published(call, self.database, self.full_name)
 
-    def index_information(self, session=None, **kwargs):
+    def index_information(self, session=None, comment=None):
         out = {}
         for spec in self.list_indexes():
             spec = dict(spec)
