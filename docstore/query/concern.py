@@ -12,6 +12,13 @@ read_concern_mongod.cpp):
   replica set member to use readConcern: snapshot" (code 123).
 - any other level fails to parse (code 9 FailedToParse), before the command reads anything.
 
+Over the wire (`docstore serve`) the engine is a replica set of one member, always primary, so
+`check_sent` applies a primary's rules to the `readConcern` a driver sends: `linearizable` is
+served too (the one member is the primary and every acknowledged write is committed), `snapshot`
+is refused with code 238 NotImplemented (a snapshot read's reply names the cluster time it read
+at, `atClusterTime`, which the engine does not keep), `afterClusterTime` is satisfied (the member
+has applied every write it acknowledged), and the parser's errors are the server's.
+
 A driver sends the read concern in the commands that read: `find` (not its `getMore`s),
 `aggregate` (with `$out`/`$merge` too, since MongoDB 4.4), `count` and `distinct`
 (pymongo.message._gen_find_command, pymongo's aggregation and command helpers); the default
@@ -56,7 +63,27 @@ def check(read_concern: ReadConcern) -> None:
     _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
 
 
-_NAMES = {9: "FailedToParse", 123: "NotAReplicaSet"}
+_FIELDS = frozenset({"level", "afterClusterTime", "afterOpTime", "atClusterTime", "allowTransactionTableSnapshot",
+                     "provenance"})
+
+
+def check_sent(document) -> None:
+    """The `readConcern` of a command received over the wire, by a replica set primary's rules."""
+    if not isinstance(document, dict):
+        _fail(9, "readConcern field should be an object")
+    for field in document:
+        if field not in _FIELDS:
+            _fail(72, f"Unrecognized option in readConcern: {field}")
+    level = document.get("level")
+    if level is not None and (not isinstance(level, str) or level not in LEVELS):
+        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    if "atClusterTime" in document and level != "snapshot":
+        _fail(72, "atClusterTime field can be set only if level is equal to snapshot")
+    if level == "snapshot":
+        _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
+
+
+_NAMES = {9: "FailedToParse", 72: "InvalidOptions", 123: "NotAReplicaSet", 238: "NotImplemented"}
 
 
 def _fail(code: int, msg: str):

@@ -125,3 +125,60 @@ def test_a_read_concern_must_be_a_read_concern(recorded):
         client["rc"].items.with_options(read_concern="majority")
     with pytest.raises(TypeError, match="read_concern must be an instance"):
         client.get_database("rc", read_concern={"level": "majority"})
+
+
+# --- over the wire: a replica set of one member, always primary --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wire():
+    from tests.docstore import spec_runner as R
+
+    clients = R.ServerClients()
+    client = clients.make()
+    client.rc.items.insert_many([{"_id": i, "k": i % 2} for i in range(5)])
+    yield client
+    clients.close(client)
+    clients._server.shutdown()
+
+
+@pytest.mark.own_store
+@pytest.mark.parametrize("level", ["local", "available", "majority", "linearizable"])
+def test_a_driver_reads_at_the_levels_a_primary_serves(wire, level):
+    coll = wire.rc.items.with_options(read_concern=ReadConcern(level))
+    assert _reads(coll) == EXPECTED
+
+
+@pytest.mark.own_store
+def test_a_causally_consistent_session_reads_its_own_writes(wire):
+    with wire.start_session(causal_consistency=True) as session:
+        coll = wire.rc.items.with_options(read_concern=ReadConcern("majority"))
+        coll.insert_one({"_id": 50}, session=session)
+        assert coll.find_one({"_id": 50}, session=session) == {"_id": 50}
+        coll.delete_one({"_id": 50}, session=session)
+
+
+@pytest.mark.own_store
+@pytest.mark.parametrize("read_concern, code, message", [
+    ({"level": "snapshot"}, 238, "readConcern level snapshot is not implemented by the embedded engine"),
+    ({"level": "committed"}, 9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', "
+                                "or 'snapshot'"),
+    ({"level": 1}, 9, "readConcern.level must be either"),
+    ({"level": "local", "when": 1}, 72, "Unrecognized option in readConcern: when"),
+    ("majority", 9, "readConcern field should be an object"),
+])
+def test_a_read_concern_a_primary_refuses_is_its_error(wire, read_concern, code, message):
+    with pytest.raises(OperationFailure) as refused:
+        wire.rc.command({"find": "items", "filter": {}, "readConcern": read_concern})
+    assert refused.value.code == code and refused.value.details["errmsg"].startswith(message)
+
+
+@pytest.mark.own_store
+@pytest.mark.parametrize("level, code", [("snapshot", 238), ("committed", 9)])
+def test_a_collections_read_concern_a_primary_refuses_fails_its_reads(wire, level, code):
+    coll = wire.rc.items.with_options(read_concern=ReadConcern(level))
+    for read in (lambda: list(coll.find({})), lambda: list(coll.aggregate([])), lambda: coll.distinct("k"),
+                 lambda: coll.count_documents({}), lambda: coll.estimated_document_count()):
+        with pytest.raises(OperationFailure) as refused:
+            read()
+        assert refused.value.code == code
