@@ -270,10 +270,11 @@ class Collection:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        return self.database[f"{self.name}.{name}"]
+        return self[name]
 
     def __getitem__(self, name):
-        return self.database[f"{self.name}.{name}"]
+        """A sub-collection (`coll.sub`), with this collection's options, as pymongo makes it."""
+        return self.database[f"{self.name}.{name}"].with_options(read_concern=self.read_concern)
 
     @property
     def full_name(self):

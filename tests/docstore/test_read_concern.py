@@ -51,7 +51,7 @@ def _started(recorder):
 def test_a_level_a_single_node_serves_is_sent_with_every_read(recorded, level):
     client, recorder = recorded
     coll = client["rc"].items.with_options(read_concern=ReadConcern(level))
-    assert coll.read_concern == ReadConcern(level)
+    assert coll.read_concern == ReadConcern(level) and coll.sub.read_concern == ReadConcern(level)
     assert _reads(coll) == EXPECTED
     commands = _started(recorder)
     assert [next(iter(c)) for c in commands] == ["find", "aggregate", "aggregate", "count", "distinct"]
