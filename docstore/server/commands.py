@@ -34,6 +34,7 @@ from bson import Int64, ObjectId
 from pymongo import DeleteMany, DeleteOne, IndexModel, InsertOne, ReplaceOne, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError, InvalidName, InvalidOperation, OperationFailure
 
+from docstore.query import concern as RC
 from docstore.surface.changestream import ClusterFeed, Feed
 from docstore.surface.client import Client
 
@@ -58,7 +59,7 @@ CODE_NAMES = {
     56: "EmptyFieldName", 57: "DottedFieldName", 59: "CommandNotFound", 61: "ShardKeyNotFound",
     66: "ImmutableField", 67: "CannotCreateIndex", 68: "IndexAlreadyExists", 72: "InvalidOptions",
     73: "InvalidNamespace", 85: "IndexOptionsConflict", 86: "IndexKeySpecsConflict", 96: "OperationFailed",
-    121: "DocumentValidationFailure", 125: "CommandFailed", 148: "ReadConcernMajorityNotEnabled",
+    121: "DocumentValidationFailure", 123: "NotAReplicaSet", 125: "CommandFailed", 148: "ReadConcernMajorityNotEnabled",
     159: "InvalidUUID", 166: "CommandNotSupportedOnView", 167: "OptionNotSupportedOnView",
     168: "InvalidPipelineOperator", 171: "CannotIndexParallelArrays", 238: "NotImplemented",
     251: "NoSuchTransaction", 263: "OperationNotSupportedInTransaction", 10334: "BSONObjectTooLarge",
@@ -162,6 +163,11 @@ class Engine:
             return failure(40414, "BSON field '$db' is missing but a required field")
         if body.get("startTransaction") or "autocommit" in body:
             return failure(238, "transactions are not implemented by the embedded engine")
+        if "readConcern" in body:  # a replica set primary's rules (docstore.query.concern)
+            try:
+                RC.check_sent(body["readConcern"])
+            except OperationFailure as exc:
+                return _from_exception(exc)
         handler = getattr(self, "cmd_" + (self.extra_handlers.get(name) or _HANDLERS.get(name, "")), None)
         if handler is None:
             return failure(59, f"no such command: '{name}'")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import copy
 import os
 import shutil
 import tempfile
@@ -15,17 +16,22 @@ from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore.query import concern as RC
 from docstore.query import validation as VAL
+from docstore.query import variables as V
 from docstore.query.cluster import ClusterRules
 from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, WRITER_SUFFIX, Store
 from docstore.surface import changestream as CS
 from docstore.surface import events
-from docstore.surface.collection import Collection, CommandCursor
+from docstore.surface.collection import Collection, CommandCursor, _refuse_unknown, _unknown
 
 # The change table keeps a day of changes, at most this many bytes of them (a server's oplog:
 # oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
 CHANGE_RETENTION_S = 24 * 3600
 CHANGE_RETENTION_BYTES = 256 << 20
+# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields); any
+# other goes into the command, which a server refuses (code 40415).
+_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse"})
 
 
 class Database:
@@ -46,6 +52,8 @@ class Database:
         self.codec_options = CodecOptions(tz_aware=client.tz_aware)
         self.read_preference = ReadPreference.PRIMARY
         self.write_concern = WriteConcern()
+        self.read_concern = client.read_concern
+        self._origin = self  # the database a with_options copy was made from (its TTL schedule)
 
     def __repr__(self):
         return f"Database(docstore, {self.name!r})"
@@ -66,8 +74,15 @@ class Database:
             raise AttributeError(name)
         return self[name]
 
-    def get_collection(self, name, **_kwargs) -> Collection:
-        return self[name]
+    def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
+                       read_concern=None) -> Collection:
+        """pymongo's Database.get_collection: the collection with this database's read concern unless
+        `read_concern` is given (docstore.query.concern: the levels a single node serves; a level it
+        does not is refused by the collection's first read, as a server refuses the command)."""
+        collection = self[name]
+        if read_concern is not None:
+            collection.read_concern = RC.of(read_concern)
+        return collection
 
     def expire(self) -> int:
         """One pass of the TTL monitor: in every collection, delete the documents whose field under a
@@ -97,6 +112,9 @@ class Database:
 
     def _expire_if_due(self) -> None:
         """Run a TTL pass when one is due (called by every write command before its transaction)."""
+        if self._origin is not self:  # a with_options copy: the database's one schedule
+            self._origin._expire_if_due()
+            return
         if time.monotonic() < self._ttl_due or getattr(self._ttl_local, "running", False):
             return
         with self._ttl_lock:
@@ -111,8 +129,14 @@ class Database:
         finally:
             self._ttl_local.running = False
 
-    def with_options(self, **_kwargs):
-        return self
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        """pymongo's Database.with_options: a copy of this database (the same store) whose collections
+        read with `read_concern` (docstore.query.concern)."""
+        if read_concern is None:
+            return self
+        database = copy.copy(self)
+        database.read_concern = RC.of(read_concern)
+        return database
 
     def create_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
                           read_concern=None, session=None, check_exists=True, **kwargs):
@@ -135,8 +159,18 @@ class Database:
         stage needs a collection (code 73 InvalidNamespace, as from a server)."""
         pipeline = list(pipeline)
         batch_size = kwargs.get("batchSize") or 0
-        body = {"aggregate": 1, "pipeline": pipeline, "cursor": {"batchSize": batch_size} if batch_size else {}}
+        let = kwargs.get("let")
+        body = events.compact({"aggregate": 1, "pipeline": pipeline,
+                               "cursor": {"batchSize": batch_size} if batch_size else {}, "let": let,
+                               "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("maxTimeMS"),
+                               "allowDiskUse": kwargs.get("allowDiskUse"), "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _DB_AGGREGATE_OPTIONS)
+        body.update(unknown)
         with events.command(self, body) as call:
+            _refuse_unknown("aggregate", unknown)
+            RC.check(self.read_concern)
+            if let is not None:
+                pipeline = V.in_pipeline(pipeline, V.bind(let))
             return self._aggregate(pipeline)._published(call, self, f"{self.name}.$cmd.aggregate", batch_size)
 
     def _aggregate(self, pipeline):
@@ -396,6 +430,8 @@ class Client:
         self._lock = threading.Lock()
         self.admin = AdminDatabase(self)
         self.address = ("docstore", 0)
+        # A MongoClient's read concern (readConcernLevel): the server's default, no level sent.
+        self.read_concern = RC.DEFAULT
 
     def _file(self, name: str) -> str:
         if name == self.default_db or (not self.default_db and self._tmp is None):
@@ -416,8 +452,9 @@ class Client:
             raise AttributeError(name)
         return self[name]
 
-    def get_database(self, name=None, **_kwargs) -> Database:
-        return self[name or self.default_db]
+    def get_database(self, name=None, codec_options=None, read_preference=None, write_concern=None,
+                     read_concern=None) -> Database:
+        return self[name or self.default_db].with_options(read_concern=read_concern)
 
     def list_database_names(self, session=None):
         with events.command(self.admin, {"listDatabases": 1, "nameOnly": True}) as call:

@@ -43,6 +43,7 @@ from docstore.exec.executor import (
 from docstore.plan import planner as P
 from docstore.query import changes as CH
 from docstore.query import collation as C
+from docstore.query import concern as RC
 from docstore.query import merge as M
 from docstore.query import semantics as S
 from docstore.query import update as U
@@ -108,6 +109,49 @@ def _show(value):
     if value is None:
         return "null"
     return repr(value)
+
+
+def _unknown(kwargs: dict, known: frozenset) -> dict:
+    """The keyword arguments a method does not read. pymongo sends a command method's extra keyword
+    arguments in the command as they are (a server refuses a field it does not know), so they go in
+    the published command and `_refuse_unknown` answers as the server does: MongoDB 8.2's `rawData`
+    too, which pymongo 4.20 does not implement (DRIVERS-3064) and a 7.0 server does not know."""
+    return {k: v for k, v in kwargs.items() if k not in known} if kwargs else {}
+
+
+def _refuse_unknown(command: str, unknown: dict) -> None:
+    """A server's answer to a command field it does not know (its IDL parser: code 40415)."""
+    if unknown:
+        msg = f"BSON field '{command}.{next(iter(unknown))}' is an unknown field."
+        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+
+
+_COUNT_OPTIONS = frozenset({"comment", "max_time_ms", "maxTimeMS"})
+_DISTINCT_OPTIONS = frozenset({"comment", "hint", "max_time_ms", "maxTimeMS"})
+_AGGREGATE_OPTIONS = frozenset({"batchSize", "batch_size", "hint", "comment", "allowDiskUse", "allow_disk_use",
+                                "maxTimeMS", "max_time_ms", "bypass_document_validation", "bypassDocumentValidation"})
+_FIND_AND_MODIFY_OPTIONS = frozenset({"comment", "bypass_document_validation"})
+# The fields a server accepts in an index specification (MongoDB 7.0, index_key_validate.cpp); any
+# other is code 197 InvalidIndexSpecificationOption. What the engine does not implement among them
+# is refused where it is read.
+_INDEX_SPEC_FIELDS = frozenset({
+    "v", "key", "name", "ns", "unique", "background", "sparse", "partialFilterExpression", "expireAfterSeconds",
+    "hidden", "storageEngine", "weights", "default_language", "language_override", "textIndexVersion",
+    "2dsphereIndexVersion", "bits", "min", "max", "bucketSize", "collation", "wildcardProjection",
+    "coarsestIndexedLevel", "finestIndexedLevel", "dropDups", "originalSpec", "prepareUnique", "clustered"})
+
+
+def _show_document(doc: Mapping) -> str:
+    """A document as a server's messages show it: { key: { x: 1 }, name: "x_1" }."""
+    def show(value):
+        if isinstance(value, Mapping):
+            return _show_document(value)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return "[ " + ", ".join(show(v) for v in value) + " ]" if value else "[]"
+        return _show(value)
+    return "{ " + ", ".join(f"{k}: {show(v)}" for k, v in doc.items()) + " }" if doc else "{}"
 
 
 # Stages after the query that compare no strings: they may follow a query run under a collation.
@@ -210,6 +254,7 @@ class Collection:
     def __init__(self, database, name: str):
         self.database = database
         self.name = name
+        self.read_concern = database.read_concern  # pymongo: the database's unless given
 
     # --- identity --------------------------------------------------------------------------------
 
@@ -225,10 +270,11 @@ class Collection:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        return self.database[f"{self.name}.{name}"]
+        return self[name]
 
     def __getitem__(self, name):
-        return self.database[f"{self.name}.{name}"]
+        """A sub-collection (`coll.sub`), with this collection's options, as pymongo makes it."""
+        return self.database[f"{self.name}.{name}"].with_options(read_concern=self.read_concern)
 
     @property
     def full_name(self):
@@ -246,8 +292,15 @@ class Collection:
     def write_concern(self):
         return self.database.write_concern
 
-    def with_options(self, **_kwargs):
-        return self
+    def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
+        """pymongo's Collection.with_options: a copy of this collection reading with `read_concern`
+        (docstore.query.concern: its reads send it, and a level a single node does not serve is
+        refused by the server's error when a read runs)."""
+        if read_concern is None:
+            return self
+        collection = Collection(self.database, self.name)
+        collection.read_concern = RC.of(read_concern)
+        return collection
 
     @property
     def _store(self):
@@ -349,8 +402,13 @@ class Collection:
         pipeline = [{"$match": filter}] + ([{"$skip": skip}] if skip else []) + ([{"$limit": limit}] if limit else [])
         body = events.compact({"aggregate": self.name, "pipeline": pipeline + [{"$group": {"_id": 1, "n": {"$sum": 1}}}],
                                "cursor": {}, "collation": collation, "hint": hint, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _COUNT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("aggregate", unknown)
+            RC.check(self.read_concern)
             n = len(self._read(Query(filter, None, int(skip or 0), int(limit or 0), frozenset(), hint, count_only=True,
                                      collation=C.parse(collation))))
             call.reply = events.cursor_reply(self.full_name, [{"_id": 1, "n": n}] if n else [], 0, True)
@@ -358,8 +416,13 @@ class Collection:
 
     def estimated_document_count(self, **kwargs):
         body = events.compact({"count": self.name, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _COUNT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("count", unknown)
+            RC.check(self.read_concern)
             call.reply = {"n": self._estimated_count(), "ok": 1.0}
             return call.reply["n"]
 
@@ -376,8 +439,13 @@ class Collection:
     def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
         body = events.compact({"distinct": self.name, "key": key, "query": filter or {}, "collation": collation,
                                "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS")})
+                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _DISTINCT_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("distinct", unknown)
+            RC.check(self.read_concern)
             call.reply = {"values": self._distinct(key, filter, collation), "ok": 1.0}
             return call.reply["values"]
 
@@ -409,8 +477,13 @@ class Collection:
                                "allowDiskUse": kwargs.get("allowDiskUse", kwargs.get("allow_disk_use")),
                                "maxTimeMS": kwargs.get("maxTimeMS", kwargs.get("max_time_ms")),
                                "bypassDocumentValidation": kwargs.get("bypass_document_validation",
-                                                                      kwargs.get("bypassDocumentValidation"))})
+                                                                      kwargs.get("bypassDocumentValidation")),
+                               "readConcern": RC.sent(self.read_concern)})
+        unknown = _unknown(kwargs, _AGGREGATE_OPTIONS)
+        body.update(unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("aggregate", unknown)
+            RC.check(self.read_concern)
             return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
                                                                         kwargs.get("comment"))
 
@@ -532,7 +605,7 @@ class Collection:
         _check_id(document.get("_id"))
         return S.naive(dict(document))
 
-    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None, **kwargs):
+    def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
         if isinstance(document, Mapping) and "_id" not in document:
             document["_id"] = ObjectId()  # pymongo adds the _id before sending
         body = events.compact({"insert": self.name, "ordered": True, "documents": [document],
@@ -546,8 +619,7 @@ class Collection:
             call.reply = {"n": 1, "ok": 1.0}
         return InsertOneResult(document["_id"], True)
 
-    def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None,
-                    **kwargs):
+    def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None):
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
@@ -970,9 +1042,11 @@ class Collection:
 
     def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
                             let=None, **kwargs):
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, remove=True,
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
                                 collation=collation, let=let)
             value = self._out(S.project(docs[0], S.normalize_projection(projection), filter)) if docs else None
@@ -983,11 +1057,13 @@ class Collection:
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
                              **kwargs):
         S.validate_replacement(replacement)
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=replacement,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
                                      bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True,
                                                 sort=_sort_list(sort), hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
@@ -1000,12 +1076,14 @@ class Collection:
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
                             collation=None, let=None, **kwargs):
         S.check_update_document(update, array_filters)
+        unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=update,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
                                      arrayFilters=array_filters,
                                      bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"))
+                                     comment=kwargs.get("comment"), **unknown)
         with events.command(self.database, body) as call:
+            _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
                                                 array_filters=array_filters, hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
@@ -1028,13 +1106,13 @@ class Collection:
         # The documents are this command's own (decoded for it, or built by it): projected as they are.
         return self._out(S.project(docs[0], S.normalize_projection(projection), filter))
 
-    def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, **kwargs):
+    def bulk_write(self, requests, ordered=True, bypass_document_validation=None, session=None, comment=None,
+                   let=None):
         requests = list(requests)
         if not requests:
             raise InvalidOperation("No operations to execute")
         result = {"writeErrors": [], "writeConcernErrors": [], "nInserted": 0, "nUpserted": 0, "nMatched": 0,
                   "nModified": 0, "nRemoved": 0, "upserted": []}
-        let = kwargs.get("let")
         for request in requests:  # pymongo's checks of each request, before it sends anything
             kind = type(request).__name__
             if kind in ("UpdateOne", "UpdateMany"):
@@ -1044,7 +1122,7 @@ class Collection:
             elif kind == "InsertOne" and isinstance(request._doc, Mapping) and "_id" not in request._doc:
                 request._doc["_id"] = ObjectId()  # pymongo adds the _id before sending
         extra = events.compact({"let": let, "bypassDocumentValidation": bypass_document_validation,
-                                "comment": kwargs.get("comment")})
+                                "comment": comment})
         # pymongo's commands: an ordered bulk runs in order, a run of one kind per command; an unordered
         # one sends its inserts, then its updates, then its deletes.
         for command, indexes in events.bulk_runs(requests, ordered):
@@ -1141,6 +1219,13 @@ class Collection:
             before = info.as_bson()
             count = len(info.indexes) + 1
             for spec in specs:
+                other = next((k for k in spec if k not in _INDEX_SPEC_FIELDS), None)
+                if other is not None:
+                    shown = _show_document(spec)
+                    msg = (f"Error in specification {shown} :: caused by :: The field '{other}' is not valid for an "
+                           f"index specification. Specification: {shown}")
+                    raise OperationFailure(msg, 197, {"ok": 0.0, "errmsg": msg, "code": 197,
+                                                      "codeName": "InvalidIndexSpecificationOption"})
                 spec = dict(spec)
                 spec = {"v": 2, "key": dict(spec.pop("key")), "name": spec.pop("name"), **spec}
                 if C.parse(spec.get("collation")) is not None:
@@ -1209,10 +1294,12 @@ class Collection:
         info.indexes[name] = index
         return name
 
-    def drop_index(self, index_or_name, session=None, **kwargs):
+    def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
         index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
-        with events.command(self.database, {"dropIndexes": self.name, "index": index}), \
-                self._store.transaction(True) as conn:
+        unknown = _unknown(kwargs, frozenset())
+        body = events.compact({"dropIndexes": self.name, "index": index, "comment": comment, **unknown})
+        with events.command(self.database, body), self._store.transaction(True) as conn:
+            _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             name = index_or_name
             if not isinstance(name, str):
@@ -1228,9 +1315,11 @@ class Collection:
                 conn.execute(f"DROP TABLE IF EXISTS {index.table}")
             self._store.save_info(conn, info)
 
-    def drop_indexes(self, session=None, **kwargs):
-        with events.command(self.database, {"dropIndexes": self.name, "index": "*"}), \
-                self._store.transaction(True) as conn:
+    def drop_indexes(self, session=None, comment=None, **kwargs):
+        unknown = _unknown(kwargs, frozenset())
+        body = events.compact({"dropIndexes": self.name, "index": "*", "comment": comment, **unknown})
+        with events.command(self.database, body), self._store.transaction(True) as conn:
+            _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             if info is None:
                 return
@@ -1240,8 +1329,9 @@ class Collection:
             info.indexes.clear()
             self._store.save_info(conn, info)
 
-    def list_indexes(self, session=None, **kwargs):
-        with events.command(self.database, {"listIndexes": self.name, "cursor": {}}) as call:
+    def list_indexes(self, session=None, comment=None):
+        with events.command(self.database, events.compact({"listIndexes": self.name, "cursor": {},
+                                                           "comment": comment})) as call:
             with self._store.transaction(False):
                 info = self._info()
                 if info is None:  # a server: NamespaceNotFound, which pymongo answers with an empty cursor
@@ -1251,7 +1341,7 @@ class Collection:
                     out += [dict(i.spec) for i in info.indexes.values()]
             return CommandCursor(out)._published(call, self.database, self.full_name)
 
-    def index_information(self, session=None, **kwargs):
+    def index_information(self, session=None, comment=None):
         out = {}
         for spec in self.list_indexes():
             spec = dict(spec)
@@ -1498,6 +1588,9 @@ class Cursor:
             cmd["batchSize"] = self._batch_size + 1 if self._limit == self._batch_size else self._batch_size
         if self._hint:
             cmd["hint"] = self._hint if isinstance(self._hint, str) else dict(_sort_list(self._hint))
+        read_concern = RC.sent(self.collection.read_concern)
+        if read_concern:
+            cmd["readConcern"] = read_concern
         if self._collation_spec:
             cmd["collation"] = self._collation_spec
         cmd.update((k, v) for k, v in sent.items() if k != "filter")
@@ -1541,6 +1634,7 @@ class Cursor:
             S.check_projection(self._projection, self._filter)
             database = self.collection.database
             with events.command(database, self._find_command()) as call:
+                RC.check(self.collection.read_concern)
                 self._start()
                 if call.published:  # the first batch, and the id of a cursor a server keeps open
                     self._cursor_id = 0 if self._exhausted() else events.cursor_id()

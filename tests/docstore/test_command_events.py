@@ -65,21 +65,8 @@ def recorded(store):
 
 # --- the specification's expectEvents --------------------------------------------------------------
 
-# Spec tests whose events the engine does not produce, with the cause.
-EVENT_FAILURES = {
-    **{f"aggregate-merge.json::Aggregate with $merge and {level} readConcern": "readConcern: the engine's "
-       "collections take no read concern (with_options returns the collection as it is), so none is sent"
-       for level in ("majority", "local", "available")},
-    **{case: "rawData (MongoDB 8.2, ignored below it): the engine's methods refuse the raw_data argument"
-       for case in ("db-aggregate-rawdata.json::Aggregate with rawData option on less than 8.2.0 - ignore argument",
-                    "deleteMany-rawdata.json::deleteMany with with rawData option on less than 8.2.0 - ignore argument",
-                    "deleteOne-rawdata.json::deleteOne with rawData option on less than 8.2.0 - ignore argument",
-                    "find-rawdata.json::Find with rawData option on less than 8.2.0 - ignore argument",
-                    "replaceOne-rawdata.json::ReplaceOne with rawData option on less than 8.2.0 - ignore argument",
-                    "updateMany-rawdata.json::updateMany with rawData option on less than 8.2.0 - ignore argument",
-                    "updateOne-rawdata.json::UpdateOne with rawData option on less than 8.2.0 - ignore argument",
-                    "index-rawdata.json::index management with rawData option on less than 8.2.0 - ignore argument")},
-}
+# Spec tests whose events the engine does not produce, with the cause (none today).
+EVENT_FAILURES: dict[str, str] = {}
 
 
 def _check_events(case: R.Case, recorder: Recorder) -> None:
@@ -153,7 +140,7 @@ def _event_cases():
         if not case.test.get("expectEvents"):
             continue
         if case.skip and not case.skip.startswith("asserts only command events"):
-            continue  # out of scope for the engine whatever its events (sessions, fail points, versions)
+            continue  # out of scope whatever the events (sessions, fail points, versions, what pymongo lacks)
         marks = []
         if case.id in EVENT_FAILURES:
             marks.append(pytest.mark.xfail(strict=True, reason=EVENT_FAILURES[case.id]))

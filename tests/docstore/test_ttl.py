@@ -61,3 +61,19 @@ def test_a_pass_started_by_a_bulk_write_that_fails_is_kept(tmp_path):
     with pytest.raises(BulkWriteError):
         db.other.bulk_write([InsertOne({"_id": 1}), InsertOne({"_id": 0})])
     assert sorted(d["_id"] for d in db.items.find()) == ["fresh", "no-field", "not-a-date"]
+
+
+def test_a_database_with_other_options_keeps_the_one_schedule(tmp_path):
+    """`with_options` (a read concern) copies the database, not its TTL monitor: a write through the
+    copy runs the pass when the database's schedule says so, and moves that schedule on."""
+    from pymongo.read_concern import ReadConcern
+
+    db = _db(tmp_path, 3600)
+    _seed(db)
+    majority = db.with_options(read_concern=ReadConcern("majority"))
+    majority.other.insert_one({"_id": 1})
+    assert db.items.count_documents({}) == 5  # not due: the copy has no schedule of its own
+    db._ttl_due = 0  # due now
+    majority.other.insert_one({"_id": 2})
+    assert sorted(d["_id"] for d in majority.items.find()) == ["fresh", "no-field", "not-a-date"]
+    assert db._ttl_due > 0  # the database's schedule moved on

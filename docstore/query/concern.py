@@ -1,0 +1,90 @@
+"""Read concern: what a single node (a standalone mongod, as the engine reports itself) serves.
+
+MongoDB manual, "Read Concern", and the server's own parser and wait (read_concern_args.cpp,
+read_concern_mongod.cpp):
+
+- `local` and `available` read the latest committed data; `majority` reads what a majority of
+  the set acknowledged, which on one node is every acknowledged write (the engine commits each
+  write before it returns): the three are served, each read as it always is.
+- `linearizable` needs a replica set: "node needs to be a replica set member to use read
+  concern" (code 123 NotAReplicaSet).
+- `snapshot` needs a replica set too (outside a transaction as inside one): "node needs to be a
+  replica set member to use readConcern: snapshot" (code 123).
+- any other level fails to parse (code 9 FailedToParse), before the command reads anything.
+
+Over the wire (`docstore serve`) the engine is a replica set of one member, always primary, so
+`check_sent` applies a primary's rules to the `readConcern` a driver sends: `linearizable` is
+served too (the one member is the primary and every acknowledged write is committed), `snapshot`
+is refused with code 238 NotImplemented (a snapshot read's reply names the cluster time it read
+at, `atClusterTime`, which the engine does not keep), `afterClusterTime` is satisfied (the member
+has applied every write it acknowledged), and the parser's errors are the server's.
+
+A driver sends the read concern in the commands that read: `find` (not its `getMore`s),
+`aggregate` (with `$out`/`$merge` too, since MongoDB 4.4), `count` and `distinct`
+(pymongo.message._gen_find_command, pymongo's aggregation and command helpers); the default
+(no level) sends nothing and the server reads at `local`.
+"""
+
+from __future__ import annotations
+
+from pymongo.errors import OperationFailure
+from pymongo.read_concern import DEFAULT_READ_CONCERN, ReadConcern
+
+DEFAULT = DEFAULT_READ_CONCERN
+SERVED = frozenset({"local", "available", "majority"})
+LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
+
+
+def of(read_concern, default: ReadConcern = DEFAULT) -> ReadConcern:
+    """The read concern a `get_database`/`get_collection`/`with_options` argument gives: `None` keeps
+    `default` (pymongo's rule: the parent's), anything but a ReadConcern is pymongo's TypeError."""
+    if read_concern is None:
+        return default
+    if not isinstance(read_concern, ReadConcern):
+        raise TypeError(f"read_concern must be an instance of pymongo.read_concern.ReadConcern, "
+                        f"not {type(read_concern)}")
+    return read_concern
+
+
+def sent(read_concern: ReadConcern) -> dict | None:
+    """The `readConcern` field a driver adds to a read command: none without a level."""
+    return read_concern.document if read_concern.level else None
+
+
+def check(read_concern: ReadConcern) -> None:
+    """Raise the server's error for a level a single node does not serve; nothing for the others."""
+    level = read_concern.level
+    if not level or level in SERVED:
+        return
+    if level == "linearizable":
+        _fail(123, "node needs to be a replica set member to use read concern")
+    if level == "snapshot":
+        _fail(123, "node needs to be a replica set member to use readConcern: snapshot")
+    _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+
+
+_FIELDS = frozenset({"level", "afterClusterTime", "afterOpTime", "atClusterTime", "allowTransactionTableSnapshot",
+                     "provenance"})
+
+
+def check_sent(document) -> None:
+    """The `readConcern` of a command received over the wire, by a replica set primary's rules."""
+    if not isinstance(document, dict):
+        _fail(9, "readConcern field should be an object")
+    for field in document:
+        if field not in _FIELDS:
+            _fail(72, f"Unrecognized option in readConcern: {field}")
+    level = document.get("level")
+    if level is not None and (not isinstance(level, str) or level not in LEVELS):
+        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    if "atClusterTime" in document and level != "snapshot":
+        _fail(72, "atClusterTime field can be set only if level is equal to snapshot")
+    if level == "snapshot":
+        _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
+
+
+_NAMES = {9: "FailedToParse", 72: "InvalidOptions", 123: "NotAReplicaSet", 238: "NotImplemented"}
+
+
+def _fail(code: int, msg: str):
+    raise OperationFailure(msg, code, {"ok": 0.0, "errmsg": msg, "code": code, "codeName": _NAMES[code]})

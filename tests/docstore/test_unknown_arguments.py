@@ -1,0 +1,109 @@
+"""Arguments pymongo does not take, such as MongoDB 8.2's `rawData`, on the embedded engine.
+
+The oracle is pymongo itself (the version requirements.txt pins), in front of a 7.0 server (the
+version the engine reports): pymongo 4.20 does not implement rawData (DRIVERS-3064; its own copy
+of the driver specification tests removes the rawData files). Its methods without extra keyword
+arguments (find, insert, update, replace, delete, bulk_write, list_indexes) raise TypeError for
+`raw_data`; the others send their extra keyword arguments in the command as they are, and a 7.0
+server refuses a field it does not know (40415) or an index option it does not know (197). Each
+call below is made once through pymongo's MongoClient against the engine served over the wire (so
+the driver decides what it raises or sends) and once in process, and both must fail the same way;
+in process, the command event carries what pymongo would have sent.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pymongo import InsertOne
+from pymongo.errors import OperationFailure
+
+import docstore
+from tests.docstore import spec_runner as R
+from tests.docstore.test_command_events import Recorder
+
+pytestmark = pytest.mark.own_store
+
+CALLS = {
+    "find": lambda c, k: list(c.find({}, **k)),
+    "find_one": lambda c, k: c.find_one({}, **k),
+    "insert_one": lambda c, k: c.insert_one({"_id": 9}, **k),
+    "insert_many": lambda c, k: c.insert_many([{"_id": 9}], **k),
+    "update_one": lambda c, k: c.update_one({}, {"$set": {"y": 1}}, **k),
+    "update_many": lambda c, k: c.update_many({}, {"$set": {"y": 1}}, **k),
+    "replace_one": lambda c, k: c.replace_one({"_id": 1}, {"x": 2}, **k),
+    "delete_one": lambda c, k: c.delete_one({"_id": 1}, **k),
+    "delete_many": lambda c, k: c.delete_many({}, **k),
+    "bulk_write": lambda c, k: c.bulk_write([InsertOne({"_id": 9})], **k),
+    "list_indexes": lambda c, k: list(c.list_indexes(**k)),
+    "aggregate": lambda c, k: list(c.aggregate([], **k)),
+    "database aggregate": lambda c, k: list(c.database.aggregate([{"$documents": [{}]}], **k)),
+    "count_documents": lambda c, k: c.count_documents({}, **k),
+    "estimated_document_count": lambda c, k: c.estimated_document_count(**k),
+    "distinct": lambda c, k: c.distinct("x", **k),
+    "find_one_and_delete": lambda c, k: c.find_one_and_delete({"_id": 1}, **k),
+    "find_one_and_update": lambda c, k: c.find_one_and_update({"_id": 1}, {"$set": {"y": 1}}, **k),
+    "find_one_and_replace": lambda c, k: c.find_one_and_replace({"_id": 1}, {"x": 2}, **k),
+    "create_index": lambda c, k: c.create_index("y", **k),
+    "drop_index": lambda c, k: c.drop_index("x_1", **k),
+    "drop_indexes": lambda c, k: c.drop_indexes(**k),
+}
+
+
+def _outcome(call, collection, kwargs):
+    try:
+        call(collection, kwargs)
+    except TypeError as exc:
+        return "TypeError", str(exc).split("() ", 1)[-1]
+    except OperationFailure as exc:
+        return "OperationFailure", exc.code
+    return "ok", None
+
+
+def _seed(collection):
+    collection.insert_one({"_id": 1, "x": 1})
+    collection.create_index("x")
+
+
+@pytest.fixture(scope="module")
+def wire():
+    clients = R.ServerClients()
+    yield clients
+    if clients._server is not None:
+        clients._server.shutdown()
+
+
+@pytest.fixture
+def engine(tmp_path):
+    recorder = Recorder()
+    client = docstore.Client(str(tmp_path / "raw.sqlite3"), default_db="spec", event_listeners=[recorder])
+    yield client, recorder
+    client.close()
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+@pytest.mark.parametrize("argument", ["raw_data", "rawData"])
+def test_an_argument_pymongo_lacks_fails_as_through_pymongo(wire, engine, name, argument):
+    driver = wire.make()
+    try:
+        _seed(driver.spec.coll0)
+        expected = _outcome(CALLS[name], driver.spec.coll0, {argument: True})
+        after_driver = list(driver.spec.coll0.find({}, sort=[("_id", 1)]))
+        driver_indexes = sorted(i["name"] for i in driver.spec.coll0.list_indexes())
+    finally:
+        wire.close(driver)
+    client, recorder = engine
+    _seed(client.spec.coll0)
+    recorder.events.clear()
+    assert expected[0] != "ok"  # neither pymongo nor a 7.0 server ignores it
+    assert _outcome(CALLS[name], client.spec.coll0, {argument: True}) == expected
+    events = list(recorder.events)
+    # Nothing written, as through pymongo.
+    assert list(client.spec.coll0.find({}, sort=[("_id", 1)])) == after_driver == [{"_id": 1, "x": 1}]
+    assert sorted(i["name"] for i in client.spec.coll0.list_indexes()) == driver_indexes
+    if expected[0] == "OperationFailure":  # sent, then refused by the server: pymongo's two events
+        (started_kind, started), (failed_kind, failed) = events
+        sent = started.command if started.command_name != "createIndexes" else started.command["indexes"][0]
+        assert sent[argument] is True
+        assert (failed_kind, failed.failure["code"]) == ("commandFailedEvent", expected[1])
+    else:  # refused by pymongo before anything is sent
+        assert events == []
