@@ -40,8 +40,15 @@ class MongoManager:
 
     def __init__(self, db: Database | None = None, *, read_db: Database | None = None):
         self.db = db if db is not None else get_db()
-        # Reads that may be stale (listing pages) go through read_db.
-        self.read_db = read_db if read_db is not None else (db if db is not None else get_db(stale_ok=True))
+        # Reads that may be stale (listing pages) go through read_db, asked for on first use (Lazy
+        # Load, Fowler's PoEAA): most managers a write's steps make never read stale.
+        self._read_db = read_db if read_db is not None else db
+
+    @property
+    def read_db(self) -> Database:
+        if self._read_db is None:
+            self._read_db = get_db(stale_ok=True)
+        return self._read_db
 
     @property
     def collection(self):

@@ -15,7 +15,8 @@ unfollow without an edge also repairs a list left inconsistent by a crash.
 Activities are emitted after the write they describe: stored once in the author log
 (the request's only feed write: one round trip, whatever the author's follower count),
 then delivered in the background (`social.tasks.activity_deliver`, eager when no Celery
-broker is configured) by the feed strategy of `settings.FEED_STRATEGY` (read at call time).
+broker is configured; a comment's activity by the post's own task, `social.comment_posted`, as
+its last step) by the feed strategy of `settings.FEED_STRATEGY` (read at call time).
 
 Hybrid fan-out (`activity_deliver`): an author with more than `FEED_PUSH_LIMIT` followers
 is not pushed; the author is marked as pulled and readers merge their activities in at read
@@ -272,9 +273,24 @@ def follow_lists_repair(*, user_ids: Iterable[int], grace: float = 0) -> int:
 # --- activities -------------------------------------------------------------------
 
 
-def activity_record(*, activity: Activity) -> Activity:
-    """Store the activity in the author log (one round trip), then queue its delivery."""
+def activity_record(*, activity: Activity, deliver: bool = False) -> Activity:
+    """Store the activity in the author log (one round trip), then queue its delivery; with
+    `deliver`, deliver it here instead (`_activity_deliver`), for a caller that is itself a retried
+    delivery task (a post's `social.comment_posted`): the delivery is then that task's last step, run
+    by the same worker, not a second task enqueued through `activity_recorded` (Enterprise
+    Integration Patterns' Routing Slip: the steps of one message are done in order by whoever holds
+    it). A step that fails retries the task (`DeliveryTask`), whose earlier steps are idempotent: the
+    activity is found already logged and its delivery reads it from the log, as the delivery task
+    of a retry does. Delivering adds no enqueue, so no broker can refuse it here."""
     stored, inserted = ActivityLogManager().record(activity)
+    if deliver:
+        feed = get_feed()
+        if feed.name != "read":  # fan-out on read: the log is the feed
+            # Not an activity an earlier attempt stored (a retry): what is stored is that attempt's.
+            logged = stored if inserted else ActivityLogManager().get(stored.id, author=stored.actor_id)
+            if logged is not None:
+                _activity_deliver(feed, logged)
+        return stored
     # The author is the log's shard key: the delivery reads the activity on one shard. A delivery
     # the broker refused is never the writer's error: `manage.py integrity --repair` (feeds)
     # delivers the missing copies from the log (an idempotent backfill). Run eagerly (no broker)
@@ -311,6 +327,11 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     activity = borrowed_activity(activity_id) or ActivityLogManager().get(activity_id, author=author_id)
     if activity is None:
         return 0  # the activity was removed before delivery
+    return _activity_deliver(feed, activity)
+
+
+def _activity_deliver(feed: FeedManager, activity: Activity) -> int:
+    """`activity_deliver` of a logged activity by a push strategy: the followers head, then the push."""
     lists, pulled = FollowListManager(), PulledAuthorManager()
     head = lists.delivery_head(owner=activity.actor_id, kind=FOLLOWERS)
     followers = head.count
@@ -452,12 +473,13 @@ def activity_topic_published(*, topic) -> Activity:
 
 def activity_comment_posted(*, topic, comment, author) -> Activity:
     """The `comment` activity of a stored comment; keyed by the comment (and dated when it was
-    posted) when it carries its time, so a retried task records it once."""
+    posted) when it carries its time, so a retried task records it once. Delivered here, as the
+    last step of the task that records it (`activity_record(deliver=True)`)."""
     excerpt = comment_excerpt(comment.text)
     posted = getattr(comment, "posted", None)
     date = posted.replace(microsecond=posted.microsecond // 1000 * 1000) if posted else now_ms()
     key = activity_id_of(f"comment:{topic.discussion_id}:{comment.id}", date) if posted else ""
-    return activity_record(activity=Activity(
+    return activity_record(deliver=True, activity=Activity(
         id=key, type=COMMENT, actor_id=author.pk, actor=author.username, date=date,
         url=f"/t/{topic.slug}/c/{comment.id}/", topic_slug=topic.slug, topic_title=topic.title,
         comment_id=str(comment.id), excerpt=excerpt, topic_id=getattr(topic, "pk", None),
@@ -483,11 +505,12 @@ def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
 def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | None) -> bool:
     """The task behind `comment_posted` (`social.comment_posted`): its author's commenter pair
     (`commenters_refresh`; none for an author without an account id), then the comment's activity
-    (`activity_comment_record`). One task for the two steps of one post, so a post enqueues one
-    social task, not two. The pair comes first: it is idempotent and enqueues nothing, so a retry
-    after it failed has delivered nothing yet; a retry after the activity step failed writes the
-    pair again (the same value) and records the activity as that step's own retry always did (it
-    announces the activity again; a retried `bucket` delivery may store it twice, docs/social.md).
+    (`activity_comment_record`) and its delivery to the author's followers. One task for the steps
+    of one post, so a post enqueues one social task, not three. The pair comes first and the
+    delivery last: the steps before the delivery are idempotent and enqueue nothing, so a retry
+    after one of them failed has delivered nothing yet; a retry after the delivery failed writes
+    the pair again (the same value), finds the activity logged and delivers it again, as the
+    delivery task's own retry did (a retried `bucket` delivery may store it twice, docs/social.md).
     False when the activity was not recorded (topic or comment gone)."""
     if author_id:
         commenters_refresh(topic_id=topic_id, author_id=author_id)

@@ -54,13 +54,14 @@ class ActivityLogManager(MongoManager):
         task) is stored once: the second insert's duplicate key means it is there already (then
         what is stored is the first attempt's, which the returned one may not match)."""
         oid = ObjectId(activity.id) if activity.id else ObjectId()
+        fields = activity.to_fields()  # built once: the stored document and the activity returned
         try:
-            self.collection.insert_one({"_id": oid, **activity.to_fields()})
+            self.collection.insert_one({"_id": oid, **fields})
         except DuplicateKeyError:
             if not activity.id:
                 raise
-            return Activity.from_fields(activity.to_fields(), id=oid), False
-        return Activity.from_fields(activity.to_fields(), id=oid), True
+            return Activity.from_fields(fields, id=oid), False
+        return Activity.from_fields(fields, id=oid), True
 
     def forget_user(self, *, user_id: int) -> int:
         """Delete the activities by `user_id` and those naming them (someone followed them):

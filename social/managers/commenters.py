@@ -60,7 +60,10 @@ class DiscussionCommenterManager(MongoManager):
         if seq is None:
             self.collection.delete_one(key)
         else:
-            self.collection.update_one(key, {"$set": {"author": int(author), "seq": int(seq)}}, upsert=True)
+            # The whole pair, replaced (upserted): the same document a `$set` of its two fields
+            # leaves, without the engine applying an update operator to it.
+            self.collection.replace_one(key, {"discussion_id": int(discussion_id), "author": int(author), "seq": int(seq)},
+                                        upsert=True)
 
     def of(self, *, discussion_ids: list[int], authors: list[int]) -> dict[int, dict[int, int]]:
         """{discussion id: {author: seq}} of `authors` in `discussion_ids`: one covered read (the

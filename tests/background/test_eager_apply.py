@@ -91,3 +91,49 @@ def test_a_propagated_failure_still_sends_task_postrun(settings):
     finally:
         task_postrun.disconnect(record)
     assert sent == [("tests.background.flaky", None, None)]
+
+
+def test_an_eager_delay_takes_no_producer_from_the_broker_pool():
+    """Run eagerly, `delay` names the process's connection-less producer: Celery's eager
+    `apply_async` then takes none from the broker pool (nothing is sent), and still round-trips
+    the arguments through the serializer (a tuple comes back a list, as from a broker)."""
+    from celery.app.base import Celery
+
+    with mock.patch.object(Celery, "_acquire_producer", side_effect=AssertionError("a pooled producer")) as pooled:
+        result = flaky.delay("hello", 1)
+        flaky.delay(("a", "tuple"), 0)
+    assert pooled.call_count == 0
+    assert result.get() == "hello" and [s["retries"] for s in seen[:2]] == [0, 1]
+    assert seen[2]["args"] == [["a", "tuple"], 0]
+
+
+def test_a_delay_with_a_broker_is_celerys(monkeypatch):
+    """Not eager (a broker): `delay` names no producer; `apply_async` sends as Celery does."""
+    from celery import current_app
+
+    sent = []
+
+    def recorded(task, args=None, kwargs=None, **options):
+        sent.append((task.name, args, options))
+
+    monkeypatch.setattr(Task, "apply_async", recorded)
+    saved = current_app.conf["task_always_eager"]
+    current_app.conf.update(task_always_eager=False)  # as tests/background/test_worker.py points it at a broker
+    try:
+        flaky.delay("queued", 0)
+    finally:
+        current_app.conf.update(task_always_eager=saved)
+    assert sent == [("tests.background.flaky", ("queued", 0), {})] and seen == []
+
+
+def test_the_eager_request_is_celerys_without_sweeping_for_custom_headers():
+    """`DeliveryTask.apply` fills Celery's request with Context's own keys only, so the custom
+    headers Celery's `Context(**fields)` would sweep for are None without the sweep."""
+    from celery.app.task import Context
+
+    with mock.patch.object(Context, "_get_custom_headers", wraps=Context._get_custom_headers) as swept:
+        flaky.delay("hello", 0)
+        request = flaky.apply(("again", 0)).get() and seen[-1]
+    assert swept.call_count == 0 and request["args"] == ["again", 0]
+    reference = Context(id="x", task="t", retries=0, is_eager=True, headers=None, args=[], kwargs={})
+    assert reference.headers is None  # what the sweep finds for keys that are all Context's own

@@ -45,3 +45,18 @@ def test_unique_indexes_are_prefixed_by_the_shard_key():
             assert "hashed" not in key.values(), f"{collection}.{spec['name']} is unique on a hashed-sharded collection"
             prefix = list(spec["key"].keys())[: len(key)]
             assert prefix == list(key), f"{collection}.{spec['name']} {dict(spec['key'])} does not start with {key}"
+
+
+def test_a_manager_asks_for_its_stale_read_database_only_when_it_reads():
+    """A write's manager never reads stale: `MongoManager` asks `get_db(stale_ok=True)` on the first
+    use of `read_db` (then keeps it), not for every manager made."""
+    from unittest import mock
+
+    from core import managers
+    from social.managers import FollowListManager
+
+    with mock.patch.object(managers, "get_db", wraps=managers.get_db) as asked:
+        lists = FollowListManager()
+        assert [call.kwargs for call in asked.call_args_list] == [{}]
+        assert lists.read_db is lists.read_db and lists.read_collection.name == "social_follow_lists"
+    assert [call.kwargs for call in asked.call_args_list] == [{}, {"stale_ok": True}]

@@ -49,8 +49,8 @@ def test_a_post_sends_one_social_task_for_its_activity_and_commenter_pair(monkey
     api_client.force_authenticate(writer)
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "Hello there"}, format="json")
     assert answer.status_code == 201, answer.content
-    # the post's social task, and the delivery it queues once the activity is logged
-    assert [name for name in sent if name.startswith("social.")] == ["social.comment_posted", "social.activity_deliver"]
+    # the post's one social task: the pair, the activity and its delivery are its steps
+    assert [name for name in sent if name.startswith("social.")] == ["social.comment_posted"]
     assert [(a.type, a.comment_id) for a in selectors.activity_by_user(user=writer).items] == [
         ("comment", answer.json()["id"])]
     pairs = DiscussionCommenterManager().of(discussion_ids=[topic.discussion_id], authors=[writer.pk])
@@ -83,3 +83,38 @@ def test_a_post_whose_commenter_step_fails_once_reaches_a_follower_once(monkeypa
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "Hello there"}, format="json")
     assert answer.status_code == 201 and len(calls) == 2
     assert [a.type for a in selectors.feed_page(user=fan, limit=20).items] == ["comment"]
+
+
+@pytest.mark.parametrize("strategy", ["write", "bucket"])
+@pytest.mark.parametrize("failing", ["head", "push"])
+def test_a_post_whose_delivery_fails_once_reaches_a_follower_once(monkeypatch, api_client, make_user, make_topic,
+                                                                  settings, strategy, failing):
+    """The delivery is the post's social task's last step: when it fails (the followers head's read,
+    or the feed's first write, a primary stepping down) the task is retried, finds its activity
+    logged, and the follower's feed holds the comment once."""
+    from pymongo.errors import AutoReconnect
+
+    from background.models import FailedTask
+    from social.feeds import get_feed
+    from social.managers import FollowListManager
+
+    settings.FEED_STRATEGY = strategy
+    topic, writer, fan = make_topic("document"), make_user("writer"), make_user("fan")
+    services.follow_create(follower=fan, followee=writer)
+    owner, name = (FollowListManager, "delivery_head") if failing == "head" else (type(get_feed()), "post")
+    real, calls = getattr(owner, name), []
+
+    def once_refused(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise AutoReconnect("primary stepped down")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, once_refused)
+    api_client.force_authenticate(writer)
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "Hello there"}, format="json")
+    assert answer.status_code == 201 and len(calls) == 2
+    assert [(a.type, a.comment_id) for a in selectors.feed_page(user=fan, limit=20).items] == [
+        ("comment", answer.json()["id"])]
+    assert [a.type for a in selectors.activity_by_user(user=writer).items] == ["comment"]
+    assert not FailedTask.objects.exists()
