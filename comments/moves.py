@@ -117,6 +117,9 @@ class Writing:
     storage: str
     discussion_id: int
     registered: bool = False
+    # Registered with a move that a live process runs (it holds the move's lease): a write that
+    # would ask for this move (an outgrown discussion's post) need not, its asking would be refused.
+    move_running: bool = False
     changed: list[str] = field(default_factory=list)
 
     def touch(self, comment_id: str) -> None:
@@ -139,7 +142,8 @@ def route(topic) -> Writing:
         if state["state"] in (SWITCHED, DONE):  # a topic read before the switch still names the source
             return Writing(manager=manager_for(state["target"]), storage=state["target"], discussion_id=discussion_id)
         if state["state"] == COPYING and moves.register(discussion_id=discussion_id, source=storage):
-            return Writing(manager=manager_for(storage), storage=storage, discussion_id=discussion_id, registered=True)
+            return Writing(manager=manager_for(storage), storage=storage, discussion_id=discussion_id, registered=True,
+                           move_running=not _stopped(state))
         if state["state"] == SEALED and not asked and _stopped(state):
             signals.send(signals.discussion_move_stalled, sender=Comment, topic=topic, to=state["target"])
             asked = True
@@ -194,12 +198,22 @@ def wait_for_move(topic, *, away_from: str) -> Writing:
     moves = CommentMoveManager()
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
     while True:
-        state = moves.get(topic.discussion_id)
-        if state is not None and state["source"] == away_from and state["state"] in (SWITCHED, DONE):
+        if _moved_away(moves.get(topic.discussion_id), away_from):
             return route(topic)
         if time.monotonic() > deadline:
             raise DiscussionMoving("This discussion is full and is moving to larger storage: try again in a moment.")
         time.sleep(_POLL)
+
+
+def _moved_away(state: dict | None, away_from: str) -> bool:
+    return state is not None and state["source"] == away_from and state["state"] in (SWITCHED, DONE)
+
+
+def moved_away(topic, *, away_from: str) -> bool:
+    """Whether `topic`'s discussion has switched away from `away_from` (a move asked for may have
+    run at once, in the asking thread: no broker and no scheduler thread). One read of the move
+    document."""
+    return _moved_away(CommentMoveManager().get(topic.discussion_id), away_from)
 
 
 # --- the move -------------------------------------------------------------------------
