@@ -19,7 +19,8 @@ from those steps, and each step leaves something that serves if the process stop
    assumption; it bounds a single write, not the move).
    Stops here: the source serves; a re-run continues.
 2. COPY in batches of `seq` order (`export_comments` / `import_comments`, keyed by comment id
-   and placed by `seq`, so a batch stored twice is stored once); `copied` (the last `seq`) is
+   and placed by `seq`, so a batch stored twice is stored once) up to the counter as the copy
+   finds it (later comments are in the change log); `copied` (the last `seq`) is
    saved after each batch. Stops here: the source serves; a re-run resumes after `copied`.
 3. REPLAY the change log: each logged comment is read from the source as it now is and stored
    in the target by id; an entry is dropped only if its version did not move meanwhile.
@@ -333,11 +334,16 @@ def _done_step(report: MoveReport, step, name: str) -> None:
 
 
 def _copy(report, source, target, moves, state, batch, threaded, progress, step, owner) -> None:
+    """The batches, up to the source's counter as the copy finds it: a comment numbered after that
+    was written by a writer that read the move document (the start's grace is past), so it is in
+    the change log, which the replay copies; chasing the posts that keep coming would copy each of
+    them twice, one batch (a read of the source) per few posts."""
     discussion_id = state["_id"]
     after = int(state.get("copied", 0))
     total = source.export_head(discussion_id=discussion_id)["count"]
-    while True:
-        comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=batch, threaded=threaded)
+    while after < total:
+        comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=min(batch, total - after),
+                                          threaded=threaded)
         if not comments:
             return
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded, fresh=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, DeleteOne, IndexModel, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from core.managers import MongoManager
@@ -140,10 +140,13 @@ class CommentMoveManager(MongoManager):
         return [(doc["cid"], int(doc["v"])) for doc in docs]
 
     def replayed(self, *, discussion_id: int, changes: list[tuple[str, int]]) -> None:
-        """Drop the entries replayed, each only if it was not changed again since it was read."""
-        for comment_id, version in changes:
-            self.changes.delete_one({"_id": f"{int(discussion_id)}:{comment_id}", "discussion_id": discussion_id,
-                                     "v": version})
+        """Drop the entries replayed, each only if it was not changed again since it was read: one
+        bulk write of conditional deletes (one round trip and, in the embedded engine, one write
+        transaction, instead of one per entry queued behind every writer of the store)."""
+        if changes:
+            self.changes.bulk_write([DeleteOne({"_id": f"{int(discussion_id)}:{comment_id}",
+                                                "discussion_id": discussion_id, "v": version})
+                                     for comment_id, version in changes], ordered=False)
 
     def drop_changes(self, *, discussion_id: int) -> None:
         self.changes.delete_many({"discussion_id": discussion_id})
