@@ -7,7 +7,8 @@ Collections:
   write and log what they changed), "sealed" (writers wait; the move replays the
   last changes), "switched" (the topic names the target; the source is being dropped)
   or "done" (kept: a writer holding a topic read before the switch is sent to the target).
-  `copied` is the last `seq` copied (the copy resumes after it); `owner`/`lease_until`
+  `copied` is the last `seq` copied (the copy resumes after it); `sealed_copy` (set by the
+  seal) says the copy was left to the sealed state (a discussion one batch takes); `owner`/`lease_until`
   keep two moves of one discussion from running at once.
 - `comment_migration_changes`, one document per changed comment while a move copies:
   `{_id: "<discussion_id>:<comment id>", discussion_id, cid, v}`; `v` counts the changes, so
@@ -100,7 +101,8 @@ class CommentMoveManager(MongoManager):
         return result.matched_count > 0
 
     def copied(self, *, discussion_id: int, seq: int) -> None:
-        self.collection.update_one({"_id": discussion_id, "state": COPYING}, {"$max": {"copied": int(seq)}})
+        self.collection.update_one({"_id": discussion_id, "state": {"$in": [COPYING, SEALED]}},
+                                   {"$max": {"copied": int(seq)}})
 
     def forget(self, *, discussion_id: int) -> None:
         """Drop the move and its change log (an aborted move)."""

@@ -570,3 +570,37 @@ def test_comments_posted_while_the_copy_runs_come_from_the_change_log_once_repla
     # the replay's drop of its 3 entries (fewer than a batch: one round), and the log's removal once done
     assert commands.sent[("delete", "comment_migration_changes")] == 2, commands.sent
     assert_converged(topic, target, before)
+
+
+@pytest.mark.parametrize(("source", "order", "target"), [("embedded", "threaded", "document"),
+                                                           ("embedded", "chronological", "bucketed")])
+def test_a_discussion_that_fits_in_one_batch_is_copied_sealed_and_a_post_meanwhile_waits_then_503(
+        make_topic, make_user, settings, api_client, source, order, target):
+    """A discussion the copy takes in one batch (the automatic move's 500 comments) is sealed once the
+    start's grace is past and copied then: in the embedded engine a copy beside the posters would
+    hold the store's write lock while they took the processor from it, for ten times its own CPU
+    time, and every post meanwhile would go to the old storage, be logged and be copied again. A
+    post during that copy waits (COMMENTS_MIGRATE_WAIT_SECONDS) and answers 503 with Retry-After,
+    nothing stored; a move stopped there resumes and copies it all."""
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    users = [make_user() for _ in range(3)]
+    topic = make_topic(source, order)
+    before = seed(topic, users, n=10)
+    seen = []
+
+    def step(name):
+        if name == "batch":
+            seen.append(CommentMoveManager().get(topic.discussion_id)["state"])
+            api_client.force_authenticate(users[0])
+            answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "during the copy"}, format="json")
+            seen.append((answer.status_code, answer.headers.get("Retry-After")))
+        if name == "sealed" and not seen:
+            raise Stop(name)
+
+    with pytest.raises(Stop):
+        comment_storage_move(topic=topic, to=target, step=step)
+    assert [c.id for c in everything(Topic.objects.get(pk=topic.pk))] == list(before)  # the source serves
+    report = comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to=target, step=step)
+    assert report.resumed_from == "sealed" and report.copied == 10
+    assert seen == ["sealed", (503, "2")]
+    assert_converged(topic, target, before)
