@@ -22,11 +22,12 @@ from those steps, and each step leaves something that serves if the process stop
    and placed by `seq`, so a batch stored twice is stored once) up to the counter as the copy
    finds it (later comments are in the change log); `copied` (the last `seq`) is
    saved after each batch. Stops here: the source serves; a re-run resumes after `copied`.
-   What one batch takes (the automatic move's 500 comments) is not copied here but once sealed
-   (step 4): copied beside the writers it would take the processor from them, in the embedded
-   engine holding the store's write lock meanwhile for ten times its own CPU time (measured
-   under 2 x 4 posters: 2.5 s for 0.2 s), and each post meanwhile would go to the source, be
-   logged and be copied again; sealed, it takes a fraction of a second, which writers wait.
+   A new move of a discussion one batch takes (the automatic move's 500 comments) copies it
+   once sealed (step 4) instead: copied beside the writers it would take the processor from
+   them, in the embedded engine holding the store's write lock meanwhile for ten times its own
+   CPU time (measured under 2 x 4 posters: 2.5 s for 0.2 s), and each post meanwhile would go
+   to the source, be logged and be copied again; sealed, it takes a fraction of a second, which
+   writers wait. A resumed move copies here (its log may hold all that writers did meanwhile).
 3. REPLAY the change log: each logged comment is read from the source as it now is and stored
    in the target by id; an entry is dropped only if its version did not move meanwhile.
    Rounds repeat while the log is long. Stops here: nothing is lost, the log stays.
@@ -283,8 +284,10 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # writers that routed before the start finish
         state = moves.get(discussion_id)
         if state["state"] == COPYING:
-            # What is left to copy, if one batch takes it, is copied once sealed (the module docstring, step 2).
-            sealed_copy = source.export_head(discussion_id=discussion_id)["count"] - int(state.get("copied", 0)) <= batch
+            # A new move of a discussion one batch takes is copied once sealed (the module docstring,
+            # step 2): its change log holds the start's grace only. A move resumed here copies first
+            # (the log may hold all that writers did while it was stopped).
+            sealed_copy = fresh and source.export_head(discussion_id=discussion_id)["count"] <= batch
             if not sealed_copy:
                 _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
                 for _ in range(_REPLAY_ROUNDS):
