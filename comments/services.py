@@ -67,7 +67,7 @@ from comments.managers.fields import new_comment
 from comments.managers.likes import CommentLikeManager
 from comments.managers.revisions import CommentRevisionManager
 from comments.managers.statuses import CommentStatusIndexManager
-from comments.moves import EMBEDDED, finish, wait_for_move, writing
+from comments.moves import EMBEDDED, finish, moved_away, wait_for_move, writing
 from comments.selectors import (
     can_see,
     comment_manager,
@@ -245,8 +245,9 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
     that keeps its order (comments.moves.outgrown_target) and the comment is stored there once
     it has moved (a 503 with Retry-After, nothing stored, only when the move outlasts
     COMMENTS_MIGRATE_WAIT_SECONDS); otherwise it refuses: Conflict.
-    Returns the comment, the manager that stored it, and whether the discussion moved (this post
-    asked for the move, or found it moved): then `topic`, read before, may name the old storage."""
+    Returns the comment, the manager that stored it, and whether the discussion moved (the move
+    this post asked for ran at once, or the post found it moved): then `topic`, read before, names
+    the old storage."""
     fields = dict(discussion_id=topic.discussion_id, author=Author(id=author.pk, name=author.username), text=text,
                   parent=parent_comment, threaded=is_threaded(topic), html=comment_render(text=text),
                   comment_id=comment_id)
@@ -259,7 +260,7 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
         full = None
     finish(w)  # logged and unregistered now: a move this post asks for must not wait for it
     if full is None:
-        moved = _maybe_outgrown(topic, w.storage, comment) or w.storage != topic.comment_storage
+        moved = _maybe_outgrown(topic, w, comment) or w.storage != topic.comment_storage
         return comment, w.manager, moved
     if full != EMBEDDED or not settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT:
         raise Conflict("This discussion is full: it cannot take more comments.")
@@ -273,17 +274,22 @@ def _post(topic, w, author, text: str, parent_comment: Comment | None,
     return comment, moved.manager, True
 
 
-def _maybe_outgrown(topic, storage: str, comment: Comment) -> bool:
+def _maybe_outgrown(topic, w, comment: Comment) -> bool:
     """An embedded discussion that holds COMMENTS_EMBEDDED_AUTO_MIGRATE_AT comments or more is
     moved to document or bucketed storage (the one that keeps its order): every post into it asks
     (a task, through `discussion_outgrown`; the move is idempotent and its lease lets one run), so
     a discussion already past the threshold (one that grew under a higher setting) moves at its
-    next post, not when its count next reaches some multiple."""
+    next post, not when its count next reaches some multiple; but for a post that found the move
+    copying in a live process (`w.move_running`: its lease is held, so another run would be
+    refused; a process that dies lets the lease run out, and the posts after that ask again).
+    Returns whether the discussion has moved now (the move ran at once, in this thread: eager
+    tasks with no scheduler thread): then `topic` names the old storage. A move that runs later
+    switches it as it would under any reader that resolved the topic before (the move's grace)."""
     at = settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT
-    if storage == EMBEDDED and at and comment.seq >= at:
-        signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
-        return True
-    return False
+    if w.storage != EMBEDDED or not at or comment.seq < at or w.move_running:
+        return False
+    signals.send(signals.discussion_outgrown, sender=Comment, topic=topic)
+    return moved_away(topic, away_from=EMBEDDED)
 
 
 def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_id: str | None = None) -> Comment:

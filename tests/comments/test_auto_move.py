@@ -144,3 +144,84 @@ def test_a_post_into_a_full_discussion_waits_for_the_move_it_asked_for_even_befo
     assert codes == [201] * len(codes)
     page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"page_size": 100}).json()
     assert len(page["results"]) == len(codes)
+
+
+def _copying_elsewhere(settings, make_topic, make_user, *, lease_seconds: float):
+    """An embedded discussion past the threshold (4 comments, the setting 4) whose move to buckets
+    another process has started and copies: the move document says "copying" and that process
+    holds its lease for `lease_seconds` (negative: it died and its lease ran out)."""
+    from datetime import UTC, datetime, timedelta
+
+    from comments.managers.move_state import CommentMoveManager
+    from comments.services import comment_create
+
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 0
+    topic, alice = make_topic("embedded", "chronological"), make_user("alice")
+    posted = [comment_create(topic=topic, author=alice, text=f"comment {n}").id for n in range(4)]
+    settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = 4
+    moves = CommentMoveManager()
+    moves.start(discussion_id=topic.discussion_id, source="embedded", target="bucketed")
+    assert moves.lease(discussion_id=topic.discussion_id, owner="another process", seconds=60)
+    moves.collection.update_one({"_id": topic.discussion_id},
+                                {"$set": {"lease_until": datetime.now(UTC) + timedelta(seconds=lease_seconds)}})
+    return topic, posted
+
+
+def _post_watching(api_client, topic, author, text):
+    """POST `text` as `author`; returns (the answer, how many times the post asked for the move,
+    whether each consequence was given the topic the request holds, core.lending)."""
+    from comments import signals
+    from topics.selectors import topic_stored
+
+    asked, lent = [], []
+
+    def outgrown(sender, topic, **kwargs):
+        asked.append(topic.pk)
+
+    def consequence(sender, topic, comment, **kwargs):
+        lent.append(topic_stored(pk=topic.pk) is topic)
+
+    signals.discussion_outgrown.connect(outgrown, dispatch_uid="test.auto_move.outgrown")
+    signals.comment_posted.connect(consequence, dispatch_uid="test.auto_move.lent")
+    try:
+        api_client.force_authenticate(author)
+        answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": text}, format="json")
+    finally:
+        signals.discussion_outgrown.disconnect(dispatch_uid="test.auto_move.outgrown")
+        signals.comment_posted.disconnect(dispatch_uid="test.auto_move.lent")
+    return answer, len(asked), lent
+
+
+def test_a_post_into_a_discussion_whose_move_a_live_process_copies_asks_nothing_and_lends_its_topic(
+        settings, api_client, make_topic, make_user):
+    """Under concurrent posters every post after the threshold lands in the embedded discussion while
+    its move copies: the move runs (its lease is held), so the post does not ask for it again (a
+    second run is refused by the lease), and the discussion has not moved under the post, so its
+    consequences are lent the topic it read (core.lending) instead of reading it back. The move,
+    once it finishes, has the post."""
+    from comments.managers.move_state import CommentMoveManager
+    from comments.moves import comment_storage_move
+
+    topic, posted = _copying_elsewhere(settings, make_topic, make_user, lease_seconds=60)
+    answer, asked, lent = _post_watching(api_client, topic, make_user("bob"), "while it copies")
+    assert answer.status_code == 201, answer.content
+    assert (asked, lent) == (0, [True])
+    assert Topic.objects.get(pk=topic.pk).comment_storage == "embedded"
+    CommentMoveManager().release(discussion_id=topic.discussion_id, owner="another process")
+    comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to="bucketed")
+    page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"page_size": 50}).json()
+    assert [c["id"] for c in page["results"]] == [*posted, answer.json()["id"]]
+
+
+def test_a_post_into_a_discussion_whose_mover_died_asks_for_the_move_again(settings, api_client, make_topic,
+                                                                          make_user):
+    """The process that copied died (its lease ran out): the post asks for the move, which resumes
+    (at once here: the tests' tasks are eager) and switches; the consequences read the topic where
+    the discussion now lives."""
+    topic, posted = _copying_elsewhere(settings, make_topic, make_user, lease_seconds=-1)
+    answer, asked, lent = _post_watching(api_client, topic, make_user("bob"), "after the mover died")
+    assert answer.status_code == 201, answer.content
+    assert (asked, lent) == (1, [False])
+    assert Topic.objects.get(pk=topic.pk).comment_storage == "bucketed"
+    page = api_client.get(f"/api/topics/{topic.slug}/comments/", {"page_size": 50}).json()
+    assert [c["id"] for c in page["results"]] == [*posted, answer.json()["id"]]
