@@ -10,9 +10,10 @@ the three or four consequences of one post would read back, one after the other,
 the comment and its author the request holds. Inside `lend(...)` the selectors that read them
 (`topics.selectors.topic_stored`, `comments.selectors.comment_stored`,
 `accounts`' users through `borrowed_user`) answer with the lent object instead. The same holds one
-step further: the comment's activity, stored by one of those tasks, is lent to the delivery task
+step further for a publish: the topic's activity, stored by its task, is lent to the delivery task
 its `activity_recorded` signal runs (`borrowed_activity`), which would otherwise read it back: the same
-values a read would return, since nothing else ran in this thread since it was stored.
+values a read would return, since nothing else ran in this thread since it was stored. (A comment's
+activity is delivered by the task that records it, which holds it already.)
 
 Only the thread (the context, PEP 567) that lends sees the loan: a task in a worker, or a
 request on another thread, reads the store. The loan ends with the block.

@@ -61,8 +61,9 @@ class DiscussionCommenterManager(MongoManager):
             self.collection.delete_one(key)
         else:
             # The whole pair, replaced (upserted): the same document a `$set` of its two fields
-            # leaves, without the engine applying an update operator to it.
-            self.collection.replace_one(key, {"discussion_id": int(discussion_id), "author": int(author), "seq": int(seq)},
+            # leaves, without the engine applying an update operator to it. The replacement names
+            # its `_id` and shard key as the filter does (a replacement's `_id` must not differ).
+            self.collection.replace_one(key, {**key, "author": int(author), "seq": int(seq)},
                                         upsert=True)
 
     def of(self, *, discussion_ids: list[int], authors: list[int]) -> dict[int, dict[int, int]]:

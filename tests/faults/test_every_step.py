@@ -176,7 +176,7 @@ def _check_after_recovery(world, scenario, case_id: str, what: str, fired, task_
 # The commenter pairs ("people you follow commented") are refreshed by a task of their own
 # whenever a comment changes status or goes: one more task in each of those writes; a stored
 # post's pair is refreshed by its one social task (`social.comment_posted`, with its activity).
-BROKER_TASKS = {"post": 5, "reply": 6, "edit": 3, "delete": 4, "like": 1, "flag_hides": 3, "remove": 3, "hide": 3,
+BROKER_TASKS = {"post": 4, "reply": 5, "edit": 3, "delete": 4, "like": 1, "flag_hides": 3, "remove": 3, "hide": 3,
                 "restore": 3, "approve_hidden": 3, "approve_held": 6, "follow": 3, "mute": 1, "publish": 2}
 MAIL_SENDS = {"reply": 1, "approve_held": 1}
 # Redis: the tasks sent (the broker) and the cache operations (the spam checks' duplicate fingerprints).
