@@ -128,10 +128,11 @@ def check_write(write_concern: WriteConcern) -> None:
         _fail(2, f"cannot use non-majority 'w' mode {w} when a host is not a member of a replica set")
 
 
-def check_unacknowledged(session, collation=None, array_filters=None, sort=None) -> None:
-    """pymongo's own refusals of an unacknowledged write (ConfigurationError, nothing sent):
-    an explicit session, a collation, arrayFilters, and an update's `sort` below MongoDB 8.0 (the
-    engine reports 7.0)."""
+def check_unacknowledged(session, collation=None, array_filters=None, sort=None, bypass=None) -> None:
+    """pymongo's own refusals of an unacknowledged write, nothing sent: an explicit session, a
+    collation, arrayFilters, and an update's `sort` below MongoDB 8.0 (the engine reports 7.0)
+    (ConfigurationError); and a bulk write's bypass_document_validation (its bulk API raises
+    OperationFailure for it)."""
     if session is not None:
         raise ConfigurationError(f"Explicit sessions are incompatible with unacknowledged write concern: "
                                  f"{WriteConcern(w=0)!r}")
@@ -141,6 +142,8 @@ def check_unacknowledged(session, collation=None, array_filters=None, sort=None)
         raise ConfigurationError("arrayFilters is unsupported for unacknowledged writes.")
     if sort is not None:
         raise ConfigurationError("Must be connected to MongoDB 8.0+ to use sort on unacknowledged update commands.")
+    if bypass:
+        raise OperationFailure("Cannot set bypass_document_validation with unacknowledged write concern")
 
 
 def write_concern_error(document) -> dict | None:

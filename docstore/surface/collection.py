@@ -304,10 +304,24 @@ class Collection:
 
     def _acknowledged(self):
         """This collection writing with the server's default concern: what an unacknowledged write runs
-        as (the server applies it as it applies any, and the driver reads no reply)."""
-        return self.with_options(write_concern=RC.WRITE_DEFAULT)
+        as (the server applies it as it applies any, and the driver reads no reply); its commands
+        still show the concern sent."""
+        collection = self.with_options(write_concern=RC.WRITE_DEFAULT)
+        collection._sent_concern = self.write_concern
+        return collection
 
-    def _unacknowledged(self, session, collation=None, array_filters=None, sort=None) -> bool:
+    _sent_concern = None  # set on an _acknowledged() copy: the concern its commands were sent with
+
+    def _concern_sent(self, body: dict, last: bool = True) -> dict:
+        """`body` with the `writeConcern` pymongo adds to a write command (none for the server's
+        default). An ordered bulk sent unacknowledged is acknowledged but for its last command, so
+        that the server stops at the first error (pymongo's execute_command_no_results)."""
+        concern = self._sent_concern or self.write_concern
+        if not concern.is_server_default and (last or concern.acknowledged):
+            body["writeConcern"] = concern.document
+        return body
+
+    def _unacknowledged(self, session, collation=None, array_filters=None, sort=None, bypass=None) -> bool:
         """Whether this write goes unacknowledged (`w: 0`), after pymongo's refusals of what such a
         write cannot carry; an acknowledged one first meets a standalone's refusal of a concern it
         cannot satisfy (docstore.query.concern), before anything is written."""
@@ -316,7 +330,7 @@ class Collection:
             if not concern.is_server_default:
                 RC.check_write(concern)
             return False
-        RC.check_unacknowledged(session, collation, array_filters, sort)
+        RC.check_unacknowledged(session, collation, array_filters, sort, bypass)
         return True
 
     @property
@@ -626,8 +640,9 @@ class Collection:
         unacknowledged = self._unacknowledged(session)
         if isinstance(document, Mapping) and "_id" not in document:
             document["_id"] = ObjectId()  # pymongo adds the _id before sending
-        body = events.compact({"insert": self.name, "ordered": True, "documents": [document],
-                               "bypassDocumentValidation": bypass_document_validation, "comment": comment})
+        body = self._concern_sent(events.compact({"insert": self.name, "ordered": True, "documents": [document],
+                                                  "bypassDocumentValidation": bypass_document_validation,
+                                                  "comment": comment}))
         with _no_reply(unacknowledged), events.command(self.database, body) as call:
             self.database._expire_if_due()
             doc = self._prepare_insert(document)
@@ -641,7 +656,7 @@ class Collection:
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
-        if self._unacknowledged(session):
+        if self._unacknowledged(session, bypass=bypass_document_validation):
             for document in documents:  # pymongo adds each _id before sending, then reads no reply
                 if isinstance(document, Mapping) and "_id" not in document:
                     document["_id"] = ObjectId()
@@ -659,7 +674,8 @@ class Collection:
             batches = events.insert_batches(documents)
         extra = events.compact({"bypassDocumentValidation": bypass_document_validation, "comment": comment})
         for start, end in batches:
-            body = {"insert": self.name, "ordered": ordered, "documents": documents[start:end], **extra}
+            body = self._concern_sent({"insert": self.name, "ordered": ordered, "documents": documents[start:end],
+                                       **extra}, not ordered or end == len(documents))
             with events.command(self.database, body) as call:
                 inserted, failed = len(ids), len(errors)
                 for n in range(start, end):
@@ -966,8 +982,9 @@ class Collection:
 
     def _update_command(self, statement: dict, let, bypass, comment) -> dict:
         """The `update` command pymongo sends for one statement."""
-        return events.compact({"update": self.name, "ordered": True, "updates": [events.compact(statement)], "let": let,
-                               "bypassDocumentValidation": bypass, "comment": comment})
+        return self._concern_sent(events.compact({"update": self.name, "ordered": True,
+                                                  "updates": [events.compact(statement)], "let": let,
+                                                  "bypassDocumentValidation": bypass, "comment": comment}))
 
     @staticmethod
     def _update_reply(raw: dict) -> dict:
@@ -1052,8 +1069,8 @@ class Collection:
 
     def _delete_command(self, filter, limit: int, collation, hint, let, comment) -> dict:
         """The `delete` command pymongo sends for one statement."""
-        return events.compact({"delete": self.name, "ordered": True, "deletes": [events.compact(
-            {"q": filter, "limit": limit, "collation": collation, "hint": hint})], "let": let, "comment": comment})
+        return self._concern_sent(events.compact({"delete": self.name, "ordered": True, "deletes": [events.compact(
+            {"q": filter, "limit": limit, "collation": collation, "hint": hint})], "let": let, "comment": comment}))
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
         if self._unacknowledged(session, collation):
@@ -1078,9 +1095,9 @@ class Collection:
     def _find_and_modify(self, filter, projection, sort, hint, collation, let, **fields) -> dict:
         """The `findAndModify` command pymongo sends."""
         sort = _sort_list(sort)
-        return events.compact({"findAndModify": self.name, "query": filter, "sort": dict(sort) if sort else None,
-                               "fields": S.normalize_projection(projection), "hint": hint, "collation": collation,
-                               "let": let, **fields})
+        return self._concern_sent(events.compact({
+            "findAndModify": self.name, "query": filter, "sort": dict(sort) if sort else None,
+            "fields": S.normalize_projection(projection), "hint": hint, "collation": collation, "let": let, **fields}))
 
     @staticmethod
     def _find_and_modify_reply(raw: dict | None, value) -> dict:
@@ -1185,7 +1202,7 @@ class Collection:
                 S.validate_replacement(request._doc)
             elif kind == "InsertOne" and isinstance(request._doc, Mapping) and "_id" not in request._doc:
                 request._doc["_id"] = ObjectId()  # pymongo adds the _id before sending
-        if self._unacknowledged(session, *_unacknowledged_refused(requests)):
+        if self._unacknowledged(session, *_unacknowledged_refused(requests), bypass=bypass_document_validation):
             with _no_reply(True):
                 self._acknowledged().bulk_write(requests, ordered, bypass_document_validation, None, comment, let)
             return BulkWriteResult({}, False)
@@ -1193,11 +1210,13 @@ class Collection:
                                 "comment": comment})
         # pymongo's commands: an ordered bulk runs in order, a run of one kind per command; an unordered
         # one sends its inserts, then its updates, then its deletes.
-        for command, indexes in events.bulk_runs(requests, ordered):
+        runs = events.bulk_runs(requests, ordered)
+        for command, indexes in runs:
             statements = [events.statement(requests[n])[1] for n in indexes] if events.enabled(self.database.client) \
                 else []
-            body = {command: self.name, "ordered": ordered,
-                    {"insert": "documents", "update": "updates", "delete": "deletes"}[command]: statements, **extra}
+            body = self._concern_sent({command: self.name, "ordered": ordered, {"insert": "documents", "update": "updates",
+                                                                                "delete": "deletes"}[command]: statements,
+                                       **extra}, not ordered or indexes is runs[-1][1])
             with events.command(self.database, body) as call:
                 for n in indexes:
                     if type(requests[n]).__name__ in ("UpdateOne", "ReplaceOne"):

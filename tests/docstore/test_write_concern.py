@@ -99,6 +99,15 @@ def test_what_pymongo_refuses_for_an_unacknowledged_write_stays_its_error(client
     assert client["wc"].items.count_documents({}) == 3
 
 
+def test_pymongos_bulk_api_refuses_bypassing_validation_unacknowledged(client):
+    coll = client["wc"].items.with_options(write_concern=WriteConcern(w=0))
+    for write in (lambda: coll.insert_many([{"_id": 9}], bypass_document_validation=True),
+                  lambda: coll.bulk_write([InsertOne({"_id": 9})], bypass_document_validation=True)):
+        with pytest.raises(OperationFailure, match="Cannot set bypass_document_validation with unacknowledged"):
+            write()
+    assert client["wc"].items.find_one({"_id": 9}) is None
+
+
 # --- what a standalone refuses and serves --------------------------------------------------------------
 
 
