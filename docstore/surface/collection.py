@@ -1293,13 +1293,15 @@ class Collection:
     def create_index(self, keys, session=None, **kwargs):
         from pymongo.operations import IndexModel
 
-        return self.create_indexes([IndexModel(keys, **kwargs)])[0]
+        return self.create_indexes([IndexModel(keys, **kwargs)], session)[0]
 
     def create_indexes(self, indexes, session=None, **kwargs):
         names = []
         indexes = list(indexes)
         specs = [dict(model.document) for model in indexes]
-        with events.command(self.database, {"createIndexes": self.name, "indexes": specs}) as call, \
+        unacknowledged = self._unacknowledged(session)  # pymongo sends the collection's write concern
+        body = self._concern_sent({"createIndexes": self.name, "indexes": specs})
+        with _no_reply(unacknowledged), events.command(self.database, body) as call, \
                 self._store.transaction(True) as conn:
             created = self._info() is None
             info = self._declare(conn)
@@ -1324,7 +1326,7 @@ class Collection:
                 self._store.save_info(conn, info)
             call.reply = {"numIndexesBefore": count, "numIndexesAfter": len(info.indexes) + 1,
                           "createdCollectionAutomatically": created, "ok": 1.0}
-        return names
+        return [spec["name"] for spec in specs] if unacknowledged else names  # pymongo names them itself
 
     def _create_index(self, conn, info, spec):
         name, key = spec["name"], spec["key"]
@@ -1384,8 +1386,10 @@ class Collection:
     def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
         index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
         unknown = _unknown(kwargs, frozenset())
-        body = events.compact({"dropIndexes": self.name, "index": index, "comment": comment, **unknown})
-        with events.command(self.database, body), self._store.transaction(True) as conn:
+        unacknowledged = self._unacknowledged(session)
+        body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": index, "comment": comment,
+                                                  **unknown}))
+        with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             name = index_or_name
@@ -1404,8 +1408,10 @@ class Collection:
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
         unknown = _unknown(kwargs, frozenset())
-        body = events.compact({"dropIndexes": self.name, "index": "*", "comment": comment, **unknown})
-        with events.command(self.database, body), self._store.transaction(True) as conn:
+        unacknowledged = self._unacknowledged(session)
+        body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": "*", "comment": comment,
+                                                  **unknown}))
+        with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             if info is None:

@@ -127,6 +127,21 @@ def test_a_concern_a_standalone_cannot_satisfy_is_its_error_before_writing(clien
         {"_id": 0, "k": 0}, {"_id": 1, "k": 1}, {"_id": 2, "k": 0}]
 
 
+def test_index_commands_carry_the_collections_concern(client):
+    items = client["wc"].items
+    refused = items.with_options(write_concern=WriteConcern(w=2))
+    for command in (lambda: refused.create_index("k"), lambda: refused.drop_indexes()):
+        with pytest.raises(OperationFailure) as failed:
+            command()
+        assert failed.value.code == 2
+    assert list(items.index_information()) == ["_id_"]
+    quiet = items.with_options(write_concern=WriteConcern(w=0))
+    assert quiet.create_index("k") == "k_1"
+    assert quiet.create_index([("k", 1)], name="k_1", unique=True) == "k_1"  # a conflicting spec, never reported
+    assert quiet.drop_index("absent") is None  # IndexNotFound, never reported
+    assert sorted(items.index_information()) == ["_id_", "k_1"] and "unique" not in items.index_information()["k_1"]
+
+
 @pytest.mark.parametrize("concern", [WriteConcern(w="majority"), WriteConcern(w=1, j=True),
                                      WriteConcern(fsync=True), WriteConcern(w="majority", wtimeout=1000)])
 def test_a_concern_a_standalone_serves_acknowledges_the_write(client, concern):
