@@ -27,8 +27,9 @@ A driver sends the read concern in the commands that read: `find` (not its `getM
 
 from __future__ import annotations
 
-from pymongo.errors import OperationFailure
+from pymongo.errors import ConfigurationError, OperationFailure
 from pymongo.read_concern import DEFAULT_READ_CONCERN, ReadConcern
+from pymongo.write_concern import WriteConcern
 
 DEFAULT = DEFAULT_READ_CONCERN
 SERVED = frozenset({"local", "available", "majority"})
@@ -83,7 +84,88 @@ def check_sent(document) -> None:
         _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
 
 
-_NAMES = {9: "FailedToParse", 72: "InvalidOptions", 123: "NotAReplicaSet", 238: "NotImplemented"}
+# --- write concern ----------------------------------------------------------------------------------
+#
+# MongoDB manual, "Write Concern", and the server's validateWriteConcern and waitForWriteConcern
+# (write_concern.cpp):
+#
+# - a standalone refuses `w` above 1 ("cannot use 'w' > 1 when a host is not replicated") and any
+#   tag set but "majority" ("cannot use non-majority 'w' mode <tag> when a host is not a member of
+#   a replica set"), both code 2 BadValue, before the command writes anything; `w: "majority"`,
+#   `j`, `fsync` and `wtimeout` are served (the engine commits each write before it returns, so
+#   there is nothing to wait for and no timeout to reach);
+# - `w: 0` is unacknowledged: the driver sends the write with OP_MSG moreToCome and reads no reply,
+#   so the write is applied and no server error reaches the caller; pymongo's results report
+#   `acknowledged == False` (their counts raise InvalidOperation), and pymongo itself refuses
+#   with ConfigurationError, before sending, what an unacknowledged write cannot carry.
+#
+# Over the wire (`docstore serve`) the engine is a replica set of one member: the write is
+# applied and the reply carries a `writeConcernError` when the set cannot satisfy the concern,
+# `w` above 1 (100 UnsatisfiableWriteConcern, "Not enough data-bearing nodes") or a tag the set's
+# configuration does not name (79 UnknownReplWriteConcern), as the primary's awaitReplication
+# answers at once rather than waiting out `wtimeout`.
+
+WRITE_DEFAULT = WriteConcern()
+
+
+def write_of(write_concern, default: WriteConcern = WRITE_DEFAULT) -> WriteConcern:
+    """The write concern a `get_database`/`get_collection`/`with_options` argument gives: `None`
+    keeps `default` (the parent's), anything but a WriteConcern is pymongo's TypeError."""
+    if write_concern is None:
+        return default
+    if not isinstance(write_concern, WriteConcern):
+        raise TypeError(f"write_concern must be an instance of pymongo.write_concern.WriteConcern, "
+                        f"not {type(write_concern)}")
+    return write_concern
+
+
+def check_write(write_concern: WriteConcern) -> None:
+    """Raise a standalone's error for a write concern it cannot satisfy; nothing for the others."""
+    w = write_concern.document.get("w")
+    if isinstance(w, int) and w > 1:
+        _fail(2, "cannot use 'w' > 1 when a host is not replicated")
+    if isinstance(w, str) and w != "majority":
+        _fail(2, f"cannot use non-majority 'w' mode {w} when a host is not a member of a replica set")
+
+
+def check_unacknowledged(session, collation=None, array_filters=None, sort=None, bypass=None) -> None:
+    """pymongo's own refusals of an unacknowledged write, nothing sent: an explicit session, a
+    collation, arrayFilters, and an update's `sort` below MongoDB 8.0 (the engine reports 7.0)
+    (ConfigurationError); and a bulk write's bypass_document_validation (its bulk API raises
+    OperationFailure for it)."""
+    if session is not None:
+        raise ConfigurationError(f"Explicit sessions are incompatible with unacknowledged write concern: "
+                                 f"{WriteConcern(w=0)!r}")
+    if collation is not None:
+        raise ConfigurationError("Collation is unsupported for unacknowledged writes.")
+    if array_filters is not None:
+        raise ConfigurationError("arrayFilters is unsupported for unacknowledged writes.")
+    if sort is not None:
+        raise ConfigurationError("Must be connected to MongoDB 8.0+ to use sort on unacknowledged update commands.")
+    if bypass:
+        raise OperationFailure("Cannot set bypass_document_validation with unacknowledged write concern")
+
+
+def write_concern_error(document) -> dict | None:
+    """The `writeConcernError` a one-member replica set's primary adds to a write's reply for the
+    `writeConcern` a driver sent, or None when the one member satisfies it."""
+    if not isinstance(document, dict):
+        return None
+    w = document.get("w")
+    if isinstance(w, bool) or not isinstance(w, int | float | str):
+        return None
+    if isinstance(w, str) and w != "majority":
+        code, msg = 79, f"No write concern mode named '{w}' found in replica set configuration"
+    elif not isinstance(w, str) and w > 1:
+        code, msg = 100, "Not enough data-bearing nodes"
+    else:
+        return None
+    return {"code": code, "codeName": _NAMES[code], "errmsg": msg,
+            "errInfo": {"writeConcern": {**document, "provenance": "clientSupplied"}}}
+
+
+_NAMES = {2: "BadValue", 9: "FailedToParse", 72: "InvalidOptions", 79: "UnknownReplWriteConcern",
+          100: "UnsatisfiableWriteConcern", 123: "NotAReplicaSet", 238: "NotImplemented"}
 
 
 def _fail(code: int, msg: str):

@@ -76,6 +76,16 @@ def code_name(code: int) -> str:
     return CODE_NAMES.get(code, f"Location{code}")
 
 
+def _write_concern_waited(body: dict, reply: dict) -> dict:
+    """A command's reply after a one-member replica set's primary waited for the `writeConcern` it
+    carries (docstore.query.concern.write_concern_error): the command's own result, with a
+    `writeConcernError` when the set cannot satisfy the concern; a retried write waits again."""
+    if "writeConcern" not in body or not reply.get("ok"):
+        return reply
+    error = RC.write_concern_error(body["writeConcern"])
+    return reply if error is None else {**reply, "writeConcernError": error}
+
+
 def failure(code: int, errmsg: str, **extra) -> dict:
     return {"ok": 0.0, "errmsg": errmsg, "code": code, "codeName": code_name(code), **extra}
 
@@ -178,7 +188,7 @@ class Engine:
                 with self._lock:
                     seen = self._retried.get(retry_key[0])
                 if seen is not None and seen[0] == retry_key[1]:
-                    return seen[1]
+                    return _write_concern_waited(body, seen[1])
             reply = handler(db, body, connection_id)
             if retry_key is not None and reply.get("ok"):
                 with self._lock:
@@ -186,7 +196,7 @@ class Engine:
                     self._retried.move_to_end(retry_key[0])
                     while len(self._retried) > 10_000:
                         self._retried.popitem(last=False)
-            return reply
+            return _write_concern_waited(body, reply)
         except (OperationFailure, CommandError, InvalidName, InvalidOperation, TypeError, ValueError) as exc:
             return _from_exception(exc)
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bson.codec_options import CodecOptions
-from pymongo import ReadPreference, WriteConcern
+from pymongo import ReadPreference
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
 from docstore.query import concern as RC
@@ -51,7 +51,7 @@ class Database:
         self._ttl_local = threading.local()  # set while this thread runs a pass: its own deletes start none
         self.codec_options = CodecOptions(tz_aware=client.tz_aware)
         self.read_preference = ReadPreference.PRIMARY
-        self.write_concern = WriteConcern()
+        self.write_concern = client.write_concern
         self.read_concern = client.read_concern
         self._origin = self  # the database a with_options copy was made from (its TTL schedule)
 
@@ -76,12 +76,15 @@ class Database:
 
     def get_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
                        read_concern=None) -> Collection:
-        """pymongo's Database.get_collection: the collection with this database's read concern unless
-        `read_concern` is given (docstore.query.concern: the levels a single node serves; a level it
-        does not is refused by the collection's first read, as a server refuses the command)."""
+        """pymongo's Database.get_collection: the collection with this database's read and write concerns
+        unless `read_concern`/`write_concern` is given (docstore.query.concern: the levels a single node
+        serves; a level it does not is refused by the collection's first read or write, as a server
+        refuses the command)."""
         collection = self[name]
         if read_concern is not None:
             collection.read_concern = RC.of(read_concern)
+        if write_concern is not None:
+            collection.write_concern = RC.write_of(write_concern)
         return collection
 
     def expire(self) -> int:
@@ -131,11 +134,12 @@ class Database:
 
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
         """pymongo's Database.with_options: a copy of this database (the same store) whose collections
-        read with `read_concern` (docstore.query.concern)."""
-        if read_concern is None:
+        read with `read_concern` and write with `write_concern` (docstore.query.concern)."""
+        if read_concern is None and write_concern is None:
             return self
         database = copy.copy(self)
-        database.read_concern = RC.of(read_concern)
+        database.read_concern = RC.of(read_concern, self.read_concern)
+        database.write_concern = RC.write_of(write_concern, self.write_concern)
         return database
 
     def create_collection(self, name, codec_options=None, read_preference=None, write_concern=None,
@@ -430,8 +434,10 @@ class Client:
         self._lock = threading.Lock()
         self.admin = AdminDatabase(self)
         self.address = ("docstore", 0)
-        # A MongoClient's read concern (readConcernLevel): the server's default, no level sent.
+        # A MongoClient's read concern (readConcernLevel) and write concern (w, j, wTimeoutMS): the
+        # server's defaults, nothing sent.
         self.read_concern = RC.DEFAULT
+        self.write_concern = RC.WRITE_DEFAULT
 
     def _file(self, name: str) -> str:
         if name == self.default_db or (not self.default_db and self._tmp is None):
@@ -454,7 +460,7 @@ class Client:
 
     def get_database(self, name=None, codec_options=None, read_preference=None, write_concern=None,
                      read_concern=None) -> Database:
-        return self[name or self.default_db].with_options(read_concern=read_concern)
+        return self[name or self.default_db].with_options(write_concern=write_concern, read_concern=read_concern)
 
     def list_database_names(self, session=None):
         with events.command(self.admin, {"listDatabases": 1, "nameOnly": True}) as call:

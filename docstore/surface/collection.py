@@ -8,6 +8,7 @@ codes and messages.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import re
 import sqlite3
@@ -255,6 +256,7 @@ class Collection:
         self.database = database
         self.name = name
         self.read_concern = database.read_concern  # pymongo: the database's unless given
+        self.write_concern = database.write_concern
 
     # --- identity --------------------------------------------------------------------------------
 
@@ -274,7 +276,8 @@ class Collection:
 
     def __getitem__(self, name):
         """A sub-collection (`coll.sub`), with this collection's options, as pymongo makes it."""
-        return self.database[f"{self.name}.{name}"].with_options(read_concern=self.read_concern)
+        return self.database[f"{self.name}.{name}"].with_options(write_concern=self.write_concern,
+                                                                 read_concern=self.read_concern)
 
     @property
     def full_name(self):
@@ -288,19 +291,47 @@ class Collection:
     def read_preference(self):
         return self.database.read_preference
 
-    @property
-    def write_concern(self):
-        return self.database.write_concern
-
     def with_options(self, codec_options=None, read_preference=None, write_concern=None, read_concern=None):
-        """pymongo's Collection.with_options: a copy of this collection reading with `read_concern`
-        (docstore.query.concern: its reads send it, and a level a single node does not serve is
-        refused by the server's error when a read runs)."""
-        if read_concern is None:
+        """pymongo's Collection.with_options: a copy of this collection reading with `read_concern` and
+        writing with `write_concern` (docstore.query.concern: a level a single node does not serve is
+        refused by the server's error when a read or write runs; `w=0` writes go unacknowledged)."""
+        if read_concern is None and write_concern is None:
             return self
         collection = Collection(self.database, self.name)
-        collection.read_concern = RC.of(read_concern)
+        collection.read_concern = RC.of(read_concern, self.read_concern)
+        collection.write_concern = RC.write_of(write_concern, self.write_concern)
         return collection
+
+    def _acknowledged(self):
+        """This collection writing with the server's default concern: what an unacknowledged write runs
+        as (the server applies it as it applies any, and the driver reads no reply); its commands
+        still show the concern sent."""
+        collection = self.with_options(write_concern=RC.WRITE_DEFAULT)
+        collection._sent_concern = self.write_concern
+        return collection
+
+    _sent_concern = None  # set on an _acknowledged() copy: the concern its commands were sent with
+
+    def _concern_sent(self, body: dict, last: bool = True) -> dict:
+        """`body` with the `writeConcern` pymongo adds to a write command (none for the server's
+        default). An ordered bulk sent unacknowledged is acknowledged but for its last command, so
+        that the server stops at the first error (pymongo's execute_command_no_results)."""
+        concern = self._sent_concern or self.write_concern
+        if not concern.is_server_default and (last or concern.acknowledged):
+            body["writeConcern"] = concern.document
+        return body
+
+    def _unacknowledged(self, session, collation=None, array_filters=None, sort=None, bypass=None) -> bool:
+        """Whether this write goes unacknowledged (`w: 0`), after pymongo's refusals of what such a
+        write cannot carry; an acknowledged one first meets a standalone's refusal of a concern it
+        cannot satisfy (docstore.query.concern), before anything is written."""
+        concern = self.write_concern
+        if concern.acknowledged:
+            if not concern.is_server_default:
+                RC.check_write(concern)
+            return False
+        RC.check_unacknowledged(session, collation, array_filters, sort, bypass)
+        return True
 
     @property
     def _store(self):
@@ -606,23 +637,33 @@ class Collection:
         return S.naive(dict(document))
 
     def insert_one(self, document, bypass_document_validation=None, session=None, comment=None):
+        unacknowledged = self._unacknowledged(session)
         if isinstance(document, Mapping) and "_id" not in document:
             document["_id"] = ObjectId()  # pymongo adds the _id before sending
-        body = events.compact({"insert": self.name, "ordered": True, "documents": [document],
-                               "bypassDocumentValidation": bypass_document_validation, "comment": comment})
-        with events.command(self.database, body) as call:
+        body = self._concern_sent(events.compact({"insert": self.name, "ordered": True, "documents": [document],
+                                                  "bypassDocumentValidation": bypass_document_validation,
+                                                  "comment": comment}))
+        with _no_reply(unacknowledged), events.command(self.database, body) as call:
             self.database._expire_if_due()
             doc = self._prepare_insert(document)
             self._encode(doc)
             with self._store.transaction(True) as conn:
                 self._insert_doc(conn, self._ensure(conn), doc, bypass_document_validation)
             call.reply = {"n": 1, "ok": 1.0}
-        return InsertOneResult(document["_id"], True)
+        return InsertOneResult(document["_id"], not unacknowledged)
 
     def insert_many(self, documents, ordered=True, bypass_document_validation=None, session=None, comment=None):
         documents = list(documents)
         if not documents:
             raise TypeError("documents must be a non-empty list")
+        if self._unacknowledged(session, bypass=bypass_document_validation):
+            for document in documents:  # pymongo adds each _id before sending, then reads no reply
+                if isinstance(document, Mapping) and "_id" not in document:
+                    document["_id"] = ObjectId()
+            with _no_reply(True):
+                self._acknowledged().insert_many(
+                    documents, ordered, bypass_document_validation, None, comment)
+            return InsertManyResult([document["_id"] for document in documents], False)
         self.database._expire_if_due()
         ids, errors = [], []
         batches = [(0, len(documents))]
@@ -633,7 +674,8 @@ class Collection:
             batches = events.insert_batches(documents)
         extra = events.compact({"bypassDocumentValidation": bypass_document_validation, "comment": comment})
         for start, end in batches:
-            body = {"insert": self.name, "ordered": ordered, "documents": documents[start:end], **extra}
+            body = self._concern_sent({"insert": self.name, "ordered": ordered, "documents": documents[start:end],
+                                       **extra}, not ordered or end == len(documents))
             with events.command(self.database, body) as call:
                 inserted, failed = len(ids), len(errors)
                 for n in range(start, end):
@@ -940,8 +982,9 @@ class Collection:
 
     def _update_command(self, statement: dict, let, bypass, comment) -> dict:
         """The `update` command pymongo sends for one statement."""
-        return events.compact({"update": self.name, "ordered": True, "updates": [events.compact(statement)], "let": let,
-                               "bypassDocumentValidation": bypass, "comment": comment})
+        return self._concern_sent(events.compact({"update": self.name, "ordered": True,
+                                                  "updates": [events.compact(statement)], "let": let,
+                                                  "bypassDocumentValidation": bypass, "comment": comment}))
 
     @staticmethod
     def _update_reply(raw: dict) -> dict:
@@ -953,6 +996,11 @@ class Collection:
     def update_one(self, filter, update, upsert=False, bypass_document_validation=None, collation=None,
                    array_filters=None, hint=None, session=None, let=None, sort=None, comment=None):
         S.check_update_document(update, array_filters)
+        if self._unacknowledged(session, collation, array_filters, sort):
+            with _no_reply(True):
+                self._acknowledged().update_one(filter, update, upsert, bypass_document_validation, collation,
+                                                array_filters, hint, None, let, sort, comment)
+            return UpdateResult(None, False)
         body = self._update_command({"q": filter, "u": update, "multi": False, "upsert": upsert, "collation": collation,
                                      "arrayFilters": array_filters, "hint": hint, "sort": sort}, let,
                                     bypass_document_validation, comment)
@@ -966,6 +1014,11 @@ class Collection:
     def update_many(self, filter, update, upsert=False, array_filters=None, bypass_document_validation=None,
                     collation=None, hint=None, session=None, let=None, comment=None):
         S.check_update_document(update, array_filters)
+        if self._unacknowledged(session, collation, array_filters):
+            with _no_reply(True):
+                self._acknowledged().update_many(filter, update, upsert, array_filters, bypass_document_validation,
+                                                 collation, hint, None, let, comment)
+            return UpdateResult(None, False)
         body = self._update_command({"q": filter, "u": update, "multi": True, "upsert": upsert, "collation": collation,
                                      "arrayFilters": array_filters, "hint": hint}, let, bypass_document_validation,
                                     comment)
@@ -978,6 +1031,11 @@ class Collection:
     def replace_one(self, filter, replacement, upsert=False, bypass_document_validation=None, collation=None,
                     hint=None, session=None, let=None, sort=None, comment=None):
         S.validate_replacement(replacement)
+        if self._unacknowledged(session, collation, sort=sort):
+            with _no_reply(True):
+                self._acknowledged().replace_one(filter, replacement, upsert, bypass_document_validation, collation,
+                                                 hint, None, let, sort, comment)
+            return UpdateResult(None, False)
         body = self._update_command({"q": filter, "u": replacement, "multi": False, "upsert": upsert,
                                      "collation": collation, "hint": hint, "sort": sort}, let,
                                     bypass_document_validation, comment)
@@ -1011,16 +1069,24 @@ class Collection:
 
     def _delete_command(self, filter, limit: int, collation, hint, let, comment) -> dict:
         """The `delete` command pymongo sends for one statement."""
-        return events.compact({"delete": self.name, "ordered": True, "deletes": [events.compact(
-            {"q": filter, "limit": limit, "collation": collation, "hint": hint})], "let": let, "comment": comment})
+        return self._concern_sent(events.compact({"delete": self.name, "ordered": True, "deletes": [events.compact(
+            {"q": filter, "limit": limit, "collation": collation, "hint": hint})], "let": let, "comment": comment}))
 
     def delete_one(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        if self._unacknowledged(session, collation):
+            with _no_reply(True):
+                self._acknowledged().delete_one(filter, collation, hint, None, let, comment)
+            return DeleteResult(None, False)
         with events.command(self.database, self._delete_command(filter, 1, collation, hint, let, comment)) as call:
             docs = self._delete(filter, multi=False, hint=hint, collation=collation, let=let)
             call.reply = {"n": len(docs), "ok": 1.0}
         return DeleteResult({"n": len(docs), "ok": 1.0}, True)
 
     def delete_many(self, filter, collation=None, hint=None, session=None, let=None, comment=None):
+        if self._unacknowledged(session, collation):
+            with _no_reply(True):
+                self._acknowledged().delete_many(filter, collation, hint, None, let, comment)
+            return DeleteResult(None, False)
         with events.command(self.database, self._delete_command(filter, 0, collation, hint, let, comment)) as call:
             docs = self._delete(filter, multi=True, hint=hint, collation=collation, let=let)
             call.reply = {"n": len(docs), "ok": 1.0}
@@ -1029,9 +1095,9 @@ class Collection:
     def _find_and_modify(self, filter, projection, sort, hint, collation, let, **fields) -> dict:
         """The `findAndModify` command pymongo sends."""
         sort = _sort_list(sort)
-        return events.compact({"findAndModify": self.name, "query": filter, "sort": dict(sort) if sort else None,
-                               "fields": S.normalize_projection(projection), "hint": hint, "collation": collation,
-                               "let": let, **fields})
+        return self._concern_sent(events.compact({
+            "findAndModify": self.name, "query": filter, "sort": dict(sort) if sort else None,
+            "fields": S.normalize_projection(projection), "hint": hint, "collation": collation, "let": let, **fields}))
 
     @staticmethod
     def _find_and_modify_reply(raw: dict | None, value) -> dict:
@@ -1042,6 +1108,11 @@ class Collection:
 
     def find_one_and_delete(self, filter, projection=None, sort=None, hint=None, session=None, collation=None,
                             let=None, **kwargs):
+        if self._unacknowledged(session, collation):
+            with _no_reply(True):
+                self._acknowledged().find_one_and_delete(filter, projection, sort, hint, None, collation, let,
+                                                         **kwargs)
+            return None
         unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, remove=True,
                                      comment=kwargs.get("comment"), **unknown)
@@ -1057,6 +1128,11 @@ class Collection:
                              return_document=ReturnDocument.BEFORE, hint=None, session=None, collation=None, let=None,
                              **kwargs):
         S.validate_replacement(replacement)
+        if self._unacknowledged(session, collation):
+            with _no_reply(True):
+                self._acknowledged().find_one_and_replace(filter, replacement, projection, sort, upsert,
+                                                          return_document, hint, None, collation, let, **kwargs)
+            return None
         unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=replacement,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
@@ -1076,6 +1152,11 @@ class Collection:
                             return_document=ReturnDocument.BEFORE, array_filters=None, hint=None, session=None,
                             collation=None, let=None, **kwargs):
         S.check_update_document(update, array_filters)
+        if self._unacknowledged(session, collation, array_filters):
+            with _no_reply(True):
+                self._acknowledged().find_one_and_update(filter, update, projection, sort, upsert, return_document,
+                                                         array_filters, hint, None, collation, let, **kwargs)
+            return None
         unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=update,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
@@ -1121,15 +1202,21 @@ class Collection:
                 S.validate_replacement(request._doc)
             elif kind == "InsertOne" and isinstance(request._doc, Mapping) and "_id" not in request._doc:
                 request._doc["_id"] = ObjectId()  # pymongo adds the _id before sending
+        if self._unacknowledged(session, *_unacknowledged_refused(requests), bypass=bypass_document_validation):
+            with _no_reply(True):
+                self._acknowledged().bulk_write(requests, ordered, bypass_document_validation, None, comment, let)
+            return BulkWriteResult({}, False)
         extra = events.compact({"let": let, "bypassDocumentValidation": bypass_document_validation,
                                 "comment": comment})
         # pymongo's commands: an ordered bulk runs in order, a run of one kind per command; an unordered
         # one sends its inserts, then its updates, then its deletes.
-        for command, indexes in events.bulk_runs(requests, ordered):
+        runs = events.bulk_runs(requests, ordered)
+        for command, indexes in runs:
             statements = [events.statement(requests[n])[1] for n in indexes] if events.enabled(self.database.client) \
                 else []
-            body = {command: self.name, "ordered": ordered,
-                    {"insert": "documents", "update": "updates", "delete": "deletes"}[command]: statements, **extra}
+            body = self._concern_sent({command: self.name, "ordered": ordered, {"insert": "documents", "update": "updates",
+                                                                                "delete": "deletes"}[command]: statements,
+                                       **extra}, not ordered or indexes is runs[-1][1])
             with events.command(self.database, body) as call:
                 for n in indexes:
                     if type(requests[n]).__name__ in ("UpdateOne", "ReplaceOne"):
@@ -1206,13 +1293,15 @@ class Collection:
     def create_index(self, keys, session=None, **kwargs):
         from pymongo.operations import IndexModel
 
-        return self.create_indexes([IndexModel(keys, **kwargs)])[0]
+        return self.create_indexes([IndexModel(keys, **kwargs)], session)[0]
 
     def create_indexes(self, indexes, session=None, **kwargs):
         names = []
         indexes = list(indexes)
         specs = [dict(model.document) for model in indexes]
-        with events.command(self.database, {"createIndexes": self.name, "indexes": specs}) as call, \
+        unacknowledged = self._unacknowledged(session)  # pymongo sends the collection's write concern
+        body = self._concern_sent({"createIndexes": self.name, "indexes": specs})
+        with _no_reply(unacknowledged), events.command(self.database, body) as call, \
                 self._store.transaction(True) as conn:
             created = self._info() is None
             info = self._declare(conn)
@@ -1237,7 +1326,7 @@ class Collection:
                 self._store.save_info(conn, info)
             call.reply = {"numIndexesBefore": count, "numIndexesAfter": len(info.indexes) + 1,
                           "createdCollectionAutomatically": created, "ok": 1.0}
-        return names
+        return [spec["name"] for spec in specs] if unacknowledged else names  # pymongo names them itself
 
     def _create_index(self, conn, info, spec):
         name, key = spec["name"], spec["key"]
@@ -1297,8 +1386,10 @@ class Collection:
     def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
         index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
         unknown = _unknown(kwargs, frozenset())
-        body = events.compact({"dropIndexes": self.name, "index": index, "comment": comment, **unknown})
-        with events.command(self.database, body), self._store.transaction(True) as conn:
+        unacknowledged = self._unacknowledged(session)
+        body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": index, "comment": comment,
+                                                  **unknown}))
+        with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             name = index_or_name
@@ -1317,8 +1408,10 @@ class Collection:
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
         unknown = _unknown(kwargs, frozenset())
-        body = events.compact({"dropIndexes": self.name, "index": "*", "comment": comment, **unknown})
-        with events.command(self.database, body), self._store.transaction(True) as conn:
+        unacknowledged = self._unacknowledged(session)
+        body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": "*", "comment": comment,
+                                                  **unknown}))
+        with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
             if info is None:
@@ -1374,6 +1467,26 @@ class Collection:
         return CS.watch(self.database, self.name, pipeline, max_await_time_ms, batch_size, collation,
                         CS.spec_of(full_document, resume_after, start_at_operation_time, start_after,
                                    full_document_before_change, show_expanded_events))
+
+
+@contextlib.contextmanager
+def _no_reply(unacknowledged: bool):
+    """An unacknowledged write (`w: 0`): pymongo sends it with OP_MSG moreToCome and reads no reply,
+    so the server's error for it (a duplicate key, a validation failure) never reaches the caller;
+    an acknowledged write's errors pass."""
+    try:
+        yield
+    except OperationFailure:
+        if not unacknowledged:
+            raise
+
+
+def _unacknowledged_refused(requests) -> tuple:
+    """The first collation, arrayFilters and update sort among a bulk's requests: what pymongo refuses
+    for an unacknowledged bulk write (its `uses_collation`, `uses_array_filters`, `uses_sort`)."""
+    def first(attribute):
+        return next((v for v in (getattr(r, attribute, None) for r in requests) if v is not None), None)
+    return first("_collation"), first("_array_filters"), first("_sort")
 
 
 def _bulk_reply(result: dict, before: dict) -> dict:

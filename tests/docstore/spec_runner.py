@@ -17,8 +17,8 @@ flexible numerics, `$$exists`, `$$type`, `$$unsetOrMatches`, `$$matchesEntity`, 
 `errorResponse`, `expectResult`, `writeErrors`); and `outcome` (exact documents, key order free).
 
 Out of scope, each skipped with its reason: sessions and transactions, fail points, tests whose
-only assertions are command events (`expectEvents`), unacknowledged writes (`w: 0`), the
-removed `count`, and the files pymongo's own suite removes as not implemented by pymongo (rawData).
+only assertions are command events (`expectEvents`), the removed `count`, and the files pymongo's
+own suite removes as not implemented by pymongo (rawData).
 """
 
 from __future__ import annotations
@@ -117,21 +117,6 @@ def _requirements(reqs: list | None, version: tuple) -> str | None:
     return None if any(r is None for r in reasons) else "runOnRequirements: " + reasons[0]
 
 
-def _walk(value):
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            yield k, v
-            yield from _walk(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk(v)
-
-
-def _w0(value) -> bool:
-    return any(k in ("writeConcern", "uriOptions") and isinstance(v, Mapping) and v.get("w") == 0
-               for k, v in _walk(value))
-
-
 def scope(spec: dict, test: dict, version: tuple) -> str | None:
     """Why a test is out of scope (the reason it is skipped with), or None to run it."""
     major, minor = (int(p) for p in spec["schemaVersion"].split(".")[:2])
@@ -151,8 +136,6 @@ def scope(spec: dict, test: dict, version: tuple) -> str | None:
             any("session" in (op.get("arguments") or {}) for op in ops) or \
             names & {"startTransaction", "commitTransaction", "abortTransaction", "withTransaction"}:
         return "sessions and transactions"
-    if _w0(spec.get("createEntities")) or any(_w0(op.get("arguments")) for op in ops):
-        return "w: 0 (unacknowledged writes)"
     if "count" in names:
         return "count (removed from the drivers' CRUD API)"
     if names & {"createSearchIndex", "createSearchIndexes", "dropSearchIndex", "listSearchIndexes",
@@ -428,6 +411,8 @@ def result_document(result):
     """The format's "Converting Returned Model Objects to Documents" for pymongo's result classes."""
     from pymongo.results import BulkWriteResult, DeleteResult, InsertManyResult, InsertOneResult, UpdateResult
 
+    if getattr(result, "acknowledged", True) is False:  # an unacknowledged write's result: no counts to read
+        return {"acknowledged": False}
     if isinstance(result, InsertOneResult):
         return {"insertedId": result.inserted_id}
     if isinstance(result, InsertManyResult):
@@ -814,7 +799,7 @@ def report(path: Path) -> str:
         f"At the version the engine reports (buildInfo: {'.'.join(map(str, version))}), standalone topology.",
         "Out of scope (skipped, with the reason per file below): tests for other server versions or",
         "topologies (`runOnRequirements`), sessions and transactions, fail points, tests that only",
-        "assert command events, unacknowledged writes (`w: 0`), the removed `count`, Atlas Search",
+        "assert command events, the removed `count`, Atlas Search",
         f"indexes. {control_name}, a Python imitation of MongoDB (the engine no longer borrows from it), runs the same",
         "in-scope tests as a control.",
         "",
