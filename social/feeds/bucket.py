@@ -30,6 +30,10 @@ from social.feeds.base import Activity, FeedManager, FeedPage, bucket_cursor, fe
 
 DUPLICATE_KEY = 11000
 BATCH = 1000
+# The ids of a follower's last deliveries kept on their counter (about 17 bytes each): a retry of a
+# delivery finds its first attempt's number there unless more deliveries than this reached that
+# follower in between (then `dedupe`, `manage.py integrity --repair`, removes a second copy).
+COUNTED_KEPT = 50
 
 
 def bucket_size() -> int:
@@ -59,37 +63,66 @@ class BucketedFanoutFeed(FeedManager):
         return {cls.buckets_name: {"owner": 1, "sequence": 1}, cls.counters_name: {"_id": "hashed"}}
 
     def post(self, activity: Activity, *, followers) -> int:
-        item = {"aid": ObjectId(activity.id), **activity.to_fields()}
+        """Deliver `activity` to each follower once, whatever was done by an earlier attempt of this
+        delivery (a retried task, a redelivered one, a write-concern error after the primary applied
+        the write). Idempotent in two steps, each guarded in its filter:
+
+        - the count: `$inc` only where the activity is not among the follower's last
+          COUNTED_KEPT counted ids (`counted`, pushed in the same update, so `counted[-1]` is
+          the count `activityCount`, `counted[-2]` the one before, and so on); a retry
+          increments nothing and finds its first attempt's number by the id's position there
+          (`$indexOfArray` in the find's projection: two integers a follower, not the array).
+          Concurrent deliveries to one follower each find their own number too, so a bucket
+          holds exactly FEED_BUCKET_SIZE activities;
+        - the push: into the bucket that number names, guarded by `activities.aid: {$ne: id}`;
+          a retry lands in the same bucket (its number did not change) and matches nothing.
+
+        The guarded upserts fail with a duplicate `_id` when the guard fails (the server retries
+        an upsert's duplicate key only when its filter is equalities on a unique index's fields
+        alone: MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate Values"); `_bulk`
+        repeats those as plain updates, which then match nothing (the id is there) or apply (a
+        racer created the document first). Every filter names the shard key (`_id` of the
+        counters; owner and sequence of the buckets)."""
+        aid = ObjectId(activity.id)
+        item = {"aid": aid, **activity.to_fields()}
         size = bucket_size()
         counters, buckets = self.db[self.counters_name], self.db[self.buckets_name]
+        count = {"$inc": {"activityCount": 1}, "$push": {"counted": {"$each": [aid], "$slice": -COUNTED_KEPT}}}
+        numbered = {"activityCount": 1, "at": {"$indexOfArray": [{"$ifNull": ["$counted", []]}, aid]},
+                    "kept": {"$size": {"$ifNull": ["$counted", []]}}}
         written = 0
         for batch in self.batched(followers(), BATCH):
-            counters.bulk_write([UpdateOne({"_id": owner}, {"$inc": {"activityCount": 1}}, upsert=True) for owner in batch],
-                                ordered=False)
-            found = counters.find({"_id": {"$in": batch}}, {"activityCount": 1}).batch_size(len(batch))  # one reply
-            counts = {d["_id"]: d["activityCount"] for d in found}
+            self._bulk(counters, [({"_id": owner, "counted": {"$ne": aid}}, count) for owner in batch])
+            found = counters.find({"_id": {"$in": batch}}, numbered).batch_size(len(batch))  # one reply
             ops = []
-            for owner in batch:
-                if owner in counts:
-                    sequence = (counts[owner] - 1) // size
-                    ops.append(UpdateOne({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence},
-                                         {"$push": {"activities": item}, "$max": {"last": activity.date}}, upsert=True))
-            written += self._bulk(buckets, ops)
+            for doc in found:
+                number = doc["activityCount"]
+                if doc["at"] >= 0:  # its own number (else more than COUNTED_KEPT others came since: the newest)
+                    number -= doc["kept"] - 1 - doc["at"]
+                sequence = (number - 1) // size
+                owner = doc["_id"]
+                ops.append(({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence,
+                             "activities.aid": {"$ne": aid}}, {"$push": {"activities": item}, "$max": {"last": activity.date}}))
+            if ops:
+                written += self._bulk(buckets, ops)
         return written
 
     @staticmethod
-    def _bulk(collection, ops: list) -> int:
-        """Bulk upserts; two racing upserts of a new bucket can collide on `_id`: the losers
-        are retried once (the bucket exists by then)."""
+    def _bulk(collection, ops: list[tuple[dict, dict]]) -> int:
+        """Bulk upserts of (filter, update) pairs, guarded in their filter. An upsert whose guard
+        fails on an existing document, or that loses the race to create it, meets a duplicate
+        `_id`: those are repeated once as plain updates (the document exists by then), which
+        apply only where the guard holds.
+        A write-concern error (with or without duplicates) is raised, never taken for a duplicate."""
         try:
-            result = collection.bulk_write(ops, ordered=False)
+            result = collection.bulk_write([UpdateOne(key, update, upsert=True) for key, update in ops], ordered=False)
             return result.modified_count + result.upserted_count
         except BulkWriteError as exc:
             errors = exc.details.get("writeErrors", [])
             if not errors or any(e.get("code") != DUPLICATE_KEY for e in errors) or exc.details.get("writeConcernErrors"):
-                raise  # a write-concern error (with or without duplicates) is not retried as a duplicate
+                raise
             done = exc.details.get("nModified", 0) + exc.details.get("nUpserted", 0)
-            retry = collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
+            retry = collection.bulk_write([UpdateOne(*ops[e["index"]]) for e in errors], ordered=False)
             return done + retry.modified_count + retry.upserted_count
 
     def backfill(self, *, owner: int, activities: list[Activity]) -> int:
