@@ -1,16 +1,15 @@
 """Bucketed fan-out on write (seeds/001_94fc363f03dca98a.txt, "写时将信息流整合成块状"): each follower's feed
-is a series of buckets of about `FEED_BUCKET_SIZE` (50) activities.
+is a series of buckets of `FEED_BUCKET_SIZE` (50) activities.
 
-    counters  {_id: owner, activityCount: int}
+    counters  {_id: owner, activityCount: int, counted: [the last COUNTED_KEPT activity ids counted]}
     buckets   {_id: "<owner>:<sequence>", owner: int, sequence: int, activities: [{aid, type, author, ..., date}, ...]}
 
 Write, per batch of 1,000 followers (three round trips, never one per follower):
-`bulk_write` of `$inc: {activityCount: 1}` upserts on the counters, one `find` of those
-counters, then `bulk_write` of upserts `$push`ing the activity into bucket
-`(activityCount - 1) // FEED_BUCKET_SIZE` of each follower. Concurrent posts to the
-same follower read counters after both increments, so a bucket can end up a few
-activities over or under the nominal size; it never grows without bound, since every
-increment moves the counter forward.
+`bulk_write` of `$inc: {activityCount: 1}` upserts on the counters guarded by the activity not
+being counted yet, one `find` of each delivery's own number, then `bulk_write` of upserts
+`$push`ing the activity into bucket `(number - 1) // FEED_BUCKET_SIZE` of each follower,
+guarded by the activity not being there yet. Exactly once per follower, whatever repeats the
+delivery (see `post`); every number is taken once, so a bucket fills to the size and no further.
 Read: one query, buckets of the owner newest sequence first (index (owner, sequence)),
 of which a page reads one or two (three for a page of 100). Order: (sequence, position
 in the bucket) descending; positions only grow, so the cursor (sequence, position)
@@ -126,7 +125,8 @@ class BucketedFanoutFeed(FeedManager):
             return done + retry.modified_count + retry.upserted_count
 
     def backfill(self, *, owner: int, activities: list[Activity]) -> int:
-        """`post` pushes (not idempotent), so a retried backfill first reads the owner's newest
+        """`post` knows only the owner's last COUNTED_KEPT deliveries, and a backfill delivers older
+        activities (one a follow, unfollow and follow again delivered before), so it first reads the owner's newest
         buckets, as many as can hold the activities just backfilled and a bucket more (one
         query on (owner, sequence), bounded by the count), and skips the ids already there.
         Backfilled activities go to the head of the feed, where a newly followed author's
