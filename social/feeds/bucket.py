@@ -70,7 +70,7 @@ class BucketedFanoutFeed(FeedManager):
           COUNTED_KEPT counted ids (`counted`, pushed in the same update, so `counted[-1]` is
           the count `activityCount`, `counted[-2]` the one before, and so on); a retry
           increments nothing and finds its first attempt's number by the id's position there
-          (`$indexOfArray` in the find's projection: two integers a follower, not the array).
+          (`$indexOfArray` in the find's projection: one integer a follower, not the array).
           Concurrent deliveries to one follower each find their own number too, so a bucket
           holds exactly FEED_BUCKET_SIZE activities;
         - the push: into the bucket that number names, guarded by `activities.aid: {$ne: id}`;
@@ -87,19 +87,19 @@ class BucketedFanoutFeed(FeedManager):
         size = bucket_size()
         counters, buckets = self.db[self.counters_name], self.db[self.buckets_name]
         count = {"$inc": {"activityCount": 1}, "$push": {"counted": {"$each": [aid], "$slice": -COUNTED_KEPT}}}
-        numbered = {"activityCount": 1, "at": {"$indexOfArray": [{"$ifNull": ["$counted", []]}, aid]},
-                    "kept": {"$size": {"$ifNull": ["$counted", []]}}}
+        # Each delivery's own number, computed on the server: one integer a follower in the reply.
+        # `at` < 0: more than COUNTED_KEPT other deliveries came since (not seen): the newest number.
+        counted = {"$ifNull": ["$counted", []]}
+        numbered = {"number": {"$let": {"vars": {"at": {"$indexOfArray": [counted, aid]}}, "in": {"$cond": [
+            {"$lt": ["$$at", 0]}, "$activityCount",
+            {"$subtract": ["$activityCount", {"$subtract": [{"$size": counted}, {"$add": ["$$at", 1]}]}]}]}}}}
         written = 0
         for batch in self.batched(followers(), BATCH):
             self._bulk(counters, [({"_id": owner, "counted": {"$ne": aid}}, count) for owner in batch])
             found = counters.find({"_id": {"$in": batch}}, numbered).batch_size(len(batch))  # one reply
             ops = []
             for doc in found:
-                number = doc["activityCount"]
-                if doc["at"] >= 0:  # its own number (else more than COUNTED_KEPT others came since: the newest)
-                    number -= doc["kept"] - 1 - doc["at"]
-                sequence = (number - 1) // size
-                owner = doc["_id"]
+                owner, sequence = doc["_id"], (doc["number"] - 1) // size
                 ops.append(({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence,
                              "activities.aid": {"$ne": aid}}, {"$push": {"activities": item}, "$max": {"last": activity.date}}))
             if ops:
