@@ -22,10 +22,10 @@ Hybrid fan-out (`activity_deliver`): an author with more than `FEED_PUSH_LIMIT` 
 is not pushed; the author is marked as pulled and readers merge their activities in at read
 time (`social.feeds.hybrid`). Otherwise the activity is pushed to each follower except
 those not seen for `FEED_ACTIVE_DAYS` (their feed is rebuilt from the author logs when they
-come back, `feed_rebuild`) and those who muted the author. The push is idempotent for the
-`write` strategy (the copy's `_id` is (follower, activity)), so a retried delivery never
-duplicates; a retried `bucket` delivery can repeat the activity in a bucket, which the
-merged read shows once.
+come back, `feed_rebuild`) and those who muted the author. The push is idempotent in both
+push strategies, so a retried or redelivered delivery never duplicates: `write` keys the copy
+by (follower, activity); `bucket` guards its count and its push by the activity's id
+(`BucketedFanoutFeed.post`).
 
 Mute (`mute_create`): the muted user's past copies leave the muter's pushed feed, new
 ones are not pushed to them, a pulled author they muted is left out at read time, and
@@ -386,7 +386,8 @@ def feed_backfill(*, owner: int, author: int) -> int:
 def feed_rebuild(*, user_id: int) -> int:
     """Refill the pushed feed of a user who comes back after FEED_ACTIVE_DAYS: the activities of
     the (pushed) authors they follow newer than the newest item in their feed, at most
-    REBUILD_LIMIT, delivered oldest first. Idempotent for the `write` strategy."""
+    REBUILD_LIMIT, delivered oldest first. Idempotent (`FeedManager.post` is, for a repeat within
+    the reader's last deliveries in `bucket`: social.feeds.bucket.COUNTED_KEPT)."""
     feed = get_feed()
     if feed.name == "read":
         return 0
@@ -510,7 +511,7 @@ def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | No
     delivery last: the steps before the delivery are idempotent and enqueue nothing, so a retry
     after one of them failed has delivered nothing yet; a retry after the delivery failed writes
     the pair again (the same value), finds the activity logged and delivers it again, as the
-    delivery task's own retry did (a retried `bucket` delivery may store it twice, docs/social.md).
+    delivery task's own retry did (a delivery is idempotent in every strategy, docs/social.md).
     False when the activity was not recorded (topic or comment gone)."""
     if author_id:
         commenters_refresh(topic_id=topic_id, author_id=author_id)

@@ -1,7 +1,8 @@
 """Background work of the social app: thin tasks (ids in, one service call).
 
-Idempotent: a copy in a follower's feed has the `_id` (follower, activity), a rebuild
-re-inserts the same ids, a purge deletes what is there.
+Idempotent: a copy in a follower's feed has the `_id` (follower, activity) in fan-out on
+write, a bucketed delivery guards its count and its push by the activity's id (a redelivered
+or retried delivery, a rebuild, stores nothing twice), a purge deletes what is there.
 """
 
 from celery import shared_task

@@ -1,16 +1,15 @@
 """Bucketed fan-out on write (seeds/001_94fc363f03dca98a.txt, "写时将信息流整合成块状"): each follower's feed
-is a series of buckets of about `FEED_BUCKET_SIZE` (50) activities.
+is a series of buckets of `FEED_BUCKET_SIZE` (50) activities.
 
-    counters  {_id: owner, activityCount: int}
+    counters  {_id: owner, activityCount: int, counted: [the last COUNTED_KEPT activity ids counted]}
     buckets   {_id: "<owner>:<sequence>", owner: int, sequence: int, activities: [{aid, type, author, ..., date}, ...]}
 
 Write, per batch of 1,000 followers (three round trips, never one per follower):
-`bulk_write` of `$inc: {activityCount: 1}` upserts on the counters, one `find` of those
-counters, then `bulk_write` of upserts `$push`ing the activity into bucket
-`(activityCount - 1) // FEED_BUCKET_SIZE` of each follower. Concurrent posts to the
-same follower read counters after both increments, so a bucket can end up a few
-activities over or under the nominal size; it never grows without bound, since every
-increment moves the counter forward.
+`bulk_write` of `$inc: {activityCount: 1}` upserts on the counters guarded by the activity not
+being counted yet, one `find` of each delivery's own number, then `bulk_write` of upserts
+`$push`ing the activity into bucket `(number - 1) // FEED_BUCKET_SIZE` of each follower,
+guarded by the activity not being there yet. Exactly once per follower, whatever repeats the
+delivery (see `post`); every number is taken once, so a bucket fills to the size and no further.
 Read: one query, buckets of the owner newest sequence first (index (owner, sequence)),
 of which a page reads one or two (three for a page of 100). Order: (sequence, position
 in the bucket) descending; positions only grow, so the cursor (sequence, position)
@@ -30,6 +29,10 @@ from social.feeds.base import Activity, FeedManager, FeedPage, bucket_cursor, fe
 
 DUPLICATE_KEY = 11000
 BATCH = 1000
+# The ids of a follower's last deliveries kept on their counter (about 17 bytes each): a retry of a
+# delivery finds its first attempt's number there unless more deliveries than this reached that
+# follower in between (then `dedupe`, `manage.py integrity --repair`, removes a second copy).
+COUNTED_KEPT = 50
 
 
 def bucket_size() -> int:
@@ -59,41 +62,71 @@ class BucketedFanoutFeed(FeedManager):
         return {cls.buckets_name: {"owner": 1, "sequence": 1}, cls.counters_name: {"_id": "hashed"}}
 
     def post(self, activity: Activity, *, followers) -> int:
-        item = {"aid": ObjectId(activity.id), **activity.to_fields()}
+        """Deliver `activity` to each follower once, whatever was done by an earlier attempt of this
+        delivery (a retried task, a redelivered one, a write-concern error after the primary applied
+        the write). Idempotent in two steps, each guarded in its filter:
+
+        - the count: `$inc` only where the activity is not among the follower's last
+          COUNTED_KEPT counted ids (`counted`, pushed in the same update, so `counted[-1]` is
+          the count `activityCount`, `counted[-2]` the one before, and so on); a retry
+          increments nothing and finds its first attempt's number by the id's position there
+          (`$indexOfArray` in the find's projection: one integer a follower, not the array).
+          Concurrent deliveries to one follower each find their own number too, so a bucket
+          holds exactly FEED_BUCKET_SIZE activities;
+        - the push: into the bucket that number names, guarded by `activities.aid: {$ne: id}`;
+          a retry lands in the same bucket (its number did not change) and matches nothing.
+
+        The guarded upserts fail with a duplicate `_id` when the guard fails (the server retries
+        an upsert's duplicate key only when its filter is equalities on a unique index's fields
+        alone: MongoDB manual, db.collection.updateOne(), "Upsert with Duplicate Values"); `_bulk`
+        repeats those as plain updates, which then match nothing (the id is there) or apply (a
+        racer created the document first). Every filter names the shard key (`_id` of the
+        counters; owner and sequence of the buckets)."""
+        aid = ObjectId(activity.id)
+        item = {"aid": aid, **activity.to_fields()}
         size = bucket_size()
         counters, buckets = self.db[self.counters_name], self.db[self.buckets_name]
+        count = {"$inc": {"activityCount": 1}, "$push": {"counted": {"$each": [aid], "$slice": -COUNTED_KEPT}}}
+        # Each delivery's own number, computed on the server: one integer a follower in the reply.
+        # `at` < 0: more than COUNTED_KEPT other deliveries came since (not seen): the newest number.
+        counted = {"$ifNull": ["$counted", []]}
+        numbered = {"number": {"$let": {"vars": {"at": {"$indexOfArray": [counted, aid]}}, "in": {"$cond": [
+            {"$lt": ["$$at", 0]}, "$activityCount",
+            {"$subtract": ["$activityCount", {"$subtract": [{"$size": counted}, {"$add": ["$$at", 1]}]}]}]}}}}
         written = 0
         for batch in self.batched(followers(), BATCH):
-            counters.bulk_write([UpdateOne({"_id": owner}, {"$inc": {"activityCount": 1}}, upsert=True) for owner in batch],
-                                ordered=False)
-            found = counters.find({"_id": {"$in": batch}}, {"activityCount": 1}).batch_size(len(batch))  # one reply
-            counts = {d["_id"]: d["activityCount"] for d in found}
+            self._bulk(counters, [({"_id": owner, "counted": {"$ne": aid}}, count) for owner in batch])
+            found = counters.find({"_id": {"$in": batch}}, numbered).batch_size(len(batch))  # one reply
             ops = []
-            for owner in batch:
-                if owner in counts:
-                    sequence = (counts[owner] - 1) // size
-                    ops.append(UpdateOne({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence},
-                                         {"$push": {"activities": item}, "$max": {"last": activity.date}}, upsert=True))
-            written += self._bulk(buckets, ops)
+            for doc in found:
+                owner, sequence = doc["_id"], (doc["number"] - 1) // size
+                ops.append(({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence,
+                             "activities.aid": {"$ne": aid}}, {"$push": {"activities": item}, "$max": {"last": activity.date}}))
+            if ops:
+                written += self._bulk(buckets, ops)
         return written
 
     @staticmethod
-    def _bulk(collection, ops: list) -> int:
-        """Bulk upserts; two racing upserts of a new bucket can collide on `_id`: the losers
-        are retried once (the bucket exists by then)."""
+    def _bulk(collection, ops: list[tuple[dict, dict]]) -> int:
+        """Bulk upserts of (filter, update) pairs, guarded in their filter. An upsert whose guard
+        fails on an existing document, or that loses the race to create it, meets a duplicate
+        `_id`: those are repeated once as plain updates (the document exists by then), which
+        apply only where the guard holds.
+        A write-concern error (with or without duplicates) is raised, never taken for a duplicate."""
         try:
-            result = collection.bulk_write(ops, ordered=False)
+            result = collection.bulk_write([UpdateOne(key, update, upsert=True) for key, update in ops], ordered=False)
             return result.modified_count + result.upserted_count
         except BulkWriteError as exc:
             errors = exc.details.get("writeErrors", [])
             if not errors or any(e.get("code") != DUPLICATE_KEY for e in errors) or exc.details.get("writeConcernErrors"):
-                raise  # a write-concern error (with or without duplicates) is not retried as a duplicate
+                raise
             done = exc.details.get("nModified", 0) + exc.details.get("nUpserted", 0)
-            retry = collection.bulk_write([ops[e["index"]] for e in errors], ordered=False)
+            retry = collection.bulk_write([UpdateOne(*ops[e["index"]]) for e in errors], ordered=False)
             return done + retry.modified_count + retry.upserted_count
 
     def backfill(self, *, owner: int, activities: list[Activity]) -> int:
-        """`post` pushes (not idempotent), so a retried backfill first reads the owner's newest
+        """`post` knows only the owner's last COUNTED_KEPT deliveries, and a backfill delivers older
+        activities (one a follow, unfollow and follow again delivered before), so it first reads the owner's newest
         buckets, as many as can hold the activities just backfilled and a bucket more (one
         query on (owner, sequence), bounded by the count), and skips the ids already there.
         Backfilled activities go to the head of the feed, where a newly followed author's

@@ -15,11 +15,11 @@ STATS = {"faults": Counter(), "invariants": Counter(), "cases": 0, "repaired": C
 @pytest.fixture(scope="module")
 def templates(django_db_setup, django_db_blocker):
     """The worlds of this module, one per storage strategy (tests/faults/world.py)."""
-    from tests.faults.scenarios import STORAGES
+    from tests.faults.scenarios import SETUPS
 
     templates = Templates()
     with django_db_blocker.unblock():
-        templates.build(STORAGES)
+        templates.build(SETUPS)
     yield templates
     with django_db_blocker.unblock():
         templates.remove()
@@ -30,7 +30,7 @@ def mongo_db(settings, request):
     """The suite's fresh database per test (tests/conftest.py), holding a copy of the world of the
     test's `storage` when it uses `templates`: on the embedded engine a copy of the template's
     file (indexes and documents at once), on a server its documents copied into the database
-    the declared indexes were made in."""
+    the declared indexes were made in. A setup "document+<feed>" runs with that FEED_STRATEGY."""
     import uuid
 
     from core.managers import ensure_indexes
@@ -39,6 +39,10 @@ def mongo_db(settings, request):
     name = f"test_{uuid.uuid4().hex[:16]}"
     settings.MONGODB_DB = name
     storage = getattr(getattr(request.node, "callspec", None), "params", {}).get("storage")
+    if storage:
+        from tests.faults.scenarios import split_setup
+
+        settings.FEED_STRATEGY = split_setup(storage)[1]
     templates = request.getfixturevalue("templates") if storage and "templates" in request.fixturenames else None
     if templates is not None and is_embedded():
         templates.copy_file(storage, name)

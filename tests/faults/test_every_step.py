@@ -9,7 +9,10 @@ design says a repair is the recovery, `manage.py integrity --repair` runs. Then 
 invariant holds: `manage.py integrity` reports nothing, and the direct checks of
 tests/faults/world.py pass (counts, dense `seq`, search, likes, follow lists, notification
 events once and unread counters, activities once in each feed), and the write did what it
-was for (the scenario's `expect`).
+was for (the scenario's `expect`). The writes whose consequences reach the feeds run once per
+feed strategy (`write`, `bucket`, `read`: the setups "document+<feed>"), and before any repair no
+feed stores or shows an activity twice: a repeated delivery must be idempotent, not deduplicated
+afterwards by `integrity --repair`.
 
 The dependencies fail the same way, one more kind of step fault each (`broker`, `mail-refused`,
 `mail-dropped`, `mail-timeout`, `redis`: the k-th call the write and its tasks make to the broker,
@@ -42,7 +45,7 @@ from tests.faults.harness import (
     replay_failures,
 )
 from tests.faults.scenarios import SCENARIOS
-from tests.faults.world import Checked, check_invariants
+from tests.faults.world import Checked, check_feeds_once, check_invariants
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +60,10 @@ FULL = os.environ.get("FAULTS_FULL") == "1"
 
 
 def _storages(scenario):
-    return scenario.storages if FULL else tuple(s for s in scenario.storages if s == "document")
+    """The setups it runs in: its storages (document only by default), and document storage with
+    each further feed strategy it names (tests/faults/scenarios.py, SETUPS)."""
+    storages = scenario.storages if FULL else tuple(s for s in scenario.storages if s == "document")
+    return storages + tuple(f"document+{feed}" for feed in scenario.feeds if "document" in storages)
 
 
 def _case_id(scenario, storage, kind, k) -> str:
@@ -130,9 +136,11 @@ def _check_after_recovery(world, scenario, case_id: str, what: str, fired, task_
     # What `manage.py integrity` runs: every topic and user, and the site-wide checks (user credit
     # flows; moderation totals, flag counters, held totals, actions left syncing). The repair runs
     # after the grace within which a post or an action may still be in flight (grace=0: later).
+    checked = Checked()
+    # Before any repair: a repeated delivery stores and shows nothing twice (dedupe is not the recovery).
+    failures = [*failures, *check_feeds_once(world, checked)]
     lines: list[str] = []
     report = integrity_all(grace=0, say=lines.append)
-    checked = Checked()
     checked.counts["integrity command"] += (report.checked["topics"] * len(TOPIC_CHECKS)
                                             + report.checked["users"] * len(USER_CHECKS) + len(SITE_CHECKS))
     if report.differences:  # the design's recovery for derived views: manage.py integrity --repair

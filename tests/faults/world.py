@@ -57,7 +57,9 @@ class Templates:
         self.databases: dict[str, str] = {}
         self.comments: dict[str, tuple] = {}
 
-    def build(self, storages) -> None:
+    def build(self, setups) -> None:
+        """One world per setup: a comment storage, or "document+<feed>" (built and run with that
+        FEED_STRATEGY, tests/faults/scenarios.py)."""
         import uuid
 
         from django.contrib.auth import get_user_model
@@ -66,6 +68,7 @@ class Templates:
         from core.managers import ensure_indexes
         from moderation.services import editor_add
         from tests.faults.harness import TaskQueue
+        from tests.faults.scenarios import split_setup
         from topics.services import topic_create
 
         User = get_user_model()
@@ -81,17 +84,18 @@ class Templates:
         EmailAddress.objects.bulk_create([EmailAddress(user=u, email=u.email, verified=True, primary=True)
                                           for u in people.values()])
         self.users = {name: user.pk for name, user in people.items()}
-        for storage in storages:
-            name = self.databases[storage] = f"test_faults_{storage}_{uuid.uuid4().hex[:8]}"
-            with override_settings(MONGODB_DB=name), pytest_monkeypatch() as mp:
+        for setup in setups:
+            storage, feed = split_setup(setup)
+            name = self.databases[setup] = f"test_faults_{storage}_{feed}_{uuid.uuid4().hex[:8]}"
+            with override_settings(MONGODB_DB=name, FEED_STRATEGY=feed), pytest_monkeypatch() as mp:
                 ensure_indexes(get_db())
                 queue = TaskQueue()
                 queue.install(mp)
-                topic = topic_create(author=editor, title=f"Faults {storage}", comment_storage=storage)
-                self.topics[storage] = topic.pk
+                topic = topic_create(author=editor, title=f"Faults {setup}", comment_storage=storage)
+                self.topics[setup] = topic.pk
                 world = build_world(storage=storage, users=people, topic=topic)
                 queue.drain()
-                self.comments[storage] = (world.p, world.q)
+                self.comments[setup] = (world.p, world.q)
 
     def copy_file(self, storage: str, name: str) -> None:
         """The embedded engine: the template's file becomes database `name`'s (before it is opened)."""
@@ -176,7 +180,10 @@ def check_invariants(world: World, checked: Checked) -> list[str]:
     from comments.selectors import comment_manager
     from notifications.services import subject_key
     from search.selectors import comment_search
+    from social.feeds import get_feed
+    from social.feeds.base import Activity
     from social.managers.lists import FOLLOWERS, FOLLOWING, FollowListManager
+    from social.selectors import visible_activities
 
     failures: list[str] = []
     db = get_db()
@@ -251,17 +258,55 @@ def check_invariants(world: World, checked: Checked) -> list[str]:
     for c in comments:
         key = ("comment", c.id, c.author.id)
         checked.check("activity once", logged[key] == 1, f"comment activity {c.id} x{logged[key]}", failures)
-    items = list(db.social_feed_items.find({}, {"owner": 1, "aid": 1, "type": 1, "comment_id": 1, "topic_id": 1,
-                                                "target_id": 1}))
-    in_feeds = Counter((i["owner"], i["type"], i.get("comment_id") or i.get("topic_id") or i.get("target_id"))
-                       for i in items)
-    for (owner, kind, what), n in in_feeds.items():
-        checked.check("feed item once", n == 1, f"feed of {owner}: {kind} {what} x{n}", failures)
+    feeds = feed_views(world)
+    for owner, (copies, shown) in feeds.items():
+        for aid, n in copies.items():
+            checked.check("feed item once", n == 1, f"feed of {owner}: activity {aid} stored x{n}", failures)
+        for aid, n in shown.items():
+            checked.check("feed page once", n == 1, f"feed of {owner}: activity {aid} shown x{n}", failures)
     muted = {(d["muter"], d["muted"]) for d in db.social_mutes.find({})}
+    pushed, people = get_feed().name != "read", {u.pk: u for u in world.users}
     for a in activities:
         for follower, followee in pairs:
             if followee == a["author"] and (follower, followee) not in muted:
+                copies, shown = feeds[follower]
+                if not pushed and not visible_activities([Activity.from_fields(a, id=a["_id"])],
+                                                         viewer=people[follower]):
+                    continue  # fan-out on read shows only what the reader may see: nothing is stored
+                n = (copies if pushed else shown)[str(a["_id"])]
                 what = a.get("comment_id") or a.get("topic_id") or a.get("target_id")
-                n = in_feeds[(follower, a["type"], what)]
                 checked.check("feed delivered", n == 1, f"feed of {follower}: {a['type']} {what} x{n}", failures)
+    return failures
+
+
+def feed_views(world: World) -> dict[int, tuple[Counter, Counter]]:
+    """Per person: the copies of each activity in their pushed feed (FEED_STRATEGY `write` or
+    `bucket`; none for `read`) and how often each activity is shown walking their feed's pages
+    (every strategy: the pushed part, pulled authors merged in, or the log read for `read`; what
+    the reader may see)."""
+    from social.feeds import get_feed
+    from social.selectors import feed_page
+
+    feed, views = get_feed(), {}
+    for user in world.users:
+        copies = Counter(aid for aid, _ in feed.delivered(owner=user.pk))
+        shown, cursor = Counter(), None
+        while True:
+            page = feed_page(user=user, cursor=cursor, limit=3)  # small pages: the cursors are walked too
+            shown.update(a.id for a in page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        views[user.pk] = (copies, shown)
+    return views
+
+
+def check_feeds_once(world: World, checked: Checked) -> list[str]:
+    """No activity stored or shown twice in anyone's feed, before any repair: a delivery repeated by
+    a retry or a redelivered task must not need `integrity --repair` (`dedupe`) to be right."""
+    failures: list[str] = []
+    for owner, (copies, shown) in feed_views(world).items():
+        for aid in copies + shown:
+            checked.check("feed once before repair", copies[aid] <= 1 and shown[aid] <= 1,
+                          f"feed of {owner}: activity {aid} stored x{copies[aid]}, shown x{shown[aid]}", failures)
     return failures
