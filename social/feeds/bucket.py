@@ -170,7 +170,8 @@ class BucketedFanoutFeed(FeedManager):
                                                       {"$pull": {"activities": {"aid": {"$in": aids}}}}).modified_count
 
     def dedupe(self, *, owner):
-        """A retried delivery can push an activity twice: each bucket holding a copy seen before
+        """A repeat past the counter's window (docs/social.md, "Exactly once per follower") can push
+        an activity twice: each bucket holding a copy seen before
         (oldest bucket first) is rewritten without it, guarded by the bucket's length (a push in
         between makes the rewrite match nothing; run again). One bucket in memory at a time, and
         the owner's activity ids."""
