@@ -419,7 +419,7 @@ class Engine:
                                   "argument")
         kwargs = {k: body[k] for k in ("collation", "let", "hint") if body.get(k) is not None}
         if body.get("bypassDocumentValidation"):
-            kwargs["bypass_document_validation"] = True
+            kwargs["bypassDocumentValidation"] = True
         if body.get("explain"):
             return self.client[db].command({"explain": {k: v for k, v in body.items()
                                                         if k not in GENERIC and k != "explain"}})

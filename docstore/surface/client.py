@@ -16,6 +16,7 @@ from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore.query import collation as C
 from docstore.query import concern as RC
 from docstore.query import validation as VAL
 from docstore.query import variables as V
@@ -29,9 +30,11 @@ from docstore.surface.collection import Collection, CommandCursor, _refuse_unkno
 # oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
 CHANGE_RETENTION_S = 24 * 3600
 CHANGE_RETENTION_BYTES = 256 << 20
-# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields); any
-# other goes into the command, which a server refuses (code 40415).
-_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse"})
+# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields, and
+# `collation` and `maxAwaitTimeMS`, which pymongo pops as Collection.aggregate's); any other goes
+# into the command, which a server refuses (code 40415).
+_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse", "collation",
+                                   "maxAwaitTimeMS"})
 
 
 class Database:
@@ -160,8 +163,10 @@ class Database:
         pipeline = list(pipeline)
         batch_size = kwargs.get("batchSize") or 0
         let = kwargs.get("let")
+        collation = kwargs.get("collation")
         body = events.compact({"aggregate": 1, "pipeline": pipeline,
                                "cursor": {"batchSize": batch_size} if batch_size else {}, "let": let,
+                               "collation": collation,
                                "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("maxTimeMS"),
                                "allowDiskUse": kwargs.get("allowDiskUse"), "readConcern": RC.sent(self.read_concern)})
         unknown = _unknown(kwargs, _DB_AGGREGATE_OPTIONS)
@@ -169,6 +174,11 @@ class Database:
         with events.command(self, body) as call:
             _refuse_unknown("aggregate", unknown)
             RC.check(self.read_concern)
+            # A collation governs the stages' string comparisons: with none after the first stage
+            # there is nothing it changes; the engine does not run later stages under one.
+            if C.parse(collation) is not None and len(pipeline) > 1:
+                raise C.refuse("a non-simple collation for a database aggregation's stages is not implemented by "
+                               "the embedded engine")
             if let is not None:
                 pipeline = V.in_pipeline(pipeline, V.bind(let))
             return self._aggregate(pipeline)._published(call, self, f"{self.name}.$cmd.aggregate", batch_size)

@@ -373,7 +373,9 @@ def _command_kwargs(args: dict) -> dict:
     return dict(args)
 
 
-def _kwargs(args: dict, drop=()) -> dict:
+def _kwargs(args: dict, drop=(), keep=()) -> dict:
+    """pymongo's parameter names; `keep`: the options a method has no parameter for, which pymongo
+    sends in the command as given (find_one_and_*'s `bypassDocumentValidation`, `maxTimeMS`)."""
     from pymongo import ReturnDocument
 
     out = {}
@@ -382,8 +384,11 @@ def _kwargs(args: dict, drop=()) -> dict:
             continue
         if key == "returnDocument":
             value = ReturnDocument.AFTER if value == "After" else ReturnDocument.BEFORE
-        out[_snake(key)] = value
+        out[key if key in keep else _snake(key)] = value
     return out
+
+
+_FIND_AND_MODIFY_FIELDS = ("bypassDocumentValidation", "maxTimeMS", "writeConcern")
 
 
 def _write_model(request: dict):
@@ -560,11 +565,13 @@ class Runner:
             method = target.delete_one if name == "deleteOne" else target.delete_many
             return result_document(method(args.pop("filter"), **_kwargs(args)))
         if name == "findOneAndDelete":
-            return target.find_one_and_delete(args.pop("filter"), **_kwargs(args))
+            return target.find_one_and_delete(args.pop("filter"), **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "findOneAndReplace":
-            return target.find_one_and_replace(args.pop("filter"), args.pop("replacement"), **_kwargs(args))
+            return target.find_one_and_replace(args.pop("filter"), args.pop("replacement"),
+                                               **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "findOneAndUpdate":
-            return target.find_one_and_update(args.pop("filter"), args.pop("update"), **_kwargs(args))
+            return target.find_one_and_update(args.pop("filter"), args.pop("update"),
+                                              **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "bulkWrite":
             requests = [_write_model(r) for r in args.pop("requests")]
             return result_document(target.bulk_write(requests, **_kwargs(args)))

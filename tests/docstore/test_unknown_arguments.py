@@ -107,3 +107,73 @@ def test_an_argument_pymongo_lacks_fails_as_through_pymongo(wire, engine, name, 
         assert (failed_kind, failed.failure["code"]) == ("commandFailedEvent", expected[1])
     else:  # refused by pymongo before anything is sent
         assert events == []
+
+
+# Keyword arguments pymongo takes and a 7.0 server accepts: the ones pymongo reads itself
+# (aggregate's `maxAwaitTimeMS` and `collation`, create_index's `maxTimeMS` and `comment`, which go
+# into the command rather than the index) and command fields spelled as the server spells them.
+ACCEPTED = [
+    ("find_one_and_update", {"maxTimeMS": 1000}),
+    ("find_one_and_update", {"writeConcern": {"w": 1}}),
+    ("find_one_and_update", {"bypassDocumentValidation": True}),
+    ("find_one_and_replace", {"maxTimeMS": 1000}),
+    ("find_one_and_delete", {"maxTimeMS": 1000}),
+    ("find_one_and_delete", {"writeConcern": {"w": 1}}),
+    ("aggregate", {"maxAwaitTimeMS": 100}),
+    ("aggregate", {"batchSize": 1, "allowDiskUse": True, "maxTimeMS": 1000}),
+    ("database aggregate", {"maxAwaitTimeMS": 100}),
+    ("database aggregate", {"collation": {"locale": "en"}}),
+    ("database aggregate", {"let": {"v": 1}}),
+    ("count_documents", {"maxTimeMS": 1000}),
+    ("estimated_document_count", {"hint": "_id_"}),
+    ("estimated_document_count", {"maxTimeMS": 1000}),
+    ("distinct", {"maxTimeMS": 1000}),
+    ("create_index", {"comment": "why"}),
+    ("create_index", {"maxTimeMS": 1000}),
+    ("drop_index", {"maxTimeMS": 1000}),
+    ("drop_indexes", {"maxTimeMS": 1000}),
+]
+# pymongo's own snake_case names where the method has no such parameter: pymongo sends them in the
+# command as they are, and the server refuses the field it does not know (40415).
+SNAKE_CASE = [
+    ("aggregate", {"max_time_ms": 1000}),
+    ("aggregate", {"allow_disk_use": True}),
+    ("aggregate", {"batch_size": 1}),
+    ("aggregate", {"bypass_document_validation": True}),
+    ("count_documents", {"max_time_ms": 1000}),
+    ("estimated_document_count", {"max_time_ms": 1000}),
+    ("distinct", {"max_time_ms": 1000}),
+    ("find_one_and_update", {"bypass_document_validation": True}),
+    ("find_one_and_replace", {"bypass_document_validation": True}),
+]
+
+
+def _both(wire, engine, name, kwargs):
+    driver = wire.make()
+    try:
+        _seed(driver.spec.coll0)
+        expected = _outcome(CALLS[name], driver.spec.coll0, kwargs)
+    finally:
+        wire.close(driver)
+    client, _ = engine
+    _seed(client.spec.coll0)
+    return expected, _outcome(CALLS[name], client.spec.coll0, kwargs)
+
+
+@pytest.mark.parametrize(("name", "kwargs"), ACCEPTED, ids=[f"{n}-{'-'.join(k)}" for n, k in ACCEPTED])
+def test_an_argument_pymongo_and_the_server_take_is_served(wire, engine, name, kwargs):
+    assert _both(wire, engine, name, kwargs) == (("ok", None), ("ok", None))
+
+
+@pytest.mark.parametrize(("name", "kwargs"), SNAKE_CASE, ids=[f"{n}-{'-'.join(k)}" for n, k in SNAKE_CASE])
+def test_a_snake_case_name_pymongo_sends_as_it_is_is_refused(wire, engine, name, kwargs):
+    assert _both(wire, engine, name, kwargs) == (("OperationFailure", 40415), ("OperationFailure", 40415))
+
+
+def test_create_index_sends_max_time_and_comment_in_the_command_not_the_index(engine):
+    client, recorder = engine
+    client.spec.coll0.create_index("y", comment="why", maxTimeMS=1000)
+    (_, started), _ = recorder.events
+    assert started.command["comment"] == "why" and started.command["maxTimeMS"] == 1000
+    assert started.command["indexes"] == [{"key": {"y": 1}, "name": "y_1"}]
+    assert [i["name"] for i in client.spec.coll0.list_indexes()] == ["_id_", "y_1"]
