@@ -51,11 +51,15 @@ def sent(read_concern: ReadConcern) -> dict | None:
     return read_concern.document if read_concern.level else None
 
 
-def check(read_concern: ReadConcern) -> None:
-    """Raise the server's error for a level a single node does not serve; nothing for the others."""
+def check(read_concern: ReadConcern, command: dict | None = None) -> None:
+    """Raise the server's error for a level a single node does not serve, or `command` (the
+    command document a driver sends) does not support; nothing for the others."""
     level = read_concern.level
     if not level or level in SERVED:
         return
+    if level not in LEVELS:
+        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    supported(level, command)
     if level == "linearizable":
         _fail(123, "node needs to be a replica set member to use read concern")
     if level == "snapshot":
@@ -63,12 +67,30 @@ def check(read_concern: ReadConcern) -> None:
     _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
 
 
+def supported(level: str, command: dict | None) -> None:
+    """The server checks whether the command supports the read concern before it looks at the
+    topology (service_entry_point_common.cpp: the command's `supportsReadConcern`), so these fail
+    on any node: an aggregation that writes (`$out`, `$merge`) cannot read `linearizable`
+    (document_source_writer.h), and `count` does not read at a `snapshot` (count_cmd.cpp)."""
+    if not command:
+        return
+    name = next(iter(command))
+    if name == "aggregate" and level == "linearizable":
+        for stage in command.get("pipeline") or ():
+            stage_name = next(iter(stage), None) if isinstance(stage, dict) else None
+            if stage_name in ("$out", "$merge"):
+                _fail(72, f"{stage_name} cannot be used with a 'linearizable' read concern level")
+    if name == "count" and level == "snapshot":
+        _fail(72, "Command count does not support { readConcern: { level: \"snapshot\" } } :: caused by :: "
+                  "read concern snapshot not supported")
+
+
 _FIELDS = frozenset({"level", "afterClusterTime", "afterOpTime", "atClusterTime", "allowTransactionTableSnapshot",
                      "provenance"})
 
 
-def check_sent(document) -> None:
-    """The `readConcern` of a command received over the wire, by a replica set primary's rules."""
+def check_sent(document, command: dict | None = None) -> None:
+    """The `readConcern` of `command`, received over the wire, by a replica set primary's rules."""
     if not isinstance(document, dict):
         _fail(9, "readConcern field should be an object")
     for field in document:
@@ -79,6 +101,8 @@ def check_sent(document) -> None:
         _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
     if "atClusterTime" in document and level != "snapshot":
         _fail(72, "atClusterTime field can be set only if level is equal to snapshot")
+    if level is not None:
+        supported(level, command)
     if level == "snapshot":
         _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
 

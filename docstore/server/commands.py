@@ -165,7 +165,7 @@ class Engine:
             return failure(238, "transactions are not implemented by the embedded engine")
         if "readConcern" in body:  # a replica set primary's rules (docstore.query.concern)
             try:
-                RC.check_sent(body["readConcern"])
+                RC.check_sent(body["readConcern"], body)
             except OperationFailure as exc:
                 return _from_exception(exc)
         handler = getattr(self, "cmd_" + (self.extra_handlers.get(name) or _HANDLERS.get(name, "")), None)

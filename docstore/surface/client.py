@@ -173,7 +173,7 @@ class Database:
         body.update(unknown)
         with events.command(self, body) as call:
             _refuse_unknown("aggregate", unknown)
-            RC.check(self.read_concern)
+            RC.check(self.read_concern, body)
             # A collation governs the stages' string comparisons: with none after the first stage
             # there is nothing it changes; the engine does not run later stages under one.
             if C.parse(collation) is not None and len(pipeline) > 1:

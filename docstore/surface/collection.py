@@ -429,7 +429,7 @@ class Collection:
         body.update(unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("count", unknown)
-            RC.check(self.read_concern)
+            RC.check(self.read_concern, body)
             call.reply = {"n": self._estimated_count(), "ok": 1.0}
             return call.reply["n"]
 
@@ -488,7 +488,7 @@ class Collection:
         body.update(unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("aggregate", unknown)
-            RC.check(self.read_concern)
+            RC.check(self.read_concern, body)
             return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
                                                                         kwargs.get("comment"))
 

@@ -89,15 +89,15 @@ def _version(text: str) -> tuple[int, int, int]:
     return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
 
 
-def _requirement_met(req: dict, version: tuple) -> str | None:
-    """None when the requirement holds for a standalone server of `version`, else why not."""
+def _requirement_met(req: dict, version: tuple, topology: str = TOPOLOGY) -> str | None:
+    """None when the requirement holds for a server of `version` in `topology`, else why not."""
     if "minServerVersion" in req and version < _version(req["minServerVersion"]):
         return f"needs server {req['minServerVersion']}+"
     if "maxServerVersion" in req:
         top = _version(req["maxServerVersion"])
         if version > top:
             return f"needs server <= {req['maxServerVersion']}"
-    if "topologies" in req and TOPOLOGY not in req["topologies"]:
+    if "topologies" in req and topology not in req["topologies"]:
         return f"needs a {'/'.join(req['topologies'])} topology"
     if req.get("serverless") == "require":
         return "needs serverless"
@@ -110,10 +110,10 @@ def _requirement_met(req: dict, version: tuple) -> str | None:
     return None
 
 
-def _requirements(reqs: list | None, version: tuple) -> str | None:
+def _requirements(reqs: list | None, version: tuple, topology: str = TOPOLOGY) -> str | None:
     if not reqs:
         return None
-    reasons = [_requirement_met(r, version) for r in reqs]
+    reasons = [_requirement_met(r, version, topology) for r in reqs]
     return None if any(r is None for r in reasons) else "runOnRequirements: " + reasons[0]
 
 
@@ -132,15 +132,16 @@ def _w0(value) -> bool:
                for k, v in _walk(value))
 
 
-def scope(spec: dict, test: dict, version: tuple) -> str | None:
-    """Why a test is out of scope (the reason it is skipped with), or None to run it."""
+def scope(spec: dict, test: dict, version: tuple, topology: str = TOPOLOGY) -> str | None:
+    """Why a test is out of scope (the reason it is skipped with), or None to run it; `topology`:
+    the one the engine declares (over the wire `docstore serve` is a replica set of one member)."""
     major, minor = (int(p) for p in spec["schemaVersion"].split(".")[:2])
     if major != SCHEMA_VERSION[0] or minor > SCHEMA_VERSION[1]:
         return f"schema version {spec['schemaVersion']} not supported"
     if test.get("skipReason"):
         return f"skipped by the spec: {test['skipReason']}"
-    reason = _requirements(spec.get("runOnRequirements"), version) or _requirements(test.get("runOnRequirements"),
-                                                                                     version)
+    reason = _requirements(spec.get("runOnRequirements"), version, topology) or \
+        _requirements(test.get("runOnRequirements"), version, topology)
     if reason:
         return reason
     ops = test["operations"]
@@ -177,13 +178,13 @@ def _driver_scope(file_name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def cases(version: tuple) -> list[Case]:
+def cases(version: tuple, topology: str = TOPOLOGY) -> list[Case]:
     out = []
     for path in spec_files():
         spec = json_util.loads(path.read_text(), json_options=_JSON)
         for test in spec["tests"]:
             case_id = f"{path.name}::{test['description']}"
-            out.append(Case(case_id, path.name, spec, test, _driver_scope(path.name) or scope(spec, test, version)))
+            out.append(Case(case_id, path.name, spec, test, _driver_scope(path.name) or scope(spec, test, version, topology)))
     return out
 
 
