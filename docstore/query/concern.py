@@ -27,6 +27,7 @@ A driver sends the read concern in the commands that read: `find` (not its `getM
 
 from __future__ import annotations
 
+from bson import Timestamp
 from pymongo.errors import OperationFailure
 from pymongo.read_concern import DEFAULT_READ_CONCERN, ReadConcern
 
@@ -93,12 +94,24 @@ def check_sent(document, command: dict | None = None) -> None:
     """The `readConcern` of `command`, received over the wire, by a replica set primary's rules."""
     if not isinstance(document, dict):
         _fail(9, "readConcern field should be an object")
-    for field in document:
+    # read_concern_args.cpp: each field in order (a wrong type is 14 TypeMismatch, from its
+    # bsonExtract*Field), then the rules between them (72 InvalidOptions).
+    for field, value in document.items():
         if field not in _FIELDS:
             _fail(72, f"Unrecognized option in readConcern: {field}")
+        if field == "level":
+            if not isinstance(value, str):
+                _fail(14, f'"level" had the wrong type. Expected string, found {_type_name(value)}')
+            if value not in LEVELS:
+                _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or "
+                         "'snapshot'")
+        if field == "afterClusterTime" and not isinstance(value, Timestamp):
+            _fail(14, f'"afterClusterTime" had the wrong type. Expected timestamp, found {_type_name(value)}')
     level = document.get("level")
-    if level is not None and (not isinstance(level, str) or level not in LEVELS):
-        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    if "afterClusterTime" in document and "afterOpTime" in document:
+        _fail(72, "Can not specify both afterClusterTime and afterOpTime")
+    if "afterClusterTime" in document and level not in (None, "local", "majority", "snapshot"):
+        _fail(72, "afterClusterTime field can be set only if level is equal to majority, local, or snapshot")
     if "atClusterTime" in document and level != "snapshot":
         _fail(72, "atClusterTime field can be set only if level is equal to snapshot")
     if level is not None:
@@ -107,7 +120,20 @@ def check_sent(document, command: dict | None = None) -> None:
         _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
 
 
-_NAMES = {9: "FailedToParse", 72: "InvalidOptions", 123: "NotAReplicaSet", 238: "NotImplemented"}
+def _type_name(value) -> str:
+    """A value's BSON type as the server's messages name it (bson's typeName)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if -(2 ** 31) <= value < 2 ** 31 else "long"
+    names = {float: "double", str: "string", dict: "object", list: "array", bytes: "binData"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
+
+
+_NAMES = {9: "FailedToParse", 14: "TypeMismatch", 72: "InvalidOptions", 123: "NotAReplicaSet",
+          238: "NotImplemented"}
 
 
 def _fail(code: int, msg: str):

@@ -11,6 +11,7 @@ read runs, as a server checks the command: `with_options` itself accepts any Rea
 from __future__ import annotations
 
 import pytest
+from bson import Timestamp
 from pymongo.errors import OperationFailure
 from pymongo.read_concern import ReadConcern
 
@@ -165,9 +166,16 @@ def test_a_causally_consistent_session_reads_its_own_writes(wire):
     ({"level": "snapshot"}, 238, "readConcern level snapshot is not implemented by the embedded engine"),
     ({"level": "committed"}, 9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', "
                                 "or 'snapshot'"),
-    ({"level": 1}, 9, "readConcern.level must be either"),
+    ({"level": 1}, 14, '"level" had the wrong type. Expected string, found int'),
     ({"level": "local", "when": 1}, 72, "Unrecognized option in readConcern: when"),
     ("majority", 9, "readConcern field should be an object"),
+    ({"afterClusterTime": 5}, 14, '"afterClusterTime" had the wrong type. Expected timestamp, found int'),
+    ({"level": "available", "afterClusterTime": Timestamp(1, 1)}, 72,
+     "afterClusterTime field can be set only if level is equal to majority, local, or snapshot"),
+    ({"level": "linearizable", "afterClusterTime": Timestamp(1, 1)}, 72,
+     "afterClusterTime field can be set only if level is equal to majority, local, or snapshot"),
+    ({"afterClusterTime": Timestamp(1, 1), "afterOpTime": {"ts": Timestamp(1, 1), "t": 1}}, 72,
+     "Can not specify both afterClusterTime and afterOpTime"),
 ])
 def test_a_read_concern_a_primary_refuses_is_its_error(wire, read_concern, code, message):
     with pytest.raises(OperationFailure) as refused:
@@ -236,3 +244,11 @@ def test_the_spec_aggregate_out_read_concern_file_passes_over_the_wire():
             runner.run(case)
     finally:
         clients._server.shutdown()
+
+
+@pytest.mark.own_store
+@pytest.mark.parametrize("read_concern", [{"afterClusterTime": Timestamp(1, 1)},
+                                          {"level": "majority", "afterClusterTime": Timestamp(1, 1)}])
+def test_an_after_cluster_time_with_a_level_that_takes_it_is_served(wire, read_concern):
+    reply = wire.rc.command({"find": "items", "filter": {"k": 1}, "readConcern": read_concern})
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [1, 3]
