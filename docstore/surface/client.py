@@ -16,6 +16,7 @@ from bson.codec_options import CodecOptions
 from pymongo import ReadPreference, WriteConcern
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore.query import args as A
 from docstore.query import collation as C
 from docstore.query import concern as RC
 from docstore.query import validation as VAL
@@ -24,7 +25,7 @@ from docstore.query.cluster import ClusterRules
 from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, WRITER_SUFFIX, Store
 from docstore.surface import changestream as CS
 from docstore.surface import events
-from docstore.surface.collection import Collection, CommandCursor, _refuse_unknown, _unknown
+from docstore.surface.collection import Collection, CommandCursor
 
 # The change table keeps a day of changes, at most this many bytes of them (a server's oplog:
 # oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
@@ -169,10 +170,10 @@ class Database:
                                "collation": collation,
                                "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("maxTimeMS"),
                                "allowDiskUse": kwargs.get("allowDiskUse"), "readConcern": RC.sent(self.read_concern)})
-        unknown = _unknown(kwargs, _DB_AGGREGATE_OPTIONS)
+        unknown = A.unknown(kwargs, _DB_AGGREGATE_OPTIONS)
         body.update(unknown)
         with events.command(self, body) as call:
-            _refuse_unknown("aggregate", unknown)
+            A.refuse_unknown("aggregate", unknown)
             RC.check(self.read_concern, body)
             # A collation governs the stages' string comparisons: with none after the first stage
             # there is nothing it changes; the engine does not run later stages under one.
@@ -345,8 +346,7 @@ def _create_options(kwargs: dict) -> dict:
             msg = f"the create option '{key}' is not implemented by the embedded engine"
             raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
         if key not in _VIEW_OPTIONS:
-            msg = f"BSON field 'create.{key}' is an unknown field."
-            raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+            A.refuse_unknown("create", {key: kwargs[key]})
     if "pipeline" in kwargs and "viewOn" not in kwargs:
         msg = "'pipeline' requires 'viewOn' to also be specified"
         raise OperationFailure(msg, 9, {"ok": 0.0, "errmsg": msg, "code": 9, "codeName": "FailedToParse"})

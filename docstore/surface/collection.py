@@ -49,6 +49,8 @@ from docstore.query import semantics as S
 from docstore.query import update as U
 from docstore.query import validation as VAL
 from docstore.query import variables as V
+from docstore.query.args import refuse_unknown as _refuse_unknown
+from docstore.query.args import unknown as _unknown
 from docstore.query.match import prepare
 from docstore.storage import keys as K
 from docstore.storage import splice as SP
@@ -109,21 +111,6 @@ def _show(value):
     if value is None:
         return "null"
     return repr(value)
-
-
-def _unknown(kwargs: dict, known: frozenset) -> dict:
-    """The keyword arguments a method does not read. pymongo sends a command method's extra keyword
-    arguments in the command as they are (a server refuses a field it does not know), so they go in
-    the published command and `_refuse_unknown` answers as the server does: MongoDB 8.2's `rawData`
-    too, which pymongo 4.20 does not implement (DRIVERS-3064) and a 7.0 server does not know."""
-    return {k: v for k, v in kwargs.items() if k not in known} if kwargs else {}
-
-
-def _refuse_unknown(command: str, unknown: dict) -> None:
-    """A server's answer to a command field it does not know (its IDL parser: code 40415)."""
-    if unknown:
-        msg = f"BSON field '{command}.{next(iter(unknown))}' is an unknown field."
-        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
 
 
 # The keyword arguments each method takes: what pymongo reads itself (it pops `batchSize`,
@@ -197,8 +184,7 @@ def _no_update_sort(sort) -> None:
     """`sort` in an update statement (updateOne, replaceOne) is MongoDB 8.0's; a 7.0 server's command
     parser refuses the unknown field (code 40415 IDLUnknownField), as this engine, which reports 7.0, does."""
     if sort is not None:
-        msg = "BSON field 'update.updates.sort' is an unknown field."
-        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+        _refuse_unknown("update.updates", {"sort": sort})
 
 
 def _equality_fields(filter) -> set | None:

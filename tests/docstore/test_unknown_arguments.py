@@ -177,3 +177,16 @@ def test_create_index_sends_max_time_and_comment_in_the_command_not_the_index(en
     assert started.command["comment"] == "why" and started.command["maxTimeMS"] == 1000
     assert started.command["indexes"] == [{"key": {"y": 1}, "name": "y_1"}]
     assert [i["name"] for i in client.spec.coll0.list_indexes()] == ["_id_", "y_1"]
+
+
+def test_the_surface_answers_an_unknown_field_through_one_helper():
+    """docstore.query.args builds the server's 40415; the pymongo surface (client.py, collection.py)
+    calls it rather than building the error again."""
+    import ast
+    from pathlib import Path
+
+    surface = Path(docstore.__file__).parent / "surface"
+    built = [f"{path.name}:{node.lineno}" for path in sorted(surface.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and node.value == 40415]
+    assert built == []
