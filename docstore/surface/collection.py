@@ -125,6 +125,7 @@ _AGGREGATE_OPTIONS = frozenset({"batchSize", "maxAwaitTimeMS", "hint", "comment"
 _FIND_AND_MODIFY_OPTIONS = frozenset({"comment", "maxTimeMS", "writeConcern", "bypassDocumentValidation"})
 _DROP_INDEXES_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
 _CREATE_INDEXES_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
+_RENAME_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
 # The fields a server accepts in an index specification (MongoDB 7.0, index_key_validate.cpp); any
 # other is code 197 InvalidIndexSpecificationOption. What the engine does not implement among them
 # is refused where it is read.
@@ -1356,12 +1357,17 @@ class Collection:
 
     # --- the collection ------------------------------------------------------------------------------
 
-    def drop(self, session=None, **kwargs):
-        self.database.drop_collection(self.name)
+    def drop(self, session=None, comment=None, encrypted_fields=None):
+        """pymongo's drop, which takes no other keyword argument (a TypeError, as pymongo's)."""
+        self.database.drop_collection(self.name, comment=comment, encrypted_fields=encrypted_fields)
 
-    def rename(self, new_name, session=None, dropTarget=False, **kwargs):
-        body = {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}", "dropTarget": dropTarget}
+    def rename(self, new_name, session=None, dropTarget=False, comment=None, **kwargs):
+        unknown = _unknown(kwargs, _RENAME_OPTIONS)
+        body = {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}", "dropTarget": dropTarget,
+                **events.compact({"comment": comment, "maxTimeMS": kwargs.get("maxTimeMS"),
+                                  "writeConcern": kwargs.get("writeConcern")}), **unknown}
         with events.command(self.database, body, db_name="admin"), self._store.transaction(True) as conn:
+            _refuse_unknown("renameCollection", unknown)
             if self._info() is None:
                 raise OperationFailure("source namespace does not exist", 26, {"code": 26})
             if self._store.collection(new_name) is not None:

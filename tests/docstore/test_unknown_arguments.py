@@ -14,8 +14,9 @@ in process, the command event carries what pymongo would have sent.
 from __future__ import annotations
 
 import pytest
-from pymongo import InsertOne
+from pymongo import IndexModel, InsertOne
 from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
 
 import docstore
 from tests.docstore import spec_runner as R
@@ -46,6 +47,11 @@ CALLS = {
     "create_index": lambda c, k: c.create_index("y", **k),
     "drop_index": lambda c, k: c.drop_index("x_1", **k),
     "drop_indexes": lambda c, k: c.drop_indexes(**k),
+    "create_indexes": lambda c, k: c.create_indexes([IndexModel("y")], **k),
+    "list_collections": lambda c, k: list(c.database.list_collections(**k)),
+    "list_collection_names": lambda c, k: c.database.list_collection_names(**k),
+    "drop": lambda c, k: c.drop(**k),
+    "drop_collection": lambda c, k: c.database.drop_collection(c.name, **k),
 }
 
 
@@ -102,7 +108,7 @@ def test_an_argument_pymongo_lacks_fails_as_through_pymongo(wire, engine, name, 
     assert sorted(i["name"] for i in client.spec.coll0.list_indexes()) == driver_indexes
     if expected[0] == "OperationFailure":  # sent, then refused by the server: pymongo's two events
         (started_kind, started), (failed_kind, failed) = events
-        sent = started.command if started.command_name != "createIndexes" else started.command["indexes"][0]
+        sent = started.command if name != "create_index" else started.command["indexes"][0]
         assert sent[argument] is True
         assert (failed_kind, failed.failure["code"]) == ("commandFailedEvent", expected[1])
     else:  # refused by pymongo before anything is sent
@@ -190,3 +196,36 @@ def test_the_surface_answers_an_unknown_field_through_one_helper():
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if isinstance(node, ast.Constant) and node.value == 40415]
     assert built == []
+
+
+@pytest.mark.parametrize("argument", ["raw_data", "rawData"])
+def test_rename_sends_an_argument_it_does_not_know_and_the_server_refuses_it(engine, argument):
+    """pymongo's rename sends its extra keyword arguments in `renameCollection` (docstore serve has
+    no renameCollection command to compare with: the server's IDL parser answers 40415)."""
+    client, recorder = engine
+    _seed(client.spec.coll0)
+    recorder.events.clear()
+    with pytest.raises(OperationFailure) as refused:
+        client.spec.coll0.rename("renamed", **{argument: True})
+    assert refused.value.code == 40415
+    assert refused.value.details["errmsg"] == f"BSON field 'renameCollection.{argument}' is an unknown field."
+    (_, started), (failed_kind, _) = recorder.events
+    assert started.command[argument] is True and failed_kind == "commandFailedEvent"
+    assert client.spec.list_collection_names() == ["coll0"]
+    assert client.spec.coll0.rename("renamed", maxTimeMS=1000) == {"ok": 1.0}
+    assert client.spec.list_collection_names() == ["renamed"]
+
+
+def test_create_collection_keeps_its_read_concern_and_refuses_another_type(wire, engine):
+    client, _ = engine
+    driver = wire.make()
+    try:
+        for db in (driver.spec, client.spec):
+            created = db.create_collection("majority", read_concern=ReadConcern("majority"))
+            assert created.read_concern == ReadConcern("majority")
+            assert db.create_collection("plain").read_concern == db.read_concern == ReadConcern()
+            with pytest.raises(TypeError, match="read_concern must be an instance of"):
+                db.create_collection("refused", read_concern="majority")
+            assert "refused" not in db.list_collection_names()
+    finally:
+        wire.close(driver)
