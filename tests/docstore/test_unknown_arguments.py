@@ -229,3 +229,19 @@ def test_create_collection_keeps_its_read_concern_and_refuses_another_type(wire,
             assert "refused" not in db.list_collection_names()
     finally:
         wire.close(driver)
+
+
+def test_a_database_aggregation_binds_its_let_variables(wire, engine):
+    client, recorder = engine
+    driver = wire.make()
+    pipeline = [{"$documents": [{"a": 2}]}, {"$project": {"_id": 0, "a": 1, "v": "$$v", "sum": {"$add": ["$a", "$$v"]}}}]
+    try:
+        for db in (driver.spec, client.spec):
+            assert list(db.aggregate(pipeline, let={"v": 40})) == [{"a": 2, "v": 40, "sum": 42}]
+            with pytest.raises(OperationFailure) as undefined:  # a variable neither let nor the system defines
+                list(db.aggregate(pipeline))
+            assert undefined.value.code == 17276
+    finally:
+        wire.close(driver)
+    started = [e.command for kind, e in recorder.events if kind == "commandStartedEvent"]
+    assert started[0]["let"] == {"v": 40} and "let" not in started[1]
