@@ -27,6 +27,7 @@ A driver sends the read concern in the commands that read: `find` (not its `getM
 
 from __future__ import annotations
 
+from bson import Timestamp
 from pymongo.errors import ConfigurationError, OperationFailure
 from pymongo.read_concern import DEFAULT_READ_CONCERN, ReadConcern
 from pymongo.write_concern import WriteConcern
@@ -52,11 +53,15 @@ def sent(read_concern: ReadConcern) -> dict | None:
     return read_concern.document if read_concern.level else None
 
 
-def check(read_concern: ReadConcern) -> None:
-    """Raise the server's error for a level a single node does not serve; nothing for the others."""
+def check(read_concern: ReadConcern, command: dict | None = None) -> None:
+    """Raise the server's error for a level a single node does not serve, or `command` (the
+    command document a driver sends) does not support; nothing for the others."""
     level = read_concern.level
     if not level or level in SERVED:
         return
+    if level not in LEVELS:
+        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    supported(level, command)
     if level == "linearizable":
         _fail(123, "node needs to be a replica set member to use read concern")
     if level == "snapshot":
@@ -64,22 +69,54 @@ def check(read_concern: ReadConcern) -> None:
     _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
 
 
+def supported(level: str, command: dict | None) -> None:
+    """The server checks whether the command supports the read concern before it looks at the
+    topology (service_entry_point_common.cpp: the command's `supportsReadConcern`), so these fail
+    on any node: an aggregation that writes (`$out`, `$merge`) cannot read `linearizable`
+    (document_source_writer.h), and `count` does not read at a `snapshot` (count_cmd.cpp)."""
+    if not command:
+        return
+    name = next(iter(command))
+    if name == "aggregate" and level == "linearizable":
+        for stage in command.get("pipeline") or ():
+            stage_name = next(iter(stage), None) if isinstance(stage, dict) else None
+            if stage_name in ("$out", "$merge"):
+                _fail(72, f"{stage_name} cannot be used with a 'linearizable' read concern level")
+    if name == "count" and level == "snapshot":
+        _fail(72, "Command count does not support { readConcern: { level: \"snapshot\" } } :: caused by :: "
+                  "read concern snapshot not supported")
+
+
 _FIELDS = frozenset({"level", "afterClusterTime", "afterOpTime", "atClusterTime", "allowTransactionTableSnapshot",
                      "provenance"})
 
 
-def check_sent(document) -> None:
-    """The `readConcern` of a command received over the wire, by a replica set primary's rules."""
+def check_sent(document, command: dict | None = None) -> None:
+    """The `readConcern` of `command`, received over the wire, by a replica set primary's rules."""
     if not isinstance(document, dict):
         _fail(9, "readConcern field should be an object")
-    for field in document:
+    # read_concern_args.cpp: each field in order (a wrong type is 14 TypeMismatch, from its
+    # bsonExtract*Field), then the rules between them (72 InvalidOptions).
+    for field, value in document.items():
         if field not in _FIELDS:
             _fail(72, f"Unrecognized option in readConcern: {field}")
+        if field == "level":
+            if not isinstance(value, str):
+                _fail(14, f'"level" had the wrong type. Expected string, found {_type_name(value)}')
+            if value not in LEVELS:
+                _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or "
+                         "'snapshot'")
+        if field == "afterClusterTime" and not isinstance(value, Timestamp):
+            _fail(14, f'"afterClusterTime" had the wrong type. Expected timestamp, found {_type_name(value)}')
     level = document.get("level")
-    if level is not None and (not isinstance(level, str) or level not in LEVELS):
-        _fail(9, "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'")
+    if "afterClusterTime" in document and "afterOpTime" in document:
+        _fail(72, "Can not specify both afterClusterTime and afterOpTime")
+    if "afterClusterTime" in document and level not in (None, "local", "majority", "snapshot"):
+        _fail(72, "afterClusterTime field can be set only if level is equal to majority, local, or snapshot")
     if "atClusterTime" in document and level != "snapshot":
         _fail(72, "atClusterTime field can be set only if level is equal to snapshot")
+    if level is not None:
+        supported(level, command)
     if level == "snapshot":
         _fail(238, "readConcern level snapshot is not implemented by the embedded engine")
 
@@ -164,7 +201,19 @@ def write_concern_error(document) -> dict | None:
             "errInfo": {"writeConcern": {**document, "provenance": "clientSupplied"}}}
 
 
-_NAMES = {2: "BadValue", 9: "FailedToParse", 72: "InvalidOptions", 79: "UnknownReplWriteConcern",
+def _type_name(value) -> str:
+    """A value's BSON type as the server's messages name it (bson's typeName)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if -(2 ** 31) <= value < 2 ** 31 else "long"
+    names = {float: "double", str: "string", dict: "object", list: "array", bytes: "binData"}
+    return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
+
+
+_NAMES = {2: "BadValue", 9: "FailedToParse", 14: "TypeMismatch", 72: "InvalidOptions", 79: "UnknownReplWriteConcern",
           100: "UnsatisfiableWriteConcern", 123: "NotAReplicaSet", 238: "NotImplemented"}
 
 

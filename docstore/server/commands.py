@@ -175,7 +175,7 @@ class Engine:
             return failure(238, "transactions are not implemented by the embedded engine")
         if "readConcern" in body:  # a replica set primary's rules (docstore.query.concern)
             try:
-                RC.check_sent(body["readConcern"])
+                RC.check_sent(body["readConcern"], body)
             except OperationFailure as exc:
                 return _from_exception(exc)
         handler = getattr(self, "cmd_" + (self.extra_handlers.get(name) or _HANDLERS.get(name, "")), None)
@@ -429,7 +429,7 @@ class Engine:
                                   "argument")
         kwargs = {k: body[k] for k in ("collation", "let", "hint") if body.get(k) is not None}
         if body.get("bypassDocumentValidation"):
-            kwargs["bypass_document_validation"] = True
+            kwargs["bypassDocumentValidation"] = True
         if body.get("explain"):
             return self.client[db].command({"explain": {k: v for k, v in body.items()
                                                         if k not in GENERIC and k != "explain"}})

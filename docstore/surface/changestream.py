@@ -26,6 +26,7 @@ from bson import Timestamp
 from bson.codec_options import CodecOptions
 from pymongo.errors import InvalidOperation, OperationFailure
 
+from docstore.query import args as A
 from docstore.query import changes as CH
 from docstore.query import semantics as S
 from docstore.query.pipeline import compile_pipeline, run_compiled
@@ -57,7 +58,7 @@ def check_pipeline(pipeline: list) -> None:
         raise _failure(50808, "Location50808", "$changeStream stage expects a document as argument")
     for key in spec:
         if key not in _SPEC_FIELDS:
-            raise _failure(40415, "Location40415", f"BSON field '$changeStream.{key}' is an unknown field.")
+            A.refuse_unknown("$changeStream", {key: spec[key]})
     for stage in pipeline[1:]:
         name = next(iter(stage), "") if isinstance(stage, Mapping) and len(stage) == 1 else ""
         if name == "$changeStream":

@@ -16,6 +16,8 @@ from bson.codec_options import CodecOptions
 from pymongo import ReadPreference
 from pymongo.errors import InvalidName, InvalidOperation, OperationFailure
 
+from docstore.query import args as A
+from docstore.query import collation as C
 from docstore.query import concern as RC
 from docstore.query import validation as VAL
 from docstore.query import variables as V
@@ -23,15 +25,19 @@ from docstore.query.cluster import ClusterRules
 from docstore.storage.store import CURSOR_TIMEOUT_MS, MAX_CONNECTIONS, WAIT_QUEUE_TIMEOUT_MS, WRITER_SUFFIX, Store
 from docstore.surface import changestream as CS
 from docstore.surface import events
-from docstore.surface.collection import Collection, CommandCursor, _refuse_unknown, _unknown
+from docstore.surface.collection import Collection, CommandCursor
 
 # The change table keeps a day of changes, at most this many bytes of them (a server's oplog:
 # oplogMinRetentionHours and its size); older ones are trimmed by the TTL pass.
 CHANGE_RETENTION_S = 24 * 3600
 CHANGE_RETENTION_BYTES = 256 << 20
-# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields); any
-# other goes into the command, which a server refuses (code 40415).
-_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse"})
+# What Database.aggregate reads of pymongo's keyword arguments (the command's own fields, and
+# `collation` and `maxAwaitTimeMS`, which pymongo pops as Collection.aggregate's); any other goes
+# into the command, which a server refuses (code 40415).
+# listCollections' own fields besides `filter` and `comment`, and the generic `maxTimeMS`.
+_LIST_COLLECTIONS_OPTIONS = frozenset({"nameOnly", "authorizedCollections", "maxTimeMS"})
+_DB_AGGREGATE_OPTIONS = frozenset({"batchSize", "let", "comment", "maxTimeMS", "allowDiskUse", "collation",
+                                   "maxAwaitTimeMS"})
 
 
 class Database:
@@ -146,14 +152,19 @@ class Database:
                           read_concern=None, session=None, check_exists=True, **kwargs):
         """The `create` command: a collection, or a read-only view (`viewOn`, `pipeline`, MongoDB manual
         "Views"). Options the engine does not implement are refused (code 238 NotImplemented), options
-        the server does not know too (40415, as its command parser does), never stored and ignored."""
+        the server does not know too (40415, as its command parser does), never stored and ignored.
+        The collection returned reads with `read_concern` (pymongo: the database's unless given; a
+        TypeError, before anything is created, for anything but a ReadConcern)."""
+        read_concern = RC.of(read_concern, self.read_concern)
         options = _create_options(kwargs)
         with events.command(self, {"create": name, **kwargs}), self._store.transaction(True) as conn:
             if self._store.collection(name) is not None:
                 raise OperationFailure(f"Collection {self.name}.{name} already exists", 48,
                                        {"code": 48, "codeName": "NamespaceExists"})
             self._store.create_collection(conn, name, options)
-        return self[name]
+        collection = self[name]
+        collection.read_concern = read_concern
+        return collection
 
     def aggregate(self, pipeline, session=None, **kwargs):
         """A database-level aggregation (MongoDB manual, db.aggregate()): its first stage makes the
@@ -164,15 +175,22 @@ class Database:
         pipeline = list(pipeline)
         batch_size = kwargs.get("batchSize") or 0
         let = kwargs.get("let")
+        collation = kwargs.get("collation")
         body = events.compact({"aggregate": 1, "pipeline": pipeline,
                                "cursor": {"batchSize": batch_size} if batch_size else {}, "let": let,
+                               "collation": collation,
                                "comment": kwargs.get("comment"), "maxTimeMS": kwargs.get("maxTimeMS"),
                                "allowDiskUse": kwargs.get("allowDiskUse"), "readConcern": RC.sent(self.read_concern)})
-        unknown = _unknown(kwargs, _DB_AGGREGATE_OPTIONS)
+        unknown = A.unknown(kwargs, _DB_AGGREGATE_OPTIONS)
         body.update(unknown)
         with events.command(self, body) as call:
-            _refuse_unknown("aggregate", unknown)
-            RC.check(self.read_concern)
+            A.refuse_unknown("aggregate", unknown)
+            RC.check(self.read_concern, body)
+            # A collation governs the stages' string comparisons: with none after the first stage
+            # there is nothing it changes; the engine does not run later stages under one.
+            if C.parse(collation) is not None and len(pipeline) > 1:
+                raise C.refuse("a non-simple collation for a database aggregation's stages is not implemented by "
+                               "the embedded engine")
             if let is not None:
                 pipeline = V.in_pipeline(pipeline, V.bind(let))
             return self._aggregate(pipeline)._published(call, self, f"{self.name}.$cmd.aggregate", batch_size)
@@ -212,9 +230,12 @@ class Database:
                         CS.spec_of(full_document, resume_after, start_at_operation_time, start_after,
                                    full_document_before_change, show_expanded_events))
 
-    def list_collection_names(self, session=None, filter=None, **_kwargs):
-        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "nameOnly": True, "cursor": {}}
+    def list_collection_names(self, session=None, filter=None, comment=None, **kwargs):
+        unknown = A.unknown(kwargs, _LIST_COLLECTIONS_OPTIONS)
+        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "nameOnly": True, "cursor": {},
+                **events.compact({"comment": comment, "maxTimeMS": kwargs.get("maxTimeMS")}), **unknown}
         with events.command(self, body) as call:
+            A.refuse_unknown("listCollections", unknown)
             with self._store.transaction(False):
                 names = self._store.names()
             if filter and "name" in filter:
@@ -223,17 +244,27 @@ class Database:
             call.reply = events.cursor_reply(f"{self.name}.$cmd.listCollections", [{"name": n} for n in names], 0, True)
         return names
 
-    def list_collections(self, session=None, filter=None, **_kwargs):
+    def list_collections(self, session=None, filter=None, comment=None, **kwargs):
         out = []
-        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "cursor": {}}
+        unknown = A.unknown(kwargs, _LIST_COLLECTIONS_OPTIONS)
+        body = {"listCollections": 1, **({"filter": filter} if filter else {}), "cursor": {},
+                **events.compact({"comment": comment, "maxTimeMS": kwargs.get("maxTimeMS"),
+                                  "nameOnly": kwargs.get("nameOnly"),
+                                  "authorizedCollections": kwargs.get("authorizedCollections")}), **unknown}
         with events.command(self, body) as call, self._store.transaction(False):
+            A.refuse_unknown("listCollections", unknown)
             for n in self.list_collection_names(filter=filter):
                 info = self._store.collection(n)
                 options = dict(info.options) if info is not None else {}
                 out.append({"name": n, "type": "view" if "viewOn" in options else "collection", "options": options})
             return CommandCursor(out)._published(call, self, f"{self.name}.$cmd.listCollections")
 
-    def drop_collection(self, name_or_collection, session=None, **_kwargs):
+    def drop_collection(self, name_or_collection, session=None, comment=None, encrypted_fields=None):
+        """pymongo's drop_collection, which takes no other keyword argument (a TypeError, as
+        pymongo's); `encrypted_fields` (Queryable Encryption) is not implemented (238)."""
+        if encrypted_fields is not None:
+            msg = "encrypted_fields (Queryable Encryption) is not implemented by the embedded engine"
+            raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
         name = name_or_collection.name if isinstance(name_or_collection, Collection) else name_or_collection
         with events.command(self, {"drop": name}), self._store.transaction(True) as conn:
             self._store.drop_collection(conn, name)
@@ -339,8 +370,7 @@ def _create_options(kwargs: dict) -> dict:
             msg = f"the create option '{key}' is not implemented by the embedded engine"
             raise OperationFailure(msg, 238, {"ok": 0.0, "errmsg": msg, "code": 238, "codeName": "NotImplemented"})
         if key not in _VIEW_OPTIONS:
-            msg = f"BSON field 'create.{key}' is an unknown field."
-            raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+            A.refuse_unknown("create", {key: kwargs[key]})
     if "pipeline" in kwargs and "viewOn" not in kwargs:
         msg = "'pipeline' requires 'viewOn' to also be specified"
         raise OperationFailure(msg, 9, {"ok": 0.0, "errmsg": msg, "code": 9, "codeName": "FailedToParse"})

@@ -50,6 +50,8 @@ from docstore.query import semantics as S
 from docstore.query import update as U
 from docstore.query import validation as VAL
 from docstore.query import variables as V
+from docstore.query.args import refuse_unknown as _refuse_unknown
+from docstore.query.args import unknown as _unknown
 from docstore.query.match import prepare
 from docstore.storage import keys as K
 from docstore.storage import splice as SP
@@ -112,26 +114,19 @@ def _show(value):
     return repr(value)
 
 
-def _unknown(kwargs: dict, known: frozenset) -> dict:
-    """The keyword arguments a method does not read. pymongo sends a command method's extra keyword
-    arguments in the command as they are (a server refuses a field it does not know), so they go in
-    the published command and `_refuse_unknown` answers as the server does: MongoDB 8.2's `rawData`
-    too, which pymongo 4.20 does not implement (DRIVERS-3064) and a 7.0 server does not know."""
-    return {k: v for k, v in kwargs.items() if k not in known} if kwargs else {}
-
-
-def _refuse_unknown(command: str, unknown: dict) -> None:
-    """A server's answer to a command field it does not know (its IDL parser: code 40415)."""
-    if unknown:
-        msg = f"BSON field '{command}.{next(iter(unknown))}' is an unknown field."
-        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
-
-
-_COUNT_OPTIONS = frozenset({"comment", "max_time_ms", "maxTimeMS"})
-_DISTINCT_OPTIONS = frozenset({"comment", "hint", "max_time_ms", "maxTimeMS"})
-_AGGREGATE_OPTIONS = frozenset({"batchSize", "batch_size", "hint", "comment", "allowDiskUse", "allow_disk_use",
-                                "maxTimeMS", "max_time_ms", "bypass_document_validation", "bypassDocumentValidation"})
-_FIND_AND_MODIFY_OPTIONS = frozenset({"comment", "bypass_document_validation"})
+# The keyword arguments each method takes: what pymongo reads itself (it pops `batchSize`,
+# `collation` and `maxAwaitTimeMS` off aggregate's, `maxTimeMS` and `comment` off create_index's)
+# and the fields the server's command accepts, spelled as the server spells them (pymongo sends
+# the other keyword arguments as they are, so a snake_case `max_time_ms` is a field the server refuses).
+_COUNT_DOCUMENTS_OPTIONS = frozenset({"comment", "maxTimeMS", "allowDiskUse"})
+_COUNT_OPTIONS = frozenset({"comment", "maxTimeMS", "hint"})
+_DISTINCT_OPTIONS = frozenset({"comment", "hint", "maxTimeMS"})
+_AGGREGATE_OPTIONS = frozenset({"batchSize", "maxAwaitTimeMS", "hint", "comment", "allowDiskUse", "maxTimeMS",
+                                "bypassDocumentValidation"})
+_FIND_AND_MODIFY_OPTIONS = frozenset({"comment", "maxTimeMS", "writeConcern", "bypassDocumentValidation"})
+_DROP_INDEXES_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
+_CREATE_INDEXES_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
+_RENAME_OPTIONS = frozenset({"maxTimeMS", "writeConcern"})
 # The fields a server accepts in an index specification (MongoDB 7.0, index_key_validate.cpp); any
 # other is code 197 InvalidIndexSpecificationOption. What the engine does not implement among them
 # is refused where it is read.
@@ -191,8 +186,7 @@ def _no_update_sort(sort) -> None:
     """`sort` in an update statement (updateOne, replaceOne) is MongoDB 8.0's; a 7.0 server's command
     parser refuses the unknown field (code 40415 IDLUnknownField), as this engine, which reports 7.0, does."""
     if sort is not None:
-        msg = "BSON field 'update.updates.sort' is an unknown field."
-        raise OperationFailure(msg, 40415, {"ok": 0.0, "errmsg": msg, "code": 40415, "codeName": "Location40415"})
+        _refuse_unknown("update.updates", {"sort": sort})
 
 
 def _equality_fields(filter) -> set | None:
@@ -433,9 +427,9 @@ class Collection:
         pipeline = [{"$match": filter}] + ([{"$skip": skip}] if skip else []) + ([{"$limit": limit}] if limit else [])
         body = events.compact({"aggregate": self.name, "pipeline": pipeline + [{"$group": {"_id": 1, "n": {"$sum": 1}}}],
                                "cursor": {}, "collation": collation, "hint": hint, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "maxTimeMS": kwargs.get("maxTimeMS"), "allowDiskUse": kwargs.get("allowDiskUse"),
                                "readConcern": RC.sent(self.read_concern)})
-        unknown = _unknown(kwargs, _COUNT_OPTIONS)
+        unknown = _unknown(kwargs, _COUNT_DOCUMENTS_OPTIONS)
         body.update(unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("aggregate", unknown)
@@ -446,14 +440,14 @@ class Collection:
         return n
 
     def estimated_document_count(self, **kwargs):
-        body = events.compact({"count": self.name, "comment": kwargs.get("comment"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+        body = events.compact({"count": self.name, "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
+                               "maxTimeMS": kwargs.get("maxTimeMS"),
                                "readConcern": RC.sent(self.read_concern)})
         unknown = _unknown(kwargs, _COUNT_OPTIONS)
         body.update(unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("count", unknown)
-            RC.check(self.read_concern)
+            RC.check(self.read_concern, body)
             call.reply = {"n": self._estimated_count(), "ok": 1.0}
             return call.reply["n"]
 
@@ -470,7 +464,7 @@ class Collection:
     def distinct(self, key, filter=None, session=None, collation=None, **kwargs):
         body = events.compact({"distinct": self.name, "key": key, "query": filter or {}, "collation": collation,
                                "comment": kwargs.get("comment"), "hint": kwargs.get("hint"),
-                               "maxTimeMS": kwargs.get("max_time_ms") or kwargs.get("maxTimeMS"),
+                               "maxTimeMS": kwargs.get("maxTimeMS"),
                                "readConcern": RC.sent(self.read_concern)})
         unknown = _unknown(kwargs, _DISTINCT_OPTIONS)
         body.update(unknown)
@@ -501,20 +495,18 @@ class Collection:
 
     def aggregate(self, pipeline, session=None, collation=None, let=None, **kwargs):
         pipeline = list(pipeline)
-        batch_size = kwargs.get("batchSize") or kwargs.get("batch_size") or 0
+        batch_size = kwargs.get("batchSize") or 0
         body = events.compact({"aggregate": self.name, "pipeline": pipeline,
                                "cursor": {"batchSize": batch_size} if batch_size else {}, "collation": collation,
                                "let": let, "hint": kwargs.get("hint"), "comment": kwargs.get("comment"),
-                               "allowDiskUse": kwargs.get("allowDiskUse", kwargs.get("allow_disk_use")),
-                               "maxTimeMS": kwargs.get("maxTimeMS", kwargs.get("max_time_ms")),
-                               "bypassDocumentValidation": kwargs.get("bypass_document_validation",
-                                                                      kwargs.get("bypassDocumentValidation")),
+                               "allowDiskUse": kwargs.get("allowDiskUse"), "maxTimeMS": kwargs.get("maxTimeMS"),
+                               "bypassDocumentValidation": kwargs.get("bypassDocumentValidation"),
                                "readConcern": RC.sent(self.read_concern)})
         unknown = _unknown(kwargs, _AGGREGATE_OPTIONS)
         body.update(unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("aggregate", unknown)
-            RC.check(self.read_concern)
+            RC.check(self.read_concern, body)
             return self._aggregate(pipeline, collation, let)._published(call, self.database, self.full_name, batch_size,
                                                                         kwargs.get("comment"))
 
@@ -1115,7 +1107,8 @@ class Collection:
             return None
         unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, remove=True,
-                                     comment=kwargs.get("comment"), **unknown)
+                                     comment=kwargs.get("comment"), maxTimeMS=kwargs.get("maxTimeMS"),
+                                     writeConcern=kwargs.get("writeConcern"), **unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("findAndModify", unknown)
             docs = self._delete(filter, multi=False, sort=_sort_list(sort), hint=hint, command="findAndModify",
@@ -1136,14 +1129,15 @@ class Collection:
         unknown = _unknown(kwargs, _FIND_AND_MODIFY_OPTIONS)
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=replacement,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
-                                     bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"), **unknown)
+                                     bypassDocumentValidation=kwargs.get("bypassDocumentValidation"),
+                                     comment=kwargs.get("comment"), maxTimeMS=kwargs.get("maxTimeMS"),
+                                     writeConcern=kwargs.get("writeConcern"), **unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, replacement, upsert=upsert, replace=True,
                                                 sort=_sort_list(sort), hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
-                                                bypass=bool(kwargs.get("bypass_document_validation")))
+                                                bypass=bool(kwargs.get("bypassDocumentValidation")))
             value = self._returned(befores, afters, projection, return_document, filter)
             call.reply = self._find_and_modify_reply(raw, value)
         return value
@@ -1161,14 +1155,15 @@ class Collection:
         body = self._find_and_modify(filter, projection, sort, hint, collation, let, update=update,
                                      new=return_document == ReturnDocument.AFTER, upsert=upsert,
                                      arrayFilters=array_filters,
-                                     bypassDocumentValidation=kwargs.get("bypass_document_validation"),
-                                     comment=kwargs.get("comment"), **unknown)
+                                     bypassDocumentValidation=kwargs.get("bypassDocumentValidation"),
+                                     comment=kwargs.get("comment"), maxTimeMS=kwargs.get("maxTimeMS"),
+                                     writeConcern=kwargs.get("writeConcern"), **unknown)
         with events.command(self.database, body) as call:
             _refuse_unknown("findAndModify", unknown)
             raw, befores, afters = self._update(filter, update, upsert=upsert, sort=_sort_list(sort),
                                                 array_filters=array_filters, hint=hint, command="findAndModify",
                                                 collation=collation, let=let,
-                                                bypass=bool(kwargs.get("bypass_document_validation")))
+                                                bypass=bool(kwargs.get("bypassDocumentValidation")))
             value = self._returned(befores, afters, projection, return_document, filter)
             call.reply = self._find_and_modify_reply(raw, value)
         return value
@@ -1290,19 +1285,25 @@ class Collection:
 
     # --- indexes -----------------------------------------------------------------------------------
 
-    def create_index(self, keys, session=None, **kwargs):
+    def create_index(self, keys, session=None, comment=None, **kwargs):
         from pymongo.operations import IndexModel
 
-        return self.create_indexes([IndexModel(keys, **kwargs)], session)[0]
+        # pymongo's create_index: `maxTimeMS` and `comment` are the command's, the rest the index's.
+        command = {"maxTimeMS": kwargs.pop("maxTimeMS")} if "maxTimeMS" in kwargs else {}
+        return self.create_indexes([IndexModel(keys, **kwargs)], session, comment=comment, **command)[0]
 
-    def create_indexes(self, indexes, session=None, **kwargs):
+    def create_indexes(self, indexes, session=None, comment=None, **kwargs):
         names = []
         indexes = list(indexes)
         specs = [dict(model.document) for model in indexes]
         unacknowledged = self._unacknowledged(session)  # pymongo sends the collection's write concern
-        body = self._concern_sent({"createIndexes": self.name, "indexes": specs})
+        unknown = _unknown(kwargs, _CREATE_INDEXES_OPTIONS)
+        body = self._concern_sent(events.compact({
+            "createIndexes": self.name, "indexes": specs, "comment": comment, "maxTimeMS": kwargs.get("maxTimeMS"),
+            "writeConcern": kwargs.get("writeConcern"), **unknown}))
         with _no_reply(unacknowledged), events.command(self.database, body) as call, \
                 self._store.transaction(True) as conn:
+            _refuse_unknown("createIndexes", unknown)
             created = self._info() is None
             info = self._declare(conn)
             before = info.as_bson()
@@ -1385,10 +1386,11 @@ class Collection:
 
     def drop_index(self, index_or_name, session=None, comment=None, **kwargs):
         index = index_or_name if isinstance(index_or_name, str) else dict(_sort_list(index_or_name))
-        unknown = _unknown(kwargs, frozenset())
+        unknown = _unknown(kwargs, _DROP_INDEXES_OPTIONS)
         unacknowledged = self._unacknowledged(session)
         body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": index, "comment": comment,
-                                                  **unknown}))
+                                                  "maxTimeMS": kwargs.get("maxTimeMS"),
+                                                  "writeConcern": kwargs.get("writeConcern"), **unknown}))
         with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
@@ -1407,10 +1409,11 @@ class Collection:
             self._store.save_info(conn, info)
 
     def drop_indexes(self, session=None, comment=None, **kwargs):
-        unknown = _unknown(kwargs, frozenset())
+        unknown = _unknown(kwargs, _DROP_INDEXES_OPTIONS)
         unacknowledged = self._unacknowledged(session)
         body = self._concern_sent(events.compact({"dropIndexes": self.name, "index": "*", "comment": comment,
-                                                  **unknown}))
+                                                  "maxTimeMS": kwargs.get("maxTimeMS"),
+                                                  "writeConcern": kwargs.get("writeConcern"), **unknown}))
         with _no_reply(unacknowledged), events.command(self.database, body), self._store.transaction(True) as conn:
             _refuse_unknown("dropIndexes", unknown)
             info = self._store.mutable(self.name)
@@ -1445,12 +1448,17 @@ class Collection:
 
     # --- the collection ------------------------------------------------------------------------------
 
-    def drop(self, session=None, **kwargs):
-        self.database.drop_collection(self.name)
+    def drop(self, session=None, comment=None, encrypted_fields=None):
+        """pymongo's drop, which takes no other keyword argument (a TypeError, as pymongo's)."""
+        self.database.drop_collection(self.name, comment=comment, encrypted_fields=encrypted_fields)
 
-    def rename(self, new_name, session=None, dropTarget=False, **kwargs):
-        body = {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}", "dropTarget": dropTarget}
+    def rename(self, new_name, session=None, dropTarget=False, comment=None, **kwargs):
+        unknown = _unknown(kwargs, _RENAME_OPTIONS)
+        body = {"renameCollection": self.full_name, "to": f"{self.database.name}.{new_name}", "dropTarget": dropTarget,
+                **events.compact({"comment": comment, "maxTimeMS": kwargs.get("maxTimeMS"),
+                                  "writeConcern": kwargs.get("writeConcern")}), **unknown}
         with events.command(self.database, body, db_name="admin"), self._store.transaction(True) as conn:
+            _refuse_unknown("renameCollection", unknown)
             if self._info() is None:
                 raise OperationFailure("source namespace does not exist", 26, {"code": 26})
             if self._store.collection(new_name) is not None:

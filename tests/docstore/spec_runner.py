@@ -89,15 +89,15 @@ def _version(text: str) -> tuple[int, int, int]:
     return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
 
 
-def _requirement_met(req: dict, version: tuple) -> str | None:
-    """None when the requirement holds for a standalone server of `version`, else why not."""
+def _requirement_met(req: dict, version: tuple, topology: str = TOPOLOGY) -> str | None:
+    """None when the requirement holds for a server of `version` in `topology`, else why not."""
     if "minServerVersion" in req and version < _version(req["minServerVersion"]):
         return f"needs server {req['minServerVersion']}+"
     if "maxServerVersion" in req:
         top = _version(req["maxServerVersion"])
         if version > top:
             return f"needs server <= {req['maxServerVersion']}"
-    if "topologies" in req and TOPOLOGY not in req["topologies"]:
+    if "topologies" in req and topology not in req["topologies"]:
         return f"needs a {'/'.join(req['topologies'])} topology"
     if req.get("serverless") == "require":
         return "needs serverless"
@@ -110,22 +110,23 @@ def _requirement_met(req: dict, version: tuple) -> str | None:
     return None
 
 
-def _requirements(reqs: list | None, version: tuple) -> str | None:
+def _requirements(reqs: list | None, version: tuple, topology: str = TOPOLOGY) -> str | None:
     if not reqs:
         return None
-    reasons = [_requirement_met(r, version) for r in reqs]
+    reasons = [_requirement_met(r, version, topology) for r in reqs]
     return None if any(r is None for r in reasons) else "runOnRequirements: " + reasons[0]
 
 
-def scope(spec: dict, test: dict, version: tuple) -> str | None:
-    """Why a test is out of scope (the reason it is skipped with), or None to run it."""
+def scope(spec: dict, test: dict, version: tuple, topology: str = TOPOLOGY) -> str | None:
+    """Why a test is out of scope (the reason it is skipped with), or None to run it; `topology`:
+    the one the engine declares (over the wire `docstore serve` is a replica set of one member)."""
     major, minor = (int(p) for p in spec["schemaVersion"].split(".")[:2])
     if major != SCHEMA_VERSION[0] or minor > SCHEMA_VERSION[1]:
         return f"schema version {spec['schemaVersion']} not supported"
     if test.get("skipReason"):
         return f"skipped by the spec: {test['skipReason']}"
-    reason = _requirements(spec.get("runOnRequirements"), version) or _requirements(test.get("runOnRequirements"),
-                                                                                     version)
+    reason = _requirements(spec.get("runOnRequirements"), version, topology) or \
+        _requirements(test.get("runOnRequirements"), version, topology)
     if reason:
         return reason
     ops = test["operations"]
@@ -160,13 +161,13 @@ def _driver_scope(file_name: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def cases(version: tuple) -> list[Case]:
+def cases(version: tuple, topology: str = TOPOLOGY) -> list[Case]:
     out = []
     for path in spec_files():
         spec = json_util.loads(path.read_text(), json_options=_JSON)
         for test in spec["tests"]:
             case_id = f"{path.name}::{test['description']}"
-            out.append(Case(case_id, path.name, spec, test, _driver_scope(path.name) or scope(spec, test, version)))
+            out.append(Case(case_id, path.name, spec, test, _driver_scope(path.name) or scope(spec, test, version, topology)))
     return out
 
 
@@ -356,7 +357,9 @@ def _command_kwargs(args: dict) -> dict:
     return dict(args)
 
 
-def _kwargs(args: dict, drop=()) -> dict:
+def _kwargs(args: dict, drop=(), keep=()) -> dict:
+    """pymongo's parameter names; `keep`: the options a method has no parameter for, which pymongo
+    sends in the command as given (find_one_and_*'s `bypassDocumentValidation`, `maxTimeMS`)."""
     from pymongo import ReturnDocument
 
     out = {}
@@ -365,8 +368,11 @@ def _kwargs(args: dict, drop=()) -> dict:
             continue
         if key == "returnDocument":
             value = ReturnDocument.AFTER if value == "After" else ReturnDocument.BEFORE
-        out[_snake(key)] = value
+        out[key if key in keep else _snake(key)] = value
     return out
+
+
+_FIND_AND_MODIFY_FIELDS = ("bypassDocumentValidation", "maxTimeMS", "writeConcern")
 
 
 def _write_model(request: dict):
@@ -545,11 +551,13 @@ class Runner:
             method = target.delete_one if name == "deleteOne" else target.delete_many
             return result_document(method(args.pop("filter"), **_kwargs(args)))
         if name == "findOneAndDelete":
-            return target.find_one_and_delete(args.pop("filter"), **_kwargs(args))
+            return target.find_one_and_delete(args.pop("filter"), **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "findOneAndReplace":
-            return target.find_one_and_replace(args.pop("filter"), args.pop("replacement"), **_kwargs(args))
+            return target.find_one_and_replace(args.pop("filter"), args.pop("replacement"),
+                                               **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "findOneAndUpdate":
-            return target.find_one_and_update(args.pop("filter"), args.pop("update"), **_kwargs(args))
+            return target.find_one_and_update(args.pop("filter"), args.pop("update"),
+                                              **_kwargs(args, keep=_FIND_AND_MODIFY_FIELDS))
         if name == "bulkWrite":
             requests = [_write_model(r) for r in args.pop("requests")]
             return result_document(target.bulk_write(requests, **_kwargs(args)))

@@ -14,8 +14,9 @@ in process, the command event carries what pymongo would have sent.
 from __future__ import annotations
 
 import pytest
-from pymongo import InsertOne
+from pymongo import IndexModel, InsertOne
 from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
 
 import docstore
 from tests.docstore import spec_runner as R
@@ -46,6 +47,11 @@ CALLS = {
     "create_index": lambda c, k: c.create_index("y", **k),
     "drop_index": lambda c, k: c.drop_index("x_1", **k),
     "drop_indexes": lambda c, k: c.drop_indexes(**k),
+    "create_indexes": lambda c, k: c.create_indexes([IndexModel("y")], **k),
+    "list_collections": lambda c, k: list(c.database.list_collections(**k)),
+    "list_collection_names": lambda c, k: c.database.list_collection_names(**k),
+    "drop": lambda c, k: c.drop(**k),
+    "drop_collection": lambda c, k: c.database.drop_collection(c.name, **k),
 }
 
 
@@ -102,8 +108,140 @@ def test_an_argument_pymongo_lacks_fails_as_through_pymongo(wire, engine, name, 
     assert sorted(i["name"] for i in client.spec.coll0.list_indexes()) == driver_indexes
     if expected[0] == "OperationFailure":  # sent, then refused by the server: pymongo's two events
         (started_kind, started), (failed_kind, failed) = events
-        sent = started.command if started.command_name != "createIndexes" else started.command["indexes"][0]
+        sent = started.command if name != "create_index" else started.command["indexes"][0]
         assert sent[argument] is True
         assert (failed_kind, failed.failure["code"]) == ("commandFailedEvent", expected[1])
     else:  # refused by pymongo before anything is sent
         assert events == []
+
+
+# Keyword arguments pymongo takes and a 7.0 server accepts: the ones pymongo reads itself
+# (aggregate's `maxAwaitTimeMS` and `collation`, create_index's `maxTimeMS` and `comment`, which go
+# into the command rather than the index) and command fields spelled as the server spells them.
+ACCEPTED = [
+    ("find_one_and_update", {"maxTimeMS": 1000}),
+    ("find_one_and_update", {"writeConcern": {"w": 1}}),
+    ("find_one_and_update", {"bypassDocumentValidation": True}),
+    ("find_one_and_replace", {"maxTimeMS": 1000}),
+    ("find_one_and_delete", {"maxTimeMS": 1000}),
+    ("find_one_and_delete", {"writeConcern": {"w": 1}}),
+    ("aggregate", {"maxAwaitTimeMS": 100}),
+    ("aggregate", {"batchSize": 1, "allowDiskUse": True, "maxTimeMS": 1000}),
+    ("database aggregate", {"maxAwaitTimeMS": 100}),
+    ("database aggregate", {"collation": {"locale": "en"}}),
+    ("database aggregate", {"let": {"v": 1}}),
+    ("count_documents", {"maxTimeMS": 1000}),
+    ("estimated_document_count", {"hint": "_id_"}),
+    ("estimated_document_count", {"maxTimeMS": 1000}),
+    ("distinct", {"maxTimeMS": 1000}),
+    ("create_index", {"comment": "why"}),
+    ("create_index", {"maxTimeMS": 1000}),
+    ("drop_index", {"maxTimeMS": 1000}),
+    ("drop_indexes", {"maxTimeMS": 1000}),
+]
+# pymongo's own snake_case names where the method has no such parameter: pymongo sends them in the
+# command as they are, and the server refuses the field it does not know (40415).
+SNAKE_CASE = [
+    ("aggregate", {"max_time_ms": 1000}),
+    ("aggregate", {"allow_disk_use": True}),
+    ("aggregate", {"batch_size": 1}),
+    ("aggregate", {"bypass_document_validation": True}),
+    ("count_documents", {"max_time_ms": 1000}),
+    ("estimated_document_count", {"max_time_ms": 1000}),
+    ("distinct", {"max_time_ms": 1000}),
+    ("find_one_and_update", {"bypass_document_validation": True}),
+    ("find_one_and_replace", {"bypass_document_validation": True}),
+]
+
+
+def _both(wire, engine, name, kwargs):
+    driver = wire.make()
+    try:
+        _seed(driver.spec.coll0)
+        expected = _outcome(CALLS[name], driver.spec.coll0, kwargs)
+    finally:
+        wire.close(driver)
+    client, _ = engine
+    _seed(client.spec.coll0)
+    return expected, _outcome(CALLS[name], client.spec.coll0, kwargs)
+
+
+@pytest.mark.parametrize(("name", "kwargs"), ACCEPTED, ids=[f"{n}-{'-'.join(k)}" for n, k in ACCEPTED])
+def test_an_argument_pymongo_and_the_server_take_is_served(wire, engine, name, kwargs):
+    assert _both(wire, engine, name, kwargs) == (("ok", None), ("ok", None))
+
+
+@pytest.mark.parametrize(("name", "kwargs"), SNAKE_CASE, ids=[f"{n}-{'-'.join(k)}" for n, k in SNAKE_CASE])
+def test_a_snake_case_name_pymongo_sends_as_it_is_is_refused(wire, engine, name, kwargs):
+    assert _both(wire, engine, name, kwargs) == (("OperationFailure", 40415), ("OperationFailure", 40415))
+
+
+def test_create_index_sends_max_time_and_comment_in_the_command_not_the_index(engine):
+    client, recorder = engine
+    client.spec.coll0.create_index("y", comment="why", maxTimeMS=1000)
+    (_, started), _ = recorder.events
+    assert started.command["comment"] == "why" and started.command["maxTimeMS"] == 1000
+    assert started.command["indexes"] == [{"key": {"y": 1}, "name": "y_1"}]
+    assert [i["name"] for i in client.spec.coll0.list_indexes()] == ["_id_", "y_1"]
+
+
+def test_the_surface_answers_an_unknown_field_through_one_helper():
+    """docstore.query.args builds the server's 40415; the pymongo surface (client.py, collection.py)
+    calls it rather than building the error again."""
+    import ast
+    from pathlib import Path
+
+    surface = Path(docstore.__file__).parent / "surface"
+    built = [f"{path.name}:{node.lineno}" for path in sorted(surface.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and node.value == 40415]
+    assert built == []
+
+
+@pytest.mark.parametrize("argument", ["raw_data", "rawData"])
+def test_rename_sends_an_argument_it_does_not_know_and_the_server_refuses_it(engine, argument):
+    """pymongo's rename sends its extra keyword arguments in `renameCollection` (docstore serve has
+    no renameCollection command to compare with: the server's IDL parser answers 40415)."""
+    client, recorder = engine
+    _seed(client.spec.coll0)
+    recorder.events.clear()
+    with pytest.raises(OperationFailure) as refused:
+        client.spec.coll0.rename("renamed", **{argument: True})
+    assert refused.value.code == 40415
+    assert refused.value.details["errmsg"] == f"BSON field 'renameCollection.{argument}' is an unknown field."
+    (_, started), (failed_kind, _) = recorder.events
+    assert started.command[argument] is True and failed_kind == "commandFailedEvent"
+    assert client.spec.list_collection_names() == ["coll0"]
+    assert client.spec.coll0.rename("renamed", maxTimeMS=1000) == {"ok": 1.0}
+    assert client.spec.list_collection_names() == ["renamed"]
+
+
+def test_create_collection_keeps_its_read_concern_and_refuses_another_type(wire, engine):
+    client, _ = engine
+    driver = wire.make()
+    try:
+        for db in (driver.spec, client.spec):
+            created = db.create_collection("majority", read_concern=ReadConcern("majority"))
+            assert created.read_concern == ReadConcern("majority")
+            assert db.create_collection("plain").read_concern == db.read_concern == ReadConcern()
+            with pytest.raises(TypeError, match="read_concern must be an instance of"):
+                db.create_collection("refused", read_concern="majority")
+            assert "refused" not in db.list_collection_names()
+    finally:
+        wire.close(driver)
+
+
+def test_a_database_aggregation_binds_its_let_variables(wire, engine):
+    client, recorder = engine
+    driver = wire.make()
+    pipeline = [{"$documents": [{"a": 2}]}, {"$project": {"_id": 0, "a": 1, "v": "$$v", "sum": {"$add": ["$a", "$$v"]}}}]
+    try:
+        for db in (driver.spec, client.spec):
+            assert list(db.aggregate(pipeline, let={"v": 40})) == [{"a": 2, "v": 40, "sum": 42}]
+            with pytest.raises(OperationFailure) as undefined:  # a variable neither let nor the system defines
+                list(db.aggregate(pipeline))
+            assert undefined.value.code == 17276
+    finally:
+        wire.close(driver)
+    started = [e.command for kind, e in recorder.events if kind == "commandStartedEvent"]
+    assert started[0]["let"] == {"v": 40} and "let" not in started[1]
