@@ -386,8 +386,8 @@ def feed_backfill(*, owner: int, author: int) -> int:
 def feed_rebuild(*, user_id: int) -> int:
     """Refill the pushed feed of a user who comes back after FEED_ACTIVE_DAYS: the activities of
     the (pushed) authors they follow newer than the newest item in their feed, at most
-    REBUILD_LIMIT, delivered oldest first. Idempotent (`FeedManager.post` is, for a repeat within
-    the reader's last deliveries in `bucket`: social.feeds.bucket.COUNTED_KEPT)."""
+    REBUILD_LIMIT, delivered oldest first as a follow's backfill delivers them (`FeedManager.backfill`:
+    an activity already in the feed is not stored again)."""
     feed = get_feed()
     if feed.name == "read":
         return 0
@@ -405,10 +405,10 @@ def feed_rebuild(*, user_id: int) -> int:
         if len(fresh) < len(page.items) or page.next_cursor is None:
             break
         cursor = page.next_cursor
-    written = 0
-    for activity in reversed(missed):
-        written += feed.post(activity, followers=lambda: iter([[user_id]]))
-    return written
+    # As a follow's backfill: a bucketed feed is in delivery order, so its head may be an older
+    # activity a backfill delivered, and `since` may let through activities delivered long ago
+    # (past the counter's window): `backfill` looks at the newest buckets for them first.
+    return feed.backfill(owner=user_id, activities=list(reversed(missed)))
 
 
 def presence_touch(*, user_id: int) -> bool:

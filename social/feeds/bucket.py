@@ -9,7 +9,8 @@ Write, per batch of 1,000 followers (three round trips, never one per follower):
 being counted yet, one `find` of each delivery's own number, then `bulk_write` of upserts
 `$push`ing the activity into bucket `(number - 1) // FEED_BUCKET_SIZE` of each follower,
 guarded by the activity not being there yet. Exactly once per follower, whatever repeats the
-delivery (see `post`); every number is taken once, so a bucket fills to the size and no further.
+delivery (see `post`); every number is taken once, so no bucket holds more than the size (one
+may hold fewer: a number taken whose push never happened, which pages read through).
 Read: one query, buckets of the owner newest sequence first (index (owner, sequence)),
 of which a page reads one or two (three for a page of 100). Order: (sequence, position
 in the bucket) descending; positions only grow, so the cursor (sequence, position)
@@ -88,22 +89,33 @@ class BucketedFanoutFeed(FeedManager):
         counters, buckets = self.db[self.counters_name], self.db[self.buckets_name]
         count = {"$inc": {"activityCount": 1}, "$push": {"counted": {"$each": [aid], "$slice": -COUNTED_KEPT}}}
         # Each delivery's own number, computed on the server: one integer a follower in the reply.
-        # `at` < 0: more than COUNTED_KEPT other deliveries came since (not seen): the newest number.
+        # `at` < 0: COUNTED_KEPT other deliveries were counted between this one's count and this
+        # read, so its number is no longer known: null, and it is delivered as a backfill is
+        # (below), never under a number another delivery holds.
         counted = {"$ifNull": ["$counted", []]}
         numbered = {"number": {"$let": {"vars": {"at": {"$indexOfArray": [counted, aid]}}, "in": {"$cond": [
-            {"$lt": ["$$at", 0]}, "$activityCount",
+            {"$lt": ["$$at", 0]}, None,
             {"$subtract": ["$activityCount", {"$subtract": [{"$size": counted}, {"$add": ["$$at", 1]}]}]}]}}}}
         written = 0
         for batch in self.batched(followers(), BATCH):
             self._bulk(counters, [({"_id": owner, "counted": {"$ne": aid}}, count) for owner in batch])
             found = counters.find({"_id": {"$in": batch}}, numbered).batch_size(len(batch))  # one reply
-            ops = []
+            ops, unnumbered = [], []
             for doc in found:
+                if doc.get("number") is None:
+                    unnumbered.append(doc["_id"])
+                    continue
                 owner, sequence = doc["_id"], (doc["number"] - 1) // size
                 ops.append(({"_id": f"{owner}:{sequence}", "owner": owner, "sequence": sequence,
                              "activities.aid": {"$ne": aid}}, {"$push": {"activities": item}, "$max": {"last": activity.date}}))
             if ops:
                 written += self._bulk(buckets, ops)
+            # Its number lost to a window that slid (more than COUNTED_KEPT deliveries to that
+            # follower in one round trip): the newest buckets are looked at for a first copy, and
+            # it is counted again otherwise: a number left without its item (a shorter bucket,
+            # which pages read through), never two items under one number.
+            for owner in unnumbered:
+                written += self.backfill(owner=owner, activities=[activity])
         return written
 
     @staticmethod
@@ -130,7 +142,8 @@ class BucketedFanoutFeed(FeedManager):
         buckets, as many as can hold the activities just backfilled and a bucket more (one
         query on (owner, sequence), bounded by the count), and skips the ids already there.
         Backfilled activities go to the head of the feed, where a newly followed author's
-        recent activity is read first (a bucketed feed is in delivery order)."""
+        recent activity is read first (a bucketed feed is in delivery order); one still counted
+        (among the owner's last COUNTED_KEPT deliveries) keeps the number it was counted under."""
         if not activities:
             return 0
         wanted = math.ceil(len(activities) / bucket_size()) + 1

@@ -162,3 +162,82 @@ def test_concurrent_deliveries_to_one_follower_fill_each_bucket_exactly(settings
              .sort("sequence", 1)]
     assert sizes == [2, 1]
     assert len(feed_ids(fan)) == 3
+
+
+# --- the bucket counter's window (COUNTED_KEPT) slid between a delivery's count and its read ---------
+
+
+def _buckets(fan) -> list[list[str]]:
+    return [[str(a["aid"]) for a in b["activities"]] for b in
+            get_feed().db[BucketedFanoutFeed.buckets_name].find({"owner": fan.pk}).sort("sequence", 1)]
+
+
+def _two_rivals_before_the_first_number_read(monkeypatch, rival_posts):
+    """Patch the counters' `find` so that, the first time a delivery reads its numbers, `rival_posts()`
+    runs first (two other deliveries to the same follower, counted and pushed in between)."""
+    counters = get_feed().db[BucketedFanoutFeed.counters_name]
+    collection, original = type(counters), type(counters).find
+    ran = []
+
+    def find(self, *args, **kwargs):
+        if self.name == BucketedFanoutFeed.counters_name and not ran:
+            ran.append(True)  # before the rivals, whose own deliveries read their numbers too
+            rival_posts()
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(collection, "find", find)
+    return lambda: monkeypatch.setattr(collection, "find", original)
+
+
+def test_a_delivery_whose_number_slid_out_of_the_window_takes_no_number_another_holds(settings, make_user,
+                                                                                       monkeypatch):
+    from social.feeds import bucket
+
+    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
+    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
+    author, other, fan = make_user("author"), make_user("other"), make_user("fan")
+    services.follow_create(follower=fan, followee=author)
+    services.follow_create(follower=fan, followee=other)
+    rivals = []
+    restore = _two_rivals_before_the_first_number_read(
+        monkeypatch, lambda: rivals.extend([publish(other, "b1"), publish(other, "b2")]))
+    a = publish(author, "a")
+    restore()
+    later = publish(author, "later")  # a number taken twice would put it into a full bucket
+    assert all(len(b) <= 2 for b in _buckets(fan)), _buckets(fan)
+    assert sorted(feed_ids(fan)) == sorted([a.id, later.id, *(r.id for r in rivals)])
+
+
+def test_a_repeat_whose_id_slid_out_of_the_window_before_its_read_is_not_stored_twice(settings, make_user,
+                                                                                      monkeypatch):
+    from social.feeds import bucket
+
+    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
+    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
+    author, other, fan = make_user("author"), make_user("other"), make_user("fan")
+    services.follow_create(follower=fan, followee=author)
+    services.follow_create(follower=fan, followee=other)
+    a = publish(author, "a")
+    restore = _two_rivals_before_the_first_number_read(
+        monkeypatch, lambda: [publish(other, "b1"), publish(other, "b2")])
+    services.activity_deliver(activity_id=a.id, author_id=author.pk)  # the repeat: its guard saw `a` counted
+    restore()
+    ids = feed_ids(fan)
+    assert len(ids) == len(set(ids)) == 3, ids
+
+
+def test_a_returning_readers_refill_after_a_follows_backfill_stores_nothing_twice(settings, make_user,
+                                                                                  monkeypatch):
+    from social.feeds import bucket
+
+    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
+    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
+    a, x, fan = make_user("a"), make_user("x"), make_user("fan")
+    publish(x, "x1")  # posted before the follow: the follow's backfill puts it at the feed's head
+    services.follow_create(follower=fan, followee=a)
+    posted = [publish(a, f"a{i}") for i in range(4)]
+    services.follow_create(follower=fan, followee=x)
+    services.feed_rebuild(user_id=fan.pk)
+    ids = feed_ids(fan)
+    assert len(ids) == len(set(ids)) == 5, ids
+    assert set(ids) >= {p.id for p in posted}
