@@ -127,7 +127,7 @@ def check_sent(document, command: dict | None = None) -> None:
 # (write_concern.cpp):
 #
 # - a standalone refuses `w` above 1 ("cannot use 'w' > 1 when a host is not replicated") and any
-#   tag set but "majority" ("cannot use non-majority 'w' mode <tag> when a host is not a member of
+#   tag set but "majority" ("cannot use non-majority 'w' mode "<tag>" when a host is not a member of
 #   a replica set"), both code 2 BadValue, before the command writes anything; `w: "majority"`,
 #   `j`, `fsync` and `wtimeout` are served (the engine commits each write before it returns, so
 #   there is nothing to wait for and no timeout to reach);
@@ -162,7 +162,7 @@ def check_write(write_concern: WriteConcern) -> None:
     if isinstance(w, int) and w > 1:
         _fail(2, "cannot use 'w' > 1 when a host is not replicated")
     if isinstance(w, str) and w != "majority":
-        _fail(2, f"cannot use non-majority 'w' mode {w} when a host is not a member of a replica set")
+        _fail(2, f"cannot use non-majority 'w' mode \"{w}\" when a host is not a member of a replica set")
 
 
 def check_unacknowledged(session, collation=None, array_filters=None, sort=None, bypass=None) -> None:
@@ -198,7 +198,7 @@ def write_concern_error(document) -> dict | None:
     else:
         return None
     return {"code": code, "codeName": _NAMES[code], "errmsg": msg,
-            "errInfo": {"writeConcern": {**document, "provenance": "clientSupplied"}}}
+            "errInfo": {"writeConcern": {"wtimeout": 0, **document, "provenance": "clientSupplied"}}}
 
 
 def _type_name(value) -> str:

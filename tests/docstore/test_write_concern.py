@@ -114,7 +114,7 @@ def test_pymongos_bulk_api_refuses_bypassing_validation_unacknowledged(client):
 @pytest.mark.parametrize("concern, message", [
     (WriteConcern(w=2), "cannot use 'w' > 1 when a host is not replicated"),
     (WriteConcern(w=3, wtimeout=100), "cannot use 'w' > 1 when a host is not replicated"),
-    (WriteConcern(w="east"), "cannot use non-majority 'w' mode east when a host is not a member of a replica set"),
+    (WriteConcern(w="east"), "cannot use non-majority 'w' mode \"east\" when a host is not a member of a replica set"),
 ])
 def test_a_concern_a_standalone_cannot_satisfy_is_its_error_before_writing(client, concern, message):
     coll = client["wc"].items.with_options(write_concern=concern)
