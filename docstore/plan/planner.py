@@ -16,8 +16,9 @@ planning code) applied to the indexes a collection really has:
   (SORT_MERGE) up to 200 scans (`internalQueryMaxScansToExplode`); past that, or when no
   index gives the order, the matching documents are sorted in memory (SORT).
 - Multikey: a field holding an array has one key per element; bounds on it are not
-  intersected and never exact (the filter is re-checked on the document); a document is
-  returned once.
+  intersected (one predicate's, see `field_intervals`) nor compounded with a field sharing
+  its path prefix, except under `$elemMatch`, and never exact (the filter is re-checked on
+  the document); a document is returned once.
 - Covered: when the bounds answer the whole filter and every field the command reads is
   in the index and not multikey, no document is fetched (PROJECTION_COVERED, COUNT_SCAN).
 - A contained `$or` (`{a: 1, $or: [...]}`) is one scan per branch with the outer
