@@ -447,9 +447,15 @@ class Executor:
         for intervals, _ in per_field:
             if intervals and intervals != P.FULL and all(iv.point for iv in intervals) and len(intervals) > 1:
                 product *= len(intervals)
-        ordered = not sort or P.gives_order(index.keys, sort, preds, explode=product <= P.MAX_SCANS_TO_EXPLODE)
-        exploded = bool(sort) and ordered and product > 1 and not P.gives_order(index.keys, sort, preds, explode=False)
-        direction = P.scan_direction(index.keys, sort, preds) if sort and ordered else 1
+        # The scan's order follows the bounds it really has: on a multikey index a field pinned by a
+        # predicate that gave no bounds (not intersected, not compounded) is not pinned in the scan.
+        scanned = [p for p in preds if p.path not in multikey] + \
+            [P.Predicate(f, iv, False) for f, (iv, _) in zip(index.fields, per_field, strict=True)
+             if f in multikey and iv != P.FULL]
+        ordered = not sort or P.gives_order(index.keys, sort, scanned, explode=product <= P.MAX_SCANS_TO_EXPLODE)
+        exploded = bool(sort) and ordered and product > 1 and \
+            not P.gives_order(index.keys, sort, scanned, explode=False)
+        direction = P.scan_direction(index.keys, sort, scanned) if sort and ordered else 1
         needs = q.needs
         # The shard model: a SHARDING_FILTER on the keys, or on each fetched document.
         shard = None if not self.shard_key else "keys" if self.filters_on_keys(index) else "documents"

@@ -16,8 +16,9 @@ planning code) applied to the indexes a collection really has:
   (SORT_MERGE) up to 200 scans (`internalQueryMaxScansToExplode`); past that, or when no
   index gives the order, the matching documents are sorted in memory (SORT).
 - Multikey: a field holding an array has one key per element; bounds on it are not
-  intersected and never exact (the filter is re-checked on the document); a document is
-  returned once.
+  intersected (one predicate's, see `field_intervals`) nor compounded with a field sharing
+  its path prefix, except under `$elemMatch`, and never exact (the filter is re-checked on
+  the document); a document is returned once.
 - Covered: when the bounds answer the whole filter and every field the command reads is
   in the index and not multikey, no document is fetched (PROJECTION_COVERED, COUNT_SCAN).
 - A contained `$or` (`{a: 1, $or: [...]}`) is one scan per branch with the outer
@@ -83,6 +84,15 @@ class Predicate:
     path: str
     intervals: tuple[Interval, ...]
     exact: bool
+    rank: int = 0  # its place in the server's canonical order of an AND's terms (see `_RANK`)
+    elem: int | None = None  # the `$elemMatch` it comes from (an id per `$elemMatch` of the filter)
+
+
+# MongoDB sorts the terms of an AND by their match type (the MatchType enum: ELEM_MATCH_* < EQ <
+# LTE < LT < GT < GTE < REGEX < ... < MATCH_IN) before planning; on a multikey path the first
+# term in that order gives the bounds ("Multikey Index Bounds": bounds are not intersected).
+_RANK = {"$elemMatch": 0, "$eq": 1, "$lte": 2, "$lt": 3, "$gt": 4, "$gte": 5, "$regex": 6, "$in": 8}
+_OTHER_RANK = 7  # $mod, $exists, ... (between REGEX and MATCH_IN); they bound nothing anyway
 
 
 def _regex_prefix(pattern: str) -> str | None:
@@ -175,14 +185,34 @@ def _operator_intervals(spec: dict) -> tuple[tuple[Interval, ...], bool]:
     return intervals, exact
 
 
-def predicates(filter_: dict) -> tuple[list[Predicate], list[list[dict]]]:
+def _operator_predicates(path: str, spec: dict) -> list[Predicate]:
+    """One predicate per comparison operator of `{path: {$gte: .., $lt: ..}}`: the server parses
+    each operator as its own term of the AND, so on a multikey path each may be met by another
+    element of the array (`{a: [0, -1]}` matches `{a: {$gte: 0, $lt: 0}}`) and their bounds are
+    not intersected; elsewhere `field_intervals` intersects them again. `$regex` keeps its `$options`."""
+    out = []
+    rest = {}
+    for op, value in spec.items():
+        if op in ("$eq", "$in", "$gt", "$gte", "$lt", "$lte"):
+            intervals, exact = _operator_intervals({op: value})
+            out.append(Predicate(path, intervals, exact, _RANK[op]))
+        else:
+            rest[op] = value
+    if rest:
+        intervals, exact = _operator_intervals(rest)
+        out.append(Predicate(path, intervals, exact, _RANK["$regex"] if "$regex" in rest else _OTHER_RANK))
+    return out
+
+
+def predicates(filter_: dict, _elem_ids=None) -> tuple[list[Predicate], list[list[dict]]]:
     """The AND terms of a filter as predicates, and its top-level `$or` lists (each a list of branches)."""
     preds: list[Predicate] = []
     ors: list[list[dict]] = []
+    elem_ids = _elem_ids if _elem_ids is not None else [0]
     for path, value in (filter_ or {}).items():
         if path == "$and":
             for term in value:
-                p, o = predicates(term)
+                p, o = predicates(term, elem_ids)
                 preds += p
                 ors += o
         elif path == "$or":
@@ -190,31 +220,33 @@ def predicates(filter_: dict) -> tuple[list[Predicate], list[list[dict]]]:
         elif path == "$comment":
             continue
         elif path.startswith("$"):  # $expr, $where, $nor, $text, ...: checked on the document
-            preds.append(Predicate(path, FULL, False))
+            preds.append(Predicate(path, FULL, False, _OTHER_RANK))
         elif isinstance(value, dict) and value and all(str(k).startswith("$") for k in value):
             if "$elemMatch" in value and isinstance(value["$elemMatch"], dict):
                 inner = value["$elemMatch"]
+                elem_ids[0] += 1
+                elem = elem_ids[0]
+                # Under $elemMatch one element meets every condition: its bounds are intersected
+                # and compounded ("Intersect Bounds for Multikey Index", "Compound Bounds").
                 if all(k.startswith("$") for k in inner):
                     intervals, _ = _operator_intervals(inner)
-                    preds.append(Predicate(path, intervals, False))
+                    preds.append(Predicate(path, intervals, False, _RANK["$elemMatch"], elem))
                 else:
                     for sub, sub_value in inner.items():
                         if sub.startswith("$"):
                             continue
                         intervals, _ = (_operator_intervals(sub_value) if isinstance(sub_value, dict) and sub_value
                                         and all(k.startswith("$") for k in sub_value) else _value_intervals(sub_value))
-                        preds.append(Predicate(f"{path}.{sub}", intervals, False))
-                    preds.append(Predicate(path, FULL, False))
+                        preds.append(Predicate(f"{path}.{sub}", intervals, False, _RANK["$elemMatch"], elem))
+                    preds.append(Predicate(path, FULL, False, _RANK["$elemMatch"], elem))
                 rest = {k: v for k, v in value.items() if k != "$elemMatch"}
                 if rest:
-                    intervals, _ = _operator_intervals(rest)
-                    preds.append(Predicate(path, intervals, False))
+                    preds += [Predicate(p.path, p.intervals, False, p.rank) for p in _operator_predicates(path, rest)]
             else:
-                intervals, exact = _operator_intervals(value)
-                preds.append(Predicate(path, intervals, exact))
+                preds += _operator_predicates(path, value)
         else:
             intervals, exact = _value_intervals(value)
-            preds.append(Predicate(path, intervals, exact))
+            preds.append(Predicate(path, intervals, exact, _RANK["$eq"]))
     return preds, ors
 
 
@@ -235,24 +267,51 @@ def id_values(filter_: dict) -> list | None:
     return [value]
 
 
+def _shares_array_prefix(a: str, b: str) -> bool:
+    """Do two index fields share a path prefix (`a.x`, `a.y`), which may be the array?"""
+    return a.split(".")[0] == b.split(".")[0]
+
+
 def field_intervals(fields: tuple[str, ...], preds: list[Predicate],
                     multikey: frozenset[str] = frozenset()) -> list[tuple[tuple[Interval, ...], bool]]:
     """Each index field's bounds: the intersection of its predicates' intervals, except on a
-    multikey field, where the server cannot intersect (`{w: "a", $and: [{w: "b"}]}` matches a
-    document whose array holds both values, in two different keys): there the bounds are the
-    first constraining predicate's, and the others are checked on the fetched documents."""
+    multikey field (MongoDB manual, "Multikey Index Bounds"), where each predicate may be met by
+    a different element of the array (`{a: [0, -1]}` matches `{a: {$gte: 0, $lt: 0}}`): there the
+    bounds are one predicate's, the first constraining one in the server's canonical order of the
+    AND's terms (equality before ranges before `$in`, `Predicate.rank`), intersected only with the
+    predicates of the same `$elemMatch`; the others are checked on the fetched documents. On a
+    multikey index a field sharing a path prefix (the array) with an earlier bounded field is not
+    compounded either ("Compound Bounds for Multikey Index"), unless both are bounded by the same
+    `$elemMatch`. (The engine records multikey per index, not per path: every field of a multikey
+    index is taken as one that may hold an array.)"""
     out = []
+    chosen: dict[str, Predicate | None] = {}
     for f in fields:
-        intervals, exact, seen = FULL, True, False
-        for p in preds:
-            if p.path == f:
-                if f in multikey and seen and intervals != FULL:
-                    exact = False
-                    continue
+        mine = [p for p in preds if p.path == f]
+        if f not in multikey:
+            intervals, exact = FULL, True
+            for p in mine:
                 intervals = intersect(intervals, p.intervals)
                 exact = exact and p.exact
-                seen = True
-        out.append((intervals, exact if seen else True))
+            out.append((intervals, exact))
+            continue
+        bounding = sorted((p for p in mine if p.intervals != FULL), key=lambda p: p.rank)
+        first = bounding[0] if bounding else None
+        for g, other in chosen.items():
+            if first is not None and other is not None and _shares_array_prefix(f, g) and \
+                    (first.elem is None or first.elem != other.elem):
+                same = [p for p in bounding if p.elem is not None and p.elem == other.elem]
+                first = same[0] if same else None
+        chosen[f] = first
+        if first is None:
+            out.append((FULL, not mine))
+            continue
+        intervals = first.intervals
+        if first.elem is not None:
+            for p in bounding:
+                if p is not first and p.elem == first.elem:
+                    intervals = intersect(intervals, p.intervals)
+        out.append((intervals, False))
     return out
 
 
