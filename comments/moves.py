@@ -19,8 +19,10 @@ from those steps, and each step leaves something that serves if the process stop
    assumption; it bounds a single write, not the move).
    Stops here: the source serves; a re-run continues.
 2. COPY in batches of `seq` order (`export_comments` / `import_comments`, keyed by comment id
-   and placed by `seq`, so a batch stored twice is stored once) up to the counter as the copy
-   finds it (later comments are in the change log); `copied` (the last `seq`) is
+   and placed by `seq`, so a batch stored twice is stored once) up to the last number the source
+   holds as the copy finds it (its counter, or a stored comment's number past a counter left
+   behind: `_head`); later comments were posted after the start's grace, so they are in the
+   change log; `copied` (the last `seq`) is
    saved after each batch. Stops here: the source serves; a re-run resumes after `copied`.
    A new move of a discussion one batch takes (the automatic move's 500 comments) copies it
    once sealed (step 4) instead: copied beside the writers it would take the processor from
@@ -287,7 +289,7 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             # A new move of a discussion one batch takes is copied once sealed (the module docstring,
             # step 2): its change log holds the start's grace only. A move resumed here copies first
             # (the log may hold all that writers did while it was stopped).
-            sealed_copy = fresh and source.export_head(discussion_id=discussion_id)["count"] <= batch
+            sealed_copy = fresh and _head(source, discussion_id)["count"] <= batch
             if not sealed_copy:
                 _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
                 for _ in range(_REPLAY_ROUNDS):
@@ -308,7 +310,7 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
                 _replay(report, source, target, moves, discussion_id, batch, threaded, once=False)
                 if report.source == EMBEDDED:
                     _renumber(report, source, target, discussion_id, threaded)
-                head = source.export_head(discussion_id=discussion_id)
+                head = _head(source, discussion_id)
                 report.switched_at = head["count"]
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
                 _done_step(report, step, "caught-up")
@@ -348,14 +350,24 @@ def _done_step(report: MoveReport, step, name: str) -> None:
     step(name)
 
 
+def _head(source, discussion_id: int) -> dict:
+    """The source's counter and hints, the counter raised to the last number a stored comment holds
+    (one indexed read): a counter behind the stored numbers (a state `manage.py integrity` reports
+    and repairs) must neither end the copy before the comments past it nor give the target a
+    counter that the next post would take a stored number from."""
+    head = source.export_head(discussion_id=discussion_id)
+    head["count"] = max(head["count"], source.last_seq(discussion_id=discussion_id))
+    return head
+
+
 def _copy(report, source, target, moves, state, batch, threaded, progress, step, owner) -> None:
-    """The batches, up to the source's counter as the copy finds it: a comment numbered after that
-    was written by a writer that read the move document (the start's grace is past), so it is in
-    the change log, which the replay copies; chasing the posts that keep coming would copy each of
-    them twice, one batch (a read of the source) per few posts."""
+    """The batches, up to the last number the source holds as the copy finds it (`_head`): a comment
+    numbered after that was written by a writer that read the move document (the start's grace is
+    past), so it is in the change log, which the replay copies; chasing the posts that keep coming
+    would copy each of them twice, one batch (a read of the source) per few posts."""
     discussion_id = state["_id"]
     after = int(state.get("copied", 0))
-    total = source.export_head(discussion_id=discussion_id)["count"]
+    total = _head(source, discussion_id)["count"]
     while after < total:
         comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=min(batch, total - after),
                                           threaded=threaded)

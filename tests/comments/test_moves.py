@@ -604,3 +604,24 @@ def test_a_discussion_that_fits_in_one_batch_is_copied_sealed_and_a_post_meanwhi
     assert report.resumed_from == "sealed" and report.copied == 10
     assert seen == ["sealed", (503, "2")]
     assert_converged(topic, target, before)
+
+
+@pytest.mark.parametrize(("source", "target", "batch"), [("document", "bucketed", "4"), ("document", "bucketed", None),
+                                                         ("bucketed", "document", "4")])
+def test_a_counter_behind_the_stored_numbers_loses_nothing_in_a_move(make_topic, make_user, source, target, batch):
+    """A counter behind the stored numbers (a state `integrity` reports and repairs) does not bound
+    the copy: the comments numbered past it reach the target, whose counter is the last number
+    stored, so the next post takes a new one."""
+    users = [make_user() for _ in range(2)]
+    topic = make_topic(source, "chronological")
+    before = seed(topic, users, n=10)
+    counter = "seq" if source == "document" else "count"
+    manager_for(source).discussions.update_one({"_id": topic.discussion_id}, {"$inc": {counter: -3}})
+    call_command("comments_move", topic.slug, "--to", target, *(["--batch", batch] if batch else []), stdout=StringIO())
+    topic = Topic.objects.get(pk=topic.pk)
+    assert [(c.id, c.seq) for c in manager_for(target).stored_page(
+        discussion_id=topic.discussion_id, request=PageRequest(page=1, page_size=50)).items] == list(before.items())
+    comment = services.comment_create(topic=topic, author=users[0], text="after the move")
+    assert comment.seq == 11
+    before[comment.id] = comment.seq
+    assert_converged(topic, target, before)
