@@ -42,7 +42,10 @@ from those steps, and each step leaves something that serves if the process stop
    a re-run (which resumes from "sealed") or `--abort` (back to the source). A writer that finds
    the move sealed with no live lease (its process died, or it failed and let go) asks for that
    re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
-   stopped move never leaves the discussion closed to writers until an operator notices.
+   stopped move never leaves the discussion closed to writers until an operator notices. While
+   sealed the lease is 2 x COMMENTS_MIGRATE_WAIT_SECONDS from its last renewal (the drain, each
+   copied batch and each replayed one renew it): a mover that dies while sealed leaves its
+   writers waiting, then 503, for at most that long plus one wait before one of them asks.
 5. SWITCH: the topic's `comment_storage` (the SQL row every reader and writer resolves) is set
    to the target by one conditional UPDATE (`WHERE comment_storage = source`); a bucketed
    target also makes the topic chronological (its only order). Then "sealed" -> "switched".
@@ -56,7 +59,9 @@ from those steps, and each step leaves something that serves if the process stop
    "switched" -> "done". The document stays: a writer holding a topic read before the switch
    is sent to the target. Stops here: the topic serves from the target; a re-run finishes.
 
-Only one process runs a discussion's move at a time (a lease on the move document).
+Only one process runs a discussion's move at a time (a lease on the move document, 120 s
+while copying and after the switch, when nobody waits on it); a run whose lease another process
+took once it ran out stops at its next renewal (Conflict).
 An embedded target that would pass its size bound stops the copy (DiscussionFull): the
 move is dropped and the source keeps serving.
 """
@@ -86,7 +91,14 @@ DOCUMENT = "document"
 EMBEDDED = "embedded"
 _POLL = 0.02  # seconds between two looks at a move's state
 _REPLAY_ROUNDS = 20  # replays before the seal; the seal's replay then runs until the log is empty
-_LEASE_SECONDS = 120.0
+_LEASE_SECONDS = 120.0  # while the source serves (copying) and after the switch: nobody waits on the mover
+
+
+def _sealed_lease_seconds() -> float:
+    """The lease while the discussion is sealed (writers wait on the mover): twice a writer's wait,
+    renewed by the drain, copy and replay loops, so a move whose process died is taken over by the
+    re-run the next writer asks for within seconds, not after `_LEASE_SECONDS` of 503s."""
+    return 2 * float(settings.COMMENTS_MIGRATE_WAIT_SECONDS)
 
 
 class DiscussionMoving(ServiceError):
@@ -172,6 +184,32 @@ def _stopped(state: dict) -> bool:
     if until.tzinfo is None:  # pymongo's default codec gives naive UTC datetimes
         until = until.replace(tzinfo=UTC)
     return until < datetime.now(UTC)
+
+
+class _Lease:
+    """The running move's lease on its move document (`CommentMoveManager.lease`): `hold(seconds)`
+    takes it for that long from now; `renew(seconds)` extends it (once per batch, or for another
+    length at a state change); `keep()` extends it once a quarter of it has passed (a polling
+    loop). A renewal that finds another owner (this process was taken for dead and the move taken
+    over) stops this run before its next step: two movers never go on side by side."""
+
+    def __init__(self, moves: CommentMoveManager, discussion_id: int, owner: str):
+        self.moves, self.discussion_id, self.owner = moves, discussion_id, owner
+        self.seconds = _LEASE_SECONDS
+        self.renewed = 0.0
+
+    def hold(self, seconds: float) -> bool:
+        self.seconds = seconds
+        self.renewed = time.monotonic()
+        return self.moves.lease(discussion_id=self.discussion_id, owner=self.owner, seconds=seconds)
+
+    def renew(self, seconds: float | None = None) -> None:
+        if not self.hold(seconds or self.seconds):
+            raise Conflict("another process took this move over (its lease ran out): this run stops.")
+
+    def keep(self) -> None:
+        if time.monotonic() - self.renewed > self.seconds / 4:
+            self.renew()
 
 
 def finish(writing: Writing) -> None:
@@ -275,7 +313,8 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
         report = MoveReport(topic=topic.slug, source=state["source"], target=to, resumed_from=state["state"])
         fresh = False
     owner = uuid.uuid4().hex
-    if not moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS):
+    lease = _Lease(moves, discussion_id, owner)
+    if not lease.hold(_sealed_lease_seconds() if state["state"] == SEALED else _LEASE_SECONDS):
         raise Conflict(f"{topic.slug}: another process is moving this discussion.")
     source, target = manager_for(report.source), manager_for(to)
     threaded = topic.comment_order == "threaded"
@@ -291,11 +330,12 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             # (the log may hold all that writers did while it was stopped).
             sealed_copy = fresh and _head(source, discussion_id)["count"] <= batch
             if not sealed_copy:
-                _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
+                _copy(report, source, target, moves, state, batch, threaded, progress, step, lease)
                 for _ in range(_REPLAY_ROUNDS):
-                    if _replay(report, source, target, moves, discussion_id, batch, threaded, once=True) < batch:
+                    if _replay(report, source, target, moves, discussion_id, batch, threaded, lease, once=True) < batch:
                         break
                 _done_step(report, step, "replayed")
+            lease.renew(_sealed_lease_seconds())  # before writers wait on it (a dead mover is taken over soon)
             moves.advance(discussion_id=discussion_id, state=COPYING, to=SEALED, sealed_copy=sealed_copy)
             _done_step(report, step, "sealed")
             state = moves.get(discussion_id)
@@ -303,11 +343,12 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             if _stored_storage(topic) != report.source:  # stopped after the switch, before its state update
                 moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
             else:
-                _drain(moves, discussion_id, progress)
+                _drain(moves, discussion_id, progress, lease)
                 state = moves.get(discussion_id)
                 if state.get("sealed_copy"):
-                    _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
-                _replay(report, source, target, moves, discussion_id, batch, threaded, once=False)
+                    _copy(report, source, target, moves, state, batch, threaded, progress, step, lease)
+                _replay(report, source, target, moves, discussion_id, batch, threaded, lease, once=False)
+                lease.renew()
                 if report.source == EMBEDDED:
                     _renumber(report, source, target, discussion_id, threaded)
                 head = _head(source, discussion_id)
@@ -319,13 +360,14 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
                 _done_step(report, step, "switched")
             state = moves.get(discussion_id)
         if state["state"] == SWITCHED:
+            lease.renew(_LEASE_SECONDS)  # writers go to the target: none waits on the cleanup
             # The target's order index (ranks.py), written from what it stores now: its pages read the
             # stored comments until then, and a reader's request never writes ranks (idempotent: a
             # move resumed here writes what is missing).
             target.ranks_upgrade(discussion_id=discussion_id)
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # readers that resolved the source finish
             while source.drop_some(discussion_id=discussion_id, limit=batch):  # bounded deletes
-                pass
+                lease.keep()
             source.drop_discussion(discussion_id=discussion_id)
             moves.drop_changes(discussion_id=discussion_id)
             moves.advance(discussion_id=discussion_id, state=SWITCHED, to=DONE)
@@ -360,7 +402,7 @@ def _head(source, discussion_id: int) -> dict:
     return head
 
 
-def _copy(report, source, target, moves, state, batch, threaded, progress, step, owner) -> None:
+def _copy(report, source, target, moves, state, batch, threaded, progress, step, lease: _Lease) -> None:
     """The batches, up to the last number the source holds as the copy finds it (`_head`): a comment
     numbered after that was written by a writer that read the move document (the start's grace is
     past), so it is in the change log, which the replay copies; chasing the posts that keep coming
@@ -369,6 +411,7 @@ def _copy(report, source, target, moves, state, batch, threaded, progress, step,
     after = int(state.get("copied", 0))
     total = _head(source, discussion_id)["count"]
     while after < total:
+        lease.renew()  # before each batch: a run taken over writes nothing more
         comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=min(batch, total - after),
                                           threaded=threaded)
         if not comments:
@@ -376,19 +419,19 @@ def _copy(report, source, target, moves, state, batch, threaded, progress, step,
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded, fresh=True)
         after = comments[-1].seq
         moves.copied(discussion_id=discussion_id, seq=after)
-        moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS)
         report.copied += len(comments)
         progress(f"{report.topic}: copied up to #{after} of {total}")
         _done_step(report, step, "batch")
 
 
-def _replay(report, source, target, moves, discussion_id, batch, threaded, *, once: bool) -> int:
+def _replay(report, source, target, moves, discussion_id, batch, threaded, lease: _Lease, *, once: bool) -> int:
     """Store the logged comments' current state in the target; returns how many were replayed."""
     replayed = 0
     while True:
         changes = moves.pending(discussion_id=discussion_id, limit=batch)
         if not changes:
             return replayed
+        lease.renew()
         comments = source.export_by_ids(discussion_id=discussion_id, ids=[cid for cid, _ in changes], threaded=threaded)
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded)
         moves.replayed(discussion_id=discussion_id, changes=changes)
@@ -412,7 +455,7 @@ def _renumber(report, source, target, discussion_id: int, threaded: bool) -> Non
     report.replayed += len(moved)
 
 
-def _drain(moves, discussion_id: int, progress) -> None:
+def _drain(moves, discussion_id: int, progress, lease: _Lease) -> None:
     """Wait until no writer registered before the seal is still writing (a writer that died
     registered is given up after COMMENTS_MIGRATE_WAIT_SECONDS: a dead process writes nothing)."""
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
@@ -420,6 +463,7 @@ def _drain(moves, discussion_id: int, progress) -> None:
         state = moves.get(discussion_id)
         if int(state.get("inflight", 0)) <= 0:
             return
+        lease.keep()
         time.sleep(_POLL)
     log.warning("discussion %s: %s writers still registered after the wait; going on", discussion_id,
                 moves.get(discussion_id).get("inflight"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from io import StringIO
 
 import pytest
@@ -625,3 +626,59 @@ def test_a_counter_behind_the_stored_numbers_loses_nothing_in_a_move(make_topic,
     assert comment.seq == 11
     before[comment.id] = comment.seq
     assert_converged(topic, target, before)
+
+
+def test_a_sealed_move_whose_process_died_is_taken_over_after_twice_a_writers_wait(make_topic, make_user, settings,
+                                                                                    api_client, monkeypatch):
+    """While sealed (writers wait on the mover) the lease is twice COMMENTS_MIGRATE_WAIT_SECONDS,
+    renewed as the move goes: a process that dies during a small discussion's sealed copy leaves
+    the writers a few seconds of 503s, after which the next writer has the move run again."""
+    from datetime import UTC, datetime, timedelta
+
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=10)
+
+    def step(name):
+        if name == "batch":  # the sealed copy (the discussion fits in one batch)
+            raise Stop(name)
+
+    monkeypatch.setattr(CommentMoveManager, "release", lambda self, **kwargs: None)  # as kill -9 leaves it
+    with pytest.raises(Stop):
+        comment_storage_move(topic=topic, to="bucketed", step=step)
+    monkeypatch.undo()
+    state = CommentMoveManager().get(topic.discussion_id)
+    until = state["lease_until"].replace(tzinfo=UTC)
+    assert state["state"] == "sealed" and state["owner"]
+    assert until <= datetime.now(UTC) + timedelta(seconds=2 * settings.COMMENTS_MIGRATE_WAIT_SECONDS)
+    time.sleep(max(0.0, (until - datetime.now(UTC)).total_seconds()) + 0.05)
+    api_client.force_authenticate(users[0])
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the lease"}, format="json")
+    assert answer.status_code == 201, answer.content
+    before[answer.json()["id"]] = len(before) + 1  # the next number
+    assert_converged(topic, "bucketed", before)
+
+
+def test_a_move_whose_lease_another_process_took_stops_at_its_next_batch(make_topic, make_user):
+    """A mover taken for dead (its lease ran out and another process took the move) stops when it
+    next renews the lease instead of going on beside the process that took it over."""
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=10)
+    moves = CommentMoveManager()
+
+    def step(name):
+        if name == "batch":
+            from datetime import UTC, datetime, timedelta
+
+            moves.collection.update_one({"_id": topic.discussion_id}, {"$set": {
+                "owner": "another process", "lease_until": datetime.now(UTC) + timedelta(seconds=60)}})
+
+    with pytest.raises(services.Conflict):
+        comment_storage_move(topic=topic, to="bucketed", batch=4, step=step)
+    state = moves.get(topic.discussion_id)
+    assert state["state"] == "copying" and state["copied"] == 4 and state["owner"] == "another process"
+    moves.release(discussion_id=topic.discussion_id, owner="another process")
+    comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to="bucketed")
+    assert_converged(topic, "bucketed", before)
