@@ -253,6 +253,20 @@ def wait_for_move(topic, *, away_from: str) -> Writing:
         time.sleep(_POLL)
 
 
+def refuse_while_moving(topic) -> None:
+    """For a bulk write that does not go through `writing()` (an import into the discussion, which
+    also renumbers it): DiscussionMoving (503, nothing written) while a move of `topic`'s discussion
+    copies or is sealed (its writes would be neither logged nor waited for, and the cleanup would
+    drop them with the source), or when `topic` still names the storage a move switched away from.
+    One read of the move document; the caller checks before each bounded write, as a writer
+    routes before each write (the start's grace covers one such write)."""
+    state = CommentMoveManager().get(topic.discussion_id)
+    if state is None or (state["state"] in (SWITCHED, DONE) and topic.comment_storage != state["source"]):
+        return
+    raise DiscussionMoving(f"{topic.slug}: its discussion is moving to {state['target']} storage "
+                           f"({state['state']}): try again once it has moved.")
+
+
 def _moved_away(state: dict | None, away_from: str) -> bool:
     return state is not None and state["source"] == away_from and state["state"] in (SWITCHED, DONE)
 

@@ -682,3 +682,36 @@ def test_a_move_whose_lease_another_process_took_stops_at_its_next_batch(make_to
     moves.release(discussion_id=topic.discussion_id, owner="another process")
     comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to="bucketed")
     assert_converged(topic, "bucketed", before)
+
+
+@pytest.mark.parametrize(("at", "batch"), [("batch", 4), ("sealed", None), ("replayed", 4)])
+def test_an_import_into_a_moving_discussion_is_refused_and_runs_again_once_it_has_moved(
+        make_topic, make_user, editor, settings, at, batch):
+    """An import writes and renumbers a discussion without going through the move's writers'
+    routing: while the move copies or is sealed it refuses (the command says so, nothing of the
+    thread written), and run again once the move is done it imports everything into the new storage."""
+    from tests.imports.support import FIXTURES, run_import
+
+    editor.is_superuser = True
+    editor.save()
+    topic = make_topic("document", "chronological", title="Existing topic", slug="existing-topic")
+    users = [make_user() for _ in range(2)]
+    before = seed(topic, users, n=10)
+    refused = []
+
+    def step(name):
+        if name == at and not refused:
+            with pytest.raises(CommandError) as error:
+                run_import("disqus", FIXTURES / "disqus.xml", "--storage", "document", "--order", "chronological")
+            refused.append(str(error.value))
+
+    comment_storage_move(topic=topic, to="bucketed", batch=batch, step=step)
+    assert "moving to bucketed storage" in refused[0] and "Run the import again" in refused[0]
+    assert_converged(topic, "bucketed", before)  # the move lost nothing and nothing was half-imported
+    output = run_import("disqus", FIXTURES / "disqus.xml", "--storage", "document", "--order", "chronological")
+    topic = Topic.objects.get(pk=topic.pk)
+    comments = everything(topic)
+    assert {c.id for c in comments} > set(before) and len(comments) > len(before), output
+    assert [c.seq for c in comments] == list(range(1, len(comments) + 1))
+    clean, report = integrity_clean(topic)
+    assert clean, report
