@@ -293,9 +293,12 @@ COMMENTS_EMBEDDED_MAX_BYTES = env_int("COMMENTS_EMBEDDED_MAX_BYTES", 8 * 1024 * 
 # than 1.5x a document-strategy post into a discussion of the same size (bench/post_cost.py,
 # docs/configuration.md), so the discussion moves then.
 COMMENTS_EMBEDDED_AUTO_MIGRATE_AT = env_int("COMMENTS_EMBEDDED_AUTO_MIGRATE_AT", 500)
-COMMENTS_MIGRATE_BATCH = 1000  # comments a migration copies per batch
-COMMENTS_MIGRATE_GRACE_SECONDS = 2.0  # longer than one write takes: writers that routed before a step finish
-COMMENTS_MIGRATE_WAIT_SECONDS = 10.0  # a writer waits this long for a sealed discussion to switch, then 503
+# comments a move copies per batch; a new move of a discussion one batch takes copies it sealed
+COMMENTS_MIGRATE_BATCH = env_int("COMMENTS_MIGRATE_BATCH", 1000)
+# longer than one write takes: writers that routed before a step finish
+COMMENTS_MIGRATE_GRACE_SECONDS = env_int("COMMENTS_MIGRATE_GRACE_SECONDS", 2)
+# a writer waits this long for a sealed discussion to switch, then 503; a sealed move's lease is twice this
+COMMENTS_MIGRATE_WAIT_SECONDS = env_int("COMMENTS_MIGRATE_WAIT_SECONDS", 10)
 
 # --- Moderation (docs/moderation.md) ---------------------------------------------
 # Open flags that hide a comment pending review; how many of a new user's first

@@ -19,8 +19,10 @@ from those steps, and each step leaves something that serves if the process stop
    assumption; it bounds a single write, not the move).
    Stops here: the source serves; a re-run continues.
 2. COPY in batches of `seq` order (`export_comments` / `import_comments`, keyed by comment id
-   and placed by `seq`, so a batch stored twice is stored once) up to the counter as the copy
-   finds it (later comments are in the change log); `copied` (the last `seq`) is
+   and placed by `seq`, so a batch stored twice is stored once) up to the last number the source
+   holds as the copy finds it (its counter, or a stored comment's number past a counter left
+   behind: `_head`); later comments were posted after the start's grace, so they are in the
+   change log; `copied` (the last `seq`) is
    saved after each batch. Stops here: the source serves; a re-run resumes after `copied`.
    A new move of a discussion one batch takes (the automatic move's 500 comments) copies it
    once sealed (step 4) instead: copied beside the writers it would take the processor from
@@ -40,7 +42,10 @@ from those steps, and each step leaves something that serves if the process stop
    a re-run (which resumes from "sealed") or `--abort` (back to the source). A writer that finds
    the move sealed with no live lease (its process died, or it failed and let go) asks for that
    re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
-   stopped move never leaves the discussion closed to writers until an operator notices.
+   stopped move never leaves the discussion closed to writers until an operator notices. While
+   sealed the lease is 2 x COMMENTS_MIGRATE_WAIT_SECONDS from its last renewal (the drain, each
+   copied batch and each replayed one renew it): a mover that dies while sealed leaves its
+   writers waiting, then 503, for at most that long plus one wait before one of them asks.
 5. SWITCH: the topic's `comment_storage` (the SQL row every reader and writer resolves) is set
    to the target by one conditional UPDATE (`WHERE comment_storage = source`); a bucketed
    target also makes the topic chronological (its only order). Then "sealed" -> "switched".
@@ -54,7 +59,9 @@ from those steps, and each step leaves something that serves if the process stop
    "switched" -> "done". The document stays: a writer holding a topic read before the switch
    is sent to the target. Stops here: the topic serves from the target; a re-run finishes.
 
-Only one process runs a discussion's move at a time (a lease on the move document).
+Only one process runs a discussion's move at a time (a lease on the move document, 120 s
+while copying and after the switch, when nobody waits on it); a run whose lease another process
+took once it ran out stops at its next renewal (Conflict).
 An embedded target that would pass its size bound stops the copy (DiscussionFull): the
 move is dropped and the source keeps serving.
 """
@@ -84,7 +91,14 @@ DOCUMENT = "document"
 EMBEDDED = "embedded"
 _POLL = 0.02  # seconds between two looks at a move's state
 _REPLAY_ROUNDS = 20  # replays before the seal; the seal's replay then runs until the log is empty
-_LEASE_SECONDS = 120.0
+_LEASE_SECONDS = 120.0  # while the source serves (copying) and after the switch: nobody waits on the mover
+
+
+def _sealed_lease_seconds() -> float:
+    """The lease while the discussion is sealed (writers wait on the mover): twice a writer's wait,
+    renewed by the drain, copy and replay loops, so a move whose process died is taken over by the
+    re-run the next writer asks for within seconds, not after `_LEASE_SECONDS` of 503s."""
+    return 2 * float(settings.COMMENTS_MIGRATE_WAIT_SECONDS)
 
 
 class DiscussionMoving(ServiceError):
@@ -172,6 +186,32 @@ def _stopped(state: dict) -> bool:
     return until < datetime.now(UTC)
 
 
+class _Lease:
+    """The running move's lease on its move document (`CommentMoveManager.lease`): `hold(seconds)`
+    takes it for that long from now; `renew(seconds)` extends it (once per batch, or for another
+    length at a state change); `keep()` extends it once a quarter of it has passed (a polling
+    loop). A renewal that finds another owner (this process was taken for dead and the move taken
+    over) stops this run before its next step: two movers never go on side by side."""
+
+    def __init__(self, moves: CommentMoveManager, discussion_id: int, owner: str):
+        self.moves, self.discussion_id, self.owner = moves, discussion_id, owner
+        self.seconds = _LEASE_SECONDS
+        self.renewed = 0.0
+
+    def hold(self, seconds: float) -> bool:
+        self.seconds = seconds
+        self.renewed = time.monotonic()
+        return self.moves.lease(discussion_id=self.discussion_id, owner=self.owner, seconds=seconds)
+
+    def renew(self, seconds: float | None = None) -> None:
+        if not self.hold(seconds or self.seconds):
+            raise Conflict("another process took this move over (its lease ran out): this run stops.")
+
+    def keep(self) -> None:
+        if time.monotonic() - self.renewed > self.seconds / 4:
+            self.renew()
+
+
 def finish(writing: Writing) -> None:
     """After the write (succeeded or not): log what it changed, then unregister."""
     if not writing.registered:
@@ -211,6 +251,20 @@ def wait_for_move(topic, *, away_from: str) -> Writing:
         if time.monotonic() > deadline:
             raise DiscussionMoving("This discussion is full and is moving to larger storage: try again in a moment.")
         time.sleep(_POLL)
+
+
+def refuse_while_moving(topic) -> None:
+    """For a bulk write that does not go through `writing()` (an import into the discussion, which
+    also renumbers it): DiscussionMoving (503, nothing written) while a move of `topic`'s discussion
+    copies or is sealed (its writes would be neither logged nor waited for, and the cleanup would
+    drop them with the source), or when `topic` still names the storage a move switched away from.
+    One read of the move document; the caller checks before each bounded write, as a writer
+    routes before each write (the start's grace covers one such write)."""
+    state = CommentMoveManager().get(topic.discussion_id)
+    if state is None or (state["state"] in (SWITCHED, DONE) and topic.comment_storage != state["source"]):
+        return
+    raise DiscussionMoving(f"{topic.slug}: its discussion is moving to {state['target']} storage "
+                           f"({state['state']}): try again once it has moved.")
 
 
 def _moved_away(state: dict | None, away_from: str) -> bool:
@@ -273,7 +327,8 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
         report = MoveReport(topic=topic.slug, source=state["source"], target=to, resumed_from=state["state"])
         fresh = False
     owner = uuid.uuid4().hex
-    if not moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS):
+    lease = _Lease(moves, discussion_id, owner)
+    if not lease.hold(_sealed_lease_seconds() if state["state"] == SEALED else _LEASE_SECONDS):
         raise Conflict(f"{topic.slug}: another process is moving this discussion.")
     source, target = manager_for(report.source), manager_for(to)
     threaded = topic.comment_order == "threaded"
@@ -287,13 +342,14 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             # A new move of a discussion one batch takes is copied once sealed (the module docstring,
             # step 2): its change log holds the start's grace only. A move resumed here copies first
             # (the log may hold all that writers did while it was stopped).
-            sealed_copy = fresh and source.export_head(discussion_id=discussion_id)["count"] <= batch
+            sealed_copy = fresh and _head(source, discussion_id)["count"] <= batch
             if not sealed_copy:
-                _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
+                _copy(report, source, target, moves, state, batch, threaded, progress, step, lease)
                 for _ in range(_REPLAY_ROUNDS):
-                    if _replay(report, source, target, moves, discussion_id, batch, threaded, once=True) < batch:
+                    if _replay(report, source, target, moves, discussion_id, batch, threaded, lease, once=True) < batch:
                         break
                 _done_step(report, step, "replayed")
+            lease.renew(_sealed_lease_seconds())  # before writers wait on it (a dead mover is taken over soon)
             moves.advance(discussion_id=discussion_id, state=COPYING, to=SEALED, sealed_copy=sealed_copy)
             _done_step(report, step, "sealed")
             state = moves.get(discussion_id)
@@ -301,14 +357,15 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
             if _stored_storage(topic) != report.source:  # stopped after the switch, before its state update
                 moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
             else:
-                _drain(moves, discussion_id, progress)
+                _drain(moves, discussion_id, progress, lease)
                 state = moves.get(discussion_id)
                 if state.get("sealed_copy"):
-                    _copy(report, source, target, moves, state, batch, threaded, progress, step, owner)
-                _replay(report, source, target, moves, discussion_id, batch, threaded, once=False)
+                    _copy(report, source, target, moves, state, batch, threaded, progress, step, lease)
+                _replay(report, source, target, moves, discussion_id, batch, threaded, lease, once=False)
+                lease.renew()
                 if report.source == EMBEDDED:
                     _renumber(report, source, target, discussion_id, threaded)
-                head = source.export_head(discussion_id=discussion_id)
+                head = _head(source, discussion_id)
                 report.switched_at = head["count"]
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
                 _done_step(report, step, "caught-up")
@@ -317,13 +374,14 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
                 _done_step(report, step, "switched")
             state = moves.get(discussion_id)
         if state["state"] == SWITCHED:
+            lease.renew(_LEASE_SECONDS)  # writers go to the target: none waits on the cleanup
             # The target's order index (ranks.py), written from what it stores now: its pages read the
             # stored comments until then, and a reader's request never writes ranks (idempotent: a
             # move resumed here writes what is missing).
             target.ranks_upgrade(discussion_id=discussion_id)
             time.sleep(settings.COMMENTS_MIGRATE_GRACE_SECONDS)  # readers that resolved the source finish
             while source.drop_some(discussion_id=discussion_id, limit=batch):  # bounded deletes
-                pass
+                lease.keep()
             source.drop_discussion(discussion_id=discussion_id)
             moves.drop_changes(discussion_id=discussion_id)
             moves.advance(discussion_id=discussion_id, state=SWITCHED, to=DONE)
@@ -348,15 +406,26 @@ def _done_step(report: MoveReport, step, name: str) -> None:
     step(name)
 
 
-def _copy(report, source, target, moves, state, batch, threaded, progress, step, owner) -> None:
-    """The batches, up to the source's counter as the copy finds it: a comment numbered after that
-    was written by a writer that read the move document (the start's grace is past), so it is in
-    the change log, which the replay copies; chasing the posts that keep coming would copy each of
-    them twice, one batch (a read of the source) per few posts."""
+def _head(source, discussion_id: int) -> dict:
+    """The source's counter and hints, the counter raised to the last number a stored comment holds
+    (one indexed read): a counter behind the stored numbers (a state `manage.py integrity` reports
+    and repairs) must neither end the copy before the comments past it nor give the target a
+    counter that the next post would take a stored number from."""
+    head = source.export_head(discussion_id=discussion_id)
+    head["count"] = max(head["count"], source.last_seq(discussion_id=discussion_id))
+    return head
+
+
+def _copy(report, source, target, moves, state, batch, threaded, progress, step, lease: _Lease) -> None:
+    """The batches, up to the last number the source holds as the copy finds it (`_head`): a comment
+    numbered after that was written by a writer that read the move document (the start's grace is
+    past), so it is in the change log, which the replay copies; chasing the posts that keep coming
+    would copy each of them twice, one batch (a read of the source) per few posts."""
     discussion_id = state["_id"]
     after = int(state.get("copied", 0))
-    total = source.export_head(discussion_id=discussion_id)["count"]
+    total = _head(source, discussion_id)["count"]
     while after < total:
+        lease.renew()  # before each batch: a run taken over writes nothing more
         comments = source.export_comments(discussion_id=discussion_id, after_seq=after, limit=min(batch, total - after),
                                           threaded=threaded)
         if not comments:
@@ -364,19 +433,19 @@ def _copy(report, source, target, moves, state, batch, threaded, progress, step,
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded, fresh=True)
         after = comments[-1].seq
         moves.copied(discussion_id=discussion_id, seq=after)
-        moves.lease(discussion_id=discussion_id, owner=owner, seconds=_LEASE_SECONDS)
         report.copied += len(comments)
         progress(f"{report.topic}: copied up to #{after} of {total}")
         _done_step(report, step, "batch")
 
 
-def _replay(report, source, target, moves, discussion_id, batch, threaded, *, once: bool) -> int:
+def _replay(report, source, target, moves, discussion_id, batch, threaded, lease: _Lease, *, once: bool) -> int:
     """Store the logged comments' current state in the target; returns how many were replayed."""
     replayed = 0
     while True:
         changes = moves.pending(discussion_id=discussion_id, limit=batch)
         if not changes:
             return replayed
+        lease.renew()
         comments = source.export_by_ids(discussion_id=discussion_id, ids=[cid for cid, _ in changes], threaded=threaded)
         target.import_comments(discussion_id=discussion_id, comments=comments, threaded=threaded)
         moves.replayed(discussion_id=discussion_id, changes=changes)
@@ -400,7 +469,7 @@ def _renumber(report, source, target, discussion_id: int, threaded: bool) -> Non
     report.replayed += len(moved)
 
 
-def _drain(moves, discussion_id: int, progress) -> None:
+def _drain(moves, discussion_id: int, progress, lease: _Lease) -> None:
     """Wait until no writer registered before the seal is still writing (a writer that died
     registered is given up after COMMENTS_MIGRATE_WAIT_SECONDS: a dead process writes nothing)."""
     deadline = time.monotonic() + settings.COMMENTS_MIGRATE_WAIT_SECONDS
@@ -408,6 +477,7 @@ def _drain(moves, discussion_id: int, progress) -> None:
         state = moves.get(discussion_id)
         if int(state.get("inflight", 0)) <= 0:
             return
+        lease.keep()
         time.sleep(_POLL)
     log.warning("discussion %s: %s writers still registered after the wait; going on", discussion_id,
                 moves.get(discussion_id).get("inflight"))

@@ -63,6 +63,7 @@ from comments.managers.base import Author, Comment, DiscussionFull, DuplicateCom
 from comments.managers.fields import place
 from comments.managers.imports import CommentImportManager
 from comments.managers.statuses import CommentStatusIndexManager
+from comments.moves import refuse_while_moving
 from comments.services import comment_manager, comment_render_many, is_threaded
 from core.errors import InvalidInput
 from core.text import text_clean, visible_strip
@@ -338,6 +339,8 @@ class _Writer:
         report = self.report
         before = (report.imported, report.already)
         topic = self.topic_for(thread)
+        if topic is not None and not self.dry_run:
+            refuse_while_moving(topic)  # before anything of this thread is written
         manager = comment_manager(topic) if topic is not None else None
         threaded = is_threaded(topic) if topic is not None else False
         # Comments appended after the discussion's own take their place by their time afterwards
@@ -350,6 +353,8 @@ class _Writer:
 
         def flush():
             if chunk:
+                if topic is not None and not self.dry_run:
+                    refuse_while_moving(topic)  # a move that started since: its copy has what is written
                 self.write_chunk(topic, manager, threaded, chunk, placed, waiting, state)
                 chunk.clear()
 
@@ -366,7 +371,10 @@ class _Writer:
                 chunk.append(doc)
         waiting.clear()
         flush()
-        if had and report.imported > before[0]:
+        # Also when this run imported nothing new but found comments an earlier run wrote (one a move
+        # stopped before it ordered them); a discussion already in order is read, not written.
+        if had and (report.imported > before[0] or report.already > before[1]):
+            refuse_while_moving(topic)
             manager.order_by_time(discussion_id=topic.pk, threaded=threaded)
         self.progress(f"thread {thread['key']} -> topic {topic.slug if topic else '(a new draft)'}: "
                       f"{report.imported - before[0]} imported, {report.already - before[1]} already there")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from io import StringIO
 
 import pytest
@@ -604,3 +605,113 @@ def test_a_discussion_that_fits_in_one_batch_is_copied_sealed_and_a_post_meanwhi
     assert report.resumed_from == "sealed" and report.copied == 10
     assert seen == ["sealed", (503, "2")]
     assert_converged(topic, target, before)
+
+
+@pytest.mark.parametrize(("source", "target", "batch"), [("document", "bucketed", "4"), ("document", "bucketed", None),
+                                                         ("bucketed", "document", "4")])
+def test_a_counter_behind_the_stored_numbers_loses_nothing_in_a_move(make_topic, make_user, source, target, batch):
+    """A counter behind the stored numbers (a state `integrity` reports and repairs) does not bound
+    the copy: the comments numbered past it reach the target, whose counter is the last number
+    stored, so the next post takes a new one."""
+    users = [make_user() for _ in range(2)]
+    topic = make_topic(source, "chronological")
+    before = seed(topic, users, n=10)
+    counter = "seq" if source == "document" else "count"
+    manager_for(source).discussions.update_one({"_id": topic.discussion_id}, {"$inc": {counter: -3}})
+    call_command("comments_move", topic.slug, "--to", target, *(["--batch", batch] if batch else []), stdout=StringIO())
+    topic = Topic.objects.get(pk=topic.pk)
+    assert [(c.id, c.seq) for c in manager_for(target).stored_page(
+        discussion_id=topic.discussion_id, request=PageRequest(page=1, page_size=50)).items] == list(before.items())
+    comment = services.comment_create(topic=topic, author=users[0], text="after the move")
+    assert comment.seq == 11
+    before[comment.id] = comment.seq
+    assert_converged(topic, target, before)
+
+
+def test_a_sealed_move_whose_process_died_is_taken_over_after_twice_a_writers_wait(make_topic, make_user, settings,
+                                                                                    api_client, monkeypatch):
+    """While sealed (writers wait on the mover) the lease is twice COMMENTS_MIGRATE_WAIT_SECONDS,
+    renewed as the move goes: a process that dies during a small discussion's sealed copy leaves
+    the writers a few seconds of 503s, after which the next writer has the move run again."""
+    from datetime import UTC, datetime, timedelta
+
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=10)
+
+    def step(name):
+        if name == "batch":  # the sealed copy (the discussion fits in one batch)
+            raise Stop(name)
+
+    monkeypatch.setattr(CommentMoveManager, "release", lambda self, **kwargs: None)  # as kill -9 leaves it
+    with pytest.raises(Stop):
+        comment_storage_move(topic=topic, to="bucketed", step=step)
+    monkeypatch.undo()
+    state = CommentMoveManager().get(topic.discussion_id)
+    until = state["lease_until"].replace(tzinfo=UTC)
+    assert state["state"] == "sealed" and state["owner"]
+    assert until <= datetime.now(UTC) + timedelta(seconds=2 * settings.COMMENTS_MIGRATE_WAIT_SECONDS)
+    time.sleep(max(0.0, (until - datetime.now(UTC)).total_seconds()) + 0.05)
+    api_client.force_authenticate(users[0])
+    answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the lease"}, format="json")
+    assert answer.status_code == 201, answer.content
+    before[answer.json()["id"]] = len(before) + 1  # the next number
+    assert_converged(topic, "bucketed", before)
+
+
+def test_a_move_whose_lease_another_process_took_stops_at_its_next_batch(make_topic, make_user):
+    """A mover taken for dead (its lease ran out and another process took the move) stops when it
+    next renews the lease instead of going on beside the process that took it over."""
+    users = [make_user() for _ in range(2)]
+    topic = make_topic("document", "chronological")
+    before = seed(topic, users, n=10)
+    moves = CommentMoveManager()
+
+    def step(name):
+        if name == "batch":
+            from datetime import UTC, datetime, timedelta
+
+            moves.collection.update_one({"_id": topic.discussion_id}, {"$set": {
+                "owner": "another process", "lease_until": datetime.now(UTC) + timedelta(seconds=60)}})
+
+    with pytest.raises(services.Conflict):
+        comment_storage_move(topic=topic, to="bucketed", batch=4, step=step)
+    state = moves.get(topic.discussion_id)
+    assert state["state"] == "copying" and state["copied"] == 4 and state["owner"] == "another process"
+    moves.release(discussion_id=topic.discussion_id, owner="another process")
+    comment_storage_move(topic=Topic.objects.get(pk=topic.pk), to="bucketed")
+    assert_converged(topic, "bucketed", before)
+
+
+@pytest.mark.parametrize(("at", "batch"), [("batch", 4), ("sealed", None), ("replayed", 4)])
+def test_an_import_into_a_moving_discussion_is_refused_and_runs_again_once_it_has_moved(
+        make_topic, make_user, editor, settings, at, batch):
+    """An import writes and renumbers a discussion without going through the move's writers'
+    routing: while the move copies or is sealed it refuses (the command says so, nothing of the
+    thread written), and run again once the move is done it imports everything into the new storage."""
+    from tests.imports.support import FIXTURES, run_import
+
+    editor.is_superuser = True
+    editor.save()
+    topic = make_topic("document", "chronological", title="Existing topic", slug="existing-topic")
+    users = [make_user() for _ in range(2)]
+    before = seed(topic, users, n=10)
+    refused = []
+
+    def step(name):
+        if name == at and not refused:
+            with pytest.raises(CommandError) as error:
+                run_import("disqus", FIXTURES / "disqus.xml", "--storage", "document", "--order", "chronological")
+            refused.append(str(error.value))
+
+    comment_storage_move(topic=topic, to="bucketed", batch=batch, step=step)
+    assert "moving to bucketed storage" in refused[0] and "Run the import again" in refused[0]
+    assert_converged(topic, "bucketed", before)  # the move lost nothing and nothing was half-imported
+    output = run_import("disqus", FIXTURES / "disqus.xml", "--storage", "document", "--order", "chronological")
+    topic = Topic.objects.get(pk=topic.pk)
+    comments = everything(topic)
+    assert {c.id for c in comments} > set(before) and len(comments) > len(before), output
+    assert [c.seq for c in comments] == list(range(1, len(comments) + 1))
+    clean, report = integrity_clean(topic)
+    assert clean, report

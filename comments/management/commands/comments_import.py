@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from comments.importers.formats import READERS
 from comments.importers.service import ImportFailed, comments_import
+from comments.moves import DiscussionMoving
 from core.errors import InvalidInput
 from topics.models import CommentOrder, CommentStorage
 
@@ -38,6 +39,9 @@ class Command(BaseCommand):
             report = comments_import(fmt=fmt, source=source, editor=editor, storage=options["storage"],
                                      order=options["order"], dry_run=options["dry_run"], database=options["database"],
                                      every=max(0, options["every"]), progress=lambda m: self.stdout.write(m))
+        except DiscussionMoving as exc:
+            raise CommandError(f"{exc} Run the import again once the move is done (comments_move SLUG --status): "
+                               "what was imported stays, nothing is imported twice.") from None
         except ImportFailed as exc:
             raise CommandError(f"{source or options['database']}: {exc}. Nothing was imported.") from None
         except (InvalidInput, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
