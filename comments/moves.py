@@ -43,7 +43,7 @@ from those steps, and each step leaves something that serves if the process stop
    the move sealed with no live lease (its process died, or it failed and let go) asks for that
    re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
    stopped move never leaves the discussion closed to writers until an operator notices. While
-   sealed the lease is 2 x COMMENTS_MIGRATE_WAIT_SECONDS from its last renewal (the drain, each
+   sealed the lease is 2 x COMMENTS_MIGRATE_WAIT_SECONDS (at least 1 s) from its last renewal (the drain, each
    copied batch and each replayed one renew it): a mover that dies while sealed leaves its
    writers waiting, then 503, for at most that long plus one wait before one of them asks.
 5. SWITCH: the topic's `comment_storage` (the SQL row every reader and writer resolves) is set
@@ -97,8 +97,10 @@ _LEASE_SECONDS = 120.0  # while the source serves (copying) and after the switch
 def _sealed_lease_seconds() -> float:
     """The lease while the discussion is sealed (writers wait on the mover): twice a writer's wait,
     renewed by the drain, copy and replay loops, so a move whose process died is taken over by the
-    re-run the next writer asks for within seconds, not after `_LEASE_SECONDS` of 503s."""
-    return 2 * float(settings.COMMENTS_MIGRATE_WAIT_SECONDS)
+    re-run the next writer asks for within seconds, not after `_LEASE_SECONDS` of 503s. At least a
+    second: writers told not to wait (0) must not take a live mover for dead between two renewals
+    (a mover that finds its lease taken stops, so that would cost the move, not the data)."""
+    return max(2 * float(settings.COMMENTS_MIGRATE_WAIT_SECONDS), 1.0)
 
 
 class DiscussionMoving(ServiceError):

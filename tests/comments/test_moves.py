@@ -628,14 +628,15 @@ def test_a_counter_behind_the_stored_numbers_loses_nothing_in_a_move(make_topic,
     assert_converged(topic, target, before)
 
 
-def test_a_sealed_move_whose_process_died_is_taken_over_after_twice_a_writers_wait(make_topic, make_user, settings,
+@pytest.mark.parametrize("wait", [0.5, 0])  # 0: writers do not wait; the lease is still a second
+def test_a_sealed_move_whose_process_died_is_taken_over_after_twice_a_writers_wait(wait, make_topic, make_user, settings,
                                                                                     api_client, monkeypatch):
     """While sealed (writers wait on the mover) the lease is twice COMMENTS_MIGRATE_WAIT_SECONDS,
     renewed as the move goes: a process that dies during a small discussion's sealed copy leaves
     the writers a few seconds of 503s, after which the next writer has the move run again."""
     from datetime import UTC, datetime, timedelta
 
-    settings.COMMENTS_MIGRATE_WAIT_SECONDS = 0.2
+    settings.COMMENTS_MIGRATE_WAIT_SECONDS = wait
     users = [make_user() for _ in range(2)]
     topic = make_topic("document", "chronological")
     before = seed(topic, users, n=10)
@@ -651,7 +652,8 @@ def test_a_sealed_move_whose_process_died_is_taken_over_after_twice_a_writers_wa
     state = CommentMoveManager().get(topic.discussion_id)
     until = state["lease_until"].replace(tzinfo=UTC)
     assert state["state"] == "sealed" and state["owner"]
-    assert until <= datetime.now(UTC) + timedelta(seconds=2 * settings.COMMENTS_MIGRATE_WAIT_SECONDS)
+    lease = max(2 * wait, 1.0)
+    assert datetime.now(UTC) + timedelta(seconds=lease - 0.5) < until <= datetime.now(UTC) + timedelta(seconds=lease)
     time.sleep(max(0.0, (until - datetime.now(UTC)).total_seconds()) + 0.05)
     api_client.force_authenticate(users[0])
     answer = api_client.post(f"/api/topics/{topic.slug}/comments/", {"text": "after the lease"}, format="json")
