@@ -40,12 +40,7 @@ LEVELS = ("local", "majority", "linearizable", "available", "snapshot")
 def of(read_concern, default: ReadConcern = DEFAULT) -> ReadConcern:
     """The read concern a `get_database`/`get_collection`/`with_options` argument gives: `None` keeps
     `default` (pymongo's rule: the parent's), anything but a ReadConcern is pymongo's TypeError."""
-    if read_concern is None:
-        return default
-    if not isinstance(read_concern, ReadConcern):
-        raise TypeError(f"read_concern must be an instance of pymongo.read_concern.ReadConcern, "
-                        f"not {type(read_concern)}")
-    return read_concern
+    return _given(read_concern, default, ReadConcern, "read_concern", "pymongo.read_concern.ReadConcern")
 
 
 def sent(read_concern: ReadConcern) -> dict | None:
@@ -148,12 +143,7 @@ WRITE_DEFAULT = WriteConcern()
 def write_of(write_concern, default: WriteConcern = WRITE_DEFAULT) -> WriteConcern:
     """The write concern a `get_database`/`get_collection`/`with_options` argument gives: `None`
     keeps `default` (the parent's), anything but a WriteConcern is pymongo's TypeError."""
-    if write_concern is None:
-        return default
-    if not isinstance(write_concern, WriteConcern):
-        raise TypeError(f"write_concern must be an instance of pymongo.write_concern.WriteConcern, "
-                        f"not {type(write_concern)}")
-    return write_concern
+    return _given(write_concern, default, WriteConcern, "write_concern", "pymongo.write_concern.WriteConcern")
 
 
 def check_write(write_concern: WriteConcern) -> None:
@@ -215,6 +205,16 @@ def _type_name(value) -> str:
 
 _NAMES = {2: "BadValue", 9: "FailedToParse", 14: "TypeMismatch", 72: "InvalidOptions", 79: "UnknownReplWriteConcern",
           100: "UnsatisfiableWriteConcern", 123: "NotAReplicaSet", 238: "NotImplemented"}
+
+
+def _given(value, default, kind: type, argument: str, qualified: str):
+    """`value` as pymongo takes a concern argument: `None` keeps `default` (the parent's), anything
+    but a `kind` is its TypeError, worded as pymongo words it."""
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise TypeError(f"{argument} must be an instance of {qualified}, not {type(value)}")
+    return value
 
 
 def _fail(code: int, msg: str):

@@ -172,6 +172,20 @@ def _buckets(fan) -> list[list[str]]:
             get_feed().db[BucketedFanoutFeed.buckets_name].find({"owner": fan.pk}).sort("sequence", 1)]
 
 
+@pytest.fixture
+def window_of_two(settings, make_user, monkeypatch):
+    """A bucketed feed of buckets of 2 whose counter keeps its last 2 ids, and a fan following
+    two authors: (author, other, fan)."""
+    from social.feeds import bucket
+
+    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
+    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
+    author, other, fan = make_user("author"), make_user("other"), make_user("fan")
+    services.follow_create(follower=fan, followee=author)
+    services.follow_create(follower=fan, followee=other)
+    return author, other, fan
+
+
 def _two_rivals_before_the_first_number_read(monkeypatch, rival_posts):
     """Patch the counters' `find` so that, the first time a delivery reads its numbers, `rival_posts()`
     runs first (two other deliveries to the same follower, counted and pushed in between)."""
@@ -189,15 +203,8 @@ def _two_rivals_before_the_first_number_read(monkeypatch, rival_posts):
     return lambda: monkeypatch.setattr(collection, "find", original)
 
 
-def test_a_delivery_whose_number_slid_out_of_the_window_takes_no_number_another_holds(settings, make_user,
-                                                                                       monkeypatch):
-    from social.feeds import bucket
-
-    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
-    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
-    author, other, fan = make_user("author"), make_user("other"), make_user("fan")
-    services.follow_create(follower=fan, followee=author)
-    services.follow_create(follower=fan, followee=other)
+def test_a_delivery_whose_number_slid_out_of_the_window_takes_no_number_another_holds(window_of_two, monkeypatch):
+    author, other, fan = window_of_two
     rivals = []
     restore = _two_rivals_before_the_first_number_read(
         monkeypatch, lambda: rivals.extend([publish(other, "b1"), publish(other, "b2")]))
@@ -208,15 +215,8 @@ def test_a_delivery_whose_number_slid_out_of_the_window_takes_no_number_another_
     assert sorted(feed_ids(fan)) == sorted([a.id, later.id, *(r.id for r in rivals)])
 
 
-def test_a_repeat_whose_id_slid_out_of_the_window_before_its_read_is_not_stored_twice(settings, make_user,
-                                                                                      monkeypatch):
-    from social.feeds import bucket
-
-    settings.FEED_STRATEGY, settings.FEED_BUCKET_SIZE = "bucket", 2
-    monkeypatch.setattr(bucket, "COUNTED_KEPT", 2)
-    author, other, fan = make_user("author"), make_user("other"), make_user("fan")
-    services.follow_create(follower=fan, followee=author)
-    services.follow_create(follower=fan, followee=other)
+def test_a_repeat_whose_id_slid_out_of_the_window_before_its_read_is_not_stored_twice(window_of_two, monkeypatch):
+    author, other, fan = window_of_two
     a = publish(author, "a")
     restore = _two_rivals_before_the_first_number_read(
         monkeypatch, lambda: [publish(other, "b1"), publish(other, "b2")])
