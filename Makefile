@@ -128,12 +128,16 @@ bench-quick: $(VENV)/.installed-bench
 ## 10,000-comment thread (ours in each strategy), each endpoint driven by wrk (Debian's package `wrk`) for 20 s:
 ## req/s, p50, p99, bytes per comment, the store's WAL peak and each worker's RSS growth from the reads to
 ## the posts (their bounds: 64 MB, 1.5x) into docs/bench/load.json and the "Load run" section of
-## docs/benchmarks.md (about 8 minutes; stops by itself).
-## make bench-load ONLY=floor,post [ROUNDS=3]: only those rows (topic, deep, api, followers, post, floor), ours and
-## the peers', printed and not written to the docs; ROUNDS measures each row that many times, sides alternating
+## docs/benchmarks.md (about 14 minutes; stops by itself). Each POST row is measured POST_ROUNDS times (3), the
+## sides alternating, and the median round reported; xtd posts beside every strategy's row, Isso beside the first.
+## make bench-load ONLY=floor,post [ROUNDS=3] [POST_ROUNDS=1]: only those rows (topic, deep, api, followers, post,
+## floor), ours and the peers', printed and not written to the docs; ROUNDS measures each row that many times
+## (POST_ROUNDS the POST rows, ROUNDS by default with ONLY), sides alternating
 bench-load: $(VENV)/.installed-bench $(ISSO_VENV)/.installed
 	@command -v wrk >/dev/null || { echo "make bench-load needs wrk (Debian: apt-get install wrk)"; exit 2; }
-	$(BENCH_ENV) $(PY) manage.py bench_load $(if $(ONLY),--only $(ONLY) $(if $(ROUNDS),--rounds $(ROUNDS)),--json docs/bench/load.json --docs docs/benchmarks.md)
+	$(BENCH_ENV) $(PY) manage.py bench_load $(if $(ROUNDS),--rounds $(ROUNDS)) \
+		$(if $(POST_ROUNDS),--post-rounds $(POST_ROUNDS),$(if $(ONLY),,--post-rounds 3)) \
+		$(if $(ONLY),--only $(ONLY),--json docs/bench/load.json --docs docs/benchmarks.md)
 
 ## make bench-load-server: the same load run with ours reaching its store through `python -m docstore serve`
 ## (MONGODB_URI) instead of in process; the section of docs/benchmarks.md that sets it beside docs/bench/load.json

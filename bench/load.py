@@ -147,6 +147,7 @@ STRATEGIES = ("document", "bucketed", "embedded")  # the order their POST rows r
 # The informative row: a discussion the defaults never leave embedded (it would have moved at
 # COMMENTS_EMBEDDED_AUTO_MIGRATE_AT), posted into by a second start of the site with the move off.
 EMBEDDED_FULL = "embedded-full"
+SPARE = "#"  # `embedded#2`: the embedded row's discussion for its second round (`seed_ours(spares=)`)
 
 
 def embedded_size(size: int, auto_move_at: int) -> int:
@@ -156,11 +157,14 @@ def embedded_size(size: int, auto_move_at: int) -> int:
     return min(size, auto_move_at - 1) if auto_move_at > 0 else size
 
 
-def seed_ours(size: int) -> dict:
+def seed_ours(size: int, spares: int = 0) -> dict:
     """In the site's process: a discussion of `size` comments in the document and bucketed
     strategies (threaded where the strategy offers it), an embedded one of `embedded_size`
     comments, the informative 10,000-comment embedded one (`EMBEDDED_FULL`), a poster with a
-    token. The pages are read from the document strategy's."""
+    token. The pages are read from the document strategy's. `spares`: as many more embedded
+    discussions of `embedded_size` comments (`spare_topics`), one for each round after the first
+    of the embedded row when the move is on: its first post moves the row's discussion, so a
+    later round posting into the same one would measure a discussion already moved."""
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
@@ -178,9 +182,11 @@ def seed_ours(size: int) -> dict:
              "embedded": embedded_size(size, settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT)}
     if sizes["embedded"] != size:
         sizes[EMBEDDED_FULL] = size
+    moving = sizes["embedded"] != size
+    seeded = [*sizes.items(), *((f"embedded{SPARE}{k}", sizes["embedded"]) for k in range(2, spares + 2) if moving)]
     topics = {}
-    for row, n in sizes.items():
-        storage = "embedded" if row == EMBEDDED_FULL else row
+    for row, n in seeded:
+        storage = "embedded" if row == EMBEDDED_FULL or SPARE in row else row
         manager = manager_for(storage)
         order = THREADED if THREADED in manager.orders else CHRONOLOGICAL
         topic = people.topic(author=editor, storage=storage, order=order, title=f"Load run discussion {row} {n}")
@@ -193,7 +199,9 @@ def seed_ours(size: int) -> dict:
         comment_anchors_refresh(topic=topic)  # as posting would have left them: threaded page numbers from anchors
     poster = User.objects.create_user(username=f"loadposter{uuid.uuid4().hex[:6]}", password=POSTER_PASSWORD)
     token, _ = Token.objects.get_or_create(user=poster)
-    return {"slug": topics["document"].slug, "topics": {s: t.slug for s, t in topics.items()}, "sizes": sizes,
+    return {"slug": topics["document"].slug, "sizes": sizes,
+            "topics": {s: t.slug for s, t in topics.items() if SPARE not in s},
+            "spare_topics": {"embedded": [t.slug for s, t in topics.items() if SPARE in s]},
             "auto_move_at": settings.COMMENTS_EMBEDDED_AUTO_MIGRATE_AT, "token": token.key,
             "pages": -(-size // 20), "followers_of": "celebrity"}
 
@@ -369,8 +377,9 @@ def _manage(args: list[str], env: dict) -> str:
     return done.stdout
 
 
-def seed(kind: str, size: int, env: dict, timeout: int = 3600) -> dict:
-    done = subprocess.run([sys.executable, "-m", "bench.load", kind, "--size", str(size)], cwd=ROOT, env=env,
+def seed(kind: str, size: int, env: dict, timeout: int = 3600, spares: int = 0) -> dict:
+    done = subprocess.run([sys.executable, "-m", "bench.load", kind, "--size", str(size),
+                           *(("--spares", str(spares)) if spares else ())], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{done.stderr[-3000:]}")
@@ -380,9 +389,11 @@ def seed(kind: str, size: int, env: dict, timeout: int = 3600) -> dict:
 def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
     """What wrk drives: {name, ours, xtd, isso} (a side's request, or None where it has no counterpart).
     A GET is a path; a POST (`post`) is (path, headers, body with one `%s`: the text). One POST row
-    per strategy of ours, each into its own discussion of `size` comments; the peers, which have
-    one storage each, post in the first of them (`peers_post`), and the report sets every
-    strategy's row beside that run."""
+    per strategy of ours, each into its own discussion of `size` comments; xtd, which has one
+    storage, posts into its one thread beside each of them, in the same rounds, so that each row's
+    ratio is of the same minutes of the machine; Isso beside the first (the document strategy's)
+    only. A row whose later rounds need a discussion of their own (the embedded row, moved by its
+    first post) names them in `rounds`: {side: [the request of round 2, of round 3, ...]}."""
     import base64
 
     deep = max(1, (ours["pages"] + 1) // 2)
@@ -416,8 +427,11 @@ def endpoints(ours: dict, xtd: dict, isso: dict | None = None) -> list[dict]:
                      # the informative row runs on a second start of the site with the move off
                      **({"server": "ours-move-off"} if row == EMBEDDED_FULL else {}),
                      "ours": (f"/api/topics/{slug}/comments/", ours_headers, ours_body),
+                     **({"rounds": {"ours": [(f"/api/topics/{spare}/comments/", ours_headers, ours_body)
+                                             for spare in (ours.get("spare_topics") or {}).get(row, [])]}}
+                        if (ours.get("spare_topics") or {}).get(row) else {}),
                      "xtd": ("/xtd-api/comment/", {"Content-Type": "application/json", "Authorization": f"Basic {basic}"},
-                             xtd_body.replace("__TEXT__", "%s")) if n == 0 else None,
+                             xtd_body.replace("__TEXT__", "%s")),
                      "isso": (f"/new?uri={isso['uri']}", {"Content-Type": "application/json"},
                               json.dumps({"text": "__TEXT__"}).replace("__TEXT__", "%s")) if isso and n == 0 else None})
     # The floor (`--only floor`): ours' POST with the same token and body into a view that stores
@@ -532,11 +546,14 @@ def drain(url: str, connections: int) -> None:
 
 def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads: int = 2,
         json_path: str | None = None, docs_path: str | None = None, log: Callable[[str], None] = print,
-        only: tuple[str, ...] | None = None, rounds: int = 1, via_server: bool = False) -> dict:
+        only: tuple[str, ...] | None = None, rounds: int = 1, post_rounds: int | None = None,
+        via_server: bool = False) -> dict:
     """The whole run, or with `only` (names of ONLY) just those endpoints' rows: no bytes per
     comment, no Isso unless a chosen row has an Isso side, and no rewrite of the docs page (a
     partial run is not the page's run). `rounds`: each endpoint measured that many times, the
-    sides alternating, the median round reported (with every round's req/s). `via_server`: ours
+    sides alternating, the median round reported (with every round's req/s); `post_rounds` (by
+    default `rounds`) the same for the POST rows, whose rates move most from one run to the next
+    (each embedded round posts into a discussion of its own, `seed_ours(spares=)`). `via_server`: ours
     reaches its store through `python -m docstore serve` (one more process owning the file; the
     workers speak MongoDB's wire protocol to it) instead of opening it in process; the bytes per
     comment are not measured again, and the report writes the section that sets this run beside
@@ -577,7 +594,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
         log(f"bench-load: `make serve` set-up in {workdir}")
         set_up_site(ours_env)
         t0 = time.perf_counter()
-        ours = seed("seed-ours", size, ours_env)
+        post_rounds = rounds if post_rounds is None else post_rounds
+        ours = seed("seed-ours", size, ours_env, spares=post_rounds - 1)
         log(f"bench-load: ours: {size:,} comments loaded in each of {', '.join(ours['topics'])} in "
             f"{time.perf_counter() - t0:.1f} s (topics {', '.join(ours['topics'].values())})")
         t0 = time.perf_counter()
@@ -666,9 +684,11 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 rss_reads[sides["ours"].name] = sides["ours"].worker_rss()
                 anon_reads[sides["ours"].name] = sides["ours"].worker_rss("RssAnon")
             runs: dict[str, list[dict]] = {}
-            for _ in range(rounds):  # the sides alternate round by round: both see the same drift of the machine
+            # The sides alternate round by round: both see the same drift of the machine.
+            for k in range(post_rounds if endpoint.get("post") else rounds):
                 for side, server in sides.items():
-                    target = endpoint.get(side)
+                    later = endpoint.get("rounds", {}).get(side, [])
+                    target = later[k - 1] if 0 < k <= len(later) else endpoint.get(side)
                     if target is None:
                         continue
                     reruns = 0
@@ -702,19 +722,20 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                 row = {"endpoint": endpoint["name"], "side": side, "path": path.split("?")[0] if endpoint.get("post")
                        else path, "method": "POST" if endpoint.get("post") else "GET",
                        **({"strategy": endpoint["strategy"]} if side == "ours" and endpoint.get("strategy") else {}),
-                       **stats, **({"rounds_rps": [r["rps"] for r in measured]} if rounds > 1 else {})}
+                       **stats, **({"rounds_rps": [r["rps"] for r in measured]} if len(measured) > 1 else {})}
                 rows.append(row)
                 log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}  "
                     f"workers' CPU {stats['worker_cpu_share']}  CPU {stats['cpu_ms_per_request']} ms/request"
-                    + (f"  rounds {row['rounds_rps']}" if rounds > 1 else ""))
+                    + (f"  rounds {row['rounds_rps']}" if len(measured) > 1 else ""))
         posted(sides["ours"])
         rss = {side: server.rss_mb() for side, server in sides.items()}
         if store_server is not None:
             rss["docstore serve"] = store_server.rss_mb()
         result = {
             "info": {"started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "size": size, "duration": duration,
-                     "connections": connections, "threads": threads, "gunicorn": " ".join(gunicorn_args()),
+                     "rounds": rounds, "post_rounds": post_rounds, "connections": connections, "threads": threads,
+                     "gunicorn": " ".join(gunicorn_args()),
                      "engine": "mongodb server" if os.environ.get("MONGODB_URI") else
                      "embedded (docstore, SQLite) through `python -m docstore serve`" if via_server else
                      "embedded (docstore, SQLite)",
@@ -808,11 +829,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Seed the load run's data in this process's settings.")
     parser.add_argument("what", choices=("seed-ours", "seed-xtd"))
     parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--spares", type=int, default=0, help="seed-ours: embedded discussions for later rounds")
     args = parser.parse_args(argv)
     import django
 
     django.setup()
-    result = seed_ours(args.size) if args.what == "seed-ours" else seed_xtd(args.size)
+    result = seed_ours(args.size, spares=args.spares) if args.what == "seed-ours" else seed_xtd(args.size)
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

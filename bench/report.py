@@ -765,11 +765,15 @@ def load_section(load: dict) -> str:
         + (f", {info.get('isso') or 'Isso'} (its own virtualenv, `gunicorn --preload isso.run`) on SQLite with the same "
            "thread, nested one level as Isso nests" if isso_ran else "")
         + f". {info['wrk']}: {info['connections']} connections, {info['threads']} threads, {info['duration']} s per "
-        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator. Rate limits and "
+        f"endpoint and side, one side at a time, on {info['cpus']} CPUs shared with the load generator"
+        + _rounds(info) + ". Rate limits and "
         "the duplicate-text check off; " + _embedded_rows(info)
         + "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
         "new text each request, and runs last, one row per strategy into its own discussion. The peers have one "
-        f"storage each: they post once (row {peers_post or '–'}) and every strategy's row is set beside that run."
+        + ("storage each: xtd posts into its one thread beside each strategy's row, in the same rounds, Isso beside "
+           f"row {peers_post or '–'} only, and the other rows are set beside that run of Isso's."
+           if _xtd_beside_each(rows) else
+           f"storage each: they post once (row {peers_post or '–'}) and every strategy's row is set beside that run.")
         + (" Isso's row is its `GET /?uri=...&limit=20&nested_limit=5` (the thread's first 20 top-level comments "
            "with 5 replies each, what its embed loads first) beside our comments API page 1." if isso_ran else "")
         + "\n",
@@ -789,6 +793,24 @@ def load_section(load: dict) -> str:
     if load.get("storage"):
         text.append(storage_section(load["storage"], info["size"], peers))
     return "\n".join(text)
+
+
+def _rounds(info: dict) -> str:
+    """How many times each row was measured (bench/load.py `rounds`, `post_rounds`): the median round is the table's."""
+    reads, posts = info.get("rounds") or 1, info.get("post_rounds") or info.get("rounds") or 1
+    if reads == posts == 1:
+        return ""
+    each = f"each row {reads} times" if reads == posts else f"each POST row {posts} times, each other row {reads}"
+    return (f"; {each}, the sides alternating round by round, and the table gives the median round's figures "
+            "(every round's req/s in docs/bench/load.json, `rounds_rps`"
+            + ("; each round of the embedded row posts into a discussion of its own, which its first post moves"
+               if info.get("auto_move_at") and posts > 1 else "") + ")")
+
+
+def _xtd_beside_each(rows: list[dict]) -> bool:
+    """Whether xtd posted beside every POST row of ours (runs before it posted beside the first only)."""
+    posting = {r["endpoint"] for r in rows if r["endpoint"].startswith("POST") and r["side"] == "ours"}
+    return bool(posting) and posting <= {r["endpoint"] for r in rows if r["side"] == "xtd"}
 
 
 def _reruns(rows: list[dict]) -> str:

@@ -80,9 +80,12 @@ def test_the_load_run_posts_into_every_strategy_and_beside_isso():
     assert [e["name"] for e in posts] == ["POST document", "POST bucketed", "POST embedded"]
     assert [e["ours"][0] for e in posts] == ["/api/topics/load-doc/comments/", "/api/topics/load-buck/comments/",
                                              "/api/topics/load-emb/comments/"]
-    # The peers have one storage each: they post once, in the first row.
+    # The peers have one storage each: xtd posts into its one thread beside every row (each ratio of
+    # the same minutes), Isso beside the first only.
     assert posts[0]["isso"][0] == "/new?uri=/load-run/" and json.loads(posts[0]["isso"][2].replace("%s", "x")) == {"text": "x"}
-    assert all(e["xtd"] is None and e["isso"] is None for e in posts[1:])
+    assert all(e["xtd"] == posts[0]["xtd"] and e["xtd"][0] == "/xtd-api/comment/" for e in posts)
+    assert all(e["isso"] is None for e in posts[1:])
+    assert not any("rounds" in e for e in posts)  # no spare discussions seeded: every round posts into the row's own
     by = {e["name"]: e for e in rows}
     assert by["comments API page 1"]["isso"] == "/?uri=/load-run/&limit=20&nested_limit=5" and by["topic page 1"]["isso"] is None
 
@@ -103,6 +106,37 @@ def test_the_embedded_row_posts_into_a_discussion_the_defaults_keep_embedded_and
     assert "an embedded discussion of 499 comments, as large as the defaults keep one" in text
     assert "the row of 10,000 embedded comments is informative" in text
     assert "COMMENTS_EMBEDDED_AUTO_MIGRATE_AT=0: every post" not in text
+
+
+def test_each_round_of_the_embedded_row_posts_into_a_discussion_of_its_own():
+    """Its first post moves the row's discussion: a second round into the same one would measure a
+    discussion already moved, so later rounds take the spares `seed_ours(spares=)` made."""
+    ours = {"slug": "load-doc", "pages": 500, "token": "tok", "followers_of": "celebrity", "auto_move_at": 500,
+            "topics": {"document": "load-doc", "bucketed": "load-buck", "embedded": "load-emb"},
+            "spare_topics": {"embedded": ["load-emb-2", "load-emb-3"]},
+            "sizes": {"document": 10_000, "bucketed": 10_000, "embedded": 499}}
+    xtd = {"pk": 7, "pages": 500, "username": "loadposter", "timestamp": "1", "security_hash": "h"}
+    by = {e["strategy"]: e for e in endpoints(ours, xtd) if e["only"] == "post"}
+    assert by["embedded"]["ours"][0] == "/api/topics/load-emb/comments/"
+    assert [r[0] for r in by["embedded"]["rounds"]["ours"]] == ["/api/topics/load-emb-2/comments/",
+                                                                "/api/topics/load-emb-3/comments/"]
+    assert by["embedded"]["rounds"]["ours"][0][1:] == by["embedded"]["ours"][1:]
+    assert "rounds" not in by["document"] and "rounds" not in by["bucketed"]
+
+
+def test_the_load_section_says_how_many_rounds_each_row_took_and_that_xtd_posted_beside_each_row():
+    rows = [*LOAD["rows"], _post("POST document", "ours", 60.0), _post("POST document", "xtd", 30.0),
+            _post("POST bucketed", "ours", 45.0), _post("POST bucketed", "xtd", 20.0)]
+    text = load_section({**LOAD, "info": {**LOAD["info"], "rounds": 1, "post_rounds": 3, "auto_move_at": 500},
+                         "rows": rows})
+    assert "each POST row 3 times, each other row 1, the sides alternating round by round" in text
+    assert "median round" in text and "which its first post moves" in text
+    assert "xtd posts into its one thread beside each strategy's row" in text
+    assert "| POST bucketed | 45.0 | 20.0 | 2.25× |" in text  # beside its own row's xtd, not the first row's
+    once = load_section({**LOAD, "rows": [*LOAD["rows"], _post("POST document", "ours", 60.0),
+                                          _post("POST document", "xtd", 30.0), _post("POST bucketed", "ours", 45.0)]})
+    assert "median round" not in once and "they post once (row POST document)" in once
+    assert "| POST bucketed | 45.0 | 30.0 | 1.5× |" in once
 
 
 def test_the_floor_row_posts_ours_into_the_view_that_stores_nothing_beside_the_peers_posts_only_when_named():

@@ -22,17 +22,21 @@ class Command(BaseCommand):
                                  "(no bytes per comment, no --docs).")
         parser.add_argument("--rounds", type=int, default=1,
                             help="Measure each endpoint this many times, the sides alternating; report the median.")
+        parser.add_argument("--post-rounds", type=int, default=None,
+                            help="The same for the POST rows (default: --rounds), each embedded round into a "
+                                 "discussion of its own.")
 
     def handle(self, *args, **options):
         from bench.load import run
 
-        for name in ("size", "duration", "connections", "threads", "rounds"):
-            if options[name] < 1:
-                raise CommandError(f"--{name} must be at least 1")
+        for name in ("size", "duration", "connections", "threads", "rounds", "post_rounds"):
+            if options[name] is not None and options[name] < 1:
+                raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
         try:
             run(size=options["size"], duration=options["duration"], connections=options["connections"],
                 threads=options["threads"], json_path=options["json"], docs_path=options["docs"],
-                rounds=options["rounds"], only=_names(options["only"]), via_server=options["via_server"],
+                rounds=options["rounds"], post_rounds=options["post_rounds"], only=_names(options["only"]),
+                via_server=options["via_server"],
                 log=lambda line: (self.stdout.write(line), self.stdout.flush()))
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
