@@ -121,3 +121,45 @@ def test_a_worker_records_the_last_attempt_once(monkeypatch, settings, api_clien
     failure = FailedTask.objects.get()
     assert (failure.task, failure.retries) == ("social.comment_posted", settings.CELERY_TASK_MAX_RETRIES)
     assert _activities(comment_id) == 0
+
+
+def _delivery_tasks():
+    from celery import current_app
+
+    from background.tasks import DeliveryTask
+
+    return sorted(name for name, task in current_app.tasks.items() if isinstance(task, DeliveryTask))
+
+
+def test_every_retrying_task_is_a_delivery_task():
+    """A task that retries by itself is a DeliveryTask, so a refused retry is recorded (one place)."""
+    from celery import current_app
+
+    from background.tasks import DeliveryTask
+
+    retrying = [name for name, task in current_app.tasks.items() if getattr(task, "autoretry_for", ())]
+    assert retrying and all(isinstance(current_app.tasks[name], DeliveryTask) for name in retrying)
+    assert all(type(current_app.tasks[name]).retry is DeliveryTask.retry for name in retrying)
+
+
+@pytest.mark.parametrize("name", _delivery_tasks())
+def test_each_delivery_task_records_a_retry_the_broker_refuses(monkeypatch, name):
+    """Each delivery task (their own autoretry lists and AfterAnswerTask included), run by a worker,
+    failing once while the broker refuses its retry: one failed delivery, with its arguments."""
+    from celery import current_app
+
+    from tests.faults.harness import run_as_worker
+
+    task = current_app.tasks[name]
+    queue = TaskQueue(worker=True)
+    queue.install(monkeypatch)
+    queue.refuse_from(1)
+
+    def fails(*args, **kwargs):
+        raise AutoReconnect("primary stepped down")
+
+    monkeypatch.setattr(task, "_orig_run", fails)
+    run_as_worker(name, (7, "x"), {}, id="message-1")
+    failure = FailedTask.objects.get()
+    assert (failure.task, failure.task_id, failure.args, failure.retries) == (name, "message-1", [7, "x"], 0)
+    assert queue.refused == 1 and queue.pending == []

@@ -27,7 +27,9 @@ sent on, raise kombu's OperationalError: the broker refusing), and `drain()` run
 the queue as a worker with late acknowledgement would (CELERY_TASK_ACKS_LATE): a task that is
 killed stays queued and runs again; a task whose retries ran out is in `FailedTask` (the
 replay queue). So one write is the request's operations followed by its tasks'
-operations, numbered 1..N across both.
+operations, numbered 1..N across both. With `TaskQueue.worker` the queue runs each task as a
+worker does (`run_as_worker`): a retry is a new message sent to the queue, which a broker that
+is down refuses.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class FaultInjector:
     writes: int = 0
     labels: list[str] = field(default_factory=list)  # "collection.method" of each counted operation
     fired: str | None = None  # the label of the operation that was failed
+    on_fire: Callable[[], None] | None = None  # called as the fault fires (another dependency fails with it)
 
     def arm(self, *, fail_at: int | None, kind: str = ERROR, writes_only: bool = False) -> None:
         if kind not in KINDS:
@@ -99,6 +102,8 @@ class FaultInjector:
             return
         if self.fired is None and (self.writes if self.writes_only else self.count) == self.fail_at:
             self.fired = label
+            if self.on_fire is not None:
+                self.on_fire()
             if self.kind == KILL:
                 raise ProcessKilled(f"killed before operation {self.count} ({label})")
             raise InjectedError(f"injected fault at operation {self.count} ({label})")
