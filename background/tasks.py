@@ -4,7 +4,8 @@ A delivery retries transient failures (MongoDB, network, broker) with exponentia
 back-off and jitter, up to `CELERY_TASK_MAX_RETRIES` times; when the last attempt fails,
 `on_failure` records it (`background.services.failure_record`) so editors see it and can
 replay it. Delivery tasks are idempotent (their writes use deterministic ids), so a
-replay or a redelivered message never duplicates anything.
+replay or a redelivered message never duplicates anything. A worker's retry the broker refuses
+to take (Celery then drops the message) is recorded the same way (`retry`).
 
 Run eagerly (no broker: CELERY_TASK_ALWAYS_EAGER), a delivery still goes through Celery's
 `Task.apply_async` (which checks the arguments, round-trips them through the serializer as a
@@ -129,12 +130,38 @@ class DeliveryTask(Task):
             return retry.apply(retries=retries + 1)
         return EagerResult(task_id, retval, state, traceback=tb, name=self.name)
 
+    def retry(self, args=None, kwargs=None, exc=None, throw=True, eta=None, countdown=None, max_retries=None,
+              **options):
+        """Celery's `Task.retry` (autoretry calls it), with the one outcome Celery leaves unrecorded.
+
+        Run by a worker, a retry is published to the broker as a new message; when that publish
+        fails (Redis down: kombu's OperationalError) Celery raises `Reject(requeue=False)`, so the
+        worker acknowledges and drops the message, and neither `on_failure` nor a later attempt
+        runs: the task's effect would be lost with nothing to replay. That is recorded here as a
+        failed delivery (`failure_record`, as `on_failure` records a last attempt), once: only the
+        refused publish raises `Reject` from `Task.retry`; a retry that was published raises
+        `Retry` and records nothing (its own last attempt is recorded by `on_failure`). Run
+        eagerly (`apply`), Celery runs the retry in place and publishes nothing."""
+        try:
+            return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
+        except Reject as refused:
+            request = self.request
+            cause = exc if exc is not None else refused.reason
+            self._record_failure(
+                request.id, request.args if args is None else args, request.kwargs if kwargs is None else kwargs,
+                f"{type(cause).__name__}: {cause}; its retry was refused by the broker: "
+                f"{type(refused.reason).__name__}: {refused.reason}")
+            raise
+
     def on_failure(self, exc, task_id, args, kwargs, einfo):
+        self._record_failure(task_id, args, kwargs, f"{type(exc).__name__}: {exc}")
+
+    def _record_failure(self, task_id, args, kwargs, error: str) -> None:
         from background.services import failure_record
 
         try:
             failure_record(task=self.name, task_id=task_id or "", args=list(args or ()), kwargs=dict(kwargs or {}),
-                           error=f"{type(exc).__name__}: {exc}", retries=self.request.retries or 0)
+                           error=error, retries=self.request.retries or 0)
         except Exception:  # recording must never turn into the caller's error (eager runs happen in requests)
             log.exception("could not record the failure of %s%r", self.name, tuple(args or ()))
 

@@ -80,8 +80,16 @@ def real_worker(redis_url):
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=10):
             yield app
     finally:
+        from kombu import pools
+
+        made = {id(app._pool), id(app.amqp._producer_pool)} - {id(None)}
         if app._pool is not None:
             app._pool.force_close_all()
+        # kombu keeps every pool in its registries, keyed by the connection: the next worker on
+        # the same URL must make its own, not find these closed ones.
+        for group in (pools.connections, pools.producers):
+            for key in [key for key, pool in group.items() if id(pool) in made]:
+                dict.__delitem__(group, key)  # the stored key is already the connection's (kombu's EqualityDict)
         app.conf.update(saved)
         app._pool, app.amqp._producer_pool = saved_pools
         # A worker marks the whole process as one where waiting on a result would block; this
@@ -135,3 +143,45 @@ def test_a_real_worker_on_redis_delivers_a_post_once(settings, make_user, mongo_
     assert [a.id for a in selectors.feed_page(user=fans[0]).items] == [marker.id, stored.id]
     # Every delivery ran in the worker's thread, from a message taken off Redis, not eagerly.
     assert runs == [("social.activity_deliver", False, False)] * 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_records_a_retry_the_broker_refuses(settings, make_user, mongo_db, real_worker, monkeypatch):
+    """The delivery's MongoDB step fails once and the broker refuses the retry's publish at that
+    moment (Celery's `Task.apply_async` raises kombu's OperationalError): the worker drops the
+    message (Celery's Reject) and the attempt is recorded once; the replay delivers it once."""
+    from io import StringIO
+
+    from celery import Task
+    from django.core.management import call_command
+    from pymongo.errors import AutoReconnect
+
+    from background.models import FailedTask
+    from social.managers import FOLLOWERS, FollowListManager
+    from tests.outages import broker_refusal
+
+    settings.FEED_STRATEGY = "write"
+    author, fan = make_user("author"), make_user("fan")
+    FollowListManager().replace(kind=FOLLOWERS, lists={author.pk: [fan.pk]})
+    real_post, real_send, calls = FanoutOnWriteFeed.post, Task.apply_async, []
+
+    def refused(self, *args, **kwargs):
+        raise broker_refusal()
+
+    def fails_once(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            monkeypatch.setattr(Task, "apply_async", refused)  # Redis goes down with MongoDB's step
+            raise AutoReconnect("primary stepped down")
+        return real_post(self, *args, **kwargs)
+
+    monkeypatch.setattr(FanoutOnWriteFeed, "post", fails_once)
+    stored = services.activity_topic_published(topic=FakeTopic(author, "refused-retry"))  # queued on Redis
+    assert _wait_for(lambda: FailedTask.objects.exists()), "the refused retry was not recorded"
+    monkeypatch.setattr(Task, "apply_async", real_send)  # the broker is back
+    marker = services.activity_topic_published(topic=FakeTopic(author, "after"))
+    assert _wait_for(lambda: mongo_db[FanoutOnWriteFeed.collection_name].count_documents({"topic_slug": "after"}) == 1)
+    failure = FailedTask.objects.get()  # once: the dropped message is neither retried nor recorded again
+    assert (failure.task, failure.args) == ("social.activity_deliver", [stored.id, author.pk]) and len(calls) == 2
+    call_command("tasks_replay", stdout=StringIO())
+    assert [a.id for a in selectors.feed_page(user=fan).items] == [marker.id, stored.id]

@@ -27,7 +27,9 @@ sent on, raise kombu's OperationalError: the broker refusing), and `drain()` run
 the queue as a worker with late acknowledgement would (CELERY_TASK_ACKS_LATE): a task that is
 killed stays queued and runs again; a task whose retries ran out is in `FailedTask` (the
 replay queue). So one write is the request's operations followed by its tasks'
-operations, numbered 1..N across both.
+operations, numbered 1..N across both. With `TaskQueue.worker` the queue runs each task as a
+worker does (`run_as_worker`): a retry is a new message sent to the queue, which a broker that
+is down refuses.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class FaultInjector:
     writes: int = 0
     labels: list[str] = field(default_factory=list)  # "collection.method" of each counted operation
     fired: str | None = None  # the label of the operation that was failed
+    on_fire: Callable[[], None] | None = None  # called as the fault fires (another dependency fails with it)
 
     def arm(self, *, fail_at: int | None, kind: str = ERROR, writes_only: bool = False) -> None:
         if kind not in KINDS:
@@ -99,6 +102,8 @@ class FaultInjector:
             return
         if self.fired is None and (self.writes if self.writes_only else self.count) == self.fail_at:
             self.fired = label
+            if self.on_fire is not None:
+                self.on_fire()
             if self.kind == KILL:
                 raise ProcessKilled(f"killed before operation {self.count} ({label})")
             raise InjectedError(f"injected fault at operation {self.count} ({label})")
@@ -230,7 +235,8 @@ class TaskQueue:
     every later one raise kombu's OperationalError (what Celery's apply_async raises when Redis
     refuses the connection) until `broker_back()`."""
 
-    pending: list[tuple[str, tuple, dict]] = field(default_factory=list)
+    pending: list[tuple[str, tuple, dict, dict]] = field(default_factory=list)  # name, args, kwargs, request
+    worker: bool = False  # drain() runs each task as a worker does (a retry is a new message sent), not eagerly
     ran: Counter = field(default_factory=Counter)
     sent: int = 0  # tasks sent since refuse_from()
     refuse_at: int | None = None
@@ -260,26 +266,51 @@ class TaskQueue:
                 if queue.error is not None:
                     raise queue.error()
                 raise broker_refusal()
-            queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {})))
+            # The message's own request fields a worker reads back: its id and how often it was retried.
+            queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {}),
+                                  {"id": options.get("task_id"), "retries": options.get("retries") or 0}))
 
         monkeypatch.setattr(Task, "apply_async", apply_async)
 
     def drain(self, limit: int = 10_000) -> int:
         """Run queued tasks (and those they queue) until none is left. A task is taken off the
         queue only once it returned: `ProcessKilled` leaves it there for the next drain. A task
-        whose retries ran out is recorded in FailedTask by its on_failure (as a worker does)."""
+        whose retries ran out is recorded in FailedTask by its on_failure (as a worker does).
+        Eagerly (the default), a task runs through `Task.apply`, its retries in place; with
+        `worker`, through Celery's worker tracer (`run_as_worker`): a retry is sent to this queue
+        (or refused by the broker) as a new message, as a worker sends it."""
         from celery import current_app
 
         done = 0
         while self.pending:
             if done >= limit:
                 raise AssertionError(f"tasks keep queueing tasks: {self.pending[:5]}")
-            name, args, kwargs = self.pending[0]
-            current_app.tasks[name].apply(args=args, kwargs=kwargs)
+            name, args, kwargs, request = self.pending[0]
+            if self.worker:
+                run_as_worker(name, args, kwargs, **request)
+            else:
+                current_app.tasks[name].apply(args=args, kwargs=kwargs)
             self.pending.pop(0)
             self.ran[name] += 1
             done += 1
         return done
+
+
+def run_as_worker(name: str, args: tuple, kwargs: dict, *, id: str | None = None, retries: int = 0) -> None:
+    """Run one message as a Celery worker does: Celery's tracer built for a worker (not eager),
+    with the message's request (its id, its retries, not eager). A retry is then published with
+    `apply_async` (Celery's `Task.retry`), and a publish the broker refuses ends in Celery's
+    `Reject`: the message is dropped, as a worker acknowledges it."""
+    from celery import current_app
+    from celery.app.trace import build_tracer
+    from celery.utils import uuid
+
+    task = current_app.tasks[name]
+    task_id = id or uuid()
+    request = {"id": task_id, "task": name, "retries": retries, "is_eager": False, "args": args, "kwargs": kwargs,
+               "hostname": "worker@faults", "delivery_info": {"exchange": "", "routing_key": "celery", "priority": 0},
+               "root_id": task_id, "parent_id": None}
+    build_tracer(name, task, eager=False, propagate=False, app=current_app)(task_id, args, kwargs, request)
 
 
 def replay_failures() -> int:

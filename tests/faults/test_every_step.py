@@ -17,7 +17,10 @@ afterwards by `integrity --repair`.
 The dependencies fail the same way, one more kind of step fault each (`broker`, `mail-refused`,
 `mail-dropped`, `mail-timeout`, `redis`: the k-th call the write and its tasks make to the broker,
 the mail server or Redis, and every later one until it is back), for every scenario, with the
-same recovery and checks, and every e-mail owed has gone out exactly once. The session ends
+same recovery and checks, and every e-mail owed has gone out exactly once; their tasks run as a
+worker runs them (a retry is a message sent to the broker). `broker-retry` fails the k-th MongoDB
+operation of a write's tasks once with the broker going down at that moment: the retry's publish
+is refused. The session ends
 with the count of faults injected per kind and of invariant checks passed (tests/faults/conftest.py).
 
 KNOWN lists the cases that still fail (scenario, storage, fault kind, k; the operation failed
@@ -212,6 +215,7 @@ def dependencies(settings, task_queue, mail_server, monkeypatch):
     settings.SPAM_DUPLICATE_WINDOW = 3600
     redis = RedisServer(queue=task_queue)
     redis.install(monkeypatch)
+    task_queue.worker = True  # a worker's retry is a message sent to the broker, which may refuse it
     return Dependencies(queue=task_queue, mail=mail_server, redis=redis)
 
 
@@ -232,9 +236,6 @@ def test_dependency_bound_covers_every_call(templates, scenario, storage, kind, 
 @pytest.mark.parametrize("scenario,storage,kind,k", DEPENDENCY_CASES)
 def test_dependency_fails_from_every_step(templates, scenario, storage, kind, k, dependencies, task_queue):
     from django.core import mail
-
-    from comments.services import comment_likes_finish_due, comment_posts_finish_due
-    from topics.services import topic_publish_due
 
     world = templates.world(storage)
     if scenario.prepare:
@@ -262,6 +263,21 @@ def test_dependency_fails_from_every_step(templates, scenario, storage, kind, k,
             scenario.request(world)  # the user's retry
         except ServiceError:
             pass
+    _recover(task_queue)
+    checked = Checked()
+    _emails_once(failures, checked, before)
+    conftest.STATS["invariants"].update(checked.counts)
+    case_id = f"{scenario.name}-{storage}-{kind}-{k}"
+    _check_after_recovery(world, scenario, case_id, f"{kind} failing from call {k}", f"{refused} call(s) refused",
+                          task_queue, failures)
+
+
+def _recover(task_queue) -> None:
+    """Once the dependency is back: the queue, the failed deliveries replayed (twice: a replay
+    sends nothing twice), the periodic finishers, the queue again."""
+    from comments.services import comment_likes_finish_due, comment_posts_finish_due
+    from topics.services import topic_publish_due
+
     task_queue.drain()
     replay_failures()
     task_queue.drain()
@@ -270,12 +286,49 @@ def test_dependency_fails_from_every_step(templates, scenario, storage, kind, k,
     comment_likes_finish_due(older_than=0)
     topic_publish_due()
     task_queue.drain()
+
+
+# A retry the broker refuses (`broker-retry`): the write's tasks run as a worker runs them (a retry
+# is a new message sent to the broker), the k-th MongoDB operation of those tasks fails once (a
+# transient error, or only the writes by default) and the broker goes down at that moment, so the
+# retry's publish is refused (Celery then drops the message). The worker runs what is left while
+# the broker is down; once it is back, the same recovery and checks as above: what the task was
+# for exists exactly once (recorded as a failed delivery and replayed, not lost).
+RETRY_CASES = [pytest.param(s, storage, k, id=f"{s.name}-{storage}-broker-retry-{k if FULL else f'w{k}'}")
+               for s in SCENARIOS for storage in _storages(s)
+               for k in range(1, (s.bound if FULL else s.write_bound) + 1)]
+
+
+@pytest.mark.parametrize("scenario,storage,k", RETRY_CASES)
+def test_retry_refused_from_every_task_step(templates, scenario, storage, k, injector, dependencies, task_queue):
+    from django.core import mail
+
+    world = templates.world(storage)
+    if scenario.prepare:
+        scenario.prepare(world)
+        task_queue.drain()
+    mail.outbox.clear()
+    before = _counted_keys()
+    task_queue.worker = True
+    scenario.request(world)  # the request answers; its tasks are queued (the broker takes them)
+    injector.arm(fail_at=k, kind="error", writes_only=not FULL)
+    injector.on_fire = lambda: dependencies.arm("broker", 1)  # Redis goes down with MongoDB's step
+    task_queue.drain()  # the worker, while the broker is down
+    injector.disarm()
+    fired, refused = injector.fired, dependencies.refused
+    dependencies.back()
+    if not fired:
+        pytest.skip(f"the tasks of {scenario.name} make fewer than {k} {'operations' if FULL else 'writes'} in {storage}")
+    conftest.STATS["cases"] += 1
+    conftest.STATS["faults"]["broker-retry"] += 1
+    _recover(task_queue)
+    failures: list[str] = []
     checked = Checked()
     _emails_once(failures, checked, before)
     conftest.STATS["invariants"].update(checked.counts)
-    case_id = f"{scenario.name}-{storage}-{kind}-{k}"
-    _check_after_recovery(world, scenario, case_id, f"{kind} failing from call {k}", f"{refused} call(s) refused",
-                          task_queue, failures)
+    _check_after_recovery(world, scenario, f"{scenario.name}-{storage}-broker-retry-{k}",
+                          f"task operation {k} failed, the broker down from then on",
+                          f"{fired}, {refused} send(s) refused", task_queue, failures)
 
 
 def _counted_keys() -> set[str]:

@@ -205,3 +205,31 @@ def test_a_muted_authors_comments_collapse_for_the_muter(client, make_user, make
     services.mute_create(muter=me, muted=loud)
     page = client.get(f"/t/{topic.slug}/").content.decode()
     assert '<details class="muted-comment"><summary>You muted loud: show this comment</summary>' in page
+
+
+def test_a_return_while_the_broker_refuses_is_rebuilt_by_the_replay(monkeypatch, settings, client, make_user):
+    """A user back after FEED_ACTIVE_DAYS signs in while the broker refuses the rebuild: the day is
+    recorded (no later request asks again), so the rebuild is recorded as a failed delivery and
+    `manage.py tasks_replay` refills the feed."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from background.models import FailedTask
+    from tests.outages import broker_down
+
+    settings.FEED_STRATEGY, settings.FEED_ACTIVE_DAYS = "write", 30
+    author, away = make_user("author"), make_user("away")
+    services.follow_create(follower=away, followee=author)
+    PresenceManager().touch(user_id=away.pk, day=services.day_start(timezone.now() - timedelta(days=45)))
+    posted = [publish(author, f"t{n}") for n in range(2)]
+    cache.clear()
+    client.force_login(away)
+    broker_down(monkeypatch)
+    assert client.get("/").status_code == 200
+    monkeypatch.undo()
+    assert selectors.feed_page(user=away).items == []
+    assert list(FailedTask.objects.values_list("task", "args")) == [("social.feed_rebuild", [away.pk])]
+    assert client.get("/").status_code == 200  # seen today: the request does not ask again
+    call_command("tasks_replay", stdout=StringIO())
+    assert [a.id for a in selectors.feed_page(user=away).items] == [a.id for a in reversed(posted)]
