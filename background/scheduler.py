@@ -41,12 +41,17 @@ from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
+BATCH_MAX = 500  # calls of one task one `run_many` takes (the rest go to the next)
+
 
 class Scheduler:
     """Runs `run(name)` for each (name, seconds) of `schedule`, each every `seconds`."""
 
-    def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None):
+    def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None,
+                 run_many: Callable[[str, list], object] | None = None):
         self.schedule, self.run, self.after_round = dict(schedule), run, after_round
+        self.run_many = run_many
+        self._later: dict[str, list] = {}  # task name -> calls queued by `later`, run together
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()  # stop() or soon(): the thread looks again before its next due time
@@ -66,6 +71,7 @@ class Scheduler:
             self._stop.clear()
             self._wake.clear()
             self._soon.clear()  # what was queued before a stop was not run, and is asked again by its writers
+            self._later.clear()  # nor were these: their writers left them pending for the finisher
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
             self._thread.start()
@@ -90,6 +96,33 @@ class Scheduler:
         self._wake.set()
         return True
 
+    def later(self, name: str, call) -> bool:
+        """Queue `call` of the task `name`, to be handed with every other call of it queued meanwhile
+        to `run_many(name, calls)` on the thread; False (nothing queued) when the thread does not
+        run in this process or runs no batches."""
+        with self._lock:
+            if not self.running or self._stop.is_set() or self.run_many is None:
+                return False
+            self._later.setdefault(name, []).append(call)
+        self._wake.set()
+        return True
+
+    def _run_later(self) -> None:
+        """Each task's queued calls, taken all at once (at most BATCH_MAX a run), handed to `run_many`."""
+        while not self._stop.is_set():
+            with self._lock:
+                name = next(iter(self._later), None)
+                if name is None:
+                    return
+                calls = self._later[name][:BATCH_MAX]
+                del self._later[name][:BATCH_MAX]
+                if not self._later[name]:
+                    del self._later[name]
+            try:
+                self.run_many(name, calls)
+            except Exception:
+                log.exception("batch of %s failed", name)
+
     def _run_soon(self) -> None:
         while not self._stop.is_set():
             with self._lock:
@@ -111,6 +144,7 @@ class Scheduler:
             if self._stop.is_set():
                 break
             self._run_soon()
+            self._run_later()
             now = time.monotonic()
             for name in sorted(due, key=due.get):
                 if due[name] > now or self._stop.is_set():
@@ -137,6 +171,22 @@ def _apply(name: str, args: tuple = (), kwargs=None) -> object:
     if name not in current_app.tasks:  # the apps' tasks modules are imported when a worker starts: here, once
         current_app.loader.import_default_modules()
     return current_app.tasks[name].apply(args=tuple(args), kwargs=dict(kwargs or {}))
+
+
+def _apply_many(name: str, calls: list) -> object:
+    """Run the queued calls of the batch task `name` together (`BatchTask.apply_many`)."""
+    from celery import current_app
+
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name].apply_many(calls)
+
+
+def later(name: str, call) -> bool:
+    """Hand a call of the batch task `name` to this process's scheduler thread (`Scheduler.later`);
+    False when no scheduler thread runs here: the caller does the work itself."""
+    scheduler = _scheduler
+    return scheduler is not None and scheduler.later(name, call)
 
 
 def soon(name: str, args: tuple = (), kwargs: dict | None = None) -> bool:
@@ -166,7 +216,7 @@ def start() -> Scheduler | None:
     schedule = {entry["task"]: float(entry["schedule"]) for entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).values()}
     with _guard:
         if _scheduler is None:
-            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections)
+            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=_apply_many)
             atexit.register(_scheduler.stop)
         if _scheduler.start():
             log.info("background scheduler started: %s", ", ".join(f"{n} every {s:g} s" for n, s in schedule.items()))
