@@ -86,7 +86,7 @@ def _add(loan: dict, *, topic=None, comment=None, author=None, discussion_id=Non
         discussion_id = topic.discussion_id
     if comment is not None and discussion_id is not None:
         loan[("comment", discussion_id, comment.id)] = comment
-        writer = comment.author.id if comment.author is not None else None
+        writer = getattr(getattr(comment, "author", None), "id", None)
         newer = loan.get(("post", discussion_id, writer))
         if newer is None or (getattr(newer, "seq", None) or 0) < (getattr(comment, "seq", None) or 0):
             loan[("post", discussion_id, writer)] = comment
