@@ -359,14 +359,15 @@ def comment_posts_announce(*, posts: list) -> int:
             lent = _post_read(topic_id, comment_id, author_id)
         if lent is not None:
             found.append(lent)
-    with collecting() as batch:
-        for index, (topic, _manager, comment, author) in enumerate(found):
-            with batch.unit(index):
-                if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment,
-                                    author=author):
-                    batch.fail(index)
-    # The consequences read back the topic, the comment and its author: lent, as in a request.
+    # The consequences read back the topic, the comment and its author: lent, as in a request
+    # (core.lending), to the receivers' tasks gathered here and to any other task they run at once.
     with lend_many([dict(topic=t, comment=c, author=a, discussion_id=t.discussion_id) for t, _m, c, a in found]):
+        with collecting() as batch:
+            for index, (topic, _manager, comment, author) in enumerate(found):
+                with batch.unit(index):
+                    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment,
+                                        author=author):
+                        batch.fail(index)
         failed = batch.run()
     done: dict[type, tuple[CommentManager, list]] = {}
     for index, (topic, manager, comment, _author) in enumerate(found):
