@@ -27,6 +27,11 @@ queued twice (the same name and arguments) runs once; one queued when the proces
 run (such tasks are asked again by the writes that need them, as a lost broker message is: a
 post into an outgrown discussion asks for its move, and a writer that finds a move sealed with no
 process running it asks for it again, comments.moves.route).
+
+It also runs the calls of batch tasks sent "later" (`later()`, from `background.batch`): every call
+of one task queued meanwhile is handed to `run_many(name, calls)` at once (at most BATCH_MAX), after
+the `soon` tasks of the round. Their senders recorded what remains to be done before queuing (a
+post's pending mark), so calls queued when the process stops are finished by those records' finisher.
 """
 
 from __future__ import annotations
