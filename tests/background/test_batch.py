@@ -213,3 +213,34 @@ def test_posts_from_several_threads_are_finished_by_the_real_scheduler_thread(se
     assert not errors
     assert _pending(topic) == 0
     assert _effects(topic, comments) == (20, 20, _newest_pairs(comments))
+
+
+@pytest.mark.parametrize("feed", ["write", "bucket"])
+def test_in_a_batch_a_followed_author_is_delivered_and_a_reply_subscribers_and_mentions_are_notified(
+        feed, queue, settings, make_topic, make_user):
+    """The rare paths run per post inside the batch, beside the cheap ones, each once."""
+    from notifications.selectors import unread_count
+    from notifications.services import subscription_create
+    from social.selectors import feed_page
+    from social.services import follow_create
+
+    settings.FEED_STRATEGY = feed
+    topic, quiet = make_topic("document"), make_topic("document", title="Quiet")
+    alice, bob, carol, dave = (make_user(name) for name in ("alice", "bob", "carol", "dave"))
+    follow_create(follower=bob, followee=alice)
+    subscription_create(user=carol, topic=topic)
+    queue.drain()  # the follow's and subscription's own consequences are not the test's
+    first = comment_create(topic=topic, author=dave, text="first")
+    comment_create(topic=quiet, author=dave, text="nobody follows dave, nobody subscribed here")
+    comment_create(topic=quiet, author=alice, text="a reply to dave, naming @bob", parent=None)
+    comment_create(topic=topic, author=alice, text="a reply", parent=first.id)
+    before = {u.username: unread_count(user=u) for u in (bob, carol, dave)}
+    queue.drain()
+    queue.drain()  # nothing left: nothing twice
+    assert comment_posts_finish(topic=topic, older_than=0) == comment_posts_finish(topic=quiet, older_than=0) == 0
+    after = {u.username: unread_count(user=u) for u in (bob, carol, dave)}
+    # carol: the discussion she follows had posts (grouped); dave: the reply; bob: the mention.
+    assert {name: after[name] - before[name] for name in after} == {"bob": 1, "carol": 1, "dave": 1}
+    items = feed_page(user=bob).items
+    assert sorted(i.excerpt for i in items if i.actor_id == alice.pk) == ["a reply", "a reply to dave, naming @bob"]
+
