@@ -7,6 +7,9 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from pymongo.errors import AutoReconnect
 
 from background import scheduler as background_scheduler
@@ -42,10 +45,15 @@ class Queue:
                 del self.calls[name]
         return name, calls
 
-    def drain(self, count=None):
-        while self.calls:
+    def step(self, count=None):
+        """One batch: the first queued task's first `count` calls (all of them: None)."""
+        if self.calls:
             name, calls = self.take(count)
             background_scheduler._apply_many(name, calls)
+
+    def drain(self, count=None):
+        while self.calls:
+            self.step(count)
 
 
 @pytest.fixture
@@ -244,3 +252,28 @@ def test_in_a_batch_a_followed_author_is_delivered_and_a_reply_subscribers_and_m
     items = feed_page(user=bob).items
     assert sorted(i.excerpt for i in items if i.actor_id == alice.pk) == ["a reply", "a reply to dave, naming @bob"]
 
+
+
+@hypothesis_settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.one_of(st.tuples(st.just("post"), st.integers(0, 1), st.integers(0, 2)),
+                                st.tuples(st.just("drain"), st.integers(1, 4), st.just(0))), max_size=14))
+def test_any_interleaving_of_posts_and_batches_finishes_each_post_once_and_only_after_its_batch(
+        steps, queue, make_topic, make_user):
+    topics = [make_topic(storage, title=f"{storage} {make_user().pk}") for storage in ("document", "embedded")]
+    authors = [make_user() for _ in range(3)]
+    posted = {0: [], 1: []}
+    for kind, a, b in steps:
+        if kind == "post":
+            posted[a].append(comment_create(topic=topics[a], author=authors[b], text=f"post {len(posted[a])}"))
+        else:
+            queue.step(a)
+    queued = {call.args[1] for call in queue.calls.get("comments.posts_announce", [])}
+    for index, topic in enumerate(topics):  # what no batch took yet is pending and has no activity
+        waiting = [c for c in posted[index] if c.id in queued]
+        assert _pending(topic) == len(waiting)
+        assert _effects(topic, waiting)[:2] == (0, 0)
+    queue.drain()
+    for index, topic in enumerate(topics):
+        comments = posted[index]
+        assert _pending(topic) == 0
+        assert _effects(topic, comments) == (len(comments), len(comments), _newest_pairs(comments))
