@@ -29,9 +29,10 @@ post into an outgrown discussion asks for its move, and a writer that finds a mo
 process running it asks for it again, comments.moves.route).
 
 It also runs the calls of batch tasks sent "later" (`later()`, from `background.batch`): every call
-of one task queued meanwhile is handed to `run_many(name, calls)` at once (at most BATCH_MAX), after
-the `soon` tasks of the round. Their senders recorded what remains to be done before queuing (a
-post's pending mark), so calls queued when the process stops are finished by those records' finisher.
+of one task queued meanwhile is handed to `run_many(name, calls)` at once (at most BATCH_MAX), before
+the `soon` tasks of the round (a move a post asked for runs after that post's consequences).
+Their senders recorded what remains to be done before queuing (a post's pending mark), so calls
+queued when the process stops are finished by those records' finisher.
 """
 
 from __future__ import annotations
@@ -148,8 +149,8 @@ class Scheduler:
             self._wake.clear()
             if self._stop.is_set():
                 break
+            self._run_later()  # first: posts queued before a move they asked for are finished where they were stored
             self._run_soon()
-            self._run_later()
             now = time.monotonic()
             for name in sorted(due, key=due.get):
                 if due[name] > now or self._stop.is_set():
@@ -178,13 +179,23 @@ def _apply(name: str, args: tuple = (), kwargs=None) -> object:
     return current_app.tasks[name].apply(args=tuple(args), kwargs=dict(kwargs or {}))
 
 
-def _apply_many(name: str, calls: list) -> object:
+def run_batch(name: str, calls: list) -> object:
     """Run the queued calls of the batch task `name` together (`BatchTask.apply_many`)."""
     from celery import current_app
 
     if name not in current_app.tasks:
         current_app.loader.import_default_modules()
     return current_app.tasks[name].apply_many(calls)
+
+
+def drive(queue):
+    """Make `queue` (anything with `later(name, call)` and `soon(name, *args)`, like a `Scheduler`)
+    this process's scheduler, and return the one it replaces: a harness that runs the queued
+    batches itself (`run_batch`), in its own thread, to count what they cost (bench/post_profile.py)."""
+    global _scheduler
+    with _guard:
+        before, _scheduler = _scheduler, queue
+    return before
 
 
 def later(name: str, call) -> bool:
@@ -221,7 +232,7 @@ def start() -> Scheduler | None:
     schedule = {entry["task"]: float(entry["schedule"]) for entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).values()}
     with _guard:
         if _scheduler is None:
-            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=_apply_many)
+            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=run_batch)
             atexit.register(_scheduler.stop)
         if _scheduler.start():
             log.info("background scheduler started: %s", ", ".join(f"{n} every {s:g} s" for n, s in schedule.items()))

@@ -134,7 +134,7 @@ class _Batches:
         from background import scheduler
 
         self.size, self.calls, self.queued = max(1, size), {}, 0
-        scheduler._scheduler = self  # `later` queues here: what the started thread's queue does
+        scheduler.drive(self)  # `later` queues here: what the started thread's queue does
 
     def later(self, name, call) -> bool:
         self.calls.setdefault(name, []).append(call)
@@ -145,11 +145,11 @@ class _Batches:
         return False  # a task that waits (a move) runs in the request, as where no thread runs
 
     def drain(self) -> None:
-        from background.scheduler import _apply_many
+        from background.scheduler import run_batch
 
         calls, self.calls, self.queued = self.calls, {}, 0
         for name, queued in calls.items():
-            _apply_many(name, queued)
+            run_batch(name, queued)
 
 
 def parallel_cpu(post, make_client, rounds: int, *, procs: int, threads: int) -> float:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 class Queue:
     """The scheduler's batch queue, driven by the test: `later` queues, `drain` runs what is queued
-    as the thread does (`_apply_many` per task, in the order first queued)."""
+    as the thread does (`run_batch` per task, in the order first queued)."""
 
     def __init__(self):
         self.calls: dict[str, list] = {}
@@ -49,7 +49,7 @@ class Queue:
         """One batch: the first queued task's first `count` calls (all of them: None)."""
         if self.calls:
             name, calls = self.take(count)
-            background_scheduler._apply_many(name, calls)
+            background_scheduler.run_batch(name, calls)
 
     def drain(self, count=None):
         while self.calls:
@@ -194,7 +194,7 @@ def test_posts_from_several_threads_are_finished_by_the_real_scheduler_thread(se
     settings.CELERY_TASK_ALWAYS_EAGER = True
     topic = make_topic("document")
     authors = [make_user() for _ in range(4)]
-    scheduler = Scheduler({"idle": 3600.0}, lambda name: None, run_many=background_scheduler._apply_many)
+    scheduler = Scheduler({"idle": 3600.0}, lambda name: None, run_many=background_scheduler.run_batch)
     background_scheduler._scheduler = scheduler
     scheduler.start()
     comments, errors = [], []
