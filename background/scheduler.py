@@ -27,6 +27,12 @@ queued twice (the same name and arguments) runs once; one queued when the proces
 run (such tasks are asked again by the writes that need them, as a lost broker message is: a
 post into an outgrown discussion asks for its move, and a writer that finds a move sealed with no
 process running it asks for it again, comments.moves.route).
+
+It also runs the calls of batch tasks sent "later" (`later()`, from `background.batch`): every call
+of one task queued meanwhile is handed to `run_many(name, calls)` at once (at most BATCH_MAX), before
+the `soon` tasks of the round (a move a post asked for runs after that post's consequences).
+Their senders recorded what remains to be done before queuing (a post's pending mark), so calls
+queued when the process stops are finished by those records' finisher.
 """
 
 from __future__ import annotations
@@ -41,12 +47,17 @@ from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
+BATCH_MAX = 500  # calls of one task one `run_many` takes (the rest go to the next)
+
 
 class Scheduler:
     """Runs `run(name)` for each (name, seconds) of `schedule`, each every `seconds`."""
 
-    def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None):
+    def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None,
+                 run_many: Callable[[str, list], object] | None = None):
         self.schedule, self.run, self.after_round = dict(schedule), run, after_round
+        self.run_many = run_many
+        self._later: dict[str, list] = {}  # task name -> calls queued by `later`, run together
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()  # stop() or soon(): the thread looks again before its next due time
@@ -66,6 +77,7 @@ class Scheduler:
             self._stop.clear()
             self._wake.clear()
             self._soon.clear()  # what was queued before a stop was not run, and is asked again by its writers
+            self._later.clear()  # nor were these: their writers left them pending for the finisher
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
             self._thread.start()
@@ -90,6 +102,33 @@ class Scheduler:
         self._wake.set()
         return True
 
+    def later(self, name: str, call) -> bool:
+        """Queue `call` of the task `name`, to be handed with every other call of it queued meanwhile
+        to `run_many(name, calls)` on the thread; False (nothing queued) when the thread does not
+        run in this process or runs no batches."""
+        with self._lock:
+            if not self.running or self._stop.is_set() or self.run_many is None:
+                return False
+            self._later.setdefault(name, []).append(call)
+        self._wake.set()
+        return True
+
+    def _run_later(self) -> None:
+        """Each task's queued calls, taken all at once (at most BATCH_MAX a run), handed to `run_many`."""
+        while not self._stop.is_set():
+            with self._lock:
+                name = next(iter(self._later), None)
+                if name is None:
+                    return
+                calls = self._later[name][:BATCH_MAX]
+                del self._later[name][:BATCH_MAX]
+                if not self._later[name]:
+                    del self._later[name]
+            try:
+                self.run_many(name, calls)
+            except Exception:
+                log.exception("batch of %s failed", name)
+
     def _run_soon(self) -> None:
         while not self._stop.is_set():
             with self._lock:
@@ -110,6 +149,7 @@ class Scheduler:
             self._wake.clear()
             if self._stop.is_set():
                 break
+            self._run_later()  # first: posts queued before a move they asked for are finished where they were stored
             self._run_soon()
             now = time.monotonic()
             for name in sorted(due, key=due.get):
@@ -139,6 +179,32 @@ def _apply(name: str, args: tuple = (), kwargs=None) -> object:
     return current_app.tasks[name].apply(args=tuple(args), kwargs=dict(kwargs or {}))
 
 
+def run_batch(name: str, calls: list) -> object:
+    """Run the queued calls of the batch task `name` together (`BatchTask.apply_many`)."""
+    from celery import current_app
+
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name].apply_many(calls)
+
+
+def drive(queue):
+    """Make `queue` (anything with `later(name, call)` and `soon(name, *args)`, like a `Scheduler`)
+    this process's scheduler, and return the one it replaces: a harness that runs the queued
+    batches itself (`run_batch`), in its own thread, to count what they cost (bench/post_profile.py)."""
+    global _scheduler
+    with _guard:
+        before, _scheduler = _scheduler, queue
+    return before
+
+
+def later(name: str, call) -> bool:
+    """Hand a call of the batch task `name` to this process's scheduler thread (`Scheduler.later`);
+    False when no scheduler thread runs here: the caller does the work itself."""
+    scheduler = _scheduler
+    return scheduler is not None and scheduler.later(name, call)
+
+
 def soon(name: str, args: tuple = (), kwargs: dict | None = None) -> bool:
     """Hand the task `name` to this process's scheduler thread, to run after the caller is done
     (`Scheduler.soon`); False when no scheduler thread runs here (a broker is set, it is turned
@@ -166,7 +232,7 @@ def start() -> Scheduler | None:
     schedule = {entry["task"]: float(entry["schedule"]) for entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).values()}
     with _guard:
         if _scheduler is None:
-            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections)
+            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=run_batch)
             atexit.register(_scheduler.stop)
         if _scheduler.start():
             log.info("background scheduler started: %s", ", ".join(f"{n} every {s:g} s" for n, s in schedule.items()))

@@ -3,6 +3,7 @@ Python function calls per post (the figures in docs/comments.md, "What a whole p
 
     .venv/bin/python bench/post_profile.py [STRATEGY ... | floor]     (SIZE=2000 N=200 by default)
     PROCS=2 THREADS=4 .venv/bin/python bench/post_profile.py document  (the N posts from 2 processes x 4 threads)
+    BATCH=8 .venv/bin/python bench/post_profile.py document  (consequences run 8 posts at a time, `_Batches`)
 
 A throw-away site with the load run's settings (DEBUG off, rate limits and the duplicate-text
 check off, no broker: the consequences run in the request, as `make bench-load` runs them) is
@@ -76,6 +77,9 @@ def main(strategies) -> None:
     client, auth = Client(), {"HTTP_AUTHORIZATION": f"Token {seeded['token']}"}
     if "floor" in strategies:
         _mount_floor()
+    batch = _Batches(int(os.environ["BATCH"])) if os.environ.get("BATCH") else None
+    if batch is not None and forked:
+        raise SystemExit("BATCH measures in this process: not with PROCS or THREADS")
     for storage in strategies:
         path = "/floor/" if storage == "floor" else f"/api/topics/{seeded['topics'][storage]}/comments/"
 
@@ -83,6 +87,8 @@ def main(strategies) -> None:
             body = json.dumps({"text": f"a new text {uuid.uuid4().hex} {n}"})
             answer = client.post(path, data=body, content_type="application/json", **auth)
             assert answer.status_code == 201, (answer.status_code, answer.content[:300])
+            if batch is not None and batch.queued >= batch.size:
+                batch.drain()
 
         for n in range(20):
             post(n)
@@ -90,11 +96,15 @@ def main(strategies) -> None:
         commands.on = True
         for n in range(10):
             post(n)
+        if batch is not None:
+            batch.drain()
         commands.on = False
         if not forked:
             started = time.process_time()
             for n in range(rounds):
                 post(n)
+            if batch is not None:
+                batch.drain()
             cpu = (time.process_time() - started) / rounds * 1000
         else:
             cpu = parallel_cpu(post, Client, rounds, procs=procs, threads=threads)
@@ -102,6 +112,8 @@ def main(strategies) -> None:
         profile.enable()
         for n in range(50):
             post(n)
+        if batch is not None:
+            batch.drain()
         profile.disable()
         calls = pstats.Stats(profile).total_calls / 50
         where = f" ({procs} process{'es' * (procs > 1)} x {threads} thread{'s' * (threads > 1)})" if forked else ""
@@ -109,6 +121,35 @@ def main(strategies) -> None:
               f"Python calls/post {calls:.0f}", flush=True)
         for (name, collection), n in sorted(commands.sent.items(), key=lambda item: (-item[1], item[0])):
             print(f"    {name} {collection}: {n / 10:g}")
+
+
+class _Batches:
+    """BATCH=k: the posts' consequences as a served process runs them (background/batch.py), its
+    scheduler thread's queue driven here, in this thread (so that the CPU, the commands and the
+    profiler's calls include them): the calls queued by `k` posts handed to their tasks' `run_many`
+    together (k=8: the load run's 2 workers x 4 threads, each worker's thread answering while its
+    batch forms)."""
+
+    def __init__(self, size: int):
+        from background import scheduler
+
+        self.size, self.calls, self.queued = max(1, size), {}, 0
+        scheduler.drive(self)  # `later` queues here: what the started thread's queue does
+
+    def later(self, name, call) -> bool:
+        self.calls.setdefault(name, []).append(call)
+        self.queued += 1
+        return True
+
+    def soon(self, name, *args) -> bool:
+        return False  # a task that waits (a move) runs in the request, as where no thread runs
+
+    def drain(self) -> None:
+        from background.scheduler import run_batch
+
+        calls, self.calls, self.queued = self.calls, {}, 0
+        for name, queued in calls.items():
+            run_batch(name, queued)
 
 
 def parallel_cpu(post, make_client, rounds: int, *, procs: int, threads: int) -> float:

@@ -351,7 +351,7 @@ def comment_participant_seq(*, topic, author_id: int) -> int | None:
     """The `seq` of `author_id`'s newest visible comment in the topic, or None. A post this thread
     has just stored and lent (core.lending) answers for its own author without a read: a visible
     post is its author's newest comment (seq only grows)."""
-    lent = borrowed_post(topic.discussion_id)
+    lent = borrowed_post(topic.discussion_id, int(author_id))
     if lent is not None and getattr(lent, "seq", None) is not None and visible_author(lent) == int(author_id):
         return lent.seq
     return comment_participants(topic=topic, author_ids=[int(author_id)]).get(int(author_id))

@@ -46,6 +46,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from background.batch import collecting, later
 from comments import signals, viewers
 from comments.ids import is_comment_id, new_comment_id
 from comments.managers import STRATEGIES, manager_for
@@ -78,7 +79,7 @@ from comments.selectors import (
     needs_html,
 )
 from core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from core.lending import lend, unit_of_work
+from core.lending import lend, lend_many, unit_of_work
 from core.markdown import markdown_to_text, render_markdown
 from core.paging import PageRequest
 from core.permissions import can_moderate
@@ -300,10 +301,20 @@ def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_
         CreditFlowManager().record_comment(user_id=author.pk, reply=parent_comment is not None, at=comment.posted)
     except Exception:
         log.exception("credit flow of comment %s not recorded", comment.id)
-    _posted(topic, manager, comment, author, topic_current=not moved)
+    # In a served process without a broker, its consequences run after the answer, together with
+    # those of the posts queued meanwhile (`comment_posts_announce`, on the scheduler thread).
+    if moved or not later(POSTS_ANNOUNCE, (topic.pk, comment.id, author.pk), lent=(topic, manager, comment, author)):
+        _posted(topic, manager, comment, author, topic_current=not moved)
+        _anchors_due(topic, comment)
+    return comment
+
+
+POSTS_ANNOUNCE = "comments.posts_announce"  # the batch task of `comment_posts_announce` (comments/tasks.py)
+
+
+def _anchors_due(topic, comment: Comment) -> None:
     if comment.seq and comment.seq % ANCHORS_REFRESH_EVERY == 0:  # no longer pending: the refresh counts it
         signals.send(signals.discussion_anchors_due, sender=Comment, topic=topic)
-    return comment
 
 
 def comment_anchors_refresh(*, topic) -> bool:
@@ -330,6 +341,60 @@ def _posted(topic, manager: CommentManager, comment: Comment, author, topic_curr
         return False
     manager.post_done(discussion_id=topic.discussion_id, comment_id=comment.id, threaded=is_threaded(topic))
     return True
+
+
+def comment_posts_announce(*, posts: list) -> int:
+    """The consequences of posts stored and left pending, run together (the batch task
+    `comments.posts_announce`, on a served process's scheduler thread: background/batch.py):
+    `comment_posted` is sent for each post, its receivers' batch tasks are gathered and run
+    together (one command per kind for all the posts: `BatchTask.run_many`), then the pending
+    marks of the posts whose every consequence succeeded are cleared, one write per discussion
+    collection. A post with a consequence that failed stays pending, for the finisher
+    (`comment_posts_finish`), as a post whose signal a receiver could not pass on does. Each item
+    of `posts` is ((topic id, comment id, author id), lent): `lent` the (topic, manager,
+    comment, author) its request held, or None (read back). Returns how many were finished."""
+    found = []
+    for (topic_id, comment_id, author_id), lent in posts:
+        if lent is None:
+            lent = _post_read(topic_id, comment_id, author_id)
+        if lent is not None:
+            found.append(lent)
+    # The consequences read back the topic, the comment and its author: lent, as in a request
+    # (core.lending), to the receivers' tasks gathered here and to any other task they run at once.
+    with lend_many([dict(topic=t, comment=c, author=a, discussion_id=t.discussion_id) for t, _m, c, a in found]):
+        with collecting() as batch:
+            for index, (topic, _manager, comment, author) in enumerate(found):
+                with batch.unit(index):
+                    if not signals.send(signals.comment_posted, sender=Comment, topic=topic, comment=comment,
+                                        author=author):
+                        batch.fail(index)
+        failed = batch.run()
+    done: dict[type, tuple[CommentManager, list]] = {}
+    for index, (topic, manager, comment, _author) in enumerate(found):
+        if index in failed:
+            log.warning("post of comment %s left pending: a consequence failed", comment.id)
+            continue
+        done.setdefault(type(manager), (manager, []))[1].append((topic.discussion_id, comment.id))
+    for manager, marks in done.values():
+        manager.posts_done_many(done=marks)
+    for index, (topic, _manager, comment, _author) in enumerate(found):
+        if index not in failed:
+            _anchors_due(topic, comment)
+    return len(found) - len(failed)
+
+
+def _post_read(topic_id: int, comment_id: str, author_id: int):
+    """(topic, manager, comment, author) of a post, read back; None when one is gone (a post whose
+    comment or author is gone is then left to the finisher, which knows what to do with it)."""
+    from topics.selectors import topic_stored
+
+    topic = topic_stored(pk=topic_id)
+    if topic is None:
+        return None
+    manager = comment_manager(topic)
+    comment = manager.get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
+    author = get_user_model().objects.filter(pk=author_id).first()
+    return None if comment is None or author is None else (topic, manager, comment, author)
 
 
 def comment_ranks_repair(*, topic) -> None:

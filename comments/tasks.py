@@ -2,6 +2,7 @@
 
 from celery import shared_task
 
+from background.batch import BatchTask
 from background.tasks import AfterAnswerTask, DeliveryTask
 
 
@@ -49,3 +50,22 @@ def comments_posts_finish() -> int:
     from comments.services import comment_likes_finish_due, comment_posts_finish_due
 
     return comment_posts_finish_due() + comment_likes_finish_due()
+
+
+class _PostsAnnounce(BatchTask):
+    abstract = True
+
+    def run_many(self, calls):
+        from comments.services import comment_posts_announce
+
+        comment_posts_announce(posts=[((int(c.args[0]), str(c.args[1]), int(c.args[2])), c.lent) for c in calls])
+
+
+@shared_task(base=_PostsAnnounce, name="comments.posts_announce")
+def comments_posts_announce(topic_id: int, comment_id: str, author_id: int) -> int:
+    """The consequences of one stored post left pending, then its mark cleared (comments.services.
+    comment_posts_announce); queued by the post on a served process's scheduler thread, where the
+    calls queued meanwhile run together (`run_many`)."""
+    from comments.services import comment_posts_announce
+
+    return comment_posts_announce(posts=[((int(topic_id), str(comment_id), int(author_id)), None)])

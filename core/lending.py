@@ -59,23 +59,41 @@ def lend(*, topic=None, comment=None, author=None, discussion_id=None, activity=
     """Within the block, `borrowed_*` answer with these records (those given): the topic by its
     primary key, the comment by its discussion (`discussion_id`, else the topic's) and id, the
     author by its primary key, an activity of the author log by its id."""
+    with lend_many([dict(topic=topic, comment=comment, author=author, discussion_id=discussion_id,
+                         activity=activity)]):
+        yield
+
+
+@contextmanager
+def lend_many(records):
+    """`lend` of several posts at once (a batch of their consequences, background/batch.py): each
+    item of `records` a dict of `lend`'s arguments. Of two posts of one author in one discussion,
+    `borrowed_post` answers with the newer (the higher `seq`)."""
     loan = dict(_loan.get() or {})
+    for record in records:
+        _add(loan, **record)
+    token = _loan.set(loan)
+    try:
+        yield
+    finally:
+        _loan.reset(token)
+
+
+def _add(loan: dict, *, topic=None, comment=None, author=None, discussion_id=None, activity=None) -> None:
     if topic is not None and getattr(topic, "pk", None) is not None:
         loan[("topic", topic.pk)] = topic
     if discussion_id is None and topic is not None:
         discussion_id = topic.discussion_id
     if comment is not None and discussion_id is not None:
         loan[("comment", discussion_id, comment.id)] = comment
-        loan[("post", discussion_id)] = comment
+        writer = getattr(getattr(comment, "author", None), "id", None)
+        newer = loan.get(("post", discussion_id, writer))
+        if newer is None or (getattr(newer, "seq", None) or 0) < (getattr(comment, "seq", None) or 0):
+            loan[("post", discussion_id, writer)] = comment
     if author is not None and getattr(author, "pk", None) is not None:
         loan[("user", author.pk)] = author
     if activity is not None and getattr(activity, "id", None):
         loan[("activity", str(activity.id))] = activity
-    token = _loan.set(loan)
-    try:
-        yield
-    finally:
-        _loan.reset(token)
 
 
 def _borrowed(*key):
@@ -93,9 +111,10 @@ def borrowed_comment(discussion_id, comment_id):
     return _borrowed("comment", discussion_id, comment_id)
 
 
-def borrowed_post(discussion_id):
-    """The comment lent for discussion `discussion_id` (the post whose consequences run), or None."""
-    return _borrowed("post", discussion_id)
+def borrowed_post(discussion_id, author_id):
+    """The newest comment of `author_id` lent for discussion `discussion_id` (a post whose
+    consequences run), or None."""
+    return _borrowed("post", discussion_id, author_id)
 
 
 def borrowed_user(pk):

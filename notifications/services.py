@@ -152,6 +152,26 @@ def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
                     event_of=lambda kind, r: f"{kind}:{key}", email_text=texts.get)
 
 
+def notify_comment_many(*, posts: list[tuple[int, str, int]]) -> int:
+    """`notify_comment` of each (topic id, comment id, author id) of `posts` (the batch of a served
+    process's scheduler thread, background/batch.py): one read of which of their discussions have
+    subscribers; then `notify_comment` for each post that may notify someone (its discussion has
+    subscribers, it is a reply, or it names @someone). A post with none of these notifies nobody,
+    and costs no other command. Returns the notifications created."""
+    topics = {topic_id: _topic(topic_id) for topic_id in {p[0] for p in posts}}
+    discussions = sorted({t.discussion_id for t in topics.values() if t is not None})
+    subscribed = ThreadSubscriptionManager().discussions_subscribed(discussion_ids=discussions)
+    created = 0
+    for topic_id, comment_id, author_id in posts:
+        topic = topics[topic_id]
+        comment = _comment(topic, comment_id) if topic is not None else None
+        if comment is None:
+            continue
+        if topic.discussion_id in subscribed or comment.parent or mentioned_usernames(comment.text):
+            created += notify_comment(topic_id=topic_id, comment_id=comment_id, author_id=author_id)
+    return created
+
+
 def notify_like(*, topic_id: int, comment_id: str, liker_id: int) -> int:
     """A first like of a comment: its author, grouped per comment."""
     topic = _topic(topic_id)

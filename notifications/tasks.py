@@ -9,11 +9,20 @@ import smtplib
 
 from celery import shared_task
 
+from background.batch import BatchTask
 from background.tasks import TRANSIENT, DeliveryTask
 from notifications import services
 
 
-@shared_task(base=DeliveryTask, name="notifications.notify_comment")
+class _NotifyComment(BatchTask):
+    abstract = True
+
+    def run_many(self, calls):
+        """Every call's notifications, one subscriptions read for them all (`notify_comment_many`)."""
+        services.notify_comment_many(posts=[(int(c.args[0]), str(c.args[1]), int(c.args[2])) for c in calls])
+
+
+@shared_task(base=_NotifyComment, name="notifications.notify_comment")
 def notify_comment(topic_id: int, comment_id: str, author_id: int) -> int:
     return services.notify_comment(topic_id=int(topic_id), comment_id=str(comment_id), author_id=int(author_id))
 

@@ -33,6 +33,18 @@ def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
     return True
 
 
+def comment_search_sync_many(*, posts: list[tuple[int, str]]) -> int:
+    """`comment_search_sync` of each (topic id, comment id) of `posts` (the batch of a served
+    process's scheduler thread, background/batch.py): the entries in one write. Returns how many."""
+    entries = []
+    for topic_id, comment_id in posts:
+        topic = topic_stored(pk=topic_id)
+        comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+        if comment is not None:
+            entries.append(_search_entry(topic, comment))
+    return CommentSearchManager().upsert_many(entries) if entries else 0
+
+
 def comments_search_sync(*, topic_id: int, comment_ids: list[str]) -> int:
     """`comment_search_sync` for a batch (an import's): the entries of the comments as stored
     now, in one write. Idempotent; returns the entries written."""

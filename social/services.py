@@ -485,15 +485,19 @@ def activity_comment_posted(*, topic, comment, author) -> Activity:
     """The `comment` activity of a stored comment; keyed by the comment (and dated when it was
     posted) when it carries its time, so a retried task records it once. Delivered here, as the
     last step of the task that records it (`activity_record(deliver=True)`)."""
+    return activity_record(deliver=True, activity=_comment_activity(topic, comment, author))
+
+
+def _comment_activity(topic, comment, author) -> Activity:
     excerpt = comment_excerpt(comment.text)
     posted = getattr(comment, "posted", None)
     date = posted.replace(microsecond=posted.microsecond // 1000 * 1000) if posted else now_ms()
     key = activity_id_of(f"comment:{topic.discussion_id}:{comment.id}", date) if posted else ""
-    return activity_record(deliver=True, activity=Activity(
+    return Activity(
         id=key, type=COMMENT, actor_id=author.pk, actor=author.username, date=date,
         url=f"/t/{topic.slug}/c/{comment.id}/", topic_slug=topic.slug, topic_title=topic.title,
         comment_id=str(comment.id), excerpt=excerpt, topic_id=getattr(topic, "pk", None),
-    ))
+    )
 
 
 def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
@@ -525,6 +529,47 @@ def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | No
     if author_id:
         commenters_refresh(topic_id=topic_id, author_id=author_id)
     return activity_comment_record(topic_id=topic_id, comment_id=comment_id)
+
+
+def comment_posted_record_many(*, posts: list[tuple[int, str, int | None]]) -> int:
+    """`comment_posted_record` of each (topic id, comment id, author id) of `posts` (the batch of a
+    served process's scheduler thread, background/batch.py), the same steps in the same order,
+    each one command for the whole batch: the commenter pairs (one bulk write), the activities
+    (one insert), the followers heads of their authors (one read); then, for an author with a
+    followers list (someone follows or followed them), the delivery (`_activity_deliver`), per
+    activity. An author without a head has nothing to deliver to (`_activity_deliver` reads the
+    same head and stops there). Idempotent as each step is; returns the activities recorded."""
+    from comments.selectors import comment_participant_seq, comment_stored
+
+    pairs: dict[tuple[int, int], int | None] = {}
+    activities: list[Activity] = []
+    users = get_user_model().objects
+    for topic_id, comment_id, author_id in posts:
+        topic = topic_stored(pk=topic_id)
+        if topic is None:
+            continue
+        if author_id:
+            pairs[(topic.discussion_id, int(author_id))] = comment_participant_seq(topic=topic, author_id=int(author_id))
+        comment = comment_stored(topic=topic, comment_id=comment_id)
+        if comment is None or comment.author is None:
+            continue
+        author = borrowed_user(comment.author.id) or users.filter(pk=comment.author.id).first()
+        if author is not None:
+            activities.append(_comment_activity(topic, comment, author))
+    DiscussionCommenterManager().set_many(pairs)
+    activity_log = ActivityLogManager()
+    stored = activity_log.record_many(activities)
+    feed = get_feed()
+    if feed.name != "read" and stored:  # fan-out on read: the log is the feed
+        heads = FollowListManager().delivery_heads(owners=[a.actor_id for a, _ in stored], kind=FOLLOWERS)
+        for activity, inserted in stored:
+            if not heads[activity.actor_id].listed:
+                continue
+            # Not an activity an earlier attempt stored (a retry): what is stored is that attempt's.
+            logged = activity if inserted else activity_log.get(activity.id, author=activity.actor_id)
+            if logged is not None:
+                _activity_deliver(feed, logged)
+    return len(stored)
 
 
 def commenters_refresh(*, topic_id: int, author_id: int) -> bool:

@@ -7,8 +7,19 @@ or retried delivery, a rebuild, stores nothing twice), a purge deletes what is t
 
 from celery import shared_task
 
+from background.batch import BatchTask
 from background.tasks import DeliveryTask
 from social import services
+
+
+class _CommentPosted(BatchTask):
+    abstract = True
+
+    def run_many(self, calls):
+        """Every call's steps together, one command per step (`comment_posted_record_many`)."""
+        services.comment_posted_record_many(posts=[
+            (int(c.args[0]), str(c.args[1]), None if len(c.args) < 3 or c.args[2] is None else int(c.args[2]))
+            for c in calls])
 
 
 @shared_task(base=DeliveryTask, name="social.activity_deliver")
@@ -16,7 +27,7 @@ def activity_deliver(activity_id: str, author_id: int | None = None) -> int:
     return services.activity_deliver(activity_id=str(activity_id), author_id=None if author_id is None else int(author_id))
 
 
-@shared_task(base=DeliveryTask, name="social.comment_posted")
+@shared_task(base=_CommentPosted, name="social.comment_posted")
 def comment_posted(topic_id: int, comment_id: str, author_id: int | None = None) -> bool:
     return services.comment_posted_record(topic_id=int(topic_id), comment_id=str(comment_id),
                                           author_id=None if author_id is None else int(author_id))

@@ -314,6 +314,12 @@ class CommentManager(MongoManager, abc.ABC):
         (a kill at any later step leaves the comment, or what it takes to store it, behind);
         the service clears the mark once `comment_posted` was sent."""
 
+    def posts_done_many(self, *, done: list[tuple[int, str]]) -> None:
+        """`post_done` of each (discussion id, comment id) of `done` (a batch of posts whose
+        consequences ran together, background/batch.py); strategies write them in one command."""
+        for discussion_id, comment_id in done:
+            self.post_done(discussion_id=discussion_id, comment_id=comment_id)
+
     @abc.abstractmethod
     def posts_unfinished(self, *, discussion_id: int, before: datetime, threaded: bool = False,
                          store: bool = True) -> list[Comment]:

@@ -270,6 +270,15 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
 
+    def posts_done_many(self, *, done):
+        # One `$unset` of its marks per discussion, all in one unordered bulk write.
+        marks: dict[int, dict] = {}
+        for discussion_id, comment_id in done:
+            marks.setdefault(discussion_id, {})[f"pending.{comment_id}"] = ""
+        if marks:
+            self.discussions.bulk_write([UpdateOne({"_id": d}, {"$unset": unset}) for d, unset in marks.items()],
+                                        ordered=False)
+
     def discussions_unfinished(self, *, limit):
         # `pending` left `{}` by its last `$unset` is nothing pending.
         return [d["_id"] for d in self.discussions.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]

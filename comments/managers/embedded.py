@@ -281,6 +281,14 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
     def post_done(self, *, discussion_id, comment_id, threaded=False):
         self.pending.delete_one({"_id": self.rank_id(discussion_id, comment_id), "discussion_id": discussion_id})
 
+    def posts_done_many(self, *, done):
+        # The marker documents, one delete of their ids (the shard key named: the discussions').
+        if done:
+            ids = sorted({self.rank_id(d, c) for d, c in done})
+            discussions = sorted({d for d, _ in done})
+            self.pending.delete_many({"_id": {"$in": ids},
+                                      "discussion_id": discussions[0] if len(discussions) == 1 else {"$in": discussions}})
+
     def discussions_unfinished(self, *, limit):
         docs = self.pending.aggregate([{"$group": {"_id": "$discussion_id"}}, {"$limit": int(limit)}])
         return [d["_id"] for d in docs]

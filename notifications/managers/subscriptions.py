@@ -51,6 +51,13 @@ class ThreadSubscriptionManager(MongoManager):
     def exists(self, *, discussion_id: int, user_id: int) -> bool:
         return self.collection.count_documents({"_id": self.sub_id(discussion_id, user_id)}, limit=1) == 1
 
+    def discussions_subscribed(self, *, discussion_ids: list[int]) -> set[int]:
+        """Which of `discussion_ids` have a subscriber: one read (`distinct` over the (d, u) index)."""
+        if not discussion_ids:
+            return set()
+        ids = sorted({int(d) for d in discussion_ids})
+        return set(self.collection.distinct("d", {"d": ids[0] if len(ids) == 1 else {"$in": ids}}))
+
     def subscriber_batches(self, *, discussion_id: int, size: int = 1000) -> Iterator[list[int]]:
         """The discussion's subscribers, `size` at a time, in user id order (index (d, u))."""
         batch: list[int] = []

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from bson import ObjectId
 from pymongo import DESCENDING, IndexModel
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from core.cursors import older_than, parse_time_cursor, time_cursor
 from core.managers import MongoManager
@@ -62,6 +62,23 @@ class ActivityLogManager(MongoManager):
                 raise
             return Activity.from_fields(fields, id=oid), False
         return Activity.from_fields(fields, id=oid), True
+
+    def record_many(self, activities: list[Activity]) -> list[tuple[Activity, bool]]:
+        """`record` of each activity (their ids derived by the caller), in one unordered insert: per
+        activity, it with its id and whether this call stored it (a duplicate key: stored before)."""
+        if not activities:
+            return []
+        fields = [a.to_fields() for a in activities]
+        oids = [ObjectId(a.id) if a.id else ObjectId() for a in activities]
+        stored = [True] * len(activities)
+        try:
+            self.collection.insert_many([{"_id": oid, **f} for oid, f in zip(oids, fields, strict=True)], ordered=False)
+        except BulkWriteError as exc:
+            for error in exc.details.get("writeErrors", []):
+                if error.get("code") != 11000 or not activities[error["index"]].id:
+                    raise
+                stored[error["index"]] = False
+        return [(Activity.from_fields(f, id=oid), new) for f, oid, new in zip(fields, oids, stored, strict=True)]
 
     def forget_user(self, *, user_id: int) -> int:
         """Delete the activities by `user_id` and those naming them (someone followed them):

@@ -20,7 +20,7 @@ intersected with the following list here: the same answer, whichever costs less.
 
 from __future__ import annotations
 
-from pymongo import ASCENDING, IndexModel
+from pymongo import ASCENDING, DeleteOne, IndexModel, ReplaceOne
 
 from core.managers import MongoManager
 
@@ -65,6 +65,16 @@ class DiscussionCommenterManager(MongoManager):
             # its `_id` and shard key as the filter does (a replacement's `_id` must not differ).
             self.collection.replace_one(key, {**key, "author": int(author), "seq": int(seq)},
                                         upsert=True)
+
+    def set_many(self, pairs: dict[tuple[int, int], int | None]) -> None:
+        """`set` of each ((discussion id, author), seq) of `pairs`, in one unordered bulk write."""
+        ops = []
+        for (discussion_id, author), seq in pairs.items():
+            key = {"_id": self.pair_id(discussion_id, author), "discussion_id": int(discussion_id)}
+            ops.append(DeleteOne(key) if seq is None else
+                       ReplaceOne(key, {**key, "author": int(author), "seq": int(seq)}, upsert=True))
+        if ops:
+            self.collection.bulk_write(ops, ordered=False)
 
     def of(self, *, discussion_ids: list[int], authors: list[int]) -> dict[int, dict[int, int]]:
         """{discussion id: {author: seq}} of `authors` in `discussion_ids`: one covered read (the

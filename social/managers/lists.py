@@ -256,6 +256,20 @@ class FollowListManager(MongoManager):
         count = max(0, head.get("count", 0))
         return DeliveryHead(count=None if not count and head.get("tbc") else count, listed=True)
 
+    def delivery_heads(self, *, owners: list[int], kind: str) -> dict[int, DeliveryHead]:
+        """`delivery_head` of each of `owners`, in one read (`$in` of their head ids): the deliveries
+        of a batch of activities (background/batch.py)."""
+        owners = sorted({int(o) for o in owners})
+        if not owners:
+            return {}
+        query = ({"_id": self.head_id(owners[0], kind), "owner": owners[0]} if len(owners) == 1 else
+                 {"_id": {"$in": [self.head_id(o, kind) for o in owners]}, "owner": {"$in": owners}})
+        heads = {o: DeliveryHead(count=0, listed=False) for o in owners}
+        for head in self.collection.find(query, {"owner": 1, "count": 1, "tbc": {"$slice": 1}}):
+            count = max(0, head.get("count", 0))
+            heads[head["owner"]] = DeliveryHead(count=None if not count and head.get("tbc") else count, listed=True)
+        return heads
+
     def page(self, *, owner: int, kind: str, skip: int, limit: int) -> IdPage:
         """`limit` ids newest first after skipping `skip`, and the total. 2 round trips at most,
         in one causally consistent session (the offsets come from the head)."""
