@@ -703,6 +703,8 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                         else:
                             stats = run_wrk(server.base + target, duration=duration, connections=connections,
                                             threads=threads, workdir=workdir)
+                        if endpoint.get("post"):
+                            _settled(stats, settle(server))
                         after = server.worker_cpu()
                         stats["worker_cpu_share"] = _shares(before, after)
                         stats["cpu_ms_per_request"] = _cpu_ms_per_request(before, after, stats["requests"])
@@ -724,7 +726,9 @@ def run(*, size: int = 10_000, duration: int = 20, connections: int = 8, threads
                        **({"strategy": endpoint["strategy"]} if side == "ours" and endpoint.get("strategy") else {}),
                        **stats, **({"rounds_rps": [r["rps"] for r in measured]} if len(measured) > 1 else {})}
                 rows.append(row)
-                log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s  p50 {stats['p50_ms']} ms  "
+                log(f"  {endpoint['name']:<22} {side:<5} {stats['rps']:8.1f} req/s"
+                    + (f" (wrk {stats['wrk_rps']}, then {stats['drain_s']} s of work left)" if stats.get("drain_s") else "")
+                    + f"  p50 {stats['p50_ms']} ms  "
                     f"p99 {stats['p99_ms']} ms  non-2xx {stats['non_2xx']}  errors {stats['socket_errors']}  "
                     f"workers' CPU {stats['worker_cpu_share']}  CPU {stats['cpu_ms_per_request']} ms/request"
                     + (f"  rounds {row['rounds_rps']}" if len(measured) > 1 else ""))
@@ -788,6 +792,35 @@ IDLE_WORKER_SHARE = 0.1  # a worker under this share of its side's CPU had no co
 
 def _a_worker_idled(shares: list[float]) -> bool:
     return len(shares) > 1 and shares[-1] < IDLE_WORKER_SHARE
+
+
+SETTLE_WINDOW = 0.25  # seconds between two readings of the workers' CPU after wrk stopped
+SETTLE_QUIET_TICKS = 2  # at most this many clock ticks (1/100 s) in a window: the workers are idle
+SETTLE_LIMIT = 300.0
+
+
+def settle(server: Server) -> float:
+    """Seconds from wrk's end until the side's workers went quiet: the work a side does after its
+    answers (ours' consequences of many posts run together on the scheduler thread, background/
+    batch.py) belongs to the requests that sent it. 0 when the first window is already quiet, as
+    for a side that does everything before it answers."""
+    start = busy_until = time.perf_counter()
+    last = server.worker_cpu()
+    while time.perf_counter() - start < SETTLE_LIMIT:
+        time.sleep(SETTLE_WINDOW)
+        now = server.worker_cpu()
+        if sum(now[pid] - last.get(pid, 0) for pid in now) <= SETTLE_QUIET_TICKS:
+            return round(busy_until - start, 2)
+        busy_until, last = time.perf_counter(), now
+    raise RuntimeError(f"{server.name}: its workers were still busy {SETTLE_LIMIT:.0f} s after wrk stopped")
+
+
+def _settled(stats: dict, drain: float) -> None:
+    """A POST row's rate counted to the end of its work: the requests over wrk's seconds plus the
+    drain (`settle`); wrk's own rate is kept as `wrk_rps`."""
+    stats["drain_s"], stats["wrk_rps"] = drain, stats["rps"]
+    if drain and stats.get("seconds"):
+        stats["rps"] = round(stats["requests"] / (stats["seconds"] + drain), 2)
 
 
 def _shares(before: dict[int, int], after: dict[int, int]) -> list[float]:

@@ -769,7 +769,12 @@ def load_section(load: dict) -> str:
         + _rounds(info) + ". Rate limits and "
         "the duplicate-text check off; " + _embedded_rows(info)
         + "posting is authenticated on ours (API token) and xtd (HTTP Basic), anonymous on Isso (it has no accounts), a "
-        "new text each request, and runs last, one row per strategy into its own discussion. The peers have one "
+        "new text each request, and runs last, one row per strategy into its own discussion"
+        + (", each POST row's rate counted to the end of its work: its requests over wrk's seconds plus the time the "
+           "side's workers stayed busy after wrk stopped (ours runs the consequences of the posts queued meanwhile "
+           "together after their answers, background/batch.py; " + _drains(rows) + ")"
+           if any("drain_s" in r for r in rows) else "")
+        + ". The peers have one "
         + ("storage each: xtd posts into its one thread beside each strategy's row, in the same rounds, Isso beside "
            f"row {peers_post or '–'} only, and the other rows are set beside that run of Isso's."
            if _xtd_beside_each(rows) else
@@ -805,6 +810,12 @@ def _rounds(info: dict) -> str:
             "(every round's req/s in docs/bench/load.json, `rounds_rps`"
             + ("; each round of the embedded row posts into a discussion of its own, which its first post moves"
                if info.get("auto_move_at") and posts > 1 else "") + ")")
+
+
+def _drains(rows: list[dict]) -> str:
+    """The POST rows whose workers stayed busy after wrk stopped (bench/load.py `settle`), and for how long."""
+    left = [f"{r['endpoint']} {r['side']} {r['drain_s']} s (wrk's rate {r['wrk_rps']})" for r in rows if r.get("drain_s")]
+    return "work left after wrk stopped: " + (", ".join(left) if left else "none on any side")
 
 
 def _xtd_beside_each(rows: list[dict]) -> bool:

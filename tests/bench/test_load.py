@@ -327,3 +327,33 @@ def test_a_run_in_which_one_worker_took_every_connection_is_measured_again():
                                                                          "reruns": 0}]
     assert _reruns(rows).endswith("up to twice: POST document xtd (1×).")
     assert _reruns(rows[1:]).endswith("none was.")
+
+
+def test_a_post_rows_rate_counts_the_work_its_side_did_after_wrk_stopped(monkeypatch):
+    """Ours answers a post, then runs its consequences with the others queued meanwhile: the rate is
+    the requests over wrk's seconds plus the time its workers stayed busy after wrk stopped."""
+    from bench import load
+
+    readings = iter([{1: 100, 2: 100}, {1: 120, 2: 110}, {1: 130, 2: 118}, {1: 131, 2: 118}])
+
+    class Busy:
+        name = "ours"
+
+        def worker_cpu(self):
+            return next(readings)
+
+    now = [0.0]  # a clock that moves only when the code sleeps
+    monkeypatch.setattr(load.time, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    monkeypatch.setattr(load.time, "perf_counter", lambda: now[0])
+    drain = load.settle(Busy())
+    assert drain == 0.5  # busy for two windows, quiet in the third
+    stats = {"requests": 2000, "seconds": 19.5, "rps": 102.56}
+    load._settled(stats, drain)
+    assert stats == {"requests": 2000, "seconds": 19.5, "rps": 100.0, "wrk_rps": 102.56, "drain_s": 0.5}
+    idle = {"requests": 500, "seconds": 20.0, "rps": 25.0}
+    load._settled(idle, 0.0)
+    assert idle["rps"] == 25.0 and idle["drain_s"] == 0.0
+    text = load_section({**LOAD, "rows": [*LOAD["rows"], {**_post("POST document", "ours", 100.0), **stats},
+                                          {**_post("POST document", "xtd", 25.0), **idle}]})
+    assert "counted to the end of its work" in text
+    assert "POST document ours 0.5 s (wrk's rate 102.56)" in text and "| POST document | 100.0 | 25.0 | 4.0× |" in text
