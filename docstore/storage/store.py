@@ -794,25 +794,37 @@ class Store:
 
     # --- cursors ----------------------------------------------------------------------------------
 
-    def open_read(self, *, timed: bool = True) -> ReadLease:
+    def open_read(self, *, timed: bool = True, closed_at_once: bool = False) -> ReadLease:
         """A connection of its own in a read transaction, for a cursor that outlives one batch
         (its snapshot stays while the client reads; the thread's own connection stays free for
         writes). Give it back with `close_read`; use it for each batch inside `using`. `timed`:
         closed after `cursor_timeout_ms` idle, as a server closes an idle cursor (False: a
-        cursor opened with noCursorTimeout)."""
+        cursor opened with noCursorTimeout).
+
+        `closed_at_once`: the caller closes the lease before it returns to its own caller (a
+        `find_one`: one document, one batch): then the read runs on the thread's own connection
+        when no transaction is open on it. SQLite drops a connection's page cache when it begins
+        a read and finds that another connection wrote since its last one ("WAL-mode File
+        Locking", the wal-index header's change counter), so a connection of the pool re-reads
+        the pages that the thread's own writes changed, where the connection that wrote them
+        still holds them."""
         if self._leases and self.clock() >= self._next_sweep:
             self.sweep()
-        conn = self._checkout()
+        own = self.conn() if closed_at_once else None
+        if own is not None and own.in_transaction:  # a write of this thread is open on it: not its snapshot
+            own = None
+        conn = own if own is not None else self._checkout()
         try:
             self._begin(conn, "BEGIN")
             catalog, _ = self._snapshot_catalog(conn)
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._checkin(conn)
+            if own is None:
+                self._checkin(conn)
             raise
         lease = ReadLease(next(self._lease_ids), conn, catalog, self.clock(),
-                          timed and self.cursor_timeout_ms is not None)
+                          timed and self.cursor_timeout_ms is not None, own=own is not None)
         with self._lock:
             self._leases[lease.id] = lease
             if lease.timed and (self._reaper is None or not self._reaper.is_alive()):
@@ -857,7 +869,8 @@ class Store:
                 conn.execute("COMMIT")
         except sqlite3.Error:  # pragma: no cover - the store was dropped under the cursor
             return
-        self._checkin(conn)
+        if not lease.own:  # the thread's own connection stays the thread's
+            self._checkin(conn)
 
     def sweep(self) -> int:
         """Close every timed cursor idle past the timeout (a server's cursor monitor pass); a
@@ -912,8 +925,9 @@ class ReadLease:
     server would give), the catalog of its snapshot, when a batch last ended (`used`, on the
     store's clock), whether it times out, and what to close with it (the cursor's statements)."""
 
-    def __init__(self, id: int, conn: sqlite3.Connection, catalog: dict, used: float, timed: bool):
+    def __init__(self, id: int, conn: sqlite3.Connection, catalog: dict, used: float, timed: bool, own: bool = False):
         self.id, self.conn, self.catalog, self.used, self.timed = id, conn, catalog, used, timed
+        self.own = own  # the thread's own connection (`open_read(closed_at_once=True)`), not one of the pool
         self.lock = threading.RLock()
         self.reaped = False
         self.closers: list = []

@@ -1723,7 +1723,10 @@ class Cursor:
 
     def _start(self) -> None:
         store = self.collection._store
-        lease = store.open_read(timed=not self._no_cursor_timeout)
+        # `find_one` (limit -1: one document in one batch, the cursor closed by it) reads it here and
+        # closes its lease before returning: it may read on the thread's own connection (Store.open_read).
+        at_once = self._limit == -1
+        lease = store.open_read(timed=not self._no_cursor_timeout, closed_at_once=at_once)
         info = lease.catalog.get(self.collection.name)
         if info is not None and "viewOn" in info.options:
             store.close_read(lease)
@@ -1743,7 +1746,13 @@ class Cursor:
         self._lease = lease
         self._results = []
         with store.using(lease):
-            self._fill(self._batch_wanted_first())
+            if not lease.own:
+                self._fill(self._batch_wanted_first())
+                return
+            try:  # the whole single batch (at most one document), whatever the batch size asked
+                self._fill(1 << 62)
+            finally:
+                self._finish()  # never left open on the thread's connection, whose next write would join it
 
     def _execute(self, need: int):
         """Results up to position `need` (exclusive), fetching batches as the client reads on.

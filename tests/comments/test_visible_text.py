@@ -102,3 +102,47 @@ def test_a_visible_character_anywhere_is_accepted(text, char, where):
     cut = min(cut, len(text))
     stored = text_clean(text[:cut] + char + text[cut:], max_length=10_000)
     assert char in stored
+
+
+def _refused_by_category(char: str) -> bool:
+    """The rule of core/text.py's docstring asked of each code point's General_Category."""
+    import unicodedata
+
+    from core.text import BIDI_CONTROLS
+
+    category = unicodedata.category(char)
+    return char in BIDI_CONTROLS or (category == "Cc" and char not in "\n\t") or category == "Cs"
+
+
+def test_every_code_point_is_refused_or_kept_by_its_category():
+    from core.text import REMOVED_CHARACTERS
+
+    # Every code point of the Basic Multilingual Plane (where every control, surrogate and bidi
+    # control lies), then one in 97 of the planes above.
+    for code in [*range(0x10000), *range(0x10000, 0x110000, 97), 0x10FFFF]:
+        char = chr(code)
+        if char in "\r" or char.translate(REMOVED_CHARACTERS) == "":
+            continue  # a carriage return becomes a newline, U+FEFF and U+200B are removed first
+        try:
+            text_clean(f"a{char}b", max_length=10)
+            refused = False
+        except InvalidInput as error:
+            refused = "must not contain" in str(error)
+        assert refused == _refused_by_category(char), f"U+{code:04X}"
+
+
+def test_the_first_refused_character_is_named():
+    with pytest.raises(InvalidInput, match=r"bidirectional control \(U\+202E\)"):
+        text_clean("ok \u202e then \x07", max_length=100)
+    with pytest.raises(InvalidInput, match=r"control character \(U\+D800\)"):
+        text_clean("lone \ud800 surrogate \u202e", max_length=100)
+
+
+def test_the_refused_characters_are_looked_for_without_a_call_per_character(monkeypatch):
+    import unicodedata
+
+    asked = []
+    real = unicodedata.category
+    monkeypatch.setattr(unicodedata, "category", lambda char: asked.append(char) or real(char))
+    text_clean("a comment of ordinary length, with nothing refused in it. " * 20, max_length=5000)
+    assert asked == []

@@ -405,3 +405,35 @@ def test_the_engines_process_gives_back_the_freed_memory_large_documents_leave(t
     assert done.returncode == 0, done.stderr
     document = len(bson.encode({"_id": 1, "comments": [{"n": n, "text": "y" * 600} for n in range(10_000)]}))
     assert int(done.stdout) < document, (int(done.stdout) >> 20, document >> 20)
+
+
+def test_a_find_one_reads_on_the_threads_own_connection_when_the_pool_is_taken(path):
+    """A find_one (one document, one batch) closes its read before it returns, so it runs on the
+    thread's own connection, which wrote last and still holds the pages it changed: it needs no
+    connection of the pool (Store.open_read, `closed_at_once`)."""
+    db = open_db(path, max_connections=2, wait_queue_timeout_ms=50)
+    db.c.insert_many([{"_id": n} for n in range(10)])  # the thread's own connection: one of two
+    held = db.c.find({}, batch_size=1)
+    next(held)  # holds the other between batches
+    assert db.c.find_one({"_id": 3}) == {"_id": 3}
+    assert db.c.find_one({"_id": 99}) is None
+    assert db.c.find_one({"_id": 4}, batch_size=1) == {"_id": 4}  # one batch whatever its size
+    db.c.insert_one({"_id": 10})  # the thread's connection is out of the read: the write commits
+    assert db._store.open_cursors == 1 and not db._store.conn().in_transaction
+    assert next(held) == {"_id": 1}
+    with pytest.raises(WaitQueueTimeoutError):  # a cursor that outlives its batch still needs one of the pool
+        next(db.c.find({}, batch_size=1))
+
+
+def test_a_find_one_that_fails_leaves_no_read_open_on_the_threads_connection(path):
+    db = open_db(path)
+    db.c.insert_one({"_id": 1, "a": 0})
+    with pytest.raises(OperationFailure):
+        db.c.find_one({"$expr": {"$divide": [1, "$a"]}})
+    assert db._store.open_cursors == 0 and not db._store.conn().in_transaction
+    db.c.insert_one({"_id": 2})
+    other = sqlite3.connect(path)
+    try:  # committed: another connection reads it
+        assert other.execute(f"SELECT count(*) FROM {_documents_tables(path)[0]}").fetchone()[0] == 2
+    finally:
+        other.close()
