@@ -15,7 +15,7 @@ from accounts.emails import email_clean
 from accounts.parts import account_parts
 from accounts.signals import account_email_due
 from accounts.usernames import username_clean, username_unavailable
-from background.services import failure_record
+from background.services import failure_record_refused
 from core.errors import Conflict, InvalidInput
 
 User = get_user_model()
@@ -76,10 +76,8 @@ def account_email_queue(*, message) -> None:
             "reply_to": list(message.reply_to), "headers": dict(message.extra_headers),
             "alternatives": [[content, mimetype] for content, mimetype in getattr(message, "alternatives", [])],
             "content_subtype": message.content_subtype}
-    for _receiver, result in account_email_due.send_robust(sender=None, message=data):
-        if isinstance(result, Exception):
-            failure_record(task=ACCOUNT_EMAIL_TASK, task_id="", args=[data], kwargs={},
-                           error=f"{type(result).__name__}: {result}")
+    failure_record_refused(account_email_due.send_robust(sender=None, message=data), task=ACCOUNT_EMAIL_TASK,
+                           args=[data])
 
 
 def account_email_send(*, message: dict) -> bool:

@@ -19,9 +19,32 @@ log = logging.getLogger(__name__)
 
 
 def failure_record(*, task: str, task_id: str, args: list, kwargs: dict, error: str, retries: int = 0) -> FailedTask:
+    """One row per failed delivery, replayed by `tasks_replay`. A message of a task id that already
+    has a row not yet replayed updates that row: a worker whose rejection of a message could not
+    reach Redis (the broker was down) gets the same message again after the transport's
+    visibility timeout (kombu's Redis transport keeps it unacknowledged), and its second failure
+    is the same delivery, not another one."""
     log.error("task %s%r failed for good: %s", task, tuple(args), error)
+    if task_id:
+        pending = FailedTask.objects.filter(task=task, task_id=task_id, replayed_at__isnull=True).order_by("id").first()
+        if pending is not None:
+            pending.error, pending.retries, pending.args, pending.kwargs = error[:5000], retries, args, kwargs
+            pending.save(update_fields=["error", "retries", "args", "kwargs"])
+            return pending
     return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
                                      retries=retries)
+
+
+def failure_record_refused(results, *, task: str, args: list, kwargs: dict | None = None) -> bool:
+    """A signal's `send_robust` results whose receivers enqueue `task`: each receiver that raised
+    (the broker refused the task) leaves the task recorded as a failed delivery with the
+    receiver's error, replayed by `tasks_replay`, so a request never fails for a refused broker
+    and nothing is lost. True when every receiver passed the task on."""
+    refused = [result for _receiver, result in results if isinstance(result, Exception)]
+    for error in refused:
+        failure_record(task=task, task_id="", args=list(args), kwargs=dict(kwargs or {}),
+                       error=f"{type(error).__name__}: {error}")
+    return not refused
 
 
 def failure_replay(*, failure: FailedTask) -> bool:

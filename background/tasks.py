@@ -4,8 +4,8 @@ A delivery retries transient failures (MongoDB, network, broker) with exponentia
 back-off and jitter, up to `CELERY_TASK_MAX_RETRIES` times; when the last attempt fails,
 `on_failure` records it (`background.services.failure_record`) so editors see it and can
 replay it. Delivery tasks are idempotent (their writes use deterministic ids), so a
-replay or a redelivered message never duplicates anything. A worker's retry the broker refuses
-to take (Celery then drops the message) is recorded the same way (`retry`).
+replay or a redelivered message never duplicates anything. A worker's retry that cannot be sent
+(the broker refuses it: Celery then rejects the message) is recorded the same way (`retry`).
 
 Run eagerly (no broker: CELERY_TASK_ALWAYS_EAGER), a delivery still goes through Celery's
 `Task.apply_async` (which checks the arguments, round-trips them through the serializer as a
@@ -135,13 +135,19 @@ class DeliveryTask(Task):
         """Celery's `Task.retry` (autoretry calls it), with the one outcome Celery leaves unrecorded.
 
         Run by a worker, a retry is published to the broker as a new message; when that publish
-        fails (Redis down: kombu's OperationalError) Celery raises `Reject(requeue=False)`, so the
-        worker acknowledges and drops the message, and neither `on_failure` nor a later attempt
-        runs: the task's effect would be lost with nothing to replay. That is recorded here as a
-        failed delivery (`failure_record`, as `on_failure` records a last attempt), once: only the
-        refused publish raises `Reject` from `Task.retry`; a retry that was published raises
-        `Retry` and records nothing (its own last attempt is recorded by `on_failure`). Run
-        eagerly (`apply`), Celery runs the retry in place and publishes nothing."""
+        fails (Redis down: kombu's OperationalError; Celery wraps any error of the publish the
+        same way) Celery raises `Reject(requeue=False)`, so the worker rejects the message and
+        neither `on_failure` nor a later attempt runs: the task's effect would be lost with
+        nothing to replay. That is recorded here as a failed delivery (`failure_record`, as
+        `on_failure` records a last attempt): only a publish that failed raises `Reject` from
+        `Task.retry`; a retry that was published raises `Retry` and records nothing (its own last
+        attempt is recorded by `on_failure`). With late acknowledgement (CELERY_TASK_ACKS_LATE)
+        the rejection itself needs Redis: while it is down kombu only logs that it could not
+        reject, and the transport delivers the message again after its visibility timeout; that
+        run, idempotent as every delivery, updates the same row if it fails again
+        (`failure_record` keys a pending row by the task id), and a replay of the row after it
+        succeeded repeats only idempotent work. Run eagerly (`apply`), Celery runs the retry in
+        place and publishes nothing."""
         try:
             return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
         except Reject as refused:
@@ -149,7 +155,7 @@ class DeliveryTask(Task):
             cause = exc if exc is not None else refused.reason
             self._record_failure(
                 request.id, request.args if args is None else args, request.kwargs if kwargs is None else kwargs,
-                f"{type(cause).__name__}: {cause}; its retry was refused by the broker: "
+                f"{type(cause).__name__}: {cause}; its retry could not be sent: "
                 f"{type(refused.reason).__name__}: {refused.reason}")
             raise
 

@@ -45,7 +45,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
-from background.services import failure_record
+from background.services import failure_record_refused
 from comments.signals import send as send_robust
 from core.errors import InvalidInput, NotFound
 from core.lending import borrowed_activity, borrowed_user, lend
@@ -428,9 +428,8 @@ def presence_touch(*, user_id: int) -> bool:
         # The day is recorded already, so no later request sends this again: a receiver that
         # failed (the broker refused `social.feed_rebuild`) leaves the rebuild recorded as a failed
         # delivery, replayed by `manage.py tasks_replay` (as a refused account e-mail is).
-        if not send_robust(signals.user_returned, sender=None, user_id=user_id):
-            failure_record(task=FEED_REBUILD_TASK, task_id="", args=[int(user_id)], kwargs={},
-                           error="the broker refused the task (a user_returned receiver failed)")
+        failure_record_refused(signals.user_returned.send_robust(sender=None, user_id=user_id),
+                               task=FEED_REBUILD_TASK, args=[int(user_id)])
     return True
 
 

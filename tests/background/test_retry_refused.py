@@ -82,7 +82,7 @@ def test_a_retry_the_broker_refuses_is_recorded_and_replayed_once(monkeypatch, a
     if worker:
         assert _activities(comment_id) == 0
         assert len(recorded) == 1 and recorded[0][:2] == ("social.comment_posted", [topic.pk, comment_id, bob.pk])
-        assert "AutoReconnect" in recorded[0][2] and "refused by the broker" in recorded[0][2]
+        assert "AutoReconnect" in recorded[0][2] and "its retry could not be sent" in recorded[0][2]
     else:
         assert recorded == []
     queue.broker_back()
@@ -163,3 +163,43 @@ def test_each_delivery_task_records_a_retry_the_broker_refuses(monkeypatch, name
     failure = FailedTask.objects.get()
     assert (failure.task, failure.task_id, failure.args, failure.retries) == (name, "message-1", [7, "x"], 0)
     assert queue.refused == 1 and queue.pending == []
+
+
+def test_a_rejected_message_redelivered_and_failing_again_keeps_one_row(monkeypatch, api_client, followed):
+    """With late acknowledgement the rejection itself needs Redis: while it is down the message stays
+    unacknowledged and comes back after the transport's visibility timeout, with its own task id. If
+    it fails again the same way, it is the same delivery: one row, not two; the replay then logs and
+    delivers the activity once."""
+    from tests.faults.harness import run_as_worker
+
+    ana, bob, topic = followed
+    queue = TaskQueue(worker=True)
+    queue.install(monkeypatch)
+    comment_id = _post(api_client, topic, bob)
+    message = next(m for m in queue.pending if m[0] == "social.comment_posted")
+    _fail_the_pair_write(monkeypatch, queue, times=2, broker_down=True)
+    queue.drain()  # the first delivery: its retry refused, recorded
+    name, args, kwargs, request = message
+    run_as_worker(name, args, kwargs, id=request["id"], retries=request["retries"])  # redelivered, still failing
+    assert FailedTask.objects.filter(task="social.comment_posted").count() == 1
+    queue.broker_back()
+    call_command("tasks_replay", stdout=StringIO())
+    assert _activities(comment_id) == 1 and _feed(api_client, ana) == [comment_id]
+    # A failure of the same task id after its row was replayed is a new row.
+    from background.services import failure_record
+
+    row = FailedTask.objects.get()
+    failure_record(task=row.task, task_id=row.task_id, args=row.args, kwargs=row.kwargs, error="again")
+    assert FailedTask.objects.filter(task_id=row.task_id).count() == 2
+
+
+def test_a_refused_signal_records_each_receivers_error_once():
+    from background.services import failure_record_refused
+
+    ok = failure_record_refused([(object(), None)], task="social.feed_rebuild", args=[7])
+    assert ok and not FailedTask.objects.exists()
+    refused = failure_record_refused([(object(), OSError("connection refused")), (object(), None)],
+                                     task="social.feed_rebuild", args=[7])
+    row = FailedTask.objects.get()
+    assert not refused and (row.task, row.args, row.task_id) == ("social.feed_rebuild", [7], "")
+    assert row.error == "OSError: connection refused"

@@ -252,6 +252,7 @@ class TaskQueue:
 
     def install(self, monkeypatch) -> None:
         from celery.app.task import Task
+        from celery.utils import uuid
 
         from tests.outages import broker_refusal
 
@@ -266,9 +267,10 @@ class TaskQueue:
                 if queue.error is not None:
                     raise queue.error()
                 raise broker_refusal()
-            # The message's own request fields a worker reads back: its id and how often it was retried.
+            # The message's own request fields a worker reads back: its id (fixed when it is sent, as
+            # Celery's apply_async fixes it) and how often it was retried.
             queue.pending.append((task.name, tuple(args or ()), dict(kwargs or {}),
-                                  {"id": options.get("task_id"), "retries": options.get("retries") or 0}))
+                                  {"id": options.get("task_id") or uuid(), "retries": options.get("retries") or 0}))
 
         monkeypatch.setattr(Task, "apply_async", apply_async)
 
@@ -300,7 +302,8 @@ def run_as_worker(name: str, args: tuple, kwargs: dict, *, id: str | None = None
     """Run one message as a Celery worker does: Celery's tracer built for a worker (not eager),
     with the message's request (its id, its retries, not eager). A retry is then published with
     `apply_async` (Celery's `Task.retry`), and a publish the broker refuses ends in Celery's
-    `Reject`: the message is dropped, as a worker acknowledges it."""
+    `Reject`: the message is not run again (a broker that took the rejection; one whose rejection
+    could not reach Redis redelivers it after its visibility timeout, an idempotent run)."""
     from celery import current_app
     from celery.app.trace import build_tracer
     from celery.utils import uuid
