@@ -44,6 +44,7 @@ existing documents is filled in its own order, which keeps its pages full.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import fcntl
@@ -810,7 +811,10 @@ class Store:
         still holds them."""
         if self._leases and self.clock() >= self._next_sweep:
             self.sweep()
-        own = self.conn() if closed_at_once else None
+        # Only a connection the thread already holds (it wrote through it): a thread that only reads
+        # borrows from the pool and gives back, as before, instead of keeping one for its life.
+        holder = getattr(self._local, "holder", None) if closed_at_once else None
+        own = holder.conn if holder is not None and holder.pid == os.getpid() else None
         if own is not None and own.in_transaction:  # a write of this thread is open on it: not its snapshot
             own = None
         conn = own if own is not None else self._checkout()
@@ -868,6 +872,11 @@ class Store:
             if conn.in_transaction:
                 conn.execute("COMMIT")
         except sqlite3.Error:  # pragma: no cover - the store was dropped under the cursor
+            if lease.own and conn.in_transaction:
+                # Never left open on the thread's own connection: its next write would join this
+                # read (Store.transaction joins an open transaction) instead of beginning its own.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             return
         if not lease.own:  # the thread's own connection stays the thread's
             self._checkin(conn)

@@ -1741,10 +1741,17 @@ class Cursor:
         except BaseException:
             store.close_read(lease)
             raise
-        self._stream = self._executor.results()
+        try:
+            self._stream = self._executor.results()
+        except BaseException:
+            store.close_read(lease)
+            raise
         lease.closers = [self._stream.close, self._executor.close]
         self._lease = lease
         self._results = []
+        # The first batch is no idle time (a server's cursor timeout counts only the time between
+        # batches): planning and a blocking sort above must not have the lease taken for idle.
+        lease.used = store.clock()
         with store.using(lease):
             if not lease.own:
                 self._fill(self._batch_wanted_first())

@@ -437,3 +437,55 @@ def test_a_find_one_that_fails_leaves_no_read_open_on_the_threads_connection(pat
         assert other.execute(f"SELECT count(*) FROM {_documents_tables(path)[0]}").fetchone()[0] == 2
     finally:
         other.close()
+
+
+def test_a_thread_that_only_reads_keeps_no_connection_of_its_own(path):
+    """A find_one reads on the thread's own connection only when the thread holds one (it wrote): a
+    thread that only reads (a pool thread, a wire connection's) borrows one and gives it back, so
+    long-lived readers do not take the pool from the writers."""
+    db = open_db(path, max_connections=3, wait_queue_timeout_ms=200)
+    db.c.insert_many([{"_id": n} for n in range(10)])  # the main thread's own connection: one of three
+    go, found = threading.Event(), []
+
+    def reader(n):
+        try:
+            found.append(db.c.find_one({"_id": n}))
+        except WaitQueueTimeoutError as exc:
+            found.append(exc)
+        go.wait()  # alive, as a pool thread stays
+
+    readers = [threading.Thread(target=reader, args=(n,)) for n in range(3)]
+    for thread in readers:
+        thread.start()
+    try:
+        while len(found) < 3:
+            threading.Event().wait(0.01)
+        assert sorted(d["_id"] for d in found if isinstance(d, dict)) == [0, 1, 2], found
+        held = db.c.find({}, batch_size=1)
+        assert next(held) == {"_id": 0}  # a connection of the pool is still there for a cursor
+        held.close()
+    finally:
+        go.set()
+        for thread in readers:
+            thread.join()
+
+
+def test_a_find_one_whose_plan_outlasts_the_cursor_timeout_still_answers(path, monkeypatch):
+    """A server's cursor timeout counts the idle time between batches, never the first batch: a
+    find_one (or a find's first batch) whose planning and blocking sort take longer than the
+    timeout finds its document."""
+    from docstore.exec.executor import Executor
+
+    db = open_db(path, cursor_timeout_ms=1000)
+    db.c.insert_many([{"_id": n, "k": n % 7} for n in range(50)])
+    store, real_clock, late = db._store, db._store.clock, [0.0]
+    monkeypatch.setattr(store, "clock", lambda: real_clock() + late[0])
+    real_start = Executor.start
+
+    def slow_start(self):  # the plan and its sort take 5 s of the clock
+        late[0] += 5.0
+        return real_start(self)
+
+    monkeypatch.setattr(Executor, "start", slow_start)
+    assert db.c.find_one({}, sort=[("k", -1), ("_id", 1)]) == {"_id": 6, "k": 6}
+    assert next(db.c.find({}, sort=[("k", -1), ("_id", 1)])) == {"_id": 6, "k": 6}
