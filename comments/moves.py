@@ -370,6 +370,7 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
                 head = _head(source, discussion_id)
                 report.switched_at = head["count"]
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
+                _carry_pending(source, target, discussion_id, threaded)
                 _done_step(report, step, "caught-up")
                 _switch(topic, report.source, to)
                 moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
@@ -469,6 +470,23 @@ def _renumber(report, source, target, discussion_id: int, threaded: bool) -> Non
                                                threaded=threaded) if have.get(c.id) != c.seq]
     target.import_comments(discussion_id=discussion_id, comments=moved, threaded=threaded)
     report.replayed += len(moved)
+
+
+def _carry_pending(source, target, discussion_id: int, threaded: bool) -> None:
+    """The pending marks of the source's posts (their consequences not all run yet: queued for a
+    batch after the answer, or interrupted) written into the target, sealed (no writer adds one),
+    before the switch: the cleanup drops the source's, and the finisher looks where the discussion
+    lives. Each carries the comment as the target stores it (its number there), or as the source
+    lists it when it was never stored (the target's finisher stores it, as the source's would).
+    A batch that cleared a mark in the source meanwhile leaves the carried one, which the finisher
+    finishes again: its consequences are idempotent (keyed by the comment)."""
+    listed = source.posts_unfinished(discussion_id=discussion_id, before=datetime.max.replace(tzinfo=UTC),
+                                     threaded=threaded, store=False)
+    if not listed:
+        return
+    stored = target.get_many(wanted=[(discussion_id, c.id) for c in listed], threaded={discussion_id} if threaded else ())
+    target.pending_carry(discussion_id=discussion_id,
+                         comments=[stored.get((discussion_id, c.id), c) for c in listed])
 
 
 def _drain(moves, discussion_id: int, progress, lease: _Lease) -> None:

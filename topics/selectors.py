@@ -128,6 +128,12 @@ def topic_stored(*, pk) -> Topic | None:
     return Topic.objects.select_related("author").filter(pk=pk).first()
 
 
+def topics_stored(*, pks) -> dict[int, Topic]:
+    """`topic_stored` of several topics, read in one query as they are now (never a lent one):
+    {pk: topic}, a topic gone left out."""
+    return Topic.objects.select_related("author").in_bulk(list(set(pks)))
+
+
 def topic_redirect_slug(*, slug, viewer) -> str | None:
     """The current slug of the topic that used to be at `slug`, if `viewer` may see it."""
     if not isinstance(slug, str):
