@@ -105,3 +105,36 @@ def test_a_post_queued_before_a_move_keeps_its_mark_and_its_consequences_run_onc
     assert entry is not None and entry["x"] == "queued words"
     assert len(_activities(comment)) == 1
     assert _commenters(topic) == {alice.pk: comment.seq}
+
+
+def test_a_post_whose_batch_failed_still_has_its_anchors_refresh_sent(queue, make_topic, make_user, monkeypatch,
+                                                                       settings):
+    """As the inline path (`_store`) sends it after every post whose number is due, whatever its
+    consequences did."""
+    from pymongo.errors import AutoReconnect
+
+    from comments import services, signals
+
+    settings.CELERY_TASK_MAX_RETRIES = 0
+    monkeypatch.setattr(services, "ANCHORS_REFRESH_EVERY", 2)
+    topic = make_topic("document", order="threaded")
+    author = make_user()
+    comments = [comment_create(topic=topic, author=author, text=f"post {n}") for n in range(4)]
+    due = []
+
+    def record(sender, topic, **kwargs):
+        due.append(topic.pk)
+
+    def down(*args, **kwargs):
+        raise AutoReconnect("the activity log is unreachable")
+
+    signals.discussion_anchors_due.connect(record, dispatch_uid="test.batch_reads.anchors")
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(ActivityLogManager, "record_many", down)
+            patch.setattr(ActivityLogManager, "record", down)
+            queue.drain()
+    finally:
+        signals.discussion_anchors_due.disconnect(dispatch_uid="test.batch_reads.anchors")
+    assert sum(_pending(topic.discussion_id).values()) == 4  # every post's batch failed
+    assert due == [topic.pk] * sum(1 for c in comments if c.seq % 2 == 0)
