@@ -19,9 +19,20 @@ log = logging.getLogger(__name__)
 
 
 def failure_record(*, task: str, task_id: str, args: list, kwargs: dict, error: str, retries: int = 0) -> FailedTask:
+    """One record per delivery that failed for good and is not replayed yet: the same task with the
+    same arguments failing again (a batch's call run alone, then the finisher's rerun of the post
+    it left pending; a worker's redelivery) updates that record (its latest error) rather than
+    adding a second, which a replay would run again for nothing (the tasks are idempotent, keyed
+    by their arguments)."""
     log.error("task %s%r failed for good: %s", task, tuple(args), error)
-    return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
-                                     retries=retries)
+    same = FailedTask.objects.filter(task=task, replayed_at__isnull=True, args=list(args),
+                                     kwargs=dict(kwargs)).order_by("id").first()
+    if same is None:
+        return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
+                                         retries=retries)
+    same.task_id, same.error, same.retries, same.replay_error = task_id, error[:5000], retries, ""
+    same.save(update_fields=["task_id", "error", "retries", "replay_error"])
+    return same
 
 
 def failure_replay(*, failure: FailedTask) -> bool:

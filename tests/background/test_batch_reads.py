@@ -138,3 +138,33 @@ def test_a_post_whose_batch_failed_still_has_its_anchors_refresh_sent(queue, mak
         signals.discussion_anchors_due.disconnect(dispatch_uid="test.batch_reads.anchors")
     assert sum(_pending(topic.discussion_id).values()) == 4  # every post's batch failed
     assert due == [topic.pk] * sum(1 for c in comments if c.seq % 2 == 0)
+
+
+def test_a_consequence_that_fails_for_good_has_one_failure_record_through_batch_and_finisher(
+        queue, make_topic, make_user, monkeypatch, settings):
+    """The batch's fallback runs the failing call alone (recorded), the post stays pending, the
+    finisher's rerun fails again: still one record per consequence, which one replay finishes."""
+    from pymongo.errors import AutoReconnect
+
+    from background.models import FailedTask
+    from background.services import failure_replay
+    from comments.services import comment_posts_finish
+
+    settings.CELERY_TASK_MAX_RETRIES = 0
+    topic = make_topic("document")
+    authors = [make_user(), make_user()]
+    comments = [comment_create(topic=topic, author=authors[n], text=f"post {n}") for n in range(2)]
+
+    def down(*args, **kwargs):
+        raise AutoReconnect("the activity log is unreachable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ActivityLogManager, "record_many", down)
+        patch.setattr(ActivityLogManager, "record", down)
+        queue.drain()
+        assert comment_posts_finish(topic=topic, older_than=0) == 2  # its rerun fails again
+    failures = list(FailedTask.objects.all())
+    assert len(failures) == len(comments)  # one per post's failing consequence
+    assert len({(f.task, tuple(f.args), tuple(sorted(f.kwargs.items()))) for f in failures}) == len(comments)
+    assert all(failure_replay(failure=f) for f in failures)
+    assert all(len(_activities(c)) == 1 for c in comments)
