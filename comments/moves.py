@@ -38,7 +38,9 @@ from those steps, and each step leaves something that serves if the process stop
    waits for `inflight` to reach 0 (writers registered before the seal finish and log), then
    copies what step 2 left (all of a discussion one batch takes), replays the log until it is
    empty, and stores the target's counter and hints
-   (`import_head`): the source can no longer change. Stops here: writers wait or get 503 until
+   (`import_head`) and the pending marks of the source's posts whose consequences have not all
+   run (`pending_carry`: the cleanup drops the source's, and the finisher looks where the
+   discussion lives): the source can no longer change. Stops here: writers wait or get 503 until
    a re-run (which resumes from "sealed") or `--abort` (back to the source). A writer that finds
    the move sealed with no live lease (its process died, or it failed and let go) asks for that
    re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
