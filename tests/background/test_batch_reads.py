@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.services import account_delete
+from background import scheduler as background_scheduler
 from comments.managers import STRATEGIES, manager_for
 from comments.moves import comment_storage_move
 from comments.services import comment_create, comment_delete, comment_edit, comment_posts_finish_due
@@ -15,10 +16,17 @@ from notifications.selectors import unread_count
 from search.managers import CommentSearchManager
 from social.feeds.log import ActivityLogManager
 from social.managers.commenters import DiscussionCommenterManager
-from tests.background.test_batch import queue  # noqa: F401 (the fixture)
+from tests.background.test_batch import Queue
 from topics.models import Topic
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queue(monkeypatch):
+    queue = Queue()
+    monkeypatch.setattr(background_scheduler, "_scheduler", queue)
+    return queue
 
 
 def _entry(comment):
