@@ -391,10 +391,12 @@ def comment_posts_announce(*, posts: list) -> int:
 def _posts_read(posts: list) -> tuple[list, list]:
     """The posts of `posts` ((topic id, comment id, author id) each) read back as they are now:
     their topics in one query (each with its current storage), their comments in one `$in` read
-    per discussion collection (`CommentManager.get_many`), their authors in one query. Returns
+    per discussion collection (`CommentManager.get_many`), their authors in one query (both SQL
+    reads hand-written, core.rowreads: an ORM query costs several times its statement). Returns
     ([(topic, manager, comment, author)], [(topic, manager, comment)] of the posts whose author
     is gone); a post whose topic or comment is gone is in neither: its mark stays for the
     finisher (`comment_posts_finish`), which knows what to do with it."""
+    from accounts.selectors import users_stored
     from topics.selectors import topics_stored
 
     topics = topics_stored(pks=[topic_id for topic_id, _c, _a in posts])
@@ -410,7 +412,7 @@ def _posts_read(posts: list) -> tuple[list, list]:
     comments = {}
     for manager, pairs, threaded in wanted.values():
         comments.update(manager.get_many(wanted=pairs, threaded=threaded))
-    authors = get_user_model().objects.in_bulk(list({author_id for _t, _c, author_id in posts}))
+    authors = users_stored(pks=[author_id for _t, _c, author_id in posts])
     found, gone = [], []
     for topic_id, comment_id, author_id in posts:
         topic = topics.get(topic_id)
