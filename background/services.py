@@ -19,20 +19,21 @@ log = logging.getLogger(__name__)
 
 
 def failure_record(*, task: str, task_id: str, args: list, kwargs: dict, error: str, retries: int = 0) -> FailedTask:
-    """One row per failed delivery, replayed by `tasks_replay`. A message of a task id that already
-    has a row not yet replayed updates that row: a worker whose rejection of a message could not
-    reach Redis (the broker was down) gets the same message again after the transport's
-    visibility timeout (kombu's Redis transport keeps it unacknowledged), and its second failure
-    is the same delivery, not another one."""
+    """One record per delivery that failed for good and is not replayed yet: the same task with the
+    same arguments failing again (a batch's call run alone, then the finisher's rerun of the post
+    it left pending; a worker's message redelivered after its rejection could not reach Redis, which
+    kombu's Redis transport keeps unacknowledged until its visibility timeout) updates that record
+    (its latest error) rather than adding a second, which a replay would run again for nothing (the
+    tasks are idempotent, keyed by their arguments)."""
     log.error("task %s%r failed for good: %s", task, tuple(args), error)
-    if task_id:
-        pending = FailedTask.objects.filter(task=task, task_id=task_id, replayed_at__isnull=True).order_by("id").first()
-        if pending is not None:
-            pending.error, pending.retries, pending.args, pending.kwargs = error[:5000], retries, args, kwargs
-            pending.save(update_fields=["error", "retries", "args", "kwargs"])
-            return pending
-    return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
-                                     retries=retries)
+    same = FailedTask.objects.filter(task=task, replayed_at__isnull=True, args=list(args),
+                                     kwargs=dict(kwargs)).order_by("id").first()
+    if same is None:
+        return FailedTask.objects.create(task=task, task_id=task_id, args=args, kwargs=kwargs, error=error[:5000],
+                                         retries=retries)
+    same.task_id, same.error, same.retries, same.replay_error = task_id, error[:5000], retries, ""
+    same.save(update_fields=["task_id", "error", "retries", "replay_error"])
+    return same
 
 
 def failure_record_refused(results, *, task: str, args: list, kwargs: dict | None = None) -> bool:

@@ -38,7 +38,9 @@ from those steps, and each step leaves something that serves if the process stop
    waits for `inflight` to reach 0 (writers registered before the seal finish and log), then
    copies what step 2 left (all of a discussion one batch takes), replays the log until it is
    empty, and stores the target's counter and hints
-   (`import_head`): the source can no longer change. Stops here: writers wait or get 503 until
+   (`import_head`) and the pending marks of the source's posts whose consequences have not all
+   run (`pending_carry`: the cleanup drops the source's, and the finisher looks where the
+   discussion lives): the source can no longer change. Stops here: writers wait or get 503 until
    a re-run (which resumes from "sealed") or `--abort` (back to the source). A writer that finds
    the move sealed with no live lease (its process died, or it failed and let go) asks for that
    re-run (`discussion_move_stalled`: the comments app's receiver enqueues the move task), so a
@@ -370,6 +372,7 @@ def comment_storage_move(*, topic, to: str, batch: int | None = None, progress=l
                 head = _head(source, discussion_id)
                 report.switched_at = head["count"]
                 target.import_head(discussion_id=discussion_id, threaded=threaded, **head)
+                _carry_pending(source, target, discussion_id, threaded)
                 _done_step(report, step, "caught-up")
                 _switch(topic, report.source, to)
                 moves.advance(discussion_id=discussion_id, state=SEALED, to=SWITCHED)
@@ -469,6 +472,23 @@ def _renumber(report, source, target, discussion_id: int, threaded: bool) -> Non
                                                threaded=threaded) if have.get(c.id) != c.seq]
     target.import_comments(discussion_id=discussion_id, comments=moved, threaded=threaded)
     report.replayed += len(moved)
+
+
+def _carry_pending(source, target, discussion_id: int, threaded: bool) -> None:
+    """The pending marks of the source's posts (their consequences not all run yet: queued for a
+    batch after the answer, or interrupted) written into the target, sealed (no writer adds one),
+    before the switch: the cleanup drops the source's, and the finisher looks where the discussion
+    lives. Each carries the comment as the target stores it (its number there), or as the source
+    lists it when it was never stored (the target's finisher stores it, as the source's would).
+    A batch that cleared a mark in the source meanwhile leaves the carried one, which the finisher
+    finishes again: its consequences are idempotent (keyed by the comment)."""
+    listed = source.posts_unfinished(discussion_id=discussion_id, before=datetime.max.replace(tzinfo=UTC),
+                                     threaded=threaded, store=False)
+    if not listed:
+        return
+    stored = target.get_many(wanted=[(discussion_id, c.id) for c in listed], threaded={discussion_id} if threaded else ())
+    target.pending_carry(discussion_id=discussion_id,
+                         comments=[stored.get((discussion_id, c.id), c) for c in listed])
 
 
 def _drain(moves, discussion_id: int, progress, lease: _Lease) -> None:

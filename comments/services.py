@@ -303,7 +303,7 @@ def _store(topic, w, author, text: str, parent_comment: Comment | None, comment_
         log.exception("credit flow of comment %s not recorded", comment.id)
     # In a served process without a broker, its consequences run after the answer, together with
     # those of the posts queued meanwhile (`comment_posts_announce`, on the scheduler thread).
-    if moved or not later(POSTS_ANNOUNCE, (topic.pk, comment.id, author.pk), lent=(topic, manager, comment, author)):
+    if moved or not later(POSTS_ANNOUNCE, (topic.pk, comment.id, author.pk)):
         _posted(topic, manager, comment, author, topic_current=not moved)
         _anchors_due(topic, comment)
     return comment
@@ -351,15 +351,15 @@ def comment_posts_announce(*, posts: list) -> int:
     marks of the posts whose every consequence succeeded are cleared, one write per discussion
     collection. A post with a consequence that failed stays pending, for the finisher
     (`comment_posts_finish`), as a post whose signal a receiver could not pass on does. Each item
-    of `posts` is ((topic id, comment id, author id), lent): `lent` the (topic, manager,
-    comment, author) its request held, or None (read back). Returns how many were finished."""
-    found = []
-    for (topic_id, comment_id, author_id), lent in posts:
-        if lent is None:
-            lent = _post_read(topic_id, comment_id, author_id)
-        if lent is not None:
-            found.append(lent)
-    # The consequences read back the topic, the comment and its author: lent, as in a request
+    of `posts` is (topic id, comment id, author id). Returns how many were finished.
+
+    The posts are read back first, as they are now (`_posts_read`), never taken from the request
+    that stored them: between its answer and this batch an edit, a delete, an account erasure
+    or a move of the discussion may have landed, and the consequences derive from the stored
+    records as a task in a worker does (core.lending lends what was read here, not what the
+    request held)."""
+    found, gone = _posts_read(posts)
+    # The consequences read back the topic, the comment and its author: lent what was just read
     # (core.lending), to the receivers' tasks gathered here and to any other task they run at once.
     with lend_many([dict(topic=t, comment=c, author=a, discussion_id=t.discussion_id) for t, _m, c, a in found]):
         with collecting() as batch:
@@ -369,32 +369,62 @@ def comment_posts_announce(*, posts: list) -> int:
                                         author=author):
                         batch.fail(index)
         failed = batch.run()
+    # The marks are cleared where each discussion lives now (the topic just read): a move carries
+    # the marks of its source's pending posts into its target (comments.moves).
     done: dict[type, tuple[CommentManager, list]] = {}
     for index, (topic, manager, comment, _author) in enumerate(found):
         if index in failed:
             log.warning("post of comment %s left pending: a consequence failed", comment.id)
             continue
         done.setdefault(type(manager), (manager, []))[1].append((topic.discussion_id, comment.id))
+    for topic, manager, comment in gone:  # its account is gone: nothing to announce (as the finisher)
+        done.setdefault(type(manager), (manager, []))[1].append((topic.discussion_id, comment.id))
     for manager, marks in done.values():
         manager.posts_done_many(done=marks)
-    for index, (topic, _manager, comment, _author) in enumerate(found):
-        if index not in failed:
-            _anchors_due(topic, comment)
-    return len(found) - len(failed)
+    # The anchors refresh is due at every ANCHORS_REFRESH_EVERY-th number whether or not the
+    # post's consequences succeeded, as the inline path (`_store`) sends it.
+    for topic, _manager, comment, _author in found:
+        _anchors_due(topic, comment)
+    return len(found) - len(failed) + len(gone)
 
 
-def _post_read(topic_id: int, comment_id: str, author_id: int):
-    """(topic, manager, comment, author) of a post, read back; None when one is gone (a post whose
-    comment or author is gone is then left to the finisher, which knows what to do with it)."""
-    from topics.selectors import topic_stored
+def _posts_read(posts: list) -> tuple[list, list]:
+    """The posts of `posts` ((topic id, comment id, author id) each) read back as they are now:
+    their topics in one query (each with its current storage), their comments in one `$in` read
+    per discussion collection (`CommentManager.get_many`), their authors in one query (both SQL
+    reads hand-written, core.rowreads: an ORM query costs several times its statement). Returns
+    ([(topic, manager, comment, author)], [(topic, manager, comment)] of the posts whose author
+    is gone); a post whose topic or comment is gone is in neither: its mark stays for the
+    finisher (`comment_posts_finish`), which knows what to do with it."""
+    from accounts.selectors import users_stored
+    from topics.selectors import topics_stored
 
-    topic = topic_stored(pk=topic_id)
-    if topic is None:
-        return None
-    manager = comment_manager(topic)
-    comment = manager.get(discussion_id=topic.discussion_id, comment_id=comment_id, threaded=is_threaded(topic))
-    author = get_user_model().objects.filter(pk=author_id).first()
-    return None if comment is None or author is None else (topic, manager, comment, author)
+    topics = topics_stored(pks=[topic_id for topic_id, _c, _a in posts])
+    wanted: dict[type, tuple[CommentManager, list, set]] = {}
+    for topic_id, comment_id, _author_id in posts:
+        topic = topics.get(topic_id)
+        if topic is not None:
+            manager = comment_manager(topic)
+            _m, pairs, threaded = wanted.setdefault(type(manager), (manager, [], set()))
+            pairs.append((topic.discussion_id, comment_id))
+            if is_threaded(topic):
+                threaded.add(topic.discussion_id)
+    comments = {}
+    for manager, pairs, threaded in wanted.values():
+        comments.update(manager.get_many(wanted=pairs, threaded=threaded))
+    authors = users_stored(pks=[author_id for _t, _c, author_id in posts])
+    found, gone = [], []
+    for topic_id, comment_id, author_id in posts:
+        topic = topics.get(topic_id)
+        comment = comments.get((topic.discussion_id, comment_id)) if topic is not None else None
+        if comment is None:
+            continue
+        author = authors.get(author_id)
+        if author is None:
+            gone.append((topic, comment_manager(topic), comment))
+        else:
+            found.append((topic, comment_manager(topic), comment, author))
+    return found, gone
 
 
 def comment_ranks_repair(*, topic) -> None:

@@ -58,7 +58,7 @@ class _PostsAnnounce(BatchTask):
     def run_many(self, calls):
         from comments.services import comment_posts_announce
 
-        comment_posts_announce(posts=[((int(c.args[0]), str(c.args[1]), int(c.args[2])), c.lent) for c in calls])
+        comment_posts_announce(posts=[(int(c.args[0]), str(c.args[1]), int(c.args[2])) for c in calls])
 
 
 @shared_task(base=_PostsAnnounce, name="comments.posts_announce")
@@ -68,4 +68,4 @@ def comments_posts_announce(topic_id: int, comment_id: str, author_id: int) -> i
     calls queued meanwhile run together (`run_many`)."""
     from comments.services import comment_posts_announce
 
-    return comment_posts_announce(posts=[((int(topic_id), str(comment_id), int(author_id)), None)])
+    return comment_posts_announce(posts=[(int(topic_id), str(comment_id), int(author_id))])

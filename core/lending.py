@@ -15,6 +15,12 @@ its `activity_recorded` signal runs (`borrowed_activity`), which would otherwise
 values a read would return, since nothing else ran in this thread since it was stored. (A comment's
 activity is delivered by the task that records it, which holds it already.)
 
+What is lent must be what the store holds when the consequences run. A request lends what it has
+just stored because its consequences run at once, in its thread, before any other write of those
+records could land. Consequences that run later (the batch of many posts' consequences on a served
+process's scheduler thread, `comments.services.comment_posts_announce` with `lend_many`) lend only
+what they read back when they start: an edit, a delete or an account erasure landed in between.
+
 Only the thread (the context, PEP 567) that lends sees the loan: a task in a worker, or a
 request on another thread, reads the store. The loan ends with the block.
 """

@@ -43,3 +43,15 @@ class ModelRow:
             names.append(attname)
             converted.append(value)
         return self.model.from_db(self.using, names, converted)
+
+    def by_pks(self, pks) -> dict:
+        """{pk: instance} of the rows of primary keys `pks`, one statement (a row gone is left out)."""
+        pks = sorted(set(pks))
+        if not pks:
+            return {}
+        pk = self.quote(self.model._meta.pk.column)
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(f"SELECT {self.columns()} FROM {self.table} WHERE {self.table}.{pk} IN "
+                           f"({', '.join(['%s'] * len(pks))})", pks)
+            rows = cursor.fetchall()
+        return {instance.pk: instance for instance in map(self.make, rows)}

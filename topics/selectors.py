@@ -71,11 +71,12 @@ class _TopicRead:
         topic, user, tag = self.rows[Topic], self.rows[self.user_model], self.rows[Tag]
         through = Topic.tags.through
         through_t = quote(through._meta.db_table)
-        self.topic_sql = (
+        self.topics_sql = (  # WHERE ... follows
             f"SELECT {topic.columns()}, {user.columns()} FROM {topic.table} "
             f"INNER JOIN {user.table} ON {user.table}.{quote(self.author.target_field.column)} = "
-            f"{topic.table}.{quote(self.author.column)} "
-            f"WHERE {topic.table}.{quote(Topic._meta.get_field('slug').column)} = %s")
+            f"{topic.table}.{quote(self.author.column)} ")
+        self.topic_sql = f"{self.topics_sql}WHERE {topic.table}.{quote(Topic._meta.get_field('slug').column)} = %s"
+        self.topics_sql += f"WHERE {topic.table}.{quote(Topic._meta.pk.column)} IN "
         topic_fk = through._meta.get_field("topic").column
         tag_fk = through._meta.get_field("tag").column
         self.tags_sql = (  # Tag's Meta.ordering, name
@@ -87,8 +88,18 @@ class _TopicRead:
         with connections[self.using].cursor() as cursor:
             cursor.execute(self.topic_sql, [slug])
             row = cursor.fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._made(row)
+
+    def topics(self, pks: list[int]) -> dict[int, Topic]:
+        """{pk: topic} of the topics of primary keys `pks` (with their authors), one statement."""
+        if not pks:
+            return {}
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(f"{self.topics_sql}({', '.join(['%s'] * len(pks))})", list(pks))
+            rows = cursor.fetchall()
+        return {topic.pk: topic for topic in map(self._made, rows)}
+
+    def _made(self, row) -> Topic:
         split = self.rows[Topic].width
         topic = self.rows[Topic].make(row[:split])
         self.author.set_cached_value(topic, self.rows[self.user_model].make(row[split:]))
@@ -126,6 +137,12 @@ def topic_stored(*, pk) -> Topic | None:
     if lent is not None:
         return lent
     return Topic.objects.select_related("author").filter(pk=pk).first()
+
+
+def topics_stored(*, pks) -> dict[int, Topic]:
+    """`topic_stored` of several topics, read in one query as they are now (never a lent one):
+    {pk: topic}, a topic gone left out."""
+    return _topic_read().topics(sorted({int(pk) for pk in pks}))
 
 
 def topic_redirect_slug(*, slug, viewer) -> str | None:

@@ -69,7 +69,7 @@ from __future__ import annotations
 import abc
 import bisect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
@@ -327,6 +327,13 @@ class CommentManager(MongoManager, abc.ABC):
         stored first if the interruption came before its storage, under the number it took
         (`store=False`: only listed): the roll-forward of `manage.py integrity --repair`. Idempotent."""
 
+    @abc.abstractmethod
+    def pending_carry(self, *, discussion_id: int, comments: list[Comment]) -> None:
+        """Record the posts of `comments` (numbered, `seq` set) as pending here, as `post()` records
+        its own: a move carries the marks of its source's pending posts into its target, under its
+        seal (comments.moves), so that a post whose consequences had not run yet is still finished
+        once the discussion lives here. Idempotent."""
+
     def pending_adopt(self, *, discussion_id: int) -> int:
         """Upgrade step: move pending marks stored where an older version kept them to where
         this one looks (embedded: from inside the discussion document to marker documents).
@@ -353,6 +360,19 @@ class CommentManager(MongoManager, abc.ABC):
     @abc.abstractmethod
     def get(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> Comment | None:
         """One comment by id (permalink), or None."""
+
+    def get_many(self, *, wanted: list[tuple[int, str]], threaded: Collection[int] = ()) -> dict[tuple[int, str], Comment]:
+        """The comments of `wanted` ((discussion id, comment id) pairs, of several discussions) as
+        they are now, keyed by that pair; a comment not stored is left out. `threaded`: the
+        discussions whose topic is threaded. Strategies read them in one command (`$in`); this
+        default reads each (`get`)."""
+        found = {}
+        for discussion_id, comment_id in dict.fromkeys(wanted):
+            comment = self.get(discussion_id=discussion_id, comment_id=comment_id,
+                               threaded=discussion_id in threaded)
+            if comment is not None:
+                found[(discussion_id, comment_id)] = comment
+        return found
 
     @abc.abstractmethod
     def thread(self, *, discussion_id: int, comment_id: str, threaded: bool = False) -> list[Comment]:

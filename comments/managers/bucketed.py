@@ -227,6 +227,12 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
             self.discussions.bulk_write([UpdateOne({"_id": d}, {"$unset": unset}) for d, unset in marks.items()],
                                         ordered=False)
 
+    def pending_carry(self, *, discussion_id, comments):
+        # The element with its number: a carried id is not among the `numbered` ids kept here.
+        if comments:
+            self.discussions.update_one({"_id": discussion_id}, {"$set": {
+                f"pending.{c.id}": {**to_element(c), "seq": c.seq} for c in comments}}, upsert=True)
+
     def discussions_unfinished(self, *, limit):
         # `pending` left `{}` by its last `$unset` is nothing pending.
         return [d["_id"] for d in self.discussions.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
@@ -237,7 +243,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         for cid, element in ((meta or {}).get("pending") or {}).items():
             if element_posted(element) >= before:
                 continue  # maybe still in flight
-            seq = number_of(meta, cid, "count")
+            seq = element.get("seq") or number_of(meta, cid, "count")  # a carried mark names its number
             if seq is None:
                 continue  # numbered too long ago to tell its number: left for an operator (reported)
             comment = from_element(element, discussion_id)
@@ -691,6 +697,24 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         comment = from_element(doc["comments"][0], discussion_id)
         comment.locator = doc["bucket"]
         return comment
+
+    def get_many(self, *, wanted, threaded=()):
+        # One read of the buckets holding them (a batch's posts are mostly in each discussion's
+        # newest bucket), the elements picked here: an `$elemMatch` projection returns one element.
+        if not wanted:
+            return {}
+        want = set(wanted)
+        discussions = sorted({d for d, _ in want})
+        found = {}
+        for doc in self.buckets.find({"discussion_id": discussions[0] if len(discussions) == 1 else {"$in": discussions},
+                                      "comments.id": {"$in": sorted({c for _, c in want})}},
+                                     {"_id": 0, "discussion_id": 1, "bucket": 1, "comments": 1}):
+            for element in doc["comments"]:
+                if (doc["discussion_id"], element["id"]) in want:
+                    comment = from_element(element, doc["discussion_id"])
+                    comment.locator = doc["bucket"]
+                    found[(doc["discussion_id"], element["id"])] = comment
+        return found
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
         root = self.get(discussion_id=discussion_id, comment_id=comment_id)

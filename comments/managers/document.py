@@ -279,6 +279,12 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
             self.discussions.bulk_write([UpdateOne({"_id": d}, {"$unset": unset}) for d, unset in marks.items()],
                                         ordered=False)
 
+    def pending_carry(self, *, discussion_id, comments):
+        # `pending.<cid>` holds the document with its number (`posts_unfinished` reads `seq` there first).
+        if comments:
+            self.discussions.update_one({"_id": discussion_id}, {"$set": {
+                f"pending.{c.id}": {**self._to_document(c), "seq": c.seq} for c in comments}}, upsert=True)
+
     def discussions_unfinished(self, *, limit):
         # `pending` left `{}` by its last `$unset` is nothing pending.
         return [d["_id"] for d in self.discussions.find({"pending": {"$exists": True, "$ne": {}}}, {"_id": 1}).limit(limit)]
@@ -574,6 +580,15 @@ class DocumentCommentManager(FollowedFirst, DocumentMoving, ThreadAnchors, Comme
     def get(self, *, discussion_id, comment_id, threaded=False):
         doc = self.collection.find_one(self._key(discussion_id, comment_id))
         return self._from_document(doc) if doc else None
+
+    def get_many(self, *, wanted, threaded=()):
+        # One `$in` of their ids, the shard key (the discussions') named.
+        if not wanted:
+            return {}
+        discussions = sorted({d for d, _ in wanted})
+        docs = self.collection.find({"_id": {"$in": sorted({self.doc_id(d, c) for d, c in wanted})},
+                                     "discussion_id": discussions[0] if len(discussions) == 1 else {"$in": discussions}})
+        return {(c.discussion_id, c.id): c for c in map(self._from_document, docs)}
 
     def thread(self, *, discussion_id, comment_id, threaded=False):
         root = self.collection.find_one(self._key(discussion_id, comment_id))

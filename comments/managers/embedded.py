@@ -86,7 +86,7 @@ from collections.abc import Sequence
 import bson
 from django.conf import settings
 from django.utils import timezone
-from pymongo import ASCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.errors import DuplicateKeyError
 
 from comments.ids import new_comment_id
@@ -288,6 +288,14 @@ class EmbeddedCommentManager(EmbeddedMoving, HotRanks, ThreadAnchors, CommentMan
             discussions = sorted({d for d, _ in done})
             self.pending.delete_many({"_id": {"$in": ids},
                                       "discussion_id": discussions[0] if len(discussions) == 1 else {"$in": discussions}})
+
+    def pending_carry(self, *, discussion_id, comments):
+        # A marker each, inserted unless there (an upsert of `$setOnInsert`, as `pending_adopt`).
+        if comments:
+            self.pending.bulk_write([UpdateOne({"_id": m["_id"], "discussion_id": discussion_id},
+                                               {"$setOnInsert": {k: v for k, v in m.items() if k != "_id"}}, upsert=True)
+                                     for m in (self._marker_of(discussion_id, c.id, c.posted) for c in comments)],
+                                    ordered=False)
 
     def discussions_unfinished(self, *, limit):
         docs = self.pending.aggregate([{"$group": {"_id": "$discussion_id"}}, {"$limit": int(limit)}])
