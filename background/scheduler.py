@@ -140,11 +140,12 @@ class Scheduler:
             taken, self._later, self._queued = self._later, {}, 0
         return taken
 
-    def _run_later(self, taken: dict[str, list], until: float | None = None) -> None:
+    def _run_later(self, taken: dict[str, list]) -> None:
         """Each task's `taken` calls handed to `run_many` together (at most BATCH_MAX a run), in the
-        order the tasks were first queued; none is started once `until` (monotonic) has passed."""
+        order the tasks were first queued; none is started once a stop's timeout has passed."""
         for name, calls in taken.items():
             for start in range(0, len(calls), BATCH_MAX):
+                until = self._drain_until
                 if until is not None and time.monotonic() >= until:
                     return
                 try:
@@ -153,14 +154,9 @@ class Scheduler:
                     log.exception("batch of %s failed", name)
 
     def _drain(self) -> None:
-        """stop(): run what is queued until stop's timeout has passed."""
-        with self._lock:
-            until = self._drain_until
-        while True:
-            taken = self._take()
-            if not taken or (until is not None and time.monotonic() >= until):
-                return
-            self._run_later(taken, until)
+        """stop(): run what is queued until stop's timeout has passed (`_run_later` checks it)."""
+        while taken := self._take():
+            self._run_later(taken)
 
     def _run_soon(self) -> None:
         while not self._stop.is_set():
