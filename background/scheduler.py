@@ -15,7 +15,8 @@ runs the same schedule here, by the smallest means that does it:
 - each task of the schedule every `schedule` seconds, run as a worker would (`Task.apply`: its
   retries and failure record included), one after the other; an exception is logged, never
   stops the thread; the thread's database connections are closed after each round;
-- `stop()` (registered with atexit) ends it between two rounds and waits for the one in progress.
+- `stop()` (registered with atexit) ends it after the round in progress (and the batch calls still
+  queued, within its timeout: below).
 
 Several processes (gunicorn's workers) each run the schedule: the tasks are idempotent (a post
 is finished once, keyed by the comment), so a second run finds nothing to do.
@@ -32,7 +33,15 @@ It also runs the calls of batch tasks sent "later" (`later()`, from `background.
 of one task queued meanwhile is handed to `run_many(name, calls)` at once (at most BATCH_MAX), before
 the `soon` tasks of the round (a move a post asked for runs after that post's consequences).
 Their senders recorded what remains to be done before queuing (a post's pending mark), so calls
-queued when the process stops are finished by those records' finisher.
+not run when the process stops are finished by those records' finisher. The queue is fair and
+bounded, as a work queue under load must be:
+- a round takes only the calls queued when it began (a snapshot), then runs the `soon` tasks and
+  the periodic ones; calls queued meanwhile wait for the next round, so posts that keep coming
+  never starve a move, the finisher or the per-round connection close;
+- at most `max_queued` calls wait (`BACKGROUND_BATCH_QUEUE_MAX`): above it `later()` returns False
+  and the sender does the work itself, in its request (back-pressure: a bounded buffer makes the
+  producer slow down instead of growing without end);
+- `stop()` drains the queue within its timeout (what is left keeps its senders' records).
 """
 
 from __future__ import annotations
@@ -48,16 +57,19 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 BATCH_MAX = 500  # calls of one task one `run_many` takes (the rest go to the next)
+QUEUED_MAX = 500  # calls waiting, all tasks together, unless `BACKGROUND_BATCH_QUEUE_MAX` says otherwise
 
 
 class Scheduler:
     """Runs `run(name)` for each (name, seconds) of `schedule`, each every `seconds`."""
 
     def __init__(self, schedule: dict[str, float], run: Callable[[str], object], *, after_round=lambda: None,
-                 run_many: Callable[[str, list], object] | None = None):
+                 run_many: Callable[[str, list], object] | None = None, max_queued: int = QUEUED_MAX):
         self.schedule, self.run, self.after_round = dict(schedule), run, after_round
-        self.run_many = run_many
+        self.run_many, self.max_queued = run_many, max_queued
         self._later: dict[str, list] = {}  # task name -> calls queued by `later`, run together
+        self._queued = 0  # calls in `_later`, all tasks together
+        self._drain_until: float | None = None  # stop(): the batches run until then, then the thread ends
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()  # stop() or soon(): the thread looks again before its next due time
@@ -78,13 +90,19 @@ class Scheduler:
             self._wake.clear()
             self._soon.clear()  # what was queued before a stop was not run, and is asked again by its writers
             self._later.clear()  # nor were these: their writers left them pending for the finisher
+            self._queued = 0
+            self._drain_until = None
             self._pid = os.getpid()
             self._thread = threading.Thread(target=self._loop, name="background-scheduler", daemon=True)
             self._thread.start()
             return True
 
     def stop(self, timeout: float = 30.0) -> None:
-        """End the thread between two rounds (the round in progress finishes first)."""
+        """End the thread: the round in progress finishes, then the batch calls still queued run
+        until `timeout` has passed (those left keep their senders' records, for the finisher);
+        `later()` queues nothing more from now."""
+        with self._lock:
+            self._drain_until = time.monotonic() + timeout
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -109,25 +127,36 @@ class Scheduler:
         with self._lock:
             if not self.running or self._stop.is_set() or self.run_many is None:
                 return False
+            if self._queued >= self.max_queued:
+                return False  # full: the sender does the work itself (back-pressure)
             self._later.setdefault(name, []).append(call)
+            self._queued += 1
         self._wake.set()
         return True
 
-    def _run_later(self) -> None:
-        """Each task's queued calls, taken all at once (at most BATCH_MAX a run), handed to `run_many`."""
-        while not self._stop.is_set():
-            with self._lock:
-                name = next(iter(self._later), None)
-                if name is None:
+    def _take(self) -> dict[str, list]:
+        """The calls queued now, all of them, taken out of the queue (calls queued later wait)."""
+        with self._lock:
+            taken, self._later, self._queued = self._later, {}, 0
+        return taken
+
+    def _run_later(self, taken: dict[str, list]) -> None:
+        """Each task's `taken` calls handed to `run_many` together (at most BATCH_MAX a run), in the
+        order the tasks were first queued; none is started once a stop's timeout has passed."""
+        for name, calls in taken.items():
+            for start in range(0, len(calls), BATCH_MAX):
+                until = self._drain_until
+                if until is not None and time.monotonic() >= until:
                     return
-                calls = self._later[name][:BATCH_MAX]
-                del self._later[name][:BATCH_MAX]
-                if not self._later[name]:
-                    del self._later[name]
-            try:
-                self.run_many(name, calls)
-            except Exception:
-                log.exception("batch of %s failed", name)
+                try:
+                    self.run_many(name, calls[start:start + BATCH_MAX])
+                except Exception:
+                    log.exception("batch of %s failed", name)
+
+    def _drain(self) -> None:
+        """stop(): run what is queued until stop's timeout has passed (`_run_later` checks it)."""
+        while taken := self._take():
+            self._run_later(taken)
 
     def _run_soon(self) -> None:
         while not self._stop.is_set():
@@ -148,8 +177,11 @@ class Scheduler:
             self._wake.wait(max(0.0, min(due.values()) - time.monotonic()))
             self._wake.clear()
             if self._stop.is_set():
+                self._drain()
                 break
-            self._run_later()  # first: posts queued before a move they asked for are finished where they were stored
+            # First: posts queued before a move they asked for are finished where they were stored.
+            # Only what is queued now: calls queued meanwhile wait for the next round.
+            self._run_later(self._take())
             self._run_soon()
             now = time.monotonic()
             for name in sorted(due, key=due.get):
@@ -232,7 +264,8 @@ def start() -> Scheduler | None:
     schedule = {entry["task"]: float(entry["schedule"]) for entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).values()}
     with _guard:
         if _scheduler is None:
-            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=run_batch)
+            _scheduler = Scheduler(schedule, _apply, after_round=_close_connections, run_many=run_batch,
+                                   max_queued=int(getattr(settings, "BACKGROUND_BATCH_QUEUE_MAX", QUEUED_MAX)))
             atexit.register(_scheduler.stop)
         if _scheduler.start():
             log.info("background scheduler started: %s", ", ".join(f"{n} every {s:g} s" for n, s in schedule.items()))

@@ -345,6 +345,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Without a broker (eager tasks) the web process runs this schedule itself, in one thread per
 # process (background/scheduler.py, started by cms_site/wsgi.py); BACKGROUND_SCHEDULER=0 turns it off.
 BACKGROUND_SCHEDULER = os.environ.get("BACKGROUND_SCHEDULER", "1") != "0"
+# The posts' consequences that thread runs together (background/batch.py) wait in a bounded queue:
+# above this many calls waiting a post runs its consequences in its own request (back-pressure).
+BACKGROUND_BATCH_QUEUE_MAX = env_int("BACKGROUND_BATCH_QUEUE_MAX", 500)
 CELERY_BEAT_SCHEDULE = {
     "topics-publish-due": {"task": "topics.publish_due", "schedule": 60.0},
     "comments-posts-finish": {"task": "comments.posts_finish", "schedule": 60.0},

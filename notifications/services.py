@@ -121,19 +121,41 @@ def _deliver(*, recipients: dict[int, str], actor, target_of, subject: str, even
 
 
 def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
-    """A new comment: its parent's author (reply), the users it @mentions, the discussion's subscribers."""
-    topic = _topic(topic_id)
-    lent = borrowed_user(author_id)  # the post in this thread lent it (core.lending)
-    author = lent if lent is not None and lent.is_active else _active_users([author_id]).get(author_id)
-    if topic is None or author is None:
-        return 0
+    """A new comment: its parent's author (reply), the users it @mentions, the discussion's
+    subscribers. A batch of one (`notify_comment_many`)."""
+    return notify_comment_many(posts=[(topic_id, comment_id, author_id)])
+
+
+def notify_comment_many(*, posts: list[tuple[int, str, int]]) -> int:
+    """`notify_comment` of each (topic id, comment id, author id) of `posts` (one post's, or the batch
+    of a served process's scheduler thread, background/batch.py). For a batch, one read of which
+    of their discussions have subscribers, so a post into a discussion nobody subscribed to reads
+    no subscriber list; a post that notifies nobody (no subscribers, not a reply, naming nobody)
+    costs no other command. Returns the notifications created."""
+    topics = {topic_id: _topic(topic_id) for topic_id in {p[0] for p in posts}}
+    subscribed = None  # one post: its discussion's subscribers are read (none: one read either way)
+    if len(posts) > 1:
+        discussions = sorted({t.discussion_id for t in topics.values() if t is not None})
+        subscribed = ThreadSubscriptionManager().discussions_subscribed(discussion_ids=discussions)
+    created = 0
+    for topic_id, comment_id, author_id in posts:
+        topic = topics[topic_id]
+        if topic is not None:
+            created += _notify_comment(topic, comment_id, author_id,
+                                       subscribed=subscribed is None or topic.discussion_id in subscribed)
+    return created
+
+
+def _notify_comment(topic, comment_id: str, author_id: int, *, subscribed: bool) -> int:
+    """`notify_comment`'s recipient rules, for one post (`subscribed`: its discussion may have
+    subscribers, whose list is read)."""
     comment = _comment(topic, comment_id)
     if comment is None or comment.status != "visible":
         return 0  # gone, held or moderated before delivery
     recipients: dict[int, str] = {}
-    subs = ThreadSubscriptionManager()
-    for batch in subs.subscriber_batches(discussion_id=topic.discussion_id):
-        recipients.update({u: COMMENT for u in batch})
+    if subscribed:
+        for batch in ThreadSubscriptionManager().subscriber_batches(discussion_id=topic.discussion_id):
+            recipients.update({u: COMMENT for u in batch})
     names = mentioned_usernames(comment.text)[:MAX_MENTIONS]
     if names:  # named as user names are matched: ignoring case and width (`@ALICE` is alice)
         named = users_by_names(names, queryset=get_user_model().objects.filter(is_active=True))
@@ -142,6 +164,12 @@ def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
         parent = _comment(topic, comment.parent)
         if parent is not None and parent.status == "visible":
             recipients[parent.author.id] = REPLY
+    if not recipients:
+        return 0  # nobody to notify: the author is not looked up
+    lent = borrowed_user(author_id)  # the post in this thread lent it (core.lending)
+    author = lent if lent is not None and lent.is_active else _active_users([author_id]).get(author_id)
+    if author is None:
+        return 0
     key = subject_key(topic.discussion_id, comment.id)
     url = f"/t/{topic.slug}/c/{comment.id}/"
     texts = {REPLY: f"{author.username} replied to your comment in “{topic.title}”.",
@@ -150,26 +178,6 @@ def notify_comment(*, topic_id: int, comment_id: str, author_id: int) -> int:
     return _deliver(recipients=recipients, actor=author, subject=key, url=url, title=topic.title, topic=topic,
                     target_of=lambda kind: f"d{topic.discussion_id}" if kind == COMMENT else key,
                     event_of=lambda kind, r: f"{kind}:{key}", email_text=texts.get)
-
-
-def notify_comment_many(*, posts: list[tuple[int, str, int]]) -> int:
-    """`notify_comment` of each (topic id, comment id, author id) of `posts` (the batch of a served
-    process's scheduler thread, background/batch.py): one read of which of their discussions have
-    subscribers; then `notify_comment` for each post that may notify someone (its discussion has
-    subscribers, it is a reply, or it names @someone). A post with none of these notifies nobody,
-    and costs no other command. Returns the notifications created."""
-    topics = {topic_id: _topic(topic_id) for topic_id in {p[0] for p in posts}}
-    discussions = sorted({t.discussion_id for t in topics.values() if t is not None})
-    subscribed = ThreadSubscriptionManager().discussions_subscribed(discussion_ids=discussions)
-    created = 0
-    for topic_id, comment_id, author_id in posts:
-        topic = topics[topic_id]
-        comment = _comment(topic, comment_id) if topic is not None else None
-        if comment is None:
-            continue
-        if topic.discussion_id in subscribed or comment.parent or mentioned_usernames(comment.text):
-            created += notify_comment(topic_id=topic_id, comment_id=comment_id, author_id=author_id)
-    return created
 
 
 def notify_like(*, topic_id: int, comment_id: str, liker_id: int) -> int:

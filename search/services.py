@@ -24,21 +24,21 @@ def _search_entry(topic, comment) -> dict:
 def comment_search_sync(*, topic_id: int, comment_id: str) -> bool:
     """Set a comment's search entry from the comment as stored now (its text, html and current
     status; a tombstone keeps no words). Idempotent and order-free: whichever run comes last
-    writes the current state. False when the topic or the comment is gone."""
-    topic = topic_stored(pk=topic_id)
-    comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
-    if comment is None:
-        return False
-    CommentSearchManager().upsert_many([_search_entry(topic, comment)])
-    return True
+    writes the current state. False when the topic or the comment is gone. A batch of one
+    (`comment_search_sync_many`)."""
+    return comment_search_sync_many(posts=[(topic_id, comment_id)]) == 1
 
 
 def comment_search_sync_many(*, posts: list[tuple[int, str]]) -> int:
     """`comment_search_sync` of each (topic id, comment id) of `posts` (the batch of a served
-    process's scheduler thread, background/batch.py): the entries in one write. Returns how many."""
+    process's scheduler thread, background/batch.py; an import's batch, `comments_search_sync`):
+    the entries of the comments as stored now, in one write. Returns how many were written."""
+    topics: dict[int, object] = {}
     entries = []
     for topic_id, comment_id in posts:
-        topic = topic_stored(pk=topic_id)
+        if topic_id not in topics:
+            topics[topic_id] = topic_stored(pk=topic_id)
+        topic = topics[topic_id]
         comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
         if comment is not None:
             entries.append(_search_entry(topic, comment))
@@ -46,14 +46,9 @@ def comment_search_sync_many(*, posts: list[tuple[int, str]]) -> int:
 
 
 def comments_search_sync(*, topic_id: int, comment_ids: list[str]) -> int:
-    """`comment_search_sync` for a batch (an import's): the entries of the comments as stored
-    now, in one write. Idempotent; returns the entries written."""
-    topic = topic_stored(pk=topic_id)
-    if topic is None:
-        return 0
-    stored = (comment_stored(topic=topic, comment_id=cid) for cid in comment_ids)
-    entries = [_search_entry(topic, comment) for comment in stored if comment is not None]
-    return CommentSearchManager().upsert_many(entries) if entries else 0
+    """`comment_search_sync` for a batch of one topic's comments (an import's): the entries of the
+    comments as stored now, in one write. Idempotent; returns the entries written."""
+    return comment_search_sync_many(posts=[(topic_id, comment_id) for comment_id in comment_ids])
 
 
 def comment_search_rebuild(*, topics, page_size: int = 500, progress=lambda message: None) -> int:

@@ -59,6 +59,7 @@ from social.feeds.log import ActivityLogManager
 from social.managers import FOLLOWERS, FOLLOWING, FollowEdgeManager, FollowListManager
 from social.managers.commenters import DiscussionCommenterManager
 from social.managers.edges import now_ms
+from social.managers.lists import DeliveryHead
 from social.managers.mutes import MAX_MUTES, MuteManager
 from social.managers.presence import PresenceManager
 from social.managers.pulled import PulledAuthorManager
@@ -283,15 +284,9 @@ def activity_record(*, activity: Activity, deliver: bool = False) -> Activity:
     it). A step that fails retries the task (`DeliveryTask`), whose earlier steps are idempotent: the
     activity is found already logged and its delivery reads it from the log, as the delivery task
     of a retry does. Delivering adds no enqueue, so no broker can refuse it here."""
-    stored, inserted = ActivityLogManager().record(activity)
     if deliver:
-        feed = get_feed()
-        if feed.name != "read":  # fan-out on read: the log is the feed
-            # Not an activity an earlier attempt stored (a retry): what is stored is that attempt's.
-            logged = stored if inserted else ActivityLogManager().get(stored.id, author=stored.actor_id)
-            if logged is not None:
-                _activity_deliver(feed, logged)
-        return stored
+        return _activities_record([activity])[0][0]
+    stored, inserted = ActivityLogManager().record(activity)
     # The author is the log's shard key: the delivery reads the activity on one shard. A delivery
     # the broker refused is never the writer's error: `manage.py integrity --repair` (feeds)
     # delivers the missing copies from the log (an idempotent backfill). Run eagerly (no broker)
@@ -331,10 +326,35 @@ def activity_deliver(*, activity_id: str, author_id: int | None = None) -> int:
     return _activity_deliver(feed, activity)
 
 
-def _activity_deliver(feed: FeedManager, activity: Activity) -> int:
-    """`activity_deliver` of a logged activity by a push strategy: the followers head, then the push."""
+def _activities_record(activities: list[Activity]) -> list[tuple[Activity, bool]]:
+    """`activity_record(deliver=True)` of each of `activities` (one post's, or a batch's: background/
+    batch.py), each step one command for them all: the activities logged (one insert), their authors'
+    followers heads (one read), then per activity whose author has a followers list (someone follows
+    or followed them) its delivery (`_activity_deliver`, given the head read). An author without a
+    head has nothing to deliver to. Per activity: it as stored, and whether this call stored it."""
+    activity_log = ActivityLogManager()
+    stored = activity_log.record_many(activities)
+    feed = get_feed()
+    if feed.name == "read" or not stored:  # fan-out on read: the log is the feed
+        return stored
+    heads = FollowListManager().delivery_heads(owners=[a.actor_id for a, _ in stored], kind=FOLLOWERS)
+    for activity, inserted in stored:
+        head = heads[activity.actor_id]
+        if not head.listed:
+            continue
+        # Not an activity an earlier attempt stored (a retry): what is stored is that attempt's.
+        logged = activity if inserted else activity_log.get(activity.id, author=activity.actor_id)
+        if logged is not None:
+            _activity_deliver(feed, logged, head)
+    return stored
+
+
+def _activity_deliver(feed: FeedManager, activity: Activity, head: DeliveryHead | None = None) -> int:
+    """`activity_deliver` of a logged activity by a push strategy: the followers head (`head`, when
+    the caller read it already), then the push."""
     lists, pulled = FollowListManager(), PulledAuthorManager()
-    head = lists.delivery_head(owner=activity.actor_id, kind=FOLLOWERS)
+    if head is None:
+        head = lists.delivery_head(owner=activity.actor_id, kind=FOLLOWERS)
     followers = head.count
     if followers is not None and followers > settings.FEED_PUSH_LIMIT:
         pulled.mark(author=activity.actor_id, followers=followers, at=now_ms())
@@ -484,7 +504,7 @@ def activity_comment_posted(*, topic, comment, author) -> Activity:
     """The `comment` activity of a stored comment; keyed by the comment (and dated when it was
     posted) when it carries its time, so a retried task records it once. Delivered here, as the
     last step of the task that records it (`activity_record(deliver=True)`)."""
-    return activity_record(deliver=True, activity=_comment_activity(topic, comment, author))
+    return _activities_record([_comment_activity(topic, comment, author)])[0][0]
 
 
 def _comment_activity(topic, comment, author) -> Activity:
@@ -499,76 +519,69 @@ def _comment_activity(topic, comment, author) -> Activity:
     )
 
 
-def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
-    """The task behind `comment_posted`: the comment's activity from the stored comment
-    (idempotent: its id is derived from the comment). False when the topic or comment is gone."""
+def _posted_activity(topic, comment_id: str) -> Activity | None:
+    """The `comment` activity of `topic`'s stored comment `comment_id`; None when the comment or its
+    author is gone."""
     from comments.selectors import comment_stored
 
-    topic = topic_stored(pk=topic_id)
-    comment = comment_stored(topic=topic, comment_id=comment_id) if topic is not None else None
+    comment = comment_stored(topic=topic, comment_id=comment_id)
     if comment is None or comment.author is None:
-        return False
+        return None
     author = borrowed_user(comment.author.id) or get_user_model().objects.filter(pk=comment.author.id).first()
-    if author is None:
-        return False
-    activity_comment_posted(topic=topic, comment=comment, author=author)
-    return True
+    return None if author is None else _comment_activity(topic, comment, author)
+
+
+def _commenter_pair(topic, author_id: int) -> tuple[tuple[int, int], int | None]:
+    """((discussion, author), seq of the author's newest visible comment there, or None): the pair of
+    `DiscussionCommenterManager` as the comment store says it is now."""
+    from comments.selectors import comment_participant_seq
+
+    return (topic.discussion_id, int(author_id)), comment_participant_seq(topic=topic, author_id=int(author_id))
+
+
+def activity_comment_record(*, topic_id: int, comment_id: str) -> bool:
+    """The task behind `comment_posted` (before `social.comment_posted` took its steps): the
+    comment's activity from the stored comment, delivered (idempotent: its id is derived from the
+    comment). False when the topic or comment is gone."""
+    return comment_posted_record(topic_id=topic_id, comment_id=comment_id, author_id=None)
 
 
 def comment_posted_record(*, topic_id: int, comment_id: str, author_id: int | None) -> bool:
     """The task behind `comment_posted` (`social.comment_posted`): its author's commenter pair
     (`commenters_refresh`; none for an author without an account id), then the comment's activity
-    (`activity_comment_record`) and its delivery to the author's followers. One task for the steps
-    of one post, so a post enqueues one social task, not three. The pair comes first and the
-    delivery last: the steps before the delivery are idempotent and enqueue nothing, so a retry
-    after one of them failed has delivered nothing yet; a retry after the delivery failed writes
-    the pair again (the same value), finds the activity logged and delivers it again, as the
-    delivery task's own retry did (a delivery is idempotent in every strategy, docs/social.md).
-    False when the activity was not recorded (topic or comment gone)."""
-    if author_id:
-        commenters_refresh(topic_id=topic_id, author_id=author_id)
-    return activity_comment_record(topic_id=topic_id, comment_id=comment_id)
+    and its delivery to the author's followers. One task for the steps of one post, so a post
+    enqueues one social task, not three. A batch of one (`comment_posted_record_many`). False when
+    the activity was not recorded (topic or comment gone)."""
+    return comment_posted_record_many(posts=[(topic_id, comment_id, author_id)]) == 1
 
 
 def comment_posted_record_many(*, posts: list[tuple[int, str, int | None]]) -> int:
-    """`comment_posted_record` of each (topic id, comment id, author id) of `posts` (the batch of a
-    served process's scheduler thread, background/batch.py), the same steps in the same order,
-    each one command for the whole batch: the commenter pairs (one bulk write), the activities
-    (one insert), the followers heads of their authors (one read); then, for an author with a
-    followers list (someone follows or followed them), the delivery (`_activity_deliver`), per
-    activity. An author without a head has nothing to deliver to (`_activity_deliver` reads the
-    same head and stops there). Idempotent as each step is; returns the activities recorded."""
-    from comments.selectors import comment_participant_seq, comment_stored
-
+    """`comment_posted_record` of each (topic id, comment id, author id) of `posts` (one post's, or
+    the batch of a served process's scheduler thread, background/batch.py), each step one command
+    for them all: the commenter pairs (one write), the activities (one insert), the followers heads
+    of their authors (one read), then per activity whose author has a followers list its delivery
+    (`_activities_record`). The pairs come first and the deliveries last: the steps before a delivery
+    are idempotent and enqueue nothing, so a retry after one of them failed has delivered nothing
+    yet; a retry after a delivery failed writes the pairs again (the same values), finds the
+    activities logged and delivers them again, as the delivery task's own retry did (a delivery is
+    idempotent in every strategy, docs/social.md). Returns the activities recorded."""
+    topics: dict[int, object] = {}
     pairs: dict[tuple[int, int], int | None] = {}
     activities: list[Activity] = []
-    users = get_user_model().objects
     for topic_id, comment_id, author_id in posts:
-        topic = topic_stored(pk=topic_id)
+        if topic_id not in topics:
+            topics[topic_id] = topic_stored(pk=topic_id)  # the post's own topic when it is lent
+        topic = topics[topic_id]
         if topic is None:
             continue
         if author_id:
-            pairs[(topic.discussion_id, int(author_id))] = comment_participant_seq(topic=topic, author_id=int(author_id))
-        comment = comment_stored(topic=topic, comment_id=comment_id)
-        if comment is None or comment.author is None:
-            continue
-        author = borrowed_user(comment.author.id) or users.filter(pk=comment.author.id).first()
-        if author is not None:
-            activities.append(_comment_activity(topic, comment, author))
+            pair, seq = _commenter_pair(topic, author_id)
+            pairs[pair] = seq
+        activity = _posted_activity(topic, comment_id)
+        if activity is not None:
+            activities.append(activity)
     DiscussionCommenterManager().set_many(pairs)
-    activity_log = ActivityLogManager()
-    stored = activity_log.record_many(activities)
-    feed = get_feed()
-    if feed.name != "read" and stored:  # fan-out on read: the log is the feed
-        heads = FollowListManager().delivery_heads(owners=[a.actor_id for a, _ in stored], kind=FOLLOWERS)
-        for activity, inserted in stored:
-            if not heads[activity.actor_id].listed:
-                continue
-            # Not an activity an earlier attempt stored (a retry): what is stored is that attempt's.
-            logged = activity if inserted else activity_log.get(activity.id, author=activity.actor_id)
-            if logged is not None:
-                _activity_deliver(feed, logged)
-    return len(stored)
+    return len(_activities_record(activities))
 
 
 def commenters_refresh(*, topic_id: int, author_id: int) -> bool:
@@ -576,13 +589,11 @@ def commenters_refresh(*, topic_id: int, author_id: int) -> bool:
     comment in the topic (a post, a status change, a deletion, an import): the pair of
     `DiscussionCommenterManager` set from the comment store as it is now (idempotent; run in any
     order, the last run after the last write leaves the truth). False when the topic is gone."""
-    from comments.selectors import comment_participant_seq
-
     topic = topic_stored(pk=topic_id)  # the post's own topic when its consequences run eagerly
     if topic is None:
         return False
-    newest = comment_participant_seq(topic=topic, author_id=int(author_id))
-    DiscussionCommenterManager().set(discussion_id=topic.discussion_id, author=int(author_id), seq=newest)
+    pair, seq = _commenter_pair(topic, author_id)
+    DiscussionCommenterManager().set_many({pair: seq})
     return True
 
 

@@ -83,6 +83,7 @@ from comments.managers.fields import (
     new_comment,
     number_of,
     numbered_push,
+    pending_clear_many,
     pin_guard,
     pinned_hint,
     text_fields,
@@ -219,13 +220,7 @@ class BucketedCommentManager(BucketedMoving, RankedFollowedFirst, HotRanks, Comm
         self.discussions.update_one({"_id": discussion_id}, {"$unset": {f"pending.{comment_id}": ""}})
 
     def posts_done_many(self, *, done):
-        # One `$unset` of its marks per discussion, all in one unordered bulk write.
-        marks: dict[int, dict] = {}
-        for discussion_id, comment_id in done:
-            marks.setdefault(discussion_id, {})[f"pending.{comment_id}"] = ""
-        if marks:
-            self.discussions.bulk_write([UpdateOne({"_id": d}, {"$unset": unset}) for d, unset in marks.items()],
-                                        ordered=False)
+        pending_clear_many(self.discussions, done)
 
     def pending_carry(self, *, discussion_id, comments):
         # The element with its number: a carried id is not among the `numbered` ids kept here.

@@ -23,6 +23,7 @@ from datetime import datetime
 from html import escape
 
 from django.conf import settings
+from pymongo import UpdateOne
 
 from comments.clock import monotonic_now, sort_stamp, stamp_time
 from comments.managers.base import COMMENT_STATUSES, HOT, LATEST_LIKERS, VISIBLE, Author, Comment
@@ -311,3 +312,14 @@ def check_position(manager, order: str) -> None:
     check_order(manager, order)
     if order == HOT:
         raise ValueError("hot order has no positions: link into it with base.hot_cursor_at")
+
+
+def pending_clear_many(discussions, done) -> None:
+    """Clear the pending marks of `done` ((discussion id, comment id): posts whose consequences
+    ran) kept in `discussions`' documents under `pending.<comment id>` (the document and bucketed
+    strategies): one `$unset` of its marks per discussion, all in one unordered bulk write."""
+    marks: dict[int, dict] = {}
+    for discussion_id, comment_id in done:
+        marks.setdefault(discussion_id, {})[f"pending.{comment_id}"] = ""
+    if marks:
+        discussions.bulk_write([UpdateOne({"_id": d}, {"$unset": unset}) for d, unset in marks.items()], ordered=False)

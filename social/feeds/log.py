@@ -68,6 +68,8 @@ class ActivityLogManager(MongoManager):
         activity, it with its id and whether this call stored it (a duplicate key: stored before)."""
         if not activities:
             return []
+        if len(activities) == 1:  # one activity: its own insert (`record`), less work than a bulk insert
+            return [self.record(activities[0])]
         fields = [a.to_fields() for a in activities]
         oids = [ObjectId(a.id) if a.id else ObjectId() for a in activities]
         stored = [True] * len(activities)

@@ -67,7 +67,11 @@ class DiscussionCommenterManager(MongoManager):
                                         upsert=True)
 
     def set_many(self, pairs: dict[tuple[int, int], int | None]) -> None:
-        """`set` of each ((discussion id, author), seq) of `pairs`, in one unordered bulk write."""
+        """`set` of each ((discussion id, author), seq) of `pairs`, in one unordered bulk write (one
+        pair: its own command, `set`, which the engine runs with less work than a bulk write)."""
+        if len(pairs) == 1:
+            ((discussion_id, author), seq), = pairs.items()
+            return self.set(discussion_id=discussion_id, author=author, seq=seq)
         ops = []
         for (discussion_id, author), seq in pairs.items():
             key = {"_id": self.pair_id(discussion_id, author), "discussion_id": int(discussion_id)}

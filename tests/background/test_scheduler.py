@@ -127,3 +127,125 @@ def test_a_restarted_scheduler_does_not_run_what_was_queued_before_its_stop():
         time.sleep(0.01)
     scheduler.stop()
     assert ("after", (2,)) in ran and ("queued", (1,)) not in ran
+
+
+def _batching(run_many, **options):
+    """A scheduler that runs batches (`run_many`) and a periodic `tick` every 10 ms, recording its runs."""
+    runs = []
+    scheduler = Scheduler({"tick": 0.01}, lambda name, *args: runs.append(name), run_many=run_many, **options)
+    return scheduler, runs
+
+
+def test_posts_that_keep_coming_do_not_starve_the_tasks_sent_soon_nor_the_periodic_ones():
+    """Each round takes only the calls queued when it began: a batch during which more posts are
+    queued (each batch queues the next) leaves them to the next round, after `soon` and the schedule."""
+    batches = []
+
+    def run_many(name, calls):
+        batches.append(len(calls))
+        scheduler.later("post", len(batches))  # another post answered while this batch ran
+
+    scheduler, runs = _batching(run_many)
+    scheduler.start()
+    try:
+        assert scheduler.later("post", 0)
+        assert scheduler.soon("move")
+        _wait(lambda: "move" in runs and "tick" in runs, "the move and the periodic task run", limit=20)
+        assert len(batches) >= 1  # and the posts still run, round after round
+    finally:
+        scheduler.stop(timeout=0)
+
+
+def test_the_batch_queue_is_bounded_and_a_full_queue_refuses_the_call():
+    """At most `max_queued` calls wait; above it `later` returns False (the sender runs its work itself)."""
+    held, release, ran = threading.Event(), threading.Event(), []
+
+    def run_many(name, calls):
+        held.set()
+        release.wait(60)
+        ran.extend(calls)
+
+    scheduler, _ = _batching(run_many, max_queued=3)
+    scheduler.start()
+    try:
+        assert scheduler.later("post", 0)
+        assert held.wait(60)  # the thread took it: the queue is empty again while it runs
+        assert [scheduler.later("post", n) for n in range(1, 5)] == [True, True, True, False]
+        release.set()
+        _wait(lambda: len(ran) == 4, "the queued calls run")
+        assert scheduler.later("post", 5)  # room again
+        _wait(lambda: len(ran) == 5, "the last call runs")
+    finally:
+        release.set()
+        scheduler.stop()
+    assert ran == [0, 1, 2, 3, 5]
+
+
+def _stopping_while_a_batch_runs(timeout):
+    """Queue 0, hold the thread in its batch, queue 1-4, stop with `timeout`, then release the batch."""
+    held, release, ran = threading.Event(), threading.Event(), []
+
+    def run_many(name, calls):
+        held.set()
+        release.wait(60)
+        ran.extend(calls)
+
+    scheduler, _ = _batching(run_many)
+    scheduler.start()
+    assert scheduler.later("post", 0) and held.wait(60)
+    assert all(scheduler.later("post", n) for n in range(1, 5))
+    stopping = threading.Thread(target=scheduler.stop, args=(timeout,))
+    stopping.start()
+    _wait(scheduler._stop.is_set, "the stop began")
+    assert scheduler.later("post", 5) is False  # stopping: nothing more is queued
+    release.set()
+    stopping.join(60)
+    _wait(lambda: not scheduler.running, "the thread ended")  # stop(0) does not wait for it
+    return ran
+
+
+def test_stop_runs_the_calls_still_queued_before_the_thread_ends():
+    assert _stopping_while_a_batch_runs(timeout=60) == [0, 1, 2, 3, 4]
+
+
+def test_stop_leaves_what_its_timeout_had_no_time_for():
+    """Past stop's timeout nothing more starts: those calls' senders left records for the finisher."""
+    assert _stopping_while_a_batch_runs(timeout=0) == [0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_post_finding_the_batch_queue_full_runs_its_consequences_in_its_request(settings, make_topic, make_user):
+    """BACKGROUND_BATCH_QUEUE_MAX: a post past the bound is not queued; its search entry, activity and
+    pending mark are done when its request returns, while the queued post waits for the thread."""
+    from comments.services import comment_create
+    from core.mongo import get_db
+    from search.managers import CommentSearchManager
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.BACKGROUND_SCHEDULER = True
+    settings.BACKGROUND_BATCH_QUEUE_MAX = 1
+    settings.CELERY_BEAT_SCHEDULE = {"topics-publish-due": {"task": "topics.publish_due", "schedule": 3600}}
+    topic, author = make_topic("document"), make_user()
+    entries = get_db()[CommentSearchManager.collection_name]
+    started = background_scheduler.start()
+    held, release = threading.Event(), threading.Event()
+    run = started.run
+
+    def holding(name, *args):
+        if name == "hold":
+            held.set()
+            return release.wait(60)
+        return run(name, *args)
+
+    started.run = holding
+    try:
+        assert started.soon("hold") and held.wait(60)  # the thread is busy: what is queued waits
+        queued = comment_create(topic=topic, author=author, text="queued")
+        inline = comment_create(topic=topic, author=author, text="past the bound")
+        assert entries.count_documents({"c": inline.id}) == 1
+        assert entries.count_documents({"c": queued.id}) == 0
+        release.set()
+        _wait(lambda: entries.count_documents({"c": queued.id}) == 1, "the queued post's batch runs")
+    finally:
+        release.set()
+        background_scheduler.stop()

@@ -38,6 +38,9 @@ def mongo_db(settings, request):
 
     name = f"test_{uuid.uuid4().hex[:16]}"
     settings.MONGODB_DB = name
+    # The world's comments are written once per module and age with the run (`make faults` on a
+    # loaded machine outlasts the default 15 minutes): its author may still edit them.
+    settings.COMMENTS_EDIT_WINDOW = 24 * 3600
     storage = getattr(getattr(request.node, "callspec", None), "params", {}).get("storage")
     if storage:
         from tests.faults.scenarios import split_setup

@@ -89,7 +89,7 @@ def test_a_post_whose_commenter_step_fails_once_reaches_a_follower_once(monkeypa
 @pytest.mark.parametrize("failing", ["head", "push"])
 def test_a_post_whose_delivery_fails_once_reaches_a_follower_once(monkeypatch, api_client, make_user, make_topic,
                                                                   settings, strategy, failing):
-    """The delivery is the post's social task's last step: when it fails (the followers head's read,
+    """The delivery is the post's social task's last step: when it fails (the followers heads' read,
     or the feed's first write, a primary stepping down) the task is retried, finds its activity
     logged, and the follower's feed holds the comment once."""
     from pymongo.errors import AutoReconnect
@@ -101,7 +101,7 @@ def test_a_post_whose_delivery_fails_once_reaches_a_follower_once(monkeypatch, a
     settings.FEED_STRATEGY = strategy
     topic, writer, fan = make_topic("document"), make_user("writer"), make_user("fan")
     services.follow_create(follower=fan, followee=writer)
-    owner, name = (FollowListManager, "delivery_head") if failing == "head" else (type(get_feed()), "post")
+    owner, name = (FollowListManager, "delivery_heads") if failing == "head" else (type(get_feed()), "post")
     real, calls = getattr(owner, name), []
 
     def once_refused(self, *args, **kwargs):
