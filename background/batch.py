@@ -38,12 +38,11 @@ log = logging.getLogger(__name__)
 
 
 class Call(NamedTuple):
-    """One queued call: the task's arguments, and what its sender lends it (core.lending's records, in
-    memory: what the sender holds, so the batch need not read it back; None: read it)."""
+    """One queued call: the task's arguments (what it derives from is read back when it runs, as it
+    is then: comments.services.comment_posts_announce)."""
 
     args: tuple
     kwargs: dict
-    lent: object = None
 
 
 _collector: ContextVar[Collector | None] = ContextVar("batch_collector", default=None)
@@ -81,14 +80,14 @@ class BatchTask(DeliveryTask):
         return [task.apply(call.args, call.kwargs).state == states.SUCCESS for call in calls]
 
 
-def later(name: str, args: tuple = (), kwargs: dict | None = None, *, lent=None) -> bool:
+def later(name: str, args: tuple = (), kwargs: dict | None = None) -> bool:
     """Queue a call of the batch task `name` on this process's scheduler thread, run with the other
     calls queued meanwhile after the caller answered (by name: a service need not import the task
     module that imports it). False (nothing queued) with a broker, or where no scheduler thread runs
     (the test suite, a management command): the caller then does the work as it does without one."""
     from background.scheduler import later as queue
 
-    return bool(settings.CELERY_TASK_ALWAYS_EAGER) and queue(name, Call(tuple(args), dict(kwargs or {}), lent))
+    return bool(settings.CELERY_TASK_ALWAYS_EAGER) and queue(name, Call(tuple(args), dict(kwargs or {})))
 
 
 class Collector:

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from pymongo.errors import AutoReconnect
 
 from background import scheduler as background_scheduler
 from background.scheduler import Scheduler
@@ -19,48 +18,14 @@ from core.mongo import get_db
 from search.managers import CommentSearchManager
 from social.feeds.log import ActivityLogManager
 from social.managers.commenters import DiscussionCommenterManager
+from tests.background.batchqueue import activity_log_down, installed
 
 pytestmark = pytest.mark.django_db
 
 
-class Queue:
-    """The scheduler's batch queue, driven by the test: `later` queues, `drain` runs what is queued
-    as the thread does (`run_batch` per task, in the order first queued)."""
-
-    def __init__(self):
-        self.calls: dict[str, list] = {}
-        self.lock = threading.Lock()
-
-    def later(self, name, call):
-        with self.lock:
-            self.calls.setdefault(name, []).append(call)
-        return True
-
-    def take(self, count=None):
-        with self.lock:
-            name = next(iter(self.calls))
-            calls = self.calls[name][:count] if count else self.calls[name]
-            self.calls[name] = self.calls[name][len(calls):]
-            if not self.calls[name]:
-                del self.calls[name]
-        return name, calls
-
-    def step(self, count=None):
-        """One batch: the first queued task's first `count` calls (all of them: None)."""
-        if self.calls:
-            name, calls = self.take(count)
-            background_scheduler.run_batch(name, calls)
-
-    def drain(self, count=None):
-        while self.calls:
-            self.step(count)
-
-
 @pytest.fixture
 def queue(monkeypatch):
-    queue = Queue()
-    monkeypatch.setattr(background_scheduler, "_scheduler", queue)
-    return queue
+    return installed(monkeypatch)
 
 
 def _pending(topic) -> int:
@@ -143,13 +108,9 @@ def test_a_step_that_keeps_failing_leaves_its_posts_pending_and_the_finisher_fin
     author = make_user()
     comments = [comment_create(topic=topic, author=author, text=f"post {n}") for n in range(4)]
 
-    def down(*args, **kwargs):
-        raise AutoReconnect("the activity log is unreachable")
-
     # The batch's insert and each post's own (the batch split into its calls) both fail.
     with monkeypatch.context() as patch:
-        patch.setattr(ActivityLogManager, "record_many", down)
-        patch.setattr(ActivityLogManager, "record", down)
+        activity_log_down(patch)
         queue.drain()
     assert _pending(topic) == 4  # no mark cleared: every post lacks its activity
     assert _effects(topic, comments)[1] == 0

@@ -7,7 +7,6 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.services import account_delete
-from background import scheduler as background_scheduler
 from comments.managers import STRATEGIES, manager_for
 from comments.moves import comment_storage_move
 from comments.services import comment_create, comment_delete, comment_edit, comment_posts_finish_due
@@ -16,7 +15,7 @@ from notifications.selectors import unread_count
 from search.managers import CommentSearchManager
 from social.feeds.log import ActivityLogManager
 from social.managers.commenters import DiscussionCommenterManager
-from tests.background.test_batch import Queue
+from tests.background.batchqueue import activity_log_down, installed
 from topics.models import Topic
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +23,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def queue(monkeypatch):
-    queue = Queue()
-    monkeypatch.setattr(background_scheduler, "_scheduler", queue)
-    return queue
+    return installed(monkeypatch)
 
 
 def _entry(comment):
@@ -152,7 +149,6 @@ def test_a_consequence_that_fails_for_good_has_one_failure_record_through_batch_
         queue, make_topic, make_user, monkeypatch, settings):
     """The batch's fallback runs the failing call alone (recorded), the post stays pending, the
     finisher's rerun fails again: still one record per consequence, which one replay finishes."""
-    from pymongo.errors import AutoReconnect
 
     from background.models import FailedTask
     from background.services import failure_replay
@@ -163,12 +159,8 @@ def test_a_consequence_that_fails_for_good_has_one_failure_record_through_batch_
     authors = [make_user(), make_user()]
     comments = [comment_create(topic=topic, author=authors[n], text=f"post {n}") for n in range(2)]
 
-    def down(*args, **kwargs):
-        raise AutoReconnect("the activity log is unreachable")
-
     with monkeypatch.context() as patch:
-        patch.setattr(ActivityLogManager, "record_many", down)
-        patch.setattr(ActivityLogManager, "record", down)
+        activity_log_down(patch)
         queue.drain()
         assert comment_posts_finish(topic=topic, older_than=0) == 2  # its rerun fails again
     failures = list(FailedTask.objects.all())

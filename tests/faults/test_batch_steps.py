@@ -17,8 +17,6 @@ every invariant of tests/faults/world.py holds and each post's consequences exis
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from tests.faults import conftest
@@ -31,41 +29,11 @@ pytestmark = pytest.mark.django_db
 TEXTS = ("lorem batched post by dave", "lorem batched reply by carol", "lorem batched post by bob")
 
 
-class BatchQueue:
-    """The scheduler's batch queue (`background.scheduler.later`), run by the test as the thread runs
-    it (`run_batch` per task, in the order first queued); `lose()`: the process died with it."""
-
-    def __init__(self):
-        self.calls: dict[str, list] = {}
-        self.lock = threading.Lock()
-
-    def later(self, name, call):
-        with self.lock:
-            self.calls.setdefault(name, []).append(call)
-        return True
-
-    def soon(self, name, *args):
-        return False  # what is sent soon runs where it is sent, as with no thread
-
-    def drain(self):
-        from background.scheduler import run_batch
-
-        while self.calls:
-            name = next(iter(self.calls))
-            run_batch(name, self.calls[name])
-            del self.calls[name]
-
-    def lose(self):
-        self.calls.clear()
-
-
 @pytest.fixture
 def batch_queue(monkeypatch):
-    from background import scheduler
+    from tests.background.batchqueue import installed
 
-    queue = BatchQueue()
-    monkeypatch.setattr(scheduler, "_scheduler", queue)
-    return queue
+    return installed(monkeypatch)
 
 
 def _post(w):

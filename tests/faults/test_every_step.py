@@ -89,13 +89,20 @@ def _run(call, world) -> BaseException | None:
     return None
 
 
-@pytest.mark.parametrize("scenario,storage", GUARDS)
-def test_bound_covers_every_operation(templates, scenario, storage, injector, task_queue):
-    """The scenario's bound is at least the operations its write and tasks make (else raise it)."""
+def _prepared(templates, scenario, storage, task_queue):
+    """The scenario's world in `storage`, its preparation written and its tasks run: the state the
+    write under test starts from."""
     world = templates.world(storage)
     if scenario.prepare:
         scenario.prepare(world)
         task_queue.drain()
+    return world
+
+
+@pytest.mark.parametrize("scenario,storage", GUARDS)
+def test_bound_covers_every_operation(templates, scenario, storage, injector, task_queue):
+    """The scenario's bound is at least the operations its write and tasks make (else raise it)."""
+    world = _prepared(templates, scenario, storage, task_queue)
     injector.arm(fail_at=None)
     scenario.request(world)
     task_queue.drain()
@@ -107,10 +114,7 @@ def test_bound_covers_every_operation(templates, scenario, storage, injector, ta
 
 @pytest.mark.parametrize("scenario,storage,kind,k", CASES)
 def test_fault_at_every_step(templates, scenario, storage, kind, k, injector, task_queue):
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
+    world = _prepared(templates, scenario, storage, task_queue)
     injector.arm(fail_at=k, kind=kind, writes_only=not FULL)
     failed = _run(scenario.request, world)
     try:
@@ -222,10 +226,7 @@ def dependencies(settings, task_queue, mail_server, monkeypatch):
 @pytest.mark.parametrize("scenario,storage,kind", DEPENDENCY_GUARDS)
 def test_dependency_bound_covers_every_call(templates, scenario, storage, kind, dependencies, task_queue):
     """BROKER_TASKS, MAIL_SENDS and REDIS_CALLS hold at least the calls the write and its tasks make."""
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
+    world = _prepared(templates, scenario, storage, task_queue)
     dependencies.arm(kind, None)
     scenario.request(world)
     task_queue.drain()
@@ -237,10 +238,7 @@ def test_dependency_bound_covers_every_call(templates, scenario, storage, kind, 
 def test_dependency_fails_from_every_step(templates, scenario, storage, kind, k, dependencies, task_queue):
     from django.core import mail
 
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
+    world = _prepared(templates, scenario, storage, task_queue)
     mail.outbox.clear()
     before = _counted_keys()
     dependencies.arm(kind, k)
@@ -303,10 +301,7 @@ RETRY_CASES = [pytest.param(s, storage, k, id=f"{s.name}-{storage}-broker-retry-
 def test_retry_refused_from_every_task_step(templates, scenario, storage, k, injector, dependencies, task_queue):
     from django.core import mail
 
-    world = templates.world(storage)
-    if scenario.prepare:
-        scenario.prepare(world)
-        task_queue.drain()
+    world = _prepared(templates, scenario, storage, task_queue)
     mail.outbox.clear()
     before = _counted_keys()
     task_queue.worker = True
